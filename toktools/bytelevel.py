@@ -1,0 +1,385 @@
+"""Byte-level text handling of GPT-2 / RoBERTa: bytes as printable symbols, and the GPT-2 split.
+
+Byte-level BPE never sees characters: text becomes UTF-8 bytes, and each byte is shown as one
+printable Unicode symbol so that the merge engine can work on ``str`` (``我`` = E6 88 91 →
+``æĪĳ``). Nothing is ever unknown, since every byte has a symbol.
+
+Before that, a sequence is cut into words by GPT-2's regular expression. Its classes ``\\p{L}``,
+``\\p{N}`` and ``\\s`` are spelled out from ``_bytelevel_tables`` (what the Oniguruma build in
+``tokenizers`` 0.23.3 says) instead of relying on the Unicode version of the ``regex`` module.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import regex
+
+from toktools._bytelevel_tables import LETTER_RANGES, NUMBER_RANGES, SPACE_RANGES
+
+# --------------------------------------------------------------------------------------------
+# 1. The 256-entry byte <-> symbol map (GPT-2's ``bytes_to_unicode``)
+# --------------------------------------------------------------------------------------------
+
+
+def _build_byte_symbols() -> list[str]:
+    """Printable bytes keep their own code point; the other 68 get U+0100, U+0101, … in order."""
+    printable = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    symbols = {b: chr(b) for b in printable}
+    next_code_point = 0x100
+    for b in range(256):
+        if b not in symbols:
+            symbols[b] = chr(next_code_point)
+            next_code_point += 1
+    return [symbols[b] for b in range(256)]
+
+
+BYTE_TO_SYMBOL: list[str] = _build_byte_symbols()
+SYMBOL_TO_BYTE: dict[str, int] = {s: b for b, s in enumerate(BYTE_TO_SYMBOL)}
+#: The 256 symbols in code-point order: GPT-2's ids 0–255, and the trainer's initial alphabet.
+ALPHABET: list[str] = sorted(BYTE_TO_SYMBOL)
+
+# str.translate tables: latin-1 code point (= byte value) -> symbol, and back.
+_LATIN1_TO_SYMBOL = {b: s for b, s in enumerate(BYTE_TO_SYMBOL)}
+_SYMBOL_TO_LATIN1 = {ord(s): b for b, s in enumerate(BYTE_TO_SYMBOL)}
+
+
+def bytes_to_symbols(data: bytes) -> str:
+    """Raw bytes → their byte-level symbols, one symbol per byte."""
+    return data.decode("latin-1").translate(_LATIN1_TO_SYMBOL)
+
+
+def text_to_symbols(text: str) -> str:
+    """Text → the byte-level symbols of its UTF-8 bytes (``"我"`` → ``"æĪĳ"``)."""
+    return text.encode("utf-8").decode("latin-1").translate(_LATIN1_TO_SYMBOL)
+
+
+def is_byte_symbols(token: str) -> bool:
+    """True if every character of ``token`` is one of the 256 byte symbols."""
+    return all(ch in SYMBOL_TO_BYTE for ch in token)
+
+
+def symbols_to_bytes(symbols: str) -> bytes:
+    """Byte-level symbols → the bytes they stand for (the inverse of :func:`bytes_to_symbols`)."""
+    return symbols.translate(_SYMBOL_TO_LATIN1).encode("latin-1")
+
+
+@dataclass(frozen=True)
+class ByteViewRow:
+    """One character of a text seen by byte-level BPE: its UTF-8 bytes and their symbols."""
+
+    char: str
+    hex_bytes: str
+    symbols: str
+
+
+def byte_view(text: str) -> list[ByteViewRow]:
+    """A readable byte view: ``我`` → ``ByteViewRow("我", "E6 88 91", "æĪĳ")``."""
+    rows = []
+    for ch in text:
+        raw = ch.encode("utf-8")
+        rows.append(ByteViewRow(ch, " ".join(f"{b:02X}" for b in raw), bytes_to_symbols(raw)))
+    return rows
+
+
+# --------------------------------------------------------------------------------------------
+# 2. The GPT-2 split pattern
+# --------------------------------------------------------------------------------------------
+
+
+def _without(ranges: tuple[tuple[int, int], ...], code_point: int) -> tuple[tuple[int, int], ...]:
+    """``ranges`` with one code point taken out."""
+    out = []
+    for lo, hi in ranges:
+        out.extend(r for r in ((lo, min(hi, code_point - 1)), (max(lo, code_point + 1), hi)) if r[0] <= r[1])
+    return tuple(out)
+
+
+def _char_class(ranges: tuple[tuple[int, int], ...]) -> str:
+    """Ranges → the body of a ``regex`` character class (without brackets)."""
+    parts = []
+    for lo, hi in ranges:
+        parts.append(f"\\U{lo:08x}" if lo == hi else f"\\U{lo:08x}-\\U{hi:08x}")
+    return "".join(parts)
+
+
+_L = _char_class(LETTER_RANGES)
+_N = _char_class(NUMBER_RANGES)
+_S = _char_class(SPACE_RANGES)
+_S_NOT_LF = _char_class(_without(SPACE_RANGES, 0x0A))
+
+#: GPT-2's pattern, ``'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+``,
+#: with the classes spelled out.
+GPT2_PATTERN = (
+    rf"'s|'t|'re|'ve|'m|'ll|'d| ?[{_L}]+| ?[{_N}]+| ?[^{_S}{_L}{_N}]+|[{_S}]+(?![^{_S}])|[{_S}]+"
+)
+_SPLIT = regex.compile(GPT2_PATTERN)
+
+#: The same split applied to many ``\n``-terminated lines at once gives exactly the pieces that
+#: splitting each line on its own would: whitespace runs never cross a line end, and a run that
+#: reaches one ends with it (as it would at the end of a single line).
+_LINES_SPLIT = regex.compile(
+    rf"'s|'t|'re|'ve|'m|'ll|'d| ?[{_L}]+| ?[{_N}]+| ?[^{_S}{_L}{_N}]+"
+    rf"|[{_S_NOT_LF}]*\n|[{_S_NOT_LF}]+(?![^{_S}])|[{_S_NOT_LF}]+"
+)
+_LINE_START_WITHOUT_SPACE = regex.compile(r"(?:^|(?<=\n))(?=[^ ])")
+
+
+def split(text: str) -> list[str]:
+    """The GPT-2 split of one sequence, as text pieces (not yet byte-mapped)."""
+    return _SPLIT.findall(text)
+
+
+def split_with_offsets(text: str) -> Iterator[tuple[str, int, int]]:
+    """The GPT-2 split of one sequence with each piece's character offsets."""
+    for match in _SPLIT.finditer(text):
+        yield match.group(), match.start(), match.end()
+
+
+def split_lines(chunk: str, add_prefix_space: bool = False) -> list[str]:
+    """Pieces of a chunk of whole lines, identical to splitting each line separately.
+
+    ``tokenizers`` trains on files line by line (each line keeps its ``\\n``), and with
+    ``add_prefix_space`` each line gets its own leading space. Doing one ``findall`` over a
+    multi-megabyte chunk is several times faster than a loop over its lines.
+    """
+    if add_prefix_space:
+        chunk = _LINE_START_WITHOUT_SPACE.sub(" ", chunk)
+    return _LINES_SPLIT.findall(chunk)
+
+
+@dataclass(frozen=True)
+class ByteLevelPreTokenizer:
+    """``pre_tokenizers.ByteLevel``: optional prefix space, GPT-2 split, byte mapping."""
+
+    add_prefix_space: bool = False
+    use_regex: bool = True
+
+    def prepare(self, sequence: str) -> str:
+        """The sequence with the prefix space that ``add_prefix_space`` asks for."""
+        if self.add_prefix_space and sequence and not sequence.startswith(" "):
+            return " " + sequence
+        return sequence
+
+    def pre_tokenize(self, sequence: str) -> list[tuple[str, int, int]]:
+        """Byte-mapped pieces of one sequence with character offsets into ``sequence``.
+
+        A prefix space added here is aligned with the first character, as ``tokenizers`` does.
+        """
+        prepared = self.prepare(sequence)
+        shift = len(prepared) - len(sequence)
+        if self.use_regex:
+            pieces = split_with_offsets(prepared)
+        else:
+            pieces = iter([(prepared, 0, len(prepared))] if prepared else [])
+        return [
+            (text_to_symbols(piece), max(start - shift, 0), max(end - shift, 0))
+            for piece, start, end in pieces
+        ]
+
+    def pieces_of_lines(self, chunk: str) -> list[str]:
+        """Text pieces (not yet byte-mapped) of a chunk of ``\\n``-terminated training lines."""
+        if self.use_regex:
+            return split_lines(chunk, self.add_prefix_space)
+        return [self.prepare(line) for line in _split_on_newline(chunk)]
+
+
+def _split_on_newline(chunk: str) -> list[str]:
+    """Split only at ``\\n``, keeping it (``str.splitlines`` also splits at ``\\r`` and others)."""
+    parts = chunk.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+# --------------------------------------------------------------------------------------------
+# 3. The byte-level BPE tokenizer
+# --------------------------------------------------------------------------------------------
+
+from pathlib import Path  # noqa: E402  (kept next to the class that needs it)
+from typing import Any, Sequence  # noqa: E402
+
+from toktools import bpe  # noqa: E402
+from toktools.encoding import AddedToken, Piece, TemplateProcessor  # noqa: E402
+from toktools.tokenizer import Tokenizer  # noqa: E402
+
+#: A word's tokens, relative to the word: (id, token, start byte, end byte).
+_WordTokens = list[tuple[int, str, int, int]]
+
+
+class ByteLevelBPETokenizer(Tokenizer):
+    """GPT-2 / RoBERTa byte-level BPE: GPT-2 split, bytes as symbols, merges by rank.
+
+    Matches ``tokenizers.ByteLevelBPETokenizer`` (and any ``tokenizer.json`` with a ByteLevel
+    pre-tokenizer and a BPE model): same ids, tokens, offsets and decoding.
+    """
+
+    kind = "bytebpe"
+
+    def __init__(
+        self,
+        vocab: dict[str, int],
+        merges: Sequence[tuple[str, str]],
+        *,
+        add_prefix_space: bool = False,
+        use_regex: bool = True,
+        added_tokens: Sequence[AddedToken] = (),
+        post_processor: TemplateProcessor | None = None,
+        unk_token: str | None = None,
+        fuse_unk: bool = False,
+        ignore_merges: bool = False,
+        continuing_subword_prefix: str | None = None,
+        end_of_word_suffix: str | None = None,
+        cache_capacity: int = 200_000,
+    ) -> None:
+        super().__init__(vocab, added_tokens, post_processor)
+        self.merges = list(merges)
+        self.pre_tokenizer = ByteLevelPreTokenizer(add_prefix_space, use_regex)
+        self.unk_token = unk_token
+        self.fuse_unk = fuse_unk
+        self.ignore_merges = ignore_merges
+        self.continuing_subword_prefix = continuing_subword_prefix
+        self.end_of_word_suffix = end_of_word_suffix
+        self.merge_map = bpe.build_merge_map(vocab, self.merges, continuing_subword_prefix)
+        if unk_token is not None and unk_token not in vocab:
+            from toktools.errors import ToktoolsError
+
+            raise ToktoolsError(f"unk token {unk_token!r} is not in the vocabulary")
+        self._cache: dict[str, _WordTokens] = {}
+        self._cache_capacity = cache_capacity
+        self._plain = unk_token is None and not continuing_subword_prefix and not end_of_word_suffix
+
+    # -- model ------------------------------------------------------------------------------
+
+    def tokenize_word(self, symbols: str) -> _WordTokens:
+        """BPE of one byte-mapped word: (id, token, start, end) with offsets in symbols (bytes)."""
+        vocab = self.vocab
+        if self.ignore_merges and symbols in vocab:
+            return [(vocab[symbols], symbols, 0, len(symbols))]
+        if self._plain:
+            ids = [vocab.get(ch) for ch in symbols]
+            if None not in ids:
+                merged = bpe.merge_symbols(ids, self.merge_map)  # type: ignore[arg-type]
+                bounds = [first for _, first in merged[1:]] + [len(symbols)]
+                return [(token_id, self.id_to_token_map[token_id], first, end)
+                        for (token_id, first), end in zip(merged, bounds)]
+        ids, spans = self._initial_symbols(symbols)
+        merged = bpe.merge_symbols(ids, self.merge_map)
+        lasts = [first - 1 for _, first in merged[1:]] + [len(ids) - 1]
+        return [(token_id, self.id_to_token_map[token_id], spans[first][0], spans[last][1])
+                for (token_id, first), last in zip(merged, lasts)]
+
+    def _initial_symbols(self, symbols: str) -> tuple[list[int], list[tuple[int, int]]]:
+        """Initial ids with ``unk_token``, prefixes and suffixes, and each one's span.
+
+        A symbol missing from the vocabulary is dropped silently without an unk token."""
+        prefix, suffix = self.continuing_subword_prefix, self.end_of_word_suffix
+        unk_id = self.vocab.get(self.unk_token) if self.unk_token is not None else None
+        ids: list[int] = []
+        spans: list[tuple[int, int]] = []
+        last = len(symbols) - 1
+        for position, ch in enumerate(symbols):
+            symbol = ch
+            if prefix and position > 0:
+                symbol = prefix + symbol
+            if suffix and position == last:
+                symbol = symbol + suffix
+            token_id = self.vocab.get(symbol)
+            if token_id is None:
+                if unk_id is None:
+                    continue
+                token_id = unk_id
+                if self.fuse_unk and ids and ids[-1] == unk_id:
+                    spans[-1] = (spans[-1][0], position + 1)
+                    continue
+            ids.append(token_id)
+            spans.append((position, position + 1))
+        return ids, spans
+
+    def encode_fragment(self, text: str) -> list[Piece]:
+        prepared = self.pre_tokenizer.prepare(text)
+        shift = len(prepared) - len(text)
+        if self.pre_tokenizer.use_regex:
+            matches = ((m.group(), m.start()) for m in _SPLIT.finditer(prepared))
+        else:
+            matches = iter([(prepared, 0)] if prepared else [])
+        cache = self._cache
+        pieces: list[Piece] = []
+        for piece, start in matches:
+            word = cache.get(piece)
+            if word is None:
+                word = self.tokenize_word(text_to_symbols(piece))
+                if len(cache) >= self._cache_capacity:
+                    cache.clear()
+                cache[piece] = word
+            if piece.isascii():
+                for token_id, token, b0, b1 in word:
+                    pieces.append((token_id, token, max(start + b0 - shift, 0), max(start + b1 - shift, 0)))
+            else:
+                char_of_byte = [i for i, ch in enumerate(piece) for _ in range(len(ch.encode("utf-8")))]
+                for token_id, token, b0, b1 in word:
+                    s = start + char_of_byte[b0] - shift
+                    e = start + char_of_byte[b1 - 1] + 1 - shift
+                    pieces.append((token_id, token, max(s, 0), max(e, 0)))
+        return pieces
+
+    def decode_tokens(self, tokens: list[str]) -> str:
+        """``decoders.ByteLevel``: byte symbols back to bytes, then UTF-8 with replacement."""
+        data = bytearray()
+        for token in tokens:
+            data += symbols_to_bytes(token) if is_byte_symbols(token) else token.encode("utf-8")
+        return data.decode("utf-8", errors="replace")
+
+    # -- files ------------------------------------------------------------------------------
+
+    def save(self, directory: str | Path, *, overwrite: bool = True) -> list[Path]:
+        """Write ``vocab.json``, ``merges.txt`` and ``tokenizer.json`` atomically."""
+        from toktools.formats import dumps_tokenizer_json, write_files_atomically
+
+        return write_files_atomically(
+            Path(directory),
+            {
+                "vocab.json": bpe.dumps_vocab_json(self.vocab),
+                "merges.txt": bpe.dumps_merges_txt(self.merges),
+                "tokenizer.json": dumps_tokenizer_json(self.to_tokenizer_json()),
+            },
+            overwrite=overwrite,
+        )
+
+    def to_tokenizer_json(self) -> dict[str, Any]:
+        byte_level = {"type": "ByteLevel", "add_prefix_space": self.pre_tokenizer.add_prefix_space,
+                      "trim_offsets": True, "use_regex": self.pre_tokenizer.use_regex}
+        if self.post_processor is None:
+            post: dict[str, Any] = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True}
+        else:
+            p = self.post_processor
+            post = {"type": "RobertaProcessing", "sep": [p.sep[0], p.sep[1]], "cls": [p.cls[0], p.cls[1]],
+                    "trim_offsets": p.trim_offsets, "add_prefix_space": p.add_prefix_space}
+        return {
+            "version": "1.0",
+            "truncation": self.truncation_json(),
+            "padding": self.padding_json(),
+            "added_tokens": self.added_tokens_json(),
+            "normalizer": None,
+            "pre_tokenizer": byte_level,
+            "post_processor": post,
+            "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+            "model": {
+                "type": "BPE",
+                "dropout": None,
+                "unk_token": self.unk_token,
+                "continuing_subword_prefix": self.continuing_subword_prefix,
+                "end_of_word_suffix": self.end_of_word_suffix,
+                "fuse_unk": self.fuse_unk,
+                "byte_fallback": False,
+                "ignore_merges": self.ignore_merges,
+                "vocab": dict(sorted(self.vocab.items(), key=lambda item: item[1])),
+                "merges": [[a, b] for a, b in self.merges],
+            },
+        }
+
+
+def training_pieces(chunk: str, add_prefix_space: bool = False, use_regex: bool = True) -> list[str]:
+    """Text pieces of a chunk of training lines (top-level, so worker processes can run it)."""
+    return ByteLevelPreTokenizer(add_prefix_space, use_regex).pieces_of_lines(chunk)

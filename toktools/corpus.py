@@ -1,0 +1,218 @@
+"""Reading corpora and counting words, in parallel and deterministically.
+
+``tokenizers`` reads a training file as UTF-8 and cuts it only at ``\\n`` (each line keeps its
+line ending). We read big blocks, cut them at the last ``\\n``, and hand whole-line chunks to
+worker processes; a model-specific function turns a chunk into words, and the per-chunk counts
+are merged in chunk order. So the counts — and their first-occurrence order, which the WordPiece
+trainer uses — do not depend on the number of workers.
+"""
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import json
+import lzma
+import os
+import sys
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Callable, Iterable, Iterator, Literal, Sequence
+
+from toktools.errors import ToktoolsError
+
+CHUNK_BYTES = 4 << 20
+#: A picklable function from a chunk of whole lines to its words (for worker processes).
+WordSplitter = Callable[[str], Iterable[str]]
+ProgressCallback = Callable[[int, int], None]  # (bytes read, total bytes or 0 if unknown)
+ErrorPolicy = Literal["strict", "replace", "skip"]
+
+
+@dataclass(frozen=True)
+class CorpusSource:
+    """One input: a path (plain or .gz/.xz/.bz2) or ``-`` for standard input.
+
+    With ``json_field``, each line is a JSON object and only that field's text is used (as one
+    sequence, with a ``\\n`` appended like a line of a text file)."""
+
+    path: str
+    json_field: str | None = None
+
+    @property
+    def is_stdin(self) -> bool:
+        return self.path == "-"
+
+    def size(self) -> int:
+        """Bytes on disk (compressed size for compressed files; 0 for stdin)."""
+        return 0 if self.is_stdin else os.path.getsize(self.path)
+
+    def open(self) -> BinaryIO:
+        if self.is_stdin:
+            return sys.stdin.buffer
+        path = Path(self.path)
+        try:
+            if path.suffix == ".gz":
+                return gzip.open(path, "rb")  # type: ignore[return-value]
+            if path.suffix == ".xz":
+                return lzma.open(path, "rb")  # type: ignore[return-value]
+            if path.suffix == ".bz2":
+                return bz2.open(path, "rb")  # type: ignore[return-value]
+            return open(path, "rb")
+        except FileNotFoundError:
+            raise ToktoolsError(f"corpus file not found: {path}") from None
+        except IsADirectoryError:
+            raise ToktoolsError(f"{path} is a directory") from None
+        except PermissionError:
+            raise ToktoolsError(f"cannot read {path}: permission denied") from None
+
+
+def expand_sources(paths: Sequence[str], json_field: str | None = None) -> list[CorpusSource]:
+    """Files as given; directories become their files (recursively, sorted by path)."""
+    sources = []
+    for raw in paths:
+        path = Path(raw)
+        if raw != "-" and path.is_dir():
+            files = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+            if not files:
+                raise ToktoolsError(f"directory {path} holds no files")
+            sources.extend(CorpusSource(str(p), json_field) for p in files)
+        elif raw != "-" and not path.exists():
+            raise ToktoolsError(f"corpus file not found: {path}")
+        else:
+            sources.append(CorpusSource(raw, json_field))
+    if not sources:
+        raise ToktoolsError("no corpus given")
+    return sources
+
+
+def _decode(block: bytes, source: CorpusSource, first_line: int, errors: ErrorPolicy) -> str:
+    """Strict UTF-8 with an error that names the file and line, or replace / skip bad lines."""
+    try:
+        return block.decode("utf-8")
+    except UnicodeDecodeError as err:
+        if errors == "replace":
+            return block.decode("utf-8", errors="replace")
+        if errors == "skip":
+            kept = []
+            for line in block.split(b"\n"):
+                try:
+                    kept.append(line.decode("utf-8"))
+                except UnicodeDecodeError:
+                    continue
+            return "\n".join(kept)
+        line = first_line + block.count(b"\n", 0, err.start)
+        raise ToktoolsError(
+            f"{source.path}, line {line}: invalid UTF-8 (byte 0x{block[err.start]:02X}); "
+            "use --errors replace or --errors skip to go on"
+        ) from None
+
+
+def _json_lines_text(text: str, source: CorpusSource, first_line: int) -> str:
+    out = []
+    for offset, line in enumerate(text.split("\n")):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)[source.json_field]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            raise ToktoolsError(
+                f"{source.path}, line {first_line + offset}: not a JSON object with a {source.json_field!r} field"
+            ) from None
+        if not isinstance(value, str):
+            raise ToktoolsError(f"{source.path}, line {first_line + offset}: field {source.json_field!r} is not a string")
+        out.append(value + "\n")
+    return "".join(out)
+
+
+def iter_chunks(
+    sources: Sequence[CorpusSource],
+    chunk_bytes: int = CHUNK_BYTES,
+    errors: ErrorPolicy = "strict",
+    progress: ProgressCallback | None = None,
+) -> Iterator[str]:
+    """Whole-line text chunks of all sources, in order; progress in bytes read from disk."""
+    total = sum(s.size() for s in sources)
+    done_before = 0
+    for source in sources:
+        handle = source.open()
+        raw = getattr(handle, "fileobj", None) or getattr(handle, "_fp", None)
+        line_number = 1
+        pending = b""
+        try:
+            while True:
+                try:
+                    block = handle.read(chunk_bytes)
+                except (OSError, EOFError, lzma.LZMAError) as err:
+                    raise ToktoolsError(f"{source.path}: cannot decompress ({err})") from None
+                if not block:
+                    break
+                block = pending + block
+                cut = block.rfind(b"\n") + 1
+                if cut == 0:
+                    pending = block
+                    continue
+                pending = block[cut:]
+                whole = block[:cut]
+                text = _decode(whole, source, line_number, errors)
+                if source.json_field:
+                    text = _json_lines_text(text, source, line_number)
+                line_number += whole.count(b"\n")
+                if progress is not None:
+                    position = _position(handle, raw)
+                    progress(done_before + position if position is not None else 0, total)
+                yield text
+            if pending:
+                text = _decode(pending, source, line_number, errors)
+                yield _json_lines_text(text, source, line_number) if source.json_field else text
+        finally:
+            if not source.is_stdin:
+                handle.close()
+        done_before += source.size()
+        if progress is not None:
+            progress(done_before, total)
+
+
+def _position(handle: io.IOBase, raw: object) -> int | None:
+    """How far into the file on disk we are (compressed offset for compressed files)."""
+    try:
+        target = raw if raw is not None and hasattr(raw, "tell") else handle
+        return int(target.tell())  # type: ignore[union-attr]
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _count_chunk(splitter: WordSplitter, chunk: str) -> Counter[str]:
+    return Counter(splitter(chunk))
+
+
+def count_words(
+    sources: Sequence[CorpusSource],
+    splitter: WordSplitter,
+    *,
+    workers: int | None = None,
+    errors: ErrorPolicy = "strict",
+    progress: ProgressCallback | None = None,
+    chunk_bytes: int = CHUNK_BYTES,
+) -> dict[str, int]:
+    """``word -> count`` over all sources, in first-occurrence order, identical for any ``workers``."""
+    workers = workers or os.cpu_count() or 1
+    chunks = iter_chunks(sources, chunk_bytes, errors, progress)
+    total: Counter[str] = Counter()
+    if workers <= 1:
+        for chunk in chunks:
+            total.update(_count_chunk(splitter, chunk))
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            # a bounded window of chunks in flight keeps memory flat on huge corpora
+            in_flight = []
+            for chunk in chunks:
+                in_flight.append(pool.submit(_count_chunk, splitter, chunk))
+                if len(in_flight) >= 2 * workers:
+                    total.update(in_flight.pop(0).result())
+            for future in in_flight:
+                total.update(future.result())
+    if not total:
+        raise ToktoolsError("the corpus is empty: no words to learn from")
+    return dict(total)

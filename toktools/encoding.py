@@ -1,0 +1,250 @@
+"""What every tokenizer does around its model: special tokens in the input, the ``[CLS]``/``<s>``
+templates, truncation and padding, and the :class:`Encoding` they produce.
+
+These follow ``tokenizers`` 0.23.3: special tokens are cut out of the raw input first
+(leftmost-longest, case-sensitive); truncation runs before the template is added and leaves room
+for it; padding runs last.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Literal, Sequence
+
+import regex
+
+from toktools.errors import ToktoolsError
+
+#: One token of a sequence: (id, token string, start, end), offsets in characters.
+Piece = tuple[int, str, int, int]
+
+
+@dataclass
+class Encoding:
+    """The output of ``encode``: ids plus everything a model input pipeline needs."""
+
+    ids: list[int] = field(default_factory=list)
+    tokens: list[str] = field(default_factory=list)
+    offsets: list[tuple[int, int]] = field(default_factory=list)
+    type_ids: list[int] = field(default_factory=list)
+    attention_mask: list[int] = field(default_factory=list)
+    special_tokens_mask: list[int] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @classmethod
+    def from_pieces(cls, pieces: Sequence[Piece], type_id: int = 0) -> "Encoding":
+        return cls(
+            ids=[p[0] for p in pieces],
+            tokens=[p[1] for p in pieces],
+            offsets=[(p[2], p[3]) for p in pieces],
+            type_ids=[type_id] * len(pieces),
+            attention_mask=[1] * len(pieces),
+            special_tokens_mask=[0] * len(pieces),
+        )
+
+    def truncated(self, length: int, direction: str = "right") -> "Encoding":
+        keep = slice(0, length) if direction == "right" else slice(max(len(self.ids) - length, 0), None)
+        return Encoding(*(list(getattr(self, name)[keep]) for name in _FIELDS))
+
+    def __add__(self, other: "Encoding") -> "Encoding":
+        return Encoding(*(getattr(self, name) + getattr(other, name) for name in _FIELDS))
+
+
+_FIELDS = ("ids", "tokens", "offsets", "type_ids", "attention_mask", "special_tokens_mask")
+
+
+# ---------------------------------------------------------------------------------------------
+# Special tokens in the input
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AddedToken:
+    """A token matched in the raw input before normalisation (``special`` ones are dropped by
+    ``decode(skip_special_tokens=True)``)."""
+
+    content: str
+    id: int
+    special: bool = True
+
+
+class AddedTokens:
+    """The tokens a tokenizer cuts out of the raw text, as ``tokenizers``' AddedVocabulary does
+    for ``normalized=False`` tokens: leftmost match, longest on ties, case-sensitive."""
+
+    def __init__(self, tokens: Iterable[AddedToken] = ()) -> None:
+        self.tokens: list[AddedToken] = []
+        self.by_content: dict[str, AddedToken] = {}
+        self.by_id: dict[int, AddedToken] = {}
+        self._pattern: regex.Pattern[str] | None = None
+        for token in tokens:
+            self.add(token)
+
+    def add(self, token: AddedToken) -> None:
+        if token.content in self.by_content or not token.content:
+            return
+        self.tokens.append(token)
+        self.by_content[token.content] = token
+        self.by_id[token.id] = token
+        alternatives = sorted(self.by_content, key=len, reverse=True)
+        self._pattern = regex.compile("|".join(regex.escape(t) for t in alternatives))
+
+    def __bool__(self) -> bool:
+        return bool(self.tokens)
+
+    def split(self, text: str) -> list[tuple[str, int, AddedToken | None]]:
+        """``text`` as (fragment, start offset, added token or None) in order."""
+        if self._pattern is None:
+            return [(text, 0, None)] if text else []
+        out: list[tuple[str, int, AddedToken | None]] = []
+        position = 0
+        for match in self._pattern.finditer(text):
+            if match.start() > position:
+                out.append((text[position : match.start()], position, None))
+            out.append((match.group(), match.start(), self.by_content[match.group()]))
+            position = match.end()
+        if position < len(text):
+            out.append((text[position:], position, None))
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Templates: [CLS] A [SEP] B [SEP]  and  <s> A </s></s> B </s>
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TemplateProcessor:
+    """``BertProcessing`` or ``RobertaProcessing``.
+
+    ``style="bert"``: ``[CLS] A [SEP]`` / ``[CLS] A [SEP] B [SEP]`` with type ids 0 then 1.
+    ``style="roberta"``: ``<s> A </s>`` / ``<s> A </s> </s> B </s>``, all type ids 0, and with
+    ``trim_offsets`` the offsets exclude surrounding spaces.
+    """
+
+    style: Literal["bert", "roberta"]
+    cls: tuple[str, int]
+    sep: tuple[str, int]
+    trim_offsets: bool = True
+    add_prefix_space: bool = True
+
+    def added_tokens(self, is_pair: bool) -> int:
+        if self.style == "bert":
+            return 3 if is_pair else 2
+        return 4 if is_pair else 2
+
+    def _special(self, token: tuple[str, int], type_id: int) -> Encoding:
+        return Encoding([token[1]], [token[0]], [(0, 0)], [type_id], [1], [1])
+
+    def process(self, first: Encoding, second: Encoding | None) -> Encoding:
+        if self.style == "roberta" and self.trim_offsets:
+            first = _trim_space_offsets(first, self.add_prefix_space)
+            second = _trim_space_offsets(second, self.add_prefix_space) if second else None
+        pair_type = 1 if self.style == "bert" else 0
+        out = self._special(self.cls, 0) + first + self._special(self.sep, 0)
+        if second is None:
+            return out
+        if self.style == "roberta":
+            out = out + self._special(self.sep, 0)
+        second = replace(second, type_ids=[pair_type] * len(second))
+        return out + second + self._special(self.sep, pair_type)
+
+
+_SPACE_SYMBOL = "\u0120"  # byte-level symbol of " "
+
+
+def _trim_space_offsets(encoding: Encoding, add_prefix_space: bool) -> Encoding:
+    """``process_offsets`` of the byte-level post-processors: offsets skip leading and trailing
+    spaces of a token, except the one prefix space added to the first token."""
+    offsets = []
+    for i, (token, (start, end)) in enumerate(zip(encoding.tokens, encoding.offsets)):
+        leading = len(token) - len(token.lstrip(_SPACE_SYMBOL + " "))
+        trailing = len(token) - len(token.rstrip(_SPACE_SYMBOL + " "))
+        if leading and (i == 0 or start == 0) and add_prefix_space and leading == 1:
+            leading = 0
+        if leading:
+            start = min(start + leading, end)
+        if trailing and end >= trailing:
+            end = max(end - trailing, start)
+        offsets.append((start, end))
+    return replace(encoding, offsets=offsets)
+
+
+# ---------------------------------------------------------------------------------------------
+# Truncation and padding
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """``enable_truncation``: ``max_length`` counts the template's special tokens too."""
+
+    max_length: int
+    strategy: Literal["longest_first", "only_first", "only_second"] = "longest_first"
+    direction: Literal["right", "left"] = "right"
+
+    def apply(self, first: Encoding, second: Encoding | None, room_for_specials: int) -> tuple[Encoding, Encoding | None]:
+        budget = self.max_length - room_for_specials
+        if budget < 0:
+            raise ToktoolsError(f"max length {self.max_length} leaves no room for the {room_for_specials} special tokens")
+        if second is None:
+            if self.strategy == "only_second":
+                raise ToktoolsError("truncation strategy only_second needs a pair of sequences")
+            return (first.truncated(budget, self.direction) if len(first) > budget else first), None
+        total = len(first) + len(second)
+        if total <= budget:
+            return first, second
+        if self.strategy == "longest_first":
+            n1, n2 = len(first), len(second)
+            swapped = n1 > n2
+            if swapped:
+                n1, n2 = n2, n1
+            if n1 > budget:
+                n2 = n1
+            else:
+                n2 = max(n1, budget - n1)
+            if n1 + n2 > budget:
+                n1 = budget // 2
+                n2 = n1 + budget % 2
+            if swapped:
+                n1, n2 = n2, n1
+            return first.truncated(n1, self.direction), second.truncated(n2, self.direction)
+        target, other = (first, second) if self.strategy == "only_first" else (second, first)
+        excess = total - budget
+        if len(target) <= excess:
+            raise ToktoolsError(f"truncation {self.strategy}: the sequence is too short to remove {excess} tokens")
+        cut = target.truncated(len(target) - excess, self.direction)
+        return (cut, other) if self.strategy == "only_first" else (other, cut)
+
+
+@dataclass(frozen=True)
+class Padding:
+    """``enable_padding``: to a fixed ``length``, or to the longest of a batch when None."""
+
+    pad_id: int
+    pad_token: str
+    length: int | None = None
+    pad_type_id: int = 0
+    direction: Literal["right", "left"] = "right"
+    pad_to_multiple_of: int | None = None
+
+    def target(self, longest: int) -> int:
+        target = self.length if self.length is not None else longest
+        if self.pad_to_multiple_of and target % self.pad_to_multiple_of:
+            target += self.pad_to_multiple_of - target % self.pad_to_multiple_of
+        return target
+
+    def apply(self, encoding: Encoding, target: int) -> Encoding:
+        missing = target - len(encoding)
+        if missing <= 0:
+            return encoding
+        pad = Encoding(
+            [self.pad_id] * missing,
+            [self.pad_token] * missing,
+            [(0, 0)] * missing,
+            [self.pad_type_id] * missing,
+            [0] * missing,
+            [1] * missing,
+        )
+        return encoding + pad if self.direction == "right" else pad + encoding

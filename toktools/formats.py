@@ -1,0 +1,187 @@
+"""Loading any supported tokenizer layout, and writing files atomically.
+
+Supported layouts (a directory, or a file inside one):
+
+* ``tokenizer.json`` (``tokenizers``' single-file format; BPE with ByteLevel, or WordPiece);
+* ``vocab.json`` + ``merges.txt`` (byte-level BPE, as ``save_model`` writes them);
+* ``encoder.json`` + ``vocab.bpe`` (OpenAI's GPT-2 release);
+* ``vocab.txt`` (BERT WordPiece).
+
+A directory holding a ``tokenizer.json`` is loaded from it (it carries the full pipeline);
+otherwise from the model files.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping
+
+from toktools.errors import ToktoolsError
+from toktools.tokenizer import Tokenizer
+
+SHIPPED_VOCABS_DIR = Path(__file__).resolve().parent.parent / "vocabs"
+
+
+def dumps_tokenizer_json(document: Mapping[str, Any]) -> str:
+    """Pretty-printed like ``Tokenizer.save`` (2-space indent, raw UTF-8)."""
+    return json.dumps(document, ensure_ascii=False, indent=2)
+
+
+def write_files_atomically(directory: Path, files: Mapping[str, str], *, overwrite: bool = True) -> list[Path]:
+    """Write every file to a temporary name first, then rename them all into place.
+
+    A crash or Ctrl-C while writing leaves the old files (or none), never a half-written one.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    targets = [directory / name for name in files]
+    if not overwrite:
+        existing = [str(t) for t in targets if t.exists()]
+        if existing:
+            raise ToktoolsError(f"refusing to overwrite {', '.join(existing)} (use --force)")
+    temporaries: list[tuple[str, Path]] = []
+    try:
+        for name, text in files.items():
+            handle, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+            temporaries.append((temporary, directory / name))
+            with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
+                out.write(text)
+                out.flush()
+                os.fsync(out.fileno())
+        for temporary, target in temporaries:
+            os.replace(temporary, target)
+    finally:
+        for temporary, _ in temporaries:
+            if os.path.exists(temporary):
+                os.unlink(temporary)
+    return targets
+
+
+def resolve(path: str | Path) -> Path:
+    """A path as given, or the name of a vocabulary shipped in ``vocabs/``."""
+    candidate = Path(path)
+    if candidate.exists():
+        return candidate
+    shipped = SHIPPED_VOCABS_DIR / str(path)
+    if shipped.is_dir():
+        return shipped
+    raise ToktoolsError(f"no tokenizer at {path}: no such file or directory, and not a vocabulary shipped with toktools")
+
+
+def load(path: str | Path) -> Tokenizer:
+    """A tokenizer from a directory or file in any supported layout (see the module docstring)."""
+    target = resolve(path)
+    if target.is_file():
+        if target.name.endswith(".json") and target.name not in ("vocab.json", "encoder.json"):
+            return _from_tokenizer_json(target)
+        if target.suffix == ".txt" and target.name != "merges.txt":
+            return _load_wordpiece_vocab(target)
+        target = target.parent
+    if (target / "tokenizer.json").is_file():
+        return _from_tokenizer_json(target / "tokenizer.json")
+    for vocab_name, merges_name in (("vocab.json", "merges.txt"), ("encoder.json", "vocab.bpe")):
+        if (target / vocab_name).is_file() and (target / merges_name).is_file():
+            return _load_bpe_files(target / vocab_name, target / merges_name)
+    if (target / "vocab.txt").is_file():
+        return _load_wordpiece_vocab(target / "vocab.txt")
+    raise ToktoolsError(
+        f"{target}: no tokenizer found (expected tokenizer.json, vocab.json + merges.txt, "
+        "encoder.json + vocab.bpe, or vocab.txt)"
+    )
+
+
+def _load_bpe_files(vocab_path: Path, merges_path: Path) -> Tokenizer:
+    from toktools import bpe
+    from toktools.bytelevel import ByteLevelBPETokenizer
+
+    vocab = bpe.loads_vocab_json(bpe.read_text_file(vocab_path, "vocabulary"), str(vocab_path))
+    merges = bpe.loads_merges_txt(bpe.read_text_file(merges_path, "merges file"), str(merges_path))
+    return ByteLevelBPETokenizer(vocab, merges)
+
+
+def _load_wordpiece_vocab(vocab_path: Path) -> Tokenizer:
+    from toktools import wordpiece
+
+    return wordpiece.WordPieceTokenizer.from_vocab_file(vocab_path)
+
+
+def _from_tokenizer_json(path: Path) -> Tokenizer:
+    from toktools import bpe
+
+    text = bpe.read_text_file(path, "tokenizer file")
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ToktoolsError(f"{path}: not valid JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
+    try:
+        return from_tokenizer_json(document)
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise ToktoolsError(f"{path}: not a tokenizer.json this version understands ({type(err).__name__}: {err})") from None
+
+
+def from_tokenizer_json(document: Mapping[str, Any]) -> Tokenizer:
+    """Build our tokenizer from a parsed ``tokenizer.json``."""
+    from toktools.encoding import AddedToken
+
+    model = document["model"]
+    model_type = model.get("type")
+    added = [AddedToken(t["content"], t["id"], bool(t.get("special", False))) for t in document.get("added_tokens") or []]
+    if model_type == "BPE":
+        tokenizer = _bpe_from_json(document, added)
+    elif model_type == "WordPiece":
+        from toktools import wordpiece
+
+        tokenizer = wordpiece.WordPieceTokenizer.from_tokenizer_json(document, added)
+    else:
+        raise ValueError(f"model type {model_type!r} is not supported (BPE and WordPiece are)")
+    truncation = document.get("truncation")
+    if truncation:
+        strategy = {"LongestFirst": "longest_first", "OnlyFirst": "only_first", "OnlySecond": "only_second"}
+        tokenizer.enable_truncation(truncation["max_length"], strategy[truncation.get("strategy", "LongestFirst")],
+                                    truncation.get("direction", "Right").lower())
+    padding = document.get("padding")
+    if padding:
+        fixed = padding.get("strategy")
+        length = fixed.get("Fixed") if isinstance(fixed, dict) else None
+        tokenizer.enable_padding(length=length, pad_token=padding.get("pad_token", "[PAD]"), pad_id=padding.get("pad_id", 0),
+                                 direction=padding.get("direction", "Right").lower(),
+                                 pad_to_multiple_of=padding.get("pad_to_multiple_of"),
+                                 pad_type_id=padding.get("pad_type_id", 0))
+    return tokenizer
+
+
+def _bpe_from_json(document: Mapping[str, Any], added: list[Any]) -> Tokenizer:
+    from toktools.bytelevel import ByteLevelBPETokenizer
+    from toktools.encoding import TemplateProcessor
+
+    model = document["model"]
+    pre = document.get("pre_tokenizer") or {}
+    if pre.get("type") != "ByteLevel":
+        raise ValueError(f"BPE with pre-tokenizer {pre.get('type')!r}: only ByteLevel BPE is supported")
+    if document.get("normalizer"):
+        raise ValueError(f"normalizer {document['normalizer'].get('type')!r} is not supported for byte-level BPE")
+    merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in model["merges"]]
+    for number, merge in enumerate(merges, start=1):
+        if len(merge) != 2:
+            raise ValueError(f"merge {number} is not a pair: {merge!r}")
+    post = document.get("post_processor") or {}
+    processor = None
+    if post.get("type") == "RobertaProcessing":
+        processor = TemplateProcessor("roberta", tuple(post["cls"]), tuple(post["sep"]),
+                                      post.get("trim_offsets", True), post.get("add_prefix_space", True))
+    elif post and post.get("type") != "ByteLevel":
+        raise ValueError(f"post-processor {post.get('type')!r} is not supported for byte-level BPE")
+    return ByteLevelBPETokenizer(
+        dict(model["vocab"]),
+        merges,  # type: ignore[arg-type]
+        add_prefix_space=bool(pre.get("add_prefix_space", False)),
+        use_regex=bool(pre.get("use_regex", True)),
+        added_tokens=added,
+        post_processor=processor,
+        unk_token=model.get("unk_token"),
+        fuse_unk=bool(model.get("fuse_unk", False)),
+        ignore_merges=bool(model.get("ignore_merges", False)),
+        continuing_subword_prefix=model.get("continuing_subword_prefix"),
+        end_of_word_suffix=model.get("end_of_word_suffix"),
+    )

@@ -1,0 +1,191 @@
+"""The shared shape of every toktools tokenizer: special tokens → model → template → truncation
+→ padding, and decoding. A model only says how to cut one fragment of text and how to glue
+tokens back; everything else (and so the CLI, reports and parity checks) works through this."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Sequence
+
+from toktools.encoding import AddedToken, AddedTokens, Encoding, Padding, Piece, TemplateProcessor, Truncation
+
+
+class Tokenizer(ABC):
+    """Base class: subclasses implement :meth:`encode_fragment`, :meth:`decode_tokens`,
+    :meth:`save` and :meth:`to_tokenizer_json`."""
+
+    #: "bytebpe" or "wordpiece": the family, used by the CLI and the loaders.
+    kind: str = ""
+
+    def __init__(
+        self,
+        vocab: dict[str, int],
+        added_tokens: Sequence[AddedToken] = (),
+        post_processor: TemplateProcessor | None = None,
+    ) -> None:
+        self.vocab = vocab
+        self.id_to_token_map: dict[int, str] = {i: t for t, i in vocab.items()}
+        self.added = AddedTokens(added_tokens)
+        self.post_processor = post_processor
+        self.truncation: Truncation | None = None
+        self.padding: Padding | None = None
+
+    # -- the model's part -------------------------------------------------------------------
+
+    @abstractmethod
+    def encode_fragment(self, text: str) -> list[Piece]:
+        """Tokens of a piece of text that holds no special token; offsets relative to ``text``."""
+
+    @abstractmethod
+    def decode_tokens(self, tokens: list[str]) -> str:
+        """Token strings (special ones already removed if asked) → text."""
+
+    @abstractmethod
+    def save(self, directory: str | Path, *, overwrite: bool = True) -> list[Path]:
+        """Write the model's files into ``directory``; return their paths."""
+
+    @abstractmethod
+    def to_tokenizer_json(self) -> dict[str, Any]:
+        """The ``tokenizer.json`` document that ``tokenizers.Tokenizer.from_str`` loads."""
+
+    # -- vocabulary -------------------------------------------------------------------------
+
+    def token_to_id(self, token: str) -> int | None:
+        added = self.added.by_content.get(token)
+        return added.id if added else self.vocab.get(token)
+
+    def id_to_token(self, token_id: int) -> str | None:
+        added = self.added.by_id.get(token_id)
+        return added.content if added else self.id_to_token_map.get(token_id)
+
+    @property
+    def vocab_size(self) -> int:
+        """Size with the added tokens, like ``get_vocab_size(with_added_tokens=True)``."""
+        return len(self.vocab) + sum(1 for t in self.added.tokens if t.content not in self.vocab)
+
+    def get_vocab(self) -> dict[str, int]:
+        vocab = dict(self.vocab)
+        vocab.update({t.content: t.id for t in self.added.tokens})
+        return vocab
+
+    def add_special_tokens(self, tokens: Sequence[str]) -> None:
+        """Register special tokens; one missing from the vocabulary gets the next free id."""
+        for content in tokens:
+            if content in self.added.by_content:
+                continue
+            token_id = self.vocab.get(content)
+            if token_id is None:
+                token_id = max([*self.id_to_token_map, *self.added.by_id], default=-1) + 1
+            self.added.add(AddedToken(content, token_id, special=True))
+
+    # -- settings ---------------------------------------------------------------------------
+
+    def enable_truncation(self, max_length: int, strategy: str = "longest_first", direction: str = "right") -> None:
+        self.truncation = Truncation(max_length, strategy, direction)  # type: ignore[arg-type]
+
+    def no_truncation(self) -> None:
+        self.truncation = None
+
+    def enable_padding(self, length: int | None = None, pad_token: str | None = None, pad_id: int | None = None,
+                       direction: str = "right", pad_to_multiple_of: int | None = None, pad_type_id: int = 0) -> None:
+        """Pad to ``length`` (or to the longest of a batch); the pad token defaults to the
+        tokenizer's own (``[PAD]`` / ``<pad>``)."""
+        if pad_token is None:
+            pad_token = next((t for t in ("[PAD]", "<pad>") if self.token_to_id(t) is not None), "[PAD]")
+        if pad_id is None:
+            pad_id = self.token_to_id(pad_token) or 0
+        self.padding = Padding(pad_id, pad_token, length, pad_type_id, direction, pad_to_multiple_of)  # type: ignore[arg-type]
+
+    def no_padding(self) -> None:
+        self.padding = None
+
+    # -- encoding ---------------------------------------------------------------------------
+
+    def encode_sequence(self, text: str, type_id: int = 0) -> Encoding:
+        """One sequence without template, truncation or padding."""
+        pieces: list[Piece] = []
+        for fragment, start, added in self.added.split(text):
+            if added is not None:
+                pieces.append((added.id, added.content, start, start + len(fragment)))
+            elif start == 0:
+                pieces.extend(self.encode_fragment(fragment))
+            else:
+                pieces.extend((i, t, s + start, e + start) for i, t, s, e in self.encode_fragment(fragment))
+        encoding = Encoding.from_pieces(pieces, type_id)
+        added_ids = self.added.by_id
+        if added_ids:
+            encoding.special_tokens_mask = [1 if i in added_ids and added_ids[i].special else 0 for i in encoding.ids]
+        return encoding
+
+    def _encode_unpadded(self, text: str, pair: str | None, add_special_tokens: bool) -> Encoding:
+        first = self.encode_sequence(text)
+        second = self.encode_sequence(pair, type_id=1) if pair is not None else None
+        template = self.post_processor if add_special_tokens else None
+        if self.truncation is not None:
+            room = template.added_tokens(pair is not None) if template else 0
+            first, second = self.truncation.apply(first, second, room)
+        if template is not None:
+            return template.process(first, second)
+        if second is None:
+            return first
+        return first + replace(second, type_ids=[1] * len(second))
+
+    def encode(self, text: str, pair: str | None = None, add_special_tokens: bool = True) -> Encoding:
+        """Encode one text (or a pair) into ids, tokens, offsets, type ids and masks."""
+        encoding = self._encode_unpadded(text, pair, add_special_tokens)
+        if self.padding is not None:
+            encoding = self.padding.apply(encoding, self.padding.target(len(encoding)))
+        return encoding
+
+    def encode_batch(self, inputs: Sequence[str | tuple[str, str]], add_special_tokens: bool = True) -> list[Encoding]:
+        """Encode many texts (or ``(a, b)`` pairs); with padding, to the longest of the batch."""
+        encodings = []
+        for item in inputs:
+            text, pair = (item, None) if isinstance(item, str) else item
+            encodings.append(self._encode_unpadded(text, pair, add_special_tokens))
+        if self.padding is not None and encodings:
+            target = self.padding.target(max(len(e) for e in encodings))
+            encodings = [self.padding.apply(e, target) for e in encodings]
+        return encodings
+
+    # -- decoding ---------------------------------------------------------------------------
+
+    def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
+        """Ids → text. Unknown ids are skipped, as ``tokenizers`` does."""
+        tokens = []
+        for token_id in ids:
+            added = self.added.by_id.get(token_id)
+            if added is not None:
+                if not (skip_special_tokens and added.special):
+                    tokens.append(added.content)
+                continue
+            token = self.id_to_token_map.get(token_id)
+            if token is not None:
+                tokens.append(token)
+        return self.decode_tokens(tokens)
+
+    def decode_batch(self, batch: Sequence[Sequence[int]], skip_special_tokens: bool = True) -> list[str]:
+        return [self.decode(ids, skip_special_tokens) for ids in batch]
+
+    def added_tokens_json(self) -> list[dict[str, Any]]:
+        return [
+            {"id": t.id, "content": t.content, "single_word": False, "lstrip": False, "rstrip": False,
+             "normalized": False, "special": t.special}
+            for t in sorted(self.added.tokens, key=lambda t: t.id)
+        ]
+
+    def truncation_json(self) -> dict[str, Any] | None:
+        if self.truncation is None:
+            return None
+        strategy = {"longest_first": "LongestFirst", "only_first": "OnlyFirst", "only_second": "OnlySecond"}
+        return {"direction": self.truncation.direction.capitalize(), "max_length": self.truncation.max_length,
+                "strategy": strategy[self.truncation.strategy], "stride": 0}
+
+    def padding_json(self) -> dict[str, Any] | None:
+        if self.padding is None:
+            return None
+        p = self.padding
+        return {"strategy": {"Fixed": p.length} if p.length is not None else "BatchLongest",
+                "direction": p.direction.capitalize(), "pad_to_multiple_of": p.pad_to_multiple_of,
+                "pad_id": p.pad_id, "pad_type_id": p.pad_type_id, "pad_token": p.pad_token}
