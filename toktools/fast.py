@@ -1,0 +1,103 @@
+"""The same tokenizers built with HuggingFace ``tokenizers`` (Rust): the yardstick for parity and
+the ``--backend fast`` of the CLI. The only module of toktools that imports ``tokenizers``.
+
+Each function takes the same settings as its reference twin in :mod:`toktools.training`, so a
+parity test is one call on each side.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import tokenizers
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+
+from toktools import bytelevel
+
+TOKENIZERS_VERSION = tokenizers.__version__
+
+
+def bytebpe_trainer(
+    vocab_size: int = 30000,
+    min_frequency: int = 2,
+    special_tokens: Sequence[str] = (),
+    *,
+    limit_alphabet: int | None = None,
+    initial_alphabet: Sequence[str] | None = None,
+    continuing_subword_prefix: str | None = None,
+    end_of_word_suffix: str | None = None,
+    max_token_length: int | None = None,
+) -> trainers.BpeTrainer:
+    """``BpeTrainer`` with ``ByteLevelBPETokenizer.train``'s defaults."""
+    options = dict(
+        vocab_size=vocab_size,
+        min_frequency=min_frequency,
+        special_tokens=list(special_tokens),
+        initial_alphabet=bytelevel.ALPHABET if initial_alphabet is None else list(initial_alphabet),
+        show_progress=False,
+    )
+    if limit_alphabet is not None:
+        options["limit_alphabet"] = limit_alphabet
+    if continuing_subword_prefix is not None:
+        options["continuing_subword_prefix"] = continuing_subword_prefix
+    if end_of_word_suffix is not None:
+        options["end_of_word_suffix"] = end_of_word_suffix
+    if max_token_length is not None:
+        options["max_token_length"] = max_token_length
+    return trainers.BpeTrainer(**options)
+
+
+def bytebpe_tokenizer(add_prefix_space: bool = False) -> Tokenizer:
+    """An untrained tokenizer with ``ByteLevelBPETokenizer``'s pipeline."""
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=add_prefix_space)
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
+    return tokenizer
+
+
+def train_bytebpe(
+    files: Sequence[str] | None = None,
+    vocab_size: int = 30000,
+    min_frequency: int = 2,
+    special_tokens: Sequence[str] = (),
+    *,
+    texts: Iterable[str] | None = None,
+    add_prefix_space: bool = False,
+    **trainer_options: object,
+) -> Tokenizer:
+    """Train with ``tokenizers`` exactly as :func:`toktools.train_bytebpe` does with ours."""
+    tokenizer = bytebpe_tokenizer(add_prefix_space)
+    trainer = bytebpe_trainer(vocab_size, min_frequency, special_tokens, **trainer_options)  # type: ignore[arg-type]
+    if texts is not None:
+        tokenizer.train_from_iterator(texts, trainer=trainer)
+    else:
+        tokenizer.train([str(f) for f in files or []], trainer=trainer)
+    return tokenizer
+
+
+def load(path: str | Path) -> Tokenizer:
+    """A ``tokenizers.Tokenizer`` from a ``tokenizer.json`` (file or directory holding one)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "tokenizer.json"
+    return Tokenizer.from_file(str(path))
+
+
+def save_bytebpe(tokenizer: Tokenizer, directory: str | Path) -> None:
+    """``vocab.json`` + ``merges.txt`` (via ``save_model``) and ``tokenizer.json``."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    tokenizer.model.save(str(directory))
+    tokenizer.save(str(directory / "tokenizer.json"))
+
+
+__all__ = [
+    "TOKENIZERS_VERSION",
+    "bytebpe_trainer",
+    "bytebpe_tokenizer",
+    "train_bytebpe",
+    "load",
+    "save_bytebpe",
+    "normalizers",
+]
