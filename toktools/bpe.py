@@ -7,11 +7,11 @@ WordPiece on normalised words with a ``##`` continuing-subword prefix. It reprod
 
 Data structures (what makes it fast in pure Python):
 
-* words are lists of int ids, edited in place; ``list.index`` finds the next candidate position
-  at C speed, so a merge costs time per *occurrence*, not per symbol of a long word (a Chinese
-  clause is one long word);
-* pair counts live in a dict keyed by one int (``left << 32 | right``), whose natural order is
-  the ``(left, right)`` tuple order that breaks ties;
+* words are strings with one character per symbol id (``chr(id)``), so ``in``, ``replace`` and
+  ``find`` locate and rewrite a pair at C speed: a merge costs Python time per *occurrence*,
+  not per symbol of a long word (a Chinese clause is one long word);
+* pairs are two-character strings, whose natural order is the ``(left id, right id)`` order
+  that breaks ties;
 * a pair → words index says which words a merge must visit;
 * a max-heap with lazy invalidation: an entry whose count is stale is pushed back with the
   current count when it reaches the top, exactly as ``tokenizers`` does.
@@ -21,6 +21,8 @@ from __future__ import annotations
 import heapq
 import json
 import math
+from collections import defaultdict
+from operator import add
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
@@ -29,9 +31,6 @@ from toktools.errors import ToktoolsError
 
 Pair = tuple[int, int]
 MergeMap = dict[Pair, tuple[int, int]]  # (left id, right id) -> (rank, new id)
-
-_SHIFT = 32
-_LOW = (1 << _SHIFT) - 1
 
 
 @dataclass
@@ -118,11 +117,14 @@ class _Vocab:
         return len(self.tokens) - 1
 
 
-def _words_to_ids(
+def _encode_words(
     word_counts: Mapping[str, int], vocab: _Vocab, config: BpeTrainerConfig
-) -> tuple[list[list[int]], list[int]]:
-    """Each word as a list of symbol ids; characters outside the alphabet are silently skipped.
+) -> tuple[list[str], list[int]]:
+    """Each word as a string of symbol ids (``chr(id)`` per symbol); characters outside the
+    alphabet are silently skipped.
 
+    Ids as characters let the merge loop find, replace and slice with ``str`` methods at C
+    speed, and two-character strings compare exactly like ``(left id, right id)`` tuples.
     With a continuing-subword prefix (``##``) or end-of-word suffix, a character gets its
     decorated form by its position in the *original* word; decorated forms get ids on first
     sight, in the order of ``word_counts`` (first occurrence in the corpus).
@@ -133,14 +135,15 @@ def _words_to_ids(
     prefix = config.continuing_subword_prefix
     suffix = config.end_of_word_suffix
     alphabet = vocab.ids
-    words: list[list[int]] = []
-    counts: list[int] = []
+    counts = list(word_counts.values())
     if not prefix and not suffix:
-        for word, count in word_counts.items():
-            words.append([alphabet[ch] for ch in word if ch in alphabet])
-            counts.append(count)
-        return words, counts
-    for word, count in word_counts.items():
+        # one str.translate per word: alphabet characters -> id characters, others deleted
+        table: dict[int, str | None] = {ord(ch): chr(i) for ch, i in alphabet.items() if len(ch) == 1}
+        for ch in set("".join(word_counts)):
+            table.setdefault(ord(ch), None)
+        return [word.translate(table) for word in word_counts], counts
+    words: list[str] = []
+    for word in word_counts:
         ids = []
         last = len(word) - 1
         for position, ch in enumerate(word):
@@ -151,9 +154,8 @@ def _words_to_ids(
                 symbol = prefix + symbol
             if suffix and position == last:
                 symbol = symbol + suffix
-            ids.append(vocab.add(symbol))
-        words.append(ids)
-        counts.append(count)
+            ids.append(chr(vocab.add(symbol)))
+        words.append("".join(ids))
     return words, counts
 
 
@@ -162,7 +164,10 @@ def train_bpe(
     config: BpeTrainerConfig,
     progress: ProgressCallback | None = None,
 ) -> BpeTrainingResult:
-    """Learn merges from ``word -> count`` exactly as ``tokenizers``' ``BpeTrainer`` does."""
+    """Learn merges from ``word -> count`` exactly as ``tokenizers``' ``BpeTrainer`` does.
+
+    Pairs are two-character strings ``chr(left) + chr(right)`` (see :func:`_encode_words`).
+    """
     vocab = _Vocab()
     # 1. Special tokens first, in the given order (a repeated one is skipped).
     for token in config.special_tokens:
@@ -175,116 +180,199 @@ def train_bpe(
     for ch in alphabet:
         vocab.add(ch)
     alphabet_size = len(vocab.tokens) - len(set(config.special_tokens))
-    # 3. Words as symbol ids.
-    words, counts = _words_to_ids(word_counts, vocab, config)
+    # 3. Words as strings of symbol ids.
+    words, counts = _encode_words(word_counts, vocab, config)
     # 4. Pair counts and the pair -> words index.
-    pair_counts: dict[int, int] = {}
-    where: dict[int, set[int]] = {}
-    for index, (ids, count) in enumerate(zip(words, counts)):
-        for left, right in zip(ids, ids[1:]):
-            key = left << _SHIFT | right
-            pair_counts[key] = pair_counts.get(key, 0) + count
-            positions = where.get(key)
-            if positions is None:
-                where[key] = {index}
-            else:
-                positions.add(index)
-    heap = [(-pair_counts[key], key, positions) for key, positions in where.items() if pair_counts[key] > 0]
+    pair_counts: defaultdict[str, int] = defaultdict(int)
+    where: defaultdict[str, list[int]] = defaultdict(list)
+    for index, (word, count) in enumerate(zip(words, counts)):
+        for pair in map(add, word, word[1:]):
+            pair_counts[pair] += count
+            where[pair].append(index)
+    heap = [(-pair_counts[pair], pair, set(positions)) for pair, positions in where.items() if pair_counts[pair] > 0]
     del where
     heapq.heapify(heap)
 
     max_length = config.max_token_length or math.inf
     lengths = [1] * len(vocab.tokens)  # length of each token in initial symbols
     prefix = config.continuing_subword_prefix
-    merges: list[tuple[int, int]] = []
+    merges: list[str] = []
     merge_counts: list[int] = []
     planned = max(config.vocab_size - len(vocab.tokens), 0)
 
     # 5. The merge loop.
     while len(vocab.ids) < config.vocab_size and heap:
-        neg_count, key, positions = heap[0]
-        current = pair_counts[key]
+        neg_count, pair, positions = heap[0]
+        current = pair_counts[pair]
         if -neg_count != current:  # stale: push back with the current count
-            heapq.heapreplace(heap, (-current, key, positions))
+            heapq.heapreplace(heap, (-current, pair, positions))
             continue
         heapq.heappop(heap)
         if current < 1 or current < config.min_frequency:
             break
-        left, right = key >> _SHIFT, key & _LOW
+        left, right = ord(pair[0]), ord(pair[1])
         right_part = vocab.tokens[right]
         if prefix and right_part.startswith(prefix):
             right_part = right_part[len(prefix):]
+        size_before = len(vocab.tokens)
         new_id = vocab.add(vocab.tokens[left] + right_part)
-        if new_id == len(lengths):
+        if new_id == size_before:
             lengths.append(lengths[left] + lengths[right])
-        merges.append((left, right))
+            formed = _apply_merge(words, counts, positions, pair, chr(new_id), pair_counts, lengths, max_length)
+        else:  # the token string already existed: it may already occur in the words
+            formed = _apply_merge_existing(words, counts, positions, pair, chr(new_id), pair_counts, lengths, max_length)
+        merges.append(pair)
         merge_counts.append(current)
-        formed = _apply_merge(words, counts, positions, left, right, new_id, pair_counts, lengths, max_length)
-        for pair_key, formed_in in formed.items():
-            count = pair_counts[pair_key]
+        for new_pair, formed_in in formed.items():
+            count = pair_counts[new_pair]
             if count > 0:
-                heapq.heappush(heap, (-count, pair_key, formed_in))
+                heapq.heappush(heap, (-count, new_pair, formed_in))
         if progress is not None:
             progress(len(merges), planned)
 
     # The model keeps the last rank of a pair merged twice; the file lists pairs by rank.
     last_rank = {pair: rank for rank, pair in enumerate(merges)}
     kept = [rank for rank, pair in enumerate(merges) if last_rank[pair] == rank]
+    tokens = vocab.tokens
     return BpeTrainingResult(
-        vocab=vocab.tokens,
-        merges=[(vocab.tokens[merges[r][0]], vocab.tokens[merges[r][1]]) for r in kept],
+        vocab=tokens,
+        merges=[(tokens[ord(merges[r][0])], tokens[ord(merges[r][1])]) for r in kept],
         alphabet_size=alphabet_size,
         merge_counts=[merge_counts[r] for r in kept],
     )
 
 
 def _apply_merge(
-    words: list[list[int]],
+    words: list[str],
     counts: list[int],
     positions: Iterable[int],
-    left: int,
-    right: int,
-    new_id: int,
-    pair_counts: dict[int, int],
+    pair: str,
+    new: str,
+    pair_counts: defaultdict[str, int],
     lengths: list[int],
     max_length: float,
-) -> dict[int, set[int]]:
-    """Replace ``left right`` by ``new_id`` in the given words, left to right, non-overlapping.
+) -> defaultdict[str, set[int]]:
+    """Replace ``pair`` by the brand-new symbol ``new`` in the given words.
 
-    Updates ``pair_counts`` for the neighbours of every occurrence and returns, for each pair
-    that gained count, the words where it was formed. A new pair is only counted if the token
-    it would make is shorter than ``max_length`` (``tokenizers``' strict ``<``).
+    ``str.replace`` rewrites left to right, non-overlapping — as ``tokenizers`` does — and,
+    since ``new`` occurs nowhere else, ``find`` then visits exactly the occurrences. For each,
+    with ``c`` the word's count, ``tokenizers`` applies: previous symbol ``p`` (already
+    rewritten): ``(p, left) -= c``, ``(p, new) += c``; following symbol ``n`` (not yet
+    rewritten): ``(right, n) -= c``, ``(new, n) += c``. A pair is only counted up if its token
+    would be shorter than ``max_length`` (see :func:`_apply_merge_limited`). Returns, for each
+    pair counted up, the words where it was formed.
     """
-    formed: dict[int, set[int]] = {}
-    new_length = lengths[new_id]
+    formed: defaultdict[str, set[int]] = defaultdict(set)
+    left, right = pair
+    if max_length != math.inf:
+        return _apply_merge_limited(words, counts, positions, pair, new, pair_counts, lengths, max_length)
     for index in positions:
-        word = words[index]
+        word = words[index].replace(pair, new)
+        at = word.find(new)
+        if at < 0:  # merged away by an earlier merge
+            continue
+        words[index] = word
+        count = counts[index]
+        last = len(word) - 1
+        while at >= 0:
+            if at:
+                before = word[at - 1]
+                pair_counts[before + left] -= count
+                formed_pair = before + new
+                pair_counts[formed_pair] += count
+                formed[formed_pair].add(index)
+            if at < last:
+                after = word[at + 1]
+                if after == new:  # the next occurrence, not yet rewritten at this point
+                    after = left
+                pair_counts[right + after] -= count
+                formed_pair = new + after
+                pair_counts[formed_pair] += count
+                formed[formed_pair].add(index)
+            at = word.find(new, at + 1)
+    return formed
+
+
+def _apply_merge_limited(
+    words: list[str],
+    counts: list[int],
+    positions: Iterable[int],
+    pair: str,
+    new: str,
+    pair_counts: defaultdict[str, int],
+    lengths: list[int],
+    max_length: float,
+) -> defaultdict[str, set[int]]:
+    """:func:`_apply_merge` with ``max_token_length``: a pair is only counted up if its token
+    would be shorter than ``max_length`` (the strict ``<`` of ``tokenizers``)."""
+    formed: defaultdict[str, set[int]] = defaultdict(set)
+    left, right = pair
+    new_length = lengths[ord(new)]
+    for index in positions:
+        word = words[index].replace(pair, new)
+        at = word.find(new)
+        if at < 0:
+            continue
+        words[index] = word
+        count = counts[index]
+        last = len(word) - 1
+        while at >= 0:
+            if at:
+                before = word[at - 1]
+                pair_counts[before + left] -= count
+                if lengths[ord(before)] + new_length < max_length:
+                    formed_pair = before + new
+                    pair_counts[formed_pair] += count
+                    formed[formed_pair].add(index)
+            if at < last:
+                after = word[at + 1]
+                if after == new:
+                    after = left
+                pair_counts[right + after] -= count
+                if new_length + lengths[ord(after)] < max_length:
+                    formed_pair = new + after
+                    pair_counts[formed_pair] += count
+                    formed[formed_pair].add(index)
+            at = word.find(new, at + 1)
+    return formed
+
+
+def _apply_merge_existing(
+    words: list[str],
+    counts: list[int],
+    positions: Iterable[int],
+    pair: str,
+    new: str,
+    pair_counts: defaultdict[str, int],
+    lengths: list[int],
+    max_length: float,
+) -> defaultdict[str, set[int]]:
+    """:func:`_apply_merge` for a symbol that may already occur in the words (a token string
+    reachable from two pairs): ``tokenizers``' symbol-by-symbol rewrite, kept literal."""
+    formed: defaultdict[str, set[int]] = defaultdict(set)
+    left, right = pair
+    new_length = lengths[ord(new)]
+    for index in positions:
+        word = list(words[index])
         count = counts[index]
         i = 0
-        while True:
-            try:
-                i = word.index(left, i)
-            except ValueError:
-                break
-            if i + 1 < len(word) and word[i + 1] == right:
+        while i < len(word) - 1:
+            if word[i] == left and word[i + 1] == right:
                 if i > 0:
-                    previous = word[i - 1]
-                    key = previous << _SHIFT | left
-                    pair_counts[key] -= count
-                    if lengths[previous] + new_length < max_length:
-                        key = previous << _SHIFT | new_id
-                        pair_counts[key] = pair_counts.get(key, 0) + count
-                        formed.setdefault(key, set()).add(index)
-                word[i : i + 2] = (new_id,)
+                    before = word[i - 1]
+                    pair_counts[before + left] -= count
+                    if lengths[ord(before)] + new_length < max_length:
+                        pair_counts[before + new] += count
+                        formed[before + new].add(index)
+                word[i : i + 2] = [new]
                 if i + 1 < len(word):
-                    following = word[i + 1]
-                    key = right << _SHIFT | following
-                    pair_counts[key] -= count
-                    if new_length + lengths[following] < max_length:
-                        key = new_id << _SHIFT | following
-                        pair_counts[key] = pair_counts.get(key, 0) + count
-                        formed.setdefault(key, set()).add(index)
+                    after = word[i + 1]
+                    pair_counts[right + after] -= count
+                    if new_length + lengths[ord(after)] < max_length:
+                        pair_counts[new + after] += count
+                        formed[new + after].add(index)
             i += 1
+        words[index] = "".join(word)
     return formed
 
 

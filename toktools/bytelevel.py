@@ -11,7 +11,7 @@ Before that, a sequence is cut into words by GPT-2's regular expression. Its cla
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import regex
 
@@ -95,44 +95,89 @@ def _without(ranges: tuple[tuple[int, int], ...], code_point: int) -> tuple[tupl
     return tuple(out)
 
 
-def _char_class(ranges: tuple[tuple[int, int], ...]) -> str:
+def _char_class(ranges: Iterable[tuple[int, int]]) -> str:
     """Ranges → the body of a ``regex`` character class (without brackets)."""
-    parts = []
-    for lo, hi in ranges:
-        parts.append(f"\\U{lo:08x}" if lo == hi else f"\\U{lo:08x}-\\U{hi:08x}")
-    return "".join(parts)
+    return "".join(f"\\U{lo:08x}" if lo == hi else f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in ranges)
 
 
-_L = _char_class(LETTER_RANGES)
-_N = _char_class(NUMBER_RANGES)
-_S = _char_class(SPACE_RANGES)
-_S_NOT_LF = _char_class(_without(SPACE_RANGES, 0x0A))
+def _gpt2_pattern(letter: str, number: str, space: str, space_not_lf: str | None = None) -> str:
+    """GPT-2's ``'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+``
+    with the three classes given as class bodies.
 
-#: GPT-2's pattern, ``'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+``,
-#: with the classes spelled out.
-GPT2_PATTERN = (
-    rf"'s|'t|'re|'ve|'m|'ll|'d| ?[{_L}]+| ?[{_N}]+| ?[^{_S}{_L}{_N}]+|[{_S}]+(?![^{_S}])|[{_S}]+"
-)
-_SPLIT = regex.compile(GPT2_PATTERN)
+    With ``space_not_lf`` it is the variant for many ``\\n``-terminated lines at once: it gives
+    exactly the pieces that splitting each line on its own would, because whitespace runs never
+    cross a line end, and a run that reaches one ends with it (as at the end of a single line).
+    """
+    words = rf"'s|'t|'re|'ve|'m|'ll|'d| ?[{letter}]+| ?[{number}]+| ?[^{space}{letter}{number}]+"
+    if space_not_lf is None:
+        return rf"{words}|[{space}]+(?![^{space}])|[{space}]+"
+    return rf"{words}|[{space_not_lf}]*\n|[{space_not_lf}]+(?![^{space}])|[{space_not_lf}]+"
 
-#: The same split applied to many ``\n``-terminated lines at once gives exactly the pieces that
-#: splitting each line on its own would: whitespace runs never cross a line end, and a run that
-#: reaches one ends with it (as it would at the end of a single line).
-_LINES_SPLIT = regex.compile(
-    rf"'s|'t|'re|'ve|'m|'ll|'d| ?[{_L}]+| ?[{_N}]+| ?[^{_S}{_L}{_N}]+"
-    rf"|[{_S_NOT_LF}]*\n|[{_S_NOT_LF}]+(?![^{_S}])|[{_S_NOT_LF}]+"
-)
+
+class _Splitters:
+    """The compiled split patterns, built on first use.
+
+    The exact patterns spell out ``tokenizers``' classes as code-point ranges, but ``regex``
+    runs long range lists ~9x slower than its built-in ``\\p{L}``/``\\p{N}``/``\\s``. Those
+    built-ins differ from ``tokenizers`` only on a few code points (characters newer than its
+    Unicode 16.0), found here by one scan of all code points. Text that holds none of them —
+    nearly all text — goes through the fast built-in pattern; other text through the exact one.
+    """
+
+    def __init__(self) -> None:
+        letter, number, space = _char_class(LETTER_RANGES), _char_class(NUMBER_RANGES), _char_class(SPACE_RANGES)
+        space_not_lf = _char_class(_without(SPACE_RANGES, 0x0A))
+        self.exact = regex.compile(_gpt2_pattern(letter, number, space))
+        self.exact_lines = regex.compile(_gpt2_pattern(letter, number, space, space_not_lf))
+        self.fast = regex.compile(_gpt2_pattern(r"\p{L}", r"\p{N}", r"\s"))
+        self.fast_lines = regex.compile(_gpt2_pattern(r"\p{L}", r"\p{N}", r"\s", r"^\S\n"))
+        disagreements = _disagreements()
+        self.risky = regex.compile(f"[{_char_class(disagreements)}]") if disagreements else None
+
+    def pick(self, text: str, lines: bool = False) -> regex.Pattern[str]:
+        if self.risky is None or text.isascii() or not self.risky.search(text):
+            return self.fast_lines if lines else self.fast
+        return self.exact_lines if lines else self.exact
+
+
+def _disagreements() -> list[tuple[int, int]]:
+    """Code-point ranges where ``regex``'s ``\\p{L}``, ``\\p{N}`` or ``\\s`` differ from
+    ``tokenizers``' (one C-speed pass over a string of every scalar value)."""
+    scalars = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+    wrong: set[int] = set()
+    for builtin, ranges in ((r"\p{L}", LETTER_RANGES), (r"\p{N}", NUMBER_RANGES), (r"\s", SPACE_RANGES)):
+        theirs = {c for lo, hi in ranges for c in range(lo, hi + 1)}
+        ours = {ord(ch) for run in regex.findall(f"{builtin}+", scalars) for ch in run}
+        wrong |= theirs ^ ours
+    out: list[tuple[int, int]] = []
+    for c in sorted(wrong):
+        if out and out[-1][1] == c - 1:
+            out[-1] = (out[-1][0], c)
+        else:
+            out.append((c, c))
+    return out
+
+
+_splitters: _Splitters | None = None
 _LINE_START_WITHOUT_SPACE = regex.compile(r"(?:^|(?<=\n))(?=[^ ])")
+
+
+def splitters() -> _Splitters:
+    """The split patterns (built once per process, on first use)."""
+    global _splitters
+    if _splitters is None:
+        _splitters = _Splitters()
+    return _splitters
 
 
 def split(text: str) -> list[str]:
     """The GPT-2 split of one sequence, as text pieces (not yet byte-mapped)."""
-    return _SPLIT.findall(text)
+    return splitters().pick(text).findall(text)
 
 
 def split_with_offsets(text: str) -> Iterator[tuple[str, int, int]]:
     """The GPT-2 split of one sequence with each piece's character offsets."""
-    for match in _SPLIT.finditer(text):
+    for match in splitters().pick(text).finditer(text):
         yield match.group(), match.start(), match.end()
 
 
@@ -145,7 +190,7 @@ def split_lines(chunk: str, add_prefix_space: bool = False) -> list[str]:
     """
     if add_prefix_space:
         chunk = _LINE_START_WITHOUT_SPACE.sub(" ", chunk)
-    return _LINES_SPLIT.findall(chunk)
+    return splitters().pick(chunk, lines=True).findall(chunk)
 
 
 @dataclass(frozen=True)
@@ -301,7 +346,7 @@ class ByteLevelBPETokenizer(Tokenizer):
         prepared = self.pre_tokenizer.prepare(text)
         shift = len(prepared) - len(text)
         if self.pre_tokenizer.use_regex:
-            matches = ((m.group(), m.start()) for m in _SPLIT.finditer(prepared))
+            matches = ((m.group(), m.start()) for m in splitters().pick(prepared).finditer(prepared))
         else:
             matches = iter([(prepared, 0)] if prepared else [])
         cache = self._cache
