@@ -13,6 +13,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 import tokenizers
 from tokenizers import Regex, pre_tokenizers
 
@@ -61,6 +63,26 @@ def main() -> int:
         lines.append(")")
         lines.append("")
         print(f"{name}: {sum(h - l + 1 for l, h in ranges)} code points in {len(ranges)} ranges")
+    lines.append("#: Where the ``regex`` module's built-in classes differ from the ranges above, per ``regex``")
+    lines.append("#: version (computed at run time for versions not listed here).")
+    lines.append("REGEX_DISAGREEMENTS: dict[str, list[tuple[int, int]]] = {")
+    OUT.write_text("\n".join(lines) + "}\n", encoding="utf-8")  # a first version, to import from
+    import importlib
+
+    import regex
+
+    import toktools._bytelevel_tables
+    import toktools.bytelevel
+
+    importlib.reload(toktools._bytelevel_tables)
+    importlib.reload(toktools.bytelevel)
+    disagreements = toktools.bytelevel._disagreements()
+    lines.append(f"    {regex.__version__!r}: [")
+    lines.extend(f"        (0x{lo:X}, 0x{hi:X})," for lo, hi in disagreements)
+    lines.append("    ],")
+    lines.append("}")
+    lines.append("")
+    print(f"regex {regex.__version__}: {len(disagreements)} ranges differ from tokenizers")
     OUT.write_text("\n".join(lines), encoding="utf-8")
     print(f"wrote {OUT}")
     return 0

@@ -15,7 +15,7 @@ from typing import Iterable, Iterator
 
 import regex
 
-from toktools._bytelevel_tables import LETTER_RANGES, NUMBER_RANGES, SPACE_RANGES
+from toktools._bytelevel_tables import LETTER_RANGES, NUMBER_RANGES, REGEX_DISAGREEMENTS, SPACE_RANGES
 
 # --------------------------------------------------------------------------------------------
 # 1. The 256-entry byte <-> symbol map (GPT-2's ``bytes_to_unicode``)
@@ -125,22 +125,31 @@ class _Splitters:
     """
 
     def __init__(self) -> None:
-        letter, number, space = _char_class(LETTER_RANGES), _char_class(NUMBER_RANGES), _char_class(SPACE_RANGES)
-        space_not_lf = _char_class(_without(SPACE_RANGES, 0x0A))
-        self.exact = regex.compile(_gpt2_pattern(letter, number, space))
-        self.exact_lines = regex.compile(_gpt2_pattern(letter, number, space, space_not_lf))
         self.fast = regex.compile(_gpt2_pattern(r"\p{L}", r"\p{N}", r"\s"))
         self.fast_lines = regex.compile(_gpt2_pattern(r"\p{L}", r"\p{N}", r"\s", r"^\S\n"))
-        disagreements = _disagreements()
-        self.risky = regex.compile(f"[{_char_class(disagreements)}]") if disagreements else None
+        known = REGEX_DISAGREEMENTS.get(regex.__version__)
+        ranges = known if known is not None else _disagreements()
+        self.risky = frozenset(chr(c) for lo, hi in ranges for c in range(lo, hi + 1))
+        self._exact: tuple[regex.Pattern[str], regex.Pattern[str]] | None = None
+
+    @property
+    def exact(self) -> tuple[regex.Pattern[str], regex.Pattern[str]]:
+        """The patterns with every class spelled out (compiled on first need: it is slow)."""
+        if self._exact is None:
+            letter, number, space = _char_class(LETTER_RANGES), _char_class(NUMBER_RANGES), _char_class(SPACE_RANGES)
+            space_not_lf = _char_class(_without(SPACE_RANGES, 0x0A))
+            self._exact = (regex.compile(_gpt2_pattern(letter, number, space)),
+                           regex.compile(_gpt2_pattern(letter, number, space, space_not_lf)))
+        return self._exact
 
     def pick(self, text: str, lines: bool = False) -> regex.Pattern[str]:
-        if self.risky is None or text.isascii() or not self.risky.search(text):
+        # set(text) is C-speed and ~10x faster than a regex search for a class of ranges
+        if not self.risky or text.isascii() or self.risky.isdisjoint(set(text)):
             return self.fast_lines if lines else self.fast
-        return self.exact_lines if lines else self.exact
+        return self.exact[1] if lines else self.exact[0]
 
 
-def _disagreements() -> list[tuple[int, int]]:
+def _disagreements() -> list[tuple[int, int]]:  # also used by scripts/gen_bytelevel_tables.py
     """Code-point ranges where ``regex``'s ``\\p{L}``, ``\\p{N}`` or ``\\s`` differ from
     ``tokenizers``' (one C-speed pass over a string of every scalar value)."""
     scalars = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
@@ -395,12 +404,10 @@ class ByteLevelBPETokenizer(Tokenizer):
     def to_tokenizer_json(self) -> dict[str, Any]:
         byte_level = {"type": "ByteLevel", "add_prefix_space": self.pre_tokenizer.add_prefix_space,
                       "trim_offsets": True, "use_regex": self.pre_tokenizer.use_regex}
-        if self.post_processor is None:
-            post: dict[str, Any] = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True}
-        else:
-            p = self.post_processor
-            post = {"type": "RobertaProcessing", "sep": [p.sep[0], p.sep[1]], "cls": [p.cls[0], p.cls[1]],
-                    "trim_offsets": p.trim_offsets, "add_prefix_space": p.add_prefix_space}
+        post: dict[str, Any] = (
+            {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True}
+            if self.post_processor is None else self.post_processor.to_json()
+        )
         return {
             "version": "1.0",
             "truncation": self.truncation_json(),

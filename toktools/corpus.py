@@ -23,7 +23,7 @@ from typing import BinaryIO, Callable, Iterable, Iterator, Literal, Sequence
 
 from toktools.errors import ToktoolsError
 
-CHUNK_BYTES = 4 << 20
+CHUNK_BYTES = 1 << 20
 #: A picklable function from a chunk of whole lines to its words (for worker processes).
 WordSplitter = Callable[[str], Iterable[str]]
 ProgressCallback = Callable[[int, int], None]  # (bytes read, total bytes or 0 if unknown)
@@ -197,7 +197,8 @@ def count_words(
     chunk_bytes: int = CHUNK_BYTES,
 ) -> dict[str, int]:
     """``word -> count`` over all sources, in first-occurrence order, identical for any ``workers``."""
-    workers = workers or os.cpu_count() or 1
+    if workers is None:  # small corpora: starting processes would cost more than it saves
+        workers = 1 if sum(s.size() for s in sources) < 4 * chunk_bytes else (os.cpu_count() or 1)
     chunks = iter_chunks(sources, chunk_bytes, errors, progress)
     total: Counter[str] = Counter()
     if workers <= 1:

@@ -114,41 +114,109 @@ class AddedTokens:
 # ---------------------------------------------------------------------------------------------
 
 
+#: One item of a template: ("A" | "B", type id) for a sequence, or (token, id, type id) for a special.
+TemplateItem = tuple
+
+
 @dataclass(frozen=True)
 class TemplateProcessor:
-    """``BertProcessing`` or ``RobertaProcessing``.
+    """The post-processor that adds special tokens: ``BertProcessing``, ``RobertaProcessing`` or
+    a ``TemplateProcessing`` of any shape.
 
-    ``style="bert"``: ``[CLS] A [SEP]`` / ``[CLS] A [SEP] B [SEP]`` with type ids 0 then 1.
-    ``style="roberta"``: ``<s> A </s>`` / ``<s> A </s> </s> B </s>``, all type ids 0, and with
-    ``trim_offsets`` the offsets exclude surrounding spaces.
+    ``single`` and ``pair`` list the template items: ``("A", type_id)`` / ``("B", type_id)`` for
+    the sequences, ``(token, id, type_id)`` for special tokens. ``style`` says which JSON form
+    it came from (and is written back); with ``style="roberta"`` and ``trim_offsets`` the
+    offsets exclude surrounding spaces, as ``RobertaProcessing`` does.
     """
 
-    style: Literal["bert", "roberta"]
-    cls: tuple[str, int]
-    sep: tuple[str, int]
+    style: Literal["bert", "roberta", "template"]
+    single: tuple[TemplateItem, ...]
+    pair: tuple[TemplateItem, ...]
     trim_offsets: bool = True
     add_prefix_space: bool = True
 
-    def added_tokens(self, is_pair: bool) -> int:
-        if self.style == "bert":
-            return 3 if is_pair else 2
-        return 4 if is_pair else 2
+    @classmethod
+    def bert(cls, cls_token: tuple[str, int], sep_token: tuple[str, int]) -> "TemplateProcessor":
+        """``[CLS] A [SEP]`` / ``[CLS] A [SEP] B [SEP]`` with type ids 0 then 1."""
+        c, s = (*cls_token, 0), (*sep_token, 0)
+        return cls("bert", (c, ("A", 0), s), (c, ("A", 0), s, ("B", 1), (*sep_token, 1)))
 
-    def _special(self, token: tuple[str, int], type_id: int) -> Encoding:
-        return Encoding([token[1]], [token[0]], [(0, 0)], [type_id], [1], [1])
+    @classmethod
+    def roberta(cls, cls_token: tuple[str, int], sep_token: tuple[str, int], trim_offsets: bool = True,
+                add_prefix_space: bool = True) -> "TemplateProcessor":
+        """``<s> A </s>`` / ``<s> A </s> </s> B </s>``, all type ids 0."""
+        c, s = (*cls_token, 0), (*sep_token, 0)
+        return cls("roberta", (c, ("A", 0), s), (c, ("A", 0), s, s, ("B", 0), s), trim_offsets, add_prefix_space)
+
+    @property
+    def cls(self) -> tuple[str, int]:
+        return self.single[0][:2]
+
+    @property
+    def sep(self) -> tuple[str, int]:
+        return self.single[-1][:2]
+
+    def added_tokens(self, is_pair: bool) -> int:
+        return sum(1 for item in (self.pair if is_pair else self.single) if len(item) == 3)
 
     def process(self, first: Encoding, second: Encoding | None) -> Encoding:
         if self.style == "roberta" and self.trim_offsets:
             first = _trim_space_offsets(first, self.add_prefix_space)
             second = _trim_space_offsets(second, self.add_prefix_space) if second else None
-        pair_type = 1 if self.style == "bert" else 0
-        out = self._special(self.cls, 0) + first + self._special(self.sep, 0)
-        if second is None:
-            return out
+        out = Encoding()
+        for item in self.pair if second is not None else self.single:
+            if len(item) == 3:
+                token, token_id, type_id = item
+                out = out + Encoding([token_id], [token], [(0, 0)], [type_id], [1], [1])
+            else:
+                sequence = first if item[0] == "A" else second
+                assert sequence is not None
+                out = out + replace(sequence, type_ids=[item[1]] * len(sequence))
+        return out
+
+    def to_json(self) -> dict[str, object]:
+        if self.style == "bert":
+            return {"type": "BertProcessing", "sep": list(self.sep), "cls": list(self.cls)}
         if self.style == "roberta":
-            out = out + self._special(self.sep, 0)
-        second = replace(second, type_ids=[pair_type] * len(second))
-        return out + second + self._special(self.sep, pair_type)
+            return {"type": "RobertaProcessing", "sep": list(self.sep), "cls": list(self.cls),
+                    "trim_offsets": self.trim_offsets, "add_prefix_space": self.add_prefix_space}
+
+        def items(template: tuple[TemplateItem, ...]) -> list[dict[str, object]]:
+            return [{"SpecialToken": {"id": i[0], "type_id": i[2]}} if len(i) == 3 else {"Sequence": {"id": i[0], "type_id": i[1]}}
+                    for i in template]
+
+        specials = {i[0]: {"id": i[0], "ids": [i[1]], "tokens": [i[0]]} for i in self.single + self.pair if len(i) == 3}
+        return {"type": "TemplateProcessing", "single": items(self.single), "pair": items(self.pair), "special_tokens": specials}
+
+    @classmethod
+    def from_json(cls, post: dict) -> "TemplateProcessor | None":
+        """Our processor for a ``tokenizer.json`` post-processor; None for ``ByteLevel``/none."""
+        kind = post.get("type") if post else None
+        if kind in (None, "ByteLevel"):
+            return None
+        if kind == "BertProcessing":
+            return cls.bert(tuple(post["cls"]), tuple(post["sep"]))
+        if kind == "RobertaProcessing":
+            return cls.roberta(tuple(post["cls"]), tuple(post["sep"]), post.get("trim_offsets", True),
+                               post.get("add_prefix_space", True))
+        if kind == "TemplateProcessing":
+            specials = post.get("special_tokens", {})
+
+            def parse(template: list[dict]) -> tuple[TemplateItem, ...]:
+                out: list[TemplateItem] = []
+                for item in template:
+                    if "Sequence" in item:
+                        out.append((item["Sequence"]["id"], item["Sequence"]["type_id"]))
+                    else:
+                        special = item["SpecialToken"]
+                        entry = specials[special["id"]]
+                        if len(entry["ids"]) != 1:
+                            raise ValueError("template special tokens made of several ids are not supported")
+                        out.append((entry["tokens"][0], entry["ids"][0], special["type_id"]))
+                return tuple(out)
+
+            return cls("template", parse(post["single"]), parse(post["pair"]))
+        raise ValueError(f"post-processor {kind!r} is not supported")
 
 
 _SPACE_SYMBOL = "\u0120"  # byte-level symbol of " "

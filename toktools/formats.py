@@ -165,13 +165,7 @@ def _bpe_from_json(document: Mapping[str, Any], added: list[Any]) -> Tokenizer:
     for number, merge in enumerate(merges, start=1):
         if len(merge) != 2:
             raise ValueError(f"merge {number} is not a pair: {merge!r}")
-    post = document.get("post_processor") or {}
-    processor = None
-    if post.get("type") == "RobertaProcessing":
-        processor = TemplateProcessor("roberta", tuple(post["cls"]), tuple(post["sep"]),
-                                      post.get("trim_offsets", True), post.get("add_prefix_space", True))
-    elif post and post.get("type") != "ByteLevel":
-        raise ValueError(f"post-processor {post.get('type')!r} is not supported for byte-level BPE")
+    processor = TemplateProcessor.from_json(document.get("post_processor") or {})
     return ByteLevelBPETokenizer(
         dict(model["vocab"]),
         merges,  # type: ignore[arg-type]

@@ -112,11 +112,8 @@ class Tokenizer(ABC):
                 pieces.extend(self.encode_fragment(fragment))
             else:
                 pieces.extend((i, t, s + start, e + start) for i, t, s, e in self.encode_fragment(fragment))
-        encoding = Encoding.from_pieces(pieces, type_id)
-        added_ids = self.added.by_id
-        if added_ids:
-            encoding.special_tokens_mask = [1 if i in added_ids and added_ids[i].special else 0 for i in encoding.ids]
-        return encoding
+        # like tokenizers, special tokens found in the text are not flagged in special_tokens_mask
+        return Encoding.from_pieces(pieces, type_id)
 
     def _encode_unpadded(self, text: str, pair: str | None, add_special_tokens: bool) -> Encoding:
         first = self.encode_sequence(text)
