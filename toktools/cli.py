@@ -168,11 +168,79 @@ def train_bytebpe_command(corpus: tuple[str, ...], out_dir: Path, vocab_size: in
     _summary(tokenizer, written, elapsed, backend)
 
 
+@train.command("wordpiece")
+@click.argument("corpus", nargs=-1, required=True)
+@click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="Directory to write vocab.txt and tokenizer.json into.")
+@click.option("--vocab-size", default=30000, show_default=True, type=click.IntRange(min=1), help="Size of the vocabulary, special tokens and alphabet included.")
+@click.option("--min-frequency", default=2, show_default=True, type=click.IntRange(min=0), help="Stop merging when the best pair is rarer than this.")
+@click.option("--special-tokens", default="[PAD],[UNK],[CLS],[SEP],[MASK]", show_default=True, help="Comma-separated special tokens; they get the first ids, in order.")
+@click.option("--limit-alphabet", type=click.IntRange(min=0), default=1000, show_default=True, help="Keep at most this many initial characters (the most frequent; ties: lower code point).")
+@click.option("--lowercase/--cased", default=True, show_default=True, help="Lower-case (and strip accents) like bert-base-uncased, or keep case.")
+@click.option("--strip-accents/--keep-accents", default=None, help="Strip accents (default: same as --lowercase).")
+@click.option("--algorithm", type=click.Choice(["bpe", "likelihood"]), default="bpe", show_default=True, help="bpe: what tokenizers trains (merges by pair count); likelihood: the original WordPiece score f(ab)/(f(a)f(b)).")
+@click.option("--min-pair-frequency", type=click.IntRange(min=1), default=None, help="likelihood only: pairs rarer than this are never merged (default: max(2, --min-frequency)).")
+@click.option("--backend", type=click.Choice(["reference", "fast"]), default="reference", show_default=True, help="reference: toktools' pure Python; fast: HuggingFace tokenizers.")
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="Processes that count words (default: all cores). Output is identical for any value.")
+@click.option("--errors", type=click.Choice(["strict", "replace", "skip"]), default="strict", show_default=True, help="What to do with invalid UTF-8 in the corpus.")
+@click.option("--field", "json_field", default=None, help="Read JSON Lines and take the text from this field.")
+@click.option("--force", is_flag=True, help="Overwrite files already in the output directory.")
+@click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr (only on a terminal).")
+def train_wordpiece_command(corpus: tuple[str, ...], out_dir: Path, vocab_size: int, min_frequency: int, special_tokens: str,
+                            limit_alphabet: int, lowercase: bool, strip_accents: bool | None, algorithm: str,
+                            min_pair_frequency: int | None, backend: str, workers: int | None, errors: str,
+                            json_field: str | None, force: bool, progress: bool) -> None:
+    """Train a BERT WordPiece vocabulary (vocab.txt + tokenizer.json).
+
+    By default this is what tokenizers' BertWordPieceTokenizer.train does: BERT normalisation
+    (lower-casing, accent stripping, spaces around CJK characters), punctuation splitting, BPE
+    merges with ## continuation pieces. CORPUS is one or more files (plain, .gz, .xz, .bz2),
+    directories, or - for standard input.
+
+    \b
+    Examples:
+      toktools train wordpiece wiki.txt -o my-bert --vocab-size 30000
+      toktools train wordpiece zh.txt -o zh-bert --cased --limit-alphabet 8000
+      toktools train wordpiece wiki.txt -o lk-bert --algorithm likelihood --min-pair-frequency 5
+    """
+    from toktools import corpus as corpus_module
+
+    _prepare_output(out_dir, force, ("vocab.txt", "tokenizer.json"))
+    specials = _split_list(special_tokens)
+    started = time.perf_counter()
+    if backend == "fast":
+        if json_field or "-" in corpus or errors != "strict" or algorithm != "bpe":
+            raise ToktoolsError("--backend fast reads plain files only and trains the bpe algorithm")
+        from toktools import fast
+
+        sources = corpus_module.expand_sources(list(corpus))
+        try:
+            hf = fast.train_wordpiece([s.path for s in sources], vocab_size, min_frequency, specials,
+                                      limit_alphabet=limit_alphabet, lowercase=lowercase, strip_accents=strip_accents)
+        except Exception as err:  # tokenizers raises plain Exceptions
+            raise ToktoolsError(f"tokenizers failed: {err}") from None
+        from toktools.wordpiece import WordPieceTokenizer, loads_vocab_txt
+
+        tokenizer = WordPieceTokenizer.bert(loads_vocab_txt(fast.wordpiece_vocab_txt(hf)), lowercase=lowercase,
+                                            strip_accents=strip_accents)
+        tokenizer.add_special_tokens(specials)
+    else:
+        import toktools
+
+        with _progress(progress) as callback:
+            tokenizer = toktools.train_wordpiece(list(corpus), vocab_size, min_frequency, specials,
+                                                 limit_alphabet=limit_alphabet, lowercase=lowercase,
+                                                 strip_accents=strip_accents, algorithm=algorithm,
+                                                 min_pair_frequency=min_pair_frequency, workers=workers,
+                                                 errors=errors, json_field=json_field,  # type: ignore[arg-type]
+                                                 progress=callback)
+    written = tokenizer.save(out_dir)
+    _summary(tokenizer, written, time.perf_counter() - started, backend)
+
+
 def _summary(tokenizer: Any, written: Sequence[Path], elapsed: float, backend: str) -> None:
-    merges = getattr(tokenizer, "merges", [])
-    lines = [
-        f"trained {tokenizer.kind} ({backend}) in {elapsed:.1f}s: {tokenizer.vocab_size} tokens, {len(merges)} merges",
-    ]
+    merges = getattr(tokenizer, "merges", None)
+    detail = f", {len(merges)} merges" if merges is not None else ""
+    lines = [f"trained {tokenizer.kind} ({backend}) in {elapsed:.1f}s: {tokenizer.vocab_size} tokens{detail}"]
     if merges:
         lines.append("first merges: " + ", ".join(f"{a} {b}" for a, b in merges[:5]))
     lines.append("wrote " + ", ".join(str(p) for p in written))

@@ -76,6 +76,53 @@ def train_bytebpe(
     return tokenizer
 
 
+def wordpiece_tokenizer(lowercase: bool = True, strip_accents: bool | None = None, clean_text: bool = True,
+                        handle_chinese_chars: bool = True) -> Tokenizer:
+    """An untrained tokenizer with ``BertWordPieceTokenizer``'s normaliser and pre-tokeniser."""
+    tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tokenizer.normalizer = normalizers.BertNormalizer(clean_text=clean_text, handle_chinese_chars=handle_chinese_chars,
+                                                      strip_accents=strip_accents, lowercase=lowercase)
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tokenizer.decoder = decoders.WordPiece(prefix="##")
+    return tokenizer
+
+
+def train_wordpiece(
+    files: Sequence[str] | None = None,
+    vocab_size: int = 30000,
+    min_frequency: int = 2,
+    special_tokens: Sequence[str] = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"),
+    *,
+    texts: Iterable[str] | None = None,
+    limit_alphabet: int | None = 1000,
+    initial_alphabet: Sequence[str] = (),
+    wordpieces_prefix: str = "##",
+    lowercase: bool = True,
+    strip_accents: bool | None = None,
+    clean_text: bool = True,
+    handle_chinese_chars: bool = True,
+) -> Tokenizer:
+    """``BertWordPieceTokenizer().train(...)`` with the settings of :func:`toktools.train_wordpiece`."""
+    tokenizer = wordpiece_tokenizer(lowercase, strip_accents, clean_text, handle_chinese_chars)
+    options: dict[str, object] = dict(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=list(special_tokens),
+                                      initial_alphabet=list(initial_alphabet), continuing_subword_prefix=wordpieces_prefix,
+                                      show_progress=False)
+    if limit_alphabet is not None:
+        options["limit_alphabet"] = limit_alphabet
+    trainer = trainers.WordPieceTrainer(**options)
+    if texts is not None:
+        tokenizer.train_from_iterator(texts, trainer=trainer)
+    else:
+        tokenizer.train([str(f) for f in files or []], trainer=trainer)
+    return tokenizer
+
+
+def wordpiece_vocab_txt(tokenizer: Tokenizer) -> str:
+    """The ``vocab.txt`` that ``save_model`` writes for a trained WordPiece tokenizer."""
+    vocab = tokenizer.get_vocab(with_added_tokens=False)
+    return "".join(token + "\n" for token, _ in sorted(vocab.items(), key=lambda item: item[1]))
+
+
 def load(path: str | Path) -> Tokenizer:
     """A ``tokenizers.Tokenizer`` from a ``tokenizer.json`` (file or directory holding one)."""
     path = Path(path)
@@ -99,5 +146,8 @@ __all__ = [
     "train_bytebpe",
     "load",
     "save_bytebpe",
+    "train_wordpiece",
+    "wordpiece_tokenizer",
+    "wordpiece_vocab_txt",
     "normalizers",
 ]
