@@ -182,8 +182,9 @@ class _Tables:
 
     def __init__(self, clean: bool, chinese: bool, strip: bool, lower: bool) -> None:
         self.clean, self.chinese, self.strip, self.lower = clean, chinese, strip, lower
-        # Chars some enabled step changes: the BMP ones listed (``eager``), the big astral
-        # blocks kept as ranges (``blocks``).
+        # Chars some enabled step changes: the small sets listed (``eager``), the big blocks
+        # as ranges (``blocks``). The BMP part goes into the translate table up front, the
+        # astral part (``_maybe_changed``) when first seen.
         eager: set[int] = set()
         blocks: list[tuple[int, int]] = []
         if clean:

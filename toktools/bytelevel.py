@@ -255,7 +255,7 @@ from pathlib import Path  # noqa: E402  (kept next to the class that needs it)
 from typing import Any, Sequence  # noqa: E402
 
 from toktools import bpe  # noqa: E402
-from toktools.encoding import AddedToken, Piece, TemplateProcessor  # noqa: E402
+from toktools.encoding import AddedToken, TemplateProcessor  # noqa: E402
 from toktools.tokenizer import Tokenizer  # noqa: E402
 
 #: A word's tokens, relative to the word: (id, token, start byte, end byte).
@@ -351,15 +351,17 @@ class ByteLevelBPETokenizer(Tokenizer):
             spans.append((position, position + 1))
         return ids, spans
 
-    def encode_fragment(self, text: str) -> list[Piece]:
+    def encode_into(self, text: str, base: int, ids: list[int], tokens: list[str], offsets: list[tuple[int, int]]) -> None:
         prepared = self.pre_tokenizer.prepare(text)
         shift = len(prepared) - len(text)
+        base -= shift
         if self.pre_tokenizer.use_regex:
             matches = ((m.group(), m.start()) for m in splitters().pick(prepared).finditer(prepared))
         else:
             matches = iter([(prepared, 0)] if prepared else [])
         cache = self._cache
-        pieces: list[Piece] = []
+        add_id, add_token, add_offset = ids.append, tokens.append, offsets.append
+        floor = base + shift  # the prefix space is aligned with the first character
         for piece, start in matches:
             word = cache.get(piece)
             if word is None:
@@ -369,14 +371,16 @@ class ByteLevelBPETokenizer(Tokenizer):
                 cache[piece] = word
             if piece.isascii():
                 for token_id, token, b0, b1 in word:
-                    pieces.append((token_id, token, max(start + b0 - shift, 0), max(start + b1 - shift, 0)))
+                    add_id(token_id)
+                    add_token(token)
+                    add_offset((max(base + start + b0, floor), max(base + start + b1, floor)))
             else:
                 char_of_byte = [i for i, ch in enumerate(piece) for _ in range(len(ch.encode("utf-8")))]
                 for token_id, token, b0, b1 in word:
-                    s = start + char_of_byte[b0] - shift
-                    e = start + char_of_byte[b1 - 1] + 1 - shift
-                    pieces.append((token_id, token, max(s, 0), max(e, 0)))
-        return pieces
+                    add_id(token_id)
+                    add_token(token)
+                    add_offset((max(base + start + char_of_byte[b0], floor),
+                                max(base + start + char_of_byte[b1 - 1] + 1, floor)))
 
     def decode_tokens(self, tokens: list[str]) -> str:
         """``decoders.ByteLevel``: byte symbols back to bytes, then UTF-8 with replacement."""

@@ -167,11 +167,15 @@ class TemplateProcessor:
         for item in self.pair if second is not None else self.single:
             if len(item) == 3:
                 token, token_id, type_id = item
-                out = out + Encoding([token_id], [token], [(0, 0)], [type_id], [1], [1])
+                parts = ([token_id], [token], [(0, 0)], [type_id], [1], [1])
             else:
                 sequence = first if item[0] == "A" else second
                 assert sequence is not None
-                out = out + replace(sequence, type_ids=[item[1]] * len(sequence))
+                n = len(sequence)
+                parts = (sequence.ids, sequence.tokens, sequence.offsets, [item[1]] * n, sequence.attention_mask,
+                         sequence.special_tokens_mask)
+            for name, part in zip(_FIELDS, parts):
+                getattr(out, name).extend(part)
         return out
 
     def to_json(self) -> dict[str, object]:

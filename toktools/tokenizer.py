@@ -3,6 +3,7 @@
 tokens back; everything else (and so the CLI, reports and parity checks) works through this."""
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from dataclasses import replace
 from pathlib import Path
@@ -12,7 +13,7 @@ from toktools.encoding import AddedToken, AddedTokens, Encoding, Padding, Piece,
 
 
 class Tokenizer(ABC):
-    """Base class: subclasses implement :meth:`encode_fragment`, :meth:`decode_tokens`,
+    """Base class: subclasses implement :meth:`encode_into`, :meth:`decode_tokens`,
     :meth:`save` and :meth:`to_tokenizer_json`."""
 
     #: "bytebpe" or "wordpiece": the family, used by the CLI and the loaders.
@@ -34,8 +35,17 @@ class Tokenizer(ABC):
     # -- the model's part -------------------------------------------------------------------
 
     @abstractmethod
+    def encode_into(self, text: str, base: int, ids: list[int], tokens: list[str], offsets: list[tuple[int, int]]) -> None:
+        """Append the tokens of ``text`` (which holds no special token) to the three lists, with
+        offsets shifted by ``base``. Appending to shared lists keeps the hot path allocation-free."""
+
     def encode_fragment(self, text: str) -> list[Piece]:
         """Tokens of a piece of text that holds no special token; offsets relative to ``text``."""
+        ids: list[int] = []
+        tokens: list[str] = []
+        offsets: list[tuple[int, int]] = []
+        self.encode_into(text, 0, ids, tokens, offsets)
+        return [(i, t, s, e) for i, t, (s, e) in zip(ids, tokens, offsets)]
 
     @abstractmethod
     def decode_tokens(self, tokens: list[str]) -> str:
@@ -104,16 +114,22 @@ class Tokenizer(ABC):
 
     def encode_sequence(self, text: str, type_id: int = 0) -> Encoding:
         """One sequence without template, truncation or padding."""
-        pieces: list[Piece] = []
-        for fragment, start, added in self.added.split(text):
-            if added is not None:
-                pieces.append((added.id, added.content, start, start + len(fragment)))
-            elif start == 0:
-                pieces.extend(self.encode_fragment(fragment))
-            else:
-                pieces.extend((i, t, s + start, e + start) for i, t, s, e in self.encode_fragment(fragment))
+        ids: list[int] = []
+        tokens: list[str] = []
+        offsets: list[tuple[int, int]] = []
+        if not self.added:
+            self.encode_into(text, 0, ids, tokens, offsets)
+        else:
+            for fragment, start, added in self.added.split(text):
+                if added is None:
+                    self.encode_into(fragment, start, ids, tokens, offsets)
+                else:
+                    ids.append(added.id)
+                    tokens.append(added.content)
+                    offsets.append((start, start + len(fragment)))
         # like tokenizers, special tokens found in the text are not flagged in special_tokens_mask
-        return Encoding.from_pieces(pieces, type_id)
+        n = len(ids)
+        return Encoding(ids, tokens, offsets, [type_id] * n, [1] * n, [0] * n)
 
     def _encode_unpadded(self, text: str, pair: str | None, add_special_tokens: bool) -> Encoding:
         first = self.encode_sequence(text)
@@ -135,15 +151,29 @@ class Tokenizer(ABC):
             encoding = self.padding.apply(encoding, self.padding.target(len(encoding)))
         return encoding
 
-    def encode_batch(self, inputs: Sequence[str | tuple[str, str]], add_special_tokens: bool = True) -> list[Encoding]:
-        """Encode many texts (or ``(a, b)`` pairs); with padding, to the longest of the batch."""
+    def encode_batch(self, inputs: Sequence[str | tuple[str, str]], add_special_tokens: bool = True,
+                     workers: int | None = None) -> list[Encoding]:
+        """Encode many texts (or ``(a, b)`` pairs); with padding, to the longest of the batch.
+
+        Large batches are split over ``workers`` processes (default: every core, as
+        ``tokenizers`` uses every thread); the result does not depend on the number of workers.
+        """
+        if workers is None:
+            workers = (os.cpu_count() or 1) if len(inputs) >= _PARALLEL_BATCH else 1
+        if workers > 1 and len(inputs) > 1:
+            encodings = _encode_in_processes(self, inputs, add_special_tokens, workers)
+        else:
+            encodings = self._encode_unpadded_batch(inputs, add_special_tokens)
+        if self.padding is not None and encodings:
+            target = self.padding.target(max(len(e) for e in encodings))
+            encodings = [self.padding.apply(e, target) for e in encodings]
+        return encodings
+
+    def _encode_unpadded_batch(self, inputs: Sequence[str | tuple[str, str]], add_special_tokens: bool) -> list[Encoding]:
         encodings = []
         for item in inputs:
             text, pair = (item, None) if isinstance(item, str) else item
             encodings.append(self._encode_unpadded(text, pair, add_special_tokens))
-        if self.padding is not None and encodings:
-            target = self.padding.target(max(len(e) for e in encodings))
-            encodings = [self.padding.apply(e, target) for e in encodings]
         return encodings
 
     # -- decoding ---------------------------------------------------------------------------
@@ -186,3 +216,43 @@ class Tokenizer(ABC):
         return {"strategy": {"Fixed": p.length} if p.length is not None else "BatchLongest",
                 "direction": p.direction.capitalize(), "pad_to_multiple_of": p.pad_to_multiple_of,
                 "pad_id": p.pad_id, "pad_type_id": p.pad_type_id, "pad_token": p.pad_token}
+
+
+# ---------------------------------------------------------------------------------------------
+# Parallel batches
+# ---------------------------------------------------------------------------------------------
+
+#: Batches at least this long are worth starting worker processes for.
+_PARALLEL_BATCH = 2000
+_worker_tokenizer: Tokenizer | None = None
+
+
+def _encode_chunk(chunk: Sequence[str | tuple[str, str]], add_special_tokens: bool) -> list[tuple[list[Any], ...]]:
+    assert _worker_tokenizer is not None
+    return [tuple(getattr(e, name) for name in _ENCODING_FIELDS)
+            for e in _worker_tokenizer._encode_unpadded_batch(chunk, add_special_tokens)]
+
+
+_ENCODING_FIELDS = ("ids", "tokens", "offsets", "type_ids", "attention_mask", "special_tokens_mask")
+
+
+def _encode_in_processes(tokenizer: Tokenizer, inputs: Sequence[str | tuple[str, str]], add_special_tokens: bool,
+                         workers: int) -> list[Encoding]:
+    """Encode in forked worker processes that inherit the tokenizer (no pickling of the model);
+    chunks come back in order, so the result is the same as a single process's."""
+    import multiprocessing
+
+    global _worker_tokenizer
+    try:
+        context = multiprocessing.get_context("fork")
+    except ValueError:  # no fork on this platform: stay in this process
+        return tokenizer._encode_unpadded_batch(inputs, add_special_tokens)
+    size = max(1, -(-len(inputs) // (workers * 4)))
+    chunks = [inputs[i : i + size] for i in range(0, len(inputs), size)]
+    _worker_tokenizer = tokenizer
+    try:
+        with context.Pool(workers) as pool:
+            results = pool.starmap(_encode_chunk, [(chunk, add_special_tokens) for chunk in chunks])
+    finally:
+        _worker_tokenizer = None
+    return [Encoding(*fields) for chunk in results for fields in chunk]

@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 
 from toktools import bert_text
 from toktools.bert_text import BertNormalizerConfig
-from toktools.encoding import AddedToken, Piece, TemplateProcessor
+from toktools.encoding import AddedToken, TemplateProcessor
 from toktools.errors import ToktoolsError
 from toktools.tokenizer import Tokenizer
 
@@ -143,7 +143,7 @@ class WordPieceTokenizer(Tokenizer):
         self.max_input_chars_per_word = max_input_chars_per_word
         self.normalizer = normalizer
         self.longest = max((len(t) - len(self.prefix) if t.startswith(self.prefix) else len(t) for t in vocab), default=1)
-        self._cache: dict[str, list[tuple[int, str, int, int]]] = {}
+        self._cache: dict[str, tuple] = {}
         self._cache_capacity = cache_capacity
 
     @classmethod
@@ -198,26 +198,53 @@ class WordPieceTokenizer(Tokenizer):
         pieces = wordpiece_split(word, self.vocab, self.unk_token, self.prefix, self.max_input_chars_per_word, self.longest)
         return [(self.vocab[piece], piece, start, end) for piece, start, end in pieces]
 
-    def encode_fragment(self, text: str) -> list[Piece]:
-        if self.normalizer is not None:
-            normalized, alignment = bert_text.normalize_with_offsets(text, self.normalizer)
-        else:
-            normalized, alignment = text, None
+    def encode_into(self, text: str, base: int, ids: list[int], tokens: list[str], offsets: list[tuple[int, int]]) -> None:
+        normalized, alignment = self._normalize(text)
         cache = self._cache
-        pieces: list[Piece] = []
-        for word, start, _end in bert_text.pre_tokenize(normalized):
-            tokens = cache.get(word)
-            if tokens is None:
-                tokens = self.tokenize_word(word)
+        add_id, add_token, add_offset = ids.append, tokens.append, offsets.append
+        for match in bert_text.PRE_TOKENIZER_RE.finditer(normalized):
+            word = match.group()
+            entry = cache.get(word)
+            if entry is None:
+                entry = self._cache_entry(word)
                 if len(cache) >= self._cache_capacity:
                     cache.clear()
-                cache[word] = tokens
-            for token_id, token, s, e in tokens:
+                cache[word] = entry
+            start = match.start()
+            if len(entry) == 2:  # the common case: one token, the whole word
+                add_id(entry[0])
+                add_token(entry[1])
                 if alignment is None:
-                    pieces.append((token_id, token, start + s, start + e))
+                    add_offset((base + start, base + match.end()))
                 else:
-                    pieces.append((token_id, token, alignment[start + s], alignment[start + e - 1] + 1))
-        return pieces
+                    add_offset((base + alignment[start], base + alignment[match.end() - 1] + 1))
+                continue
+            word_ids, word_tokens, spans = entry
+            ids.extend(word_ids)
+            tokens.extend(word_tokens)
+            if alignment is None:
+                offsets.extend([(base + start + s, base + start + e) for s, e in spans])
+            else:
+                offsets.extend([(base + alignment[start + s], base + alignment[start + e - 1] + 1) for s, e in spans])
+
+    def _normalize(self, text: str) -> tuple[str, list[int] | None]:
+        """Normalised text and its alignment to ``text`` (None when it is one char per char)."""
+        if self.normalizer is None:
+            return text, None
+        if text.isascii():
+            # ASCII chars normalise to one char each, or vanish (control chars): equal length
+            # means nothing vanished, so the alignment is the identity
+            normalized = bert_text.normalize(text, self.normalizer)
+            if len(normalized) == len(text):
+                return normalized, None
+        return bert_text.normalize_with_offsets(text, self.normalizer)
+
+    def _cache_entry(self, word: str) -> tuple:
+        """``(id, token)`` for the common whole-word token, else ``(ids, tokens, spans)``."""
+        pieces = self.tokenize_word(word)
+        if len(pieces) == 1 and pieces[0][2] == 0 and pieces[0][3] == len(word):
+            return pieces[0][0], pieces[0][1]
+        return [p[0] for p in pieces], [p[1] for p in pieces], [(p[2], p[3]) for p in pieces]
 
     def decode_tokens(self, tokens: list[str]) -> str:
         return decode_wordpieces(tokens, self.prefix)
