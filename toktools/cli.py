@@ -249,34 +249,232 @@ def _summary(tokenizer: Any, written: Sequence[Path], elapsed: float, backend: s
 
 
 # ---------------------------------------------------------------------------------------------
-# encode
+# count
 # ---------------------------------------------------------------------------------------------
 
 
 @main.command()
-@click.option("-t", "--tokenizer", "tokenizer_path", required=True, help="Tokenizer directory or file (tokenizer.json, vocab.json + merges.txt, vocab.txt).")
-@click.argument("files", nargs=-1)
-@click.option("--format", "output_format", type=click.Choice(["ids", "tokens"]), default="ids", show_default=True, help="Print ids or token strings.")
-@click.option("--add-special-tokens/--no-add-special-tokens", default=True, show_default=True, help="Add the template's special tokens ([CLS]/[SEP], <s>/</s>) if the tokenizer has one.")
-def encode(tokenizer_path: str, files: tuple[str, ...], output_format: str, add_special_tokens: bool) -> None:
-    """Tokenize text: one output line per input line (ids or tokens, space-separated).
+@click.argument("corpus", nargs=-1, required=True)
+@click.option("-o", "--output", "out_path", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Counts file to write (word<TAB>count).")
+@click.option("--model", "kind", type=click.Choice(["wordpiece", "bytebpe"]), required=True, help="Which pre-processing to count words with.")
+@click.option("--lowercase/--cased", default=True, show_default=True, help="wordpiece: lower-case and strip accents like bert-base-uncased.")
+@click.option("--strip-accents/--keep-accents", default=None, help="wordpiece: strip accents (default: same as --lowercase).")
+@click.option("--add-prefix-space/--no-add-prefix-space", default=False, show_default=True, help="bytebpe: prefix every line with a space.")
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="Processes that count (default: all cores). Output is identical for any value.")
+@click.option("--errors", type=click.Choice(["strict", "replace", "skip"]), default="strict", show_default=True, help="What to do with invalid UTF-8 in the corpus.")
+@click.option("--field", "json_field", default=None, help="Read JSON Lines and take the text from this field.")
+@click.option("--force", is_flag=True, help="Overwrite an existing counts file.")
+@click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr (only on a terminal).")
+def count(corpus: tuple[str, ...], out_path: Path, kind: str, lowercase: bool, strip_accents: bool | None,
+          add_prefix_space: bool, workers: int | None, errors: str, json_field: str | None, force: bool, progress: bool) -> None:
+    """Count words once, train many times: write word counts for `train --from-counts`.
 
-    FILES default to standard input (or give -).
+    The file starts with a header that records the normaliser and pre-tokeniser settings, so a
+    training run with other settings refuses it instead of silently using it.
 
     \b
     Examples:
-      echo "Hello world" | toktools encode -t my-bpe
-      toktools encode -t my-bpe --format tokens notes.txt
+      toktools count wiki.txt.gz --model wordpiece -o wiki.counts
+      toktools train wordpiece --from-counts wiki.counts -o my-bert --vocab-size 30000
+    """
+    from toktools import training
+    from toktools.corpus import dumps_counts
+    from toktools.formats import write_files_atomically
+
+    if out_path.exists() and not force:
+        raise ToktoolsError(f"{out_path} already exists; use --force to overwrite")
+    settings = _count_settings(kind, lowercase, strip_accents, add_prefix_space)
+    with _progress(progress) as callback:
+        if kind == "bytebpe":
+            counts = training.count_bytebpe_words(list(corpus), add_prefix_space=add_prefix_space, workers=workers,
+                                                  errors=errors, json_field=json_field, progress=callback)  # type: ignore[arg-type]
+        else:
+            from toktools.bert_text import BertNormalizerConfig
+
+            counts = training.count_wordpiece_words(list(corpus), normalizer=BertNormalizerConfig(lowercase=lowercase, strip_accents=strip_accents),
+                                                    workers=workers, errors=errors, json_field=json_field, progress=callback)  # type: ignore[arg-type]
+    write_files_atomically(out_path.parent if str(out_path.parent) else Path("."), {out_path.name: dumps_counts(counts, kind, settings)})
+    click.echo(f"counted {sum(counts.values())} words ({len(counts)} distinct); wrote {out_path}", err=True)
+
+
+def _count_settings(kind: str, lowercase: bool, strip_accents: bool | None, add_prefix_space: bool) -> dict[str, object]:
+    """The settings a counts file must have been made with (compared on --from-counts)."""
+    if kind == "bytebpe":
+        return {"add_prefix_space": add_prefix_space, "use_regex": True}
+    return {"lowercase": lowercase, "strip_accents": strip_accents, "clean_text": True, "handle_chinese_chars": True}
+
+
+def _load_counts(path: Path, kind: str, expected: dict[str, object]) -> dict[str, int]:
+    from toktools.corpus import read_counts
+
+    found_kind, settings, counts = read_counts(path)
+    if found_kind != kind:
+        raise ToktoolsError(f"{path} holds {found_kind} counts; this is a {kind} training")
+    if settings != expected:
+        differ = ", ".join(f"{k}: file {settings.get(k)!r} vs now {v!r}" for k, v in expected.items() if settings.get(k) != v)
+        raise ToktoolsError(f"{path} was counted with other settings ({differ}); count again or change the options")
+    return counts
+
+
+# ---------------------------------------------------------------------------------------------
+# encode / decode
+# ---------------------------------------------------------------------------------------------
+
+
+@main.command()
+@click.option("-t", "--tokenizer", "tokenizer_path", required=True, help="Tokenizer directory or file (tokenizer.json, vocab.json + merges.txt, vocab.txt), or a shipped vocabulary name.")
+@click.argument("files", nargs=-1)
+@click.option("--format", "output_format", type=click.Choice(["ids", "tokens", "jsonl", "npy", "bin"]), default="ids", show_default=True,
+              help="ids/tokens: one line per input line; jsonl: ids, tokens, offsets per line; npy/bin: all ids as one array (needs -o).")
+@click.option("-o", "--output", "out_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write here instead of stdout (written atomically).")
+@click.option("--dtype", type=click.Choice(["auto", "uint16", "uint32"]), default="auto", show_default=True, help="npy/bin: integer type (auto: uint16 if every id fits).")
+@click.option("--pair", is_flag=True, help="Each input line is two sequences separated by a TAB.")
+@click.option("--add-special-tokens/--no-add-special-tokens", default=True, show_default=True, help="Add the template's special tokens ([CLS]/[SEP], <s>/</s>) if the tokenizer has one.")
+@click.option("--max-length", type=click.IntRange(min=1), default=None, help="Truncate every encoding to this many tokens (special tokens included).")
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="Processes that encode (default: all cores for big inputs). Output is identical for any value.")
+@click.option("--batch-lines", type=click.IntRange(min=1), default=20000, show_default=True, help="Lines read and encoded at a time (memory stays flat on huge files).")
+@click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr when writing to a file.")
+def encode(tokenizer_path: str, files: tuple[str, ...], output_format: str, out_path: Path | None, dtype: str, pair: bool,
+           add_special_tokens: bool, max_length: int | None, workers: int | None, batch_lines: int, progress: bool) -> None:
+    """Tokenize text: one output line per input line, or one id array for training pipelines.
+
+    FILES default to standard input (or give -). Lines are encoded without their newline.
+
+    \b
+    Examples:
+      echo "Hello world" | toktools encode -t bytebpe-50k
+      toktools encode -t my-bert --format tokens notes.txt
+      toktools encode -t my-bert --pair --max-length 128 --format jsonl pairs.tsv
+      toktools encode -t bytebpe-50k --format npy -o train.npy corpus.txt
+    """
+    import json
+
+    from toktools.encoder_output import IdArrayWriter, choose_dtype
+    from toktools.formats import load
+
+    tokenizer = load(tokenizer_path)
+    if max_length is not None:
+        tokenizer.enable_truncation(max_length)
+    if output_format in ("npy", "bin") and out_path is None:
+        raise ToktoolsError(f"--format {output_format} writes binary data: give an output file with -o")
+    dtype_name = choose_dtype(tokenizer.vocab_size) if dtype == "auto" else dtype
+    if dtype_name == "uint16" and tokenizer.vocab_size > 65536:
+        raise ToktoolsError(f"{tokenizer.vocab_size} ids do not fit in uint16; use --dtype uint32")
+    names = files or ("-",)
+    total = sum(Path(n).stat().st_size for n in names if n != "-" and Path(n).is_file())
+    with _output(out_path, binary=output_format in ("npy", "bin")) as out, _progress(progress and out_path is not None) as callback:
+        writer = IdArrayWriter(out, dtype_name, npy=output_format == "npy") if output_format in ("npy", "bin") else None
+        done = 0
+        for batch in _batches(_input_lines(names), batch_lines):
+            inputs = [_as_pair(line) for line in batch] if pair else batch
+            encodings = tokenizer.encode_batch(inputs, add_special_tokens=add_special_tokens, workers=workers)
+            if writer is not None:
+                for encoding in encodings:
+                    writer.write(encoding.ids)
+            else:
+                chunk = []
+                for encoding in encodings:
+                    if output_format == "ids":
+                        chunk.append(" ".join(map(str, encoding.ids)))
+                    elif output_format == "tokens":
+                        chunk.append(" ".join(encoding.tokens))
+                    else:
+                        chunk.append(json.dumps({"ids": encoding.ids, "tokens": encoding.tokens,
+                                                 "offsets": encoding.offsets, "type_ids": encoding.type_ids},
+                                                ensure_ascii=False, separators=(",", ":")))
+                out.write("\n".join(chunk) + "\n")
+            done += sum(len(line.encode("utf-8")) + 1 for line in batch)
+            if callback is not None and total:
+                callback("encode", min(done, total), total)
+        if writer is not None:
+            writer.close()
+
+
+def _as_pair(line: str) -> tuple[str, str]:
+    first, tab, second = line.partition("\t")
+    if not tab:
+        raise ToktoolsError(f"--pair expects two sequences separated by a TAB, got {line[:60]!r}")
+    return first, second
+
+
+def _batches(lines: Iterator[str], size: int) -> Iterator[list[str]]:
+    batch: list[str] = []
+    for line in lines:
+        batch.append(line)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+@contextmanager
+def _output(path: Path | None, binary: bool = False) -> Iterator[Any]:
+    """stdout, or a temporary file renamed over ``path`` only when everything was written."""
+    if path is None:
+        yield sys.stdout
+        sys.stdout.flush()
+        return
+    import tempfile
+
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        raise ToktoolsError(f"output directory {directory} does not exist")
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(handle, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8", "newline": "\n"})) as out:
+            yield out
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+
+
+@main.command()
+@click.option("-t", "--tokenizer", "tokenizer_path", required=True, help="Tokenizer directory or file, or a shipped vocabulary name.")
+@click.argument("files", nargs=-1)
+@click.option("--skip-special-tokens/--keep-special-tokens", default=True, show_default=True, help="Drop special tokens ([CLS], <s>, ...) from the text.")
+def decode(tokenizer_path: str, files: tuple[str, ...], skip_special_tokens: bool) -> None:
+    """Turn ids back into text: one line of space-separated ids per output line.
+
+    \b
+    Examples:
+      echo "15496 995" | toktools decode -t my-bpe
+      toktools encode -t my-bert notes.txt | toktools decode -t my-bert
     """
     from toktools.formats import load
 
     tokenizer = load(tokenizer_path)
-    out = sys.stdout
-    for line in _input_lines(files or ("-",)):
-        encoding = tokenizer.encode(line, add_special_tokens=add_special_tokens)
-        items = encoding.ids if output_format == "ids" else encoding.tokens
-        out.write(" ".join(map(str, items)) + "\n")
-    out.flush()
+    for number, line in enumerate(_input_lines(files or ("-",)), start=1):
+        try:
+            ids = [int(item) for item in line.split()]
+        except ValueError:
+            raise ToktoolsError(f"line {number}: expected space-separated integer ids, got {line[:60]!r}") from None
+        sys.stdout.write(tokenizer.decode(ids, skip_special_tokens=skip_special_tokens).replace("\n", "\\n") + "\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# convert
+# ---------------------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("tokenizer_path")
+@click.option("--to", "target", required=True, type=click.Choice(["tokenizer.json", "vocab.txt", "vocab.json+merges.txt", "tiktoken"]), help="The layout to write.")
+@click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="Directory to write into.")
+@click.option("--force", is_flag=True, help="Overwrite existing files.")
+def convert(tokenizer_path: str, target: str, out_dir: Path, force: bool) -> None:
+    """Write a tokenizer in another layout.
+
+    \b
+    Examples:
+      toktools convert my-bpe --to tiktoken -o my-bpe-tiktoken
+      toktools convert ../gpt2 --to tokenizer.json -o gpt2-json
+    """
+    from toktools.formats import export, load
+
+    written = export(load(tokenizer_path), target, out_dir, overwrite=force)
+    click.echo("wrote " + ", ".join(str(p) for p in written), err=True)
 
 
 def _input_lines(files: Sequence[str]) -> Iterator[str]:
@@ -291,6 +489,8 @@ def _input_lines(files: Sequence[str]) -> Iterator[str]:
                 raise ToktoolsError(f"input file not found: {name}") from None
             except IsADirectoryError:
                 raise ToktoolsError(f"{name} is a directory, not a text file") from None
+            except PermissionError:
+                raise ToktoolsError(f"cannot read {name}: permission denied") from None
         try:
             for number, raw in enumerate(stream, start=1):
                 try:

@@ -217,3 +217,54 @@ def count_words(
     if not total:
         raise ToktoolsError("the corpus is empty: no words to learn from")
     return dict(total)
+
+
+# ---------------------------------------------------------------------------------------------
+# Counts files: word<TAB>count, with a header that pins the pre-processing settings
+# ---------------------------------------------------------------------------------------------
+
+COUNTS_MAGIC = "#toktools-counts v1"
+
+
+def dumps_counts(counts: dict[str, int], kind: str, settings: dict[str, object]) -> str:
+    """A counts file: a header naming the tokenizer kind and the normaliser / pre-tokeniser
+    settings the words were made with, then ``word<TAB>count`` lines (first-occurrence order).
+
+    Words never hold a tab or a newline: byte-level words are byte symbols, WordPiece words
+    are pre-tokens (whitespace splits them)."""
+    header = {"kind": kind, "settings": settings, "words": len(counts), "total": sum(counts.values())}
+    lines = [COUNTS_MAGIC, "#" + json.dumps(header, sort_keys=True, ensure_ascii=False)]
+    lines.extend(f"{word}\t{count}" for word, count in counts.items())
+    return "\n".join(lines) + "\n"
+
+
+def read_counts(path: str | Path) -> tuple[str, dict[str, object], dict[str, int]]:
+    """``(kind, settings, counts)`` of a counts file, with a clear error on anything else."""
+    path = Path(path)
+    try:
+        handle = open(path, encoding="utf-8", newline="\n")
+    except FileNotFoundError:
+        raise ToktoolsError(f"counts file not found: {path}") from None
+    except IsADirectoryError:
+        raise ToktoolsError(f"{path} is a directory, not a counts file") from None
+    counts: dict[str, int] = {}
+    with handle:
+        try:
+            magic = handle.readline().rstrip("\n")
+            if magic != COUNTS_MAGIC:
+                raise ToktoolsError(f"{path}: not a toktools counts file (make one with `toktools count`)")
+            try:
+                header = json.loads(handle.readline()[1:])
+                kind, settings = header["kind"], header["settings"]
+            except (json.JSONDecodeError, KeyError, TypeError):
+                raise ToktoolsError(f"{path}, line 2: corrupt counts header") from None
+            for number, line in enumerate(handle, start=3):
+                word, tab, count = line.rstrip("\n").rpartition("\t")
+                if not tab or not word or not count.isdigit():
+                    raise ToktoolsError(f"{path}, line {number}: expected word<TAB>count")
+                counts[word] = counts.get(word, 0) + int(count)
+        except UnicodeDecodeError:
+            raise ToktoolsError(f"{path}: not valid UTF-8") from None
+    if not counts:
+        raise ToktoolsError(f"{path}: no word counts in the file")
+    return kind, settings, counts

@@ -179,3 +179,51 @@ def _bpe_from_json(document: Mapping[str, Any], added: list[Any]) -> Tokenizer:
         continuing_subword_prefix=model.get("continuing_subword_prefix"),
         end_of_word_suffix=model.get("end_of_word_suffix"),
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Conversion
+# ---------------------------------------------------------------------------------------------
+
+EXPORT_TARGETS = ("tokenizer.json", "vocab.txt", "vocab.json+merges.txt", "tiktoken")
+
+
+def export(tokenizer: Tokenizer, target: str, directory: str | Path, *, overwrite: bool = False) -> list[Path]:
+    """Write ``tokenizer`` in another layout: ``tokenizer.json`` (any model), ``vocab.txt``
+    (WordPiece), ``vocab.json+merges.txt`` (byte-level BPE), or ``tiktoken`` (byte-level BPE:
+    ``base64(token bytes) rank`` per line, special tokens listed in a JSON file beside it)."""
+    import base64
+
+    directory = Path(directory)
+    kind = tokenizer.kind
+    if target == "tokenizer.json":
+        files = {"tokenizer.json": dumps_tokenizer_json(tokenizer.to_tokenizer_json())}
+    elif target == "vocab.txt":
+        if kind != "wordpiece":
+            raise ToktoolsError("vocab.txt holds a WordPiece vocabulary; a byte-level BPE needs its merges (use vocab.json+merges.txt)")
+        from toktools.wordpiece import dumps_vocab_txt
+
+        files = {"vocab.txt": dumps_vocab_txt(tokenizer.vocab)}
+    elif target in ("vocab.json+merges.txt", "tiktoken"):
+        if kind != "bytebpe":
+            raise ToktoolsError(f"{target} needs a BPE model; this is a {kind} tokenizer (try tokenizer.json)")
+        from toktools import bpe
+        from toktools.bytelevel import is_byte_symbols, symbols_to_bytes
+
+        merges = tokenizer.merges  # type: ignore[attr-defined]
+        if target == "vocab.json+merges.txt":
+            files = {"vocab.json": bpe.dumps_vocab_json(tokenizer.vocab), "merges.txt": bpe.dumps_merges_txt(merges)}
+        else:
+            specials = {t.content: t.id for t in tokenizer.added.tokens}
+            lines = []
+            for token, rank in sorted(tokenizer.vocab.items(), key=lambda item: item[1]):
+                if token in specials:
+                    continue
+                if not is_byte_symbols(token):
+                    raise ToktoolsError(f"token {token!r} (id {rank}) is not made of byte symbols; tiktoken cannot hold it")
+                lines.append(f"{base64.b64encode(symbols_to_bytes(token)).decode('ascii')} {rank}\n")
+            files = {"tokenizer.tiktoken": "".join(lines),
+                     "special_tokens.json": json.dumps(specials, ensure_ascii=False, indent=2) + "\n"}
+    else:
+        raise ToktoolsError(f"unknown target {target!r}; choose one of {', '.join(EXPORT_TARGETS)}")
+    return write_files_atomically(directory, files, overwrite=overwrite)
