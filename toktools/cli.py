@@ -96,6 +96,15 @@ def _split_list(value: str | None) -> list[str]:
     return [item for item in (value or "").split(",") if item]
 
 
+def _check_inputs(corpus: Sequence[str], counts_path: Path | None, backend: str) -> None:
+    if counts_path is not None and corpus:
+        raise ToktoolsError("give either CORPUS files or --from-counts, not both")
+    if counts_path is None and not corpus:
+        raise ToktoolsError("no corpus given: name one or more files (or - for standard input), or use --from-counts")
+    if counts_path is not None and backend == "fast":
+        raise ToktoolsError("--backend fast trains from corpus files only, not from --from-counts")
+
+
 def _prepare_output(out_dir: Path, force: bool, names: Sequence[str]) -> None:
     existing = [name for name in names if (out_dir / name).exists()]
     if existing and not force:
@@ -103,7 +112,8 @@ def _prepare_output(out_dir: Path, force: bool, names: Sequence[str]) -> None:
 
 
 @train.command("bytebpe")
-@click.argument("corpus", nargs=-1, required=True)
+@click.argument("corpus", nargs=-1)
+@click.option("--from-counts", "counts_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Train from a counts file written by `toktools count --model bytebpe` instead of a corpus.")
 @click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="Directory to write vocab.json, merges.txt and tokenizer.json into.")
 @click.option("--vocab-size", default=30000, show_default=True, type=click.IntRange(min=1), help="Size of the vocabulary, special tokens and alphabet included.")
 @click.option("--min-frequency", default=2, show_default=True, type=click.IntRange(min=0), help="Stop merging when the best pair is rarer than this.")
@@ -117,7 +127,7 @@ def _prepare_output(out_dir: Path, force: bool, names: Sequence[str]) -> None:
 @click.option("--field", "json_field", default=None, help="Read JSON Lines and take the text from this field.")
 @click.option("--force", is_flag=True, help="Overwrite files already in the output directory.")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr (only on a terminal).")
-def train_bytebpe_command(corpus: tuple[str, ...], out_dir: Path, vocab_size: int, min_frequency: int, special_tokens: str,
+def train_bytebpe_command(corpus: tuple[str, ...], counts_path: Path | None, out_dir: Path, vocab_size: int, min_frequency: int, special_tokens: str,
                           limit_alphabet: int | None, max_token_length: int | None, add_prefix_space: bool, backend: str,
                           workers: int | None, errors: str, json_field: str | None, force: bool, progress: bool) -> None:
     """Train a byte-level BPE (GPT-2 / RoBERTa style) vocabulary.
@@ -133,6 +143,7 @@ def train_bytebpe_command(corpus: tuple[str, ...], out_dir: Path, vocab_size: in
     from toktools import corpus as corpus_module
 
     names = ("vocab.json", "merges.txt", "tokenizer.json")
+    _check_inputs(corpus, counts_path, backend)
     _prepare_output(out_dir, force, names)
     specials = _split_list(special_tokens)
     started = time.perf_counter()
@@ -157,8 +168,9 @@ def train_bytebpe_command(corpus: tuple[str, ...], out_dir: Path, vocab_size: in
 
         if vocab_size < len(specials) + 256 and limit_alphabet is None:
             click.echo(f"toktools: note: vocab size {vocab_size} is below specials + 256 byte symbols; no merges will be learnt", err=True)
+        word_counts = _load_counts(counts_path, "bytebpe", _count_settings("bytebpe", True, None, add_prefix_space)) if counts_path else None
         with _progress(progress) as callback:
-            tokenizer = toktools.train_bytebpe(list(corpus), vocab_size, min_frequency, specials,
+            tokenizer = toktools.train_bytebpe(list(corpus), vocab_size, min_frequency, specials, word_counts=word_counts,
                                                limit_alphabet=limit_alphabet, max_token_length=max_token_length,
                                                add_prefix_space=add_prefix_space, workers=workers,
                                                errors=errors, json_field=json_field,  # type: ignore[arg-type]
@@ -169,7 +181,8 @@ def train_bytebpe_command(corpus: tuple[str, ...], out_dir: Path, vocab_size: in
 
 
 @train.command("wordpiece")
-@click.argument("corpus", nargs=-1, required=True)
+@click.argument("corpus", nargs=-1)
+@click.option("--from-counts", "counts_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Train from a counts file written by `toktools count --model wordpiece` instead of a corpus.")
 @click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="Directory to write vocab.txt and tokenizer.json into.")
 @click.option("--vocab-size", default=30000, show_default=True, type=click.IntRange(min=1), help="Size of the vocabulary, special tokens and alphabet included.")
 @click.option("--min-frequency", default=2, show_default=True, type=click.IntRange(min=0), help="Stop merging when the best pair is rarer than this.")
@@ -185,7 +198,7 @@ def train_bytebpe_command(corpus: tuple[str, ...], out_dir: Path, vocab_size: in
 @click.option("--field", "json_field", default=None, help="Read JSON Lines and take the text from this field.")
 @click.option("--force", is_flag=True, help="Overwrite files already in the output directory.")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr (only on a terminal).")
-def train_wordpiece_command(corpus: tuple[str, ...], out_dir: Path, vocab_size: int, min_frequency: int, special_tokens: str,
+def train_wordpiece_command(corpus: tuple[str, ...], counts_path: Path | None, out_dir: Path, vocab_size: int, min_frequency: int, special_tokens: str,
                             limit_alphabet: int, lowercase: bool, strip_accents: bool | None, algorithm: str,
                             min_pair_frequency: int | None, backend: str, workers: int | None, errors: str,
                             json_field: str | None, force: bool, progress: bool) -> None:
@@ -204,6 +217,7 @@ def train_wordpiece_command(corpus: tuple[str, ...], out_dir: Path, vocab_size: 
     """
     from toktools import corpus as corpus_module
 
+    _check_inputs(corpus, counts_path, backend)
     _prepare_output(out_dir, force, ("vocab.txt", "tokenizer.json"))
     specials = _split_list(special_tokens)
     started = time.perf_counter()
@@ -226,8 +240,10 @@ def train_wordpiece_command(corpus: tuple[str, ...], out_dir: Path, vocab_size: 
     else:
         import toktools
 
+        word_counts = (_load_counts(counts_path, "wordpiece", _count_settings("wordpiece", lowercase, strip_accents, False))
+                       if counts_path else None)
         with _progress(progress) as callback:
-            tokenizer = toktools.train_wordpiece(list(corpus), vocab_size, min_frequency, specials,
+            tokenizer = toktools.train_wordpiece(list(corpus), vocab_size, min_frequency, specials, word_counts=word_counts,
                                                  limit_alphabet=limit_alphabet, lowercase=lowercase,
                                                  strip_accents=strip_accents, algorithm=algorithm,
                                                  min_pair_frequency=min_pair_frequency, workers=workers,
