@@ -120,7 +120,9 @@ def _prepare_output(out_dir: Path, force: bool, names: Sequence[str]) -> None:
 @click.option("--special-tokens", default="", help="Comma-separated special tokens; they get the first ids, in order.")
 @click.option("--limit-alphabet", type=click.IntRange(min=0), default=None, help="Keep at most this many initial characters (the most frequent).")
 @click.option("--max-token-length", type=click.IntRange(min=1), default=None, help="Do not create tokens of this many bytes or more (tokenizers' semantics).")
-@click.option("--add-prefix-space/--no-add-prefix-space", default=False, show_default=True, help="Prefix every line with a space (RoBERTa style).")
+@click.option("--add-prefix-space/--no-add-prefix-space", default=False, show_default=True, help="Prefix every line with a space.")
+@click.option("--template", type=click.Choice(["none", "roberta"]), default="none", show_default=True, help="roberta: encode adds <s> A </s> (needs <s> and </s> in --special-tokens).")
+@click.option("--transformers-config", is_flag=True, help="Also write tokenizer_config.json and special_tokens_map.json for transformers' AutoTokenizer.")
 @click.option("--backend", type=click.Choice(["reference", "fast"]), default="reference", show_default=True, help="reference: toktools' pure Python; fast: HuggingFace tokenizers.")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Processes that count words (default: all cores). Output is identical for any value.")
 @click.option("--errors", type=click.Choice(["strict", "replace", "skip"]), default="strict", show_default=True, help="What to do with invalid UTF-8 in the corpus.")
@@ -128,7 +130,8 @@ def _prepare_output(out_dir: Path, force: bool, names: Sequence[str]) -> None:
 @click.option("--force", is_flag=True, help="Overwrite files already in the output directory.")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr (only on a terminal).")
 def train_bytebpe_command(corpus: tuple[str, ...], counts_path: Path | None, out_dir: Path, vocab_size: int, min_frequency: int, special_tokens: str,
-                          limit_alphabet: int | None, max_token_length: int | None, add_prefix_space: bool, backend: str,
+                          limit_alphabet: int | None, max_token_length: int | None, add_prefix_space: bool, template: str,
+                          transformers_config: bool, backend: str,
                           workers: int | None, errors: str, json_field: str | None, force: bool, progress: bool) -> None:
     """Train a byte-level BPE (GPT-2 / RoBERTa style) vocabulary.
 
@@ -163,6 +166,12 @@ def train_bytebpe_command(corpus: tuple[str, ...], counts_path: Path | None, out
         import json
 
         tokenizer = from_tokenizer_json(json.loads(hf.to_str()))
+        if template == "roberta":
+            from toktools.encoding import TemplateProcessor
+
+            if not {"<s>", "</s>"} <= set(specials):
+                raise ToktoolsError("the roberta template needs <s> and </s> among the special tokens")
+            tokenizer.post_processor = TemplateProcessor.roberta(("<s>", tokenizer.vocab["<s>"]), ("</s>", tokenizer.vocab["</s>"]))
     else:
         import toktools
 
@@ -171,11 +180,12 @@ def train_bytebpe_command(corpus: tuple[str, ...], counts_path: Path | None, out
         word_counts = _load_counts(counts_path, "bytebpe", _count_settings("bytebpe", True, None, add_prefix_space)) if counts_path else None
         with _progress(progress) as callback:
             tokenizer = toktools.train_bytebpe(list(corpus), vocab_size, min_frequency, specials, word_counts=word_counts,
+                                               template=None if template == "none" else template,
                                                limit_alphabet=limit_alphabet, max_token_length=max_token_length,
                                                add_prefix_space=add_prefix_space, workers=workers,
                                                errors=errors, json_field=json_field,  # type: ignore[arg-type]
                                                progress=callback)
-    written = tokenizer.save(out_dir)
+    written = _save(tokenizer, out_dir, transformers_config)
     elapsed = time.perf_counter() - started
     _summary(tokenizer, written, elapsed, backend)
 
@@ -190,6 +200,7 @@ def train_bytebpe_command(corpus: tuple[str, ...], counts_path: Path | None, out
 @click.option("--limit-alphabet", type=click.IntRange(min=0), default=1000, show_default=True, help="Keep at most this many initial characters (the most frequent; ties: lower code point).")
 @click.option("--lowercase/--cased", default=True, show_default=True, help="Lower-case (and strip accents) like bert-base-uncased, or keep case.")
 @click.option("--strip-accents/--keep-accents", default=None, help="Strip accents (default: same as --lowercase).")
+@click.option("--transformers-config", is_flag=True, help="Also write tokenizer_config.json and special_tokens_map.json for transformers' AutoTokenizer.")
 @click.option("--algorithm", type=click.Choice(["bpe", "likelihood"]), default="bpe", show_default=True, help="bpe: what tokenizers trains (merges by pair count); likelihood: the original WordPiece score f(ab)/(f(a)f(b)).")
 @click.option("--min-pair-frequency", type=click.IntRange(min=1), default=None, help="likelihood only: pairs rarer than this are never merged (default: max(2, --min-frequency)).")
 @click.option("--backend", type=click.Choice(["reference", "fast"]), default="reference", show_default=True, help="reference: toktools' pure Python; fast: HuggingFace tokenizers.")
@@ -199,7 +210,7 @@ def train_bytebpe_command(corpus: tuple[str, ...], counts_path: Path | None, out
 @click.option("--force", is_flag=True, help="Overwrite files already in the output directory.")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr (only on a terminal).")
 def train_wordpiece_command(corpus: tuple[str, ...], counts_path: Path | None, out_dir: Path, vocab_size: int, min_frequency: int, special_tokens: str,
-                            limit_alphabet: int, lowercase: bool, strip_accents: bool | None, algorithm: str,
+                            limit_alphabet: int, lowercase: bool, strip_accents: bool | None, transformers_config: bool, algorithm: str,
                             min_pair_frequency: int | None, backend: str, workers: int | None, errors: str,
                             json_field: str | None, force: bool, progress: bool) -> None:
     """Train a BERT WordPiece vocabulary (vocab.txt + tokenizer.json).
@@ -249,8 +260,17 @@ def train_wordpiece_command(corpus: tuple[str, ...], counts_path: Path | None, o
                                                  min_pair_frequency=min_pair_frequency, workers=workers,
                                                  errors=errors, json_field=json_field,  # type: ignore[arg-type]
                                                  progress=callback)
-    written = tokenizer.save(out_dir)
+    written = _save(tokenizer, out_dir, transformers_config)
     _summary(tokenizer, written, time.perf_counter() - started, backend)
+
+
+def _save(tokenizer: Any, out_dir: Path, transformers_config: bool) -> list[Path]:
+    written = list(tokenizer.save(out_dir))
+    if transformers_config:
+        from toktools.formats import transformers_config_files, write_files_atomically
+
+        written += write_files_atomically(out_dir, transformers_config_files(tokenizer))
+    return written
 
 
 def _summary(tokenizer: Any, written: Sequence[Path], elapsed: float, backend: str) -> None:

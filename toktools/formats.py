@@ -227,3 +227,33 @@ def export(tokenizer: Tokenizer, target: str, directory: str | Path, *, overwrit
     else:
         raise ToktoolsError(f"unknown target {target!r}; choose one of {', '.join(EXPORT_TARGETS)}")
     return write_files_atomically(directory, files, overwrite=overwrite)
+
+
+def transformers_config_files(tokenizer: Tokenizer, model_max_length: int = 512) -> dict[str, str]:
+    """``tokenizer_config.json`` + ``special_tokens_map.json`` so that
+    ``transformers.AutoTokenizer.from_pretrained(dir)`` picks the right class (BERT or RoBERTa)
+    and knows the special tokens; the pipeline itself comes from ``tokenizer.json``."""
+    def present(token: str) -> bool:
+        return tokenizer.token_to_id(token) is not None
+
+    if tokenizer.kind == "wordpiece":
+        roles = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]", "mask_token": "[MASK]"}
+        normalizer = getattr(tokenizer, "normalizer", None)
+        config: dict[str, Any] = {
+            "tokenizer_class": "BertTokenizer",
+            "do_lower_case": bool(normalizer.lowercase) if normalizer else False,
+            "strip_accents": normalizer.strip_accents if normalizer else None,
+            "tokenize_chinese_chars": bool(normalizer.handle_chinese_chars) if normalizer else False,
+        }
+    else:
+        roles = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "sep_token": "</s>", "pad_token": "<pad>",
+                 "cls_token": "<s>", "mask_token": "<mask>"}
+        config = {"tokenizer_class": "RobertaTokenizer" if tokenizer.post_processor is not None else "GPT2Tokenizer",
+                  "add_prefix_space": bool(getattr(tokenizer, "pre_tokenizer").add_prefix_space)}
+    specials = {role: token for role, token in roles.items() if present(token)}
+    config.update(specials)
+    config.update({"model_max_length": model_max_length, "clean_up_tokenization_spaces": False})
+    return {
+        "tokenizer_config.json": json.dumps(config, ensure_ascii=False, indent=2) + "\n",
+        "special_tokens_map.json": json.dumps(specials, ensure_ascii=False, indent=2) + "\n",
+    }

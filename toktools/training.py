@@ -68,6 +68,7 @@ def train_bytebpe(
     continuing_subword_prefix: str | None = None,
     end_of_word_suffix: str | None = None,
     max_token_length: int | None = None,
+    template: str | None = None,
     workers: int | None = None,
     errors: corpus.ErrorPolicy = "strict",
     json_field: str | None = None,
@@ -76,8 +77,13 @@ def train_bytebpe(
     """Train a byte-level BPE tokenizer, identical to ``ByteLevelBPETokenizer().train(...)``.
 
     ``initial_alphabet`` defaults to the 256 byte symbols, so every byte is in the vocabulary.
-    ``word_counts`` (byte-symbol words) skips reading the corpus.
+    ``word_counts`` (byte-symbol words) skips reading the corpus. ``template="roberta"`` adds
+    RoBERTa's ``<s> A </s>`` / ``<s> A </s></s> B </s>`` (both tokens must be special tokens).
     """
+    if template not in (None, "roberta"):
+        raise ToktoolsError(f"unknown template {template!r} (roberta, or none)")
+    if template == "roberta" and not {"<s>", "</s>"} <= set(special_tokens):
+        raise ToktoolsError("the roberta template needs <s> and </s> among the special tokens")
     if word_counts is None:
         word_counts = count_bytebpe_words(files, texts=texts, add_prefix_space=add_prefix_space, workers=workers,
                                           errors=errors, json_field=json_field, progress=progress)
@@ -102,6 +108,10 @@ def train_bytebpe(
         continuing_subword_prefix=continuing_subword_prefix,
         end_of_word_suffix=end_of_word_suffix,
     )
+    if template == "roberta":
+        from toktools.encoding import TemplateProcessor
+
+        tokenizer.post_processor = TemplateProcessor.roberta(("<s>", vocab["<s>"]), ("</s>", vocab["</s>"]))
     tokenizer.training_result = result  # type: ignore[attr-defined]
     return tokenizer
 
