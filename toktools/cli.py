@@ -457,6 +457,9 @@ def _output(path: Path | None, binary: bool = False) -> Iterator[Any]:
     if not directory.is_dir():
         raise ToktoolsError(f"output directory {directory} does not exist")
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    from toktools.formats import _umask
+
+    os.chmod(temporary, 0o666 & ~_umask())
     try:
         with os.fdopen(handle, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8", "newline": "\n"})) as out:
             yield out

@@ -41,10 +41,12 @@ def write_files_atomically(directory: Path, files: Mapping[str, str], *, overwri
         if existing:
             raise ToktoolsError(f"refusing to overwrite {', '.join(existing)} (use --force)")
     temporaries: list[tuple[str, Path]] = []
+    mode = 0o666 & ~_umask()  # mkstemp makes 0600 files; give them the usual permissions
     try:
         for name, text in files.items():
             handle, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
             temporaries.append((temporary, directory / name))
+            os.chmod(temporary, mode)
             with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
                 out.write(text)
                 out.flush()
@@ -56,6 +58,12 @@ def write_files_atomically(directory: Path, files: Mapping[str, str], *, overwri
             if os.path.exists(temporary):
                 os.unlink(temporary)
     return targets
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
 
 
 def resolve(path: str | Path) -> Path:
