@@ -11,10 +11,15 @@ Before that, a sequence is cut into words by GPT-2's regular expression. Its cla
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Sequence
 
 import regex
 
+from toktools import bpe
+from toktools.encoding import AddedToken, TemplateProcessor
+from toktools.errors import ToktoolsError
+from toktools.tokenizer import Tokenizer
 from toktools._bytelevel_tables import LETTER_RANGES, NUMBER_RANGES, REGEX_DISAGREEMENTS, SPACE_RANGES
 
 # --------------------------------------------------------------------------------------------
@@ -251,13 +256,6 @@ def _split_on_newline(chunk: str) -> list[str]:
 # 3. The byte-level BPE tokenizer
 # --------------------------------------------------------------------------------------------
 
-from pathlib import Path  # noqa: E402  (kept next to the class that needs it)
-from typing import Any, Sequence  # noqa: E402
-
-from toktools import bpe  # noqa: E402
-from toktools.encoding import AddedToken, TemplateProcessor  # noqa: E402
-from toktools.tokenizer import Tokenizer  # noqa: E402
-
 #: A word's tokens, relative to the word: (id, token, start byte, end byte).
 _WordTokens = list[tuple[int, str, int, int]]
 
@@ -297,8 +295,6 @@ class ByteLevelBPETokenizer(Tokenizer):
         self.end_of_word_suffix = end_of_word_suffix
         self.merge_map = bpe.build_merge_map(vocab, self.merges, continuing_subword_prefix)
         if unk_token is not None and unk_token not in vocab:
-            from toktools.errors import ToktoolsError
-
             raise ToktoolsError(f"unk token {unk_token!r} is not in the vocabulary")
         self._cache: dict[str, _WordTokens] = {}
         self._cache_capacity = cache_capacity
