@@ -516,6 +516,129 @@ def convert(tokenizer_path: str, target: str, out_dir: Path, force: bool) -> Non
     click.echo("wrote " + ", ".join(str(p) for p in written), err=True)
 
 
+# ---------------------------------------------------------------------------------------------
+# inspect / compare
+# ---------------------------------------------------------------------------------------------
+
+
+def _console() -> Any:
+    """A rich console on stdout; plain (no colour, no markup) when NO_COLOR is set or stdout is
+    not a terminal, so pipes and scripts get stable text."""
+    from rich.console import Console
+
+    plain = bool(os.environ.get("NO_COLOR")) or not sys.stdout.isatty()
+    return Console(no_color=plain, highlight=False, emoji=False, soft_wrap=True, force_terminal=None if not plain else False)
+
+
+def _echo_plain_or_rich(text: str, styles: Sequence[tuple[str, str]] = ()) -> None:
+    """Print ``text``; on a colour terminal, colour the given substrings (regex, style)."""
+    console = _console()
+    if console.no_color or not console.is_terminal:
+        sys.stdout.write(text)
+        return
+    from rich.text import Text
+
+    rendered = Text(text)
+    for pattern, style in styles:
+        rendered.highlight_regex(pattern, style)
+    console.print(rendered, end="")
+
+
+@main.command()
+@click.argument("tokenizer_path", metavar="TOK")
+@click.option("--token", "token", default=None, help="Show one token (a token string, an id, or for byte-level BPE the text it stands for).")
+@click.option("--corpus", "corpus_files", multiple=True, help="Add vocabulary use on this text file (repeatable): unused tokens, UNK rate.")
+@click.option("--top", default=20, show_default=True, type=click.IntRange(min=1), help="How many longest / most common tokens to list.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def inspect(tokenizer_path: str, token: str | None, corpus_files: tuple[str, ...], top: int, as_json: bool) -> None:
+    """Vocabulary statistics, or everything about one token.
+
+    Size, special tokens, alphabet, token-length histograms (characters and bytes), share of
+    ## pieces, coverage by script, longest tokens. With --token: id, bytes, byte-level symbols
+    and, for BPE, the merge tree. With --corpus: unused tokens and UNK rate on real text.
+
+    \b
+    Examples:
+      toktools inspect wordpiece-30k
+      toktools inspect bytebpe-50k --token " Hello"
+      toktools inspect my-bert --corpus heldout.txt --json
+    """
+    import json
+
+    from toktools import report
+    from toktools.formats import load
+
+    tokenizer = load(tokenizer_path)
+    if token is not None:
+        info = report.token_info(tokenizer, int(token) if token.isdigit() and tokenizer.id_to_token(int(token)) is not None else token)
+        if as_json:
+            click.echo(json.dumps(info.to_dict(), ensure_ascii=False, indent=2))
+        else:
+            _echo_plain_or_rich(info.render_plain(), [(r"^[a-z ]+(?=  )", "bold cyan"), (r"[├└│─]+", "dim")])
+        return
+    stats = report.vocab_stats(tokenizer, top=top)
+    usage = None
+    if corpus_files:
+        usage = report.corpus_usage(tokenizer, _input_lines(corpus_files), top=top)
+    if as_json:
+        document = stats.to_dict()
+        if usage is not None:
+            document["corpus_usage"] = usage.to_dict()
+        click.echo(json.dumps(document, ensure_ascii=False, indent=2))
+        return
+    text = stats.render_plain() + ("\n" + usage.render_plain() if usage is not None else "")
+    _echo_plain_or_rich(text, [(r"(?m)^[a-z][a-z ]+(?=  |$)", "bold cyan"), (r"█+", "green")])
+
+
+@main.command()
+@click.argument("tokenizers", nargs=-1, required=True, metavar="TOK... [TEXT]")
+@click.option("--file", "text_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Compare on this file's text instead of TEXT.")
+@click.option("--width", type=click.IntRange(min=20), default=None, help="Wrap the aligned rows at this many columns (default: terminal width).")
+@click.option("--bytes/--no-bytes", "byte_view", default=None, help="Show the byte view (default: when the text has multi-byte characters).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def compare(tokenizers: tuple[str, ...], text_file: Path | None, width: int | None, byte_view: bool | None, as_json: bool) -> None:
+    """How several tokenizers cut the same text, side by side.
+
+    One row per tokenizer, aligned on characters, | at every token boundary, ^ under the
+    spans where they disagree; for multi-byte text a byte view shows cuts inside characters.
+    Then a metrics table: tokens, characters/token, bytes/token, fertility, words split, UNK.
+    The last argument is the text, unless --file is given.
+
+    \b
+    Examples:
+      toktools compare wordpiece-30k bytebpe-50k "Tokenizers cut unaffable words"
+      toktools compare bytebpe-50k ../gpt2 "我是中国人"
+      toktools compare wordpiece-30k bytebpe-50k --file sample.txt --json
+    """
+    import json
+
+    from toktools import report
+    from toktools.formats import load
+
+    names = list(tokenizers)
+    if text_file is not None:
+        from toktools.bpe import read_text_file
+
+        text = read_text_file(text_file, "text file").rstrip("\n")
+    else:
+        if len(names) < 2:
+            raise ToktoolsError("give at least one tokenizer and the text to compare (or --file)")
+        text = names.pop()
+    if not names:
+        raise ToktoolsError("give at least one tokenizer to compare")
+    loaded = []
+    for name in names:
+        loaded.append((name, load(name)))
+    comparison = report.compare(loaded, text)
+    if as_json:
+        click.echo(json.dumps(comparison.to_dict(), ensure_ascii=False, indent=2))
+        return
+    console = _console()
+    columns = width or (console.width if console.is_terminal else 100)
+    _echo_plain_or_rich(comparison.render_plain(width=columns, byte_view=byte_view),
+                        [(r"\|", "bold cyan"), (r"\^+", "bold red"), (r"(?m)^\S+(?=\s)", "bold")])
+
+
 def _input_lines(files: Sequence[str]) -> Iterator[str]:
     """Lines of the inputs without their ``\\n`` (``\\r`` is kept: it is part of the text)."""
     for name in files:
