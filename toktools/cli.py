@@ -123,6 +123,7 @@ def _prepare_output(out_dir: Path, force: bool, names: Sequence[str]) -> None:
 @click.option("--add-prefix-space/--no-add-prefix-space", default=False, show_default=True, help="Prefix every line with a space.")
 @click.option("--template", type=click.Choice(["none", "roberta"]), default="none", show_default=True, help="roberta: encode adds <s> A </s> (needs <s> and </s> in --special-tokens).")
 @click.option("--transformers-config", is_flag=True, help="Also write tokenizer_config.json and special_tokens_map.json for transformers' AutoTokenizer.")
+@click.option("--check", is_flag=True, help="Also train with tokenizers and report parity (exit code 3 if the files differ).")
 @click.option("--backend", type=click.Choice(["reference", "fast"]), default="reference", show_default=True, help="reference: toktools' pure Python; fast: HuggingFace tokenizers.")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Processes that count words (default: all cores). Output is identical for any value.")
 @click.option("--errors", type=click.Choice(["strict", "replace", "skip"]), default="strict", show_default=True, help="What to do with invalid UTF-8 in the corpus.")
@@ -131,7 +132,7 @@ def _prepare_output(out_dir: Path, force: bool, names: Sequence[str]) -> None:
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr (only on a terminal).")
 def train_bytebpe_command(corpus: tuple[str, ...], counts_path: Path | None, out_dir: Path, vocab_size: int, min_frequency: int, special_tokens: str,
                           limit_alphabet: int | None, max_token_length: int | None, add_prefix_space: bool, template: str,
-                          transformers_config: bool, backend: str,
+                          transformers_config: bool, check: bool, backend: str,
                           workers: int | None, errors: str, json_field: str | None, force: bool, progress: bool) -> None:
     """Train a byte-level BPE (GPT-2 / RoBERTa style) vocabulary.
 
@@ -188,6 +189,9 @@ def train_bytebpe_command(corpus: tuple[str, ...], counts_path: Path | None, out
     written = _save(tokenizer, out_dir, transformers_config)
     elapsed = time.perf_counter() - started
     _summary(tokenizer, written, elapsed, backend)
+    if check:
+        _check(tokenizer, "bytebpe", corpus, backend, elapsed, vocab_size, min_frequency, specials,
+               dict(limit_alphabet=limit_alphabet, max_token_length=max_token_length, add_prefix_space=add_prefix_space))
 
 
 @train.command("wordpiece")
@@ -201,6 +205,7 @@ def train_bytebpe_command(corpus: tuple[str, ...], counts_path: Path | None, out
 @click.option("--lowercase/--cased", default=True, show_default=True, help="Lower-case (and strip accents) like bert-base-uncased, or keep case.")
 @click.option("--strip-accents/--keep-accents", default=None, help="Strip accents (default: same as --lowercase).")
 @click.option("--transformers-config", is_flag=True, help="Also write tokenizer_config.json and special_tokens_map.json for transformers' AutoTokenizer.")
+@click.option("--check", is_flag=True, help="Also train with tokenizers and report parity (exit code 3 if they differ beyond tokenizers' own randomness).")
 @click.option("--algorithm", type=click.Choice(["bpe", "likelihood"]), default="bpe", show_default=True, help="bpe: what tokenizers trains (merges by pair count); likelihood: the original WordPiece score f(ab)/(f(a)f(b)).")
 @click.option("--min-pair-frequency", type=click.IntRange(min=1), default=None, help="likelihood only: pairs rarer than this are never merged (default: max(2, --min-frequency)).")
 @click.option("--backend", type=click.Choice(["reference", "fast"]), default="reference", show_default=True, help="reference: toktools' pure Python; fast: HuggingFace tokenizers.")
@@ -210,7 +215,8 @@ def train_bytebpe_command(corpus: tuple[str, ...], counts_path: Path | None, out
 @click.option("--force", is_flag=True, help="Overwrite files already in the output directory.")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr (only on a terminal).")
 def train_wordpiece_command(corpus: tuple[str, ...], counts_path: Path | None, out_dir: Path, vocab_size: int, min_frequency: int, special_tokens: str,
-                            limit_alphabet: int, lowercase: bool, strip_accents: bool | None, transformers_config: bool, algorithm: str,
+                            limit_alphabet: int, lowercase: bool, strip_accents: bool | None, transformers_config: bool,
+                            check: bool, algorithm: str,
                             min_pair_frequency: int | None, backend: str, workers: int | None, errors: str,
                             json_field: str | None, force: bool, progress: bool) -> None:
     """Train a BERT WordPiece vocabulary (vocab.txt + tokenizer.json).
@@ -261,7 +267,30 @@ def train_wordpiece_command(corpus: tuple[str, ...], counts_path: Path | None, o
                                                  errors=errors, json_field=json_field,  # type: ignore[arg-type]
                                                  progress=callback)
     written = _save(tokenizer, out_dir, transformers_config)
-    _summary(tokenizer, written, time.perf_counter() - started, backend)
+    elapsed = time.perf_counter() - started
+    _summary(tokenizer, written, elapsed, backend)
+    if check:
+        if algorithm != "bpe":
+            raise ToktoolsError("--check compares with tokenizers, which trains the bpe algorithm only")
+        _check(tokenizer, "wordpiece", corpus, backend, elapsed, vocab_size, min_frequency, specials,
+               dict(limit_alphabet=limit_alphabet, lowercase=lowercase, strip_accents=strip_accents))
+
+
+def _check(tokenizer: Any, kind: str, corpus: Sequence[str], backend: str, seconds: float, vocab_size: int,
+           min_frequency: int, specials: list[str], options: dict[str, Any]) -> None:
+    """``train --check``: train the other way too and print the parity report."""
+    if backend != "reference":
+        raise ToktoolsError("--check compares the reference backend with tokenizers: use it with --backend reference")
+    if not corpus or "-" in corpus:
+        raise ToktoolsError("--check needs corpus files (not --from-counts or standard input)")
+    from toktools import parity
+
+    report = parity.check_trained(kind, tokenizer, list(corpus), vocab_size, min_frequency=min_frequency,
+                                  special_tokens=specials, reference_seconds=seconds, **options)
+    for line in report.summary_lines():
+        click.echo(line, err=True)
+    if not report.ok:
+        sys.exit(3)
 
 
 def _save(tokenizer: Any, out_dir: Path, transformers_config: bool) -> list[Path]:
@@ -282,6 +311,54 @@ def _summary(tokenizer: Any, written: Sequence[Path], elapsed: float, backend: s
     lines.append("wrote " + ", ".join(str(p) for p in written))
     for line in lines:
         click.echo(line, err=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# parity
+# ---------------------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("kind", type=click.Choice(["wordpiece", "bytebpe"]))
+@click.argument("corpus", nargs=-1, required=True)
+@click.option("--vocab-size", default=8000, show_default=True, type=click.IntRange(min=1), help="Vocabulary size for both trainings.")
+@click.option("--min-frequency", default=2, show_default=True, type=click.IntRange(min=0), help="Minimum pair frequency for both trainings.")
+@click.option("--special-tokens", default=None, help="Comma-separated special tokens (default: none for bytebpe, BERT's five for wordpiece).")
+@click.option("--limit-alphabet", type=click.IntRange(min=0), default=None, help="Alphabet limit (default: none for bytebpe, 1000 for wordpiece).")
+@click.option("--heldout", "heldout_file", type=click.Path(dir_okay=False, exists=True), default=None, help="Held-out text for id agreement (default: every 50th corpus line, withheld from training).")
+@click.option("--keep", "output_dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Keep both backends' files in this directory.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def parity(kind: str, corpus: tuple[str, ...], vocab_size: int, min_frequency: int, special_tokens: str | None,
+           limit_alphabet: int | None, heldout_file: str | None, output_dir: Path | None, as_json: bool) -> None:
+    """Train with both backends and say whether they agree, and if not, where and why.
+
+    Compares the files byte for byte, explains the first differing merge (a tie, and how each
+    side broke it), reports token-set overlap and id agreement on held-out lines. For WordPiece,
+    where tokenizers is random, it also replays tokenizers' choices ("forced mode"). Exit code 3
+    when the backends really differ.
+
+    \b
+    Examples:
+      toktools parity bytebpe wiki.txt --vocab-size 8000
+      toktools parity wordpiece wiki.txt zh.txt --vocab-size 30000 --json
+    """
+    import json
+
+    from toktools import parity as parity_module
+
+    options: dict[str, Any] = {}
+    if limit_alphabet is not None:
+        options["limit_alphabet"] = limit_alphabet
+    report = parity_module.run_parity(kind, list(corpus), vocab_size, min_frequency=min_frequency,
+                                      special_tokens=_split_list(special_tokens) if special_tokens is not None else None,
+                                      heldout_file=heldout_file, output_dir=output_dir, **options)
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        _echo_plain_or_rich("\n".join(report.summary_lines()) + "\n",
+                            [(r"\bidentical\b|\bPARITY\b|100(\.0)?%", "bold green"), (r"\bdiffer\w*|NO PARITY", "bold red")])
+    if not report.ok:
+        sys.exit(3)
 
 
 # ---------------------------------------------------------------------------------------------
