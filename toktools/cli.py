@@ -152,8 +152,8 @@ def train_bytebpe_command(corpus: tuple[str, ...], counts_path: Path | None, out
     specials = _split_list(special_tokens)
     started = time.perf_counter()
     if backend == "fast":
-        if json_field or "-" in corpus or errors != "strict":
-            raise ToktoolsError("--backend fast reads plain files only (no -, --field or --errors)")
+        if json_field or errors != "strict":
+            raise ToktoolsError("--backend fast reads text files only (no --field or --errors)")
         from toktools import fast
 
         sources = corpus_module.expand_sources(list(corpus))
@@ -239,8 +239,8 @@ def train_wordpiece_command(corpus: tuple[str, ...], counts_path: Path | None, o
     specials = _split_list(special_tokens)
     started = time.perf_counter()
     if backend == "fast":
-        if json_field or "-" in corpus or errors != "strict" or algorithm != "bpe":
-            raise ToktoolsError("--backend fast reads plain files only and trains the bpe algorithm")
+        if json_field or errors != "strict" or algorithm != "bpe":
+            raise ToktoolsError("--backend fast reads text files only (no --field or --errors) and trains the bpe algorithm")
         from toktools import fast
 
         sources = corpus_module.expand_sources(list(corpus))

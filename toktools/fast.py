@@ -6,8 +6,11 @@ parity test is one call on each side.
 """
 from __future__ import annotations
 
+import shutil
+import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import tokenizers
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
@@ -15,6 +18,36 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 from toktools import bytelevel
 
 TOKENIZERS_VERSION = tokenizers.__version__
+
+
+@contextmanager
+def plain_files(files: Sequence[str | Path]) -> Iterator[list[str]]:
+    """``tokenizers`` reads plain UTF-8 files only: decompress .gz/.xz/.bz2 inputs (and read
+    standard input) into temporary files for the duration of the block."""
+    from toktools.corpus import CorpusSource
+
+    temporary: Path | None = None
+    paths = []
+    try:
+        for index, name in enumerate(map(str, files)):
+            if name != "-" and not name.endswith((".gz", ".xz", ".bz2")):
+                paths.append(name)
+                continue
+            if temporary is None:
+                temporary = Path(tempfile.mkdtemp(prefix="toktools-fast-"))
+            target = temporary / f"{index}.txt"
+            handle = CorpusSource(name).open()
+            try:
+                with open(target, "wb") as out:
+                    shutil.copyfileobj(handle, out)
+            finally:
+                if name != "-":
+                    handle.close()
+            paths.append(str(target))
+        yield paths
+    finally:
+        if temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)
 
 
 def bytebpe_trainer(
@@ -72,7 +105,8 @@ def train_bytebpe(
     if texts is not None:
         tokenizer.train_from_iterator(texts, trainer=trainer)
     else:
-        tokenizer.train([str(f) for f in files or []], trainer=trainer)
+        with plain_files(files or []) as paths:
+            tokenizer.train(paths, trainer=trainer)
     return tokenizer
 
 
@@ -113,7 +147,8 @@ def train_wordpiece(
     if texts is not None:
         tokenizer.train_from_iterator(texts, trainer=trainer)
     else:
-        tokenizer.train([str(f) for f in files or []], trainer=trainer)
+        with plain_files(files or []) as paths:
+            tokenizer.train(paths, trainer=trainer)
     return tokenizer
 
 
