@@ -357,7 +357,9 @@ class ByteLevelBPETokenizer(Tokenizer):
             matches = iter([(prepared, 0)] if prepared else [])
         cache = self._cache
         add_id, add_token, add_offset = ids.append, tokens.append, offsets.append
-        floor = base + shift  # the prefix space is aligned with the first character
+        # the added prefix space is aligned with the first character: it maps to (0, 1)
+        floor = base + shift
+        end_floor = floor + shift
         for piece, start in matches:
             word = cache.get(piece)
             if word is None:
@@ -369,14 +371,14 @@ class ByteLevelBPETokenizer(Tokenizer):
                 for token_id, token, b0, b1 in word:
                     add_id(token_id)
                     add_token(token)
-                    add_offset((max(base + start + b0, floor), max(base + start + b1, floor)))
+                    add_offset((max(base + start + b0, floor), max(base + start + b1, end_floor)))
             else:
                 char_of_byte = [i for i, ch in enumerate(piece) for _ in range(len(ch.encode("utf-8")))]
                 for token_id, token, b0, b1 in word:
                     add_id(token_id)
                     add_token(token)
                     add_offset((max(base + start + char_of_byte[b0], floor),
-                                max(base + start + char_of_byte[b1 - 1] + 1, floor)))
+                                max(base + start + char_of_byte[b1 - 1] + 1, end_floor)))
 
     def decode_tokens(self, tokens: list[str]) -> str:
         """``decoders.ByteLevel``: byte symbols back to bytes, then UTF-8 with replacement."""

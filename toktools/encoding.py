@@ -159,10 +159,16 @@ class TemplateProcessor:
     def added_tokens(self, is_pair: bool) -> int:
         return sum(1 for item in (self.pair if is_pair else self.single) if len(item) == 3)
 
-    def process(self, first: Encoding, second: Encoding | None) -> Encoding:
+    def process(self, first: Encoding, second: Encoding | None, add_special_tokens: bool = True) -> Encoding:
+        """The template applied to the sequences. Without special tokens the sequences are just
+        joined (type ids 0 then 1), except that RoBERTa still trims offsets and uses type id 0."""
         if self.style == "roberta" and self.trim_offsets:
             first = _trim_space_offsets(first, self.add_prefix_space)
-            second = _trim_space_offsets(second, self.add_prefix_space) if second else None
+            second = _trim_space_offsets(second, self.add_prefix_space) if second is not None else None
+        if not add_special_tokens:
+            if second is None:
+                return first
+            return first + replace(second, type_ids=[0 if self.style == "roberta" else 1] * len(second))
         out = Encoding()
         for item in self.pair if second is not None else self.single:
             if len(item) == 3:
@@ -260,13 +266,14 @@ class Truncation:
         budget = self.max_length - room_for_specials
         if budget < 0:
             raise ToktoolsError(f"max length {self.max_length} leaves no room for the {room_for_specials} special tokens")
+        total = len(first) + (len(second) if second is not None else 0)
+        if total <= budget:
+            return first, second
         if second is None:
             if self.strategy == "only_second":
                 raise ToktoolsError("truncation strategy only_second needs a pair of sequences")
-            return (first.truncated(budget, self.direction) if len(first) > budget else first), None
-        total = len(first) + len(second)
-        if total <= budget:
-            return first, second
+            if self.strategy == "longest_first":
+                return first.truncated(budget, self.direction), None
         if self.strategy == "longest_first":
             n1, n2 = len(first), len(second)
             swapped = n1 > n2
@@ -283,11 +290,12 @@ class Truncation:
                 n1, n2 = n2, n1
             return first.truncated(n1, self.direction), second.truncated(n2, self.direction)
         target, other = (first, second) if self.strategy == "only_first" else (second, first)
+        assert target is not None
         excess = total - budget
         if len(target) <= excess:
             raise ToktoolsError(f"truncation {self.strategy}: the sequence is too short to remove {excess} tokens")
         cut = target.truncated(len(target) - excess, self.direction)
-        return (cut, other) if self.strategy == "only_first" else (other, cut)
+        return (cut, other) if self.strategy == "only_first" else (other, cut)  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)

@@ -97,14 +97,11 @@ class Tokenizer(ABC):
     def no_truncation(self) -> None:
         self.truncation = None
 
-    def enable_padding(self, length: int | None = None, pad_token: str | None = None, pad_id: int | None = None,
+    def enable_padding(self, length: int | None = None, pad_token: str = "[PAD]", pad_id: int = 0,
                        direction: str = "right", pad_to_multiple_of: int | None = None, pad_type_id: int = 0) -> None:
-        """Pad to ``length`` (or to the longest of a batch); the pad token defaults to the
-        tokenizer's own (``[PAD]`` / ``<pad>``)."""
-        if pad_token is None:
-            pad_token = next((t for t in ("[PAD]", "<pad>") if self.token_to_id(t) is not None), "[PAD]")
-        if pad_id is None:
-            pad_id = self.token_to_id(pad_token) or 0
+        """Pad to ``length`` (or to the longest of a batch). The defaults are ``tokenizers``':
+        id 0 and the string ``[PAD]``, whatever the vocabulary (RoBERTa wants ``pad_id=1,
+        pad_token="<pad>"``)."""
         self.padding = Padding(pad_id, pad_token, length, pad_type_id, direction, pad_to_multiple_of)  # type: ignore[arg-type]
 
     def no_padding(self) -> None:
@@ -134,12 +131,12 @@ class Tokenizer(ABC):
     def _encode_unpadded(self, text: str, pair: str | None, add_special_tokens: bool) -> Encoding:
         first = self.encode_sequence(text)
         second = self.encode_sequence(pair, type_id=1) if pair is not None else None
-        template = self.post_processor if add_special_tokens else None
+        template = self.post_processor
         if self.truncation is not None:
-            room = template.added_tokens(pair is not None) if template else 0
+            room = template.added_tokens(pair is not None) if template is not None and add_special_tokens else 0
             first, second = self.truncation.apply(first, second, room)
         if template is not None:
-            return template.process(first, second)
+            return template.process(first, second, add_special_tokens)
         if second is None:
             return first
         return first + replace(second, type_ids=[1] * len(second))
