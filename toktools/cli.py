@@ -71,8 +71,9 @@ def _progress(enabled: bool) -> Iterator[Any]:
                   TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=False) as progress:
         def update(stage: str, done: int, total: int) -> None:
             if stage not in tasks:
-                tasks[stage] = progress.add_task("reading" if stage == "read" else "merging", total=total or None, amount="")
-            amount = f"{done / 1e6:.1f}/{total / 1e6:.1f} MB" if stage == "read" else f"{done}/{total} merges"
+                label = {"read": "reading", "merge": "merging", "encode": "encoding"}.get(stage, stage)
+                tasks[stage] = progress.add_task(label, total=total or None, amount="")
+            amount = f"{done}/{total} merges" if stage == "merge" else f"{done / 1e6:.1f}/{total / 1e6:.1f} MB"
             progress.update(tasks[stage], completed=done, total=total or None, amount=amount)
         yield update
 
@@ -303,8 +304,11 @@ def _save(tokenizer: Any, out_dir: Path, transformers_config: bool) -> list[Path
 
 
 def _summary(tokenizer: Any, written: Sequence[Path], elapsed: float, backend: str) -> None:
-    merges = getattr(tokenizer, "merges", None)
+    result = getattr(tokenizer, "training_result", None)
+    merges = result.merges if result is not None else getattr(tokenizer, "merges", None)
     detail = f", {len(merges)} merges" if merges is not None else ""
+    if result is not None:
+        detail += f", alphabet of {result.alphabet_size} characters"
     lines = [f"trained {tokenizer.kind} ({backend}) in {elapsed:.1f}s: {tokenizer.vocab_size} tokens{detail}"]
     if merges:
         lines.append("first merges: " + ", ".join(f"{a} {b}" for a, b in merges[:5]))

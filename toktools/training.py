@@ -209,10 +209,12 @@ def train_wordpiece(
             forced_alphabet=list(forced_order[0]) if forced_order else None,
             forced_symbol_order=list(forced_order[1]) if forced_order else None,
         )
-        tokens = bpe.train_bpe(word_counts, config, progress=_stage(progress, "merge")).vocab
+        result = bpe.train_bpe(word_counts, config, progress=_stage(progress, "merge"))
+        tokens = result.vocab
     elif algorithm == "likelihood":
         from toktools import likelihood
 
+        result = None
         tokens = likelihood.train_likelihood_wordpiece(
             word_counts, vocab_size=vocab_size, special_tokens=list(special_tokens), prefix=wordpieces_prefix,
             limit_alphabet=limit_alphabet, initial_alphabet=initial_alphabet,
@@ -229,4 +231,5 @@ def train_wordpiece(
                                         handle_chinese_chars=handle_chinese_chars, unk_token=unk)
     # the trainer's special tokens are all registered, as tokenizers does after training
     tokenizer.add_special_tokens(list(special_tokens))
+    tokenizer.training_result = result  # type: ignore[attr-defined]
     return tokenizer
