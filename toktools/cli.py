@@ -97,6 +97,28 @@ def _split_list(value: str | None) -> list[str]:
     return [item for item in (value or "").split(",") if item]
 
 
+@contextmanager
+def _fast_training(corpus: Sequence[str]) -> Iterator[list[str]]:
+    """Corpus paths for ``tokenizers`` (decompressed as needed), with its errors made ours: an
+    empty corpus is refused, and invalid UTF-8 is located (file and line) by our own reader."""
+    from toktools import corpus as corpus_module
+    from toktools import fast
+
+    sources = corpus_module.expand_sources(list(corpus))
+    with fast.plain_files([s.path for s in sources]) as paths:
+        if all(os.path.getsize(p) == 0 for p in paths):
+            raise ToktoolsError("the corpus is empty: no words to learn from")
+        try:
+            yield paths
+        except ToktoolsError:
+            raise
+        except Exception as err:  # tokenizers raises plain Exceptions
+            if "UTF-8" in str(err):
+                for _ in corpus_module.iter_chunks(sources):  # raises with the file and line
+                    pass
+            raise ToktoolsError(f"tokenizers failed: {err}") from None
+
+
 def _check_inputs(corpus: Sequence[str], counts_path: Path | None, backend: str) -> None:
     if counts_path is not None and corpus:
         raise ToktoolsError("give either CORPUS files or --from-counts, not both")
@@ -157,13 +179,10 @@ def train_bytebpe_command(corpus: tuple[str, ...], counts_path: Path | None, out
             raise ToktoolsError("--backend fast reads text files only (no --field or --errors)")
         from toktools import fast
 
-        sources = corpus_module.expand_sources(list(corpus))
-        try:
-            hf = fast.train_bytebpe([s.path for s in sources], vocab_size, min_frequency, specials,
+        with _fast_training(corpus) as paths:
+            hf = fast.train_bytebpe(paths, vocab_size, min_frequency, specials,
                                     add_prefix_space=add_prefix_space, limit_alphabet=limit_alphabet,
                                     max_token_length=max_token_length)
-        except Exception as err:  # tokenizers raises plain Exceptions
-            raise ToktoolsError(f"tokenizers failed: {err}") from None
         from toktools.formats import from_tokenizer_json
         import json
 
@@ -244,12 +263,11 @@ def train_wordpiece_command(corpus: tuple[str, ...], counts_path: Path | None, o
             raise ToktoolsError("--backend fast reads text files only (no --field or --errors) and trains the bpe algorithm")
         from toktools import fast
 
-        sources = corpus_module.expand_sources(list(corpus))
-        try:
-            hf = fast.train_wordpiece([s.path for s in sources], vocab_size, min_frequency, specials,
+        with _fast_training(corpus) as paths:
+            hf = fast.train_wordpiece(paths, vocab_size, min_frequency, specials,
                                       limit_alphabet=limit_alphabet, lowercase=lowercase, strip_accents=strip_accents)
-        except Exception as err:  # tokenizers raises plain Exceptions
-            raise ToktoolsError(f"tokenizers failed: {err}") from None
+        if hf.get_vocab_size(with_added_tokens=False) <= len(set(specials)):
+            raise ToktoolsError("the corpus is empty: no words to learn from")
         from toktools.wordpiece import WordPieceTokenizer, loads_vocab_txt
 
         tokenizer = WordPieceTokenizer.bert(loads_vocab_txt(fast.wordpiece_vocab_txt(hf)), lowercase=lowercase,

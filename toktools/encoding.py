@@ -265,7 +265,10 @@ class Truncation:
     def apply(self, first: Encoding, second: Encoding | None, room_for_specials: int) -> tuple[Encoding, Encoding | None]:
         budget = self.max_length - room_for_specials
         if budget < 0:
-            raise ToktoolsError(f"max length {self.max_length} leaves no room for the {room_for_specials} special tokens")
+            # tokenizers subtracts in unsigned arithmetic: the budget wraps round and nothing is cut
+            return first, second
+        if budget == 0:  # every sequence is emptied, whatever the strategy
+            return first.truncated(0), (second.truncated(0) if second is not None else None)
         total = len(first) + (len(second) if second is not None else 0)
         if total <= budget:
             return first, second
