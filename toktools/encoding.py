@@ -62,16 +62,29 @@ _FIELDS = ("ids", "tokens", "offsets", "type_ids", "attention_mask", "special_to
 @dataclass(frozen=True)
 class AddedToken:
     """A token matched in the raw input before normalisation (``special`` ones are dropped by
-    ``decode(skip_special_tokens=True)``)."""
+    ``decode(skip_special_tokens=True)``). ``lstrip`` / ``rstrip`` make the match swallow the
+    whitespace before / after it; ``single_word`` only matches it between non-word characters.
+    ``normalized`` is carried through files but matching is always on the raw text."""
 
     content: str
     id: int
     special: bool = True
+    single_word: bool = False
+    lstrip: bool = False
+    rstrip: bool = False
+    normalized: bool = False
+
+
+_ENDS_WITH_WORD = regex.compile(r"\w$")
+_STARTS_WITH_WORD = regex.compile(r"\w")  # used with .match(text, pos): anchored at pos
+_SPACES_AT_END = regex.compile(r"\s*$")
+_SPACES_AT_START = regex.compile(r"\s*")  # used with .match(text, pos)
 
 
 class AddedTokens:
     """The tokens a tokenizer cuts out of the raw text, as ``tokenizers``' AddedVocabulary does
-    for ``normalized=False`` tokens: leftmost match, longest on ties, case-sensitive."""
+    for ``normalized=False`` tokens: leftmost-longest matches, case-sensitive, then the
+    ``single_word`` / ``lstrip`` / ``rstrip`` rules."""
 
     def __init__(self, tokens: Iterable[AddedToken] = ()) -> None:
         self.tokens: list[AddedToken] = []
@@ -87,23 +100,37 @@ class AddedTokens:
         self.tokens.append(token)
         self.by_content[token.content] = token
         self.by_id[token.id] = token
-        alternatives = sorted(self.by_content, key=len, reverse=True)
-        self._pattern = regex.compile("|".join(regex.escape(t) for t in alternatives))
+        self._pattern = None  # rebuilt on the next split: adding many tokens stays linear
 
     def __bool__(self) -> bool:
         return bool(self.tokens)
 
+    def _matcher(self) -> regex.Pattern[str]:
+        if self._pattern is None:
+            # longest first: at a given start the longest token wins (leftmost-longest)
+            alternatives = sorted(self.by_content, key=len, reverse=True)
+            self._pattern = regex.compile("|".join(regex.escape(t) for t in alternatives))
+        return self._pattern
+
     def split(self, text: str) -> list[tuple[str, int, AddedToken | None]]:
         """``text`` as (fragment, start offset, added token or None) in order."""
-        if self._pattern is None:
+        if not self.tokens:
             return [(text, 0, None)] if text else []
         out: list[tuple[str, int, AddedToken | None]] = []
         position = 0
-        for match in self._pattern.finditer(text):
-            if match.start() > position:
-                out.append((text[position : match.start()], position, None))
-            out.append((match.group(), match.start(), self.by_content[match.group()]))
-            position = match.end()
+        for match in self._matcher().finditer(text):
+            token = self.by_content[match.group()]
+            start, stop = match.start(), match.end()
+            if token.single_word and (_ENDS_WITH_WORD.search(text, 0, start) or _STARTS_WITH_WORD.match(text, stop)):
+                continue
+            if token.lstrip:  # the previous match may have taken those spaces already
+                start = max(_SPACES_AT_END.search(text, 0, start).start(), position)  # type: ignore[union-attr]
+            if token.rstrip:
+                stop = _SPACES_AT_START.match(text, stop).end()  # type: ignore[union-attr]
+            if start > position:
+                out.append((text[position:start], position, None))
+            out.append((text[start:stop], start, token))
+            position = stop
         if position < len(text):
             out.append((text[position:], position, None))
         return out
@@ -129,7 +156,7 @@ class TemplateProcessor:
     offsets exclude surrounding spaces, as ``RobertaProcessing`` does.
     """
 
-    style: Literal["bert", "roberta", "template"]
+    style: Literal["bert", "roberta", "template", "bytelevel"]
     single: tuple[TemplateItem, ...]
     pair: tuple[TemplateItem, ...]
     trim_offsets: bool = True
@@ -148,6 +175,12 @@ class TemplateProcessor:
         c, s = (*cls_token, 0), (*sep_token, 0)
         return cls("roberta", (c, ("A", 0), s), (c, ("A", 0), s, s, ("B", 0), s), trim_offsets, add_prefix_space)
 
+    @classmethod
+    def bytelevel(cls, trim_offsets: bool = True, add_prefix_space: bool = True) -> "TemplateProcessor":
+        """``processors.ByteLevel``: no special tokens; with ``trim_offsets`` the offsets
+        exclude surrounding spaces, as with RoBERTa."""
+        return cls("bytelevel", (("A", 0),), (("A", 0), ("B", 1)), trim_offsets, add_prefix_space)
+
     @property
     def cls(self) -> tuple[str, int]:
         return self.single[0][:2]
@@ -162,7 +195,7 @@ class TemplateProcessor:
     def process(self, first: Encoding, second: Encoding | None, add_special_tokens: bool = True) -> Encoding:
         """The template applied to the sequences. Without special tokens the sequences are just
         joined (type ids 0 then 1), except that RoBERTa still trims offsets and uses type id 0."""
-        if self.style == "roberta" and self.trim_offsets:
+        if self.style in ("roberta", "bytelevel") and self.trim_offsets:
             first = _trim_space_offsets(first, self.add_prefix_space)
             second = _trim_space_offsets(second, self.add_prefix_space) if second is not None else None
         if not add_special_tokens:
@@ -185,6 +218,9 @@ class TemplateProcessor:
         return out
 
     def to_json(self) -> dict[str, object]:
+        if self.style == "bytelevel":
+            return {"type": "ByteLevel", "add_prefix_space": self.add_prefix_space, "trim_offsets": self.trim_offsets,
+                    "use_regex": True}
         if self.style == "bert":
             return {"type": "BertProcessing", "sep": list(self.sep), "cls": list(self.cls)}
         if self.style == "roberta":
@@ -202,8 +238,10 @@ class TemplateProcessor:
     def from_json(cls, post: dict) -> "TemplateProcessor | None":
         """Our processor for a ``tokenizer.json`` post-processor; None for ``ByteLevel``/none."""
         kind = post.get("type") if post else None
-        if kind in (None, "ByteLevel"):
-            return None
+        if kind is None or (kind == "ByteLevel" and not post.get("trim_offsets", True)):
+            return None  # nothing to do: no template, offsets untouched
+        if kind == "ByteLevel":
+            return cls.bytelevel(True, post.get("add_prefix_space", True))
         if kind == "BertProcessing":
             return cls.bert(tuple(post["cls"]), tuple(post["sep"]))
         if kind == "RobertaProcessing":

@@ -134,7 +134,9 @@ def from_tokenizer_json(document: Mapping[str, Any]) -> Tokenizer:
 
     model = document["model"]
     model_type = model.get("type")
-    added = [AddedToken(t["content"], t["id"], bool(t.get("special", False))) for t in document.get("added_tokens") or []]
+    added = [AddedToken(t["content"], t["id"], bool(t.get("special", False)), bool(t.get("single_word", False)),
+                        bool(t.get("lstrip", False)), bool(t.get("rstrip", False)), bool(t.get("normalized", False)))
+             for t in document.get("added_tokens") or []]
     if model_type == "BPE":
         tokenizer = _bpe_from_json(document, added)
     elif model_type == "WordPiece":

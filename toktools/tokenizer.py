@@ -122,7 +122,7 @@ class Tokenizer(ABC):
                     self.encode_into(fragment, start, ids, tokens, offsets)
                 else:
                     ids.append(added.id)
-                    tokens.append(added.content)
+                    tokens.append(fragment)  # with the spaces that lstrip / rstrip took
                     offsets.append((start, start + len(fragment)))
         # like tokenizers, special tokens found in the text are not flagged in special_tokens_mask
         n = len(ids)
@@ -194,8 +194,8 @@ class Tokenizer(ABC):
 
     def added_tokens_json(self) -> list[dict[str, Any]]:
         return [
-            {"id": t.id, "content": t.content, "single_word": False, "lstrip": False, "rstrip": False,
-             "normalized": False, "special": t.special}
+            {"id": t.id, "content": t.content, "single_word": t.single_word, "lstrip": t.lstrip, "rstrip": t.rstrip,
+             "normalized": t.normalized, "special": t.special}
             for t in sorted(self.added.tokens, key=lambda t: t.id)
         ]
 
