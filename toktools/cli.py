@@ -119,6 +119,21 @@ def _fast_training(corpus: Sequence[str]) -> Iterator[list[str]]:
             raise ToktoolsError(f"tokenizers failed: {err}") from None
 
 
+def BYTE_SYMBOLS() -> list[str]:  # noqa: N802 - a constant, imported lazily
+    from toktools.bytelevel import ALPHABET
+
+    return ALPHABET
+
+
+def _check_vocab_size(vocab_size: int, smallest: int) -> None:
+    """Refuse a vocabulary size that the special tokens and the alphabet alone exceed
+    (``tokenizers`` would silently return a larger vocabulary with no merges)."""
+    if vocab_size < smallest:
+        raise ToktoolsError(f"vocab size {vocab_size} is smaller than the alphabet: the special tokens and the "
+                            f"alphabet alone make {smallest} tokens; use --vocab-size {smallest} or more "
+                            "(or a smaller --limit-alphabet)")
+
+
 def _check_inputs(corpus: Sequence[str], counts_path: Path | None, backend: str) -> None:
     if counts_path is not None and corpus:
         raise ToktoolsError("give either CORPUS files or --from-counts, not both")
@@ -173,6 +188,8 @@ def train_bytebpe_command(corpus: tuple[str, ...], counts_path: Path | None, out
     _check_inputs(corpus, counts_path, backend)
     _prepare_output(out_dir, force, names)
     specials = _split_list(special_tokens)
+    if limit_alphabet is None:  # the 256 byte symbols are all kept: check before any work
+        _check_vocab_size(vocab_size, len(set(specials) - set(BYTE_SYMBOLS())) + 256)
     started = time.perf_counter()
     if backend == "fast":
         if json_field or errors != "strict":
@@ -196,8 +213,6 @@ def train_bytebpe_command(corpus: tuple[str, ...], counts_path: Path | None, out
     else:
         import toktools
 
-        if vocab_size < len(specials) + 256 and limit_alphabet is None:
-            click.echo(f"toktools: note: vocab size {vocab_size} is below specials + 256 byte symbols; no merges will be learnt", err=True)
         word_counts = _load_counts(counts_path, "bytebpe", _count_settings("bytebpe", True, None, add_prefix_space)) if counts_path else None
         with _progress(progress) as callback:
             tokenizer = toktools.train_bytebpe(list(corpus), vocab_size, min_frequency, specials, word_counts=word_counts,
@@ -206,6 +221,7 @@ def train_bytebpe_command(corpus: tuple[str, ...], counts_path: Path | None, out
                                                add_prefix_space=add_prefix_space, workers=workers,
                                                errors=errors, json_field=json_field,  # type: ignore[arg-type]
                                                progress=callback)
+    _check_vocab_size(vocab_size, len(tokenizer.vocab) if len(tokenizer.vocab) > vocab_size else 0)
     written = _save(tokenizer, out_dir, transformers_config)
     elapsed = time.perf_counter() - started
     _summary(tokenizer, written, elapsed, backend)
@@ -285,6 +301,7 @@ def train_wordpiece_command(corpus: tuple[str, ...], counts_path: Path | None, o
                                                  min_pair_frequency=min_pair_frequency, workers=workers,
                                                  errors=errors, json_field=json_field,  # type: ignore[arg-type]
                                                  progress=callback)
+    _check_vocab_size(vocab_size, len(tokenizer.vocab) if len(tokenizer.vocab) > vocab_size else 0)
     written = _save(tokenizer, out_dir, transformers_config)
     elapsed = time.perf_counter() - started
     _summary(tokenizer, written, elapsed, backend)

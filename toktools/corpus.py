@@ -9,6 +9,7 @@ trainer uses — do not depend on the number of workers.
 from __future__ import annotations
 
 import bz2
+import glob
 import gzip
 import io
 import json
@@ -69,10 +70,17 @@ class CorpusSource:
 
 
 def expand_sources(paths: Sequence[str], json_field: str | None = None) -> list[CorpusSource]:
-    """Files as given; directories become their files (recursively, sorted by path)."""
+    """Files as given; directories become their files (recursively, sorted by path); a glob
+    pattern the shell did not expand becomes its matches (sorted)."""
     sources = []
     for raw in paths:
         path = Path(raw)
+        if raw != "-" and not path.exists() and any(ch in raw for ch in "*?["):
+            matches = sorted(glob.glob(raw, recursive=True))  # a quoted glob, e.g. "data/*.txt.gz"
+            if not matches:
+                raise ToktoolsError(f"no file matches {raw}")
+            sources.extend(expand_sources(matches, json_field))
+            continue
         if raw != "-" and path.is_dir():
             files = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
             if not files:
