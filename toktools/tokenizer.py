@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
+from array import array
+from itertools import chain
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
@@ -224,13 +226,30 @@ _PARALLEL_BATCH = 2000
 _worker_tokenizer: Tokenizer | None = None
 
 
-def _encode_chunk(chunk: Sequence[str | tuple[str, str]], add_special_tokens: bool) -> list[tuple[list[Any], ...]]:
+def _encode_chunk(chunk: Sequence[str | tuple[str, str]], add_special_tokens: bool) -> list[tuple[Any, ...]]:
+    """Encode in a worker and pack each encoding into flat integer arrays: pickling millions of
+    small Python lists and tuples would cost more than the encoding itself. Token strings are
+    rebuilt from the ids in the parent; only those that differ (an added token that took spaces
+    with it, with ``lstrip`` / ``rstrip``) travel as text."""
     assert _worker_tokenizer is not None
-    return [tuple(getattr(e, name) for name in _ENCODING_FIELDS)
-            for e in _worker_tokenizer._encode_unpadded_batch(chunk, add_special_tokens)]
+    tokenizer = _worker_tokenizer
+    stripping = {t.id for t in tokenizer.added.tokens if t.lstrip or t.rstrip}
+    packed = []
+    for e in tokenizer._encode_unpadded_batch(chunk, add_special_tokens):
+        odd = [(i, e.tokens[i]) for i, token_id in enumerate(e.ids) if token_id in stripping] if stripping else []
+        packed.append((array("q", e.ids).tobytes(), array("q", chain.from_iterable(e.offsets)).tobytes(),
+                       bytes(e.type_ids), bytes(e.attention_mask), bytes(e.special_tokens_mask), odd))
+    return packed
 
 
-_ENCODING_FIELDS = ("ids", "tokens", "offsets", "type_ids", "attention_mask", "special_tokens_mask")
+def _unpack(token_of: Sequence[str | None], packed: tuple[Any, ...]) -> Encoding:
+    ids_raw, offsets_raw, type_raw, attention_raw, special_raw, odd = packed
+    ids = array("q", ids_raw).tolist()
+    flat = array("q", offsets_raw).tolist()
+    tokens = list(map(token_of.__getitem__, ids))
+    for index, token in odd:
+        tokens[index] = token
+    return Encoding(ids, tokens, list(zip(flat[0::2], flat[1::2])), list(type_raw), list(attention_raw), list(special_raw))
 
 
 def _encode_in_processes(tokenizer: Tokenizer, inputs: Sequence[str | tuple[str, str]], add_special_tokens: bool,
@@ -252,4 +271,6 @@ def _encode_in_processes(tokenizer: Tokenizer, inputs: Sequence[str | tuple[str,
             results = pool.starmap(_encode_chunk, [(chunk, add_special_tokens) for chunk in chunks])
     finally:
         _worker_tokenizer = None
-    return [Encoding(*fields) for chunk in results for fields in chunk]
+    size = max([*tokenizer.id_to_token_map, *tokenizer.added.by_id], default=-1) + 1
+    token_of: list[str | None] = [tokenizer.id_to_token(i) for i in range(size)]
+    return [_unpack(token_of, packed) for chunk in results for packed in chunk]
