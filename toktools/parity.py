@@ -310,8 +310,9 @@ class ParityReport:
         t = self.timing
         if t.reference_seconds is not None:
             ratio = f"; toktools took {t.ratio:.1f}x as long" if t.ratio else ""
-            out.append(f"time: toktools {t.reference_seconds:.2f} s (count {t.reference_count_seconds:.2f} s + "
-                       f"train {t.reference_train_seconds:.2f} s), tokenizers {t.fast_seconds:.2f} s{ratio}")
+            split = (f" (count {t.reference_count_seconds:.2f} s + train {t.reference_train_seconds:.2f} s)"
+                     if t.reference_count_seconds is not None and t.reference_train_seconds is not None else "")
+            out.append(f"time: toktools {t.reference_seconds:.2f} s{split}, tokenizers {t.fast_seconds:.2f} s{ratio}")
         else:
             out.append(f"time: tokenizers {t.fast_seconds:.2f} s")
         out.append("files: " + ", ".join(_file_phrase(f) for f in self.files))
