@@ -221,13 +221,10 @@ def train_bytebpe_command(corpus: tuple[str, ...], counts_path: Path | None, out
                                                add_prefix_space=add_prefix_space, workers=workers,
                                                errors=errors, json_field=json_field,  # type: ignore[arg-type]
                                                progress=callback)
-    _check_vocab_size(vocab_size, len(tokenizer.vocab) if len(tokenizer.vocab) > vocab_size else 0)
-    written = _save(tokenizer, out_dir, transformers_config)
-    elapsed = time.perf_counter() - started
-    _summary(tokenizer, written, elapsed, backend)
-    if check:
-        _check(tokenizer, "bytebpe", corpus, backend, elapsed, vocab_size, min_frequency, specials,
-               dict(limit_alphabet=limit_alphabet, max_token_length=max_token_length, add_prefix_space=add_prefix_space))
+    _finish_training(tokenizer, out_dir, started, backend, transformers_config, vocab_size,
+                     check=dict(corpus=corpus, min_frequency=min_frequency, specials=specials,
+                                options=dict(limit_alphabet=limit_alphabet, max_token_length=max_token_length,
+                                             add_prefix_space=add_prefix_space)) if check else None)
 
 
 @train.command("wordpiece")
@@ -301,15 +298,24 @@ def train_wordpiece_command(corpus: tuple[str, ...], counts_path: Path | None, o
                                                  min_pair_frequency=min_pair_frequency, workers=workers,
                                                  errors=errors, json_field=json_field,  # type: ignore[arg-type]
                                                  progress=callback)
+    if check and algorithm != "bpe":
+        raise ToktoolsError("--check compares with tokenizers, which trains the bpe algorithm only")
+    _finish_training(tokenizer, out_dir, started, backend, transformers_config, vocab_size,
+                     check=dict(corpus=corpus, min_frequency=min_frequency, specials=specials,
+                                options=dict(limit_alphabet=limit_alphabet, lowercase=lowercase,
+                                             strip_accents=strip_accents)) if check else None)
+
+
+def _finish_training(tokenizer: Any, out_dir: Path, started: float, backend: str, transformers_config: bool,
+                     vocab_size: int, check: dict[str, Any] | None) -> None:
+    """What every training ends with: refuse an impossible size, write the files atomically,
+    print the summary, and with ``--check`` the parity report."""
     _check_vocab_size(vocab_size, len(tokenizer.vocab) if len(tokenizer.vocab) > vocab_size else 0)
     written = _save(tokenizer, out_dir, transformers_config)
     elapsed = time.perf_counter() - started
     _summary(tokenizer, written, elapsed, backend)
-    if check:
-        if algorithm != "bpe":
-            raise ToktoolsError("--check compares with tokenizers, which trains the bpe algorithm only")
-        _check(tokenizer, "wordpiece", corpus, backend, elapsed, vocab_size, min_frequency, specials,
-               dict(limit_alphabet=limit_alphabet, lowercase=lowercase, strip_accents=strip_accents))
+    if check is not None:
+        _check(tokenizer, tokenizer.kind, backend=backend, seconds=elapsed, vocab_size=vocab_size, **check)
 
 
 def _check(tokenizer: Any, kind: str, corpus: Sequence[str], backend: str, seconds: float, vocab_size: int,
@@ -756,19 +762,14 @@ def compare(tokenizers: tuple[str, ...], text_file: Path | None, width: int | No
 
 
 def _input_lines(files: Sequence[str]) -> Iterator[str]:
-    """Lines of the inputs without their ``\\n`` (``\\r`` is kept: it is part of the text)."""
+    """Lines of the inputs without their ``\\n`` (``\\r`` is kept: it is part of the text);
+    compressed files are read transparently."""
+    from toktools.corpus import CorpusSource
+
     for name in files:
-        if name == "-":
-            stream = sys.stdin.buffer
-        else:
-            try:
-                stream = open(name, "rb")
-            except FileNotFoundError:
-                raise ToktoolsError(f"input file not found: {name}") from None
-            except IsADirectoryError:
-                raise ToktoolsError(f"{name} is a directory, not a text file") from None
-            except PermissionError:
-                raise ToktoolsError(f"cannot read {name}: permission denied") from None
+        if name != "-" and not Path(name).exists():
+            raise ToktoolsError(f"input file not found: {name}")
+        stream = CorpusSource(name).open()  # plain, .gz, .xz, .bz2 or stdin
         try:
             for number, raw in enumerate(stream, start=1):
                 try:

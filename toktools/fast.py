@@ -102,6 +102,11 @@ def train_bytebpe(
     """Train with ``tokenizers`` exactly as :func:`toktools.train_bytebpe` does with ours."""
     tokenizer = bytebpe_tokenizer(add_prefix_space)
     trainer = bytebpe_trainer(vocab_size, min_frequency, special_tokens, **trainer_options)  # type: ignore[arg-type]
+    return _train(tokenizer, trainer, files, texts)
+
+
+def _train(tokenizer: Tokenizer, trainer: trainers.Trainer, files: Sequence[str] | None, texts: Iterable[str] | None) -> Tokenizer:
+    """``train_from_iterator`` for texts; ``train`` for files (decompressed as needed)."""
     if texts is not None:
         tokenizer.train_from_iterator(texts, trainer=trainer)
     else:
@@ -143,13 +148,7 @@ def train_wordpiece(
                                       show_progress=False)
     if limit_alphabet is not None:
         options["limit_alphabet"] = limit_alphabet
-    trainer = trainers.WordPieceTrainer(**options)
-    if texts is not None:
-        tokenizer.train_from_iterator(texts, trainer=trainer)
-    else:
-        with plain_files(files or []) as paths:
-            tokenizer.train(paths, trainer=trainer)
-    return tokenizer
+    return _train(tokenizer, trainers.WordPieceTrainer(**options), files, texts)
 
 
 def wordpiece_vocab_txt(tokenizer: Tokenizer) -> str:
