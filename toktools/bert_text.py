@@ -223,6 +223,12 @@ class _Tables:
 
     # ------------------------------------------------------------------ one char on its own
 
+    @cached_property
+    def expanded_lengths(self) -> dict[int, int]:
+        """Memo of ``len(expand(cp))`` for the offsets of chars that do not map to one char
+        (every CJK char, padded with spaces, is one of them)."""
+        return {}
+
     def expand(self, cp: int) -> str:
         """The normalized form of one char on its own: the four steps in HF's order."""
         ch = chr(cp)
@@ -398,13 +404,19 @@ def normalize_with_offsets(
     pieces: list[str] = []
     offsets: list[int] = []
 
+    lengths = tables.expanded_lengths
+
     def plain(lo: int, hi: int) -> None:
         # Between chars that do not give exactly one char, offsets simply count up.
         pos = lo
         for m in tables.non_single_re.finditer(text, lo, hi):
             i = m.start()
             offsets.extend(range(pos, i))
-            offsets.extend([i] * len(tables.expand(ord(text[i]))))
+            cp = ord(text[i])
+            n = lengths.get(cp)
+            if n is None:
+                n = lengths[cp] = len(tables.expand(cp))
+            offsets.extend([i] * n)
             pos = i + 1
         offsets.extend(range(pos, hi))
         pieces.append(text[lo:hi].translate(tables.char_map))
