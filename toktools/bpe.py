@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate, chain, compress, islice, pairwise, repeat
 from operator import add, and_, ge, getitem, neg, sub
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 from toktools.errors import ToktoolsError
 
@@ -152,21 +152,19 @@ def _encode_words(
             for ch in set("".join(word_counts)):
                 table.setdefault(ord(ch), None)
         return [word.translate(table) for word in word_counts], counts
-    words: list[str] = []
-    for word in word_counts:
-        ids = []
-        last = len(word) - 1
-        for position, ch in enumerate(word):
-            if ch not in alphabet:
-                continue
-            symbol = ch
-            if prefix and position > 0:
-                symbol = prefix + symbol
-            if suffix and position == last:
-                symbol = symbol + suffix
-            ids.append(chr(vocab.add(symbol)))
-        words.append("".join(ids))
+    words = ["".join(chr(vocab.add(symbol)) for ch, symbol in decorated(word, prefix, suffix) if ch in alphabet)
+             for word in word_counts]
     return words, counts
+
+
+def decorated(word: str, prefix: str | None, suffix: str | None) -> Iterator[tuple[str, str]]:
+    """Each character of ``word`` with the symbol the trainer and the model make of it:
+    ``prefix + c`` after the first position, ``c + suffix`` at the last — by position in the
+    original word, even when characters outside the alphabet are then dropped."""
+    last = len(word) - 1
+    for position, ch in enumerate(word):
+        symbol = prefix + ch if prefix and position else ch
+        yield ch, (symbol + suffix if suffix and position == last else symbol)
 
 
 class _DuplicateToken(Exception):

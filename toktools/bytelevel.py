@@ -328,13 +328,7 @@ class ByteLevelBPETokenizer(Tokenizer):
         unk_id = self.vocab.get(self.unk_token) if self.unk_token is not None else None
         ids: list[int] = []
         spans: list[tuple[int, int]] = []
-        last = len(symbols) - 1
-        for position, ch in enumerate(symbols):
-            symbol = ch
-            if prefix and position > 0:
-                symbol = prefix + symbol
-            if suffix and position == last:
-                symbol = symbol + suffix
+        for position, (_ch, symbol) in enumerate(bpe.decorated(symbols, prefix, suffix)):
             token_id = self.vocab.get(symbol)
             if token_id is None:
                 if unk_id is None:

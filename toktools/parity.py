@@ -390,16 +390,8 @@ def _initial_ids(word: str, vocab: Mapping[str, int], prefix: str | None, suffix
     """A word's initial symbol ids as the trainer builds them: chars outside the alphabet are
     skipped; ``prefix`` / ``suffix`` decorate by position in the original word."""
     ids = []
-    last = len(word) - 1
-    for position, ch in enumerate(word):
-        if ch not in vocab:
-            continue
-        symbol = ch
-        if prefix and position > 0:
-            symbol = prefix + symbol
-        if suffix and position == last:
-            symbol = symbol + suffix
-        token_id = vocab.get(symbol)
+    for ch, symbol in bpe.decorated(word, prefix, suffix):
+        token_id = vocab.get(symbol) if ch in vocab else None
         if token_id is not None:
             ids.append(token_id)
     return ids
