@@ -15,6 +15,7 @@ import io
 import json
 import lzma
 import os
+import signal
 import sys
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
@@ -191,6 +192,12 @@ def _position(handle: io.IOBase, raw: object) -> int | None:
         return None
 
 
+def ignore_interrupts() -> None:
+    """Worker processes leave Ctrl-C to the parent, which stops cleanly with one message
+    (otherwise every worker prints its own KeyboardInterrupt traceback)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _count_chunk(splitter: WordSplitter, chunk: str) -> Counter[str]:
     return Counter(splitter(chunk))
 
@@ -213,7 +220,7 @@ def count_words(
         for chunk in chunks:
             total.update(_count_chunk(splitter, chunk))
     else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        with ProcessPoolExecutor(max_workers=workers, initializer=ignore_interrupts) as pool:
             # a bounded window of chunks in flight keeps memory flat on huge corpora
             in_flight = []
             for chunk in chunks:

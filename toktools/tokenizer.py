@@ -267,7 +267,9 @@ def _encode_in_processes(tokenizer: Tokenizer, inputs: Sequence[str | tuple[str,
     chunks = [inputs[i : i + size] for i in range(0, len(inputs), size)]
     _worker_tokenizer = tokenizer
     try:
-        with context.Pool(workers) as pool:
+        from toktools.corpus import ignore_interrupts
+
+        with context.Pool(workers, initializer=ignore_interrupts) as pool:
             results = pool.starmap(_encode_chunk, [(chunk, add_special_tokens) for chunk in chunks])
     finally:
         _worker_tokenizer = None
