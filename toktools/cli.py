@@ -83,6 +83,23 @@ def _progress(enabled: bool) -> Iterator[Any]:
 # ---------------------------------------------------------------------------------------------
 
 
+def _training_run_options(command: Any) -> Any:
+    """The options both `train` commands share: backend, workers, input handling, output."""
+    for option in reversed([
+        click.option("--backend", type=click.Choice(["reference", "fast"]), default="reference", show_default=True,
+                     help="reference: toktools' pure Python; fast: HuggingFace tokenizers."),
+        click.option("--workers", type=click.IntRange(min=1), default=None,
+                     help="Processes that count words (default: all cores). Output is identical for any value."),
+        click.option("--errors", type=click.Choice(["strict", "replace", "skip"]), default="strict", show_default=True,
+                     help="What to do with invalid UTF-8 in the corpus."),
+        click.option("--field", "json_field", default=None, help="Read JSON Lines and take the text from this field."),
+        click.option("--force", is_flag=True, help="Overwrite files already in the output directory."),
+        click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr (only on a terminal)."),
+    ]):
+        command = option(command)
+    return command
+
+
 @main.group()
 def train() -> None:
     """Train a vocabulary from corpora (reference or fast backend).
@@ -162,12 +179,7 @@ def _prepare_output(out_dir: Path, force: bool, names: Sequence[str]) -> None:
 @click.option("--template", type=click.Choice(["none", "roberta"]), default="none", show_default=True, help="roberta: encode adds <s> A </s> (needs <s> and </s> in --special-tokens).")
 @click.option("--transformers-config", is_flag=True, help="Also write tokenizer_config.json and special_tokens_map.json for transformers' AutoTokenizer.")
 @click.option("--check", is_flag=True, help="Also train with tokenizers and report parity (exit code 3 if the files differ).")
-@click.option("--backend", type=click.Choice(["reference", "fast"]), default="reference", show_default=True, help="reference: toktools' pure Python; fast: HuggingFace tokenizers.")
-@click.option("--workers", type=click.IntRange(min=1), default=None, help="Processes that count words (default: all cores). Output is identical for any value.")
-@click.option("--errors", type=click.Choice(["strict", "replace", "skip"]), default="strict", show_default=True, help="What to do with invalid UTF-8 in the corpus.")
-@click.option("--field", "json_field", default=None, help="Read JSON Lines and take the text from this field.")
-@click.option("--force", is_flag=True, help="Overwrite files already in the output directory.")
-@click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr (only on a terminal).")
+@_training_run_options
 def train_bytebpe_command(corpus: tuple[str, ...], counts_path: Path | None, out_dir: Path, vocab_size: int, min_frequency: int, special_tokens: str,
                           limit_alphabet: int | None, max_token_length: int | None, add_prefix_space: bool, template: str,
                           transformers_config: bool, check: bool, backend: str,
@@ -241,12 +253,7 @@ def train_bytebpe_command(corpus: tuple[str, ...], counts_path: Path | None, out
 @click.option("--check", is_flag=True, help="Also train with tokenizers and report parity (exit code 3 if they differ beyond tokenizers' own randomness).")
 @click.option("--algorithm", type=click.Choice(["bpe", "likelihood"]), default="bpe", show_default=True, help="bpe: what tokenizers trains (merges by pair count); likelihood: the original WordPiece score f(ab)/(f(a)f(b)).")
 @click.option("--min-pair-frequency", type=click.IntRange(min=1), default=None, help="likelihood only: pairs rarer than this are never merged (default: max(2, --min-frequency)).")
-@click.option("--backend", type=click.Choice(["reference", "fast"]), default="reference", show_default=True, help="reference: toktools' pure Python; fast: HuggingFace tokenizers.")
-@click.option("--workers", type=click.IntRange(min=1), default=None, help="Processes that count words (default: all cores). Output is identical for any value.")
-@click.option("--errors", type=click.Choice(["strict", "replace", "skip"]), default="strict", show_default=True, help="What to do with invalid UTF-8 in the corpus.")
-@click.option("--field", "json_field", default=None, help="Read JSON Lines and take the text from this field.")
-@click.option("--force", is_flag=True, help="Overwrite files already in the output directory.")
-@click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr (only on a terminal).")
+@_training_run_options
 def train_wordpiece_command(corpus: tuple[str, ...], counts_path: Path | None, out_dir: Path, vocab_size: int, min_frequency: int, special_tokens: str,
                             limit_alphabet: int, lowercase: bool, strip_accents: bool | None, transformers_config: bool,
                             check: bool, algorithm: str,

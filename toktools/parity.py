@@ -1110,18 +1110,25 @@ def run_parity(
         counted = time.perf_counter()
         reference = _train_reference(kind, settings, word_counts)
         trained = time.perf_counter()
-        _replace_dir(work / "reference")
-        reference.save(work / "reference")
-        fast_start = time.perf_counter()
-        fast_tokenizer = _train_fast(kind, settings, prepared.train_files)
-        fast_seconds = time.perf_counter() - fast_start
-        _replace_dir(work / "fast")
-        _save_fast(kind, fast_tokenizer, work / "fast")
+        fast_tokenizer, fast_seconds = _save_both(kind, settings, reference, prepared.train_files, work)
         timing = Timing(trained - start, counted - start, trained - counted, fast_seconds,
                         (trained - start) / fast_seconds if fast_seconds > 0 else None)
         prepared.info.distinct_words = len(word_counts)
         return _report(kind, settings, prepared, timing, reference, fast_tokenizer, work, lambda: word_counts,
                        workers, forced)
+
+
+def _save_both(kind: str, settings: Mapping[str, Any], reference: "Tokenizer", train_files: Sequence[str],
+               work: Path) -> tuple[Any, float]:
+    """Save the reference's files, train ``tokenizers`` (timed) and save its files beside them."""
+    _replace_dir(work / "reference")
+    reference.save(work / "reference")
+    fast_start = time.perf_counter()
+    fast_tokenizer = _train_fast(kind, settings, train_files)
+    fast_seconds = time.perf_counter() - fast_start
+    _replace_dir(work / "fast")
+    _save_fast(kind, fast_tokenizer, work / "fast")
+    return fast_tokenizer, fast_seconds
 
 
 def check_trained(
@@ -1150,13 +1157,7 @@ def check_trained(
     with tempfile.TemporaryDirectory(prefix="toktools-check-") as scratch:
         work = Path(output_dir) if output_dir is not None else Path(scratch) / "out"
         prepared = _prepare_corpus(files, Path(scratch) / "corpus", heldout_lines, heldout_file, 0.0, heldout_max_lines)
-        _replace_dir(work / "reference")
-        reference.save(work / "reference")
-        fast_start = time.perf_counter()
-        fast_tokenizer = _train_fast(kind, settings, prepared.train_files)
-        fast_seconds = time.perf_counter() - fast_start
-        _replace_dir(work / "fast")
-        _save_fast(kind, fast_tokenizer, work / "fast")
+        fast_tokenizer, fast_seconds = _save_both(kind, settings, reference, prepared.train_files, work)
         timing = Timing(reference_seconds, None, None, fast_seconds,
                         reference_seconds / fast_seconds if reference_seconds and fast_seconds > 0 else None)
         if word_counts is not None:
