@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from toktools.encoding import AddedToken, AddedTokens, Encoding, Padding, Piece, TemplateProcessor, Truncation
+from toktools.encoding import _FIELDS, AddedToken, AddedTokens, Encoding, Padding, Piece, TemplateProcessor, Truncation
 
 
 class Tokenizer(ABC):
@@ -242,14 +242,43 @@ def _encode_chunk(chunk: Sequence[str | tuple[str, str]], add_special_tokens: bo
     return packed
 
 
-def _unpack(token_of: Sequence[str | None], packed: tuple[Any, ...]) -> Encoding:
-    ids_raw, offsets_raw, type_raw, attention_raw, special_raw, odd = packed
-    ids = array("q", ids_raw).tolist()
-    flat = array("q", offsets_raw).tolist()
-    tokens = list(map(token_of.__getitem__, ids))
-    for index, token in odd:
-        tokens[index] = token
-    return Encoding(ids, tokens, list(zip(flat[0::2], flat[1::2])), list(type_raw), list(attention_raw), list(special_raw))
+class _PackedEncoding(Encoding):
+    """An :class:`Encoding` that came back from a worker as flat arrays and unpacks each field
+    only when it is first read: a pipeline that wants the ids alone never pays for tokens and
+    offsets. It compares, prints and behaves as a plain ``Encoding``."""
+
+    def __init__(self, *fields: Any, packed: tuple[Any, ...] | None = None, **named: Any) -> None:
+        if packed is None:  # built from fields, e.g. by dataclasses.replace
+            Encoding.__init__(self, *fields, **named)
+        else:  # no fields yet: __getattr__ unpacks them on demand
+            self.__dict__["_packed"] = packed
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in _FIELDS:
+            raise AttributeError(name)
+        if "_packed" not in self.__dict__:
+            raise AttributeError(name)
+        token_of, (ids_raw, offsets_raw, type_raw, attention_raw, special_raw, odd) = self.__dict__["_packed"]
+        if name == "ids":
+            value: Any = array("q", ids_raw).tolist()
+        elif name == "tokens":
+            value = list(map(token_of.__getitem__, self.ids))
+            for index, token in odd:
+                value[index] = token
+        elif name == "offsets":
+            flat = array("q", offsets_raw).tolist()
+            value = list(zip(flat[0::2], flat[1::2]))
+        else:
+            value = list({"type_ids": type_raw, "attention_mask": attention_raw, "special_tokens_mask": special_raw}[name])
+        self.__dict__[name] = value
+        return value
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Encoding):
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in _FIELDS)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like Encoding
 
 
 def _encode_in_processes(tokenizer: Tokenizer, inputs: Sequence[str | tuple[str, str]], add_special_tokens: bool,
@@ -275,4 +304,4 @@ def _encode_in_processes(tokenizer: Tokenizer, inputs: Sequence[str | tuple[str,
         _worker_tokenizer = None
     size = max([*tokenizer.id_to_token_map, *tokenizer.added.by_id], default=-1) + 1
     token_of: list[str | None] = [tokenizer.id_to_token(i) for i in range(size)]
-    return [_unpack(token_of, packed) for chunk in results for packed in chunk]
+    return [_PackedEncoding(packed=(token_of, packed)) for chunk in results for packed in chunk]
