@@ -208,3 +208,45 @@ def test_existing_output_needs_force_and_nothing_is_half_written(tmp_path: Path,
     assert_clean_error(result, "--force")
     assert (bpe_dir / "vocab.json").read_bytes() == before
     assert not [p for p in bpe_dir.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_json_lines_and_compressed_corpora_train_like_plain_text(tmp_path: Path) -> None:
+    """``--field text`` reads JSON Lines; ``.gz``/``.xz``/``.bz2`` are read transparently: all give
+    the vocabulary the plain file gives."""
+    import bz2
+    import gzip
+    import lzma
+
+    lines = FIXTURE.read_text(encoding="utf-8").splitlines()
+    jsonl = tmp_path / "corpus.jsonl"
+    jsonl.write_text("".join(json.dumps({"id": i, "text": line}, ensure_ascii=False) + "\n" for i, line in enumerate(lines)),
+                     encoding="utf-8")
+    compressed = []
+    for suffix, opener in ((".gz", gzip.open), (".xz", lzma.open), (".bz2", bz2.open)):
+        path = tmp_path / f"corpus.txt{suffix}"
+        with opener(path, "wb") as out:
+            out.write(FIXTURE.read_bytes())
+        compressed.append(path)
+    plain = tmp_path / "plain"
+    assert run("train", "wordpiece", str(FIXTURE), "-o", str(plain), "--vocab-size", "300").exit_code == 0
+    expected = (plain / "vocab.txt").read_bytes()
+    from_jsonl = tmp_path / "jsonl"
+    result = run("train", "wordpiece", str(jsonl), "--field", "text", "-o", str(from_jsonl), "--vocab-size", "300")
+    assert result.exit_code == 0, result.stderr
+    assert (from_jsonl / "vocab.txt").read_bytes() == expected
+    for path in compressed:
+        out = tmp_path / path.name.replace(".", "_")
+        assert run("train", "wordpiece", str(path), "-o", str(out), "--vocab-size", "300").exit_code == 0
+        assert (out / "vocab.txt").read_bytes() == expected
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "fine"}\n{"body": "no text field"}\n', encoding="utf-8")
+    assert_clean_error(run("train", "wordpiece", str(bad), "--field", "text", "-o", str(tmp_path / "x")), "bad.jsonl, line 2")
+
+
+def test_errors_skip_drops_only_the_broken_lines(tmp_path: Path) -> None:
+    corpus = tmp_path / "mixed.txt"
+    corpus.write_bytes(FIXTURE.read_bytes() + b"broken \xff line\n")
+    skipped, plain = tmp_path / "skipped", tmp_path / "plain"
+    assert run("train", "wordpiece", str(corpus), "--errors", "skip", "-o", str(skipped), "--vocab-size", "300").exit_code == 0
+    assert run("train", "wordpiece", str(FIXTURE), "-o", str(plain), "--vocab-size", "300").exit_code == 0
+    assert (skipped / "vocab.txt").read_bytes() == (plain / "vocab.txt").read_bytes()
