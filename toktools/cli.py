@@ -194,8 +194,6 @@ def train_bytebpe_command(corpus: tuple[str, ...], counts_path: Path | None, out
       toktools train bytebpe wiki.txt -o my-bpe --vocab-size 8000
       zcat wiki.txt.gz | toktools train bytebpe - -o my-bpe --special-tokens "<|endoftext|>"
     """
-    from toktools import corpus as corpus_module
-
     names = ("vocab.json", "merges.txt", "tokenizer.json")
     _check_inputs(corpus, counts_path, backend)
     _prepare_output(out_dir, force, names)
@@ -272,8 +270,6 @@ def train_wordpiece_command(corpus: tuple[str, ...], counts_path: Path | None, o
       toktools train wordpiece zh.txt -o zh-bert --cased --limit-alphabet 8000
       toktools train wordpiece wiki.txt -o lk-bert --algorithm likelihood --min-pair-frequency 5
     """
-    from toktools import corpus as corpus_module
-
     _check_inputs(corpus, counts_path, backend)
     _prepare_output(out_dir, force, ("vocab.txt", "tokenizer.json"))
     specials = _split_list(special_tokens)
