@@ -99,19 +99,72 @@ def load(path: str | Path) -> Tokenizer:
     )
 
 
+def _read_config(directory: Path) -> dict[str, Any]:
+    """``tokenizer_config.json`` beside the model files (transformers' settings), or ``{}``."""
+    path = directory / "tokenizer_config.json"
+    if not path.is_file():
+        return {}
+    from toktools import bpe
+
+    try:
+        config = json.loads(bpe.read_text_file(path, "tokenizer config"))
+    except json.JSONDecodeError as err:
+        raise ToktoolsError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
+    return config if isinstance(config, dict) else {}
+
+
+def _config_token(config: dict[str, Any], role: str) -> tuple[str, bool] | None:
+    """The token a config names for ``role`` (``"mask_token"`` …) and its ``lstrip`` flag."""
+    value = config.get(role)
+    if isinstance(value, dict):
+        content = value.get("content")
+        return (content, bool(value.get("lstrip", False))) if isinstance(content, str) else None
+    return (value, False) if isinstance(value, str) else None
+
+
 def _load_bpe_files(vocab_path: Path, merges_path: Path) -> Tokenizer:
+    """``vocab.json`` + ``merges.txt``; a ``tokenizer_config.json`` beside them (as transformers
+    writes) adds its special tokens, ``add_prefix_space`` and, for RoBERTa, ``<s> A </s>``."""
     from toktools import bpe
     from toktools.bytelevel import ByteLevelBPETokenizer
+    from toktools.encoding import AddedToken, TemplateProcessor
 
     vocab = bpe.loads_vocab_json(bpe.read_text_file(vocab_path, "vocabulary"), str(vocab_path))
     merges = bpe.loads_merges_txt(bpe.read_text_file(merges_path, "merges file"), str(merges_path))
-    return ByteLevelBPETokenizer(vocab, merges)
+    config = _read_config(vocab_path.parent)
+    added = []
+    for role in ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"):
+        found = _config_token(config, role)
+        if found and found[0] in vocab and all(t.content != found[0] for t in added):
+            added.append(AddedToken(found[0], vocab[found[0]], special=True, lstrip=found[1]))
+    processor = None
+    if str(config.get("tokenizer_class", "")).startswith("Roberta"):
+        cls, sep = _config_token(config, "cls_token") or ("<s>", False), _config_token(config, "sep_token") or ("</s>", False)
+        if cls[0] in vocab and sep[0] in vocab:
+            processor = TemplateProcessor.roberta((cls[0], vocab[cls[0]]), (sep[0], vocab[sep[0]]),
+                                                  add_prefix_space=bool(config.get("add_prefix_space", False)))
+    return ByteLevelBPETokenizer(vocab, merges, add_prefix_space=bool(config.get("add_prefix_space", False)),
+                                 added_tokens=added, post_processor=processor)
 
 
 def _load_wordpiece_vocab(vocab_path: Path) -> Tokenizer:
+    """``vocab.txt``; a ``tokenizer_config.json`` beside it sets lower-casing, accents and CJK
+    handling (``do_lower_case`` …) and the special tokens, as transformers' BertTokenizer reads it."""
     from toktools import wordpiece
 
-    return wordpiece.WordPieceTokenizer.from_vocab_file(vocab_path)
+    config = _read_config(vocab_path.parent)
+    options: dict[str, Any] = {}
+    if "do_lower_case" in config:
+        options["lowercase"] = bool(config["do_lower_case"])
+    if "strip_accents" in config:
+        options["strip_accents"] = config["strip_accents"]
+    if "tokenize_chinese_chars" in config:
+        options["handle_chinese_chars"] = bool(config["tokenize_chinese_chars"])
+    for role in ("unk_token", "sep_token", "cls_token", "pad_token", "mask_token"):
+        found = _config_token(config, role)
+        if found:
+            options[role] = found[0]
+    return wordpiece.WordPieceTokenizer.from_vocab_file(vocab_path, **options)
 
 
 def _from_tokenizer_json(path: Path) -> Tokenizer:
