@@ -198,32 +198,29 @@ def spot_check(norm: dict[str, object], whitespace: list[int], punct: list[int])
     return len(sample)
 
 
-def fmt_ranges(name: str, ranges: Ranges, doc: str) -> str:
-    lines = [f"# {doc}", f"{name}: tuple[tuple[int, int], ...] = ("]
-    row = ""
-    for a, b in ranges:
-        item = f"(0x{a:04X}, 0x{b:04X}), "
+def _wrapped(items: list[str]) -> list[str]:
+    """Items packed into indented rows of at most ~100 characters."""
+    lines, row = [], ""
+    for item in items:
         if len(row) + len(item) > 99:
             lines.append("    " + row.rstrip())
             row = ""
         row += item
     if row:
         lines.append("    " + row.rstrip())
+    return lines
+
+
+def fmt_ranges(name: str, ranges: Ranges, doc: str) -> str:
+    lines = [f"# {doc}", f"{name}: tuple[tuple[int, int], ...] = ("]
+    lines += _wrapped([f"(0x{a:04X}, 0x{b:04X}), " for a, b in ranges])
     lines.append(")")
     return "\n".join(lines)
 
 
 def fmt_map(name: str, mapping: dict[int, str], doc: str) -> str:
     lines = [f"# {doc}", f"{name}: dict[int, str] = {{"]
-    row = ""
-    for c in sorted(mapping):
-        item = f"0x{c:04X}: {ascii(mapping[c])}, "
-        if len(row) + len(item) > 99:
-            lines.append("    " + row.rstrip())
-            row = ""
-        row += item
-    if row:
-        lines.append("    " + row.rstrip())
+    lines += _wrapped([f"0x{c:04X}: {ascii(mapping[c])}, " for c in sorted(mapping)])
     lines.append("}")
     return "\n".join(lines)
 

@@ -510,6 +510,7 @@ def encode(tokenizer_path: str, files: tuple[str, ...], output_format: str, out_
     """
     import json
 
+    from toktools.corpus import batched
     from toktools.encoder_output import IdArrayWriter, choose_dtype
     from toktools.formats import load
 
@@ -526,7 +527,7 @@ def encode(tokenizer_path: str, files: tuple[str, ...], output_format: str, out_
     with _output(out_path, binary=output_format in ("npy", "bin")) as out, _progress(progress and out_path is not None) as callback:
         writer = IdArrayWriter(out, dtype_name, npy=output_format == "npy") if output_format in ("npy", "bin") else None
         done = 0
-        for batch in _batches(_input_lines(names), batch_lines):
+        for batch in batched(_input_lines(names), batch_lines):
             inputs = [_as_pair(line) for line in batch] if pair else batch
             encodings = tokenizer.encode_batch(inputs, add_special_tokens=add_special_tokens, workers=workers)
             if writer is not None:
@@ -556,17 +557,6 @@ def _as_pair(line: str) -> tuple[str, str]:
     if not tab:
         raise ToktoolsError(f"--pair expects two sequences separated by a TAB, got {line[:60]!r}")
     return first, second
-
-
-def _batches(lines: Iterator[str], size: int) -> Iterator[list[str]]:
-    batch: list[str] = []
-    for line in lines:
-        batch.append(line)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
 
 
 @contextmanager

@@ -198,6 +198,19 @@ def ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def batched(items: Iterable[str], size: int) -> Iterator[list[str]]:
+    """Consecutive lists of ``size`` items (the last may be shorter): streaming work in batches
+    keeps memory flat on inputs of any length."""
+    batch: list[str] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
 def _count_chunk(splitter: WordSplitter, chunk: str) -> Counter[str]:
     return Counter(splitter(chunk))
 

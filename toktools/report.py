@@ -32,7 +32,7 @@ import unicodedata
 import weakref
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from toktools.bytelevel import BYTE_TO_SYMBOL, SYMBOL_TO_BYTE, is_byte_symbols, symbols_to_bytes, text_to_symbols
 from toktools.errors import ToktoolsError
@@ -705,17 +705,6 @@ class UsageStats:
         return "\n".join(lines) + "\n"
 
 
-def _chunks(lines: Iterable[str], size: int) -> Iterator[list[str]]:
-    chunk: list[str] = []
-    for line in lines:
-        chunk.append(line)
-        if len(chunk) >= size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
-
-
 def corpus_usage(tokenizer: Tokenizer, lines: Iterable[str], *, sample: int = 20, top: int = 20,
                  workers: int | None = None) -> UsageStats:
     """Encode every line (its trailing ``\\n`` / ``\\r\\n`` removed; no special tokens) and count
@@ -724,7 +713,9 @@ def corpus_usage(tokenizer: Tokenizer, lines: Iterable[str], *, sample: int = 20
     plain = _plain(tokenizer)
     counts: Counter[int] = Counter()
     n_lines = n_chars = n_words = 0
-    for chunk in _chunks(lines, 20_000):
+    from toktools.corpus import batched
+
+    for chunk in batched(lines, 20_000):
         chunk = [line[:-2] if line.endswith("\r\n") else line[:-1] if line.endswith("\n") else line for line in chunk]
         n_lines += len(chunk)
         n_chars += sum(len(line) for line in chunk)
