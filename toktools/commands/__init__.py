@@ -1,0 +1,1 @@
+"""The ``toktools`` commands, one module each; ``toktools.cli`` gathers them into one group."""

@@ -1,0 +1,107 @@
+"""What the commands share: progress bars, consoles, reading input lines, atomic outputs."""
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+
+from toktools.errors import ToktoolsError
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator[Any]:
+    """A rich progress display on stderr: bytes read, then merges. Yields a callback
+    ``(stage, done, total)`` or None when disabled or stderr is not a terminal."""
+    if not enabled or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    console = Console(stderr=True)
+    tasks: dict[str, Any] = {}
+    with Progress(TextColumn("[bold]{task.description:<8}"), BarColumn(), TextColumn("{task.fields[amount]}"),
+                  TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=False) as progress:
+        def update(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                label = {"read": "reading", "merge": "merging", "encode": "encoding"}.get(stage, stage)
+                tasks[stage] = progress.add_task(label, total=total or None, amount="")
+            amount = f"{done}/{total} merges" if stage == "merge" else f"{done / 1e6:.1f}/{total / 1e6:.1f} MB"
+            progress.update(tasks[stage], completed=done, total=total or None, amount=amount)
+        yield update
+
+
+def _split_list(value: str | None) -> list[str]:
+    return [item for item in (value or "").split(",") if item]
+
+
+def _console() -> Any:
+    """A rich console on stdout; plain (no colour, no markup) when NO_COLOR is set or stdout is
+    not a terminal, so pipes and scripts get stable text."""
+    from rich.console import Console
+
+    plain = bool(os.environ.get("NO_COLOR")) or not sys.stdout.isatty()
+    return Console(no_color=plain, highlight=False, emoji=False, soft_wrap=True, force_terminal=None if not plain else False)
+
+
+def _echo_plain_or_rich(text: str, styles: Sequence[tuple[str, str]] = ()) -> None:
+    """Print ``text``; on a colour terminal, colour the given substrings (regex, style)."""
+    console = _console()
+    if console.no_color or not console.is_terminal:
+        sys.stdout.write(text)
+        return
+    from rich.text import Text
+
+    rendered = Text(text)
+    for pattern, style in styles:
+        rendered.highlight_regex(pattern, style)
+    console.print(rendered, end="")
+
+
+@contextmanager
+def _output(path: Path | None, binary: bool = False) -> Iterator[Any]:
+    """stdout, or a temporary file renamed over ``path`` only when everything was written."""
+    if path is None:
+        yield sys.stdout
+        sys.stdout.flush()
+        return
+    import tempfile
+
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        raise ToktoolsError(f"output directory {directory} does not exist")
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    from toktools.formats import _umask
+
+    os.chmod(temporary, 0o666 & ~_umask())
+    try:
+        with os.fdopen(handle, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8", "newline": "\n"})) as out:
+            yield out
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+
+
+def _input_lines(files: Sequence[str]) -> Iterator[str]:
+    """Lines of the inputs without their ``\\n`` (``\\r`` is kept: it is part of the text);
+    compressed files are read transparently."""
+    from toktools.corpus import CorpusSource
+
+    for name in files:
+        if name != "-" and not Path(name).exists():
+            raise ToktoolsError(f"input file not found: {name}")
+        stream = CorpusSource(name).open()  # plain, .gz, .xz, .bz2 or stdin
+        try:
+            for number, raw in enumerate(stream, start=1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as err:
+                    raise ToktoolsError(f"{name}, line {number}: invalid UTF-8 (byte 0x{raw[err.start]:02X})") from None
+                yield line[:-1] if line.endswith("\n") else line
+        finally:
+            if name != "-":
+                stream.close()

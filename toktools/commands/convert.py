@@ -1,0 +1,26 @@
+"""`toktools convert`: write a tokenizer in another layout."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+
+@click.command()
+@click.argument("tokenizer_path")
+@click.option("--to", "target", required=True, type=click.Choice(["tokenizer.json", "vocab.txt", "vocab.json+merges.txt", "tiktoken"]), help="The layout to write.")
+@click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="Directory to write into.")
+@click.option("--force", is_flag=True, help="Overwrite existing files.")
+def convert(tokenizer_path: str, target: str, out_dir: Path, force: bool) -> None:
+    """Write a tokenizer in another layout.
+
+    \b
+    Examples:
+      toktools convert my-bpe --to tiktoken -o my-bpe-tiktoken
+      toktools convert ../gpt2 --to tokenizer.json -o gpt2-json
+    """
+    from toktools.formats import export, load
+
+    written = export(load(tokenizer_path), target, out_dir, overwrite=force)
+    click.echo("wrote " + ", ".join(str(p) for p in written), err=True)

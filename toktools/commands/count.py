@@ -1,0 +1,72 @@
+"""`toktools count`: word counts for `train --from-counts`."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from toktools.errors import ToktoolsError
+from toktools.commands._shared import _progress
+
+
+@click.command()
+@click.argument("corpus", nargs=-1, required=True)
+@click.option("-o", "--output", "out_path", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Counts file to write (word<TAB>count).")
+@click.option("--model", "kind", type=click.Choice(["wordpiece", "bytebpe"]), required=True, help="Which pre-processing to count words with.")
+@click.option("--lowercase/--cased", default=True, show_default=True, help="wordpiece: lower-case and strip accents like bert-base-uncased.")
+@click.option("--strip-accents/--keep-accents", default=None, help="wordpiece: strip accents (default: same as --lowercase).")
+@click.option("--add-prefix-space/--no-add-prefix-space", default=False, show_default=True, help="bytebpe: prefix every line with a space.")
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="Processes that count (default: all cores). Output is identical for any value.")
+@click.option("--errors", type=click.Choice(["strict", "replace", "skip"]), default="strict", show_default=True, help="What to do with invalid UTF-8 in the corpus.")
+@click.option("--field", "json_field", default=None, help="Read JSON Lines and take the text from this field.")
+@click.option("--force", is_flag=True, help="Overwrite an existing counts file.")
+@click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr (only on a terminal).")
+def count(corpus: tuple[str, ...], out_path: Path, kind: str, lowercase: bool, strip_accents: bool | None,
+          add_prefix_space: bool, workers: int | None, errors: str, json_field: str | None, force: bool, progress: bool) -> None:
+    """Count words once, train many times: write word counts for `train --from-counts`.
+
+    The file starts with a header that records the normaliser and pre-tokeniser settings, so a
+    training run with other settings refuses it instead of silently using it.
+
+    \b
+    Examples:
+      toktools count wiki.txt.gz --model wordpiece -o wiki.counts
+      toktools train wordpiece --from-counts wiki.counts -o my-bert --vocab-size 30000
+    """
+    from toktools import training
+    from toktools.corpus import dumps_counts
+    from toktools.formats import write_files_atomically
+
+    if out_path.exists() and not force:
+        raise ToktoolsError(f"{out_path} already exists; use --force to overwrite")
+    settings = _count_settings(kind, lowercase, strip_accents, add_prefix_space)
+    with _progress(progress) as callback:
+        if kind == "bytebpe":
+            counts = training.count_bytebpe_words(list(corpus), add_prefix_space=add_prefix_space, workers=workers,
+                                                  errors=errors, json_field=json_field, progress=callback)  # type: ignore[arg-type]
+        else:
+            from toktools.bert_text import BertNormalizerConfig
+
+            counts = training.count_wordpiece_words(list(corpus), normalizer=BertNormalizerConfig(lowercase=lowercase, strip_accents=strip_accents),
+                                                    workers=workers, errors=errors, json_field=json_field, progress=callback)  # type: ignore[arg-type]
+    write_files_atomically(out_path.parent if str(out_path.parent) else Path("."), {out_path.name: dumps_counts(counts, kind, settings)})
+    click.echo(f"counted {sum(counts.values())} words ({len(counts)} distinct); wrote {out_path}", err=True)
+
+
+def _count_settings(kind: str, lowercase: bool, strip_accents: bool | None, add_prefix_space: bool) -> dict[str, object]:
+    """The settings a counts file must have been made with (compared on --from-counts)."""
+    if kind == "bytebpe":
+        return {"add_prefix_space": add_prefix_space, "use_regex": True}
+    return {"lowercase": lowercase, "strip_accents": strip_accents, "clean_text": True, "handle_chinese_chars": True}
+
+
+def _load_counts(path: Path, kind: str, expected: dict[str, object]) -> dict[str, int]:
+    from toktools.corpus import read_counts
+
+    found_kind, settings, counts = read_counts(path)
+    if found_kind != kind:
+        raise ToktoolsError(f"{path} holds {found_kind} counts; this is a {kind} training")
+    if settings != expected:
+        differ = ", ".join(f"{k}: file {settings.get(k)!r} vs now {v!r}" for k, v in expected.items() if settings.get(k) != v)
+        raise ToktoolsError(f"{path} was counted with other settings ({differ}); count again or change the options")
+    return counts
