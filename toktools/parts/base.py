@@ -1,0 +1,107 @@
+"""What the parts pass along, and the interface of each kind of part.
+
+A :class:`Piece` is ``tokenizers``' ``NormalizedString`` with character (not byte) alignments:
+normalised text plus, for each of its characters, the span of the original text it came from.
+Offsets of the final tokens are read from those spans, so every part that changes text (a
+normaliser, the byte-level mapping, Metaspace) says where each new character came from.
+
+The common case — text nobody changed — costs nothing: ``spans`` is ``None`` and character
+``i`` stands for ``(base + i, base + i + 1)``.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar, Sequence
+
+Span = tuple[int, int]
+
+
+@dataclass(slots=True)
+class Piece:
+    """Normalised text and where each character came from in the original text."""
+
+    text: str
+    spans: list[Span] | None = None  # None: unchanged text starting at ``base``
+    base: int = 0
+
+    def span_of(self, index: int) -> Span:
+        """Original span of character ``index``."""
+        if self.spans is None:
+            return (self.base + index, self.base + index + 1)
+        return self.spans[index]
+
+    def original(self, start: int, end: int) -> Span:
+        """Original span of ``text[start:end]`` (an empty range maps to an empty span)."""
+        if self.spans is None:
+            return (self.base + start, self.base + end)
+        if start >= end:
+            at = self.spans[start][0] if start < len(self.spans) else (self.spans[-1][1] if self.spans else self.base)
+            return (at, at)
+        return (self.spans[start][0], self.spans[end - 1][1])
+
+    def slice(self, start: int, end: int) -> "Piece":
+        """The characters ``text[start:end]`` with their spans."""
+        if self.spans is None:
+            return Piece(self.text[start:end], None, self.base + start)
+        return Piece(self.text[start:end], self.spans[start:end], self.base)
+
+    def all_spans(self) -> list[Span]:
+        """Explicit spans (materialised for parts that rewrite text)."""
+        if self.spans is None:
+            return [(self.base + i, self.base + i + 1) for i in range(len(self.text))]
+        return self.spans
+
+
+class Part(ABC):
+    """Anything that lives at one place of ``tokenizer.json``. ``type`` is the node's ``type``."""
+
+    #: "normalizer", "pre_tokenizer", "model", "post_processor" or "decoder"
+    category: ClassVar[str] = ""
+    #: the JSON node's "type", e.g. "NFC" or "ByteLevel"
+    type: ClassVar[str] = ""
+
+    @classmethod
+    @abstractmethod
+    def from_json(cls, node: dict[str, Any]) -> "Part":
+        """Build from the ``tokenizer.json`` node (its fields are checked; bad ones raise
+        :class:`~toktools.errors.ToktoolsError` naming the field)."""
+
+    @abstractmethod
+    def to_json(self) -> dict[str, Any]:
+        """The node, equal to what ``tokenizers`` 0.23.3 writes for the same part."""
+
+
+class Normalizer(Part):
+    category = "normalizer"
+
+    @abstractmethod
+    def normalize(self, piece: Piece) -> Piece:
+        """The normalised piece, with a span for every character."""
+
+    def normalize_str(self, text: str) -> str:
+        """``normalize_str``: the text alone, for callers that need no offsets."""
+        return self.normalize(Piece(text)).text
+
+
+class PreTokenizer(Part):
+    category = "pre_tokenizer"
+
+    @abstractmethod
+    def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
+        """Split (and possibly rewrite) every piece, in order; empty pieces are dropped."""
+
+    def pre_tokenize_str(self, text: str) -> list[tuple[str, Span]]:
+        """Like ``tokenizers``' ``pre_tokenize_str``: pieces with their offsets in ``text``."""
+        return [(p.text, p.original(0, len(p.text))) for p in self.pre_tokenize([Piece(text)])]
+
+
+class Decoder(Part):
+    category = "decoder"
+
+    @abstractmethod
+    def decode_chain(self, tokens: list[str]) -> list[str]:
+        """Tokens → tokens, as ``tokenizers``' ``Decoder::decode_chain`` (a Sequence chains them)."""
+
+    def decode(self, tokens: Sequence[str]) -> str:
+        return "".join(self.decode_chain(list(tokens)))

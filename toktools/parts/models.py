@@ -1,0 +1,1 @@
+"""models: see toktools.parts.base."""

@@ -1,0 +1,60 @@
+"""One registry of parts keyed by (category, ``type``): loading ``tokenizer.json`` is looking
+each node's type up here. Modules register their classes with :func:`register` when imported;
+:func:`part_from_json` imports them all first, so callers never need to."""
+from __future__ import annotations
+
+import importlib
+from typing import Any, TypeVar
+
+from toktools.errors import ToktoolsError
+
+CATEGORIES = ("normalizer", "pre_tokenizer", "model", "post_processor", "decoder")
+_PART_MODULES = ("toktools.parts.normalizers", "toktools.parts.pre_tokenizers", "toktools.parts.models",
+                 "toktools.parts.post_processors", "toktools.parts.decoders")
+_REGISTRY: dict[tuple[str, str], type] = {}
+_loaded = False
+
+T = TypeVar("T", bound=type)
+
+
+def register(cls: T) -> T:
+    """Class decorator: make ``cls`` the part for ``(cls.category, cls.type)``."""
+    key = (cls.category, cls.type)  # type: ignore[attr-defined]
+    if key[0] not in CATEGORIES or not key[1]:
+        raise TypeError(f"{cls.__name__}: category and type must be set")
+    if key in _REGISTRY and _REGISTRY[key] is not cls:
+        raise TypeError(f"two parts registered for {key}: {_REGISTRY[key].__name__} and {cls.__name__}")
+    _REGISTRY[key] = cls
+    return cls
+
+
+def _load_all() -> None:
+    global _loaded
+    if not _loaded:
+        for name in _PART_MODULES:
+            importlib.import_module(name)
+        _loaded = True
+
+
+def supported(category: str) -> list[str]:
+    """The ``type`` names toktools knows for one category."""
+    _load_all()
+    return sorted(t for c, t in _REGISTRY if c == category)
+
+
+def part_class(category: str, type_name: str) -> type:
+    _load_all()
+    cls = _REGISTRY.get((category, type_name))
+    if cls is None:
+        raise ToktoolsError(f"unsupported {category.replace('_', '-')} type {type_name!r} "
+                            f"(toktools supports: {', '.join(supported(category))})")
+    return cls
+
+
+def part_from_json(category: str, node: Any) -> Any:
+    """The part for one ``tokenizer.json`` node (``None`` stays ``None``)."""
+    if node is None:
+        return None
+    if not isinstance(node, dict) or not isinstance(node.get("type"), str):
+        raise ToktoolsError(f"tokenizer.json: the {category} must be an object with a \"type\"")
+    return part_class(category, node["type"]).from_json(node)
