@@ -105,3 +105,42 @@ class Decoder(Part):
 
     def decode(self, tokens: Sequence[str]) -> str:
         return "".join(self.decode_chain(list(tokens)))
+
+
+class Model(Part):
+    """Cuts one pre-tokenised word into tokens. Offsets are character offsets inside the word
+    (for byte-level BPE the word is already in byte symbols, one character per byte)."""
+
+    category = "model"
+
+    @abstractmethod
+    def tokenize(self, word: str) -> list[tuple[int, str, int, int]]:
+        """``(id, token, start, end)`` for each token of ``word``."""
+
+    @abstractmethod
+    def get_vocab(self) -> dict[str, int]:
+        """Token → id, without the added tokens."""
+
+    @abstractmethod
+    def token_to_id(self, token: str) -> int | None: ...
+
+    @abstractmethod
+    def id_to_token(self, token_id: int) -> str | None: ...
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.get_vocab())
+
+
+class PostProcessor(Part):
+    """Adds the template's special tokens (``[CLS] A [SEP]``) and merges a pair."""
+
+    category = "post_processor"
+
+    @abstractmethod
+    def added_tokens(self, is_pair: bool) -> int:
+        """How many tokens :meth:`process` adds (truncation leaves room for them)."""
+
+    @abstractmethod
+    def process(self, first: Any, second: Any | None, add_special_tokens: bool = True) -> Any:
+        """``Encoding`` (and optional pair) → the final ``Encoding``."""

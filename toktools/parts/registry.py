@@ -10,6 +10,7 @@ from toktools.errors import ToktoolsError
 
 CATEGORIES = ("normalizer", "pre_tokenizer", "model", "post_processor", "decoder")
 _PART_MODULES = ("toktools.parts.normalizers", "toktools.parts.pre_tokenizers", "toktools.parts.models",
+                 "toktools.parts.wordlevel", "toktools.parts.precompiled", "toktools.parts.unigram",
                  "toktools.parts.post_processors", "toktools.parts.decoders")
 _REGISTRY: dict[tuple[str, str], type] = {}
 _loaded = False

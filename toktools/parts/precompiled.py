@@ -1,0 +1,1 @@
+"""precompiled part (placeholder: being written)."""

@@ -1,0 +1,1 @@
+"""unigram part (placeholder: being written)."""

@@ -1,0 +1,1 @@
+"""wordlevel part (placeholder: being written)."""
