@@ -1,4 +1,5 @@
-"""The BPE merge engine (trainer), the merge-applying encoder, and ``vocab.json``/``merges.txt`` I/O.
+"""The BPE merge engine: the trainer (read :mod:`toktools.bpe_naive` first, the same algorithm
+in its plainest form, which this engine is tested against).
 
 One engine serves both tokenizers of the project: byte-level BPE trains it on byte-symbol words,
 WordPiece on normalised words with a ``##`` continuing-subword prefix. It reproduces
@@ -19,12 +20,14 @@ Data structures (what makes it fast in pure Python):
   positions (the words that contain it) are not stored but found again, when it is merged,
   from a record of the merge that formed it. :class:`_ExactEngine`, a literal port, covers
   the rare runs where a merge reuses a token string.
+
+Applying trained merges to a word lives in :mod:`toktools.bpe_merges`; ``vocab.json`` /
+``merges.txt`` in :mod:`toktools.bpe_files` (both re-exported here for older imports).
 """
 from __future__ import annotations
 
 import heapq
 import itertools
-import json
 import math
 from array import array
 from bisect import bisect_left
@@ -32,13 +35,18 @@ from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
 from itertools import accumulate, chain, compress, islice, pairwise, repeat
 from operator import add, and_, ge, getitem, neg, sub
-from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
+from toktools.bpe_files import (  # noqa: F401  re-exported
+    MERGES_HEADER,
+    dumps_merges_txt,
+    dumps_vocab_json,
+    loads_merges_txt,
+    loads_vocab_json,
+    read_text_file,
+)
+from toktools.bpe_merges import MergeMap, Pair, build_merge_map, merge_symbols  # noqa: F401  re-exported
 from toktools.errors import ToktoolsError
-
-Pair = tuple[int, int]
-MergeMap = dict[Pair, tuple[int, int]]  # (left id, right id) -> (rank, new id)
 
 
 @dataclass
@@ -678,130 +686,3 @@ class _ExactEngine:
                 i += 1
             words[index] = "".join(word)
         self.queue.add(list(formed), formed.values(), pair_counts)
-
-
-# ---------------------------------------------------------------------------------------------
-# Encoding a word with a trained model
-# ---------------------------------------------------------------------------------------------
-
-
-def build_merge_map(
-    vocab: Mapping[str, int], merges: Sequence[tuple[str, str]], continuing_subword_prefix: str | None = None
-) -> MergeMap:
-    """``(left id, right id) -> (rank, new id)``; a pair listed twice keeps its last rank."""
-    prefix_length = len(continuing_subword_prefix or "")
-    merge_map: MergeMap = {}
-    for rank, (a, b) in enumerate(merges):
-        try:
-            merge_map[(vocab[a], vocab[b])] = (rank, vocab[a + b[prefix_length:]])
-        except KeyError as missing:
-            raise ToktoolsError(f"merge {rank + 1} ({a!r} {b!r}) uses a token missing from the vocabulary: {missing}") from None
-    return merge_map
-
-
-def merge_symbols(ids: list[int], merge_map: MergeMap) -> list[tuple[int, int]]:
-    """Merge a word's symbol ids by rank, exactly as ``tokenizers``' ``Word::merge_all``.
-
-    A min-heap of ``(rank, position)``: the lowest rank merges first, ties to the leftmost.
-    Entries made stale by an earlier merge are skipped. Returns ``(token id, index of its first
-    initial symbol)`` per token, so callers get offsets for free.
-    """
-    n = len(ids)
-    get = merge_map.get
-    heap = []
-    for pos in range(n - 1):
-        found = get((ids[pos], ids[pos + 1]))
-        if found is not None:
-            heap.append((found[0], pos, found[1]))
-    if not heap:
-        return list(zip(ids, range(n)))
-    symbols = list(ids)
-    alive = [True] * n
-    previous = list(range(-1, n - 1))
-    following = list(range(1, n + 1))
-    heapq.heapify(heap)
-    while heap:
-        _rank, pos, new_id = heapq.heappop(heap)
-        if not alive[pos]:
-            continue
-        nxt = following[pos]
-        if nxt >= n:
-            continue
-        found = get((symbols[pos], symbols[nxt]))
-        if found is None or found[1] != new_id:
-            continue
-        symbols[pos] = new_id
-        alive[nxt] = False
-        after = following[nxt]
-        following[pos] = after
-        if after < n:
-            previous[after] = pos
-        before = previous[pos]
-        if before >= 0:
-            found = get((symbols[before], new_id))
-            if found is not None:
-                heapq.heappush(heap, (found[0], before, found[1]))
-        if after < n:
-            found = get((new_id, symbols[after]))
-            if found is not None:
-                heapq.heappush(heap, (found[0], pos, found[1]))
-    return [(symbols[i], i) for i in range(n) if alive[i]]
-
-
-def apply_merges(ids: list[int], merge_map: MergeMap) -> list[int]:
-    """The merged ids of one word (see :func:`merge_symbols`)."""
-    return [token_id for token_id, _ in merge_symbols(ids, merge_map)]
-
-
-# ---------------------------------------------------------------------------------------------
-# vocab.json / merges.txt
-# ---------------------------------------------------------------------------------------------
-
-MERGES_HEADER = "#version: 0.2\n"
-
-
-def dumps_vocab_json(vocab: Mapping[str, int]) -> str:
-    """``vocab.json`` exactly as ``tokenizers``' ``save_model``: one line, keys in id order."""
-    ordered = dict(sorted(vocab.items(), key=lambda item: item[1]))
-    return json.dumps(ordered, ensure_ascii=False, separators=(",", ":"))
-
-
-def dumps_merges_txt(merges: Iterable[tuple[str, str]]) -> str:
-    """``merges.txt``: the version header, then ``left right`` per line, every line ending in ``\\n``."""
-    return MERGES_HEADER + "".join(f"{a} {b}\n" for a, b in merges)
-
-
-def loads_vocab_json(text: str, source: str = "vocab.json") -> dict[str, int]:
-    """Parse a ``vocab.json`` (or OpenAI ``encoder.json``) with a readable error on garbage."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ToktoolsError(f"{source}: not valid JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
-    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in data.items()):
-        raise ToktoolsError(f"{source}: expected a JSON object mapping token strings to integer ids")
-    return data
-
-
-def loads_merges_txt(text: str, source: str = "merges.txt") -> list[tuple[str, str]]:
-    """Parse ``merges.txt`` / ``vocab.bpe``: ``#version`` lines skipped, ``a b`` per line."""
-    merges = []
-    for number, line in enumerate(text.split("\n"), start=1):
-        if line.startswith("#version") or not line:
-            continue
-        parts = line.split(" ")
-        if len(parts) != 2:
-            raise ToktoolsError(f"{source}, line {number}: expected two tokens separated by one space, got {line!r}")
-        merges.append((parts[0], parts[1]))
-    return merges
-
-
-def read_text_file(path: Path, what: str) -> str:
-    """A UTF-8 text file, or a :class:`ToktoolsError` that says which file and why."""
-    try:
-        return path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise ToktoolsError(f"{what} not found: {path}") from None
-    except UnicodeDecodeError as err:
-        raise ToktoolsError(f"{path}: not valid UTF-8 at byte {err.start}") from None
-    except OSError as err:
-        raise ToktoolsError(f"cannot read {path}: {err.strerror}") from None

@@ -1,0 +1,58 @@
+"""``vocab.json`` / ``merges.txt`` as ``tokenizers``' ``save_model`` writes them, and reading
+text files with errors that name the file."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from toktools.errors import ToktoolsError
+
+MERGES_HEADER = "#version: 0.2\n"
+
+
+def dumps_vocab_json(vocab: Mapping[str, int]) -> str:
+    """``vocab.json`` exactly as ``tokenizers``' ``save_model``: one line, keys in id order."""
+    ordered = dict(sorted(vocab.items(), key=lambda item: item[1]))
+    return json.dumps(ordered, ensure_ascii=False, separators=(",", ":"))
+
+
+def dumps_merges_txt(merges: Iterable[tuple[str, str]]) -> str:
+    """``merges.txt``: the version header, then ``left right`` per line, every line ending in ``\\n``."""
+    return MERGES_HEADER + "".join(f"{a} {b}\n" for a, b in merges)
+
+
+def loads_vocab_json(text: str, source: str = "vocab.json") -> dict[str, int]:
+    """Parse a ``vocab.json`` (or OpenAI ``encoder.json``) with a readable error on garbage."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ToktoolsError(f"{source}: not valid JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
+    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in data.items()):
+        raise ToktoolsError(f"{source}: expected a JSON object mapping token strings to integer ids")
+    return data
+
+
+def loads_merges_txt(text: str, source: str = "merges.txt") -> list[tuple[str, str]]:
+    """Parse ``merges.txt`` / ``vocab.bpe``: ``#version`` lines skipped, ``a b`` per line."""
+    merges = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if line.startswith("#version") or not line:
+            continue
+        parts = line.split(" ")
+        if len(parts) != 2:
+            raise ToktoolsError(f"{source}, line {number}: expected two tokens separated by one space, got {line!r}")
+        merges.append((parts[0], parts[1]))
+    return merges
+
+
+def read_text_file(path: Path, what: str) -> str:
+    """A UTF-8 text file, or a :class:`ToktoolsError` that says which file and why."""
+    try:
+        return path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise ToktoolsError(f"{what} not found: {path}") from None
+    except UnicodeDecodeError as err:
+        raise ToktoolsError(f"{path}: not valid UTF-8 at byte {err.start}") from None
+    except OSError as err:
+        raise ToktoolsError(f"cannot read {path}: {err.strerror}") from None
