@@ -1,0 +1,82 @@
+"""BPE training in its plainest form: read this before :mod:`toktools.bpe`.
+
+Count every adjacent pair of symbols in every word (weighted by the word's count), merge the
+most frequent pair everywhere, repeat. Ties go to the smallest ``(left id, right id)``, as in
+``tokenizers``' ``BpeTrainer``. The fast engine (:func:`toktools.bpe.train_bpe`) is tested to give
+the same vocabulary and merges; this one recounts everything at every merge, so keep inputs small.
+
+Not covered: ``initial_alphabet`` ties at the ``limit_alphabet`` cut are broken like the engine
+(more frequent, then lower code point); a merge whose token string already exists is undefined
+here: it raises :class:`ReusedToken` (``tokenizers``' result then depends on its bookkeeping,
+which :class:`toktools.bpe._ExactEngine` ports).
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Mapping, Sequence
+
+
+class ReusedToken(Exception):
+    """A merge made a token string that is already in the vocabulary (``ab`` + ``c`` after ``a`` + ``bc``)."""
+
+
+def train_bpe_naive(word_counts: Mapping[str, int], vocab_size: int, min_frequency: int = 0,
+                    special_tokens: Sequence[str] = (), limit_alphabet: int | None = None,
+                    initial_alphabet: Sequence[str] = (), continuing_subword_prefix: str | None = None,
+                    end_of_word_suffix: str | None = None, max_token_length: int | None = None,
+                    ) -> tuple[list[str], list[tuple[str, str]], list[int]]:
+    """``(vocab in id order, merges in rank order, count of each merge)``."""
+    vocab: list[str] = []                                # id -> token string
+    for token in special_tokens:                         # 1. special tokens first, once each
+        if token not in vocab:
+            vocab.append(token)
+    frequency: Counter[str] = Counter()                  # 2. the alphabet: characters by count,
+    for word, count in word_counts.items():              #    initial ones count as infinite,
+        for ch in word:                                  #    the most frequent kept, then sorted
+            frequency[ch] += count                       #    by code point
+    frequency.update({s[0]: math.inf for s in initial_alphabet if s})  # type: ignore[dict-item]
+    kept = sorted(frequency, key=lambda ch: (-frequency[ch], ch))[:limit_alphabet]
+    vocab += [ch for ch in sorted(kept) if ch not in vocab]
+    prefix, suffix = continuing_subword_prefix or "", end_of_word_suffix or ""
+    words = []                                           # 3. words as lists of symbol ids; a
+    for word, count in word_counts.items():              #    character dropped from the alphabet
+        symbols = []                                     #    is skipped; "##c" inside a word and
+        for position, ch in enumerate(word):             #    "c</w>" at its end get ids when first
+            if ch in vocab:                              #    seen
+                symbol = (prefix if position else "") + ch + (suffix if position == len(word) - 1 else "")
+                if symbol not in vocab:
+                    vocab.append(symbol)
+                symbols.append(vocab.index(symbol))
+        words.append((symbols, count))
+    length = [1] * len(vocab)                            # a token's length in initial symbols
+    longest = max(max_token_length or math.inf, 3)       # pairs of initial symbols always pass
+    merges: list[tuple[str, str]] = []
+    counts: list[int] = []
+    while len(vocab) < vocab_size:                       # 4. the merge loop
+        pairs: Counter[tuple[int, int]] = Counter()
+        for symbols, count in words:
+            for pair in zip(symbols, symbols[1:]):
+                if length[pair[0]] + length[pair[1]] < longest:
+                    pairs[pair] += count
+        if not pairs:
+            break
+        best = min(pairs, key=lambda pair: (-pairs[pair], pair))  # highest count, smallest ids
+        if pairs[best] < max(min_frequency, 1):
+            break
+        left, right = vocab[best[0]], vocab[best[1]]         # "##" is dropped from the right part
+        token = left + (right[len(prefix):] if prefix and right.startswith(prefix) else right)
+        if token in vocab:
+            raise ReusedToken(f"merge {left!r} + {right!r} makes {token!r} again")
+        vocab.append(token)
+        length.append(length[best[0]] + length[best[1]])
+        merges.append((left, right))
+        counts.append(pairs[best])
+        new = len(vocab) - 1
+        for symbols, _ in words:                         # merge everywhere, left to right
+            i = 0
+            while i < len(symbols) - 1:
+                if (symbols[i], symbols[i + 1]) == best:
+                    symbols[i:i + 2] = [new]
+                i += 1
+    return vocab, merges, counts
