@@ -68,3 +68,14 @@ def test_transformers_autotokenizer_gives_the_same_ids(name: str, expected_class
     for line in sample_lines()[:300]:
         assert auto(line)["input_ids"] == ours.encode(line).ids, line
     assert auto("first part", "second part")["input_ids"] == ours.encode("first part", "second part").ids
+
+
+def test_shipped_names_are_the_folders_with_a_tokenizer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from toktools.shipped import shipped_names, shipped_path
+
+    assert shipped_names() == sorted(SHIPPED)
+    assert shipped_path("wordpiece-30k") == VOCABS / "wordpiece-30k"
+    for not_a_name in ("no-such-vocab", "", ".", "../vocabs", "wordpiece-30k/vocab.txt"):
+        assert shipped_path(not_a_name) is None
+    monkeypatch.chdir(tmp_path)  # a name is found from any directory
+    assert toktools.load("bytebpe-50k").vocab_size == 50000

@@ -21,8 +21,6 @@ from typing import Any, Mapping
 from toktools.errors import ToktoolsError
 from toktools.tokenizer import Tokenizer
 
-SHIPPED_VOCABS_DIR = Path(__file__).resolve().parent.parent / "vocabs"
-
 
 def dumps_tokenizer_json(document: Mapping[str, Any]) -> str:
     """Pretty-printed like ``Tokenizer.save`` (2-space indent, raw UTF-8)."""
@@ -67,12 +65,14 @@ def _umask() -> int:
 
 
 def resolve(path: str | Path) -> Path:
-    """A path as given, or the name of a vocabulary shipped in ``vocabs/``."""
+    """A path as given, or the name of a vocabulary shipped with toktools (:mod:`toktools.shipped`)."""
     candidate = Path(path)
     if candidate.exists():
         return candidate
-    shipped = SHIPPED_VOCABS_DIR / str(path)
-    if shipped.is_dir():
+    from toktools.shipped import shipped_path
+
+    shipped = shipped_path(str(path))
+    if shipped is not None:
         return shipped
     raise ToktoolsError(f"no tokenizer at {path}: no such file or directory, and not a vocabulary shipped with toktools")
 
