@@ -9,26 +9,41 @@ HuggingFace ``tokenizers``.
 """
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
-
-__version__ = "0.1.0"
-__all__ = ["train_bytebpe", "train_wordpiece", "load", "ToktoolsError", "__version__"]
 
 from toktools.errors import ToktoolsError
 
+__version__ = "0.1.0"
+
+#: The public API imported on first use, name -> module, so that ``import toktools`` and
+#: ``toktools --help`` stay fast. A new public name goes here (and under TYPE_CHECKING below).
+_LAZY = {
+    "load": "toktools.formats",
+    "train_bytebpe": "toktools.training",
+    "train_wordpiece": "toktools.training",
+    "shipped_names": "toktools.shipped",
+    # issue 7: the parts-based Tokenizer and the preset constructors go here, as name -> module
+}
+
+__all__ = ["ToktoolsError", "__version__", *_LAZY]
+
 if TYPE_CHECKING:  # pragma: no cover
     from toktools.formats import load
+    from toktools.shipped import shipped_names
     from toktools.training import train_bytebpe, train_wordpiece
 
 
 def __getattr__(name: str) -> Any:
-    """Import the heavy modules only when used, so ``toktools --help`` starts fast."""
-    if name in ("train_bytebpe", "train_wordpiece"):
-        from toktools import training
+    """Import a public name's module on first use (then it is an ordinary attribute)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'toktools' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
-        return getattr(training, name)
-    if name == "load":
-        from toktools.formats import load
 
-        return load
-    raise AttributeError(f"module 'toktools' has no attribute {name!r}")
+def __dir__() -> list[str]:
+    """The public API, the lazily imported names included, and the module's own dunders."""
+    return sorted(set(__all__) | {name for name in globals() if name.startswith("__")})
