@@ -13,6 +13,8 @@ import json
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from toktools import bpe
 from toktools.bpe_naive import ReusedToken, train_bpe_naive
@@ -74,6 +76,25 @@ def test_most_random_cases_are_compared() -> None:
         except ReusedToken:
             reused += 1
     assert reused < 20
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(word_counts=st.dictionaries(st.text(alphabet="ab中😀#", min_size=1, max_size=7), st.sampled_from([1, 1, 2, 3, 8]),
+                                   min_size=1, max_size=40),
+       vocab_size=st.integers(1, 40), min_frequency=st.integers(0, 4),
+       prefix=st.sampled_from([None, "##"]), suffix=st.sampled_from([None, "</w>"]),
+       max_token_length=st.sampled_from([None, 2, 3, 5]))
+def test_the_engine_equals_the_oracle_for_generated_corpora(word_counts: dict[str, int], vocab_size: int,
+                                                            min_frequency: int, prefix: str | None,
+                                                            suffix: str | None, max_token_length: int | None) -> None:
+    """The same, with hypothesis (which shrinks a failure to a minimal corpus)."""
+    options = {"vocab_size": vocab_size, "min_frequency": min_frequency, "continuing_subword_prefix": prefix,
+               "end_of_word_suffix": suffix, "max_token_length": max_token_length}
+    try:
+        expected = train_bpe_naive(word_counts, **options)
+    except ReusedToken:
+        return
+    assert engine(word_counts, options) == expected
 
 
 def test_ties_go_to_the_smallest_left_then_right_id() -> None:
