@@ -5,10 +5,11 @@ most frequent pair everywhere, repeat. Ties go to the smallest ``(left id, right
 ``tokenizers``' ``BpeTrainer``. The fast engine (:func:`toktools.bpe.train_bpe`) is tested to give
 the same vocabulary and merges; this one recounts everything at every merge, so keep inputs small.
 
-Not covered: ``initial_alphabet`` ties at the ``limit_alphabet`` cut are broken like the engine
-(more frequent, then lower code point); a merge whose token string already exists is undefined
-here: it raises :class:`ReusedToken` (``tokenizers``' result then depends on its bookkeeping,
-which :class:`toktools.bpe._ExactEngine` ports).
+Where ``tokenizers`` itself is not deterministic, this follows the engine's documented choice:
+ties at the ``limit_alphabet`` cut keep the more frequent, then the lower code point; ``##c`` /
+``c</w>`` symbols are numbered in order of first appearance. A merge that makes a token string
+already in the vocabulary raises :class:`ReusedToken`: ``tokenizers``' result then depends on
+its bookkeeping, which :class:`toktools.bpe._ExactEngine` ports.
 """
 from __future__ import annotations
 
@@ -27,33 +28,40 @@ def train_bpe_naive(word_counts: Mapping[str, int], vocab_size: int, min_frequen
                     end_of_word_suffix: str | None = None, max_token_length: int | None = None,
                     ) -> tuple[list[str], list[tuple[str, str]], list[int]]:
     """``(vocab in id order, merges in rank order, count of each merge)``."""
-    vocab: list[str] = []                                # id -> token string
-    for token in special_tokens:                         # 1. special tokens first, once each
+    vocab: list[str] = []  # id -> token string
+    # 1. Special tokens first, once each.
+    for token in special_tokens:
         if token not in vocab:
             vocab.append(token)
-    frequency: Counter[str] = Counter()                  # 2. the alphabet: characters by count,
-    for word, count in word_counts.items():              #    initial ones count as infinite,
-        for ch in word:                                  #    the most frequent kept, then sorted
-            frequency[ch] += count                       #    by code point
+    # 2. The alphabet: characters by count (initial ones count as infinite), the most frequent
+    #    ``limit_alphabet`` kept, then sorted by code point.
+    frequency: Counter[str] = Counter()
+    for word, count in word_counts.items():
+        for ch in word:
+            frequency[ch] += count
     frequency.update({s[0]: math.inf for s in initial_alphabet if s})  # type: ignore[dict-item]
     kept = sorted(frequency, key=lambda ch: (-frequency[ch], ch))[:limit_alphabet]
     vocab += [ch for ch in sorted(kept) if ch not in vocab]
+    # 3. Words as lists of symbol ids: a character outside the alphabet is skipped; "##c" inside
+    #    a word and "c</w>" at its end are added to the vocabulary when first seen.
     prefix, suffix = continuing_subword_prefix or "", end_of_word_suffix or ""
-    words = []                                           # 3. words as lists of symbol ids; a
-    for word, count in word_counts.items():              #    character dropped from the alphabet
-        symbols = []                                     #    is skipped; "##c" inside a word and
-        for position, ch in enumerate(word):             #    "c</w>" at its end get ids when first
-            if ch in vocab:                              #    seen
+    words = []
+    for word, count in word_counts.items():
+        symbols = []
+        for position, ch in enumerate(word):
+            if ch in vocab:
                 symbol = (prefix if position else "") + ch + (suffix if position == len(word) - 1 else "")
                 if symbol not in vocab:
                     vocab.append(symbol)
                 symbols.append(vocab.index(symbol))
         words.append((symbols, count))
-    length = [1] * len(vocab)                            # a token's length in initial symbols
-    longest = max(max_token_length or math.inf, 3)       # pairs of initial symbols always pass
+    # 4. The merge loop. max_token_length: a merged token must be shorter (in initial symbols),
+    #    but two initial symbols may always merge.
+    length = [1] * len(vocab)
+    longest = max(max_token_length or math.inf, 3)
     merges: list[tuple[str, str]] = []
     counts: list[int] = []
-    while len(vocab) < vocab_size:                       # 4. the merge loop
+    while len(vocab) < vocab_size:
         pairs: Counter[tuple[int, int]] = Counter()
         for symbols, count in words:
             for pair in zip(symbols, symbols[1:]):
@@ -61,10 +69,10 @@ def train_bpe_naive(word_counts: Mapping[str, int], vocab_size: int, min_frequen
                     pairs[pair] += count
         if not pairs:
             break
-        best = min(pairs, key=lambda pair: (-pairs[pair], pair))  # highest count, smallest ids
+        best = min(pairs, key=lambda pair: (-pairs[pair], pair))  # highest count, then smallest ids
         if pairs[best] < max(min_frequency, 1):
             break
-        left, right = vocab[best[0]], vocab[best[1]]         # "##" is dropped from the right part
+        left, right = vocab[best[0]], vocab[best[1]]  # the new token drops the right part's "##"
         token = left + (right[len(prefix):] if prefix and right.startswith(prefix) else right)
         if token in vocab:
             raise ReusedToken(f"merge {left!r} + {right!r} makes {token!r} again")
@@ -73,7 +81,7 @@ def train_bpe_naive(word_counts: Mapping[str, int], vocab_size: int, min_frequen
         merges.append((left, right))
         counts.append(pairs[best])
         new = len(vocab) - 1
-        for symbols, _ in words:                         # merge everywhere, left to right
+        for symbols, _ in words:  # merge everywhere, left to right
             i = 0
             while i < len(symbols) - 1:
                 if (symbols[i], symbols[i + 1]) == best:
