@@ -2,9 +2,10 @@
 data, and in a fresh environment the README's main job runs from any directory.
 
 The wheel is built from a copy of the project (so no ``build/`` or ``*.egg-info`` lands in the
-checkout) with the machine's setuptools, and installed with ``--no-deps`` into a venv made with
-``--system-site-packages``: ``tokenizers``, ``click``, ``rich`` and ``regex`` come from this
-environment, and nothing is downloaded. About 10 s; ``-m 'not wheel'`` deselects it.
+checkout) with this environment's setuptools, and installed with ``--no-deps`` into a fresh venv
+that sees this environment's ``tokenizers``, ``click``, ``rich`` and ``regex`` through a ``.pth``
+file (``--system-site-packages`` would miss them when this environment is itself a venv): nothing
+is downloaded. About 10 s; ``-m 'not wheel'`` deselects it.
 """
 from __future__ import annotations
 
@@ -65,6 +66,18 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
+def dependency_dirs() -> list[str]:
+    """The directories this environment imports toktools' runtime dependencies from."""
+    found = []
+    for name in ("tokenizers", "click", "rich", "regex"):
+        spec = importlib.util.find_spec(name)
+        assert spec is not None and spec.submodule_search_locations, f"{name} is not installed"
+        directory = str(Path(list(spec.submodule_search_locations)[0]).parent)
+        if directory not in found:
+            found.append(directory)
+    return found
+
+
 @pytest.fixture(scope="module")
 def venv_bin(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh venv with the wheel installed; returns its scripts directory."""
@@ -72,9 +85,13 @@ def venv_bin(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     scripts = root / ("Scripts" if os.name == "nt" else "bin")
     pip_version = tuple(int(p) for p in metadata.version("pip").split(".")[:2] if p.isdigit())
     with_pip = pip_version < (22, 3)  # older pip cannot install into another interpreter (--python)
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", *([] if with_pip else ["--without-pip"]),
-                    str(root)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", *([] if with_pip else ["--without-pip"]), str(root)], check=True)
     python = str(scripts / "python")
+    site_packages = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                   capture_output=True, text=True, check=True, env=clean_env()).stdout.strip()
+    # after the venv's own site-packages on sys.path; .pth files in those directories are not run,
+    # so this environment's own toktools (an editable install's finder) stays out
+    (Path(site_packages) / "toktools_test_dependencies.pth").write_text("\n".join(dependency_dirs()) + "\n")
     # --force-reinstall: the machine's own toktools (same version) must not satisfy the request
     install = ("install", "--no-deps", "--no-index", "--force-reinstall", str(wheel))
     if with_pip:
