@@ -112,7 +112,7 @@ class MaskingInfo:
     def word_starts(self, ids: "np.ndarray", continuations: "np.ndarray | None" = None) -> "np.ndarray":
         """For ids of shape ``(..., length)``: True where a word starts. A token after a special
         token or at position 0 always starts one; ``continuations`` (e.g. from a Chinese word
-        segmenter) turns starts into continuations. Special tokens are never starts."""
+        segmenter) turns marked starts into continuations. Special tokens are never starts."""
         import numpy as np
 
         if self.rule is None:
@@ -120,13 +120,10 @@ class MaskingInfo:
         before = np.zeros(ids.shape, dtype=bool)
         before[..., 0] = True
         before[..., 1:] = self.special[ids[..., :-1]] | self.ends_word[ids[..., :-1]]
-        if self.rule[0] == "continuation":
-            starts = ~self.marks_continuation[ids] | before
-        else:
-            starts = self.marks_start[ids] | before
+        starts = ~self.marks_continuation[ids] if self.rule[0] == "continuation" else self.marks_start[ids]
         if continuations is not None:
-            starts &= ~continuations
-        return starts & ~self.special[ids]
+            starts = starts & ~continuations
+        return (starts | before) & ~self.special[ids]
 
 
 def masking_info(tokenizer: "Tokenizer", *, require_mask: bool = True) -> MaskingInfo:
