@@ -41,6 +41,13 @@ Where this differs from google-research/bert (and ALBERT), point by point:
    TFRecords are); labels are per position (-100 where not masked) instead of BERT's
    ``masked_lm_positions`` / ``masked_lm_ids`` / ``masked_lm_weights``.
 7. ``mlm+nsp`` with a single document is refused (there is no other document for a negative).
+8. Whole words come from the vocabulary's markers (see :class:`toktools.masking.MaskingInfo`), so a
+   byte-level BPE sentence encoded without a prefix space starts with a token that has no ``Ġ``:
+   inside a packed block, that first word joins the last word of the sentence before it unless a
+   special token separates them. WordPiece (``##``) has no such case.
+
+Like BERT, the whole corpus is held in memory while examples are made (as int32 token ids, 4
+bytes a token, plus one offset per sentence).
 """
 from __future__ import annotations
 
