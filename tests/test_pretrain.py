@@ -51,6 +51,15 @@ def corpus(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def small_corpus(corpus, tmp_path_factory) -> Path:
+    """The first 30 sentences of each of the first 8 documents (for the slower byte-level runs)."""
+    documents = corpus.read_text(encoding="utf-8").split("\n\n")[:8]
+    path = tmp_path_factory.mktemp("small") / "wiki-small.txt"
+    path.write_text("\n\n".join("\n".join(d.splitlines()[:30]) for d in documents) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
 def encoded(corpus):
     tokenizer = load("wordpiece-30k")
     return tokenizer, encode_documents(iter_documents(expand_sources([str(corpus)])), tokenizer, workers=1)
@@ -124,7 +133,8 @@ def test_sop_file_rows_are_the_document_in_order_or_swapped(corpus, tmp_path, en
 
 
 @pytest.mark.parametrize("objective", ["mlm", "mlm+nsp", "mlm+sop"])
-def test_no_example_exceeds_max_length_and_pad_fills_it(corpus, tmp_path, objective):
+def test_no_example_exceeds_max_length_and_pad_fills_it(small_corpus, tmp_path, objective):
+    corpus = small_corpus
     out = tmp_path / "out.parquet"
     assert run("pretrain-data", str(corpus), "-t", "bytebpe-50k", "-o", str(out), "--objective", objective,
                "--max-length", "24", "--workers", "1").exit_code == 0
@@ -238,7 +248,8 @@ def test_json_lines_documents(tmp_path):
     assert json.loads(result.stdout)["documents"] == 2 and json.loads(result.stdout)["sentences"] == 4
 
 
-def test_written_file_loads_with_datasets_and_the_collator(corpus, tmp_path, monkeypatch):
+def test_written_file_loads_with_datasets_and_the_collator(small_corpus, tmp_path, monkeypatch):
+    corpus = small_corpus
     datasets = pytest.importorskip("datasets", reason="datasets is not installed: read back with pyarrow only")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
