@@ -18,7 +18,7 @@ from conftest import corpus_path, read_corpus_sample, ref_vocab_dir
 from toktools.cli import main
 from toktools.corpus import expand_sources
 from toktools.formats import load
-from toktools.masking import MaskingCollator, masking_info
+from toktools.masking import MaskingCollator, masking_info, pad_batch
 from toktools.pretrain import encode_documents, iter_documents, pack_blocks, pair_instances, truncate_seq_pair
 
 pq = pytest.importorskip("pyarrow.parquet")
@@ -303,3 +303,26 @@ def test_existing_output_needs_force(corpus, tmp_path):
     out.write_bytes(b"keep me")
     assert_clean_error(run("pretrain-data", str(corpus), "-t", "wordpiece-30k", "-o", str(out)), "--force")
     assert out.read_bytes() == b"keep me"
+
+
+def test_a_byte_level_sentence_start_is_a_word_start(tmp_path):
+    """Byte-level BPE encodes each sentence without a leading Ġ; its first word must not join the
+    last word of the sentence before it when blocks are packed."""
+    source = tmp_path / "two.txt"
+    source.write_text("The cat sat.\nThe dog ran.\n", encoding="utf-8")
+    out = tmp_path / "dyn.parquet"
+    assert run("pretrain-data", str(source), "-t", "bytebpe-50k", "-o", str(out), "--dynamic", "--whole-word", "pieces",
+               "--max-length", "64").exit_code == 0
+    row = pq.read_table(out).to_pylist()[0]
+    tokenizer = load("bytebpe-50k")
+    tokens = [tokenizer.id_to_token(i) for i in row["input_ids"]]
+    assert tokens == ["<s>", "The", "Ġcat", "Ġsat", ".", "The", "Ġdog", "Ġran", ".", "</s>"]
+    assert row["sentence_starts"] == [1, 5]
+    info = masking_info(tokenizer)
+    ids = np.array(row["input_ids"])
+    starts = np.zeros(len(ids), dtype=bool)
+    starts[row["sentence_starts"]] = True
+    assert not info.word_starts(ids)[5]  # by the markers alone, the second "The" continues "."
+    assert info.word_starts(ids, starts=starts)[5]
+    batch = pad_batch([row], info)
+    assert batch["sentence_starts"][0].tolist() == starts.tolist()

@@ -109,10 +109,12 @@ class MaskingInfo:
             bad = int(ids.max()) if int(ids.max()) >= self.size else int(ids.min())
             raise ToktoolsError(f"token id {bad} is outside the tokenizer's vocabulary (0..{self.size - 1})")
 
-    def word_starts(self, ids: "np.ndarray", continuations: "np.ndarray | None" = None) -> "np.ndarray":
+    def word_starts(self, ids: "np.ndarray", continuations: "np.ndarray | None" = None,
+                    starts: "np.ndarray | None" = None) -> "np.ndarray":
         """For ids of shape ``(..., length)``: True where a word starts. A token after a special
         token or at position 0 always starts one; ``continuations`` (e.g. from a Chinese word
-        segmenter) turns marked starts into continuations. Special tokens are never starts."""
+        segmenter) turns marked starts into continuations; ``starts`` (e.g. where a sentence
+        begins) forces starts. Special tokens are never starts."""
         import numpy as np
 
         if self.rule is None:
@@ -120,10 +122,12 @@ class MaskingInfo:
         before = np.zeros(ids.shape, dtype=bool)
         before[..., 0] = True
         before[..., 1:] = self.special[ids[..., :-1]] | self.ends_word[ids[..., :-1]]
-        starts = ~self.marks_continuation[ids] if self.rule[0] == "continuation" else self.marks_start[ids]
+        marked = ~self.marks_continuation[ids] if self.rule[0] == "continuation" else self.marks_start[ids]
         if continuations is not None:
-            starts = starts & ~continuations
-        return (starts | before) & ~self.special[ids]
+            marked = marked & ~continuations
+        if starts is not None:
+            marked = marked | starts
+        return (marked | before) & ~self.special[ids]
 
 
 def masking_info(tokenizer: "Tokenizer", *, require_mask: bool = True) -> MaskingInfo:
@@ -213,6 +217,7 @@ def mask_tokens(
     max_predictions: int | None = None,
     whole_word: bool = False,
     continuations: "np.ndarray | None" = None,
+    starts: "np.ndarray | None" = None,
     mask_replace_prob: float = 0.8,
     random_replace_prob: float = 0.1,
 ) -> MaskedSequence:
@@ -222,7 +227,9 @@ def mask_tokens(
     ``max_predictions``), candidates being every non-special token. With ``whole_word`` the
     candidates are words (a start token and its continuations, see :meth:`MaskingInfo.word_starts`),
     taken in random order and skipped when a word would overshoot the count, as BERT does.
-    ``continuations`` marks extra tokens that continue a word (Chinese whole-word masking).
+    ``continuations`` marks extra tokens that continue a word (Chinese whole-word masking);
+    ``starts`` marks tokens that start one whatever they look like (the first token of a
+    sentence, which in byte-level BPE has no ``Ġ``).
 
     Differences from BERT: the count is taken over the candidates, not over the whole sequence
     with ``[CLS]``/``[SEP]`` (so the masked share of text tokens is ``mask_prob``, not slightly
@@ -244,7 +251,7 @@ def mask_tokens(
     if max_predictions is not None:
         target = min(target, max_predictions)
     if whole_word:
-        chosen = _choose_words(ids, info, rng, target, continuations, candidates)
+        chosen = _choose_words(ids, info, rng, target, info.word_starts(ids, continuations, starts), candidates)
     else:
         positions = np.flatnonzero(candidates)
         chosen = np.sort(rng.permutation(positions)[:target])
@@ -259,13 +266,12 @@ def mask_tokens(
 
 
 def _choose_words(ids: "np.ndarray", info: MaskingInfo, rng: "np.random.Generator", target: int,
-                  continuations: "np.ndarray | None", candidates: "np.ndarray") -> "np.ndarray":
+                  starts: "np.ndarray", candidates: "np.ndarray") -> "np.ndarray":
     """Positions of whole words, picked in random order until ``target`` tokens are covered; a
     word that would overshoot is skipped (BERT's ``len(masked_lms) + len(index_set) >
     num_to_predict: continue``)."""
     import numpy as np
 
-    starts = info.word_starts(ids, continuations)
     word_of = np.cumsum(starts) - 1  # index of the word each token belongs to
     word_of[~candidates] = -1
     start_positions = np.flatnonzero(starts)
@@ -297,7 +303,8 @@ class MaskingCollator:
     Examples are lists/arrays of ids or dicts with ``input_ids`` (and optionally
     ``token_type_ids``, ``attention_mask``, ``special_tokens_mask``, ``chinese_ref`` — positions
     that continue a Chinese word, as transformers' former ``DataCollatorForWholeWordMask`` read
-    them — and scalar labels such as ``next_sentence_label``, passed through).
+    them —, ``sentence_starts`` — positions that start a word whatever the token looks like — and
+    scalar labels such as ``next_sentence_label``, passed through).
 
     Each non-special token is chosen with probability ``mlm_probability``; with ``whole_word``
     each word start is chosen with that probability and takes its whole word along (transformers'
@@ -349,7 +356,8 @@ class MaskingCollator:
         batch = pad_batch(examples, self.info, self.pad_to_multiple_of)
         special = batch.pop("special_tokens_mask")
         continuations = batch.pop("chinese_ref", None)
-        batch["input_ids"], batch["labels"] = self.mask(batch["input_ids"], special, continuations)
+        starts = batch.pop("sentence_starts", None)
+        batch["input_ids"], batch["labels"] = self.mask(batch["input_ids"], special, continuations, starts)
         if self.return_tensors == "pt":
             import torch
 
@@ -357,7 +365,8 @@ class MaskingCollator:
         return batch
 
     def mask(self, input_ids: "np.ndarray", special: "np.ndarray | None" = None,
-             continuations: "np.ndarray | None" = None) -> tuple["np.ndarray", "np.ndarray"]:
+             continuations: "np.ndarray | None" = None, starts: "np.ndarray | None" = None
+             ) -> tuple["np.ndarray", "np.ndarray"]:
         """Mask a padded ``(batch, length)`` array; returns new ``(input_ids, labels)``."""
         import numpy as np
 
@@ -368,7 +377,7 @@ class MaskingCollator:
         if special is not None:
             blocked |= special.astype(bool)
         if self.whole_word:
-            starts = self.info.word_starts(inputs, continuations) & ~blocked
+            starts = self.info.word_starts(inputs, continuations, starts) & ~blocked
             chosen_starts = (rng.random(inputs.shape) < self.mlm_probability) & starts
             words = np.cumsum(starts, axis=1) + np.arange(inputs.shape[0])[:, None] * (inputs.shape[1] + 1)
             picked = np.zeros(inputs.size + inputs.shape[0] + 1, dtype=bool)
@@ -388,12 +397,17 @@ class MaskingCollator:
         return inputs, labels
 
 
+#: Per-example lists of positions: tokens that continue a Chinese word, and tokens that begin a
+#: sentence (so a word), both as ``toktools pretrain-data --dynamic --whole-word`` writes them.
+_POSITION_LISTS = ("chinese_ref", "sentence_starts")
+
+
 def pad_batch(examples: Sequence[Any], tokenizer_or_info: "Tokenizer | MaskingInfo",
               pad_to_multiple_of: int | None = None) -> dict[str, "np.ndarray"]:
     """Pad examples (id lists or dicts) to the longest one: ``input_ids`` with the pad token,
     ``attention_mask`` and ``token_type_ids`` with 0, ``labels`` with -100; ``special_tokens_mask``
-    marks padding (and the example's own mask if given); ``chinese_ref`` positions become a
-    boolean array; other scalar fields are stacked. Also the collator for statically masked data."""
+    marks padding (and the example's own mask if given); ``chinese_ref`` and
+    ``sentence_starts`` positions become boolean arrays; other scalar fields are stacked. Also the collator for statically masked data."""
     import numpy as np
 
     info = _info(tokenizer_or_info)
@@ -421,13 +435,14 @@ def pad_batch(examples: Sequence[Any], tokenizer_or_info: "Tokenizer | MaskingIn
             elif name == "special_tokens_mask":
                 array[i, : lengths[i]] = 0
         out[name] = array
-    if "chinese_ref" in rows[0]:
-        refs = np.zeros((len(rows), width), dtype=bool)
-        for i, row in enumerate(rows):
-            refs[i, np.asarray(row["chinese_ref"], dtype=np.int64)] = True
-        out["chinese_ref"] = refs
+    for name in _POSITION_LISTS:
+        if name in rows[0]:
+            marks = np.zeros((len(rows), width), dtype=bool)
+            for i, row in enumerate(rows):
+                marks[i, np.asarray(row[name], dtype=np.int64)] = True
+            out[name] = marks
     for name, value in rows[0].items():
-        if name not in out and name not in fills and name != "chinese_ref" and not isinstance(value, (list, tuple, np.ndarray)):
+        if name not in out and name not in fills and not isinstance(value, (list, tuple, np.ndarray)):
             out[name] = np.array([row[name] for row in rows], dtype=np.int64)
     return out
 

@@ -41,10 +41,10 @@ Where this differs from google-research/bert (and ALBERT), point by point:
    TFRecords are); labels are per position (-100 where not masked) instead of BERT's
    ``masked_lm_positions`` / ``masked_lm_ids`` / ``masked_lm_weights``.
 7. ``mlm+nsp`` with a single document is refused (there is no other document for a negative).
-8. Whole words come from the vocabulary's markers (see :class:`toktools.masking.MaskingInfo`), so a
-   byte-level BPE sentence encoded without a prefix space starts with a token that has no ``Ġ``:
-   inside a packed block, that first word joins the last word of the sentence before it unless a
-   special token separates them. WordPiece (``##``) has no such case.
+8. Whole words come from the vocabulary's markers (see :class:`toktools.masking.MaskingInfo`) plus
+   the sentence boundaries: a byte-level BPE sentence is encoded without a leading ``Ġ``, so its
+   first token is marked as a word start explicitly (with ``--dynamic``, in a ``sentence_starts``
+   column of positions that the collator reads, next to ``chinese_ref`` for Chinese words).
 
 Like BERT, the whole corpus is held in memory while examples are made (as int32 token ids, 4
 bytes a token, plus one offset per sentence).
@@ -459,8 +459,8 @@ def _rows_for(units: Sequence[tuple[int, int]]) -> tuple[list[dict[str, Any]], i
             for span in job.blocks[unit]:
                 parts.append(np.array([info.sep_id], dtype=np.int64) if span is None else corpus.ids[span[0]:span[1]].astype(np.int64))
             parts.append(np.array([info.sep_id], dtype=np.int64))
-            rows.append(_finish(np.concatenate(parts), None, _continuations(corpus, [None, *job.blocks[unit], None]),
-                                None, info, settings, rng))
+            marks = _word_marks(corpus, [None, *job.blocks[unit], None], settings)
+            rows.append(_finish(np.concatenate(parts), None, marks, None, info, settings, rng))
         else:
             pairs, missed = pair_instances(corpus, unit, rng, settings.max_length, settings.short_seq_prob, settings.objective)
             skipped += missed
@@ -469,34 +469,58 @@ def _rows_for(units: Sequence[tuple[int, int]]) -> tuple[list[dict[str, Any]], i
                 ids = np.concatenate([[info.cls_id], corpus.ids[a0:a1], [info.sep_id], corpus.ids[b0:b1], [info.sep_id]]).astype(np.int64)
                 types = np.zeros(len(ids), dtype=np.int64)
                 types[a1 - a0 + 2:] = 1
-                continuations = _continuations(corpus, [None, pair.a, None, pair.b, None])
-                rows.append(_finish(ids, types, continuations, pair.label, info, settings, rng))
+                marks = _word_marks(corpus, [None, pair.a, None, pair.b, None], settings)
+                rows.append(_finish(ids, types, marks, pair.label, info, settings, rng))
     return rows, skipped
 
 
-def _continuations(corpus: EncodedCorpus, spans: Sequence[Span | None]) -> "np.ndarray | None":
-    """The Chinese-word continuation flags of a row (False on special tokens)."""
+#: (continuations, sentence starts) of a row: where a token continues a Chinese word, where a
+#: sentence begins; None when whole words are off.
+_Marks = tuple["np.ndarray | None", "np.ndarray | None"]
+
+
+def _word_marks(corpus: EncodedCorpus, spans: Sequence[Span | None], settings: PretrainSettings) -> _Marks:
+    """Word marks of a row made of ``spans`` (``None``: one special token). A sentence's first
+    token starts a word even when it carries no marker (byte-level BPE encodes a sentence without
+    a leading ``Ġ``); special tokens get no mark."""
     import numpy as np
 
-    if corpus.continuations is None:
-        return None
-    return np.concatenate([np.zeros(1, dtype=bool) if s is None else corpus.continuations[s[0]:s[1]] for s in spans])
+    if settings.whole_word == "off":
+        return None, None
+    starts = []
+    for span in spans:
+        if span is None:
+            starts.append(np.zeros(1, dtype=bool))
+            continue
+        flags = np.zeros(span[1] - span[0], dtype=bool)
+        bounds = corpus.sentence_bounds
+        first, last = np.searchsorted(bounds, span[0], "left"), np.searchsorted(bounds, span[1], "left")
+        flags[bounds[first:last] - span[0]] = True
+        starts.append(flags)
+    continuations = None
+    if corpus.continuations is not None:
+        continuations = np.concatenate([np.zeros(1, dtype=bool) if s is None else corpus.continuations[s[0]:s[1]]
+                                        for s in spans])
+    return continuations, np.concatenate(starts)
 
 
-def _finish(ids: "np.ndarray", types: "np.ndarray | None", continuations: "np.ndarray | None", label: int | None,
+def _finish(ids: "np.ndarray", types: "np.ndarray | None", marks: _Marks, label: int | None,
             info: "MaskingInfo", settings: PretrainSettings, rng: "np.random.Generator") -> dict[str, Any]:
     import numpy as np
 
     from toktools.masking import mask_tokens
 
+    continuations, starts = marks
     row: dict[str, Any] = {}
     if settings.dynamic:
         row["input_ids"] = ids
         if continuations is not None:
             row["chinese_ref"] = np.flatnonzero(continuations)
+        if starts is not None:
+            row["sentence_starts"] = np.flatnonzero(starts)
     else:
         masked = mask_tokens(ids, info, rng, settings.mask_prob, settings.max_predictions,
-                             whole_word=settings.whole_word != "off", continuations=continuations,
+                             whole_word=settings.whole_word != "off", continuations=continuations, starts=starts,
                              mask_replace_prob=settings.mask_replace_prob, random_replace_prob=settings.random_replace_prob)
         row["input_ids"] = masked.input_ids
         row["labels"] = masked.labels
@@ -664,6 +688,8 @@ class _ParquetRows:
             columns.append((settings.label_name, pa.int64()))
         if settings.dynamic and settings.whole_word == "zh":
             columns.append(("chinese_ref", pa.list_(pa.int32())))
+        if settings.dynamic and settings.whole_word != "off":
+            columns.append(("sentence_starts", pa.list_(pa.int32())))
         self.schema = pa.schema(columns, metadata={"toktools": metadata})
         self.pa = pa
         import pyarrow.parquet as pq
