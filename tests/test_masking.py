@@ -260,3 +260,4 @@ def test_pad_batch_pads_labels_with_minus_100_and_passes_scalar_labels():
     assert batch["labels"].tolist() == [[-100, 9000, -100], [-100, -100, -100]]
     assert batch["attention_mask"].tolist() == [[1, 1, 1], [1, 1, 0]]
     assert batch["next_sentence_label"].tolist() == [1, 0]
+    assert set(batch) == {"input_ids", "labels", "attention_mask", "next_sentence_label"}  # ready for a model

@@ -353,7 +353,7 @@ class MaskingCollator:
         return self._rng
 
     def __call__(self, examples: Sequence[Any]) -> dict[str, Any]:
-        batch = pad_batch(examples, self.info, self.pad_to_multiple_of)
+        batch = pad_batch(examples, self.info, self.pad_to_multiple_of, special_tokens_mask=True)
         special = batch.pop("special_tokens_mask")
         continuations = batch.pop("chinese_ref", None)
         starts = batch.pop("sentence_starts", None)
@@ -403,11 +403,11 @@ _POSITION_LISTS = ("chinese_ref", "sentence_starts")
 
 
 def pad_batch(examples: Sequence[Any], tokenizer_or_info: "Tokenizer | MaskingInfo",
-              pad_to_multiple_of: int | None = None) -> dict[str, "np.ndarray"]:
+              pad_to_multiple_of: int | None = None, special_tokens_mask: bool = False) -> dict[str, "np.ndarray"]:
     """Pad examples (id lists or dicts) to the longest one: ``input_ids`` with the pad token,
-    ``attention_mask`` and ``token_type_ids`` with 0, ``labels`` with -100; ``special_tokens_mask``
-    marks padding (and the example's own mask if given); ``chinese_ref`` and
-    ``sentence_starts`` positions become boolean arrays; other scalar fields are stacked. Also the collator for statically masked data."""
+    ``attention_mask`` and ``token_type_ids`` with 0, ``labels`` with -100; ``chinese_ref`` and
+    ``sentence_starts`` positions become boolean arrays; other scalar fields are stacked. With
+    ``special_tokens_mask=True`` that array marks padding (and the example's own mask if given). Also the collator for statically masked data."""
     import numpy as np
 
     info = _info(tokenizer_or_info)
@@ -424,6 +424,8 @@ def pad_batch(examples: Sequence[Any], tokenizer_or_info: "Tokenizer | MaskingIn
              "labels": -100, "special_tokens_mask": 1}
     out: dict[str, np.ndarray] = {}
     for name, fill in fills.items():
+        if name == "special_tokens_mask" and not special_tokens_mask:
+            continue
         if name not in rows[0] and name not in ("attention_mask", "special_tokens_mask"):
             continue
         array = np.full((len(rows), width), fill, dtype=np.int64)
@@ -521,13 +523,5 @@ def _is_chinese(ch: str) -> bool:
             or 0x2B740 <= cp <= 0x2B81F or 0x2B820 <= cp <= 0x2CEAF or 0xF900 <= cp <= 0xFAFF or 0x2F800 <= cp <= 0x2FA1F)
 
 
-def describe_rule(info: MaskingInfo) -> str:
-    """A short human description of the word rule, for summaries."""
-    if info.rule is None:
-        return "none"
-    kind, marker = info.rule
-    return f"pieces after the first start with {marker!r}" if kind == "continuation" else f"words start with {marker!r}"
-
-
 __all__ = ["MaskingInfo", "MaskedSequence", "MaskingCollator", "ChineseWords", "masking_info", "mask_tokens",
-           "pad_batch", "word_rule", "describe_rule"]
+           "pad_batch", "word_rule"]
