@@ -7,7 +7,10 @@ blank line between articles), written by the tests; outputs are read back with p
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -226,15 +229,23 @@ def test_chinese_whole_words_with_jieba(tmp_path):
                 assert (labels[position] != -100) == (labels[position - 1] != -100)
 
 
-def test_same_output_for_any_worker_count(corpus, tmp_path):
+def test_same_output_for_any_worker_count_and_hash_seed(corpus, tmp_path):
+    args = ["pretrain-data", str(corpus), "-t", "wordpiece-30k", "--objective", "mlm+nsp", "--max-length", "64",
+            "--whole-word", "pieces", "--seed", "9"]
     outputs = []
     for workers in ("1", "2"):
         out = tmp_path / f"w{workers}.parquet"
-        result = run("pretrain-data", str(corpus), "-t", "wordpiece-30k", "-o", str(out), "--objective", "mlm+nsp",
-                     "--max-length", "64", "--whole-word", "pieces", "--workers", workers, "--seed", "9")
+        result = run(*args, "-o", str(out), "--workers", workers)
         assert result.exit_code == 0, result.stderr
         outputs.append(out.read_bytes())
-    assert outputs[0] == outputs[1]
+    other = tmp_path / "hashseed.parquet"
+    subprocess.run([sys.executable, "-m", "toktools.cli", *args, "-o", str(other), "--workers", "2"], check=True,
+                   env={**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    outputs.append(other.read_bytes())
+    assert outputs[0] == outputs[1] == outputs[2]
+    different_seed = tmp_path / "seed10.parquet"
+    assert run(*args[:-1], "10", "-o", str(different_seed), "--workers", "1").exit_code == 0
+    assert different_seed.read_bytes() != outputs[0]
 
 
 def test_json_lines_documents(tmp_path):
