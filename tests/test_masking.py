@@ -261,3 +261,27 @@ def test_pad_batch_pads_labels_with_minus_100_and_passes_scalar_labels():
     assert batch["attention_mask"].tolist() == [[1, 1, 1], [1, 1, 0]]
     assert batch["next_sentence_label"].tolist() == [1, 0]
     assert set(batch) == {"input_ids", "labels", "attention_mask", "next_sentence_label"}  # ready for a model
+
+
+def test_bert_sampler_invariants_on_any_ids():
+    """Property: for any ids, the count is round(candidates × p) (capped), specials stay, and a
+    label is always the original id."""
+    from hypothesis import given, settings, strategies as st
+
+    info = masking_info(load("wordpiece-30k"))
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(st.integers(0, info.size - 1), min_size=1, max_size=300), st.floats(0.01, 1.0),
+           st.one_of(st.none(), st.integers(1, 50)), st.booleans(), st.integers(0, 2**32 - 1))
+    def check(ids, p, cap, whole, seed):
+        ids = np.array(ids)
+        masked = mask_tokens(ids, info, np.random.default_rng(seed), p, cap, whole_word=whole)
+        chosen = masked.labels != -100
+        candidates = int((~info.special[ids]).sum())
+        target = 0 if candidates == 0 else min(max(1, int(candidates * p + 0.5)), cap or candidates)
+        assert chosen.sum() == target if not whole else chosen.sum() <= target
+        assert (masked.labels[chosen] == ids[chosen]).all()
+        assert (masked.input_ids[info.special[ids]] == ids[info.special[ids]]).all()
+        assert not info.special[masked.input_ids[chosen & (masked.input_ids != info.mask_id)]].any()
+
+    check()
