@@ -39,7 +39,6 @@ if TYPE_CHECKING:  # pragma: no cover
 #: How words are marked in a vocabulary: pieces after the first carry a prefix (WordPiece ``##``),
 #: or the first piece of a word carries a marker (byte-level ``Ġ``, Metaspace/Unigram ``▁``).
 WordRule = tuple[Literal["continuation", "start"], str]
-WholeWord = Literal["off", "pieces", "zh"]
 
 MASK_TOKENS = ("[MASK]", "<mask>")
 PAD_TOKENS = ("[PAD]", "<pad>")

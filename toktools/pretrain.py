@@ -225,13 +225,15 @@ def encode_documents(documents: Iterator[list[str]], tokenizer: "Tokenizer", *, 
                      segmenter: "ChineseWords | None" = None, progress: Progress | None = None) -> EncodedCorpus:
     """Encode every sentence once (no special tokens, no truncation); sentences without tokens
     and documents without sentences are dropped, as BERT does."""
+    from array import array
+
     import numpy as np
 
     tokenizer.no_truncation()
     tokenizer.no_padding()
-    id_parts: list[np.ndarray] = []
+    all_ids = array("i")  # one flat buffer: no per-sentence objects on big corpora
     cont_parts: list[np.ndarray] = []
-    sentence_lengths: list[int] = []
+    sentence_lengths = array("q")
     document_sizes: list[int] = []
     pending_docs: list[list[str]] = []
     pending_count = 0
@@ -248,7 +250,7 @@ def encode_documents(documents: Iterator[list[str]], tokenizer: "Tokenizer", *, 
                 position += 1
                 if not len(encoding.ids):
                     continue
-                id_parts.append(np.asarray(encoding.ids, dtype=np.int32))
+                all_ids.extend(encoding.ids)
                 if segmenter is not None:
                     cont_parts.append(segmenter.continuations(text, encoding.offsets))
                 sentence_lengths.append(len(encoding.ids))
@@ -267,9 +269,9 @@ def encode_documents(documents: Iterator[list[str]], tokenizer: "Tokenizer", *, 
             flush()
     if pending_docs:
         flush()
-    ids = np.concatenate(id_parts) if id_parts else np.zeros(0, dtype=np.int32)
+    ids = np.frombuffer(all_ids, dtype=np.int32) if all_ids else np.zeros(0, dtype=np.int32)
     sentence_bounds = np.zeros(len(sentence_lengths) + 1, dtype=np.int64)
-    np.cumsum(sentence_lengths, out=sentence_bounds[1:])
+    np.cumsum(np.frombuffer(sentence_lengths, dtype=np.int64), out=sentence_bounds[1:])
     document_bounds = np.zeros(len(document_sizes) + 1, dtype=np.int64)
     np.cumsum(document_sizes, out=document_bounds[1:])
     continuations = None
