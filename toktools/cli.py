@@ -49,10 +49,10 @@ def main() -> None:
 
 def _register() -> None:
     """Each command lives in its own module under ``toktools/commands``."""
-    from toktools.commands import compare, convert, count, encode, inspect, parity, train
+    from toktools.commands import compare, convert, count, encode, inspect, parity, pretrain, train
 
     for command in (train.train, count.count, encode.encode, encode.decode, convert.convert, inspect.inspect,
-                    compare.compare, parity.parity):
+                    compare.compare, parity.parity, pretrain.pretrain_data):
         main.add_command(command)
 
 
