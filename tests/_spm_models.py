@@ -2,7 +2,6 @@
 Unigram / Precompiled / ``.model`` tests. Needs the ``sentencepiece`` package (test extra)."""
 from __future__ import annotations
 
-import functools
 import tempfile
 from pathlib import Path
 
@@ -32,10 +31,14 @@ def held_out_lines(max_lines: int = 400) -> list[str]:
     return lines + EDGE_LINES
 
 
-@functools.lru_cache(maxsize=None)
+_TRAINED: dict[str, Path] = {}
+
+
 def train(name: str, **options) -> Path:
-    """Train (once per test session) and return the ``.model`` path."""
+    """Train (once per test session and name) and return the ``.model`` path."""
     spm = pytest.importorskip("sentencepiece")
+    if name in _TRAINED:
+        return _TRAINED[name]
     corpus = _DIR / "train.txt"
     if not corpus.exists():
         corpus.write_text(training_text(), encoding="utf-8")
@@ -44,7 +47,8 @@ def train(name: str, **options) -> Path:
                     character_coverage=0.995, num_threads=1, minloglevel=2)
     settings.update(options)
     spm.SentencePieceTrainer.train(**settings)
-    return prefix.with_suffix(".model")
+    _TRAINED[name] = prefix.with_suffix(".model")
+    return _TRAINED[name]
 
 
 def processor(path: Path):
