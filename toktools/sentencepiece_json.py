@@ -19,6 +19,7 @@ that adds ``<s>``/``</s>`` as ``encode(add_bos=True, add_eos=True)`` does.
 from __future__ import annotations
 
 import base64
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -150,4 +151,85 @@ def _model(model: SentencePieceModel, trainer, byte_fallback: bool, has_user_def
             "merges": [[left, right] for _, _, left, right in ranked]}
 
 
-__all__ = ["load_sentencepiece", "sentencepiece_to_json", "UNKNOWN"]
+
+
+def json_to_sentencepiece(doc: dict[str, Any]) -> SentencePieceModel:
+    """The ``.model`` for a Unigram ``tokenizer.json`` that sentencepiece can express: the
+    documents :func:`load_sentencepiece` writes, or a plain ``Metaspace`` + ``Unigram`` tokenizer
+    (toktools' ``train unigram``). Anything else is one clear :class:`ToktoolsError`."""
+    from toktools.sentencepiece_model import BYTE, NORMALIZER_FIELDS, TRAINER_FIELDS, Message, SentencePiece
+
+    model = doc.get("model") or {}
+    if model.get("type") != "Unigram":
+        raise ToktoolsError(f"only Unigram tokenizers can be written as a sentencepiece model (this one is "
+                            f"{model.get('type')!r})")
+    spec = Message(NORMALIZER_FIELDS)
+    flags = {"add_dummy_prefix": False, "remove_extra_whitespaces": False, "escape_whitespaces": False}
+    charsmap = b""
+    normalizer = doc.get("normalizer")
+    steps = normalizer.get("normalizers", []) if normalizer and normalizer.get("type") == "Sequence" else (
+        [normalizer] if normalizer else [])
+    for step in steps:
+        kind, pattern = step.get("type"), step.get("pattern", {})
+        if kind == "Precompiled":
+            charsmap = base64.b64decode(step.get("precompiled_charsmap") or "")
+        elif kind == "Replace" and pattern == {"Regex": r"\A +| +\z"}:
+            flags["remove_extra_whitespaces"] = True
+        elif kind == "Replace" and (pattern == {"Regex": " {2,}"} or pattern == {"Regex": rf"\A{SPACE}"}):
+            continue
+        elif kind == "Replace" and pattern == {"String": " "} and step.get("content") == SPACE:
+            flags["escape_whitespaces"] = True
+        else:
+            raise ToktoolsError(f"the normalizer step {kind!r} ({json.dumps(step)[:60]}) has no sentencepiece "
+                                "equivalent")
+    pre = doc.get("pre_tokenizer")
+    pre_steps = pre.get("pretokenizers", []) if pre and pre.get("type") == "Sequence" else ([pre] if pre else [])
+    user_defined = None
+    for step in pre_steps:
+        if step.get("type") == "Metaspace" and step.get("replacement", SPACE) == SPACE:
+            flags["add_dummy_prefix"] = step.get("prepend_scheme", "always") != "never"
+            flags["escape_whitespaces"] = True
+        elif step.get("type") == "Split" and "Regex" in step.get("pattern", {}):
+            # the alternation of user-defined pieces written by sentencepiece_to_json
+            try:
+                user_defined = re.compile(step["pattern"]["Regex"])
+            except re.error:
+                raise ToktoolsError("the Split pre-tokenizer is not a list of user-defined pieces") from None
+        else:
+            raise ToktoolsError(f"the pre-tokenizer {step.get('type')!r} has no sentencepiece equivalent")
+    spec.set("name", "nmt_nfkc" if charsmap else "identity")
+    spec.set("precompiled_charsmap", charsmap)
+    for name, value in flags.items():
+        spec.set(name, value)
+
+    added = {t["id"]: t for t in doc.get("added_tokens") or []}
+    unk_id = model.get("unk_id")
+    byte_fallback = bool(model.get("byte_fallback"))
+    pieces = []
+    for i, (piece, score) in enumerate(model["vocab"]):
+        if i == unk_id:
+            kind = UNKNOWN
+        elif i in added:
+            kind = CONTROL if added[i].get("special") else USER_DEFINED
+        elif user_defined is not None and user_defined.fullmatch(piece):
+            kind = USER_DEFINED
+        elif byte_fallback and re.fullmatch(r"<0x[0-9A-F]{2}>", piece):
+            kind = BYTE
+        else:
+            kind = NORMAL
+        pieces.append(SentencePiece(piece, float(score), kind))
+    if unk_id is None:
+        raise ToktoolsError("sentencepiece needs an unknown piece: the Unigram model has no unk_id")
+    trainer = Message(TRAINER_FIELDS)
+    trainer.set("model_type", 1)
+    trainer.set("vocab_size", len(pieces))
+    if byte_fallback:
+        trainer.set("byte_fallback", True)
+    trainer.set("unk_id", unk_id)
+    trainer.set("unk_piece", pieces[unk_id].piece)
+    for which, default in (("bos", "<s>"), ("eos", "</s>"), ("pad", "<pad>")):
+        found = next((i for i, p in enumerate(pieces) if p.piece == default and p.type == CONTROL), -1)
+        trainer.set(f"{which}_id", found)
+    result = SentencePieceModel(pieces, trainer, spec)
+    result._present = [(True, p.type != NORMAL) for p in pieces]
+    return result
