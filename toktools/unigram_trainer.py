@@ -48,15 +48,6 @@ def _log(x: float) -> float:
     return -math.inf if x == 0 else NAN
 
 
-def _lse(x: float, y: float, init: bool) -> float:
-    if init:
-        return y
-    vmin, vmax = (y, x) if x > y else (x, y)
-    if vmax > vmin + 50.0:
-        return vmax
-    return vmax + math.log(math.exp(vmin - vmax) + 1.0)
-
-
 # -- suffix array seeds ------------------------------------------------------------------------
 
 def suffix_array(text: list[int]) -> list[int]:
@@ -162,13 +153,23 @@ class _Model:
         self.min_score = min(scores) if scores else math.inf
         self.unk_score = self.min_score - UNK_PENALTY
 
-    def nodes(self, word: str) -> list[list[tuple[int, int, float]]]:
-        """``begin[pos]`` = ``(end, id, score)`` in lattice insertion order."""
+    def nodes(self, rows: list[list[tuple[int, str]]]) -> list[list[tuple[int, int, float]]]:
+        """``begin[pos]`` = ``(end, id, score)`` in lattice insertion order, from the word's
+        matches against the seed pieces (pieces are only ever removed, so they are a superset)."""
+        lookup = self.index.lookup
+        unk = self.unk_score
         begin: list[list[tuple[int, int, float]]] = []
-        for pos in range(len(word)):
-            row = [(pos + length, pid, score) for length, pid, score in self.index.matches(word, pos)]
-            if not any(end == pos + 1 for end, _, _ in row):
-                row.append((pos + 1, 0, self.unk_score))
+        for pos, candidates in enumerate(rows):
+            row = []
+            single = False
+            for end, piece in candidates:
+                hit = lookup.get(piece)
+                if hit is not None:
+                    row.append((end, hit[0], hit[1]))
+                    if end == pos + 1:
+                        single = True
+            if not single:
+                row.append((pos + 1, 0, unk))
             begin.append(row)
         return begin
 
@@ -176,29 +177,74 @@ class _Model:
         return Lattice(word, self.index, 0, self.unk_score)
 
 
-def _marginal(begin: list[list[tuple[int, int, float]]], n: int, freq: float, expected: list[float]) -> float:
-    """``Lattice::populate_marginal``: adds ``freq ×`` each node's posterior to ``expected``."""
-    ends: list[list[tuple[int, int, float]]] = [[] for _ in range(n + 1)]  # (start, id, score)
+def _viterbi(begin: list[list[tuple[int, int, float]]], n: int) -> list[int]:
+    """Vocab ids of ``Lattice::viterbi``'s path: per node, the best incoming path (strict ``>``,
+    candidates in insertion order)."""
+    ends: list[list[tuple[int, float]]] = [[] for _ in range(n + 1)]  # (node, backtrace score)
+    prev: list[int] = []
+    ids: list[int] = []
+    starts: list[int] = []
     for pos in range(n):
+        incoming = ends[pos] if pos else [(-1, 0.0)]
         for end, pid, score in begin[pos]:
-            ends[end].append((pos, pid, score))
+            best, best_score = None, 0.0
+            for left, back in incoming:
+                cand = back + score
+                if best is None or cand > best_score:
+                    best, best_score = left, cand
+            node = len(ids)
+            ids.append(pid)
+            prev.append(best)  # type: ignore[arg-type]
+            starts.append(pos)
+            ends[end].append((node, best_score))
+    best, best_score = None, 0.0
+    for left, back in ends[n]:
+        if best is None or back > best_score:
+            best, best_score = left, back
+    path = []
+    node = best
+    while node is not None and node >= 0:
+        path.append(ids[node])
+        node = prev[node]
+    path.reverse()
+    return path
+
+
+def _marginal(begin: list[list[tuple[int, int, float]]], n: int, freq: float, expected: list[float]) -> float:
+    """``Lattice::populate_marginal``: adds ``freq ×`` each node's posterior to ``expected``.
+    (log-sum-exp inline, with Rust's operations in Rust's order, so the floats are the same.)"""
+    exp, log = math.exp, math.log
+    ends: list[list[tuple[int, float]]] = [[] for _ in range(n + 1)]  # (start, score)
+    for pos in range(n):
+        for end, _, score in begin[pos]:
+            ends[end].append((pos, score))
     forward = [0.0] * (n + 1)  # alpha of every node starting at pos
     for pos in range(1, n + 1):
-        acc = 0.0
-        for k, (start, _, score) in enumerate(ends[pos]):
-            acc = _lse(acc, score + forward[start], k == 0)
-        forward[pos] = acc
+        acc = None
+        for start, score in ends[pos]:
+            y = score + forward[start]
+            if acc is None:
+                acc = y
+                continue
+            lo, hi = (y, acc) if acc > y else (acc, y)
+            acc = hi if hi > lo + 50.0 else hi + log(exp(lo - hi) + 1.0)
+        forward[pos] = acc if acc is not None else 0.0
     backward = [0.0] * (n + 1)  # beta of every node ending at pos
     for pos in range(n - 1, -1, -1):
-        acc = 0.0
-        for k, (end, _, score) in enumerate(begin[pos]):
-            acc = _lse(acc, score + backward[end], k == 0)
-        backward[pos] = acc
+        acc = None
+        for end, _, score in begin[pos]:
+            y = score + backward[end]
+            if acc is None:
+                acc = y
+                continue
+            lo, hi = (y, acc) if acc > y else (acc, y)
+            acc = hi if hi > lo + 50.0 else hi + log(exp(lo - hi) + 1.0)
+        backward[pos] = acc if acc is not None else 0.0
     z = forward[n]
     for pos in range(n):
         a = forward[pos]
         for end, pid, score in begin[pos]:
-            expected[pid] += freq * math.exp(a + score + backward[end] - z)
+            expected[pid] += freq * exp(a + score + backward[end] - z)
     return freq * z
 
 
@@ -228,11 +274,14 @@ class UnigramTrainer:
         if len(required) > self.vocab_size:
             raise ToktoolsError(f"vocab size {self.vocab_size} is smaller than the {len(required)} characters "
                                 "the corpus needs")
+        seeds = PieceIndex((p, i, 0.0) for i, (p, _) in enumerate(pieces))
+        rows = [[[(pos + length, word[pos:pos + length]) for length, _, _ in seeds.matches(word, pos)]
+                 for pos in range(len(word))] for word, _ in words]
         model = _Model(pieces)
         step = 0
         while True:
             for _ in range(self.n_sub_iterations):
-                expected = self._e_step(model, words)
+                expected = self._e_step(model, words, rows)
                 pieces = self._m_step(pieces, expected)
                 model = _Model(pieces)
                 step += 1
@@ -240,15 +289,15 @@ class UnigramTrainer:
                     self.progress("EM", step, len(pieces))
             if len(pieces) <= desired:
                 break
-            pieces = self._prune(model, pieces, words)
+            pieces = self._prune(model, pieces, words, rows)
             model = _Model(pieces)
         return self._finalize(model, required)
 
     # -- the steps ------------------------------------------------------------------------------
-    def _e_step(self, model: _Model, words: list[tuple[str, int]]) -> list[float]:
+    def _e_step(self, model: _Model, words: list[tuple[str, int]], rows: list) -> list[float]:
         expected = [0.0] * len(model.pieces)
-        for word, count in words:
-            z = _marginal(model.nodes(word), len(word), float(count), expected)
+        for (word, count), word_rows in zip(words, rows):
+            z = _marginal(model.nodes(word_rows), len(word), float(count), expected)
             if math.isnan(z):
                 raise ToktoolsError("Unigram training: the likelihood is NaN (a word may be too long)")
         return expected
@@ -268,7 +317,8 @@ class UnigramTrainer:
         logsum = digamma(total)
         return [(piece, digamma(freq) - logsum) for piece, freq in kept]
 
-    def _prune(self, model: _Model, pieces: list[tuple[str, float]], words: list[tuple[str, int]]) -> list[tuple[str, float]]:
+    def _prune(self, model: _Model, pieces: list[tuple[str, float]], words: list[tuple[str, int]],
+               rows: list) -> list[tuple[str, float]]:
         always_keep = [True] * len(pieces)
         alternatives: list[list[int]] = [[] for _ in pieces]
         for pid, (token, _) in enumerate(pieces):
@@ -287,12 +337,9 @@ class UnigramTrainer:
         vsum = 0.0
         freq = [0.0] * len(pieces)
         inverted: list[list[int]] = [[] for _ in pieces]
-        for i, (word, count) in enumerate(words):
-            lattice = model.lattice(word)
+        for i, ((word, count), word_rows) in enumerate(zip(words, rows)):
             vsum += count
-            best, _ = lattice.viterbi()
-            for node in best:
-                pid = lattice.nodes[node][0]
+            for pid in _viterbi(model.nodes(word_rows), len(word)):
                 freq[pid] += count
                 inverted[pid].append(i)
         total = 0.0
