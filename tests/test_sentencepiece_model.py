@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from _spm_models import EDGE_LINES, held_out_lines, processor, train
+from _spm_models import held_out_lines, processor, train
 from toktools.errors import ToktoolsError
 from toktools.parts.base import Piece
 from toktools.parts.registry import part_from_json
