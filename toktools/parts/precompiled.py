@@ -44,15 +44,16 @@ class CharsMap:
             raise ToktoolsError("precompiled_charsmap: the replacement strings are not valid UTF-8") from None
         self._strings: dict[int, str] = {}
 
-    def prefix_matches(self, key: bytes, stop_at_nul: bool = True) -> list[tuple[int, int]]:
-        """``(length in bytes, pool offset)`` of every key prefix in the trie, shortest first
-        (darts-clone ``commonPrefixSearch``; ``tokenizers`` stops at a NUL byte, sentencepiece,
-        which passes the key length, does not)."""
+    def prefix_matches(self, key: bytes, stop_at_nul: bool = True, start: int = 0) -> list[tuple[int, int]]:
+        """``(length in bytes, pool offset)`` of every prefix of ``key[start:]`` in the trie,
+        shortest first (darts-clone ``commonPrefixSearch``; ``tokenizers`` stops at a NUL byte,
+        sentencepiece, which passes the key length, does not)."""
         units = self.units
         size = len(units)
         out = []
         node = _offset(units[0])
-        for k, c in enumerate(key):
+        for k in range(start, len(key)):
+            c = key[k]
             if c == 0 and stop_at_nul:
                 break
             node ^= c
@@ -65,7 +66,7 @@ class CharsMap:
             if (unit >> 8) & 1:
                 if node >= size:
                     break
-                out.append((k + 1, units[node] & 0x7FFFFFFF))
+                out.append((k + 1 - start, units[node] & 0x7FFFFFFF))
         return out
 
     def replacement(self, value: int) -> str:
@@ -84,7 +85,7 @@ class CharsMap:
 
     def longest(self, data: bytes, pos: int) -> tuple[int, str] | None:
         """sentencepiece: ``(bytes consumed, replacement)`` of the longest match at ``pos``."""
-        hits = self.prefix_matches(data[pos:pos + 64], stop_at_nul=False)  # rules are a few chars
+        hits = self.prefix_matches(data, stop_at_nul=False, start=pos)
         if not hits:
             return None
         length, value = hits[-1]
@@ -125,16 +126,16 @@ def spm_normalize(text: str, charsmap: CharsMap | None, *, add_dummy_prefix: boo
     users = sorted(user_defined, key=len, reverse=True)
 
     def unit(pos: int) -> tuple[str, int]:
-        rest = text[char_at[pos]:]
+        at = char_at[pos]
         for symbol in users:
-            if symbol and rest.startswith(symbol):
+            if symbol and text.startswith(symbol, at):
                 return symbol, len(symbol.encode("utf-8"))
         hit = charsmap.longest(data, pos) if charsmap is not None else None
         if hit is not None:
             if pos + hit[0] not in char_at:
                 raise ToktoolsError("precompiled_charsmap: a rule ends inside a UTF-8 character")
             return hit[1], hit[0]
-        ch = rest[0]
+        ch = text[at]
         return ch, len(ch.encode("utf-8"))
 
     pos = 0

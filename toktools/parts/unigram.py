@@ -11,6 +11,7 @@ fused into one token, which byte fallback spells as ``<0xNN>`` pieces when all o
 """
 from __future__ import annotations
 
+import heapq
 import math
 import random
 import struct
@@ -167,7 +168,6 @@ class Lattice:
         if size == 1:
             return [best]
         # agenda entries: (-fx, seq, node, gx, parent entry); seq keeps pops deterministic
-        import heapq
         agenda: list[tuple[float, int, int, float, Any]] = []
         seq = 0
         heapq.heappush(agenda, (-0.0, seq, 1, 0.0, None))
