@@ -2,6 +2,8 @@
 Unigram / Precompiled / ``.model`` tests. Needs the ``sentencepiece`` package (test extra)."""
 from __future__ import annotations
 
+import atexit
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -9,7 +11,20 @@ import pytest
 
 from conftest import read_corpus_sample
 
+#: the models the tests train: name -> SentencePieceTrainer options (on top of the defaults below)
+MODELS = {
+    "unigram": dict(),
+    "unigram_bytes": dict(byte_fallback=True),
+    "unigram_user": dict(user_defined_symbols=["<mask>", "[SEP]", "中文"], control_symbols=["<cls>"]),
+    "unigram_cf": dict(normalization_rule_name="nmt_nfkc_cf", add_dummy_prefix=False),
+    "bpe": dict(model_type="bpe"),
+    "bpe_bytes": dict(model_type="bpe", byte_fallback=True, user_defined_symbols=["<mask>"]),
+}
+
+
 _DIR = Path(tempfile.mkdtemp(prefix="toktools-spm-"))
+atexit.register(shutil.rmtree, _DIR, ignore_errors=True)
+
 
 #: text the models are trained on: English (with some Chinese) and Chinese novels
 def training_text() -> str:

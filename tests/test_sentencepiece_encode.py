@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from _spm_models import EDGE_LINES, held_out_lines, processor, train
-from test_sentencepiece_model import MODELS
+from _spm_models import EDGE_LINES, MODELS, held_out_lines, processor, train
 from toktools.errors import ToktoolsError
 from toktools.sentencepiece_encode import SentencePieceBPE, SentencePieceUnigram, load_encoder
 from toktools.sentencepiece_model import NORMAL, UNUSED, read_model, write_model

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from _spm_models import held_out_lines, processor, train
+from _spm_models import MODELS, held_out_lines, processor, train
 from toktools.errors import ToktoolsError
 from toktools.parts.base import Piece
 from toktools.parts.registry import part_from_json
@@ -21,16 +21,6 @@ from toktools.sentencepiece_model import (BYTE, CONTROL, NORMAL, UNKNOWN, USER_D
 
 spm = pytest.importorskip("sentencepiece")
 tokenizers = pytest.importorskip("tokenizers")
-
-MODELS = {
-    "unigram": dict(),
-    "unigram_bytes": dict(byte_fallback=True),
-    "unigram_user": dict(user_defined_symbols=["<mask>", "[SEP]", "中文"], control_symbols=["<cls>"]),
-    "unigram_cf": dict(normalization_rule_name="nmt_nfkc_cf", add_dummy_prefix=False),
-    "bpe": dict(model_type="bpe"),
-    "bpe_bytes": dict(model_type="bpe", byte_fallback=True, user_defined_symbols=["<mask>"]),
-}
-
 
 def model_path(name):
     return train(name, **MODELS[name])
