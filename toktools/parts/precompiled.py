@@ -1,1 +1,263 @@
-"""precompiled part (placeholder: being written)."""
+"""The ``Precompiled`` normaliser: sentencepiece's ``precompiled_charsmap``, read in pure Python.
+
+The blob is ``[u32 trie size][darts-clone double array][NUL-terminated replacement strings]``;
+the trie maps UTF-8 byte strings to offsets of their replacement. Two libraries apply it
+differently, and both are here:
+
+* ``tokenizers`` (:meth:`Precompiled.normalize`): per extended grapheme cluster: a cluster of
+  fewer than 6 bytes is replaced whole by the *shortest* trie match of its bytes, if any;
+  otherwise each character is replaced by its own shortest match (or kept).
+* sentencepiece (:func:`spm_normalize_chars`): greedy *longest* match over the byte stream,
+  copying a character through when nothing matches.
+
+They agree on almost all text; they differ on a combining mark after a mapped character and on
+six-byte clusters (see ``spec/unigram.md`` §2.4 and the tests).
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import struct
+from functools import lru_cache
+from typing import Any
+
+from toktools.errors import ToktoolsError
+from toktools.parts.base import Normalizer, Piece, Span
+from toktools.parts.registry import register
+
+
+class CharsMap:
+    """The decoded ``precompiled_charsmap``: a double-array trie plus the replacement pool."""
+
+    def __init__(self, blob: bytes) -> None:
+        if len(blob) < 4:
+            raise ToktoolsError("precompiled_charsmap: shorter than its 4-byte header")
+        (trie_size,) = struct.unpack_from("<I", blob, 0)
+        if trie_size % 4 or 4 + trie_size > len(blob) or trie_size == 0:
+            raise ToktoolsError(f"precompiled_charsmap: trie size {trie_size} does not fit a blob of {len(blob)} bytes")
+        self.blob = bytes(blob)
+        self.units = struct.unpack_from(f"<{trie_size // 4}I", blob, 4)
+        self.pool = blob[4 + trie_size:]
+        try:
+            self.pool.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ToktoolsError("precompiled_charsmap: the replacement strings are not valid UTF-8") from None
+        self._strings: dict[int, str] = {}
+
+    def prefix_matches(self, key: bytes, stop_at_nul: bool = True, start: int = 0) -> list[tuple[int, int]]:
+        """``(length in bytes, pool offset)`` of every prefix of ``key[start:]`` in the trie,
+        shortest first (darts-clone ``commonPrefixSearch``; ``tokenizers`` stops at a NUL byte,
+        sentencepiece, which passes the key length, does not)."""
+        units = self.units
+        size = len(units)
+        out = []
+        node = _offset(units[0])
+        for k in range(start, len(key)):
+            c = key[k]
+            if c == 0 and stop_at_nul:
+                break
+            node ^= c
+            if node >= size:
+                break
+            unit = units[node]
+            if unit & 0x800000FF != c:
+                break
+            node ^= _offset(unit)
+            if (unit >> 8) & 1:
+                if node >= size:
+                    break
+                out.append((k + 1 - start, units[node] & 0x7FFFFFFF))
+        return out
+
+    def replacement(self, value: int) -> str:
+        text = self._strings.get(value)
+        if text is None:
+            end = self.pool.find(b"\0", value)
+            raw = self.pool[value:end if end >= 0 else len(self.pool)]
+            text = raw.decode("utf-8", errors="replace")
+            self._strings[value] = text
+        return text
+
+    def shortest(self, text: str) -> str | None:
+        """``tokenizers``' ``transform``: the replacement of the shortest match of ``text``'s bytes."""
+        hits = self.prefix_matches(text.encode("utf-8"))
+        return self.replacement(hits[0][1]) if hits else None
+
+    def longest(self, data: bytes, pos: int) -> tuple[int, str] | None:
+        """sentencepiece: ``(bytes consumed, replacement)`` of the longest match at ``pos``."""
+        hits = self.prefix_matches(data, stop_at_nul=False, start=pos)
+        if not hits:
+            return None
+        length, value = hits[-1]
+        return length, self.replacement(value)
+
+
+def _offset(unit: int) -> int:
+    return (unit >> 10) << ((unit & 0x200) >> 6)
+
+
+@lru_cache(maxsize=None)
+def _grapheme_regex():
+    import regex
+
+    return regex.compile(r"\X")
+
+
+SPACE = "\u2581"
+
+
+def spm_normalize(text: str, charsmap: CharsMap | None, *, add_dummy_prefix: bool = True,
+                  remove_extra_whitespaces: bool = True, escape_whitespaces: bool = True,
+                  treat_whitespace_as_suffix: bool = False,
+                  user_defined: tuple[str, ...] = ()) -> tuple[str, list[int]]:
+    """sentencepiece's ``Normalizer::Normalize``: the normalised text and, per output character,
+    the index in ``text`` of the character that produced it.
+
+    Units are the *longest* trie match (user-defined symbols first, copied verbatim); spaces
+    are collapsed and trimmed only as U+0020 *after* the charsmap; ``▁`` replaces spaces.
+    """
+    data = text.encode("utf-8")
+    char_at: dict[int, int] = {}
+    b = 0
+    for i, ch in enumerate(text):
+        char_at[b] = i
+        b += len(ch.encode("utf-8"))
+    char_at[b] = len(text)
+    users = sorted(user_defined, key=len, reverse=True)
+
+    def unit(pos: int) -> tuple[str, int]:
+        at = char_at[pos]
+        for symbol in users:
+            if symbol and text.startswith(symbol, at):
+                return symbol, len(symbol.encode("utf-8"))
+        hit = charsmap.longest(data, pos) if charsmap is not None else None
+        if hit is not None:
+            if pos + hit[0] not in char_at:
+                raise ToktoolsError("precompiled_charsmap: a rule ends inside a UTF-8 character")
+            return hit[1], hit[0]
+        ch = text[at]
+        return ch, len(ch.encode("utf-8"))
+
+    pos = 0
+    if remove_extra_whitespaces:
+        while pos < len(data):
+            out, used = unit(pos)
+            if out != " ":
+                break
+            pos += used
+    if pos >= len(data):
+        return "", []
+    chars: list[str] = []
+    origin: list[int] = []
+    space = SPACE if escape_whitespaces else " "
+    if add_dummy_prefix and not treat_whitespace_as_suffix:
+        chars.append(space)
+        origin.append(char_at[pos])
+    prev_space = remove_extra_whitespaces
+    while pos < len(data):
+        out, used = unit(pos)
+        if prev_space:
+            out = out.lstrip(" ")
+        if out:
+            for ch in out:
+                chars.append(space if ch == " " and escape_whitespaces else ch)
+                origin.append(char_at[pos])
+            prev_space = out.endswith(" ")
+        pos += used
+        if not remove_extra_whitespaces:
+            prev_space = False
+    if remove_extra_whitespaces:
+        while chars and chars[-1] == space:
+            chars.pop()
+            origin.pop()
+    if add_dummy_prefix and treat_whitespace_as_suffix:
+        chars.append(space)
+        origin.append(len(text))
+    return "".join(chars), origin
+
+
+@register
+class Precompiled(Normalizer):
+    """``{"type": "Precompiled", "precompiled_charsmap": base64}`` as ``tokenizers`` applies it."""
+
+    type = "Precompiled"
+
+    def __init__(self, precompiled_charsmap: bytes | None) -> None:
+        self.charsmap_bytes = bytes(precompiled_charsmap or b"")
+        self.charsmap = CharsMap(self.charsmap_bytes) if self.charsmap_bytes else None
+
+    @classmethod
+    def from_json(cls, node: dict[str, Any]) -> "Precompiled":
+        raw = node.get("precompiled_charsmap")
+        if raw is None:
+            return cls(b"")
+        if not isinstance(raw, str):
+            raise ToktoolsError("tokenizer.json: Precompiled \"precompiled_charsmap\" must be a base64 string")
+        try:
+            blob = base64.b64decode(raw, validate=True)
+        except (binascii.Error, ValueError):
+            raise ToktoolsError("tokenizer.json: Precompiled \"precompiled_charsmap\" is not valid base64") from None
+        return cls(blob)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": "Precompiled", "precompiled_charsmap": base64.b64encode(self.charsmap_bytes).decode("ascii")}
+
+    def normalize(self, piece: Piece) -> Piece:
+        """Per grapheme, as ``tokenizers``, with its alignments (see :func:`_apply_changes`)."""
+        cmap = self.charsmap
+        if cmap is None or not piece.text:
+            return piece
+        changes: list[list] = []  # [char, change] as tokenizers' NormalizedString.transform takes them
+        modified = False
+        for match in _grapheme_regex().finditer(piece.text):
+            grapheme = match.group()
+            if len(grapheme.encode("utf-8")) < 6:
+                repl = cmap.shortest(grapheme)
+                if repl is not None:
+                    modified = True
+                    _replace(changes, repl, len(grapheme))
+                    continue
+            for ch in grapheme:
+                repl = cmap.shortest(ch)
+                if repl is not None:
+                    modified = True
+                    _replace(changes, repl, 1)
+                else:
+                    changes.append([ch, 0])
+        if not modified:
+            return piece
+        return _apply_changes(piece, changes)
+
+
+def _replace(changes: list[list], repl: str, count: int) -> None:
+    """``count`` characters become ``repl``: position by position, the first ``count`` new
+    characters replace old ones, extra ones are insertions (+1), and missing ones are removals
+    charged to the last new character -- or, for an empty ``repl``, to the character before it
+    (lost at the very start: ``tokenizers`` then shifts the following spans, which we copy)."""
+    if not repl:
+        if changes:
+            changes[-1][1] -= count
+        return
+    for i, ch in enumerate(repl):
+        changes.append([ch, 0 if i < count else 1])
+    if len(repl) < count:
+        changes[-1][1] -= count - len(repl)
+
+
+def _apply_changes(piece: Piece, changes: list[list]) -> Piece:
+    """``NormalizedString.transform`` in characters: a change <= 0 takes the span of the next
+    unconsumed character (and skips ``-change`` more); a positive one is an insertion that takes
+    the span of the character before."""
+    out: list[str] = []
+    spans: list[Span] = []
+    consumed = 0
+    n = len(piece.text)
+    for ch, change in changes:
+        if change > 0:
+            span = piece.span_of(consumed - 1) if consumed >= 1 else (0, 0)
+        else:
+            span = piece.span_of(consumed) if consumed < n else piece.original(n, n)
+            consumed += 1 - change
+        out.append(ch)
+        spans.append(span)
+    return Piece("".join(out), spans, piece.base)

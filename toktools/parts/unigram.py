@@ -1,1 +1,375 @@
-"""unigram part (placeholder: being written)."""
+"""The Unigram model part: SentencePiece's Viterbi segmentation, as ``tokenizers`` runs it.
+
+A word is cut into the sequence of vocabulary pieces with the highest total score (log
+probability). Ties go to the candidate seen first: candidates for one end position arrive by
+increasing start, so among equal paths the one whose last piece is longest wins. Characters
+without a one-character piece get an ``<unk>`` node scored ``min_score - 10``; runs of them are
+fused into one token, which byte fallback spells as ``<0xNN>`` pieces when all of them exist.
+
+``tokenizers`` adds scores in f64 (Python floats); sentencepiece in float32.
+:func:`viterbi` does either, so the sentencepiece reader can reuse it.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+import random
+import struct
+from typing import Any, Iterable
+
+from toktools.errors import ToktoolsError
+from toktools.parts.base import Model
+from toktools.parts.registry import register
+
+UNK_PENALTY = 10.0
+Path = list[tuple[int, int, int]]  # (start, end, vocab id) in characters
+
+_F32 = struct.Struct("<f")
+
+
+def f32(x: float) -> float:
+    """``x`` rounded to float32 (sums of two float32 values rounded this way are exact float32 sums)."""
+    return _F32.unpack(_F32.pack(x))[0]
+
+
+def byte_piece(byte: int) -> str:
+    """The byte-fallback piece for one byte: ``<0x0A>`` (upper-case hex, as both libraries spell it)."""
+    return f"<0x{byte:02X}>"
+
+
+class PieceIndex:
+    """Which pieces start at a position: every piece and every prefix of one, for early stopping."""
+
+    def __init__(self, pieces: Iterable[tuple[str, int, float]]) -> None:
+        self.lookup: dict[str, tuple[int, float]] = {}
+        self.prefixes: set[str] = set()
+        self.max_len = 0
+        for piece, piece_id, score in pieces:
+            if not piece:
+                continue
+            self.lookup[piece] = (piece_id, score)
+            self.max_len = max(self.max_len, len(piece))
+            for k in range(1, len(piece)):
+                self.prefixes.add(piece[:k])
+
+    def matches(self, text: str, pos: int) -> list[tuple[int, int, float]]:
+        """``(length, id, score)`` of the pieces that start at ``pos``, shortest first."""
+        out = []
+        lookup, prefixes = self.lookup, self.prefixes
+        limit = min(self.max_len, len(text) - pos)
+        for length in range(1, limit + 1):
+            sub = text[pos:pos + length]
+            hit = lookup.get(sub)
+            if hit is not None:
+                out.append((length, hit[0], hit[1]))
+            elif sub not in prefixes:
+                break
+        return out
+
+
+def viterbi(text: str, index: PieceIndex, unk_id: int | None, unk_score: float, *,
+            float32: bool = False) -> Path:
+    """The best path over ``text`` (sentencepiece's "optimized" encoder): strict ``>`` so the
+    first candidate reaching an end keeps a tie. ``float32`` rounds every sum as sentencepiece does."""
+    n = len(text)
+    score = [0.0] * (n + 1)
+    start: list[int | None] = [None] * (n + 1)
+    ids = [0] * (n + 1)
+    for pos in range(n):
+        base = score[pos]
+        single = False
+        for length, piece_id, piece_score in index.matches(text, pos):
+            end = pos + length
+            cand = f32(piece_score + base) if float32 else piece_score + base
+            if start[end] is None or cand > score[end]:
+                score[end], start[end], ids[end] = cand, pos, piece_id
+            if length == 1:
+                single = True
+        if not single:
+            end = pos + 1
+            cand = f32(unk_score + base) if float32 else unk_score + base
+            if start[end] is None or cand > score[end]:
+                if unk_id is None:
+                    raise ToktoolsError("Unigram: an unknown character but the model has no unk_id")
+                score[end], start[end], ids[end] = cand, pos, unk_id
+    path: Path = []
+    end = n
+    while end > 0:
+        begin = start[end]
+        if begin is None:
+            raise ToktoolsError("Unigram: no segmentation reaches the end of the word (no unk_id)")
+        path.append((begin, end, ids[end]))
+        end = begin
+    path.reverse()
+    return path
+
+
+class Lattice:
+    """Every candidate node of one word, for n-best and sampling (``tokenizers``' ``Lattice``).
+
+    Node 0 is BOS (ends at 0), node 1 is EOS (starts at ``n``); others in insertion order.
+    """
+
+    def __init__(self, text: str, index: PieceIndex, unk_id: int | None, unk_score: float) -> None:
+        n = len(text)
+        self.text = text
+        self.n = n
+        # node: [vocab id, start, length, score]
+        self.nodes: list[tuple[int, int, int, float]] = [(-1, 0, 0, 0.0), (-2, n, 0, 0.0)]
+        self.begin: list[list[int]] = [[] for _ in range(n + 1)]
+        self.end: list[list[int]] = [[] for _ in range(n + 1)]
+        self.begin[n].append(1)
+        self.end[0].append(0)
+        for pos in range(n):
+            single = False
+            for length, piece_id, piece_score in index.matches(text, pos):
+                self._insert(pos, length, piece_score, piece_id)
+                single = single or length == 1
+            if not single and unk_id is not None:
+                self._insert(pos, 1, unk_score, unk_id)
+
+    def _insert(self, pos: int, length: int, score: float, piece_id: int) -> None:
+        node = len(self.nodes)
+        self.nodes.append((piece_id, pos, length, score))
+        self.begin[pos].append(node)
+        self.end[pos + length].append(node)
+
+    def viterbi(self) -> tuple[list[int], list[float]]:
+        """Best path as node ids, and every node's best backtrace score (used by n-best)."""
+        back = [0.0] * len(self.nodes)
+        prev: list[int | None] = [None] * len(self.nodes)
+        for pos in range(self.n + 1):
+            if not self.begin[pos]:
+                return [], back
+            for r in self.begin[pos]:
+                best, best_score = None, 0.0
+                for left in self.end[pos]:
+                    cand = back[left] + self.nodes[r][3]
+                    if best is None or cand > best_score:
+                        best, best_score = left, cand
+                if best is None:
+                    return [], back
+                prev[r], back[r] = best, best_score
+        out = []
+        node = prev[1]
+        while node is not None and node != 0:
+            out.append(node)
+            node = prev[node]
+        if node is None:
+            return [], back
+        out.reverse()
+        return out, back
+
+    def nbest(self, size: int) -> list[list[int]]:
+        """Up to ``size`` best paths, best first (A* backwards from EOS over Viterbi scores)."""
+        if size <= 0:
+            return []
+        best, back = self.viterbi()
+        if size == 1:
+            return [best]
+        # agenda entries: (-fx, seq, node, gx, parent entry); seq keeps pops deterministic
+        agenda: list[tuple[float, int, int, float, Any]] = []
+        seq = 0
+        heapq.heappush(agenda, (-0.0, seq, 1, 0.0, None))
+        out: list[list[int]] = []
+        while agenda:
+            top = heapq.heappop(agenda)
+            _, _, node, gx, _ = top
+            if node == 0:
+                path = []
+                link = top[4]
+                while link is not None and link[2] != 1:
+                    path.append(link[2])
+                    link = link[4]
+                out.append(path)
+                if len(out) == size:
+                    break
+                continue
+            for left in self.end[self.nodes[node][1]]:
+                seq += 1
+                fx = back[left] + gx
+                heapq.heappush(agenda, (-fx, seq, left, self.nodes[left][3] + gx, top))
+            if len(agenda) > 100_000:
+                agenda = heapq.nsmallest(min(512, size * 10), agenda)
+                heapq.heapify(agenda)
+        return out
+
+    def sample(self, theta: float, rng: random.Random) -> list[int]:
+        """One path drawn with probability ∝ exp(theta · score) (forward filtering, backward sampling)."""
+        if self.n == 0:
+            return []
+        alpha = [0.0] * len(self.nodes)
+        for pos in range(self.n + 1):
+            for r in self.begin[pos]:
+                acc = None
+                for left in self.end[pos]:
+                    acc = _log_sum_exp(acc, theta * (self.nodes[left][3] + alpha[left]))
+                alpha[r] = acc if acc is not None else 0.0
+        out: list[int] = []
+        z = alpha[1]
+        node = 1
+        while True:
+            lefts = self.end[self.nodes[node][1]]
+            weights = [math.exp(alpha[left] + theta * self.nodes[left][3] - z) for left in lefts]
+            node = rng.choices(lefts, weights)[0]
+            if node == 0:
+                break
+            z = alpha[node]
+            out.append(node)
+        out.reverse()
+        return out
+
+    def path(self, nodes: list[int]) -> Path:
+        return [(self.nodes[k][1], self.nodes[k][1] + self.nodes[k][2], self.nodes[k][0]) for k in nodes]
+
+    def score(self, nodes: list[int]) -> float:
+        return sum(self.nodes[k][3] for k in nodes)
+
+
+def _log_sum_exp(acc: float | None, y: float) -> float:
+    if acc is None:
+        return y
+    lo, hi = (y, acc) if acc > y else (acc, y)
+    if hi > lo + 50.0:
+        return hi
+    return hi + math.log(math.exp(lo - hi) + 1.0)
+
+
+@register
+class Unigram(Model):
+    """``{"type": "Unigram", "unk_id": ..., "vocab": [[piece, score], ...], "byte_fallback": ...}``.
+
+    ``alpha``/``nbest_size`` switch on subword regularisation (sampling), as in ``tokenizers``'
+    Python constructor; they are not serialised. Sampling draws from ``random.Random(seed)``, so
+    it is reproducible given ``seed``.
+    """
+
+    type = "Unigram"
+
+    def __init__(self, vocab: list[tuple[str, float]] | None = None, unk_id: int | None = None,
+                 byte_fallback: bool = False, *, alpha: float | None = None,
+                 nbest_size: int | None = None, seed: int | None = 0) -> None:
+        if vocab is None:  # tokenizers' Unigram(): just <unk>
+            vocab, unk_id = [("<unk>", 0.0)], 0
+        if unk_id is not None:
+            if not vocab:
+                raise ToktoolsError("Unigram: the vocabulary is empty but at least <unk> is needed")
+            if not 0 <= unk_id < len(vocab):
+                raise ToktoolsError(f"Unigram: unk_id {unk_id} is not in the vocabulary of {len(vocab)} pieces")
+        self.vocab = [(str(p), float(s)) for p, s in vocab]
+        self.unk_id = unk_id
+        self.byte_fallback = bool(byte_fallback)
+        self.alpha = alpha
+        self.nbest_size = nbest_size
+        self._rng = random.Random(seed)
+        self.token_ids: dict[str, int] = {}
+        for i, (piece, _) in enumerate(self.vocab):
+            self.token_ids[piece] = i  # a repeated piece keeps its last id, as in tokenizers
+        # the trie holds each string once; its id is looked up by string
+        self.index = PieceIndex((p, i, self.vocab[i][1]) for p, i in self.token_ids.items())
+        self.min_score = min((s for _, s in self.vocab), default=math.inf)
+        self.unk_score = self.min_score - UNK_PENALTY
+
+    # -- tokenizer.json ---------------------------------------------------------------------
+    @classmethod
+    def from_json(cls, node: dict[str, Any]) -> "Unigram":
+        vocab = node.get("vocab")
+        if not isinstance(vocab, list):
+            raise ToktoolsError("tokenizer.json: Unigram \"vocab\" must be a list of [piece, score]")
+        pairs = []
+        for k, item in enumerate(vocab):
+            if (not isinstance(item, (list, tuple)) or len(item) != 2 or not isinstance(item[0], str)
+                    or isinstance(item[1], bool) or not isinstance(item[1], (int, float))):
+                raise ToktoolsError(f"tokenizer.json: Unigram vocab entry {k} must be [piece, score], got {item!r}")
+            pairs.append((item[0], float(item[1])))
+        unk_id = node.get("unk_id")
+        if unk_id is not None and (isinstance(unk_id, bool) or not isinstance(unk_id, int)):
+            raise ToktoolsError(f"tokenizer.json: Unigram \"unk_id\" must be an integer or null, got {unk_id!r}")
+        byte_fallback = node.get("byte_fallback", False)
+        if not isinstance(byte_fallback, bool):
+            raise ToktoolsError("tokenizer.json: Unigram \"byte_fallback\" must be true or false")
+        return cls(pairs, unk_id, byte_fallback)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": "Unigram", "unk_id": self.unk_id,
+                "vocab": [[p, s] for p, s in self.vocab], "byte_fallback": self.byte_fallback}
+
+    # -- the model interface ----------------------------------------------------------------
+    def get_vocab(self) -> dict[str, int]:
+        return dict(self.token_ids)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.vocab)
+
+    def token_to_id(self, token: str) -> int | None:
+        return self.token_ids.get(token)
+
+    def id_to_token(self, token_id: int) -> str | None:
+        return self.vocab[token_id][0] if 0 <= token_id < len(self.vocab) else None
+
+    def score(self, token_id: int) -> float:
+        return self.vocab[token_id][1]
+
+    def best_path(self, word: str) -> Path:
+        """The Viterbi path ``(start, end, id)`` with unk nodes not yet fused."""
+        return viterbi(word, self.index, self.unk_id, self.unk_score)
+
+    def nbest(self, word: str, size: int) -> list[tuple[list[str], float]]:
+        """The ``size`` best segmentations (pieces, total score), best first; unk nodes unfused."""
+        lattice = Lattice(word, self.index, self.unk_id, self.unk_score)
+        return [([word[s:e] for s, e, _ in lattice.path(p)], lattice.score(p)) for p in lattice.nbest(size)]
+
+    def sample_path(self, word: str, rng: random.Random | None = None) -> Path:
+        """A path drawn as ``tokenizers`` does when ``alpha`` is set: among the ``nbest_size`` best
+        (∝ exp(alpha·score)) when ``nbest_size`` > 0, else over the whole lattice."""
+        rng = rng or self._rng
+        alpha = self.alpha or 0.0
+        lattice = Lattice(word, self.index, self.unk_id, self.unk_score)
+        if self.nbest_size is not None and self.nbest_size > 0:
+            paths = lattice.nbest(self.nbest_size)
+            if not paths:
+                return []
+            scores = [alpha * lattice.score(p) for p in paths]
+            top = max(scores)
+            chosen = rng.choices(paths, [math.exp(s - top) for s in scores])[0]
+            return lattice.path(chosen)
+        return lattice.path(lattice.sample(alpha, rng))
+
+    def encode(self, word: str) -> list[tuple[int, int]]:
+        """Token spans of ``word``: the best (or sampled) path with runs of unk nodes fused."""
+        if not word:
+            return []
+        path = self.sample_path(word) if self.alpha else self.best_path(word)
+        spans: list[tuple[int, int]] = []
+        run_start = None
+        for start, end, piece_id in path:
+            if self.unk_id is not None and piece_id == self.unk_id:
+                if run_start is None:
+                    run_start = start
+                continue
+            if run_start is not None:
+                spans.append((run_start, start))
+                run_start = None
+            spans.append((start, end))
+        if run_start is not None:
+            spans.append((run_start, len(word)))
+        return spans
+
+    def tokenize(self, word: str) -> list[tuple[int, str, int, int]]:
+        out: list[tuple[int, str, int, int]] = []
+        for start, end in self.encode(word):
+            token = word[start:end]
+            token_id = self.token_ids.get(token)
+            if token_id is None:
+                if self.byte_fallback:
+                    pieces = [byte_piece(b) for b in token.encode("utf-8")]
+                    ids = [self.token_ids.get(p) for p in pieces]
+                    if all(i is not None for i in ids):
+                        out.extend((i, p, start, end) for i, p in zip(ids, pieces))  # type: ignore[misc]
+                        continue
+                if self.unk_id is None:
+                    raise ToktoolsError("Unigram: an unknown character but the model has no unk_id")
+                token_id = self.unk_id
+            out.append((token_id, token, start, end))
+        return out

@@ -1,0 +1,208 @@
+"""sentencepiece's own ``encode`` for Unigram and BPE models, in pure Python: the reference for
+the places where a ``tokenizer.json`` cannot follow it (``spec/unigram.md`` §6):
+
+* normalisation by the *longest* charsmap match (``spm_normalize``), user-defined symbols verbatim;
+* Viterbi sums in float32; ``min_score`` over NORMAL pieces only;
+* only NORMAL and USER_DEFINED pieces are matched from text (never ``<s>``, ``<unk>``, bytes);
+  USER_DEFINED pieces get a score that always wins;
+* runs of unknown characters give one ``<unk>``, or their UTF-8 bytes with byte fallback;
+* BPE (``bpe_model.cc``): from characters (user-defined symbols whole and frozen), merge the
+  adjacent pair whose concatenation is a piece with the highest score (ties: leftmost), then
+  split UNUSED pieces back into the pair they were merged from.
+"""
+from __future__ import annotations
+
+import heapq
+from pathlib import Path
+
+from toktools.errors import ToktoolsError
+from toktools.parts.precompiled import CharsMap, spm_normalize
+from toktools.parts.unigram import UNK_PENALTY, PieceIndex, byte_piece, f32, viterbi
+from toktools.sentencepiece_model import (CONTROL, NORMAL, UNKNOWN, UNUSED, USER_DEFINED, SentencePieceModel,
+                                          read_model)
+
+FLT_MIN = 1.1754943508222875e-38
+USER_DEFINED_EPSILON = 0.1
+
+
+class SentencePieceUnigram:
+    """``SentencePieceProcessor.encode`` for a Unigram ``.model``."""
+
+    def __init__(self, model: SentencePieceModel) -> None:
+        if model.model_type != "unigram":
+            raise ToktoolsError(f"sentencepiece_encode: a {model.model_type} model (only unigram is reproduced here)")
+        self.model = model
+        spec = model.normalizer_spec
+        blob = spec.get("precompiled_charsmap")
+        self.charsmap = CharsMap(blob) if blob else None
+        self.flags = dict(add_dummy_prefix=spec.get("add_dummy_prefix"),
+                          remove_extra_whitespaces=spec.get("remove_extra_whitespaces"),
+                          escape_whitespaces=spec.get("escape_whitespaces"),
+                          treat_whitespace_as_suffix=model.trainer_spec.get("treat_whitespace_as_suffix"))
+        normal = [p.score for p in model.pieces if p.type == NORMAL]
+        self.min_score = f32(min(normal)) if normal else 0.0
+        max_score = max([FLT_MIN] + normal)
+        self.user_defined = tuple(p.piece for p in model.pieces if p.type == USER_DEFINED)
+        entries = []
+        for i, p in enumerate(model.pieces):
+            if p.type == NORMAL:
+                entries.append((p.piece, i, p.score))
+            elif p.type == USER_DEFINED:
+                entries.append((p.piece, i, f32(len(p.piece.encode("utf-8")) * max_score - USER_DEFINED_EPSILON)))
+        self.index = PieceIndex(entries)
+        self.unk_id = next((i for i, p in enumerate(model.pieces) if p.type == UNKNOWN), None)
+        if self.unk_id is None:
+            raise ToktoolsError("sentencepiece model has no <unk> piece")
+        self.unk_score = f32(self.min_score - UNK_PENALTY)
+        self.ids = {p.piece: i for i, p in enumerate(model.pieces)}
+
+    @classmethod
+    def load(cls, path: str | Path) -> "SentencePieceUnigram":
+        return cls(read_model(path))
+
+    def encode(self, text: str, *, add_bos: bool = False, add_eos: bool = False) -> list[int]:
+        normalized, _ = spm_normalize(text, self.charsmap, user_defined=self.user_defined, **self.flags)
+        out: list[int] = []
+        if add_bos:
+            out.append(_special(self.model, "bos"))
+        unk_run = False
+        for start, end, piece_id in (viterbi(normalized, self.index, self.unk_id, self.unk_score, float32=True)
+                                     if normalized else []):
+            if piece_id == self.unk_id:
+                if self.model.byte_fallback:
+                    out.extend(self.ids[byte_piece(b)] for b in normalized[start:end].encode("utf-8"))
+                elif not unk_run:
+                    out.append(piece_id)
+                unk_run = True
+                continue
+            unk_run = False
+            out.append(piece_id)
+        if add_eos:
+            out.append(_special(self.model, "eos"))
+        return out
+
+
+class SentencePieceBPE:
+    """``SentencePieceProcessor.encode`` for a BPE ``.model``."""
+
+    def __init__(self, model: SentencePieceModel) -> None:
+        if model.model_type != "bpe":
+            raise ToktoolsError(f"sentencepiece_encode: a {model.model_type} model is not a bpe model")
+        self.model = model
+        spec = model.normalizer_spec
+        blob = spec.get("precompiled_charsmap")
+        self.charsmap = CharsMap(blob) if blob else None
+        self.flags = dict(add_dummy_prefix=spec.get("add_dummy_prefix"),
+                          remove_extra_whitespaces=spec.get("remove_extra_whitespaces"),
+                          escape_whitespaces=spec.get("escape_whitespaces"),
+                          treat_whitespace_as_suffix=model.trainer_spec.get("treat_whitespace_as_suffix"))
+        self.user_defined = tuple(p.piece for p in model.pieces if p.type == USER_DEFINED)
+        # pieces that text can form (NORMAL, USER_DEFINED, UNUSED); reserved ones by name only
+        self.pieces = {p.piece: i for i, p in enumerate(model.pieces) if p.type in (NORMAL, USER_DEFINED, UNUSED)}
+        self.reserved = {p.piece: i for i, p in enumerate(model.pieces) if p.type not in (NORMAL, USER_DEFINED, UNUSED)}
+        self.unk_id = next((i for i, p in enumerate(model.pieces) if p.type == UNKNOWN), None)
+        if self.unk_id is None:
+            raise ToktoolsError("sentencepiece model has no <unk> piece")
+        self.ids = {p.piece: i for i, p in enumerate(model.pieces)}
+
+    @classmethod
+    def load(cls, path: str | Path) -> "SentencePieceBPE":
+        return cls(read_model(path))
+
+    def _symbols(self, text: str) -> list[tuple[str, bool]]:
+        """Characters, with user-defined symbols (longest first) kept whole and frozen."""
+        users = sorted(self.user_defined, key=len, reverse=True)
+        out, pos = [], 0
+        while pos < len(text):
+            symbol = next((u for u in users if u and text.startswith(u, pos)), None)
+            if symbol is None:
+                out.append((text[pos], False))
+                pos += 1
+            else:
+                out.append((symbol, True))
+                pos += len(symbol)
+        return out
+
+    def pieces_of(self, text: str) -> list[str]:
+        """The merged pieces of one normalised text (before unknown handling)."""
+        symbols = self._symbols(text)
+        piece = [s for s, _ in symbols]
+        frozen = [f for _, f in symbols]
+        prev = list(range(-1, len(symbols) - 1))
+        nxt = list(range(1, len(symbols))) + [-1]
+        model = self.model.pieces
+        agenda: list[tuple[float, int, int, int]] = []
+        rev_merge: dict[str, tuple[str, str]] = {}
+
+        def maybe_add(left: int, right: int) -> None:
+            if left == -1 or right == -1 or frozen[left] or frozen[right]:
+                return
+            merged = piece[left] + piece[right]
+            pid = self.pieces.get(merged)
+            if pid is None:
+                return
+            heapq.heappush(agenda, (-model[pid].score, left, right, len(merged)))
+            if model[pid].type == UNUSED:
+                rev_merge[merged] = (piece[left], piece[right])
+
+        for i in range(1, len(symbols)):
+            maybe_add(i - 1, i)
+        while agenda:
+            _, left, right, size = heapq.heappop(agenda)
+            if not piece[left] or not piece[right] or len(piece[left]) + len(piece[right]) != size:
+                continue
+            piece[left] += piece[right]
+            nxt[left] = nxt[right]
+            if nxt[right] >= 0:
+                prev[nxt[right]] = left
+            piece[right] = ""
+            maybe_add(prev[left], left)
+            maybe_add(left, nxt[left])
+
+        out: list[str] = []
+
+        def resegment(word: str) -> None:
+            pid = self.reserved.get(word, self.pieces.get(word))
+            if pid is None or model[pid].type != UNUSED or word not in rev_merge:
+                out.append(word)
+                return
+            resegment(rev_merge[word][0])
+            resegment(rev_merge[word][1])
+
+        for p in piece:
+            if p:
+                resegment(p)
+        return out
+
+    def encode(self, text: str, *, add_bos: bool = False, add_eos: bool = False) -> list[int]:
+        normalized, _ = spm_normalize(text, self.charsmap, user_defined=self.user_defined, **self.flags)
+        out: list[int] = []
+        if add_bos:
+            out.append(_special(self.model, "bos"))
+        prev_unk = False
+        for p in self.pieces_of(normalized) if normalized else []:
+            pid = self.reserved.get(p, self.pieces.get(p, self.unk_id))
+            unk = pid == self.unk_id
+            if self.model.pieces[pid].type == CONTROL:
+                pass  # sentencepiece drops control pieces from the output
+            elif unk and self.model.byte_fallback:
+                out.extend(self.ids[byte_piece(b)] for b in p.encode("utf-8"))
+            elif not (unk and prev_unk):
+                out.append(pid)
+            prev_unk = unk
+        if add_eos:
+            out.append(_special(self.model, "eos"))
+        return out
+
+
+def _special(model: SentencePieceModel, which: str) -> int:
+    token_id = model.special_id(which)
+    if token_id is None:
+        raise ToktoolsError(f"the sentencepiece model has no {which} piece")
+    return token_id
+
+
+def load_encoder(path: str | Path) -> SentencePieceUnigram | SentencePieceBPE:
+    """The pure-Python sentencepiece encoder for a ``.model`` of either type."""
+    model = read_model(path)
+    return SentencePieceBPE(model) if model.model_type == "bpe" else SentencePieceUnigram(model)

@@ -1,0 +1,412 @@
+"""The reference Unigram trainer: ``tokenizers``' ``UnigramTrainer`` step for step, in Python.
+
+1. Seeds: every character (weighted by word count), then the substrings that are internal nodes
+   of the suffix tree of ``word\\0word\\0...`` (repeated, right-branching; not weighted), scored
+   ``occurrences × length``, best first; log-probabilities of those scores.
+2. EM: the E-step sums each piece's expected count over the lattice of every word
+   (forward-backward in log space); the M-step drops pieces under 0.5 and scores the rest
+   ``digamma(count) - digamma(total)`` (sentencepiece's Bayesian EM). ``n_sub_iterations`` times.
+3. Pruning: each piece's loss if it were replaced by its second-best segmentation; keep the
+   best ``max(1.1 × vocab_size, shrinking_factor × size)``; back to 2 until small enough.
+4. Finalize: every required character, then pieces by model order to ``vocab_size``, sorted by
+   score; special tokens (and the unk token) first.
+
+Determinism: ``tokenizers`` visits words in hash-map order and sums per thread, so its floats
+(and, on near-ties, its vocabulary) vary from run to run. Here words are visited in code-point
+order of the word, sums are sequential, and required characters are taken in code-point order:
+the same input always gives the same vocabulary.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Iterable, Mapping
+
+from toktools.errors import ToktoolsError
+from toktools.parts.unigram import UNK_PENALTY, Lattice, PieceIndex, Unigram
+
+NAN = float("nan")
+TRAIN_UNK = "<UNK>"
+
+
+def digamma(x: float) -> float:
+    result = 0.0
+    while x < 7.0:
+        result -= 1.0 / x
+        x += 1.0
+    x -= 1.0 / 2.0
+    xx = 1.0 / x
+    xx2 = xx * xx
+    xx4 = xx2 * xx2
+    result += (math.log(x) + (1.0 / 24.0) * xx2 - 7.0 / 960.0 * xx4 + (31.0 / 8064.0) * xx4 * xx2
+               - (127.0 / 30720.0) * xx4 * xx4)
+    return result
+
+
+def _log(x: float) -> float:
+    if x > 0:
+        return math.log(x)
+    return -math.inf if x == 0 else NAN
+
+
+# -- suffix array seeds ------------------------------------------------------------------------
+
+def suffix_array(text: list[int]) -> list[int]:
+    """Suffix array by prefix doubling (ranks of pairs, one sort per round)."""
+    n = len(text)
+    if n == 0:
+        return []
+    rank = text[:]
+    sa = list(range(n))
+    k = 1
+    while True:
+        key = [(rank[i], rank[i + k] if i + k < n else -1) for i in range(n)]
+        sa.sort(key=key.__getitem__)
+        new_rank = [0] * n
+        for j in range(1, n):
+            new_rank[sa[j]] = new_rank[sa[j - 1]] + (key[sa[j]] != key[sa[j - 1]])
+        rank = new_rank
+        if rank[sa[-1]] == n - 1:
+            return sa
+        k *= 2
+
+
+def suffix_tree_nodes(text: list[int]) -> Iterable[tuple[int, int, int]]:
+    """``(start, depth, occurrences)`` of every internal node of the suffix tree (esaxx's output:
+    substrings seen at least twice whose next characters differ)."""
+    n = len(text)
+    sa = suffix_array(text)
+    rank = [0] * n
+    for i, s in enumerate(sa):
+        rank[s] = i
+    lcp = [0] * n  # lcp[i] = common prefix of suffixes sa[i-1] and sa[i] (Kasai)
+    h = 0
+    for i in range(n):
+        if rank[i] > 0:
+            j = sa[rank[i] - 1]
+            while i + h < n and j + h < n and text[i + h] == text[j + h]:
+                h += 1
+            lcp[rank[i]] = h
+            if h:
+                h -= 1
+        else:
+            h = 0
+    stack: list[tuple[int, int]] = [(-1, -1)]
+    for i in range(n + 1):
+        cur_first, cur_depth = i, (-1 if i == n else lcp[i])
+        cand = stack[-1]
+        while cand[1] > cur_depth:
+            if i - cand[0] > 1:
+                yield sa[cand[0]], cand[1], i - cand[0]
+            cur_first = cand[0]
+            stack.pop()
+            cand = stack[-1]
+        if cand[1] < cur_depth:
+            stack.append((cur_first, cur_depth))
+        if i == n:
+            break
+        stack.append((i, n - sa[i] + 1))
+
+
+def seed_pieces(words: list[tuple[str, int]], max_piece_length: int = 16,
+                seed_size: int = 1_000_000) -> list[tuple[str, float]]:
+    """``make_seed_sentence_pieces``: characters, then suffix-tree substrings, as log-probs."""
+    chars: dict[str, int] = {}
+    flat: list[int] = []
+    for word, count in words:
+        if not word:
+            continue
+        flat.extend(map(ord, word))
+        flat.append(0)
+        for ch in word:
+            if ch != "\0":
+                chars[ch] = chars.get(ch, 0) + count
+    seeds: list[tuple[str, float]] = [(ch, float(c)) for c, ch in sorted(((c, ch) for ch, c in chars.items()), reverse=True)]
+    substrings = []
+    for start, depth, freq in suffix_tree_nodes(flat):
+        if depth <= 1 or depth > max_piece_length:
+            continue
+        codes = flat[start:start + depth]
+        if 0 in codes:
+            continue
+        substrings.append((freq * depth, "".join(map(chr, codes))))
+    substrings.sort(reverse=True)
+    for score, piece in substrings:
+        if len(seeds) >= seed_size:
+            break
+        seeds.append((piece, float(score)))
+    total = 0.0
+    for _, score in seeds:
+        total += score
+    logsum = math.log(total)
+    return [(piece, math.log(score) - logsum) for piece, score in seeds]
+
+
+# -- the model during training ---------------------------------------------------------------
+
+class _Model:
+    """The training-time model: pieces in order, id 0 = ``<UNK>`` (score NaN)."""
+
+    def __init__(self, pieces: list[tuple[str, float]]) -> None:
+        self.pieces = pieces
+        self.index = PieceIndex((p, i, s) for i, (p, s) in enumerate(pieces))
+        scores = [s for _, s in pieces if not math.isnan(s)]
+        self.min_score = min(scores) if scores else math.inf
+        self.unk_score = self.min_score - UNK_PENALTY
+
+    def nodes(self, rows: list[list[tuple[int, str]]]) -> list[list[tuple[int, int, float]]]:
+        """``begin[pos]`` = ``(end, id, score)`` in lattice insertion order, from the word's
+        matches against the seed pieces (pieces are only ever removed, so they are a superset)."""
+        lookup = self.index.lookup
+        unk = self.unk_score
+        begin: list[list[tuple[int, int, float]]] = []
+        for pos, candidates in enumerate(rows):
+            row = []
+            single = False
+            for end, piece in candidates:
+                hit = lookup.get(piece)
+                if hit is not None:
+                    row.append((end, hit[0], hit[1]))
+                    if end == pos + 1:
+                        single = True
+            if not single:
+                row.append((pos + 1, 0, unk))
+            begin.append(row)
+        return begin
+
+    def lattice(self, word: str) -> Lattice:
+        return Lattice(word, self.index, 0, self.unk_score)
+
+
+def _viterbi(begin: list[list[tuple[int, int, float]]], n: int) -> list[int]:
+    """Vocab ids of ``Lattice::viterbi``'s path: per node, the best incoming path (strict ``>``,
+    candidates in insertion order)."""
+    ends: list[list[tuple[int, float]]] = [[] for _ in range(n + 1)]  # (node, backtrace score)
+    prev: list[int] = []
+    ids: list[int] = []
+    starts: list[int] = []
+    for pos in range(n):
+        incoming = ends[pos] if pos else [(-1, 0.0)]
+        for end, pid, score in begin[pos]:
+            best, best_score = None, 0.0
+            for left, back in incoming:
+                cand = back + score
+                if best is None or cand > best_score:
+                    best, best_score = left, cand
+            node = len(ids)
+            ids.append(pid)
+            prev.append(best)  # type: ignore[arg-type]
+            starts.append(pos)
+            ends[end].append((node, best_score))
+    best, best_score = None, 0.0
+    for left, back in ends[n]:
+        if best is None or back > best_score:
+            best, best_score = left, back
+    path = []
+    node = best
+    while node is not None and node >= 0:
+        path.append(ids[node])
+        node = prev[node]
+    path.reverse()
+    return path
+
+
+def _marginal(begin: list[list[tuple[int, int, float]]], n: int, freq: float, expected: list[float]) -> float:
+    """``Lattice::populate_marginal``: adds ``freq ×`` each node's posterior to ``expected``.
+    (log-sum-exp inline, with Rust's operations in Rust's order, so the floats are the same.)"""
+    exp, log = math.exp, math.log
+    ends: list[list[tuple[int, float]]] = [[] for _ in range(n + 1)]  # (start, score)
+    for pos in range(n):
+        for end, _, score in begin[pos]:
+            ends[end].append((pos, score))
+    forward = [0.0] * (n + 1)  # alpha of every node starting at pos
+    for pos in range(1, n + 1):
+        acc = None
+        for start, score in ends[pos]:
+            y = score + forward[start]
+            if acc is None:
+                acc = y
+                continue
+            lo, hi = (y, acc) if acc > y else (acc, y)
+            acc = hi if hi > lo + 50.0 else hi + log(exp(lo - hi) + 1.0)
+        forward[pos] = acc if acc is not None else 0.0
+    backward = [0.0] * (n + 1)  # beta of every node ending at pos
+    for pos in range(n - 1, -1, -1):
+        acc = None
+        for end, _, score in begin[pos]:
+            y = score + backward[end]
+            if acc is None:
+                acc = y
+                continue
+            lo, hi = (y, acc) if acc > y else (acc, y)
+            acc = hi if hi > lo + 50.0 else hi + log(exp(lo - hi) + 1.0)
+        backward[pos] = acc if acc is not None else 0.0
+    z = forward[n]
+    for pos in range(n):
+        a = forward[pos]
+        for end, pid, score in begin[pos]:
+            expected[pid] += freq * exp(a + score + backward[end] - z)
+    return freq * z
+
+
+class UnigramTrainer:
+    """Settings of ``tokenizers.trainers.UnigramTrainer`` (same names and defaults)."""
+
+    def __init__(self, vocab_size: int = 8000, *, n_sub_iterations: int = 2, shrinking_factor: float = 0.75,
+                 special_tokens: Iterable[str] = (), unk_token: str | None = None,
+                 initial_alphabet: Iterable[str] = (), max_piece_length: int = 16, seed_size: int = 1_000_000,
+                 progress: Callable[[str, int, int], None] | None = None) -> None:
+        self.vocab_size = vocab_size
+        self.n_sub_iterations = n_sub_iterations
+        self.shrinking_factor = shrinking_factor
+        self.special_tokens = list(special_tokens)
+        self.unk_token = unk_token
+        self.initial_alphabet = {s[0] for s in initial_alphabet if s}
+        self.max_piece_length = max_piece_length
+        self.seed_size = seed_size
+        self.progress = progress
+
+    def train(self, word_counts: Mapping[str, int]) -> Unigram:
+        """Train on ``word -> count`` (the pre-tokenised words) and return the model."""
+        words = sorted((w, c) for w, c in word_counts.items())
+        pieces: list[tuple[str, float]] = [(TRAIN_UNK, NAN)] + seed_pieces(words, self.max_piece_length, self.seed_size)
+        desired = self.vocab_size * 11 // 10
+        required = {ch for w, _ in words for ch in w} | self.initial_alphabet
+        if len(required) > self.vocab_size:
+            raise ToktoolsError(f"vocab size {self.vocab_size} is smaller than the {len(required)} characters "
+                                "the corpus needs")
+        seeds = PieceIndex((p, i, 0.0) for i, (p, _) in enumerate(pieces))
+        rows = [[[(pos + length, word[pos:pos + length]) for length, _, _ in seeds.matches(word, pos)]
+                 for pos in range(len(word))] for word, _ in words]
+        model = _Model(pieces)
+        step = 0
+        while True:
+            for _ in range(self.n_sub_iterations):
+                expected = self._e_step(model, words, rows)
+                pieces = self._m_step(pieces, expected)
+                model = _Model(pieces)
+                step += 1
+                if self.progress:
+                    self.progress("EM", step, len(pieces))
+            if len(pieces) <= desired:
+                break
+            pieces = self._prune(model, pieces, words, rows)
+            model = _Model(pieces)
+        return self._finalize(model, required)
+
+    # -- the steps ------------------------------------------------------------------------------
+    def _e_step(self, model: _Model, words: list[tuple[str, int]], rows: list) -> list[float]:
+        expected = [0.0] * len(model.pieces)
+        for (word, count), word_rows in zip(words, rows):
+            z = _marginal(model.nodes(word_rows), len(word), float(count), expected)
+            if math.isnan(z):
+                raise ToktoolsError("Unigram training: the likelihood is NaN (a word may be too long)")
+        return expected
+
+    @staticmethod
+    def _m_step(pieces: list[tuple[str, float]], expected: list[float]) -> list[tuple[str, float]]:
+        kept: list[tuple[str, float]] = []
+        total = 0.0
+        for i, ((piece, _), freq) in enumerate(zip(pieces, expected)):
+            if i == 0:
+                kept.append((piece, NAN))
+                continue
+            if freq < 0.5:
+                continue
+            kept.append((piece, freq))
+            total += freq
+        logsum = digamma(total)
+        return [(piece, digamma(freq) - logsum) for piece, freq in kept]
+
+    def _prune(self, model: _Model, pieces: list[tuple[str, float]], words: list[tuple[str, int]],
+               rows: list) -> list[tuple[str, float]]:
+        always_keep = [True] * len(pieces)
+        alternatives: list[list[int]] = [[] for _ in pieces]
+        for pid, (token, _) in enumerate(pieces):
+            if pid == 0:
+                always_keep[pid] = False
+                continue
+            lattice = model.lattice(token)
+            nbests = lattice.nbest(2)
+            if len(nbests) == 1:
+                always_keep[pid] = True
+            elif len(nbests[0]) >= 2:
+                always_keep[pid] = False
+            elif len(nbests[0]) == 1:
+                always_keep[pid] = True
+                alternatives[pid] = [lattice.nodes[node][0] for node in nbests[1]]
+        vsum = 0.0
+        freq = [0.0] * len(pieces)
+        inverted: list[list[int]] = [[] for _ in pieces]
+        for i, ((word, count), word_rows) in enumerate(zip(words, rows)):
+            vsum += count
+            for pid in _viterbi(model.nodes(word_rows), len(word)):
+                freq[pid] += count
+                inverted[pid].append(i)
+        total = 0.0
+        for f in freq:
+            total += f
+        logsum = _log(total)
+        candidates: list[tuple[int, float]] = []
+        new_pieces = [pieces[0]]
+        for pid, (token, score) in enumerate(pieces):
+            if pid == 0:
+                continue
+            if freq[pid] == 0.0 and not always_keep[pid]:
+                continue
+            if not alternatives[pid]:
+                new_pieces.append((token, score))
+                continue
+            f = 0.0
+            for n in inverted[pid]:
+                f += words[n][1]
+            if f == 0.0 or math.isnan(f):
+                continue
+            f /= vsum
+            logprob_sp = _log(freq[pid]) - logsum
+            # as tokenizers (and sentencepiece): the size of the whole table, not of alternatives[pid]
+            logsum_alt = _log(total + freq[pid] * (len(alternatives) - 1))
+            logprob_alt = 0.0
+            for n in alternatives[pid]:
+                logprob_alt += _log(freq[n] + freq[pid]) - logsum_alt
+            candidates.append((pid, f * (logprob_sp - logprob_alt)))
+        desired = self.vocab_size * 11 // 10
+        pruned_size = max(desired, int(len(pieces) * self.shrinking_factor))
+        candidates.sort(key=lambda c: c[1], reverse=True)  # stable, like Rust's sort_by
+        for pid, _ in candidates:
+            if len(new_pieces) == pruned_size:
+                break
+            new_pieces.append(pieces[pid])
+        return new_pieces
+
+    def _finalize(self, model: _Model, required: set[str]) -> Unigram:
+        existing = dict(model.pieces)
+        inserted = {TRAIN_UNK}
+        final: list[tuple[str, float]] = []
+        penalty = 0.0
+        for ch in sorted(required):
+            inserted.add(ch)
+            if ch in existing:
+                final.append((ch, existing[ch]))
+            else:
+                final.append((ch, model.min_score + penalty))
+                penalty += 0.0001
+        unk_id = None
+        need_unk = False
+        if self.unk_token is not None:
+            if self.unk_token in self.special_tokens:
+                unk_id = self.special_tokens.index(self.unk_token)
+            else:
+                unk_id, need_unk = 0, True
+        target = self.vocab_size - len(self.special_tokens) - (1 if need_unk else 0)
+        for token, score in model.pieces:
+            if token in inserted:
+                continue
+            inserted.add(token)
+            final.append((token, 0.0 if math.isnan(score) else score))
+            if len(final) == target:
+                break
+        final.sort(key=lambda p: p[1], reverse=True)  # stable, ties keep their order
+        specials = [(t, 0.0) for t in self.special_tokens]
+        if need_unk:
+            specials.insert(0, (self.unk_token, 0.0))
+        return Unigram(specials + final, unk_id, False)
