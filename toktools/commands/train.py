@@ -143,11 +143,11 @@ def train_bytebpe_command(corpus: tuple[str, ...], counts_path: Path | None, out
 
         tokenizer = from_tokenizer_json(json.loads(hf.to_str()))
         if template == "roberta":
-            from toktools.encoding import TemplateProcessor
+            from toktools.presets import roberta_processing
 
             if not {"<s>", "</s>"} <= set(specials):
                 raise ToktoolsError("the roberta template needs <s> and </s> among the special tokens")
-            tokenizer.post_processor = TemplateProcessor.roberta(("<s>", tokenizer.vocab["<s>"]), ("</s>", tokenizer.vocab["</s>"]))
+            tokenizer.post_processor = roberta_processing(tokenizer)
     else:
         import toktools
 
@@ -212,7 +212,8 @@ def train_wordpiece_command(corpus: tuple[str, ...], counts_path: Path | None, o
                                       limit_alphabet=limit_alphabet, lowercase=lowercase, strip_accents=strip_accents)
         if hf.get_vocab_size(with_added_tokens=False) <= len(set(specials)):
             raise ToktoolsError("the corpus is empty: no words to learn from")
-        from toktools.wordpiece import WordPieceTokenizer, loads_vocab_txt
+        from toktools.presets import WordPieceTokenizer
+        from toktools.wordpiece import loads_vocab_txt
 
         tokenizer = WordPieceTokenizer.bert(loads_vocab_txt(fast.wordpiece_vocab_txt(hf)), lowercase=lowercase,
                                             strip_accents=strip_accents)

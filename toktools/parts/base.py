@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Iterable, Sequence
 
 Span = tuple[int, int]
 
@@ -84,8 +84,42 @@ class Normalizer(Part):
         return self.normalize(Piece(text)).text
 
 
+@dataclass(slots=True)
+class Words:
+    """The fast lane between a pre-tokeniser and a model: the words of one piece as
+    ``(word, start)``, ``start`` counting characters of the piece's text after ``shift``
+    prepended characters (a prefix space, which gets the span of the first character). With
+    ``byte_level`` the model sees each word as byte symbols, one per UTF-8 byte, and a token's
+    span runs from the character of its first byte to that of its last.
+
+    It exists for speed: no :class:`Piece` per word, and the model may cache whole words."""
+
+    matches: Iterable[tuple[str, int]]
+    piece: Piece
+    shift: int = 0
+    byte_level: bool = False
+
+    def pieces(self) -> list[Piece]:
+        """The same words as pieces (the general path)."""
+        from toktools.bytelevel import byte_level_piece  # text handling only: no circle
+
+        piece = self.piece
+        if self.shift:  # a prefix space has the span of the first character
+            piece = Piece(" " * self.shift + piece.text, [piece.span_of(0)] * self.shift + piece.all_spans())
+        out = []
+        for word, start in self.matches:
+            part = piece.slice(start, start + len(word))
+            out.append(byte_level_piece(part) if self.byte_level else part)
+        return out
+
+
 class PreTokenizer(Part):
     category = "pre_tokenizer"
+
+    def split_words(self, piece: Piece) -> Words | None:
+        """The fast lane (see :class:`Words`) when this pre-tokeniser can give it for ``piece``;
+        ``None`` means: use :meth:`pre_tokenize`."""
+        return None
 
     @abstractmethod
     def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
@@ -131,6 +165,23 @@ class Model(Part):
     def vocab_size(self) -> int:
         return len(self.get_vocab())
 
+    def encode_words(self, words: Words, ids: list[int], tokens: list[str], offsets: list[Span]) -> None:
+        """Append the tokens of every word of the fast lane, with offsets in the original text.
+        Models override this with a cached loop; this one says what it must do."""
+        for piece in words.pieces():
+            self.encode_piece(piece, ids, tokens, offsets)
+
+    def encode_piece(self, piece: Piece, ids: list[int], tokens: list[str], offsets: list[Span]) -> None:
+        """Append the tokens of one pre-tokenised piece (the general path)."""
+        for token_id, token, start, end in self.tokenize(piece.text):
+            ids.append(token_id)
+            tokens.append(token)
+            offsets.append(piece.original(start, end))
+
+    def files(self) -> dict[str, str]:
+        """The model's own files (``vocab.txt``, ``vocab.json`` + ``merges.txt`` …) by name."""
+        return {}
+
 
 class PostProcessor(Part):
     """Adds the template's special tokens (``[CLS] A [SEP]``) and merges a pair."""
@@ -142,5 +193,13 @@ class PostProcessor(Part):
         """How many tokens :meth:`process` adds (truncation leaves room for them)."""
 
     @abstractmethod
+    def process_encodings(self, encodings: list[Any], add_special_tokens: bool) -> list[Any]:
+        """``tokenizers``' ``process_encodings``: the sequences in, the parts of the result out
+        (a :class:`Sequence` processor chains them)."""
+
     def process(self, first: Any, second: Any | None, add_special_tokens: bool = True) -> Any:
         """``Encoding`` (and optional pair) → the final ``Encoding``."""
+        from toktools.encoding import Encoding
+
+        parts = self.process_encodings([first] if second is None else [first, second], add_special_tokens)
+        return Encoding.merge(parts)
