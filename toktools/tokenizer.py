@@ -132,8 +132,14 @@ class Tokenizer:
         return added.id if added else self.model.token_to_id(token)
 
     def id_to_token(self, token_id: int) -> str | None:
+        """The token of an id; a ``normalized`` added token is its content normalised, as
+        ``tokenizers`` keeps it (``decode`` shows it that way too)."""
         added = self.added.by_id.get(token_id)
-        return added.content if added else self.model.id_to_token(token_id)
+        if added is None:
+            return self.model.id_to_token(token_id)
+        if added.normalized and self.normalizer is not None:
+            return self.normalizer.normalize_str(added.content)
+        return added.content
 
     def _max_id(self) -> int:
         return max([*self.model.get_vocab().values(), *self.added.by_id], default=-1)
