@@ -135,3 +135,18 @@ def test_unknown_part_type_in_the_cli_is_one_stderr_line(tmp_path):
     assert result.stderr.count("\n") == 1
     assert result.stderr.startswith("toktools: error: ") and "'Sqeuence'" in result.stderr
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("build", [_bert, _gpt2])
+def test_the_general_path_gives_what_the_fast_lane_gives(build, monkeypatch):
+    """Pre-tokenisers without a fast lane (a Sequence, Split …) hand the model one Piece per
+    word; the result must not depend on which path ran (prefix spaces and normaliser spans
+    included)."""
+    hf = build()
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True) if build is _gpt2 else hf.pre_tokenizer
+    lines = corpus_lines(5_000)
+    fast_lane = load_in_toktools(hf).encode_batch(lines, workers=1)
+    ours = load_in_toktools(hf)
+    monkeypatch.setattr(type(ours.pre_tokenizer), "split_words", lambda self, piece: None)
+    assert ours.encode_batch(lines, workers=1) == fast_lane
+    assert_same_encodings(ours, hf, lines)

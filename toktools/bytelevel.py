@@ -11,14 +11,11 @@ Before that, a sequence is cut into words by GPT-2's regular expression. Its cla
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Iterator
+from typing import Iterable, Iterator
 
 import regex
 
 from toktools._bytelevel_tables import LETTER_RANGES, NUMBER_RANGES, REGEX_DISAGREEMENTS, SPACE_RANGES
-
-if TYPE_CHECKING:  # pragma: no cover
-    from toktools.parts.base import Piece
 
 # --------------------------------------------------------------------------------------------
 # 1. The 256-entry byte <-> symbol map (GPT-2's ``bytes_to_unicode``)
@@ -203,19 +200,6 @@ def split_lines(chunk: str, add_prefix_space: bool = False) -> list[str]:
     if add_prefix_space:
         chunk = _LINE_START_WITHOUT_SPACE.sub(" ", chunk)
     return splitters().pick(chunk, lines=True).findall(chunk)
-
-
-def byte_level_piece(piece: "Piece") -> "Piece":
-    """A piece's text as byte symbols, each symbol with the span of the character it comes
-    from (``tokenizers`` aligns a character's extra bytes with its first)."""
-    from toktools.parts.base import Piece
-
-    text = piece.text
-    symbols = text_to_symbols(text)
-    if len(symbols) == len(text) and piece.spans is None:
-        return Piece(symbols, None, piece.base)
-    spans = piece.all_spans()
-    return Piece(symbols, [span for ch, span in zip(text, spans) for _ in range(len(ch.encode("utf-8")))])
 
 
 def prefixed(sequence: str, add_prefix_space: bool) -> str:

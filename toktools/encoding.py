@@ -34,7 +34,13 @@ class Encoding:
         """The parts one after the other (``Encoding::merge``)."""
         if len(parts) == 1:
             return parts[0]
-        return cls(*([value for part in parts for value in getattr(part, name)] for name in _FIELDS))
+        fields = []
+        for name in _FIELDS:
+            values: list = []
+            for part in parts:
+                values += getattr(part, name)
+            fields.append(values)
+        return cls(*fields)
 
     def truncated(self, length: int, direction: str = "right") -> "Encoding":
         keep = slice(0, length) if direction == "right" else slice(max(len(self.ids) - length, 0), None)

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 from toktools.encoding import _FIELDS, AddedToken, AddedTokens, Encoding, Padding, Truncation
 from toktools.files import dumps_tokenizer_json, write_files_atomically
-from toktools.parts.base import Decoder, Model, Normalizer, Piece, PostProcessor, PreTokenizer, Span, Words
+from toktools.parts.base import WHOLE_TEXT, Decoder, Model, Normalizer, Piece, PostProcessor, PreTokenizer, Span, Words
 
 #: Model settings that older code reads from the tokenizer itself (``tokenizer.merges`` …).
 _MODEL_ATTRIBUTES = frozenset({"merges", "merge_map", "unk_token", "unk_id", "continuing_subword_prefix",
@@ -85,7 +85,7 @@ class Tokenizer:
     def _encode_piece(self, piece: Piece, ids: list[int], tokens: list[str], offsets: list[Span]) -> None:
         pre = self.pre_tokenizer
         if pre is None:
-            words: Words | None = Words([(piece.text, 0)] if piece.text else [], piece)
+            words: Words | None = Words(WHOLE_TEXT.finditer(piece.text), piece)
         else:
             words = pre.split_words(piece)
         if words is not None:

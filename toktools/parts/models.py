@@ -11,12 +11,14 @@ from typing import Any, Mapping, Sequence
 
 from toktools import bpe, bytelevel
 from toktools.errors import ToktoolsError
-from toktools.parts.base import Model, Span, Words
+from toktools.parts.base import CharSpans, Model, Piece, Span, Words
 from toktools.parts.registry import register
 from toktools.wordpiece import dumps_vocab_txt, wordpiece_split
 
 #: A word's tokens: (id, token, start, end), offsets in characters of the word.
 WordTokens = list[tuple[int, str, int, int]]
+#: What the word caches hold: ``(id, token)`` for a word that is one token, else its tokens.
+CacheEntry = tuple[int, str] | WordTokens
 
 
 def _vocab_of(node: Mapping[str, Any], model: str) -> dict[str, int]:
@@ -49,8 +51,8 @@ class _CachedWords(Model):
     """The fast lane shared by the models: whole words from a cache, offsets by addition."""
 
     def _setup_cache(self, capacity: int) -> None:
-        self._cache: dict[str, WordTokens] = {}
-        self._byte_cache: dict[str, WordTokens] = {}  # keyed by the word before the byte mapping
+        self._cache: dict[str, CacheEntry] = {}
+        self._byte_cache: dict[str, CacheEntry] = {}  # keyed by the word before the byte mapping
         self._cache_capacity = capacity
         self.id_to_token_map: dict[int, str] = {i: t for t, i in self.vocab.items()}
 
@@ -79,43 +81,101 @@ class _CachedWords(Model):
         return [(token_id, token, char_of_byte[min(b0, last)], char_of_byte[min(b1 - 1, last)] + 1)
                 for token_id, token, b0, b1 in found]
 
+    def encode_piece(self, piece: Piece, ids: list[int], tokens: list[str], offsets: list[Span]) -> None:
+        """The general path (after a pre-tokeniser without a fast lane), cached all the same."""
+        word = piece.text
+        entry = self._cache.get(word)
+        if entry is None:
+            entry = self._store(self._cache, word, False)
+        if entry.__class__ is tuple:
+            entry = [(*entry, 0, len(word))]  # type: ignore[list-item]
+        spans = piece.spans
+        for token_id, token, a, b in entry:  # type: ignore[misc]
+            ids.append(token_id)
+            tokens.append(token)
+            offsets.append((piece.base + a, piece.base + b) if spans is None else (spans[a][0], spans[b - 1][1]))
+
+    def _cache_entry(self, word: str, byte_level: bool) -> CacheEntry:
+        """A word's tokens for the cache: ``(id, token)`` when the word is one token, else the list."""
+        found = self._word_tokens(word, byte_level)
+        if len(found) == 1 and found[0][2] == 0 and found[0][3] == len(word):
+            return found[0][:2]
+        return found
+
     def encode_words(self, words: Words, ids: list[int], tokens: list[str], offsets: list[Span]) -> None:
+        """The hot loop: one cache lookup per word; a one-token word (most words) costs three
+        appends. The word's place comes from its regex match."""
         byte_level = words.byte_level
         cache = self._byte_cache if byte_level else self._cache
         add_id, add_token, add_offset = ids.append, tokens.append, offsets.append
         piece, shift = words.piece, words.shift
         spans = piece.spans
-        if spans is None:
-            floor = piece.base
-            delta = floor - shift
-        else:
-            floor = delta = 0
+        delta = piece.base - shift
+        floor = piece.base
+        get = cache.get
+        if spans.__class__ is CharSpans:  # one original character per character: index arithmetic
+            origins, at = spans.origins, spans.base  # type: ignore[union-attr]
             if shift:  # prefix characters have the span of the piece's first character
-                spans = [spans[0]] * shift + spans
-        for word, start in words.matches:
-            entry = cache.get(word)
+                origins = [origins[0]] * shift + origins
+            for match in words.matches:
+                word = match.group()
+                entry = get(word)
+                if entry is None:
+                    entry = self._store(cache, word, byte_level)
+                start = match.start()
+                if entry.__class__ is tuple:
+                    add_id(entry[0])  # type: ignore[index]
+                    add_token(entry[1])  # type: ignore[index]
+                    add_offset((at + origins[start], at + origins[match.end() - 1] + 1))
+                    continue
+                for token_id, token, a, b in entry:  # type: ignore[misc]
+                    add_id(token_id)
+                    add_token(token)
+                    add_offset((at + origins[start + a], at + origins[start + b - 1] + 1))
+            return
+        if spans is not None and shift:  # prefix characters have the span of the piece's first character
+            spans = [spans[0]] * shift + list(spans)
+        if spans is None and not shift:  # the common case, kept tight: text nobody changed
+            for match in words.matches:
+                word = match.group()
+                entry = get(word)
+                if entry is None:
+                    entry = self._store(cache, word, byte_level)
+                if entry.__class__ is tuple:  # the whole word is one token
+                    add_id(entry[0])  # type: ignore[index]
+                    add_token(entry[1])  # type: ignore[index]
+                    add_offset((delta + match.start(), delta + match.end()))
+                else:
+                    d = delta + match.start()
+                    for token_id, token, a, b in entry:  # type: ignore[misc]
+                        add_id(token_id)
+                        add_token(token)
+                        add_offset((d + a, d + b))
+            return
+        for match in words.matches:
+            word = match.group()
+            entry = get(word)
             if entry is None:
-                entry = self._word_tokens(word, byte_level)
-                if len(cache) >= self._cache_capacity:
-                    cache.clear()
-                cache[word] = entry
-            if spans is not None:
-                for token_id, token, a, b in entry:
-                    add_id(token_id)
-                    add_token(token)
+                entry = self._store(cache, word, byte_level)
+            start = match.start()
+            if entry.__class__ is tuple:
+                entry = [(*entry, 0, len(word))]  # type: ignore[list-item]
+            for token_id, token, a, b in entry:  # type: ignore[misc]
+                add_id(token_id)
+                add_token(token)
+                if spans is not None:
                     add_offset((spans[start + a][0], spans[start + b - 1][1]))
-            elif start >= shift:
-                d = delta + start
-                for token_id, token, a, b in entry:
-                    add_id(token_id)
-                    add_token(token)
-                    add_offset((d + a, d + b))
-            else:  # the word holding the prefix space, whose span is the first character's
-                d = delta + start
-                for token_id, token, a, b in entry:
-                    add_id(token_id)
-                    add_token(token)
-                    add_offset((max(d + a, floor), max(d + b, floor + 1)))
+                elif start >= shift:
+                    add_offset((delta + start + a, delta + start + b))
+                else:  # the word holding the prefix space, whose span is the first character's
+                    add_offset((max(delta + start + a, floor), max(delta + start + b, floor + 1)))
+
+    def _store(self, cache: dict[str, CacheEntry], word: str, byte_level: bool) -> CacheEntry:
+        entry = self._cache_entry(word, byte_level)
+        if len(cache) >= self._cache_capacity:
+            cache.clear()
+        cache[word] = entry
+        return entry
 
 
 # ---------------------------------------------------------------------------------------------

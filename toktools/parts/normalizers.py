@@ -6,7 +6,7 @@ from typing import Any
 from toktools import bert_text
 from toktools.bert_text import BertNormalizerConfig
 from toktools.errors import ToktoolsError
-from toktools.parts.base import Normalizer, Piece
+from toktools.parts.base import CharSpans, Normalizer, Piece
 from toktools.parts.registry import register
 
 # ---------------------------------------------------------------------------------------------
@@ -60,9 +60,8 @@ class BertNormalizer(Normalizer):
             if len(normalized) == len(text):
                 return Piece(normalized, piece.spans, piece.base)
         normalized, alignment = bert_text.normalize_with_offsets(text, self.config)
-        if piece.spans is None:
-            base = piece.base
-            return Piece(normalized, [(base + a, base + a + 1) for a in alignment], base)
+        if piece.spans is None:  # each character comes from one original character
+            return Piece(normalized, CharSpans(alignment, piece.base), piece.base)
         spans = piece.spans
         return Piece(normalized, [spans[a] for a in alignment], piece.base)
 

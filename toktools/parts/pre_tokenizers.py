@@ -1,11 +1,11 @@
 """pre-tokenizers: see toktools.parts.base for the interface."""
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Match
 
 from toktools import bert_text, bytelevel
 from toktools.errors import ToktoolsError
-from toktools.parts.base import Piece, PreTokenizer, Words
+from toktools.parts.base import WHOLE_TEXT, Piece, PreTokenizer, Words
 from toktools.parts.registry import register
 
 # ---------------------------------------------------------------------------------------------
@@ -38,7 +38,7 @@ class BertPreTokenizer(PreTokenizer):
         return [piece.slice(m.start(), m.end()) for piece in pieces for m in finditer(piece.text)]
 
     def split_words(self, piece: Piece) -> Words:
-        return Words(((m.group(), m.start()) for m in bert_text.PRE_TOKENIZER_RE.finditer(piece.text)), piece)
+        return Words(bert_text.PRE_TOKENIZER_RE.finditer(piece.text), piece)
 
 
 @register
@@ -62,17 +62,20 @@ class ByteLevel(PreTokenizer):
         return {"type": self.type, "add_prefix_space": self.add_prefix_space, "trim_offsets": self.trim_offsets,
                 "use_regex": self.use_regex}
 
-    def _matches(self, text: str) -> Iterable[tuple[str, int]]:
+    def _matches(self, text: str) -> Iterable[Match[str]]:
         if not self.use_regex:
-            return [(text, 0)] if text else []
-        return ((m.group(), m.start()) for m in bytelevel.splitters().pick(text).finditer(text))
+            return WHOLE_TEXT.finditer(text)
+        return bytelevel.splitters().pick(text).finditer(text)
 
-    def split_words(self, piece: Piece) -> Words:
+    def _words(self, piece: Piece) -> Words:
         text = bytelevel.prefixed(piece.text, self.add_prefix_space)
         return Words(self._matches(text), piece, len(text) - len(piece.text), byte_level=True)
 
+    def split_words(self, piece: Piece) -> Words:
+        return self._words(piece)
+
     def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
-        return [word for piece in pieces for word in self.split_words(piece).pieces()]
+        return [word for piece in pieces for word in self._words(piece).pieces()]
 
     def pieces_of_lines(self, chunk: str) -> list[str]:
         """Text pieces (not yet byte-mapped) of a chunk of ``\\n``-terminated training lines."""
