@@ -197,6 +197,8 @@ class Model(Part):
     (for byte-level BPE the word is already in byte symbols, one character per byte)."""
 
     category = "model"
+    #: the name of the trainer that makes this model (:mod:`toktools.trainers`), "" if none
+    kind: ClassVar[str] = ""
 
     @abstractmethod
     def tokenize(self, word: str) -> list[tuple[int, str, int, int]]:
