@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from conftest import read_corpus_sample
-from toktools import bytelevel, parity, training
+from toktools import bytelevel, parity, presets, training
 from toktools.errors import ToktoolsError
 
 
@@ -278,7 +278,7 @@ def test_a_real_tie_broken_the_other_way_is_caught_end_to_end(workdir, en_file):
     first, second = ("".join(merges[k]), "".join(merges[k + 1]))
     vocab[first], vocab[second] = vocab[second], vocab[first]
     merges[k], merges[k + 1] = merges[k + 1], merges[k]
-    swapped = bytelevel.ByteLevelBPETokenizer(vocab, merges)
+    swapped = presets.ByteLevelBPETokenizer(vocab, merges)
 
     report = parity.check_trained("bytebpe", swapped, [str(en_file)], 1000, word_counts=counts, heldout_max_lines=300)
     assert not report.identical and not report.ok

@@ -23,9 +23,10 @@ from hypothesis import strategies as st
 import toktools
 from conftest import ref_vocab_dir
 from toktools import report
-from toktools.bytelevel import ALPHABET, BYTE_TO_SYMBOL, ByteLevelBPETokenizer, text_to_symbols
+from toktools.bytelevel import ALPHABET, BYTE_TO_SYMBOL, text_to_symbols
+from toktools.presets import ByteLevelBPETokenizer
 from toktools.errors import ToktoolsError
-from toktools.wordpiece import WordPieceTokenizer
+from toktools.presets import WordPieceTokenizer
 
 # ---------------------------------------------------------------------------------------------
 # Hand-built tokenizers

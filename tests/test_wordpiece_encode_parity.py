@@ -32,7 +32,7 @@ from tokenizers import BertWordPieceTokenizer, Tokenizer, decoders, models
 
 import toktools
 from conftest import read_corpus_sample, ref_vocab_dir
-from toktools.wordpiece import WordPieceTokenizer
+from toktools.presets import WordPieceTokenizer
 
 ALL_FIELDS = ("ids", "tokens", "offsets", "type_ids", "attention_mask", "special_tokens_mask")
 

@@ -11,15 +11,10 @@ Before that, a sequence is cut into words by GPT-2's regular expression. Its cla
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Iterable, Iterator
 
 import regex
 
-from toktools import bpe
-from toktools.encoding import AddedToken, TemplateProcessor
-from toktools.errors import ToktoolsError
-from toktools.tokenizer import Tokenizer
 from toktools._bytelevel_tables import LETTER_RANGES, NUMBER_RANGES, REGEX_DISAGREEMENTS, SPACE_RANGES
 
 # --------------------------------------------------------------------------------------------
@@ -207,40 +202,18 @@ def split_lines(chunk: str, add_prefix_space: bool = False) -> list[str]:
     return splitters().pick(chunk, lines=True).findall(chunk)
 
 
-@dataclass(frozen=True)
-class ByteLevelPreTokenizer:
-    """``pre_tokenizers.ByteLevel``: optional prefix space, GPT-2 split, byte mapping."""
+def prefixed(sequence: str, add_prefix_space: bool) -> str:
+    """The sequence with the prefix space that ``add_prefix_space`` asks for."""
+    if add_prefix_space and sequence and not sequence.startswith(" "):
+        return " " + sequence
+    return sequence
 
-    add_prefix_space: bool = False
-    use_regex: bool = True
 
-    def prepare(self, sequence: str) -> str:
-        """The sequence with the prefix space that ``add_prefix_space`` asks for."""
-        if self.add_prefix_space and sequence and not sequence.startswith(" "):
-            return " " + sequence
-        return sequence
-
-    def pre_tokenize(self, sequence: str) -> list[tuple[str, int, int]]:
-        """Byte-mapped pieces of one sequence with character offsets into ``sequence``.
-
-        A prefix space added here is aligned with the first character, as ``tokenizers`` does.
-        """
-        prepared = self.prepare(sequence)
-        shift = len(prepared) - len(sequence)
-        if self.use_regex:
-            pieces = split_with_offsets(prepared)
-        else:
-            pieces = iter([(prepared, 0, len(prepared))] if prepared else [])
-        return [
-            (text_to_symbols(piece), max(start - shift, 0), max(end - shift, 0))
-            for piece, start, end in pieces
-        ]
-
-    def pieces_of_lines(self, chunk: str) -> list[str]:
-        """Text pieces (not yet byte-mapped) of a chunk of ``\\n``-terminated training lines."""
-        if self.use_regex:
-            return split_lines(chunk, self.add_prefix_space)
-        return [self.prepare(line) for line in _split_on_newline(chunk)]
+def pieces_of_lines(chunk: str, add_prefix_space: bool = False, use_regex: bool = True) -> list[str]:
+    """Text pieces (not yet byte-mapped) of a chunk of ``\\n``-terminated training lines."""
+    if use_regex:
+        return split_lines(chunk, add_prefix_space)
+    return [prefixed(line, add_prefix_space) for line in _split_on_newline(chunk)]
 
 
 def _split_on_newline(chunk: str) -> list[str]:
@@ -252,182 +225,6 @@ def _split_on_newline(chunk: str) -> list[str]:
     return lines
 
 
-# --------------------------------------------------------------------------------------------
-# 3. The byte-level BPE tokenizer
-# --------------------------------------------------------------------------------------------
-
-#: A word's tokens, relative to the word: (id, token, start byte, end byte).
-_WordTokens = list[tuple[int, str, int, int]]
-
-
-class ByteLevelBPETokenizer(Tokenizer):
-    """GPT-2 / RoBERTa byte-level BPE: GPT-2 split, bytes as symbols, merges by rank.
-
-    Matches ``tokenizers.ByteLevelBPETokenizer`` (and any ``tokenizer.json`` with a ByteLevel
-    pre-tokenizer and a BPE model): same ids, tokens, offsets and decoding.
-    """
-
-    kind = "bytebpe"
-
-    def __init__(
-        self,
-        vocab: dict[str, int],
-        merges: Sequence[tuple[str, str]],
-        *,
-        add_prefix_space: bool = False,
-        use_regex: bool = True,
-        added_tokens: Sequence[AddedToken] = (),
-        post_processor: TemplateProcessor | None = None,
-        unk_token: str | None = None,
-        fuse_unk: bool = False,
-        ignore_merges: bool = False,
-        continuing_subword_prefix: str | None = None,
-        end_of_word_suffix: str | None = None,
-        cache_capacity: int = 200_000,
-    ) -> None:
-        super().__init__(vocab, added_tokens, post_processor)
-        self.merges = list(merges)
-        self.pre_tokenizer = ByteLevelPreTokenizer(add_prefix_space, use_regex)
-        self.unk_token = unk_token
-        self.fuse_unk = fuse_unk
-        self.ignore_merges = ignore_merges
-        self.continuing_subword_prefix = continuing_subword_prefix
-        self.end_of_word_suffix = end_of_word_suffix
-        self.merge_map = bpe.build_merge_map(vocab, self.merges, continuing_subword_prefix)
-        if unk_token is not None and unk_token not in vocab:
-            raise ToktoolsError(f"unk token {unk_token!r} is not in the vocabulary")
-        self._cache: dict[str, _WordTokens] = {}
-        self._cache_capacity = cache_capacity
-        self._plain = unk_token is None and not continuing_subword_prefix and not end_of_word_suffix
-
-    # -- model ------------------------------------------------------------------------------
-
-    def tokenize_word(self, symbols: str) -> _WordTokens:
-        """BPE of one byte-mapped word: (id, token, start, end) with offsets in symbols (bytes)."""
-        vocab = self.vocab
-        if self.ignore_merges and symbols in vocab:
-            return [(vocab[symbols], symbols, 0, len(symbols))]
-        if self._plain:
-            ids = [vocab.get(ch) for ch in symbols]
-            if None not in ids:
-                merged = bpe.merge_symbols(ids, self.merge_map)  # type: ignore[arg-type]
-                bounds = [first for _, first in merged[1:]] + [len(symbols)]
-                return [(token_id, self.id_to_token_map[token_id], first, end)
-                        for (token_id, first), end in zip(merged, bounds)]
-        ids, spans = self._initial_symbols(symbols)
-        merged = bpe.merge_symbols(ids, self.merge_map)
-        lasts = [first - 1 for _, first in merged[1:]] + [len(ids) - 1]
-        return [(token_id, self.id_to_token_map[token_id], spans[first][0], spans[last][1])
-                for (token_id, first), last in zip(merged, lasts)]
-
-    def _initial_symbols(self, symbols: str) -> tuple[list[int], list[tuple[int, int]]]:
-        """Initial ids with ``unk_token``, prefixes and suffixes, and each one's span.
-
-        A symbol missing from the vocabulary is dropped silently without an unk token."""
-        prefix, suffix = self.continuing_subword_prefix, self.end_of_word_suffix
-        unk_id = self.vocab.get(self.unk_token) if self.unk_token is not None else None
-        ids: list[int] = []
-        spans: list[tuple[int, int]] = []
-        for position, (_ch, symbol) in enumerate(bpe.decorated(symbols, prefix, suffix)):
-            token_id = self.vocab.get(symbol)
-            if token_id is None:
-                if unk_id is None:
-                    continue
-                token_id = unk_id
-                if self.fuse_unk and ids and ids[-1] == unk_id:
-                    spans[-1] = (spans[-1][0], position + 1)
-                    continue
-            ids.append(token_id)
-            spans.append((position, position + 1))
-        return ids, spans
-
-    def encode_into(self, text: str, base: int, ids: list[int], tokens: list[str], offsets: list[tuple[int, int]]) -> None:
-        prepared = self.pre_tokenizer.prepare(text)
-        shift = len(prepared) - len(text)
-        base -= shift
-        if self.pre_tokenizer.use_regex:
-            matches = ((m.group(), m.start()) for m in splitters().pick(prepared).finditer(prepared))
-        else:
-            matches = iter([(prepared, 0)] if prepared else [])
-        cache = self._cache
-        add_id, add_token, add_offset = ids.append, tokens.append, offsets.append
-        # the added prefix space is aligned with the first character: it maps to (0, 1)
-        floor = base + shift
-        end_floor = floor + shift
-        for piece, start in matches:
-            word = cache.get(piece)
-            if word is None:
-                word = self.tokenize_word(text_to_symbols(piece))
-                if len(cache) >= self._cache_capacity:
-                    cache.clear()
-                cache[piece] = word
-            if piece.isascii():
-                for token_id, token, b0, b1 in word:
-                    add_id(token_id)
-                    add_token(token)
-                    add_offset((max(base + start + b0, floor), max(base + start + b1, end_floor)))
-            else:
-                char_of_byte = [i for i, ch in enumerate(piece) for _ in range(len(ch.encode("utf-8")))]
-                for token_id, token, b0, b1 in word:
-                    add_id(token_id)
-                    add_token(token)
-                    add_offset((max(base + start + char_of_byte[b0], floor),
-                                max(base + start + char_of_byte[b1 - 1] + 1, end_floor)))
-
-    def decode_tokens(self, tokens: list[str]) -> str:
-        """``decoders.ByteLevel``: byte symbols back to bytes, then UTF-8 with replacement."""
-        data = bytearray()
-        for token in tokens:
-            data += symbols_to_bytes(token) if is_byte_symbols(token) else token.encode("utf-8")
-        return data.decode("utf-8", errors="replace")
-
-    # -- files ------------------------------------------------------------------------------
-
-    def save(self, directory: str | Path, *, overwrite: bool = True) -> list[Path]:
-        """Write ``vocab.json``, ``merges.txt`` and ``tokenizer.json`` atomically."""
-        from toktools.formats import dumps_tokenizer_json, write_files_atomically
-
-        return write_files_atomically(
-            Path(directory),
-            {
-                "vocab.json": bpe.dumps_vocab_json(self.vocab),
-                "merges.txt": bpe.dumps_merges_txt(self.merges),
-                "tokenizer.json": dumps_tokenizer_json(self.to_tokenizer_json()),
-            },
-            overwrite=overwrite,
-        )
-
-    def to_tokenizer_json(self) -> dict[str, Any]:
-        byte_level = {"type": "ByteLevel", "add_prefix_space": self.pre_tokenizer.add_prefix_space,
-                      "trim_offsets": True, "use_regex": self.pre_tokenizer.use_regex}
-        post: dict[str, Any] = (
-            {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True}
-            if self.post_processor is None else self.post_processor.to_json()
-        )
-        return {
-            "version": "1.0",
-            "truncation": self.truncation_json(),
-            "padding": self.padding_json(),
-            "added_tokens": self.added_tokens_json(),
-            "normalizer": None,
-            "pre_tokenizer": byte_level,
-            "post_processor": post,
-            "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
-            "model": {
-                "type": "BPE",
-                "dropout": None,
-                "unk_token": self.unk_token,
-                "continuing_subword_prefix": self.continuing_subword_prefix,
-                "end_of_word_suffix": self.end_of_word_suffix,
-                "fuse_unk": self.fuse_unk,
-                "byte_fallback": False,
-                "ignore_merges": self.ignore_merges,
-                "vocab": dict(sorted(self.vocab.items(), key=lambda item: item[1])),
-                "merges": [[a, b] for a, b in self.merges],
-            },
-        }
-
-
 def training_pieces(chunk: str, add_prefix_space: bool = False, use_regex: bool = True) -> list[str]:
     """Text pieces of a chunk of training lines (top-level, so worker processes can run it)."""
-    return ByteLevelPreTokenizer(add_prefix_space, use_regex).pieces_of_lines(chunk)
+    return pieces_of_lines(chunk, add_prefix_space, use_regex)

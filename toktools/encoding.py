@@ -1,22 +1,19 @@
-"""What every tokenizer does around its model: special tokens in the input, the ``[CLS]``/``<s>``
-templates, truncation and padding, and the :class:`Encoding` they produce.
+"""What every tokenizer does around its model: special tokens in the input, truncation and
+padding, and the :class:`Encoding` they produce.
 
 These follow ``tokenizers`` 0.23.3: special tokens are cut out of the raw input first
-(leftmost-longest, case-sensitive); truncation runs before the template is added and leaves room
-for it; padding runs last.
+(leftmost-longest, case-sensitive); truncation runs before the post-processor's template is
+added and leaves room for it; padding runs last. The templates themselves are post-processor
+parts (:mod:`toktools.parts.post_processors`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Iterable, Literal, Sequence
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Literal, Sequence
 
 import regex
 
 from toktools.errors import ToktoolsError
-
-#: One token of a sequence: (id, token string, start, end), offsets in characters.
-Piece = tuple[int, str, int, int]
-
 
 @dataclass
 class Encoding:
@@ -33,15 +30,17 @@ class Encoding:
         return len(self.ids)
 
     @classmethod
-    def from_pieces(cls, pieces: Sequence[Piece], type_id: int = 0) -> "Encoding":
-        return cls(
-            ids=[p[0] for p in pieces],
-            tokens=[p[1] for p in pieces],
-            offsets=[(p[2], p[3]) for p in pieces],
-            type_ids=[type_id] * len(pieces),
-            attention_mask=[1] * len(pieces),
-            special_tokens_mask=[0] * len(pieces),
-        )
+    def merge(cls, parts: Sequence["Encoding"]) -> "Encoding":
+        """The parts one after the other (``Encoding::merge``)."""
+        if len(parts) == 1:
+            return parts[0]
+        fields = []
+        for name in _FIELDS:
+            values: list = []
+            for part in parts:
+                values += getattr(part, name)
+            fields.append(values)
+        return cls(*fields)
 
     def truncated(self, length: int, direction: str = "right") -> "Encoding":
         keep = slice(0, length) if direction == "right" else slice(max(len(self.ids) - length, 0), None)
@@ -61,10 +60,11 @@ _FIELDS = ("ids", "tokens", "offsets", "type_ids", "attention_mask", "special_to
 
 @dataclass(frozen=True)
 class AddedToken:
-    """A token matched in the raw input before normalisation (``special`` ones are dropped by
+    """A token cut out of the input before the model sees it (``special`` ones are dropped by
     ``decode(skip_special_tokens=True)``). ``lstrip`` / ``rstrip`` make the match swallow the
     whitespace before / after it; ``single_word`` only matches it between non-word characters.
-    ``normalized`` is carried through files but matching is always on the raw text."""
+    A ``normalized`` token is matched in the normalised text (its content normalised too), the
+    others in the raw input, as ``tokenizers``' AddedVocabulary does."""
 
     content: str
     id: int
@@ -81,16 +81,52 @@ _SPACES_AT_END = regex.compile(r"\s*$")
 _SPACES_AT_START = regex.compile(r"\s*")  # used with .match(text, pos)
 
 
+class _Matcher:
+    """Leftmost-longest matching of a set of strings (each standing for one added token)."""
+
+    def __init__(self, by_pattern: dict[str, AddedToken]) -> None:
+        self.by_pattern = by_pattern
+        # longest first: at a given start the longest token wins (leftmost-longest)
+        alternatives = sorted(by_pattern, key=len, reverse=True)
+        self.pattern = regex.compile("|".join(regex.escape(t) for t in alternatives)) if alternatives else None
+
+    def split(self, text: str) -> list[tuple[int, int, AddedToken | None]]:
+        """``text`` as (start, end, added token or None) in order, with the
+        ``single_word`` / ``lstrip`` / ``rstrip`` rules."""
+        if self.pattern is None:
+            return [(0, len(text), None)] if text else []
+        out: list[tuple[int, int, AddedToken | None]] = []
+        position = 0
+        for match in self.pattern.finditer(text):
+            token = self.by_pattern[match.group()]
+            start, stop = match.start(), match.end()
+            if token.single_word and (_ENDS_WITH_WORD.search(text, 0, start) or _STARTS_WITH_WORD.match(text, stop)):
+                continue
+            if token.lstrip:  # the previous match may have taken those spaces already
+                start = max(_SPACES_AT_END.search(text, 0, start).start(), position)  # type: ignore[union-attr]
+            if token.rstrip:
+                stop = _SPACES_AT_START.match(text, stop).end()  # type: ignore[union-attr]
+            if start > position:
+                out.append((position, start, None))
+            out.append((start, stop, token))
+            position = stop
+        if position < len(text):
+            out.append((position, len(text), None))
+        return out
+
+
 class AddedTokens:
-    """The tokens a tokenizer cuts out of the raw text, as ``tokenizers``' AddedVocabulary does
-    for ``normalized=False`` tokens: leftmost-longest matches, case-sensitive, then the
-    ``single_word`` / ``lstrip`` / ``rstrip`` rules."""
+    """The tokens a tokenizer cuts out of the text before its model: first the raw-matched ones
+    in the input, then the ``normalized`` ones in each remaining fragment once normalised."""
 
     def __init__(self, tokens: Iterable[AddedToken] = ()) -> None:
         self.tokens: list[AddedToken] = []
         self.by_content: dict[str, AddedToken] = {}
         self.by_id: dict[int, AddedToken] = {}
-        self._pattern: regex.Pattern[str] | None = None
+        self.special_contents: set[str] = set()
+        self._raw: _Matcher | None = None
+        self._normalized: tuple[object, _Matcher] | None = None
+        self.has_normalized = False
         for token in tokens:
             self.add(token)
 
@@ -100,191 +136,32 @@ class AddedTokens:
         self.tokens.append(token)
         self.by_content[token.content] = token
         self.by_id[token.id] = token
-        self._pattern = None  # rebuilt on the next split: adding many tokens stays linear
+        if token.special:
+            self.special_contents.add(token.content)
+        self.has_normalized = self.has_normalized or token.normalized
+        self._raw = self._normalized = None  # rebuilt on the next split: adding many tokens stays linear
 
     def __bool__(self) -> bool:
         return bool(self.tokens)
 
-    def _matcher(self) -> regex.Pattern[str]:
-        if self._pattern is None:
-            # longest first: at a given start the longest token wins (leftmost-longest)
-            alternatives = sorted(self.by_content, key=len, reverse=True)
-            self._pattern = regex.compile("|".join(regex.escape(t) for t in alternatives))
-        return self._pattern
-
     def split(self, text: str) -> list[tuple[str, int, AddedToken | None]]:
-        """``text`` as (fragment, start offset, added token or None) in order."""
-        if not self.tokens:
-            return [(text, 0, None)] if text else []
-        out: list[tuple[str, int, AddedToken | None]] = []
-        position = 0
-        for match in self._matcher().finditer(text):
-            token = self.by_content[match.group()]
-            start, stop = match.start(), match.end()
-            if token.single_word and (_ENDS_WITH_WORD.search(text, 0, start) or _STARTS_WITH_WORD.match(text, stop)):
-                continue
-            if token.lstrip:  # the previous match may have taken those spaces already
-                start = max(_SPACES_AT_END.search(text, 0, start).start(), position)  # type: ignore[union-attr]
-            if token.rstrip:
-                stop = _SPACES_AT_START.match(text, stop).end()  # type: ignore[union-attr]
-            if start > position:
-                out.append((text[position:start], position, None))
-            out.append((text[start:stop], start, token))
-            position = stop
-        if position < len(text):
-            out.append((text[position:], position, None))
-        return out
+        """``text`` as (fragment, start offset, raw-matched added token or None) in order."""
+        if self._raw is None:
+            self._raw = _Matcher({t.content: t for t in self.tokens if not t.normalized})
+        return [(text[start:end], start, token) for start, end, token in self._raw.split(text)]
 
-
-# ---------------------------------------------------------------------------------------------
-# Templates: [CLS] A [SEP] B [SEP]  and  <s> A </s></s> B </s>
-# ---------------------------------------------------------------------------------------------
-
-
-#: One item of a template: ("A" | "B", type id) for a sequence, or (token, id, type id) for a special.
-TemplateItem = tuple
-
-
-@dataclass(frozen=True)
-class TemplateProcessor:
-    """The post-processor that adds special tokens: ``BertProcessing``, ``RobertaProcessing`` or
-    a ``TemplateProcessing`` of any shape.
-
-    ``single`` and ``pair`` list the template items: ``("A", type_id)`` / ``("B", type_id)`` for
-    the sequences, ``(token, id, type_id)`` for special tokens. ``style`` says which JSON form
-    it came from (and is written back); with ``style="roberta"`` and ``trim_offsets`` the
-    offsets exclude surrounding spaces, as ``RobertaProcessing`` does.
-    """
-
-    style: Literal["bert", "roberta", "template", "bytelevel"]
-    single: tuple[TemplateItem, ...]
-    pair: tuple[TemplateItem, ...]
-    trim_offsets: bool = True
-    add_prefix_space: bool = True
-
-    @classmethod
-    def bert(cls, cls_token: tuple[str, int], sep_token: tuple[str, int]) -> "TemplateProcessor":
-        """``[CLS] A [SEP]`` / ``[CLS] A [SEP] B [SEP]`` with type ids 0 then 1."""
-        c, s = (*cls_token, 0), (*sep_token, 0)
-        return cls("bert", (c, ("A", 0), s), (c, ("A", 0), s, ("B", 1), (*sep_token, 1)))
-
-    @classmethod
-    def roberta(cls, cls_token: tuple[str, int], sep_token: tuple[str, int], trim_offsets: bool = True,
-                add_prefix_space: bool = True) -> "TemplateProcessor":
-        """``<s> A </s>`` / ``<s> A </s> </s> B </s>``, all type ids 0."""
-        c, s = (*cls_token, 0), (*sep_token, 0)
-        return cls("roberta", (c, ("A", 0), s), (c, ("A", 0), s, s, ("B", 0), s), trim_offsets, add_prefix_space)
-
-    @classmethod
-    def bytelevel(cls, trim_offsets: bool = True, add_prefix_space: bool = True) -> "TemplateProcessor":
-        """``processors.ByteLevel``: no special tokens; with ``trim_offsets`` the offsets
-        exclude surrounding spaces, as with RoBERTa."""
-        return cls("bytelevel", (("A", 0),), (("A", 0), ("B", 1)), trim_offsets, add_prefix_space)
-
-    @property
-    def cls(self) -> tuple[str, int]:
-        return self.single[0][:2]
-
-    @property
-    def sep(self) -> tuple[str, int]:
-        return self.single[-1][:2]
-
-    def added_tokens(self, is_pair: bool) -> int:
-        return sum(1 for item in (self.pair if is_pair else self.single) if len(item) == 3)
-
-    def process(self, first: Encoding, second: Encoding | None, add_special_tokens: bool = True) -> Encoding:
-        """The template applied to the sequences. Without special tokens the sequences are just
-        joined (type ids 0 then 1), except that RoBERTa still trims offsets and uses type id 0."""
-        if self.style in ("roberta", "bytelevel") and self.trim_offsets:
-            first = _trim_space_offsets(first, self.add_prefix_space)
-            second = _trim_space_offsets(second, self.add_prefix_space) if second is not None else None
-        if not add_special_tokens:
-            if second is None:
-                return first
-            return first + replace(second, type_ids=[0 if self.style == "roberta" else 1] * len(second))
-        out = Encoding()
-        for item in self.pair if second is not None else self.single:
-            if len(item) == 3:
-                token, token_id, type_id = item
-                parts = ([token_id], [token], [(0, 0)], [type_id], [1], [1])
-            else:
-                sequence = first if item[0] == "A" else second
-                assert sequence is not None
-                n = len(sequence)
-                parts = (sequence.ids, sequence.tokens, sequence.offsets, [item[1]] * n, sequence.attention_mask,
-                         sequence.special_tokens_mask)
-            for name, part in zip(_FIELDS, parts):
-                getattr(out, name).extend(part)
-        return out
-
-    def to_json(self) -> dict[str, object]:
-        if self.style == "bytelevel":
-            return {"type": "ByteLevel", "add_prefix_space": self.add_prefix_space, "trim_offsets": self.trim_offsets,
-                    "use_regex": True}
-        if self.style == "bert":
-            return {"type": "BertProcessing", "sep": list(self.sep), "cls": list(self.cls)}
-        if self.style == "roberta":
-            return {"type": "RobertaProcessing", "sep": list(self.sep), "cls": list(self.cls),
-                    "trim_offsets": self.trim_offsets, "add_prefix_space": self.add_prefix_space}
-
-        def items(template: tuple[TemplateItem, ...]) -> list[dict[str, object]]:
-            return [{"SpecialToken": {"id": i[0], "type_id": i[2]}} if len(i) == 3 else {"Sequence": {"id": i[0], "type_id": i[1]}}
-                    for i in template]
-
-        specials = {i[0]: {"id": i[0], "ids": [i[1]], "tokens": [i[0]]} for i in self.single + self.pair if len(i) == 3}
-        return {"type": "TemplateProcessing", "single": items(self.single), "pair": items(self.pair), "special_tokens": specials}
-
-    @classmethod
-    def from_json(cls, post: dict) -> "TemplateProcessor | None":
-        """Our processor for a ``tokenizer.json`` post-processor; None for ``ByteLevel``/none."""
-        kind = post.get("type") if post else None
-        if kind is None or (kind == "ByteLevel" and not post.get("trim_offsets", True)):
-            return None  # nothing to do: no template, offsets untouched
-        if kind == "ByteLevel":
-            return cls.bytelevel(True, post.get("add_prefix_space", True))
-        if kind == "BertProcessing":
-            return cls.bert(tuple(post["cls"]), tuple(post["sep"]))
-        if kind == "RobertaProcessing":
-            return cls.roberta(tuple(post["cls"]), tuple(post["sep"]), post.get("trim_offsets", True),
-                               post.get("add_prefix_space", True))
-        if kind == "TemplateProcessing":
-            specials = post.get("special_tokens", {})
-
-            def parse(template: list[dict]) -> tuple[TemplateItem, ...]:
-                out: list[TemplateItem] = []
-                for item in template:
-                    if "Sequence" in item:
-                        out.append((item["Sequence"]["id"], item["Sequence"]["type_id"]))
-                    else:
-                        special = item["SpecialToken"]
-                        entry = specials[special["id"]]
-                        if len(entry["ids"]) != 1:
-                            raise ValueError("template special tokens made of several ids are not supported")
-                        out.append((entry["tokens"][0], entry["ids"][0], special["type_id"]))
-                return tuple(out)
-
-            return cls("template", parse(post["single"]), parse(post["pair"]))
-        raise ValueError(f"post-processor {kind!r} is not supported")
-
-
-_SPACE_SYMBOL = "\u0120"  # byte-level symbol of " "
-
-
-def _trim_space_offsets(encoding: Encoding, add_prefix_space: bool) -> Encoding:
-    """``process_offsets`` of the byte-level post-processors: offsets skip leading and trailing
-    spaces of a token, except the one prefix space added to the first token."""
-    offsets = []
-    for i, (token, (start, end)) in enumerate(zip(encoding.tokens, encoding.offsets)):
-        leading = len(token) - len(token.lstrip(_SPACE_SYMBOL + " "))
-        trailing = len(token) - len(token.rstrip(_SPACE_SYMBOL + " "))
-        if leading and (i == 0 or start == 0) and add_prefix_space and leading == 1:
-            leading = 0
-        if leading:
-            start = min(start + leading, end)
-        if trailing and end >= trailing:
-            end = max(end - trailing, start)
-        offsets.append((start, end))
-    return replace(encoding, offsets=offsets)
+    def split_normalized(self, text: str, normalize: Callable[[str], str] | None) -> list[tuple[int, int, AddedToken | None]]:
+        """Normalised ``text`` as (start, end, ``normalized`` added token or None); each token
+        is looked for as its content passed through ``normalize``."""
+        if self._normalized is None or self._normalized[0] is not normalize:
+            patterns = {}
+            for token in self.tokens:
+                if token.normalized:
+                    pattern = normalize(token.content) if normalize is not None else token.content
+                    if pattern:
+                        patterns.setdefault(pattern, token)
+            self._normalized = (normalize, _Matcher(patterns))
+        return self._normalized[1].split(text)
 
 
 # ---------------------------------------------------------------------------------------------

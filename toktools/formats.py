@@ -1,8 +1,9 @@
-"""Loading any supported tokenizer layout, and writing files atomically.
+"""Loading any supported tokenizer layout, and writing other layouts.
 
 Supported layouts (a directory, or a file inside one):
 
-* ``tokenizer.json`` (``tokenizers``' single-file format; BPE with ByteLevel, or WordPiece);
+* ``tokenizer.json`` (``tokenizers``' single-file format: any combination of the parts in
+  :mod:`toktools.parts`, each looked up by its ``type``);
 * ``vocab.json`` + ``merges.txt`` (byte-level BPE, as ``save_model`` writes them);
 * ``encoder.json`` + ``vocab.bpe`` (OpenAI's GPT-2 release);
 * ``vocab.txt`` (BERT WordPiece).
@@ -13,55 +14,20 @@ otherwise from the model files.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
+from toktools import bpe, presets
+from toktools.bytelevel import is_byte_symbols, symbols_to_bytes
+from toktools.encoding import AddedToken
 from toktools.errors import ToktoolsError
+from toktools.files import _umask, dumps_tokenizer_json, write_files_atomically  # noqa: F401 (re-exported)
+from toktools.parts import post_processors
+from toktools.parts.registry import part_from_json
 from toktools.tokenizer import Tokenizer
 
-
-def dumps_tokenizer_json(document: Mapping[str, Any]) -> str:
-    """Pretty-printed like ``Tokenizer.save`` (2-space indent, raw UTF-8)."""
-    return json.dumps(document, ensure_ascii=False, indent=2)
-
-
-def write_files_atomically(directory: Path, files: Mapping[str, str], *, overwrite: bool = True) -> list[Path]:
-    """Write every file to a temporary name first, then rename them all into place.
-
-    A crash or Ctrl-C while writing leaves the old files (or none), never a half-written one.
-    """
-    directory.mkdir(parents=True, exist_ok=True)
-    targets = [directory / name for name in files]
-    if not overwrite:
-        existing = [str(t) for t in targets if t.exists()]
-        if existing:
-            raise ToktoolsError(f"refusing to overwrite {', '.join(existing)} (use --force)")
-    temporaries: list[tuple[str, Path]] = []
-    mode = 0o666 & ~_umask()  # mkstemp makes 0600 files; give them the usual permissions
-    try:
-        for name, text in files.items():
-            handle, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
-            temporaries.append((temporary, directory / name))
-            os.chmod(temporary, mode)
-            with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
-                out.write(text)
-                out.flush()
-                os.fsync(out.fileno())
-        for temporary, target in temporaries:
-            os.replace(temporary, target)
-    finally:
-        for temporary, _ in temporaries:
-            if os.path.exists(temporary):
-                os.unlink(temporary)
-    return targets
-
-
-def _umask() -> int:
-    current = os.umask(0)
-    os.umask(current)
-    return current
+__all__ = ["load", "resolve", "export", "from_tokenizer_json", "dumps_tokenizer_json", "write_files_atomically",
+           "transformers_config_files", "EXPORT_TARGETS"]
 
 
 def resolve(path: str | Path) -> Path:
@@ -104,8 +70,6 @@ def _read_config(directory: Path) -> dict[str, Any]:
     path = directory / "tokenizer_config.json"
     if not path.is_file():
         return {}
-    from toktools import bpe
-
     try:
         config = json.loads(bpe.read_text_file(path, "tokenizer config"))
     except json.JSONDecodeError as err:
@@ -125,10 +89,6 @@ def _config_token(config: dict[str, Any], role: str) -> tuple[str, bool] | None:
 def _load_bpe_files(vocab_path: Path, merges_path: Path) -> Tokenizer:
     """``vocab.json`` + ``merges.txt``; a ``tokenizer_config.json`` beside them (as transformers
     writes) adds its special tokens, ``add_prefix_space`` and, for RoBERTa, ``<s> A </s>``."""
-    from toktools import bpe
-    from toktools.bytelevel import ByteLevelBPETokenizer
-    from toktools.encoding import AddedToken, TemplateProcessor
-
     vocab = bpe.loads_vocab_json(bpe.read_text_file(vocab_path, "vocabulary"), str(vocab_path))
     merges = bpe.loads_merges_txt(bpe.read_text_file(merges_path, "merges file"), str(merges_path))
     config = _read_config(vocab_path.parent)
@@ -137,21 +97,18 @@ def _load_bpe_files(vocab_path: Path, merges_path: Path) -> Tokenizer:
         found = _config_token(config, role)
         if found and found[0] in vocab and all(t.content != found[0] for t in added):
             added.append(AddedToken(found[0], vocab[found[0]], special=True, lstrip=found[1]))
-    processor = None
+    add_prefix_space = bool(config.get("add_prefix_space", False))
+    tokenizer = presets.byte_level_bpe(vocab, merges, add_prefix_space=add_prefix_space, added_tokens=added)
     if str(config.get("tokenizer_class", "")).startswith("Roberta"):
         cls, sep = _config_token(config, "cls_token") or ("<s>", False), _config_token(config, "sep_token") or ("</s>", False)
         if cls[0] in vocab and sep[0] in vocab:
-            processor = TemplateProcessor.roberta((cls[0], vocab[cls[0]]), (sep[0], vocab[sep[0]]),
-                                                  add_prefix_space=bool(config.get("add_prefix_space", False)))
-    return ByteLevelBPETokenizer(vocab, merges, add_prefix_space=bool(config.get("add_prefix_space", False)),
-                                 added_tokens=added, post_processor=processor)
+            tokenizer.post_processor = presets.roberta_processing(tokenizer, cls[0], sep[0], add_prefix_space)
+    return tokenizer
 
 
 def _load_wordpiece_vocab(vocab_path: Path) -> Tokenizer:
     """``vocab.txt``; a ``tokenizer_config.json`` beside it sets lower-casing, accents and CJK
     handling (``do_lower_case`` …) and the special tokens, as transformers' BertTokenizer reads it."""
-    from toktools import wordpiece
-
     config = _read_config(vocab_path.parent)
     options: dict[str, Any] = {}
     if "do_lower_case" in config:
@@ -164,12 +121,10 @@ def _load_wordpiece_vocab(vocab_path: Path) -> Tokenizer:
         found = _config_token(config, role)
         if found:
             options[role] = found[0]
-    return wordpiece.WordPieceTokenizer.from_vocab_file(vocab_path, **options)
+    return presets.WordPieceTokenizer.from_vocab_file(vocab_path, **options)
 
 
 def _from_tokenizer_json(path: Path) -> Tokenizer:
-    from toktools import bpe
-
     text = bpe.read_text_file(path, "tokenizer file")
     try:
         document = json.loads(text)
@@ -177,27 +132,32 @@ def _from_tokenizer_json(path: Path) -> Tokenizer:
         raise ToktoolsError(f"{path}: not valid JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
     try:
         return from_tokenizer_json(document)
+    except ToktoolsError as err:
+        raise ToktoolsError(f"{path}: {err}") from None
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         raise ToktoolsError(f"{path}: not a tokenizer.json this version understands ({type(err).__name__}: {err})") from None
 
 
+def _added_token(entry: Any) -> AddedToken:
+    if not isinstance(entry, dict) or not isinstance(entry.get("content"), str) or not isinstance(entry.get("id"), int):
+        raise ToktoolsError(f"tokenizer.json: added token {entry!r} needs a string content and an integer id")
+    return AddedToken(entry["content"], entry["id"], bool(entry.get("special", False)), bool(entry.get("single_word", False)),
+                      bool(entry.get("lstrip", False)), bool(entry.get("rstrip", False)), bool(entry.get("normalized", False)))
+
+
 def from_tokenizer_json(document: Mapping[str, Any]) -> Tokenizer:
-    """Build our tokenizer from a parsed ``tokenizer.json``."""
-    from toktools.encoding import AddedToken
-
-    model = document["model"]
-    model_type = model.get("type")
-    added = [AddedToken(t["content"], t["id"], bool(t.get("special", False)), bool(t.get("single_word", False)),
-                        bool(t.get("lstrip", False)), bool(t.get("rstrip", False)), bool(t.get("normalized", False)))
-             for t in document.get("added_tokens") or []]
-    if model_type == "BPE":
-        tokenizer = _bpe_from_json(document, added)
-    elif model_type == "WordPiece":
-        from toktools import wordpiece
-
-        tokenizer = wordpiece.WordPieceTokenizer.from_tokenizer_json(document, added)
-    else:
-        raise ValueError(f"model type {model_type!r} is not supported (BPE and WordPiece are)")
+    """A tokenizer from a parsed ``tokenizer.json``: every part is looked up by its ``type``
+    (any combination of the parts toktools knows), then added tokens, truncation and padding."""
+    if not isinstance(document, Mapping) or not isinstance(document.get("model"), dict):
+        raise ToktoolsError("tokenizer.json: no model")
+    tokenizer = Tokenizer(
+        part_from_json("model", document["model"]),
+        normalizer=part_from_json("normalizer", document.get("normalizer")),
+        pre_tokenizer=part_from_json("pre_tokenizer", document.get("pre_tokenizer")),
+        post_processor=part_from_json("post_processor", document.get("post_processor")),
+        decoder=part_from_json("decoder", document.get("decoder")),
+        added_tokens=[_added_token(t) for t in document.get("added_tokens") or []],
+    )
     truncation = document.get("truncation")
     if truncation:
         strategy = {"LongestFirst": "longest_first", "OnlyFirst": "only_first", "OnlySecond": "only_second"}
@@ -214,36 +174,6 @@ def from_tokenizer_json(document: Mapping[str, Any]) -> Tokenizer:
     return tokenizer
 
 
-def _bpe_from_json(document: Mapping[str, Any], added: list[Any]) -> Tokenizer:
-    from toktools.bytelevel import ByteLevelBPETokenizer
-    from toktools.encoding import TemplateProcessor
-
-    model = document["model"]
-    pre = document.get("pre_tokenizer") or {}
-    if pre.get("type") != "ByteLevel":
-        raise ValueError(f"BPE with pre-tokenizer {pre.get('type')!r}: only ByteLevel BPE is supported")
-    if document.get("normalizer"):
-        raise ValueError(f"normalizer {document['normalizer'].get('type')!r} is not supported for byte-level BPE")
-    merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in model["merges"]]
-    for number, merge in enumerate(merges, start=1):
-        if len(merge) != 2:
-            raise ValueError(f"merge {number} is not a pair: {merge!r}")
-    processor = TemplateProcessor.from_json(document.get("post_processor") or {})
-    return ByteLevelBPETokenizer(
-        dict(model["vocab"]),
-        merges,  # type: ignore[arg-type]
-        add_prefix_space=bool(pre.get("add_prefix_space", False)),
-        use_regex=bool(pre.get("use_regex", True)),
-        added_tokens=added,
-        post_processor=processor,
-        unk_token=model.get("unk_token"),
-        fuse_unk=bool(model.get("fuse_unk", False)),
-        ignore_merges=bool(model.get("ignore_merges", False)),
-        continuing_subword_prefix=model.get("continuing_subword_prefix"),
-        end_of_word_suffix=model.get("end_of_word_suffix"),
-    )
-
-
 # ---------------------------------------------------------------------------------------------
 # Conversion
 # ---------------------------------------------------------------------------------------------
@@ -252,41 +182,35 @@ EXPORT_TARGETS = ("tokenizer.json", "vocab.txt", "vocab.json+merges.txt", "tikto
 
 
 def export(tokenizer: Tokenizer, target: str, directory: str | Path, *, overwrite: bool = False) -> list[Path]:
-    """Write ``tokenizer`` in another layout: ``tokenizer.json`` (any model), ``vocab.txt``
-    (WordPiece), ``vocab.json+merges.txt`` (byte-level BPE), or ``tiktoken`` (byte-level BPE:
-    ``base64(token bytes) rank`` per line, special tokens listed in a JSON file beside it)."""
+    """Write ``tokenizer`` in another layout: ``tokenizer.json`` (any model), one of the model's
+    own files (``vocab.txt`` for WordPiece, ``vocab.json+merges.txt`` for BPE), or ``tiktoken``
+    (a byte-level BPE: ``base64(token bytes) rank`` per line, special tokens in a JSON file)."""
     import base64
 
     directory = Path(directory)
-    kind = tokenizer.kind
+    model_files = tokenizer.model.files()
+    model_name = tokenizer.model.type
     if target == "tokenizer.json":
         files = {"tokenizer.json": dumps_tokenizer_json(tokenizer.to_tokenizer_json())}
-    elif target == "vocab.txt":
-        if kind != "wordpiece":
-            raise ToktoolsError("vocab.txt holds a WordPiece vocabulary; a byte-level BPE needs its merges (use vocab.json+merges.txt)")
-        from toktools.wordpiece import dumps_vocab_txt
-
-        files = {"vocab.txt": dumps_vocab_txt(tokenizer.vocab)}
-    elif target in ("vocab.json+merges.txt", "tiktoken"):
-        if kind != "bytebpe":
-            raise ToktoolsError(f"{target} needs a BPE model; this is a {kind} tokenizer (try tokenizer.json)")
-        from toktools import bpe
-        from toktools.bytelevel import is_byte_symbols, symbols_to_bytes
-
-        merges = tokenizer.merges  # type: ignore[attr-defined]
-        if target == "vocab.json+merges.txt":
-            files = {"vocab.json": bpe.dumps_vocab_json(tokenizer.vocab), "merges.txt": bpe.dumps_merges_txt(merges)}
-        else:
-            specials = {t.content: t.id for t in tokenizer.added.tokens}
-            lines = []
-            for token, rank in sorted(tokenizer.vocab.items(), key=lambda item: item[1]):
-                if token in specials:
-                    continue
-                if not is_byte_symbols(token):
-                    raise ToktoolsError(f"token {token!r} (id {rank}) is not made of byte symbols; tiktoken cannot hold it")
-                lines.append(f"{base64.b64encode(symbols_to_bytes(token)).decode('ascii')} {rank}\n")
-            files = {"tokenizer.tiktoken": "".join(lines),
-                     "special_tokens.json": json.dumps(specials, ensure_ascii=False, indent=2) + "\n"}
+    elif target in ("vocab.txt", "vocab.json+merges.txt"):
+        names = target.split("+")
+        if not all(name in model_files for name in names):
+            raise ToktoolsError(f"{target} does not hold a {model_name} model (its files: "
+                                f"{', '.join(model_files) or 'none'}; try tokenizer.json)")
+        files = {name: model_files[name] for name in names}
+    elif target == "tiktoken":
+        if "merges.txt" not in model_files:
+            raise ToktoolsError(f"tiktoken needs a BPE model; this is a {model_name} model (try tokenizer.json)")
+        specials = {t.content: t.id for t in tokenizer.added.tokens}
+        lines = []
+        for token, rank in sorted(tokenizer.vocab.items(), key=lambda item: item[1]):
+            if token in specials:
+                continue
+            if not is_byte_symbols(token):
+                raise ToktoolsError(f"token {token!r} (id {rank}) is not made of byte symbols; tiktoken cannot hold it")
+            lines.append(f"{base64.b64encode(symbols_to_bytes(token)).decode('ascii')} {rank}\n")
+        files = {"tokenizer.tiktoken": "".join(lines),
+                 "special_tokens.json": json.dumps(specials, ensure_ascii=False, indent=2) + "\n"}
     else:
         raise ToktoolsError(f"unknown target {target!r}; choose one of {', '.join(EXPORT_TARGETS)}")
     return write_files_atomically(directory, files, overwrite=overwrite)
@@ -294,25 +218,27 @@ def export(tokenizer: Tokenizer, target: str, directory: str | Path, *, overwrit
 
 def transformers_config_files(tokenizer: Tokenizer, model_max_length: int = 512) -> dict[str, str]:
     """``tokenizer_config.json`` + ``special_tokens_map.json`` so that
-    ``transformers.AutoTokenizer.from_pretrained(dir)`` picks the right class (BERT or RoBERTa)
-    and knows the special tokens; the pipeline itself comes from ``tokenizer.json``."""
+    ``transformers.AutoTokenizer.from_pretrained(dir)`` picks the right class (BERT, RoBERTa or
+    GPT-2, read from the parts) and knows the special tokens; the pipeline itself comes from
+    ``tokenizer.json``."""
     def present(token: str) -> bool:
         return tokenizer.token_to_id(token) is not None
 
-    if tokenizer.kind == "wordpiece":
+    normalizer = tokenizer.normalizer
+    if tokenizer.model.type == "WordPiece":
         roles = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]", "mask_token": "[MASK]"}
-        normalizer = getattr(tokenizer, "normalizer", None)
         config: dict[str, Any] = {
             "tokenizer_class": "BertTokenizer",
-            "do_lower_case": bool(normalizer.lowercase) if normalizer else False,
-            "strip_accents": normalizer.strip_accents if normalizer else None,
-            "tokenize_chinese_chars": bool(normalizer.handle_chinese_chars) if normalizer else False,
+            "do_lower_case": bool(getattr(normalizer, "lowercase", False)),
+            "strip_accents": getattr(normalizer, "strip_accents", None),
+            "tokenize_chinese_chars": bool(getattr(normalizer, "handle_chinese_chars", False)),
         }
     else:
         roles = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "sep_token": "</s>", "pad_token": "<pad>",
                  "cls_token": "<s>", "mask_token": "<mask>"}
-        config = {"tokenizer_class": "RobertaTokenizer" if tokenizer.post_processor is not None else "GPT2Tokenizer",
-                  "add_prefix_space": bool(getattr(tokenizer, "pre_tokenizer").add_prefix_space)}
+        roberta = isinstance(tokenizer.post_processor, post_processors.RobertaProcessing)
+        config = {"tokenizer_class": "RobertaTokenizer" if roberta else "GPT2Tokenizer",
+                  "add_prefix_space": bool(getattr(tokenizer.pre_tokenizer, "add_prefix_space", False))}
     specials = {role: token for role, token in roles.items() if present(token)}
     config.update(specials)
     config.update({"model_max_length": model_max_length, "clean_up_tokenization_spaces": False})

@@ -42,38 +42,14 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from toktools import bpe
 from toktools.errors import ToktoolsError
+from toktools.trainers import TRAINERS, Trainer, get_trainer
 
 if TYPE_CHECKING:  # pragma: no cover
     from toktools.tokenizer import Tokenizer
 
-KINDS = ("bytebpe", "wordpiece")
-
-#: Trainer options accepted by both backends, with their defaults (those of
-#: ``ByteLevelBPETokenizer.train`` / ``BertWordPieceTokenizer.train``).
-TRAINER_OPTIONS: dict[str, dict[str, Any]] = {
-    "bytebpe": {
-        "limit_alphabet": None,
-        "initial_alphabet": None,  # None: the 256 byte symbols
-        "add_prefix_space": False,
-        "continuing_subword_prefix": None,
-        "end_of_word_suffix": None,
-        "max_token_length": None,
-    },
-    "wordpiece": {
-        "limit_alphabet": 1000,
-        "initial_alphabet": (),
-        "wordpieces_prefix": "##",
-        "lowercase": True,
-        "strip_accents": None,
-        "clean_text": True,
-        "handle_chinese_chars": True,
-    },
-}
-DEFAULT_SPECIAL_TOKENS: dict[str, tuple[str, ...]] = {
-    "bytebpe": (),
-    "wordpiece": ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"),
-}
-MODEL_FILES = {"bytebpe": ("vocab.json", "merges.txt"), "wordpiece": ("vocab.txt",)}
+#: The trainable model families (see :mod:`toktools.trainers`) and their trainer options.
+KINDS = tuple(TRAINERS)
+TRAINER_OPTIONS: dict[str, dict[str, Any]] = {name: dict(t.options) for name, t in TRAINERS.items()}
 EXAMPLES = 5  # examples shown on each side of a difference
 
 Pair = tuple[str, str]
@@ -925,89 +901,41 @@ def compare_encodings(reference: "Tokenizer", fast_tokenizer: Any, lines: Sequen
 # ---------------------------------------------------------------------------------------------
 
 
-def _settings(kind: str, vocab_size: int, min_frequency: int | None, special_tokens: Sequence[str] | None,
+def _settings(trainer: Trainer, vocab_size: int, min_frequency: int | None, special_tokens: Sequence[str] | None,
               options: Mapping[str, Any]) -> dict[str, Any]:
-    if kind not in KINDS:
-        raise ToktoolsError(f"unknown tokenizer kind {kind!r} (bytebpe or wordpiece)")
-    known = TRAINER_OPTIONS[kind]
-    unknown = sorted(set(options) - set(known))
+    unknown = sorted(set(options) - set(trainer.options))
     if unknown:
-        raise ToktoolsError(f"{kind} parity: unknown trainer option(s) {', '.join(unknown)} "
-                            f"(both backends take: {', '.join(known)})")
-    merged = {**known, **options}
+        raise ToktoolsError(f"{trainer.name} parity: unknown trainer option(s) {', '.join(unknown)} "
+                            f"(both backends take: {', '.join(trainer.options)})")
+    merged = trainer.with_defaults(options)
     return {
         "vocab_size": int(vocab_size),
         "min_frequency": 2 if min_frequency is None else int(min_frequency),
-        "special_tokens": list(DEFAULT_SPECIAL_TOKENS[kind] if special_tokens is None else special_tokens),
+        "special_tokens": list(trainer.default_special_tokens if special_tokens is None else special_tokens),
         "options": {key: (list(value) if isinstance(value, tuple) else value) for key, value in merged.items()},
     }
 
 
-def _decorations(kind: str, options: Mapping[str, Any]) -> tuple[str | None, str | None]:
-    if kind == "wordpiece":
-        return options["wordpieces_prefix"], None
-    return options["continuing_subword_prefix"], options["end_of_word_suffix"]
+def _count_words(trainer: Trainer, files: Sequence[str], options: Mapping[str, Any], workers: int | None) -> dict[str, int]:
+    return trainer.count_words(files, options, workers=workers)
 
 
-def _count_words(kind: str, files: Sequence[str], options: Mapping[str, Any], workers: int | None) -> dict[str, int]:
-    from toktools import training
-
-    if kind == "bytebpe":
-        return training.count_bytebpe_words(files, add_prefix_space=options["add_prefix_space"], workers=workers)
-    from toktools.bert_text import BertNormalizerConfig
-
-    normalizer = BertNormalizerConfig(clean_text=options["clean_text"], handle_chinese_chars=options["handle_chinese_chars"],
-                                      strip_accents=options["strip_accents"], lowercase=options["lowercase"])
-    return training.count_wordpiece_words(files, normalizer=normalizer, workers=workers)
-
-
-def _train_reference(kind: str, settings: Mapping[str, Any], word_counts: dict[str, int],
+def _train_reference(trainer: Trainer, settings: Mapping[str, Any], word_counts: dict[str, int],
                      forced_order: tuple[Sequence[str], Sequence[str]] | None = None) -> "Tokenizer":
-    from toktools import training
-
-    common = dict(vocab_size=settings["vocab_size"], min_frequency=settings["min_frequency"],
-                  special_tokens=settings["special_tokens"], word_counts=word_counts, **settings["options"])
-    if kind == "bytebpe":
-        return training.train_bytebpe(**common)
-    return training.train_wordpiece(**common, forced_order=forced_order)
+    return trainer.train(settings["vocab_size"], settings["min_frequency"], settings["special_tokens"], word_counts,
+                         settings["options"], forced_order)
 
 
-def _train_fast(kind: str, settings: Mapping[str, Any], files: Sequence[str]) -> Any:
-    from toktools import fast
-
-    train = fast.train_bytebpe if kind == "bytebpe" else fast.train_wordpiece
-    return train(list(files), settings["vocab_size"], settings["min_frequency"], settings["special_tokens"],
-                 **settings["options"])
+def _train_fast(trainer: Trainer, settings: Mapping[str, Any], files: Sequence[str]) -> Any:
+    return trainer.train_fast(files, settings["vocab_size"], settings["min_frequency"], settings["special_tokens"],
+                              settings["options"])
 
 
-def _save_fast(kind: str, tokenizer: Any, directory: Path) -> None:
-    from toktools import fast
-
-    if kind == "bytebpe":
-        fast.save_bytebpe(tokenizer, directory)
-    else:
-        directory.mkdir(parents=True, exist_ok=True)
-        tokenizer.model.save(str(directory))  # vocab.txt, as save_model writes it
-        tokenizer.save(str(directory / "tokenizer.json"))
-
-
-def _tokens_in_id_order(vocab: Mapping[str, int]) -> list[str]:
-    return [token for token, _ in sorted(vocab.items(), key=lambda item: item[1])]
-
-
-def _read_vocab(kind: str, directory: Path) -> list[str]:
-    if kind == "bytebpe":
-        return _tokens_in_id_order(bpe.loads_vocab_json((directory / "vocab.json").read_text(encoding="utf-8")))
-    from toktools.wordpiece import loads_vocab_txt
-
-    return _tokens_in_id_order(loads_vocab_txt((directory / "vocab.txt").read_text(encoding="utf-8")))
-
-
-def _compare_dirs(kind: str, ours: Path, theirs: Path) -> list[FileComparison]:
-    out = [compare_files(name, (ours / name).read_bytes(), (theirs / name).read_bytes()) for name in MODEL_FILES[kind]]
+def _compare_dirs(trainer: Trainer, ours: Path, theirs: Path) -> list[FileComparison]:
+    out = [compare_files(name, (ours / name).read_bytes(), (theirs / name).read_bytes()) for name in trainer.model_files]
     a, b = (ours / "tokenizer.json").read_bytes(), (theirs / "tokenizer.json").read_bytes()
     out.append(_compare_model_json(a, b))
-    if kind == "bytebpe":  # the whole file is pinned identical too (tests/test_bytelevel_train_parity.py)
+    if trainer.pins_tokenizer_json:  # the whole file is pinned identical too (tests/test_bytelevel_train_parity.py)
         out.append(compare_files("tokenizer.json", a, b))
     return out
 
@@ -1100,34 +1028,35 @@ def run_parity(
     files are written under ``output_dir`` (``reference/``, ``fast/``, ``forced/``, each replaced)
     if given, else into a temporary directory that is removed.
     """
-    settings = _settings(kind, vocab_size, min_frequency, special_tokens, trainer_options)
+    trainer = get_trainer(kind)
+    settings = _settings(trainer, vocab_size, min_frequency, special_tokens, trainer_options)
     with tempfile.TemporaryDirectory(prefix="toktools-parity-") as scratch:
         work = Path(output_dir) if output_dir is not None else Path(scratch) / "out"
         prepared = _prepare_corpus(files, Path(scratch) / "corpus", heldout_lines, heldout_file, heldout_fraction,
                                    heldout_max_lines)
         start = time.perf_counter()
-        word_counts = _count_words(kind, prepared.train_files, settings["options"], workers)
+        word_counts = _count_words(trainer, prepared.train_files, settings["options"], workers)
         counted = time.perf_counter()
-        reference = _train_reference(kind, settings, word_counts)
+        reference = _train_reference(trainer, settings, word_counts)
         trained = time.perf_counter()
-        fast_tokenizer, fast_seconds = _save_both(kind, settings, reference, prepared.train_files, work)
+        fast_tokenizer, fast_seconds = _save_both(trainer, settings, reference, prepared.train_files, work)
         timing = Timing(trained - start, counted - start, trained - counted, fast_seconds,
                         (trained - start) / fast_seconds if fast_seconds > 0 else None)
         prepared.info.distinct_words = len(word_counts)
-        return _report(kind, settings, prepared, timing, reference, fast_tokenizer, work, lambda: word_counts,
+        return _report(trainer, settings, prepared, timing, reference, fast_tokenizer, work, lambda: word_counts,
                        workers, forced)
 
 
-def _save_both(kind: str, settings: Mapping[str, Any], reference: "Tokenizer", train_files: Sequence[str],
+def _save_both(trainer: Trainer, settings: Mapping[str, Any], reference: "Tokenizer", train_files: Sequence[str],
                work: Path) -> tuple[Any, float]:
     """Save the reference's files, train ``tokenizers`` (timed) and save its files beside them."""
     _replace_dir(work / "reference")
     reference.save(work / "reference")
     fast_start = time.perf_counter()
-    fast_tokenizer = _train_fast(kind, settings, train_files)
+    fast_tokenizer = _train_fast(trainer, settings, train_files)
     fast_seconds = time.perf_counter() - fast_start
     _replace_dir(work / "fast")
-    _save_fast(kind, fast_tokenizer, work / "fast")
+    trainer.save_fast(fast_tokenizer, work / "fast")
     return fast_tokenizer, fast_seconds
 
 
@@ -1153,11 +1082,12 @@ def check_trained(
     these settings) against ``tokenizers`` trained on the same files. Nothing is held out:
     the sample is ``heldout_lines`` / ``heldout_file`` or corpus lines. ``word_counts`` (if
     kept from training) saves recounting when a difference has to be explained."""
-    settings = _settings(kind, vocab_size, min_frequency, special_tokens, trainer_options)
+    trainer = get_trainer(kind)
+    settings = _settings(trainer, vocab_size, min_frequency, special_tokens, trainer_options)
     with tempfile.TemporaryDirectory(prefix="toktools-check-") as scratch:
         work = Path(output_dir) if output_dir is not None else Path(scratch) / "out"
         prepared = _prepare_corpus(files, Path(scratch) / "corpus", heldout_lines, heldout_file, 0.0, heldout_max_lines)
-        fast_tokenizer, fast_seconds = _save_both(kind, settings, reference, prepared.train_files, work)
+        fast_tokenizer, fast_seconds = _save_both(trainer, settings, reference, prepared.train_files, work)
         timing = Timing(reference_seconds, None, None, fast_seconds,
                         reference_seconds / fast_seconds if reference_seconds and fast_seconds > 0 else None)
         if word_counts is not None:
@@ -1167,10 +1097,10 @@ def check_trained(
         def counts() -> dict[str, int]:
             if "words" not in cache:
                 cache["words"] = word_counts if word_counts is not None else _count_words(
-                    kind, prepared.train_files, settings["options"], workers)
+                    trainer, prepared.train_files, settings["options"], workers)
             return cache["words"]
 
-        return _report(kind, settings, prepared, timing, reference, fast_tokenizer, work, counts, workers, forced)
+        return _report(trainer, settings, prepared, timing, reference, fast_tokenizer, work, counts, workers, forced)
 
 
 def _replace_dir(directory: Path) -> None:
@@ -1179,7 +1109,7 @@ def _replace_dir(directory: Path) -> None:
 
 
 def _report(
-    kind: str,
+    trainer: Trainer,
     settings: dict[str, Any],
     prepared: _Corpus,
     timing: Timing,
@@ -1193,12 +1123,12 @@ def _report(
     from toktools import fast
 
     ours_dir, theirs_dir = work / "reference", work / "fast"
-    files = _compare_dirs(kind, ours_dir, theirs_dir)
-    primary = [f for f in files if f.name in MODEL_FILES[kind] or kind == "bytebpe"]
+    files = _compare_dirs(trainer, ours_dir, theirs_dir)
+    primary = [f for f in files if f.name in trainer.model_files or trainer.pins_tokenizer_json]
     identical = all(f.identical for f in primary)
-    prefix, suffix = _decorations(kind, settings["options"])
+    prefix, suffix = trainer.decorations(settings["options"])
     specials = settings["special_tokens"]
-    ref_tokens, fast_tokens = _read_vocab(kind, ours_dir), _read_vocab(kind, theirs_dir)
+    ref_tokens, fast_tokens = trainer.read_vocab(ours_dir), trainer.read_vocab(theirs_dir)
     ref_layout = _layout(ref_tokens, specials, prefix, suffix)
     fast_layout = _layout(fast_tokens, specials, prefix, suffix)
     overlap = compare_token_sets(ref_tokens, fast_tokens)
@@ -1211,31 +1141,31 @@ def _report(
         counts = word_counts()
         prepared.info.distinct_words = len(counts)
         alphabet = compare_alphabets(ref_layout.alphabet, fast_layout.alphabet, counts, settings["options"]["limit_alphabet"],
-                                     _initial_alphabet(kind, settings["options"]))
+                                     trainer.initial_alphabet(settings["options"]))
         symbols = compare_symbol_blocks(ref_layout.symbols, fast_layout.symbols)
-        if kind == "bytebpe" and alphabet is None and symbols is None:
+        if trainer.explains_merges and alphabet is None and symbols is None:
             ref_merges = bpe.loads_merges_txt((ours_dir / "merges.txt").read_text(encoding="utf-8"))
             fast_merges = bpe.loads_merges_txt((theirs_dir / "merges.txt").read_text(encoding="utf-8"))
             merge = explain_merge_divergence(
                 counts, dict(reference.vocab), ref_merges, fast_merges, continuing_subword_prefix=prefix,
                 end_of_word_suffix=suffix, min_frequency=settings["min_frequency"],
                 fast_vocab=fast_tokenizer.get_vocab(with_added_tokens=False))
-        elif kind == "bytebpe":
+        elif trainer.explains_merges:
             notes.append("the merges were not replayed: the alphabet or the decorated-symbol block already differs "
                          "(tokenizers decides ties there at random, spec §5) and the merges follow from those ids; "
                          "forced mode is only implemented for WordPiece")
-        if kind == "wordpiece":
+        if trainer.has_forced_mode:
             if alphabet is None and symbols is None and first is not None and first.stage == "merges":
                 notes.append("alphabet and ##c block are identical, yet the merged tokens differ: see forced mode")
-            forced_check = _forced_check(settings, counts, fast_tokens, theirs_dir, work / "forced", fast_tokenizer,
+            forced_check = _forced_check(trainer, settings, counts, fast_tokens, theirs_dir, work / "forced", fast_tokenizer,
                                          prepared, workers) if forced else ForcedCheck(False, False, None,
                                                                                         note="disabled")
-    elif kind == "wordpiece":
+    elif trainer.has_forced_mode:
         forced_check = ForcedCheck(False, True, None, note="not needed: the normal run is already identical")
     if identical and agreement.lines and agreement.share != 1.0:
         notes.append("identical vocabularies but the ids differ on some lines: an encoding bug (see first_mismatch)")
     return ParityReport(
-        kind=kind,
+        kind=trainer.name,
         tokenizers_version=fast.TOKENIZERS_VERSION,
         settings=settings,
         corpus=prepared.info,
@@ -1253,15 +1183,7 @@ def _report(
     )
 
 
-def _initial_alphabet(kind: str, options: Mapping[str, Any]) -> Sequence[str]:
-    if kind == "bytebpe" and options["initial_alphabet"] is None:
-        from toktools import bytelevel
-
-        return bytelevel.ALPHABET
-    return options["initial_alphabet"] or ()
-
-
-def _forced_check(settings: dict[str, Any], word_counts: dict[str, int], fast_tokens: Sequence[str], theirs_dir: Path,
+def _forced_check(trainer: Trainer, settings: dict[str, Any], word_counts: dict[str, int], fast_tokens: Sequence[str], theirs_dir: Path,
                   directory: Path, fast_tokenizer: Any, prepared: _Corpus, workers: int | None) -> ForcedCheck:
     """WordPiece: re-train the reference with ``tokenizers``' alphabet and ``##c`` order."""
     from toktools.training import forced_order_from_vocab
@@ -1269,15 +1191,15 @@ def _forced_check(settings: dict[str, Any], word_counts: dict[str, int], fast_to
     prefix = settings["options"]["wordpieces_prefix"]
     order = forced_order_from_vocab(list(fast_tokens), settings["special_tokens"], prefix)
     start = time.perf_counter()
-    tokenizer = _train_reference("wordpiece", settings, word_counts, forced_order=order)
+    tokenizer = _train_reference(trainer, settings, word_counts, forced_order=order)
     seconds = time.perf_counter() - start
     _replace_dir(directory)
     tokenizer.save(directory)
-    files = _compare_dirs("wordpiece", directory, theirs_dir)
-    identical = all(f.identical for f in files if f.name in MODEL_FILES["wordpiece"])
+    files = _compare_dirs(trainer, directory, theirs_dir)
+    identical = all(f.identical for f in files if f.name in trainer.model_files)
     check = ForcedCheck(True, identical, seconds, files)
     if not identical:
-        ours = _read_vocab("wordpiece", directory)
+        ours = trainer.read_vocab(directory)
         layout_ref = _layout(ours, settings["special_tokens"], prefix, None)
         layout_fast = _layout(fast_tokens, settings["special_tokens"], prefix, None)
         check.first_difference = _first_vocab_difference(layout_ref, layout_fast)

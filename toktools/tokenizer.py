@@ -1,75 +1,148 @@
-"""The shared shape of every toktools tokenizer: special tokens → model → template → truncation
-→ padding, and decoding. A model only says how to cut one fragment of text and how to glue
-tokens back; everything else (and so the CLI, reports and parity checks) works through this."""
+"""One tokenizer made of parts, run in order as ``tokenizers`` runs them:
+
+    added tokens (raw) → normaliser → added tokens (normalised) → pre-tokeniser → model
+    → truncation → post-processor → padding;   ids → tokens → decoder
+
+The parts live in :mod:`toktools.parts`; the usual pipelines are :mod:`toktools.presets`.
+"""
 from __future__ import annotations
 
 import os
-from abc import ABC, abstractmethod
 from array import array
 from itertools import chain
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from toktools.encoding import _FIELDS, AddedToken, AddedTokens, Encoding, Padding, Piece, TemplateProcessor, Truncation
+from toktools.encoding import _FIELDS, AddedToken, AddedTokens, Encoding, Padding, Truncation
+from toktools.files import dumps_tokenizer_json, write_files_atomically
+from toktools.parts.base import WHOLE_TEXT, Decoder, Model, Normalizer, Piece, PostProcessor, PreTokenizer, Span, Words
+
+#: Model settings that older code reads from the tokenizer itself (``tokenizer.merges`` …).
+_MODEL_ATTRIBUTES = frozenset({"merges", "merge_map", "unk_token", "unk_id", "continuing_subword_prefix",
+                               "end_of_word_suffix", "prefix", "longest", "max_input_chars_per_word",
+                               "fuse_unk", "byte_fallback", "ignore_merges", "id_to_token_map"})
 
 
-class Tokenizer(ABC):
-    """Base class: subclasses implement :meth:`encode_into`, :meth:`decode_tokens`,
-    :meth:`save` and :meth:`to_tokenizer_json`."""
-
-    #: "bytebpe" or "wordpiece": the family, used by the CLI and the loaders.
-    kind: str = ""
+class Tokenizer:
+    """``normalizer → pre_tokenizer → model → post_processor``, and ``decoder`` back; every
+    part but the model may be ``None``, as in ``tokenizers``."""
 
     def __init__(
         self,
-        vocab: dict[str, int],
+        model: Model,
+        *,
+        normalizer: Normalizer | None = None,
+        pre_tokenizer: PreTokenizer | None = None,
+        post_processor: PostProcessor | None = None,
+        decoder: Decoder | None = None,
         added_tokens: Sequence[AddedToken] = (),
-        post_processor: TemplateProcessor | None = None,
     ) -> None:
-        self.vocab = vocab
-        self.id_to_token_map: dict[int, str] = {i: t for t, i in vocab.items()}
-        self.added = AddedTokens(added_tokens)
+        self.normalizer = normalizer
+        self.pre_tokenizer = pre_tokenizer
+        self.model = model
         self.post_processor = post_processor
+        self.decoder = decoder
+        self.added = AddedTokens(added_tokens)
         self.truncation: Truncation | None = None
         self.padding: Padding | None = None
 
-    # -- the model's part -------------------------------------------------------------------
+    def __getattr__(self, name: str) -> Any:
+        if name in _MODEL_ATTRIBUTES and "model" in self.__dict__:
+            return getattr(self.__dict__["model"], name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
-    @abstractmethod
-    def encode_into(self, text: str, base: int, ids: list[int], tokens: list[str], offsets: list[tuple[int, int]]) -> None:
-        """Append the tokens of ``text`` (which holds no special token) to the three lists, with
-        offsets shifted by ``base``. Appending to shared lists keeps the hot path allocation-free."""
+    @property
+    def kind(self) -> str:
+        """The model family (``"bytebpe"``, ``"wordpiece"``): the key of its trainer."""
+        return self.model.kind  # type: ignore[attr-defined, no-any-return]
 
-    def encode_fragment(self, text: str) -> list[Piece]:
-        """Tokens of a piece of text that holds no special token; offsets relative to ``text``."""
-        ids: list[int] = []
-        tokens: list[str] = []
-        offsets: list[tuple[int, int]] = []
-        self.encode_into(text, 0, ids, tokens, offsets)
-        return [(i, t, s, e) for i, t, (s, e) in zip(ids, tokens, offsets)]
+    @property
+    def vocab(self) -> dict[str, int]:
+        """The model's vocabulary (without added tokens that are not in it)."""
+        return self.model.get_vocab()
 
-    @abstractmethod
+    # -- the parts, in order ----------------------------------------------------------------
+
+    def encode_into(self, text: str, base: int, ids: list[int], tokens: list[str], offsets: list[Span]) -> None:
+        """Append the tokens of ``text`` (which holds no raw-matched added token) to the three
+        lists, offsets shifted by ``base``: normaliser, normalised added tokens, pre-tokeniser
+        and model. Appending to shared lists keeps the hot path allocation-free."""
+        piece = Piece(text, None, base)
+        if self.normalizer is not None:
+            piece = self.normalizer.normalize(piece)
+        if not self.added.has_normalized:
+            self._encode_piece(piece, ids, tokens, offsets)
+            return
+        normalize = self.normalizer.normalize_str if self.normalizer is not None else None
+        for start, end, added in self.added.split_normalized(piece.text, normalize):
+            if added is None:
+                self._encode_piece(piece.slice(start, end), ids, tokens, offsets)
+            else:
+                ids.append(added.id)
+                tokens.append(piece.text[start:end])
+                offsets.append(piece.original(start, end))
+
+    def _encode_piece(self, piece: Piece, ids: list[int], tokens: list[str], offsets: list[Span]) -> None:
+        pre = self.pre_tokenizer
+        if pre is None:
+            words: Words | None = Words(WHOLE_TEXT.finditer(piece.text), piece)
+        else:
+            words = pre.split_words(piece)
+        if words is not None:
+            self.model.encode_words(words, ids, tokens, offsets)
+            return
+        for word in pre.pre_tokenize([piece]):  # type: ignore[union-attr]
+            self.model.encode_piece(word, ids, tokens, offsets)
+
     def decode_tokens(self, tokens: list[str]) -> str:
-        """Token strings (special ones already removed if asked) → text."""
+        """Token strings (special ones already removed if asked) → text; without a decoder
+        they are joined with spaces, as ``tokenizers`` does."""
+        if self.decoder is None:
+            return " ".join(tokens)
+        return self.decoder.decode(tokens)
 
-    @abstractmethod
-    def save(self, directory: str | Path, *, overwrite: bool = True) -> list[Path]:
-        """Write the model's files into ``directory``; return their paths."""
-
-    @abstractmethod
     def to_tokenizer_json(self) -> dict[str, Any]:
         """The ``tokenizer.json`` document that ``tokenizers.Tokenizer.from_str`` loads."""
+        def node(part: Any) -> Any:
+            return None if part is None else part.to_json()
+
+        return {
+            "version": "1.0",
+            "truncation": self.truncation_json(),
+            "padding": self.padding_json(),
+            "added_tokens": self.added_tokens_json(),
+            "normalizer": node(self.normalizer),
+            "pre_tokenizer": node(self.pre_tokenizer),
+            "post_processor": node(self.post_processor),
+            "decoder": node(self.decoder),
+            "model": self.model.to_json(),
+        }
+
+    def save(self, directory: str | Path, *, overwrite: bool = True) -> list[Path]:
+        """Write the model's own files (``vocab.txt``, or ``vocab.json`` + ``merges.txt`` …)
+        and ``tokenizer.json`` into ``directory``, atomically; return their paths."""
+        files = dict(self.model.files())
+        files["tokenizer.json"] = dumps_tokenizer_json(self.to_tokenizer_json())
+        return write_files_atomically(Path(directory), files, overwrite=overwrite)
 
     # -- vocabulary -------------------------------------------------------------------------
 
     def token_to_id(self, token: str) -> int | None:
         added = self.added.by_content.get(token)
-        return added.id if added else self.vocab.get(token)
+        return added.id if added else self.model.token_to_id(token)
 
     def id_to_token(self, token_id: int) -> str | None:
+        """The token of an id; a ``normalized`` added token is its content normalised, as
+        ``tokenizers`` keeps it (``decode`` shows it that way too)."""
         added = self.added.by_id.get(token_id)
-        return added.content if added else self.id_to_token_map.get(token_id)
+        if added is None:
+            return self.model.id_to_token(token_id)
+        if added.normalized and self.normalizer is not None:
+            return self.normalizer.normalize_str(added.content)
+        return added.content
+
+    def _max_id(self) -> int:
+        return max([*self.model.get_vocab().values(), *self.added.by_id], default=-1)
 
     @property
     def vocab_size(self) -> int:
@@ -86,9 +159,9 @@ class Tokenizer(ABC):
         for content in tokens:
             if content in self.added.by_content:
                 continue
-            token_id = self.vocab.get(content)
+            token_id = self.model.token_to_id(content)
             if token_id is None:
-                token_id = max([*self.id_to_token_map, *self.added.by_id], default=-1) + 1
+                token_id = self._max_id() + 1
             self.added.add(AddedToken(content, token_id, special=True))
 
     # -- settings ---------------------------------------------------------------------------
@@ -133,15 +206,13 @@ class Tokenizer(ABC):
     def _encode_unpadded(self, text: str, pair: str | None, add_special_tokens: bool) -> Encoding:
         first = self.encode_sequence(text)
         second = self.encode_sequence(pair, type_id=1) if pair is not None else None
-        template = self.post_processor
+        processor = self.post_processor
         if self.truncation is not None:
-            room = template.added_tokens(pair is not None) if template is not None and add_special_tokens else 0
+            room = processor.added_tokens(pair is not None) if processor is not None and add_special_tokens else 0
             first, second = self.truncation.apply(first, second, room)
-        if template is not None:
-            return template.process(first, second, add_special_tokens)
-        if second is None:
-            return first
-        return first + replace(second, type_ids=[1] * len(second))
+        if processor is not None:
+            return processor.process(first, second, add_special_tokens)
+        return first if second is None else first + second
 
     def encode(self, text: str, pair: str | None = None, add_special_tokens: bool = True) -> Encoding:
         """Encode one text (or a pair) into ids, tokens, offsets, type ids and masks."""
@@ -180,14 +251,10 @@ class Tokenizer(ABC):
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
         """Ids → text. Unknown ids are skipped, as ``tokenizers`` does."""
         tokens = []
+        specials = self.added.special_contents if skip_special_tokens else ()
         for token_id in ids:
-            added = self.added.by_id.get(token_id)
-            if added is not None:
-                if not (skip_special_tokens and added.special):
-                    tokens.append(added.content)
-                continue
-            token = self.id_to_token_map.get(token_id)
-            if token is not None:
+            token = self.id_to_token(token_id)
+            if token is not None and token not in specials:
                 tokens.append(token)
         return self.decode_tokens(tokens)
 
@@ -229,11 +296,11 @@ _worker_tokenizer: Tokenizer | None = None
 def _encode_chunk(chunk: Sequence[str | tuple[str, str]], add_special_tokens: bool) -> list[tuple[Any, ...]]:
     """Encode in a worker and pack each encoding into flat integer arrays: pickling millions of
     small Python lists and tuples would cost more than the encoding itself. Token strings are
-    rebuilt from the ids in the parent; only those that differ (an added token that took spaces
-    with it, with ``lstrip`` / ``rstrip``) travel as text."""
+    rebuilt from the ids in the parent; only those that may differ (an added token that took
+    spaces with it, with ``lstrip`` / ``rstrip``, or matched in normalised text) travel as text."""
     assert _worker_tokenizer is not None
     tokenizer = _worker_tokenizer
-    stripping = {t.id for t in tokenizer.added.tokens if t.lstrip or t.rstrip}
+    stripping = {t.id for t in tokenizer.added.tokens if t.lstrip or t.rstrip or t.normalized}
     packed = []
     for e in tokenizer._encode_unpadded_batch(chunk, add_special_tokens):
         odd = [(i, e.tokens[i]) for i, token_id in enumerate(e.ids) if token_id in stripping] if stripping else []
@@ -302,6 +369,6 @@ def _encode_in_processes(tokenizer: Tokenizer, inputs: Sequence[str | tuple[str,
             results = pool.starmap(_encode_chunk, [(chunk, add_special_tokens) for chunk in chunks])
     finally:
         _worker_tokenizer = None
-    size = max([*tokenizer.id_to_token_map, *tokenizer.added.by_id], default=-1) + 1
+    size = tokenizer._max_id() + 1
     token_of: list[str | None] = [tokenizer.id_to_token(i) for i in range(size)]
     return [_PackedEncoding(packed=(token_of, packed)) for chunk in results for packed in chunk]

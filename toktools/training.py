@@ -9,13 +9,12 @@ import functools
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from toktools import bpe, bytelevel, corpus
-from toktools.bytelevel import ByteLevelBPETokenizer
 from toktools.encoding import AddedToken
 from toktools.errors import ToktoolsError
+from toktools.presets import ByteLevelBPETokenizer, WordPieceTokenizer, roberta_processing
 
 if TYPE_CHECKING:  # pragma: no cover
     from toktools.bert_text import BertNormalizerConfig
-    from toktools.wordpiece import WordPieceTokenizer
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
@@ -37,11 +36,10 @@ def count_bytebpe_words(
 ) -> dict[str, int]:
     """Byte-level word counts: files are cut into lines as ``tokenizers`` does; each item of
     ``texts`` is one sequence (like ``train_from_iterator``)."""
-    pre = bytelevel.ByteLevelPreTokenizer(add_prefix_space, use_regex)
     if texts is not None:
         counts: dict[str, int] = {}
         for text in texts:
-            prepared = pre.prepare(text)
+            prepared = bytelevel.prefixed(text, add_prefix_space)
             for piece in (bytelevel.split(prepared) if use_regex else [prepared] if prepared else []):
                 counts[piece] = counts.get(piece, 0) + 1
         if not counts:
@@ -109,9 +107,7 @@ def train_bytebpe(
         end_of_word_suffix=end_of_word_suffix,
     )
     if template == "roberta":
-        from toktools.encoding import TemplateProcessor
-
-        tokenizer.post_processor = TemplateProcessor.roberta(("<s>", vocab["<s>"]), ("</s>", vocab["</s>"]))
+        tokenizer.post_processor = roberta_processing(tokenizer)
     tokenizer.training_result = result  # type: ignore[attr-defined]
     return tokenizer
 
@@ -181,7 +177,7 @@ def train_wordpiece(
     errors: corpus.ErrorPolicy = "strict",
     json_field: str | None = None,
     progress: Progress | None = None,
-) -> "WordPieceTokenizer":
+) -> WordPieceTokenizer:
     """Train a BERT WordPiece vocabulary with ``BertWordPieceTokenizer.train``'s defaults.
 
     ``algorithm="bpe"`` is what ``tokenizers`` does (BPE merges by pair count, with ``##`` on
@@ -192,7 +188,6 @@ def train_wordpiece(
     choices (see :func:`forced_order_from_vocab`).
     """
     from toktools.bert_text import BertNormalizerConfig
-    from toktools.wordpiece import WordPieceTokenizer
 
     normalizer = BertNormalizerConfig(clean_text, handle_chinese_chars, strip_accents, lowercase)
     if word_counts is None:

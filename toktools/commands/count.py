@@ -7,12 +7,13 @@ import click
 
 from toktools.errors import ToktoolsError
 from toktools.commands._shared import _progress
+from toktools.trainers import TRAINERS, get_trainer
 
 
 @click.command()
 @click.argument("corpus", nargs=-1, required=True)
 @click.option("-o", "--output", "out_path", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Counts file to write (word<TAB>count).")
-@click.option("--model", "kind", type=click.Choice(["wordpiece", "bytebpe"]), required=True, help="Which pre-processing to count words with.")
+@click.option("--model", "kind", type=click.Choice(list(TRAINERS)), required=True, help="Which pre-processing to count words with.")
 @click.option("--lowercase/--cased", default=True, show_default=True, help="wordpiece: lower-case and strip accents like bert-base-uncased.")
 @click.option("--strip-accents/--keep-accents", default=None, help="wordpiece: strip accents (default: same as --lowercase).")
 @click.option("--add-prefix-space/--no-add-prefix-space", default=False, show_default=True, help="bytebpe: prefix every line with a space.")
@@ -33,31 +34,30 @@ def count(corpus: tuple[str, ...], out_path: Path, kind: str, lowercase: bool, s
       toktools count wiki.txt.gz --model wordpiece -o wiki.counts
       toktools train wordpiece --from-counts wiki.counts -o my-bert --vocab-size 30000
     """
-    from toktools import training
     from toktools.corpus import dumps_counts
     from toktools.formats import write_files_atomically
 
     if out_path.exists() and not force:
         raise ToktoolsError(f"{out_path} already exists; use --force to overwrite")
-    settings = _count_settings(kind, lowercase, strip_accents, add_prefix_space)
+    trainer = get_trainer(kind)
+    options = _count_options(kind, lowercase, strip_accents, add_prefix_space)
+    settings = trainer.count_settings(options)
     with _progress(progress) as callback:
-        if kind == "bytebpe":
-            counts = training.count_bytebpe_words(list(corpus), add_prefix_space=add_prefix_space, workers=workers,
-                                                  errors=errors, json_field=json_field, progress=callback)  # type: ignore[arg-type]
-        else:
-            from toktools.bert_text import BertNormalizerConfig
-
-            counts = training.count_wordpiece_words(list(corpus), normalizer=BertNormalizerConfig(lowercase=lowercase, strip_accents=strip_accents),
-                                                    workers=workers, errors=errors, json_field=json_field, progress=callback)  # type: ignore[arg-type]
+        counts = trainer.count_words(list(corpus), options, workers=workers, errors=errors, json_field=json_field,
+                                     progress=callback)
     write_files_atomically(out_path.parent if str(out_path.parent) else Path("."), {out_path.name: dumps_counts(counts, kind, settings)})
     click.echo(f"counted {sum(counts.values())} words ({len(counts)} distinct); wrote {out_path}", err=True)
 
 
+def _count_options(kind: str, lowercase: bool, strip_accents: bool | None, add_prefix_space: bool) -> dict[str, object]:
+    """The CLI's counting options that the trainer takes (each model reads its own)."""
+    given = {"lowercase": lowercase, "strip_accents": strip_accents, "add_prefix_space": add_prefix_space}
+    return {name: value for name, value in given.items() if name in get_trainer(kind).count_options}
+
+
 def _count_settings(kind: str, lowercase: bool, strip_accents: bool | None, add_prefix_space: bool) -> dict[str, object]:
     """The settings a counts file must have been made with (compared on --from-counts)."""
-    if kind == "bytebpe":
-        return {"add_prefix_space": add_prefix_space, "use_regex": True}
-    return {"lowercase": lowercase, "strip_accents": strip_accents, "clean_text": True, "handle_chinese_chars": True}
+    return get_trainer(kind).count_settings(_count_options(kind, lowercase, strip_accents, add_prefix_space))
 
 
 def _load_counts(path: Path, kind: str, expected: dict[str, object]) -> dict[str, int]:

@@ -8,10 +8,11 @@ from typing import Any
 import click
 
 from toktools.commands._shared import _echo_plain_or_rich, _split_list
+from toktools.trainers import TRAINERS
 
 
 @click.command()
-@click.argument("kind", type=click.Choice(["wordpiece", "bytebpe"]))
+@click.argument("kind", type=click.Choice(list(TRAINERS)))
 @click.argument("corpus", nargs=-1, required=True)
 @click.option("--vocab-size", default=8000, show_default=True, type=click.IntRange(min=1), help="Vocabulary size for both trainings.")
 @click.option("--min-frequency", default=2, show_default=True, type=click.IntRange(min=0), help="Minimum pair frequency for both trainings.")

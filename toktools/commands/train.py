@@ -13,6 +13,7 @@ import click
 from toktools.errors import ToktoolsError
 from toktools.commands._shared import _progress, _split_list
 from toktools.commands.count import _count_settings, _load_counts
+from toktools.trainers import get_trainer
 
 
 def _training_run_options(command: Any) -> Any:
@@ -122,9 +123,8 @@ def train_bytebpe_command(corpus: tuple[str, ...], counts_path: Path | None, out
       toktools train bytebpe wiki.txt -o my-bpe --vocab-size 8000
       zcat wiki.txt.gz | toktools train bytebpe - -o my-bpe --special-tokens "<|endoftext|>"
     """
-    names = ("vocab.json", "merges.txt", "tokenizer.json")
     _check_inputs(corpus, counts_path, backend)
-    _prepare_output(out_dir, force, names)
+    _prepare_output(out_dir, force, (*get_trainer("bytebpe").model_files, "tokenizer.json"))
     specials = _split_list(special_tokens)
     if limit_alphabet is None:  # the 256 byte symbols are all kept: check before any work
         _check_vocab_size(vocab_size, len(set(specials) - set(BYTE_SYMBOLS())) + 256)
@@ -143,11 +143,11 @@ def train_bytebpe_command(corpus: tuple[str, ...], counts_path: Path | None, out
 
         tokenizer = from_tokenizer_json(json.loads(hf.to_str()))
         if template == "roberta":
-            from toktools.encoding import TemplateProcessor
+            from toktools.presets import roberta_processing
 
             if not {"<s>", "</s>"} <= set(specials):
                 raise ToktoolsError("the roberta template needs <s> and </s> among the special tokens")
-            tokenizer.post_processor = TemplateProcessor.roberta(("<s>", tokenizer.vocab["<s>"]), ("</s>", tokenizer.vocab["</s>"]))
+            tokenizer.post_processor = roberta_processing(tokenizer)
     else:
         import toktools
 
@@ -199,7 +199,7 @@ def train_wordpiece_command(corpus: tuple[str, ...], counts_path: Path | None, o
       toktools train wordpiece wiki.txt -o lk-bert --algorithm likelihood --min-pair-frequency 5
     """
     _check_inputs(corpus, counts_path, backend)
-    _prepare_output(out_dir, force, ("vocab.txt", "tokenizer.json"))
+    _prepare_output(out_dir, force, (*get_trainer("wordpiece").model_files, "tokenizer.json"))
     specials = _split_list(special_tokens)
     started = time.perf_counter()
     if backend == "fast":
@@ -212,7 +212,8 @@ def train_wordpiece_command(corpus: tuple[str, ...], counts_path: Path | None, o
                                       limit_alphabet=limit_alphabet, lowercase=lowercase, strip_accents=strip_accents)
         if hf.get_vocab_size(with_added_tokens=False) <= len(set(specials)):
             raise ToktoolsError("the corpus is empty: no words to learn from")
-        from toktools.wordpiece import WordPieceTokenizer, loads_vocab_txt
+        from toktools.presets import WordPieceTokenizer
+        from toktools.wordpiece import loads_vocab_txt
 
         tokenizer = WordPieceTokenizer.bert(loads_vocab_txt(fast.wordpiece_vocab_txt(hf)), lowercase=lowercase,
                                             strip_accents=strip_accents)

@@ -10,11 +10,52 @@ The common case — text nobody changed — costs nothing: ``spans`` is ``None``
 """
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Iterable, Match, Sequence
+
+from toktools.bytelevel import text_to_symbols
 
 Span = tuple[int, int]
+#: One match of the whole text (none for an empty one): the words of a piece that is not split.
+WHOLE_TEXT = re.compile(r".+", re.DOTALL)
+
+
+class CharSpans(Sequence[Span]):
+    """Spans when every character comes from exactly one original character (what
+    BertNormalizer gives): ``(base + origins[i], base + origins[i] + 1)``, built on access, so
+    a normaliser pays nothing for text it does not change much. It behaves as a list of spans."""
+
+    __slots__ = ("origins", "base")
+
+    def __init__(self, origins: list[int], base: int = 0) -> None:
+        self.origins = origins
+        self.base = base
+
+    def __len__(self) -> int:
+        return len(self.origins)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return CharSpans(self.origins[index], self.base)
+        at = self.base + self.origins[index]
+        return (at, at + 1)
+
+    def __iter__(self) -> Any:
+        base = self.base
+        return ((base + o, base + o + 1) for o in self.origins)
+
+    def __add__(self, other: Any) -> list[Span]:
+        return list(self) + list(other)
+
+    def __radd__(self, other: Any) -> list[Span]:
+        return list(other) + list(self)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 @dataclass(slots=True)
@@ -22,7 +63,7 @@ class Piece:
     """Normalised text and where each character came from in the original text."""
 
     text: str
-    spans: list[Span] | None = None  # None: unchanged text starting at ``base``
+    spans: Sequence[Span] | None = None  # None: unchanged text starting at ``base``
     base: int = 0
 
     def span_of(self, index: int) -> Span:
@@ -47,10 +88,10 @@ class Piece:
         return Piece(self.text[start:end], self.spans[start:end], self.base)
 
     def all_spans(self) -> list[Span]:
-        """Explicit spans (materialised for parts that rewrite text)."""
+        """Explicit spans, as a list (materialised for parts that rewrite text)."""
         if self.spans is None:
             return [(self.base + i, self.base + i + 1) for i in range(len(self.text))]
-        return self.spans
+        return self.spans if isinstance(self.spans, list) else list(self.spans)
 
 
 class Part(ABC):
@@ -84,8 +125,52 @@ class Normalizer(Part):
         return self.normalize(Piece(text)).text
 
 
+@dataclass(slots=True)
+class Words:
+    """The fast lane between a pre-tokeniser and a model: the words of one piece as regex
+    matches over the piece's text after ``shift`` prepended characters (a prefix space, which
+    gets the span of the first character): ``m.group()`` is a word, ``m.start()`` and
+    ``m.end()`` its place. With
+    ``byte_level`` the model sees each word as byte symbols, one per UTF-8 byte, and a token's
+    span runs from the character of its first byte to that of its last.
+
+    It exists for speed: no :class:`Piece` per word, and the model may cache whole words."""
+
+    matches: Iterable[Match[str]]
+    piece: Piece
+    shift: int = 0
+    byte_level: bool = False
+
+    def pieces(self) -> list[Piece]:
+        """The same words as pieces (the general path)."""
+        piece = self.piece
+        if self.shift:  # a prefix space has the span of the first character
+            piece = Piece(" " * self.shift + piece.text, [piece.span_of(0)] * self.shift + piece.all_spans())
+        out = []
+        for match in self.matches:
+            part = piece.slice(match.start(), match.end())
+            out.append(_byte_level_piece(part) if self.byte_level else part)
+        return out
+
+
+def _byte_level_piece(piece: Piece) -> Piece:
+    """A piece's text as byte symbols, each symbol with the span of the character it comes
+    from (``tokenizers`` aligns a character's extra bytes with its first)."""
+    text = piece.text
+    symbols = text_to_symbols(text)
+    if len(symbols) == len(text) and piece.spans is None:
+        return Piece(symbols, None, piece.base)
+    spans = piece.all_spans()
+    return Piece(symbols, [span for ch, span in zip(text, spans) for _ in range(len(ch.encode("utf-8")))], piece.base)
+
+
 class PreTokenizer(Part):
     category = "pre_tokenizer"
+
+    def split_words(self, piece: Piece) -> Words | None:
+        """The fast lane (see :class:`Words`) when this pre-tokeniser can give it for ``piece``;
+        ``None`` means: use :meth:`pre_tokenize`."""
+        return None
 
     @abstractmethod
     def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
@@ -112,6 +197,8 @@ class Model(Part):
     (for byte-level BPE the word is already in byte symbols, one character per byte)."""
 
     category = "model"
+    #: the name of the trainer that makes this model (:mod:`toktools.trainers`), "" if none
+    kind: ClassVar[str] = ""
 
     @abstractmethod
     def tokenize(self, word: str) -> list[tuple[int, str, int, int]]:
@@ -131,6 +218,23 @@ class Model(Part):
     def vocab_size(self) -> int:
         return len(self.get_vocab())
 
+    def encode_words(self, words: Words, ids: list[int], tokens: list[str], offsets: list[Span]) -> None:
+        """Append the tokens of every word of the fast lane, with offsets in the original text.
+        Models override this with a cached loop; this one says what it must do."""
+        for piece in words.pieces():
+            self.encode_piece(piece, ids, tokens, offsets)
+
+    def encode_piece(self, piece: Piece, ids: list[int], tokens: list[str], offsets: list[Span]) -> None:
+        """Append the tokens of one pre-tokenised piece (the general path)."""
+        for token_id, token, start, end in self.tokenize(piece.text):
+            ids.append(token_id)
+            tokens.append(token)
+            offsets.append(piece.original(start, end))
+
+    def files(self) -> dict[str, str]:
+        """The model's own files (``vocab.txt``, ``vocab.json`` + ``merges.txt`` …) by name."""
+        return {}
+
 
 class PostProcessor(Part):
     """Adds the template's special tokens (``[CLS] A [SEP]``) and merges a pair."""
@@ -142,5 +246,13 @@ class PostProcessor(Part):
         """How many tokens :meth:`process` adds (truncation leaves room for them)."""
 
     @abstractmethod
+    def process_encodings(self, encodings: list[Any], add_special_tokens: bool) -> list[Any]:
+        """``tokenizers``' ``process_encodings``: the sequences in, the parts of the result out
+        (a :class:`Sequence` processor chains them)."""
+
     def process(self, first: Any, second: Any | None, add_special_tokens: bool = True) -> Any:
         """``Encoding`` (and optional pair) → the final ``Encoding``."""
+        from toktools.encoding import Encoding
+
+        parts = self.process_encodings([first] if second is None else [first, second], add_special_tokens)
+        return Encoding.merge(parts)

@@ -1,0 +1,98 @@
+"""The post-processors (BertProcessing, RobertaProcessing, TemplateProcessing, ByteLevel,
+Sequence): built with ``tokenizers``' Python API, loaded by toktools, the same special tokens,
+type ids, masks and trimmed offsets for single sequences and pairs, with and without special
+tokens and under truncation."""
+from __future__ import annotations
+
+import pytest
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+
+from conftest import ref_vocab_dir
+from parts_parity import assert_same_encodings, check_all, corpus_lines, load_in_toktools
+from toktools.wordpiece import read_vocab_txt
+
+
+def _bert() -> Tokenizer:
+    vocab = read_vocab_txt(ref_vocab_dir("bert-base-uncased") / "vocab.txt")
+    hf = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
+    hf.normalizer = normalizers.BertNormalizer()
+    hf.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    hf.decoder = decoders.WordPiece()
+    hf.add_special_tokens(["[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]"])
+    return hf
+
+
+def _gpt2(add_prefix_space: bool = True) -> Tokenizer:
+    directory = ref_vocab_dir("gpt2")
+    hf = Tokenizer(models.BPE.from_file(str(directory / "vocab.json"), str(directory / "merges.txt")))
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=add_prefix_space)
+    hf.decoder = decoders.ByteLevel()
+    hf.add_special_tokens(["<|endoftext|>"])
+    return hf
+
+
+def _check_without_specials_and_truncated(hf: Tokenizer) -> None:
+    """The same with ``add_special_tokens=False`` and with truncation leaving room for them."""
+    ours = load_in_toktools(hf)
+    lines = corpus_lines(5_000)
+    pairs = list(zip(lines[::2], lines[1::2]))
+    for item in lines[:50] + pairs[:50]:
+        text, pair = (item, None) if isinstance(item, str) else item
+        a, b = ours.encode(text, pair, add_special_tokens=False), hf.encode(text, pair, add_special_tokens=False)
+        assert (a.ids, a.type_ids, a.offsets) == (b.ids, b.type_ids, [tuple(o) for o in b.offsets]), item
+    hf.enable_truncation(12)
+    ours = load_in_toktools(hf)
+    assert_same_encodings(ours, hf, lines[:100])
+
+
+def test_bert_processing():
+    hf = _bert()
+    hf.post_processor = processors.BertProcessing(("[SEP]", hf.token_to_id("[SEP]")), ("[CLS]", hf.token_to_id("[CLS]")))
+    check_all(hf)
+    _check_without_specials_and_truncated(hf)
+
+
+@pytest.mark.parametrize("trim_offsets", [True, False])
+@pytest.mark.parametrize("add_prefix_space", [True, False])
+def test_roberta_processing(trim_offsets, add_prefix_space):
+    """``<s> A </s></s> B </s>``, all type ids 0, offsets trimmed of spaces (one prefix space kept)."""
+    hf = _gpt2(add_prefix_space)
+    hf.add_special_tokens(["<s>", "</s>"])
+    hf.post_processor = processors.RobertaProcessing(("</s>", hf.token_to_id("</s>")), ("<s>", hf.token_to_id("<s>")),
+                                                     trim_offsets=trim_offsets, add_prefix_space=add_prefix_space)
+    check_all(hf)
+    _check_without_specials_and_truncated(hf)
+
+
+@pytest.mark.parametrize("trim_offsets", [True, False])
+def test_byte_level_processing(trim_offsets):
+    hf = _gpt2()
+    hf.post_processor = processors.ByteLevel(trim_offsets=trim_offsets)
+    check_all(hf)
+
+
+def test_template_processing_of_any_shape():
+    """Type ids from the template (B:1), a special token made of two ids, and a pair template
+    that starts with a special token of type 1."""
+    hf = _bert()
+    cls, sep, mask = (hf.token_to_id(t) for t in ("[CLS]", "[SEP]", "[MASK]"))
+    hf.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] [TWO]:1 $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", cls), ("[SEP]", sep), {"id": "[TWO]", "ids": [mask, sep], "tokens": ["[MASK]", "[SEP]"]}],
+    )
+    check_all(hf)
+    _check_without_specials_and_truncated(hf)
+
+
+def test_sequence_of_byte_level_and_template():
+    """Trim offsets, then add ``<|endoftext|>`` at the end (the Llama-3 shape)."""
+    hf = _gpt2(add_prefix_space=False)
+    eot = hf.token_to_id("<|endoftext|>")
+    hf.post_processor = processors.Sequence([
+        processors.ByteLevel(trim_offsets=True),
+        processors.TemplateProcessing(single="$A <|endoftext|>", pair="$A <|endoftext|> $B:1 <|endoftext|>:1",
+                                      special_tokens=[("<|endoftext|>", eot)]),
+    ])
+    check_all(hf)
+    _check_without_specials_and_truncated(hf)

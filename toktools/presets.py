@@ -1,0 +1,93 @@
+"""The usual pipelines, wired from parts as ``tokenizers``' ``implementations/`` wire them.
+
+* :func:`byte_level_bpe`: GPT-2 / RoBERTa (``ByteLevelBPETokenizer``);
+* :func:`bert_wordpiece`: BERT (``BertWordPieceTokenizer``).
+
+``ByteLevelBPETokenizer`` and ``WordPieceTokenizer`` are the same presets as classes, for code
+that constructs them by name.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+from toktools.encoding import AddedToken
+from toktools.parts import decoders, models, normalizers, post_processors, pre_tokenizers
+from toktools.parts.base import PostProcessor
+from toktools.tokenizer import Tokenizer
+from toktools.wordpiece import read_vocab_txt
+
+BERT_SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def roberta_processing(tokenizer: Tokenizer, cls: str = "<s>", sep: str = "</s>", add_prefix_space: bool = True
+                       ) -> post_processors.RobertaProcessing:
+    """RoBERTa's ``<s> A </s></s> B </s>`` with the ids the tokenizer gives both tokens."""
+    return post_processors.RobertaProcessing((sep, tokenizer.token_to_id(sep)), (cls, tokenizer.token_to_id(cls)),
+                                             add_prefix_space=add_prefix_space)  # type: ignore[arg-type]
+
+
+class ByteLevelBPETokenizer(Tokenizer):
+    """GPT-2 / RoBERTa byte-level BPE: ByteLevel pre-tokeniser, BPE, ByteLevel decoder and (by
+    default) a ByteLevel post-processor that leaves offsets untouched, as
+    ``tokenizers.ByteLevelBPETokenizer`` builds it."""
+
+    def __init__(self, vocab: dict[str, int], merges: Sequence[tuple[str, str]], *, add_prefix_space: bool = False,
+                 use_regex: bool = True, added_tokens: Sequence[AddedToken] = (),
+                 post_processor: PostProcessor | None = None, **model_options: Any) -> None:
+        super().__init__(
+            models.BPE(vocab, merges, **model_options),
+            pre_tokenizer=pre_tokenizers.ByteLevel(add_prefix_space=add_prefix_space, use_regex=use_regex),
+            post_processor=post_processor or post_processors.ByteLevel(trim_offsets=False),
+            decoder=decoders.ByteLevel(),
+            added_tokens=added_tokens,
+        )
+
+
+def byte_level_bpe(vocab: dict[str, int], merges: Sequence[tuple[str, str]], **options: Any) -> Tokenizer:
+    """``ByteLevelBPETokenizer(vocab, merges)``; see :class:`ByteLevelBPETokenizer`."""
+    return ByteLevelBPETokenizer(vocab, merges, **options)
+
+
+class WordPieceTokenizer(Tokenizer):
+    """BERT: BertNormalizer, BertPreTokenizer, WordPiece, WordPiece decoder; ``post_processor``
+    as given (:meth:`bert` adds ``[CLS] A [SEP]``)."""
+
+    def __init__(self, vocab: dict[str, int], *, unk_token: str = "[UNK]", continuing_subword_prefix: str = "##",
+                 max_input_chars_per_word: int = 100,
+                 normalizer: normalizers.BertNormalizer | None = normalizers.BertNormalizer(),
+                 added_tokens: Sequence[AddedToken] = (), post_processor: PostProcessor | None = None) -> None:
+        super().__init__(
+            models.WordPiece(vocab, unk_token=unk_token, continuing_subword_prefix=continuing_subword_prefix,
+                             max_input_chars_per_word=max_input_chars_per_word),
+            normalizer=normalizer,
+            pre_tokenizer=pre_tokenizers.BertPreTokenizer(),
+            post_processor=post_processor,
+            decoder=decoders.WordPiece(prefix=continuing_subword_prefix),
+            added_tokens=added_tokens,
+        )
+
+    @classmethod
+    def bert(cls, vocab: dict[str, int], *, lowercase: bool = True, strip_accents: bool | None = None,
+             clean_text: bool = True, handle_chinese_chars: bool = True, unk_token: str = "[UNK]",
+             sep_token: str = "[SEP]", cls_token: str = "[CLS]", pad_token: str = "[PAD]",
+             mask_token: str = "[MASK]") -> "WordPieceTokenizer":
+        """What ``BertWordPieceTokenizer(vocab)`` builds: the special tokens that the vocabulary
+        holds are registered, and ``[CLS] A [SEP]`` is added when both exist."""
+        specials = [t for t in (unk_token, sep_token, cls_token, pad_token, mask_token) if t in vocab]
+        post = None
+        if sep_token in vocab and cls_token in vocab:
+            post = post_processors.BertProcessing((sep_token, vocab[sep_token]), (cls_token, vocab[cls_token]))
+        return cls(vocab, unk_token=unk_token, added_tokens=[AddedToken(t, vocab[t]) for t in specials],
+                   normalizer=normalizers.BertNormalizer(clean_text, handle_chinese_chars, strip_accents, lowercase),
+                   post_processor=post)
+
+    @classmethod
+    def from_vocab_file(cls, path: str | Path, **options: Any) -> "WordPieceTokenizer":
+        """A BERT tokenizer from ``vocab.txt`` (lower-casing unless ``lowercase=False``)."""
+        return cls.bert(read_vocab_txt(path), **options)
+
+
+def bert_wordpiece(vocab: dict[str, int], **options: Any) -> Tokenizer:
+    """``BertWordPieceTokenizer(vocab)``; see :meth:`WordPieceTokenizer.bert`."""
+    return WordPieceTokenizer.bert(vocab, **options)
