@@ -3,8 +3,8 @@
 (NFC/NFD/NFKC/NFKD, StripAccents, Digits, the Oniguruma classes of Split/Whitespace patterns),
 measured from ``tokenizers`` itself.
 
-Why: ``tokenizers`` 0.23.3 normalises with ``unicode-normalization-alignments`` (decompositions of
-about Unicode 12, compositions of about Unicode 13) and runs patterns with Oniguruma (Unicode 16).
+Why: ``tokenizers`` 0.23.3 normalises with ``unicode-normalization-alignments`` (tables of about
+Unicode 12) and runs patterns with Oniguruma (Unicode 16).
 Python's ``unicodedata`` (14.0 on 3.11, newer later) and the ``regex`` module (17.0) disagree with
 both on a few thousand code points. Canonical decompositions, combining classes and lowercase are
 already measured in ``_bert_tables`` (same crate, same functions); this adds what is missing:
@@ -63,6 +63,27 @@ def members(onig_class: str) -> list[int]:
         for _piece, (start, end) in splitter.pre_tokenize_str("".join(map(chr, block))):
             found.extend(block[start:end])
     return found
+
+
+def rust_word_and_space() -> tuple[list[int], list[int]]:
+    """\\w and \\s of the Rust ``regex`` crate, which ``Whitespace`` uses (not Oniguruma): each
+    code point c sits in ``"a" c "a"``; a word char glues the three, a space char splits them
+    apart and vanishes, anything else comes out alone."""
+    text = " ".join(f"a{chr(c)}a" for c in SCALARS)
+    cover: dict[int, int] = {}
+    for _piece, (start, end) in pre_tokenizers.Whitespace().pre_tokenize_str(text):
+        for i in range(start, end):
+            cover[i] = end - start
+    word, space = [], []
+    for i, c in enumerate(SCALARS):
+        size = cover.get(4 * i + 1)
+        if size == 3:
+            word.append(c)
+        elif size is None:
+            space.append(c)
+        else:
+            assert size == 1, hex(c)
+    return word, space
 
 
 def to_ranges(points) -> list[tuple[int, int]]:
@@ -168,7 +189,16 @@ def main() -> int:
         onig[name] = to_ranges(members(rf"\p{{{name}}}"))
     for name, cls in SHORTHANDS.items():
         onig[name] = to_ranges(members(cls))
+    word, space = rust_word_and_space()
+    rust = {"w": to_ranges(word), "s": to_ranges(space)}
     for name, ranges in onig.items():
+        lines.append(f'    "{name}": (')
+        lines.extend("    " + x for x in packed(ranges))
+        lines.append("    ),")
+    lines += ["}", ""]
+    lines.append("# \\\\w and \\\\s of the Rust regex crate (the Whitespace pre-tokenizer's \\\\w+|[^\\\\w\\\\s]+).")
+    lines.append("RUST_CLASSES: dict[str, str] = {")
+    for name, ranges in rust.items():
         lines.append(f'    "{name}": (')
         lines.extend("    " + x for x in packed(ranges))
         lines.append("    ),")
@@ -177,8 +207,8 @@ def main() -> int:
     lines.append("REGEX_DISAGREEMENTS: dict[str, dict[str, str]] = {")
     lines.append(f"    {regex.__version__!r}: {{")
     scalars = "".join(map(chr, [0, *SCALARS]))
-    for name, ranges in onig.items():
-        builtin = SHORTHANDS.get(name, rf"\p{{{name}}}")
+    for name, ranges in [*onig.items(), *((f"rust_{k}", v) for k, v in rust.items())]:
+        builtin = SHORTHANDS.get(name.removeprefix("rust_"), rf"\p{{{name}}}")
         ours = {ord(ch) for run in regex.findall(f"{builtin}+", scalars) for ch in run}
         theirs = {c for lo, hi in ranges for c in range(lo, hi + 1)}
         lines.append(f'        "{name}": (')

@@ -36,7 +36,11 @@ def unpack(packed: str) -> Ranges:
 
 @lru_cache(maxsize=None)
 def onig_class(name: str) -> Ranges:
-    from toktools._parts_tables import ONIG_CLASSES
+    """Members of a class (``"L"``, ``"s"``, …; ``"rust_w"``/``"rust_s"`` for the Rust
+    ``regex`` crate's ``\\w``/``\\s``)."""
+    from toktools._parts_tables import ONIG_CLASSES, RUST_CLASSES
+    if name.startswith("rust_"):
+        return unpack(RUST_CLASSES[name.removeprefix("rust_")])
     return unpack(ONIG_CLASSES[name])
 
 
@@ -58,6 +62,7 @@ _SHORT = {"s": "s", "w": "w", "d": "d"}
 
 
 def _builtin(name: str) -> str:
+    name = name.removeprefix("rust_")
     return f"\\{name}" if name in _SHORT else f"\\p{{{name}}}"
 
 
@@ -211,6 +216,15 @@ class OnigPattern:
             self._exact: regex.Pattern[str] | None = None
         except regex.error as exc:
             raise ToktoolsError(f"{where}: invalid regular expression {pattern!r} ({exc})") from None
+
+    @classmethod
+    def spelled(cls, fast: str, exact: str, risky: frozenset[str]) -> "OnigPattern":
+        """A pattern given as its two variants (for patterns toktools writes itself)."""
+        self = cls.__new__(cls)
+        self.source, self.literal = fast, False
+        self._fast = regex.compile(fast, regex.MULTILINE)
+        self._exact_source, self._exact, self._risky = exact, None, risky
+        return self
 
     def compiled_for(self, text: str) -> regex.Pattern[str]:
         if not self._risky or text.isascii() or self._risky.isdisjoint(text):

@@ -1,8 +1,7 @@
 """NFD, NFKD, NFC and NFKC exactly as ``tokenizers`` 0.23.3 does them, offsets included.
 
-``tokenizers`` uses ``unicode-normalization-alignments``: its decomposition tables are about
-Unicode 12 and its compositions about Unicode 13, older than any Python's ``unicodedata`` (so
-U+32FF is left alone, U+11938 is not decomposed but is composed). The tables are measured from
+``tokenizers`` uses ``unicode-normalization-alignments``, whose tables are about Unicode 12: older
+than any Python's ``unicodedata`` (U+32FF and U+11938 are left alone). The tables are measured from
 ``tokenizers`` (``_bert_tables`` for canonical decompositions, classes and lowercase;
 ``_parts_tables`` for the rest). The crate yields ``(char, change)`` pairs; they are reproduced
 here step by step, because the offsets depend on them: reordering moves a change along with its

@@ -108,14 +108,19 @@ _WORDS: _OnigPattern | None = None
 
 @register
 class Whitespace(_NoFields):
-    """Keeps the matches of ``\\w+|[^\\w\\s]+`` (Oniguruma's ``\\w`` and ``\\s``)."""
+    """Keeps the matches of ``\\w+|[^\\w\\s]+``, with the classes of the Rust ``regex`` crate
+    that ``tokenizers`` uses here (not Oniguruma's: ZWJ is a word char)."""
 
     type = "Whitespace"
 
     def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
         global _WORDS
         if _WORDS is None:
-            _WORDS = _OnigPattern(r"\w+|[^\w\s]+")
+            from toktools.parts._onig import _body, onig_class, regex_disagreements
+
+            word, space = _body(onig_class("rust_w")), _body(onig_class("rust_s"))
+            _WORDS = _OnigPattern.spelled(r"\w+|[^\w\s]+", f"[{word}]+|[^{word}{space}]+",
+                                          regex_disagreements("rust_w") | regex_disagreements("rust_s"))
         words = _WORDS
         return _split_each(pieces, lambda p: _normalized.split_by(
             p, _normalized.invert(words.find_matches(p.text)), "Removed"))
