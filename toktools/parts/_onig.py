@@ -15,6 +15,7 @@ Three things differ between the engines and are handled here:
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from functools import lru_cache
 from typing import Iterator
 
@@ -105,12 +106,15 @@ def _class_name(prop: str) -> str | None:
     return _GC_ALIASES.get(key.lower())
 
 
-def translate(pattern: str) -> tuple[str, str, frozenset[str]]:
-    """Oniguruma pattern → (fast ``regex`` pattern, exact ``regex`` pattern, risky chars)."""
+def translate(pattern: str) -> tuple[str, str, frozenset[str], bool]:
+    """Oniguruma pattern → (fast ``regex`` pattern, exact ``regex`` pattern, the classes it uses,
+    whether chars can be told apart only through those classes; see :class:`OnigPattern`)."""
     fast: list[str] = []
     exact: list[str] = []
-    risky: set[str] = set()
+    classes: set[str] = set()
+    substitutable = True
     depth = 0  # inside a [...] class
+    version1 = False
     i, n = 0, len(pattern)
     while i < n:
         ch = pattern[i]
@@ -132,6 +136,7 @@ def translate(pattern: str) -> tuple[str, str, frozenset[str]]:
                 name = _class_name(prop)
                 size = close + 1 - i
                 if name is None:  # a class toktools has no table for: the regex built-in
+                    substitutable = False
                     fast.append(pattern[i:i + size])
                     exact.append(pattern[i:i + size])
                     i += size
@@ -144,6 +149,13 @@ def translate(pattern: str) -> tuple[str, str, frozenset[str]]:
                 fast.append(piece)
                 exact.append(piece)
                 i += 2
+                continue
+            elif nxt == "k" and depth == 0 and pattern.startswith("<", i + 2) and ">" in pattern[i + 3:]:
+                close = pattern.index(">", i + 3)
+                piece = f"(?P={pattern[i + 3:close]})"  # a named back-reference
+                fast.append(piece)
+                exact.append(piece)
+                i = close + 1
                 continue
             elif nxt == "z" and depth == 0:
                 fast.append(r"\Z")
@@ -158,7 +170,7 @@ def translate(pattern: str) -> tuple[str, str, frozenset[str]]:
             if name is not None:
                 text = pattern[i:i + size]
                 ranges = onig_class(name)
-                risky |= regex_disagreements(name)
+                classes.add(name)
                 if depth == 0:
                     fast.append(text)
                     exact.append(f"[{'^' if negated else ''}{_body(ranges)}]")
@@ -167,11 +179,17 @@ def translate(pattern: str) -> tuple[str, str, frozenset[str]]:
                     exact.append(_body(_complement(ranges) if negated else ranges))
                 i += size
                 continue
+            if nxt in "XbBuUxNpP0123456789":  # graphemes, word boundaries, code points: see chars
+                substitutable = False
             fast.append(pattern[i:i + 2])
             exact.append(pattern[i:i + 2])
             i += 2
             continue
+        if not ch.isascii() or (depth and ch in "-:"):  # a literal, a range or a POSIX bracket
+            substitutable = False
         if ch == "[":
+            if depth:
+                version1 = True  # a nested set: only regex's VERSION1 has them
             depth += 1
             head = "["
             if i + 1 < n and pattern[i + 1] == "^":
@@ -186,6 +204,8 @@ def translate(pattern: str) -> tuple[str, str, frozenset[str]]:
             continue
         if ch == "]" and depth:
             depth -= 1
+        elif ch == "&" and depth and pattern.startswith("&&", i):
+            version1 = True  # set intersection
         elif ch == "(" and depth == 0 and pattern.startswith("(?", i):
             j = i + 2
             while j < n and pattern[j] in "imx-":
@@ -199,43 +219,92 @@ def translate(pattern: str) -> tuple[str, str, frozenset[str]]:
         fast.append(ch)
         exact.append(ch)
         i += 1
-    return "".join(fast), "".join(exact), frozenset(risky)
+    prefix = "(?V1-f)" if version1 else ""  # nested sets and && need VERSION1; simple case folding
+    return prefix + "".join(fast), prefix + "".join(exact), frozenset(classes), substitutable
+
+
+def _member(ranges: Ranges, cp: int) -> bool:
+    at = bisect_right(ranges, (cp, 0x110000)) - 1
+    return at >= 0 and ranges[at][0] <= cp <= ranges[at][1]
+
+
+def _stand_ins(classes: frozenset[str], risky: frozenset[str]) -> dict[int, str] | None:
+    """For each risky char, a char that is in exactly the same Oniguruma classes (of those the
+    pattern uses), on which ``regex``'s built-ins agree with Oniguruma, and without case."""
+    tables = [onig_class(name) for name in sorted(classes)]
+    found: dict[tuple[bool, ...], str] = {}
+    out: dict[int, str] = {}
+    for ch in sorted(risky):
+        key = tuple(_member(t, ord(ch)) for t in tables)
+        if key not in found:
+            for cp in range(0xA0, 0x110000):
+                cand = chr(cp)
+                if (0xD800 <= cp <= 0xDFFF or cand in risky or cand.lower() != cand or cand.upper() != cand
+                        or cand.casefold() != cand or tuple(_member(t, cp) for t in tables) != key):
+                    continue
+                found[key] = cand
+                break
+            else:
+                return None
+        out[ord(ch)] = found[key]
+    return out
 
 
 class OnigPattern:
-    """A compiled ``tokenizers`` pattern: a string (matched literally) or an Oniguruma regex."""
+    """A compiled ``tokenizers`` pattern: a string (matched literally) or an Oniguruma regex.
+
+    Text without the risky chars (where ``regex``'s classes differ from Oniguruma's) runs the
+    pattern with ``regex``'s fast built-in classes. Text with some runs it on a copy where each
+    risky char is replaced by a stand-in that every class of the pattern treats alike — same
+    length, so the same offsets — when the pattern can tell chars apart only through those
+    classes (no non-ASCII literal, no range, no other property); otherwise the exact pattern with
+    every class spelled out as ranges (about 30 times slower) is used.
+    """
 
     def __init__(self, pattern: str, literal: bool = False, where: str = "pattern") -> None:
         self.source = pattern
         self.literal = literal
-        source = regex.escape(pattern) if literal else pattern
         try:
-            fast, exact, self._risky = ("(?:" + source + ")", "", frozenset()) if literal else translate(source)
-            self._fast = regex.compile(fast, regex.MULTILINE)
-            self._exact_source = exact
-            self._exact: regex.Pattern[str] | None = None
+            if literal:
+                self._setup("(?:" + regex.escape(pattern) + ")", "", frozenset(), False)
+            else:
+                self._setup(*translate(pattern))
         except regex.error as exc:
             raise ToktoolsError(f"{where}: invalid regular expression {pattern!r} ({exc})") from None
 
+    def _setup(self, fast: str, exact: str, classes: frozenset[str], substitutable: bool) -> None:
+        self._fast = regex.compile(fast, regex.MULTILINE)
+        self._exact_source = exact
+        self._exact: regex.Pattern[str] | None = None
+        self._classes = classes
+        self._risky = frozenset().union(*(regex_disagreements(name) for name in classes))
+        self._substitutable = substitutable
+        self._stand_ins: dict[int, str] | None = None
+
     @classmethod
-    def spelled(cls, fast: str, exact: str, risky: frozenset[str]) -> "OnigPattern":
-        """A pattern given as its two variants (for patterns toktools writes itself)."""
+    def spelled(cls, fast: str, exact: str, classes: frozenset[str]) -> "OnigPattern":
+        """A pattern toktools writes itself, given as its two variants and the classes it uses."""
         self = cls.__new__(cls)
         self.source, self.literal = fast, False
-        self._fast = regex.compile(fast, regex.MULTILINE)
-        self._exact_source, self._exact, self._risky = exact, None, risky
+        self._setup(fast, exact, classes, True)
         return self
 
-    def compiled_for(self, text: str) -> regex.Pattern[str]:
+    def prepared(self, text: str) -> tuple[regex.Pattern[str], str]:
+        """The compiled pattern to run and the text to run it on (same length as ``text``)."""
         if not self._risky or text.isascii() or self._risky.isdisjoint(text):
-            return self._fast
+            return self._fast, text
+        if self._substitutable:
+            if self._stand_ins is None:
+                self._stand_ins = _stand_ins(self._classes, self._risky) or {}
+            if self._stand_ins:
+                return self._fast, text.translate(self._stand_ins)
         if self._exact is None:
             self._exact = regex.compile(self._exact_source, regex.MULTILINE)
-        return self._exact
+        return self._exact, text
 
     def find_iter(self, text: str) -> Iterator[tuple[int, int]]:
         """Matches as Oniguruma's ``find_iter`` yields them (see the module docstring)."""
-        compiled = self.compiled_for(text)
+        compiled, text = self.prepared(text)
         spans = [m.span() for m in compiled.finditer(text)]
         if all(s != e for s, e in spans):  # no empty match: Python and Oniguruma agree
             yield from spans

@@ -116,11 +116,11 @@ class Whitespace(_NoFields):
     def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
         global _WORDS
         if _WORDS is None:
-            from toktools.parts._onig import _body, onig_class, regex_disagreements
+            from toktools.parts._onig import _body, onig_class
 
             word, space = _body(onig_class("rust_w")), _body(onig_class("rust_s"))
             _WORDS = _OnigPattern.spelled(r"\w+|[^\w\s]+", f"[{word}]+|[^{word}{space}]+",
-                                          regex_disagreements("rust_w") | regex_disagreements("rust_s"))
+                                          frozenset({"rust_w", "rust_s"}))
         words = _WORDS
         return _split_each(pieces, lambda p: _normalized.split_by(
             p, _normalized.invert(words.find_matches(p.text)), "Removed"))
