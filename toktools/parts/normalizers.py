@@ -113,6 +113,15 @@ class NFKC(_UnicodeForm):
 _LOWER = {c: s for c, s in _BT.LOWERCASE.items()}
 
 
+@_lru_cache(maxsize=None)
+def _lower_differs() -> frozenset[str]:
+    """Chars whose Python ``str.lower`` is not tokenizers' (another Unicode version; and Σ,
+    which Python lowercases to ς at the end of a word). None of them is ASCII."""
+    wrong = {chr(c) for c in range(0x80, 0x110000)
+             if not 0xD800 <= c <= 0xDFFF and chr(c).lower() != _LOWER.get(c, chr(c))}
+    return frozenset(wrong | {"\u03a3"})
+
+
 @register
 class Lowercase(_NoFields):
     """Rust's ``char::to_lowercase`` one char at a time (no final sigma); a char that becomes
@@ -121,11 +130,19 @@ class Lowercase(_NoFields):
     type = "Lowercase"
 
     def normalize(self, piece: Piece) -> Piece:
-        lowered = piece.text.translate(_LOWER)
-        if len(lowered) == len(piece.text):
+        text = piece.text
+        if text.isascii() or _lower_differs().isdisjoint(text):
+            lowered = text.lower()  # C speed; per char equal to tokenizers' here
+            if len(lowered) == len(text):
+                return Piece(lowered, piece.spans, piece.base)
+        parts = [_LOWER.get(ord(ch), ch) for ch in text]
+        lowered = "".join(parts)
+        if len(lowered) == len(text):
             return Piece(lowered, piece.spans, piece.base)
-        items = [(c, 0 if j == 0 else 1) for ch in piece.text for j, c in enumerate(_LOWER.get(ord(ch), ch))]
-        return _normalized.transform(piece, items)
+        # transform(): the first char of an expansion replaces the old one, the rest are added
+        # after it, so all of them get its span
+        spans = [span for span, part in zip(piece.all_spans(), parts) for _ in part]
+        return Piece(lowered, spans, piece.base)
 
 
 @_lru_cache(maxsize=None)
