@@ -9,7 +9,8 @@ char, and a char that composes with a later mark absorbs the mark *before* it in
 
 Most text never reaches that code: a char that decomposes to itself, has class 0 and composes
 with nothing before it ("inert") cannot interact with its neighbours, so only the runs of other
-chars (plus the inert char before each run, which may compose with it) are simulated.
+chars (plus the inert char before a run that may compose with it) are simulated, and the streams
+of recurring runs (fullwidth punctuation…) are cached.
 """
 from __future__ import annotations
 
@@ -59,21 +60,31 @@ class _Tables:
 
     @lru_cache(maxsize=None)
     def active(self, compat: bool, compose: bool) -> "re.Pattern[str]":
-        """Runs of chars that are not inert, each with the inert char before it."""
+        """Runs of chars that are not inert; for the composing forms a run that starts with a
+        char that may compose with the one before (a second half of a pair, a Hangul vowel or
+        trailing consonant, a mark) takes that char along."""
         table = self.compat if compat else self.canonical
-        cps: set[int] = {ord(c) for c in table} | set(self.ccc)
-        cps |= set(range(_S_BASE, _S_BASE + _S_COUNT))
-        if compose:  # may compose with the char before: second halves and Hangul V/T jamo
-            cps |= {ord(b) for b in self.seconds}
-            cps |= set(range(_V_BASE, _V_BASE + _V_COUNT)) | set(range(_T_BASE + 1, _T_BASE + _T_COUNT))
-        ranges: list[tuple[int, int]] = []
-        for c in sorted(cps):
-            if ranges and ranges[-1][1] == c - 1:
-                ranges[-1] = (ranges[-1][0], c)
-            else:
-                ranges.append((c, c))
-        body = "".join(f"\\U{a:08x}" if a == b else f"\\U{a:08x}-\\U{b:08x}" for a, b in ranges)
-        return re.compile(f"(?s:.)?[{body}]+")
+        active: set[int] = {ord(c) for c in table} | set(self.ccc)
+        active |= set(range(_S_BASE, _S_BASE + _S_COUNT))
+        if not compose:
+            return re.compile(f"[{_class(active)}]+")
+        vowels_trails = set(range(_V_BASE, _V_BASE + _V_COUNT)) | set(range(_T_BASE + 1, _T_BASE + _T_COUNT))
+        seconds = {ord(b) for b in self.seconds}
+        active |= seconds | vowels_trails
+        joining = {c for c in active if (first := ord(self.decompose(chr(c), compat)[0])) in seconds
+                   or first in self.ccc or first in vowels_trails}
+        return re.compile(f"(?:(?s:.)(?=[{_class(joining)}]))?[{_class(active)}]+")
+
+
+def _class(cps: set[int]) -> str:
+    """Code points → the body of a ``re`` character class."""
+    ranges: list[tuple[int, int]] = []
+    for c in sorted(cps):
+        if ranges and ranges[-1][1] == c - 1:
+            ranges[-1] = (ranges[-1][0], c)
+        else:
+            ranges.append((c, c))
+    return "".join(f"\\U{a:08x}" if a == b else f"\\U{a:08x}-\\U{b:08x}" for a, b in ranges)
 
 
 _tables: _Tables | None = None
@@ -149,6 +160,7 @@ def recompositions(stream: list[Change]) -> list[Change]:
     return out
 
 
+@lru_cache(maxsize=4096)
 def changes(text: str, compat: bool, compose: bool) -> list[Change]:
     """``(char, change)`` stream of one of the four forms over ``text``."""
     stream = decompositions(text, compat)
