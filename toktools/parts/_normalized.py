@@ -170,7 +170,11 @@ def invert(matches: list[Match]) -> list[Match]:
 def transform_ranges(piece: Piece, edits: Iterable[tuple[int, int, list[Change]]]) -> Piece:
     """Several :func:`transform` calls on disjoint, ascending ``[start, end)`` ranges at once
     (each stream consumes exactly its range)."""
-    spans = piece.all_spans()
+    if piece.spans is None:
+        b = piece.base
+        spans = list(zip(range(b, b + len(piece.text)), range(b + 1, b + len(piece.text) + 1)))
+    else:
+        spans = piece.spans
     text = piece.text
     out_text: list[str] = []
     out_spans: list[Span] = []

@@ -40,6 +40,7 @@ class _Tables:
                 a, b, c = (chr(int(x, 16)) for x in triple.split())
                 self.compose[(a, b)] = c
         self.seconds = {b for _a, b in self.compose}
+        self.joining: dict[bool, frozenset[str]] = {}  # per compat: may compose with the char before
 
     def decompose(self, ch: str, compat: bool) -> str:
         cp = ord(ch)
@@ -73,7 +74,8 @@ class _Tables:
         active |= seconds | vowels_trails
         joining = {c for c in active if (first := ord(self.decompose(chr(c), compat)[0])) in seconds
                    or first in self.ccc or first in vowels_trails}
-        return re.compile(f"(?:(?s:.)(?=[{_class(joining)}]))?[{_class(active)}]+")
+        self.joining[compat] = frozenset(map(chr, joining))
+        return re.compile(f"[{_class(active)}]+")
 
 
 def _class(cps: set[int]) -> str:
@@ -169,4 +171,15 @@ def changes(text: str, compat: bool, compose: bool) -> list[Change]:
 
 def active_runs(text: str, compat: bool, compose: bool):
     """``(start, end)`` of the stretches that normalisation may change; the rest is inert."""
-    return (m.span() for m in tables().active(compat, compose).finditer(text))
+    t = tables()
+    pattern = t.active(compat, compose)
+    if not compose:
+        return [m.span() for m in pattern.finditer(text)]
+    joining = t.joining[compat]
+    runs = []
+    for m in pattern.finditer(text):
+        start, end = m.span()
+        if start and text[start] in joining and (not runs or runs[-1][1] < start):
+            start -= 1  # the inert char before may compose with this run
+        runs.append((start, end))
+    return runs
