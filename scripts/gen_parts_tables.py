@@ -196,7 +196,7 @@ def main() -> int:
         lines.extend("    " + x for x in packed(ranges))
         lines.append("    ),")
     lines += ["}", ""]
-    lines.append("# \\\\w and \\\\s of the Rust regex crate (the Whitespace pre-tokenizer's \\\\w+|[^\\\\w\\\\s]+).")
+    lines.append(r"# \w and \s of the Rust regex crate (the Whitespace pre-tokenizer's \w+|[^\w\s]+).")
     lines.append("RUST_CLASSES: dict[str, str] = {")
     for name, ranges in rust.items():
         lines.append(f'    "{name}": (')

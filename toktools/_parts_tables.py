@@ -1607,7 +1607,7 @@ ONIG_CLASSES: dict[str, str] = {
     ),
 }
 
-# \\w and \\s of the Rust regex crate (the Whitespace pre-tokenizer's \\w+|[^\\w\\s]+).
+# \w and \s of the Rust regex crate (the Whitespace pre-tokenizer's \w+|[^\w\s]+).
 RUST_CLASSES: dict[str, str] = {
     "w": (
         "30-39 41-5A 5F 61-7A AA B5 BA C0-D6 D8-F6 F8-2C1 2C6-2D1 2E0-2E4 2EC 2EE 300-374 376-377 "

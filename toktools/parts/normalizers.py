@@ -160,10 +160,10 @@ class StripAccents(_NoFields):
     type = "StripAccents"
 
     def normalize(self, piece: Piece) -> Piece:
-        marks = _marks()
-        if not marks.search(piece.text):
+        removed = {m.start() for m in _marks().finditer(piece.text)}
+        if not removed:
             return piece
-        return _normalized.keep_where(piece, [not marks.match(ch) for ch in piece.text])
+        return _normalized.keep_where(piece, [i not in removed for i in range(len(piece.text))])
 
 
 _WHITESPACE = frozenset(chr(c) for a, b in _BT.PRETOKENIZER_WHITESPACE for c in range(a, b + 1))
