@@ -101,7 +101,7 @@ class BPEDecoder(_Decoder):
                 for i, t in enumerate(tokens)]
 
 
-def _byte_of(token: str) -> int | None:
+def _fallback_byte(token: str) -> int | None:
     """The byte of a ``<0xNN>`` token (Rust ``u8::from_str_radix``, so ``<0x+F>`` is 15)."""
     raw = token.encode("utf-8")
     if len(raw) != 6 or not raw.startswith(b"<0x") or not raw.endswith(b">"):
@@ -140,7 +140,7 @@ class ByteFallback(_Decoder):
                 run.clear()
 
         for token in tokens:
-            byte = _byte_of(token)
+            byte = _fallback_byte(token)
             if byte is None:
                 flush()
                 out.append(token)

@@ -55,11 +55,11 @@ from toktools.parts._onig import pattern_to_json as _pattern_to_json, unpack as 
 from toktools.parts.base import Normalizer as _Normalizer
 
 
-class _NoFields(_Normalizer):
+class _TypeOnlyNormalizer(_Normalizer):
     """A normaliser whose node is just ``{"type": ...}`` (other keys are ignored, as serde does)."""
 
     @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> "_NoFields":
+    def from_json(cls, node: dict[str, _Any]) -> "_TypeOnlyNormalizer":
         return cls()
 
     def to_json(self) -> dict[str, _Any]:
@@ -75,7 +75,7 @@ class _NoFields(_Normalizer):
         return f"{self.type}()"
 
 
-class _UnicodeForm(_NoFields):
+class _UnicodeForm(_TypeOnlyNormalizer):
     compat: bool = False
     compose: bool = False
 
@@ -110,7 +110,7 @@ class NFKC(_UnicodeForm):
     compose = True
 
 
-_LOWER = {c: s for c, s in _BT.LOWERCASE.items()}
+_LOWERCASE_OF = {c: s for c, s in _BT.LOWERCASE.items()}
 
 
 @_lru_cache(maxsize=None)
@@ -118,12 +118,12 @@ def _lower_differs() -> frozenset[str]:
     """Chars whose Python ``str.lower`` is not tokenizers' (another Unicode version; and Σ,
     which Python lowercases to ς at the end of a word). None of them is ASCII."""
     wrong = {chr(c) for c in range(0x80, 0x110000)
-             if not 0xD800 <= c <= 0xDFFF and chr(c).lower() != _LOWER.get(c, chr(c))}
+             if not 0xD800 <= c <= 0xDFFF and chr(c).lower() != _LOWERCASE_OF.get(c, chr(c))}
     return frozenset(wrong | {"\u03a3"})
 
 
 @register
-class Lowercase(_NoFields):
+class Lowercase(_TypeOnlyNormalizer):
     """Rust's ``char::to_lowercase`` one char at a time (no final sigma); a char that becomes
     several (``İ`` → ``i̇``) gives them all its span."""
 
@@ -135,7 +135,7 @@ class Lowercase(_NoFields):
             lowered = text.lower()  # C speed; per char equal to tokenizers' here
             if len(lowered) == len(text):
                 return Piece(lowered, piece.spans, piece.base)
-        parts = [_LOWER.get(ord(ch), ch) for ch in text]
+        parts = [_LOWERCASE_OF.get(ord(ch), ch) for ch in text]
         lowered = "".join(parts)
         if len(lowered) == len(text):
             return Piece(lowered, piece.spans, piece.base)
@@ -146,32 +146,28 @@ class Lowercase(_NoFields):
 
 
 @_lru_cache(maxsize=None)
-def _marks() -> "_re.Pattern[str]":
+def _combining_marks() -> "_re.Pattern[str]":
     from toktools._parts_tables import COMBINING_MARKS
     body = "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in _unpack(COMBINING_MARKS))
     return _re.compile(f"[{body}]")
 
 
 @register
-class StripAccents(_NoFields):
+class StripAccents(_TypeOnlyNormalizer):
     """Removes combining marks (``is_combining_mark`` of tokenizers' normalisation crate) without
     decomposing first: put NFD or NFKD before it, as ``tokenizers`` users do."""
 
     type = "StripAccents"
 
     def normalize(self, piece: Piece) -> Piece:
-        removed = {m.start() for m in _marks().finditer(piece.text)}
+        removed = {m.start() for m in _combining_marks().finditer(piece.text)}
         if not removed:
             return piece
         return _normalized.keep_where(piece, [i not in removed for i in range(len(piece.text))])
 
 
-_WHITESPACE = frozenset(chr(c) for a, b in _BT.PRETOKENIZER_WHITESPACE for c in range(a, b + 1))
-
-
-def is_whitespace(ch: str) -> bool:
-    """Rust's ``char::is_whitespace`` (Unicode White_Space)."""
-    return ch in _WHITESPACE
+_WHITE_SPACE_CHARS = frozenset(chr(c) for a, b in _BT.PRETOKENIZER_WHITESPACE for c in range(a, b + 1))
+  # Rust char::is_whitespace
 
 
 @register
@@ -195,10 +191,10 @@ class Strip(_Normalizer):
         text = piece.text
         start, end = 0, len(text)
         if self.left:
-            while start < end and text[start] in _WHITESPACE:
+            while start < end and text[start] in _WHITE_SPACE_CHARS:
                 start += 1
         if self.right:
-            while end > start and text[end - 1] in _WHITESPACE:
+            while end > start and text[end - 1] in _WHITE_SPACE_CHARS:
                 end -= 1
         if start == 0 and end == len(text):
             return piece

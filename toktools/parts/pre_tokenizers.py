@@ -55,7 +55,7 @@ from toktools.parts._onig import pattern_to_json as _pattern_to_json, unpack as 
 from toktools.parts.base import PreTokenizer as _PreTokenizer
 
 
-def _split_each(pieces: list[Piece], split: _Callable[[Piece], list[Piece]]) -> list[Piece]:
+def _split_pieces(pieces: list[Piece], split: _Callable[[Piece], list[Piece]]) -> list[Piece]:
     """``PreTokenizedString::split``: each piece is split on its own; empty pieces drop."""
     out: list[Piece] = []
     for piece in pieces:
@@ -64,7 +64,7 @@ def _split_each(pieces: list[Piece], split: _Callable[[Piece], list[Piece]]) -> 
     return out
 
 
-def _behavior(node: dict[str, _Any], part: str, default: _Any = None) -> str:
+def _behavior_field(node: dict[str, _Any], part: str, default: _Any = None) -> str:
     kwargs = {} if default is None else {"default": default}
     return _choice(node, "behavior", _BEHAVIORS, part, **kwargs)
 
@@ -75,19 +75,19 @@ def _check_behavior(behavior: str) -> str:
     return behavior
 
 
-_WHITESPACE = frozenset(chr(c) for a, b in _BT.PRETOKENIZER_WHITESPACE for c in range(a, b + 1))
-_PUNCTUATION = frozenset(chr(c) for a, b in _BT.PRETOKENIZER_PUNCTUATION for c in range(a, b + 1))
+_WHITE_SPACE_CHARS = frozenset(chr(c) for a, b in _BT.PRETOKENIZER_WHITESPACE for c in range(a, b + 1))
+_PUNCTUATION_CHARS = frozenset(chr(c) for a, b in _BT.PRETOKENIZER_PUNCTUATION for c in range(a, b + 1))
 
 
 @_lru_cache(maxsize=None)
-def _numeric() -> frozenset[str]:
+def _numeric_chars() -> frozenset[str]:
     from toktools._parts_tables import NUMERIC
     return frozenset(chr(c) for a, b in _unpack(NUMERIC) for c in range(a, b + 1))
 
 
-class _NoFields(_PreTokenizer):
+class _TypeOnlyPreTokenizer(_PreTokenizer):
     @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> "_NoFields":
+    def from_json(cls, node: dict[str, _Any]) -> "_TypeOnlyPreTokenizer":
         return cls()
 
     def to_json(self) -> dict[str, _Any]:
@@ -103,38 +103,38 @@ class _NoFields(_PreTokenizer):
         return f"{self.type}()"
 
 
-_WORDS: _OnigPattern | None = None
+_WHITESPACE_WORDS: _OnigPattern | None = None
 
 
 @register
-class Whitespace(_NoFields):
+class Whitespace(_TypeOnlyPreTokenizer):
     """Keeps the matches of ``\\w+|[^\\w\\s]+``, with the classes of the Rust ``regex`` crate
     that ``tokenizers`` uses here (not Oniguruma's: ZWJ is a word char)."""
 
     type = "Whitespace"
 
     def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
-        global _WORDS
-        if _WORDS is None:
+        global _WHITESPACE_WORDS
+        if _WHITESPACE_WORDS is None:
             from toktools.parts._onig import _body, onig_class
 
             word, space = _body(onig_class("rust_w")), _body(onig_class("rust_s"))
-            _WORDS = _OnigPattern.spelled(r"\w+|[^\w\s]+", f"[{word}]+|[^{word}{space}]+",
+            _WHITESPACE_WORDS = _OnigPattern.spelled(r"\w+|[^\w\s]+", f"[{word}]+|[^{word}{space}]+",
                                           frozenset({"rust_w", "rust_s"}))
-        words = _WORDS
-        return _split_each(pieces, lambda p: _normalized.split_by(
+        words = _WHITESPACE_WORDS
+        return _split_pieces(pieces, lambda p: _normalized.split_by(
             p, _normalized.invert(words.find_matches(p.text)), "Removed"))
 
 
 @register
-class WhitespaceSplit(_NoFields):
+class WhitespaceSplit(_TypeOnlyPreTokenizer):
     """Splits on whitespace (Rust ``char::is_whitespace``), dropping it."""
 
     type = "WhitespaceSplit"
 
     def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
-        return _split_each(pieces, lambda p: _normalized.split_by(
-            p, _normalized.char_matches(p.text, _WHITESPACE.__contains__), "Removed"))
+        return _split_pieces(pieces, lambda p: _normalized.split_by(
+            p, _normalized.char_matches(p.text, _WHITE_SPACE_CHARS.__contains__), "Removed"))
 
 
 @register
@@ -148,14 +148,14 @@ class Punctuation(_PreTokenizer):
 
     @classmethod
     def from_json(cls, node: dict[str, _Any]) -> "Punctuation":
-        return cls(_behavior(node, "pre-tokenizer Punctuation", default="Isolated"))
+        return cls(_behavior_field(node, "pre-tokenizer Punctuation", default="Isolated"))
 
     def to_json(self) -> dict[str, _Any]:
         return {"type": "Punctuation", "behavior": self.behavior}
 
     def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
-        return _split_each(pieces, lambda p: _normalized.split_by(
-            p, _normalized.char_matches(p.text, _PUNCTUATION.__contains__), self.behavior))
+        return _split_pieces(pieces, lambda p: _normalized.split_by(
+            p, _normalized.char_matches(p.text, _PUNCTUATION_CHARS.__contains__), self.behavior))
 
 
 @register
@@ -176,8 +176,8 @@ class Digits(_PreTokenizer):
 
     def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
         behavior = "Isolated" if self.individual_digits else "Contiguous"
-        numeric = _numeric()
-        return _split_each(pieces, lambda p: _normalized.split_by(
+        numeric = _numeric_chars()
+        return _split_pieces(pieces, lambda p: _normalized.split_by(
             p, _normalized.char_matches(p.text, numeric.__contains__), behavior))
 
 
@@ -199,7 +199,7 @@ class Split(_PreTokenizer):
         if "pattern" not in node:
             raise _ToktoolsError(f"{where}: missing field 'pattern'")
         pattern = _pattern_from_json(node["pattern"], f"{where}: field 'pattern'")
-        return cls(pattern, _behavior(node, where), _field(node, "invert", bool, where))
+        return cls(pattern, _behavior_field(node, where), _field(node, "invert", bool, where))
 
     def to_json(self) -> dict[str, _Any]:
         return {"type": "Split", "pattern": _pattern_to_json(self.pattern), "behavior": self.behavior,
@@ -210,7 +210,7 @@ class Split(_PreTokenizer):
             matches = self.pattern.find_matches(piece.text)
             return _normalized.split_by(piece, _normalized.invert(matches) if self.invert else matches,
                                         self.behavior)
-        return _split_each(pieces, split)
+        return _split_pieces(pieces, split)
 
 
 _PREPEND_SCHEMES = ("always", "never", "first")
@@ -263,7 +263,7 @@ class Metaspace(_PreTokenizer):
         return _normalized.split_by(piece, _normalized.char_matches(piece.text, rep.__eq__), "MergedWithNext")
 
     def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
-        return _split_each(pieces, self._one)
+        return _split_pieces(pieces, self._one)
 
 
 @register
