@@ -166,8 +166,8 @@ class StripAccents(_TypeOnlyNormalizer):
         return _normalized.keep_where(piece, [i not in removed for i in range(len(piece.text))])
 
 
+# Rust's char::is_whitespace (Unicode White_Space)
 _WHITE_SPACE_CHARS = frozenset(chr(c) for a, b in _BT.PRETOKENIZER_WHITESPACE for c in range(a, b + 1))
-  # Rust char::is_whitespace
 
 
 @register
