@@ -72,3 +72,241 @@ class BertNormalizer(Normalizer):
 # ---------------------------------------------------------------------------------------------
 # The other tokenizers parts
 # ---------------------------------------------------------------------------------------------
+# NFC/NFD/NFKC/NFKD, Lowercase, StripAccents, Strip, Replace, Prepend and Sequence, each equal to
+# tokenizers 0.23.3 in text *and* offsets: they rewrite a Piece through the same (char, change)
+# streams as tokenizers' NormalizedString (toktools.parts._normalized), on tables measured from
+# tokenizers (toktools.parts._unicode), never on the running Python's unicodedata.
+import re as _re
+from functools import lru_cache as _lru_cache
+from typing import Any as _Any
+
+from toktools import _bert_tables as _BT
+from toktools.errors import ToktoolsError as _ToktoolsError
+from toktools.parts import _normalized, _unicode
+from toktools.parts._fields import field as _field
+from toktools.parts._onig import OnigPattern as _OnigPattern, pattern_from_json as _pattern_from_json
+from toktools.parts._onig import pattern_to_json as _pattern_to_json, unpack as _unpack
+from toktools.parts.base import Normalizer as _Normalizer
+
+
+class _TypeOnlyNormalizer(_Normalizer):
+    """A normaliser whose node is just ``{"type": ...}`` (other keys are ignored, as serde does)."""
+
+    @classmethod
+    def from_json(cls, node: dict[str, _Any]) -> "_TypeOnlyNormalizer":
+        return cls()
+
+    def to_json(self) -> dict[str, _Any]:
+        return {"type": self.type}
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self)
+
+    def __hash__(self) -> int:
+        return hash(self.type)
+
+    def __repr__(self) -> str:
+        return f"{self.type}()"
+
+
+class _UnicodeForm(_TypeOnlyNormalizer):
+    compat: bool = False
+    compose: bool = False
+
+    def normalize(self, piece: Piece) -> Piece:
+        text = piece.text
+        edits = [(s, e, _unicode.changes(text[s:e], self.compat, self.compose))
+                 for s, e in _unicode.active_runs(text, self.compat, self.compose)]
+        return _normalized.transform_ranges(piece, edits) if edits else piece
+
+
+@register
+class NFD(_UnicodeForm):
+    type = "NFD"
+
+
+@register
+class NFKD(_UnicodeForm):
+    type = "NFKD"
+    compat = True
+
+
+@register
+class NFC(_UnicodeForm):
+    type = "NFC"
+    compose = True
+
+
+@register
+class NFKC(_UnicodeForm):
+    type = "NFKC"
+    compat = True
+    compose = True
+
+
+_LOWERCASE_OF = {c: s for c, s in _BT.LOWERCASE.items()}
+
+
+@_lru_cache(maxsize=None)
+def _lower_differs() -> frozenset[str]:
+    """Chars whose Python ``str.lower`` is not tokenizers' (another Unicode version; and Σ,
+    which Python lowercases to ς at the end of a word). None of them is ASCII."""
+    wrong = {chr(c) for c in range(0x80, 0x110000)
+             if not 0xD800 <= c <= 0xDFFF and chr(c).lower() != _LOWERCASE_OF.get(c, chr(c))}
+    return frozenset(wrong | {"\u03a3"})
+
+
+@register
+class Lowercase(_TypeOnlyNormalizer):
+    """Rust's ``char::to_lowercase`` one char at a time (no final sigma); a char that becomes
+    several (``İ`` → ``i̇``) gives them all its span."""
+
+    type = "Lowercase"
+
+    def normalize(self, piece: Piece) -> Piece:
+        text = piece.text
+        if text.isascii() or _lower_differs().isdisjoint(text):
+            lowered = text.lower()  # C speed; per char equal to tokenizers' here
+            if len(lowered) == len(text):
+                return Piece(lowered, piece.spans, piece.base)
+        parts = [_LOWERCASE_OF.get(ord(ch), ch) for ch in text]
+        lowered = "".join(parts)
+        if len(lowered) == len(text):
+            return Piece(lowered, piece.spans, piece.base)
+        # transform(): the first char of an expansion replaces the old one, the rest are added
+        # after it, so all of them get its span
+        spans = [span for span, part in zip(piece.all_spans(), parts) for _ in part]
+        return Piece(lowered, spans, piece.base)
+
+
+@_lru_cache(maxsize=None)
+def _combining_marks() -> "_re.Pattern[str]":
+    from toktools._parts_tables import COMBINING_MARKS
+    body = "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in _unpack(COMBINING_MARKS))
+    return _re.compile(f"[{body}]")
+
+
+@register
+class StripAccents(_TypeOnlyNormalizer):
+    """Removes combining marks (``is_combining_mark`` of tokenizers' normalisation crate) without
+    decomposing first: put NFD or NFKD before it, as ``tokenizers`` users do."""
+
+    type = "StripAccents"
+
+    def normalize(self, piece: Piece) -> Piece:
+        removed = {m.start() for m in _combining_marks().finditer(piece.text)}
+        if not removed:
+            return piece
+        return _normalized.keep_where(piece, [i not in removed for i in range(len(piece.text))])
+
+
+# Rust's char::is_whitespace (Unicode White_Space)
+_WHITE_SPACE_CHARS = frozenset(chr(c) for a, b in _BT.PRETOKENIZER_WHITESPACE for c in range(a, b + 1))
+
+
+@register
+class Strip(_Normalizer):
+    """Removes leading and/or trailing whitespace (Rust ``char::is_whitespace``)."""
+
+    type = "Strip"
+
+    def __init__(self, left: bool = True, right: bool = True) -> None:
+        self.left, self.right = left, right
+
+    @classmethod
+    def from_json(cls, node: dict[str, _Any]) -> "Strip":
+        return cls(_field(node, "strip_left", bool, "normalizer Strip"),
+                   _field(node, "strip_right", bool, "normalizer Strip"))
+
+    def to_json(self) -> dict[str, _Any]:
+        return {"type": "Strip", "strip_left": self.left, "strip_right": self.right}
+
+    def normalize(self, piece: Piece) -> Piece:
+        text = piece.text
+        start, end = 0, len(text)
+        if self.left:
+            while start < end and text[start] in _WHITE_SPACE_CHARS:
+                start += 1
+        if self.right:
+            while end > start and text[end - 1] in _WHITE_SPACE_CHARS:
+                end -= 1
+        if start == 0 and end == len(text):
+            return piece
+        if piece.spans is None:
+            return Piece(text[start:end], piece.all_spans()[start:end], piece.base)
+        return Piece(text[start:end], piece.spans[start:end], piece.base)
+
+
+@register
+class Replace(_Normalizer):
+    """Replaces every match of a string or an Oniguruma regex; the replacement is aligned with
+    the last char of the match."""
+
+    type = "Replace"
+
+    def __init__(self, pattern: _OnigPattern | str, content: str) -> None:
+        self.pattern = pattern if isinstance(pattern, _OnigPattern) else _OnigPattern(pattern, literal=True)
+        self.content = content
+
+    @classmethod
+    def from_json(cls, node: dict[str, _Any]) -> "Replace":
+        where = "normalizer Replace"
+        if "pattern" not in node:
+            raise _ToktoolsError(f"{where}: missing field 'pattern'")
+        pattern = _pattern_from_json(node["pattern"], f"{where}: field 'pattern'")
+        return cls(pattern, _field(node, "content", str, where))
+
+    def to_json(self) -> dict[str, _Any]:
+        return {"type": "Replace", "pattern": _pattern_to_json(self.pattern), "content": self.content}
+
+    def normalize(self, piece: Piece) -> Piece:
+        matches = [span for span, is_match in self.pattern.find_matches(piece.text) if is_match]
+        return _normalized.replace_matches(piece, matches, self.content) if matches else piece
+
+
+@register
+class Prepend(_Normalizer):
+    """Puts a string before any non-empty text, aligned with its first char."""
+
+    type = "Prepend"
+
+    def __init__(self, prepend: str) -> None:
+        self.prepend = prepend
+
+    @classmethod
+    def from_json(cls, node: dict[str, _Any]) -> "Prepend":
+        return cls(_field(node, "prepend", str, "normalizer Prepend"))
+
+    def to_json(self) -> dict[str, _Any]:
+        return {"type": "Prepend", "prepend": self.prepend}
+
+    def normalize(self, piece: Piece) -> Piece:
+        return _normalized.prepend(piece, self.prepend)
+
+
+@register
+class Sequence(_Normalizer):
+    """Normalisers applied in order."""
+
+    type = "Sequence"
+
+    def __init__(self, normalizers: list[_Normalizer]) -> None:
+        self.normalizers = list(normalizers)
+
+    @classmethod
+    def from_json(cls, node: dict[str, _Any]) -> "Sequence":
+        from toktools.parts.registry import part_from_json
+
+        items = _field(node, "normalizers", list, "normalizer Sequence")
+        parts = [part_from_json("normalizer", item) for item in items]
+        if any(p is None for p in parts):
+            raise _ToktoolsError("normalizer Sequence: field 'normalizers' holds a null")
+        return cls(parts)
+
+    def to_json(self) -> dict[str, _Any]:
+        return {"type": "Sequence", "normalizers": [n.to_json() for n in self.normalizers]}
+
+    def normalize(self, piece: Piece) -> Piece:
+        for normalizer in self.normalizers:
+            piece = normalizer.normalize(piece)
+        return piece

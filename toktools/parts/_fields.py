@@ -1,0 +1,45 @@
+"""Reading the fields of a ``tokenizer.json`` node: a wrong or missing field is one readable
+:class:`~toktools.errors.ToktoolsError` that names the part and the field."""
+from __future__ import annotations
+
+from typing import Any
+
+from toktools.errors import ToktoolsError
+
+_MISSING = object()
+_KINDS = {bool: "a boolean", str: "a string", int: "an integer", list: "a list", dict: "an object"}
+
+
+def field(node: dict[str, Any], name: str, kind: type, part: str, default: Any = _MISSING) -> Any:
+    """``node[name]``, checked to be of ``kind`` (``bool`` is not an ``int``)."""
+    if name not in node:
+        if default is _MISSING:
+            raise ToktoolsError(f"{part}: missing field {name!r}")
+        return default
+    value = node[name]
+    ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+    if not ok:
+        raise ToktoolsError(f"{part}: field {name!r} must be {_KINDS.get(kind, kind.__name__)}, got {value!r}")
+    return value
+
+
+def char_field(node: dict[str, Any], name: str, part: str, default: Any = _MISSING) -> str:
+    """A field that ``tokenizers`` reads as one ``char``."""
+    value = field(node, name, str, part, default)
+    if len(value) != 1:
+        raise ToktoolsError(f"{part}: field {name!r} must be a single character, got {value!r}")
+    return value
+
+
+def choice(node: dict[str, Any], name: str, allowed: tuple[str, ...], part: str, default: Any = _MISSING) -> str:
+    value = field(node, name, str, part, default)
+    if value not in allowed:
+        raise ToktoolsError(f"{part}: field {name!r} must be one of {', '.join(allowed)}, got {value!r}")
+    return value
+
+
+def count(node: dict[str, Any], name: str, part: str) -> int:
+    value = field(node, name, int, part)
+    if value < 0:
+        raise ToktoolsError(f"{part}: field {name!r} must be >= 0, got {value!r}")
+    return value
