@@ -12,18 +12,18 @@ import bz2
 import glob
 import gzip
 import io
+import itertools
 import json
 import lzma
 import os
-import signal
 import sys
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterable, Iterator, Literal, Sequence
 
 from toktools.errors import ToktoolsError
+from toktools.workers import available_cores, process_pool
 
 CHUNK_BYTES = 1 << 20
 #: A picklable function from a chunk of whole lines to its words (for worker processes).
@@ -192,12 +192,6 @@ def _position(handle: io.IOBase, raw: object) -> int | None:
         return None
 
 
-def ignore_interrupts() -> None:
-    """Worker processes leave Ctrl-C to the parent, which stops cleanly with one message
-    (otherwise every worker prints its own KeyboardInterrupt traceback)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 def batched(items: Iterable[str], size: int) -> Iterator[list[str]]:
     """Consecutive lists of ``size`` items (the last may be shorter): streaming work in batches
     keeps memory flat on inputs of any length."""
@@ -226,17 +220,19 @@ def count_words(
 ) -> dict[str, int]:
     """``word -> count`` over all sources, in first-occurrence order, identical for any ``workers``."""
     if workers is None:  # small corpora: starting processes would cost more than it saves
-        workers = 1 if sum(s.size() for s in sources) < 4 * chunk_bytes else (os.cpu_count() or 1)
+        workers = 1 if sum(s.size() for s in sources) < 4 * chunk_bytes else available_cores()
     chunks = iter_chunks(sources, chunk_bytes, errors, progress)
     total: Counter[str] = Counter()
-    if workers <= 1:
-        for chunk in chunks:
+    first = next(chunks, None)
+    second = next(chunks, None) if first is not None else None
+    if workers <= 1 or second is None:  # one chunk: starting processes cannot pay off
+        for chunk in itertools.chain((c for c in (first, second) if c is not None), chunks):
             total.update(_count_chunk(splitter, chunk))
     else:
-        with ProcessPoolExecutor(max_workers=workers, initializer=ignore_interrupts) as pool:
+        with process_pool(workers) as pool:
             # a bounded window of chunks in flight keeps memory flat on huge corpora
             in_flight = []
-            for chunk in chunks:
+            for chunk in itertools.chain((first, second), chunks):
                 in_flight.append(pool.submit(_count_chunk, splitter, chunk))
                 if len(in_flight) >= 2 * workers:
                     total.update(in_flight.pop(0).result())

@@ -25,6 +25,7 @@ def plain_files(files: Sequence[str | Path]) -> Iterator[list[str]]:
     """``tokenizers`` reads plain UTF-8 files only: decompress .gz/.xz/.bz2 inputs (and read
     standard input) into temporary files for the duration of the block."""
     from toktools.corpus import CorpusSource
+    from toktools.outputs import register_temporary, unregister_temporary
 
     temporary: Path | None = None
     paths = []
@@ -35,6 +36,7 @@ def plain_files(files: Sequence[str | Path]) -> Iterator[list[str]]:
                 continue
             if temporary is None:
                 temporary = Path(tempfile.mkdtemp(prefix="toktools-fast-"))
+                register_temporary(temporary)  # removed on SIGTERM even during a long native call
             target = temporary / f"{index}.txt"
             handle = CorpusSource(name).open()
             try:
@@ -48,6 +50,7 @@ def plain_files(files: Sequence[str | Path]) -> Iterator[list[str]]:
     finally:
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)
+            unregister_temporary(temporary)
 
 
 def bytebpe_trainer(

@@ -249,6 +249,10 @@ def _bpe_from_json(document: Mapping[str, Any], added: list[Any]) -> Tokenizer:
 # ---------------------------------------------------------------------------------------------
 
 EXPORT_TARGETS = ("tokenizer.json", "vocab.txt", "vocab.json+merges.txt", "tiktoken")
+#: The files each export target writes (checked before writing: never over an input).
+EXPORT_FILES = {"tokenizer.json": ("tokenizer.json",), "vocab.txt": ("vocab.txt",),
+                "vocab.json+merges.txt": ("vocab.json", "merges.txt"),
+                "tiktoken": ("tokenizer.tiktoken", "special_tokens.json")}
 
 
 def export(tokenizer: Tokenizer, target: str, directory: str | Path, *, overwrite: bool = False) -> list[Path]:

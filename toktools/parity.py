@@ -33,14 +33,13 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
-from toktools import bpe
+from toktools import bpe, outputs
 from toktools.errors import ToktoolsError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -1101,7 +1100,7 @@ def run_parity(
     if given, else into a temporary directory that is removed.
     """
     settings = _settings(kind, vocab_size, min_frequency, special_tokens, trainer_options)
-    with tempfile.TemporaryDirectory(prefix="toktools-parity-") as scratch:
+    with outputs.temporary_directory(prefix="toktools-parity-") as scratch:  # removed on SIGTERM too
         work = Path(output_dir) if output_dir is not None else Path(scratch) / "out"
         prepared = _prepare_corpus(files, Path(scratch) / "corpus", heldout_lines, heldout_file, heldout_fraction,
                                    heldout_max_lines)
@@ -1154,7 +1153,7 @@ def check_trained(
     the sample is ``heldout_lines`` / ``heldout_file`` or corpus lines. ``word_counts`` (if
     kept from training) saves recounting when a difference has to be explained."""
     settings = _settings(kind, vocab_size, min_frequency, special_tokens, trainer_options)
-    with tempfile.TemporaryDirectory(prefix="toktools-check-") as scratch:
+    with outputs.temporary_directory(prefix="toktools-check-") as scratch:  # removed on SIGTERM too
         work = Path(output_dir) if output_dir is not None else Path(scratch) / "out"
         prepared = _prepare_corpus(files, Path(scratch) / "corpus", heldout_lines, heldout_file, 0.0, heldout_max_lines)
         fast_tokenizer, fast_seconds = _save_both(kind, settings, reference, prepared.train_files, work)
@@ -1174,7 +1173,9 @@ def check_trained(
 
 
 def _replace_dir(directory: Path) -> None:
-    if directory.exists():
+    if directory.is_symlink() or directory.is_file():
+        directory.unlink()  # rmtree refuses symbolic links; the link goes, not its target
+    elif directory.exists():
         shutil.rmtree(directory)
 
 

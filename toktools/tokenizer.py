@@ -223,6 +223,8 @@ class Tokenizer(ABC):
 
 #: Batches at least this long are worth starting worker processes for.
 _PARALLEL_BATCH = 2000
+#: Fewer inputs than this per worker are encoded in this process (forking costs more).
+_MIN_PER_WORKER = 64
 _worker_tokenizer: Tokenizer | None = None
 
 
@@ -287,21 +289,23 @@ def _encode_in_processes(tokenizer: Tokenizer, inputs: Sequence[str | tuple[str,
     chunks come back in order, so the result is the same as a single process's."""
     import multiprocessing
 
+    from toktools.workers import process_pool, worth_starting
+
     global _worker_tokenizer
     try:
         context = multiprocessing.get_context("fork")
     except ValueError:  # no fork on this platform: stay in this process
         return tokenizer._encode_unpadded_batch(inputs, add_special_tokens)
+    workers = worth_starting(workers, len(inputs), per_worker=_MIN_PER_WORKER)
+    if workers <= 1:  # a tiny batch: forking would cost more than it saves
+        return tokenizer._encode_unpadded_batch(inputs, add_special_tokens)
     size = max(1, -(-len(inputs) // (workers * 4)))
     chunks = [inputs[i : i + size] for i in range(0, len(inputs), size)]
     _worker_tokenizer = tokenizer
     try:
-        from toktools.corpus import ignore_interrupts
-
-        with context.Pool(workers, initializer=ignore_interrupts) as pool:
-            results = pool.starmap(_encode_chunk, [(chunk, add_special_tokens) for chunk in chunks])
+        with process_pool(workers) as pool:
+            results = list(pool.map(_encode_chunk, chunks, [add_special_tokens] * len(chunks)))
     finally:
         _worker_tokenizer = None
-    size = max([*tokenizer.id_to_token_map, *tokenizer.added.by_id], default=-1) + 1
-    token_of: list[str | None] = [tokenizer.id_to_token(i) for i in range(size)]
+    token_of = {**tokenizer.id_to_token_map, **{i: t.content for i, t in tokenizer.added.by_id.items()}}  # ids may be sparse
     return [_PackedEncoding(packed=(token_of, packed)) for chunk in results for packed in chunk]

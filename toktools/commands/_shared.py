@@ -63,27 +63,16 @@ def _echo_plain_or_rich(text: str, styles: Sequence[tuple[str, str]] = ()) -> No
 
 @contextmanager
 def _output(path: Path | None, binary: bool = False) -> Iterator[Any]:
-    """stdout, or a temporary file renamed over ``path`` only when everything was written."""
+    """stdout, or a temporary file renamed over ``path`` only when everything was written
+    (check ``path`` first with :func:`toktools.outputs.check_output_file`)."""
     if path is None:
-        yield sys.stdout
+        yield sys.stdout.buffer if binary else sys.stdout
         sys.stdout.flush()
         return
-    import tempfile
+    from toktools.outputs import atomic_file
 
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise ToktoolsError(f"output directory {directory} does not exist")
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    from toktools.formats import _umask
-
-    os.chmod(temporary, 0o666 & ~_umask())
-    try:
-        with os.fdopen(handle, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8", "newline": "\n"})) as out:
-            yield out
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+    with atomic_file(path, binary=binary) as out:
+        yield out
 
 
 def _input_lines(files: Sequence[str]) -> Iterator[str]:
@@ -105,3 +94,16 @@ def _input_lines(files: Sequence[str]) -> Iterator[str]:
         finally:
             if name != "-":
                 stream.close()
+
+
+def _cap_workers(ctx: Any, param: Any, value: int | None) -> int | None:
+    """``--workers`` callback: more processes than cores only slow things down, so cap with a note."""
+    from toktools.workers import available_cores
+
+    cores = available_cores()
+    if value is not None and value > cores:
+        import click
+
+        click.echo(f"toktools: note: --workers {value} capped at the {cores} available cores", err=True)
+        return cores
+    return value

@@ -6,7 +6,7 @@ from pathlib import Path
 import click
 
 from toktools.errors import ToktoolsError
-from toktools.commands._shared import _progress
+from toktools.commands._shared import _cap_workers, _progress
 
 
 @click.command()
@@ -16,7 +16,7 @@ from toktools.commands._shared import _progress
 @click.option("--lowercase/--cased", default=True, show_default=True, help="wordpiece: lower-case and strip accents like bert-base-uncased.")
 @click.option("--strip-accents/--keep-accents", default=None, help="wordpiece: strip accents (default: same as --lowercase).")
 @click.option("--add-prefix-space/--no-add-prefix-space", default=False, show_default=True, help="bytebpe: prefix every line with a space.")
-@click.option("--workers", type=click.IntRange(min=1), default=None, help="Processes that count (default: all cores). Output is identical for any value.")
+@click.option("--workers", type=click.IntRange(min=1), default=None, callback=_cap_workers, help="Processes that count (default: all cores). Output is identical for any value.")
 @click.option("--errors", type=click.Choice(["strict", "replace", "skip"]), default="strict", show_default=True, help="What to do with invalid UTF-8 in the corpus.")
 @click.option("--field", "json_field", default=None, help="Read JSON Lines and take the text from this field.")
 @click.option("--force", is_flag=True, help="Overwrite an existing counts file.")
@@ -37,8 +37,9 @@ def count(corpus: tuple[str, ...], out_path: Path, kind: str, lowercase: bool, s
     from toktools.corpus import dumps_counts
     from toktools.formats import write_files_atomically
 
-    if out_path.exists() and not force:
-        raise ToktoolsError(f"{out_path} already exists; use --force to overwrite")
+    from toktools.outputs import check_output_file
+
+    check_output_file(out_path, force=force, inputs=corpus)
     settings = _count_settings(kind, lowercase, strip_accents, add_prefix_space)
     with _progress(progress) as callback:
         if kind == "bytebpe":

@@ -11,7 +11,7 @@ from typing import Any, Iterator, Sequence
 import click
 
 from toktools.errors import ToktoolsError
-from toktools.commands._shared import _progress, _split_list
+from toktools.commands._shared import _cap_workers, _progress, _split_list
 from toktools.commands.count import _count_settings, _load_counts
 
 
@@ -20,7 +20,7 @@ def _training_run_options(command: Any) -> Any:
     for option in reversed([
         click.option("--backend", type=click.Choice(["reference", "fast"]), default="reference", show_default=True,
                      help="reference: toktools' pure Python; fast: HuggingFace tokenizers."),
-        click.option("--workers", type=click.IntRange(min=1), default=None,
+        click.option("--workers", type=click.IntRange(min=1), default=None, callback=_cap_workers,
                      help="Processes that count words (default: all cores). Output is identical for any value."),
         click.option("--errors", type=click.Choice(["strict", "replace", "skip"]), default="strict", show_default=True,
                      help="What to do with invalid UTF-8 in the corpus."),
@@ -88,10 +88,14 @@ def _check_inputs(corpus: Sequence[str], counts_path: Path | None, backend: str)
         raise ToktoolsError("--backend fast trains from corpus files only, not from --from-counts")
 
 
-def _prepare_output(out_dir: Path, force: bool, names: Sequence[str]) -> None:
-    existing = [name for name in names if (out_dir / name).exists()]
-    if existing and not force:
-        raise ToktoolsError(f"{out_dir} already holds {', '.join(existing)}; use --force to overwrite")
+def _prepare_output(out_dir: Path, force: bool, names: Sequence[str], transformers_config: bool,
+                    inputs: Sequence[str | Path | None]) -> None:
+    """Refuse, before training, an output directory that cannot be written, holds the files
+    already (without --force) or would overwrite an input."""
+    from toktools.outputs import check_output_dir
+
+    extra = ("tokenizer_config.json", "special_tokens_map.json") if transformers_config else ()
+    check_output_dir(out_dir, [*names, *extra], force=force, inputs=inputs)
 
 
 @train.command("bytebpe")
@@ -124,7 +128,7 @@ def train_bytebpe_command(corpus: tuple[str, ...], counts_path: Path | None, out
     """
     names = ("vocab.json", "merges.txt", "tokenizer.json")
     _check_inputs(corpus, counts_path, backend)
-    _prepare_output(out_dir, force, names)
+    _prepare_output(out_dir, force, names, transformers_config, [*corpus, counts_path])
     specials = _split_list(special_tokens)
     if limit_alphabet is None:  # the 256 byte symbols are all kept: check before any work
         _check_vocab_size(vocab_size, len(set(specials) - set(BYTE_SYMBOLS())) + 256)
@@ -199,7 +203,7 @@ def train_wordpiece_command(corpus: tuple[str, ...], counts_path: Path | None, o
       toktools train wordpiece wiki.txt -o lk-bert --algorithm likelihood --min-pair-frequency 5
     """
     _check_inputs(corpus, counts_path, backend)
-    _prepare_output(out_dir, force, ("vocab.txt", "tokenizer.json"))
+    _prepare_output(out_dir, force, ("vocab.txt", "tokenizer.json"), transformers_config, [*corpus, counts_path])
     specials = _split_list(special_tokens)
     started = time.perf_counter()
     if backend == "fast":
