@@ -106,10 +106,9 @@ def _read_config(directory: Path) -> dict[str, Any]:
         return {}
     from toktools import bpe
 
-    try:
-        config = json.loads(bpe.read_text_file(path, "tokenizer config"))
-    except json.JSONDecodeError as err:
-        raise ToktoolsError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
+    from toktools.validate import parse_json
+
+    config = parse_json(bpe.read_text_file(path, "tokenizer config"), str(path))
     return config if isinstance(config, dict) else {}
 
 
@@ -170,11 +169,9 @@ def _load_wordpiece_vocab(vocab_path: Path) -> Tokenizer:
 def _from_tokenizer_json(path: Path) -> Tokenizer:
     from toktools import bpe
 
-    text = bpe.read_text_file(path, "tokenizer file")
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ToktoolsError(f"{path}: not valid JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
+    from toktools.validate import parse_json, validate_tokenizer_json
+
+    document = validate_tokenizer_json(parse_json(bpe.read_text_file(path, "tokenizer file"), str(path)), str(path))
     try:
         return from_tokenizer_json(document)
     except (KeyError, TypeError, ValueError, AttributeError) as err:

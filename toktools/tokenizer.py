@@ -145,6 +145,7 @@ class Tokenizer(ABC):
 
     def encode(self, text: str, pair: str | None = None, add_special_tokens: bool = True) -> Encoding:
         """Encode one text (or a pair) into ids, tokens, offsets, type ids and masks."""
+        _check_text(text, pair)
         encoding = self._encode_unpadded(text, pair, add_special_tokens)
         if self.padding is not None:
             encoding = self.padding.apply(encoding, self.padding.target(len(encoding)))
@@ -157,6 +158,8 @@ class Tokenizer(ABC):
         Large batches are split over ``workers`` processes (default: every core, as
         ``tokenizers`` uses every thread); the result does not depend on the number of workers.
         """
+        for item in inputs:
+            _check_text(*((item,) if isinstance(item, str) else item))
         if workers is None:
             workers = (os.cpu_count() or 1) if len(inputs) >= _PARALLEL_BATCH else 1
         if workers > 1 and len(inputs) > 1:
@@ -215,6 +218,21 @@ class Tokenizer(ABC):
         return {"strategy": {"Fixed": p.length} if p.length is not None else "BatchLongest",
                 "direction": p.direction.capitalize(), "pad_to_multiple_of": p.pad_to_multiple_of,
                 "pad_id": p.pad_id, "pad_type_id": p.pad_type_id, "pad_token": p.pad_token}
+
+
+def _check_text(*texts: str | None) -> None:
+    """Refuse text that is not valid Unicode (a lone surrogate such as ``"\\ud800"``, which
+    has no UTF-8 form) with a ``TypeError``, as ``tokenizers`` does, before any work."""
+    for text in texts:
+        if text is None or (isinstance(text, str) and text.isascii()):
+            continue
+        if not isinstance(text, str):
+            raise TypeError(f"text must be str, not {type(text).__name__}")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as err:
+            raise TypeError(f"text is not valid Unicode: lone surrogate U+{ord(text[err.start]):04X} "
+                            f"at position {err.start}") from None
 
 
 # ---------------------------------------------------------------------------------------------
