@@ -17,6 +17,7 @@ import json
 import lzma
 import os
 import sys
+import zlib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,7 +97,7 @@ def expand_sources(paths: Sequence[str], json_field: str | None = None) -> list[
     return sources
 
 
-def _decode(block: bytes, source: CorpusSource, first_line: int, errors: ErrorPolicy) -> str:
+def _decode(block: bytes, source: CorpusSource, first_line: int, errors: ErrorPolicy, hint: bool = True) -> str:
     """Strict UTF-8 with an error that names the file and line, or replace / skip bad lines."""
     try:
         return block.decode("utf-8")
@@ -113,8 +114,8 @@ def _decode(block: bytes, source: CorpusSource, first_line: int, errors: ErrorPo
             return "\n".join(kept)
         line = first_line + block.count(b"\n", 0, err.start)
         raise ToktoolsError(
-            f"{source.path}, line {line}: invalid UTF-8 (byte 0x{block[err.start]:02X}); "
-            "use --errors replace or --errors skip to go on"
+            f"{source.path}, line {line}: invalid UTF-8 (byte 0x{block[err.start]:02X})"
+            + ("; use --errors replace or --errors skip to go on" if hint else "")
         ) from None
 
 
@@ -125,7 +126,7 @@ def _json_lines_text(text: str, source: CorpusSource, first_line: int) -> str:
             continue
         try:
             value = json.loads(line)[source.json_field]
-        except (json.JSONDecodeError, KeyError, TypeError):
+        except (json.JSONDecodeError, KeyError, TypeError, IndexError, RecursionError):
             raise ToktoolsError(
                 f"{source.path}, line {first_line + offset}: not a JSON object with a {source.json_field!r} field"
             ) from None
@@ -133,6 +134,62 @@ def _json_lines_text(text: str, source: CorpusSource, first_line: int) -> str:
             raise ToktoolsError(f"{source.path}, line {first_line + offset}: field {source.json_field!r} is not a string")
         out.append(value + "\n")
     return "".join(out)
+
+
+def read_blocks(source: CorpusSource, block_bytes: int = CHUNK_BYTES,
+                on_block: Callable[[BinaryIO, object], None] | None = None) -> Iterator[bytes]:
+    """The (decompressed) bytes of one source in blocks; a corrupt or truncated compressed
+    file is one error that names it. ``on_block(handle, raw file)`` runs after each block."""
+    handle = source.open()
+    raw = getattr(handle, "fileobj", None) or getattr(handle, "_fp", None)
+    try:
+        while True:
+            try:
+                block = handle.read(block_bytes)
+            except (OSError, EOFError, lzma.LZMAError, zlib.error) as err:
+                reason = "the file ends too early" if isinstance(err, EOFError) else str(err)
+                raise ToktoolsError(f"{source.path}: cannot decompress ({reason})") from None
+            if not block:
+                return
+            if on_block is not None:
+                on_block(handle, raw)
+            yield block
+    finally:
+        if not source.is_stdin:
+            handle.close()
+
+
+def raw_lines(source: CorpusSource) -> Iterator[bytes]:
+    """The lines of one source as bytes, cut at ``\\n`` only (kept), like ``tokenizers``."""
+    pending = b""
+    for block in read_blocks(source, 1 << 16):
+        block = pending + block
+        cut = block.rfind(b"\n") + 1
+        pending = block[cut:]
+        for line in block[:cut].split(b"\n")[:-1]:
+            yield line + b"\n"
+    if pending:
+        yield pending
+
+
+def read_lines(paths: Sequence[str], *, keep_ends: bool = False) -> Iterator[str]:
+    """The one reader of text lines (encode, decode, inspect, held-out files): lines of plain,
+    .gz, .xz or .bz2 files or ``-`` (stdin), cut at ``\\n`` only (``\\r`` is text), strict UTF-8
+    with errors that name the file and line."""
+    for path in paths:
+        source = CorpusSource(str(path))
+        if not source.is_stdin:
+            _check_readable(Path(source.path))
+        for number, raw in enumerate(raw_lines(source), start=1):
+            line = _decode(raw, source, number, "strict", hint=False)
+            yield line if keep_ends or not line.endswith("\n") else line[:-1]
+
+
+def _check_readable(path: Path) -> None:
+    if not path.exists():
+        raise ToktoolsError(f"file not found: {path}")
+    if path.is_dir():
+        raise ToktoolsError(f"{path} is a directory, not a text file")
 
 
 def iter_chunks(
@@ -145,39 +202,31 @@ def iter_chunks(
     total = sum(s.size() for s in sources)
     done_before = 0
     for source in sources:
-        handle = source.open()
-        raw = getattr(handle, "fileobj", None) or getattr(handle, "_fp", None)
         line_number = 1
         pending = b""
-        try:
-            while True:
-                try:
-                    block = handle.read(chunk_bytes)
-                except (OSError, EOFError, lzma.LZMAError) as err:
-                    raise ToktoolsError(f"{source.path}: cannot decompress ({err})") from None
-                if not block:
-                    break
-                block = pending + block
-                cut = block.rfind(b"\n") + 1
-                if cut == 0:
-                    pending = block
-                    continue
-                pending = block[cut:]
-                whole = block[:cut]
-                text = _decode(whole, source, line_number, errors)
-                if source.json_field:
-                    text = _json_lines_text(text, source, line_number)
-                line_number += whole.count(b"\n")
-                if progress is not None:
-                    position = _position(handle, raw)
-                    progress(done_before + position if position is not None else 0, total)
-                yield text
-            if pending:
-                text = _decode(pending, source, line_number, errors)
-                yield _json_lines_text(text, source, line_number) if source.json_field else text
-        finally:
-            if not source.is_stdin:
-                handle.close()
+        position: list[int | None] = [None]
+
+        def note_position(handle: BinaryIO, raw: object, position: list[int | None] = position) -> None:
+            position[0] = _position(handle, raw)
+
+        for block in read_blocks(source, chunk_bytes, note_position if progress is not None else None):
+            block = pending + block
+            cut = block.rfind(b"\n") + 1
+            if cut == 0:
+                pending = block
+                continue
+            pending = block[cut:]
+            whole = block[:cut]
+            text = _decode(whole, source, line_number, errors)
+            if source.json_field:
+                text = _json_lines_text(text, source, line_number)
+            line_number += whole.count(b"\n")
+            if progress is not None:
+                progress(done_before + position[0] if position[0] is not None else 0, total)
+            yield text
+        if pending:
+            text = _decode(pending, source, line_number, errors)
+            yield _json_lines_text(text, source, line_number) if source.json_field else text
         done_before += source.size()
         if progress is not None:
             progress(done_before, total)

@@ -783,13 +783,10 @@ _COMPRESSED = (".gz", ".xz", ".bz2")
 
 
 def _iter_raw_lines(sources: Sequence[Any]) -> Iterator[bytes]:
+    from toktools.corpus import raw_lines
+
     for source in sources:
-        handle = source.open()
-        try:
-            yield from handle  # binary iteration cuts at b"\n" only, like tokenizers
-        finally:
-            if not source.is_stdin:
-                handle.close()
+        yield from raw_lines(source)  # cut at b"\n" only, like tokenizers; corrupt files named
 
 
 def _decode_line(raw: bytes, where: str) -> str:
@@ -879,8 +876,7 @@ def _prepare_corpus(
         heldout = [line for line in heldout_lines if line.strip()]
         source_text = f"{len(heldout):,} given lines"
     elif heldout_file is not None:
-        text = bpe.read_text_file(Path(heldout_file), "held-out file")
-        heldout = [line for line in text.split("\n") if line.strip()]
+        heldout = [line for line in corpus.read_lines([str(heldout_file)]) if line.strip()]
         source_text = f"lines of {heldout_file}"
     elif stride:
         source_text = f"every {stride}th non-blank corpus line, withheld from training"

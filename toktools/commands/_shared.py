@@ -76,24 +76,10 @@ def _output(path: Path | None, binary: bool = False) -> Iterator[Any]:
 
 
 def _input_lines(files: Sequence[str]) -> Iterator[str]:
-    """Lines of the inputs without their ``\\n`` (``\\r`` is kept: it is part of the text);
-    compressed files are read transparently."""
-    from toktools.corpus import CorpusSource
+    """Lines of the inputs without their ``\\n`` (see :func:`toktools.corpus.read_lines`)."""
+    from toktools.corpus import read_lines
 
-    for name in files:
-        if name != "-" and not Path(name).exists():
-            raise ToktoolsError(f"input file not found: {name}")
-        stream = CorpusSource(name).open()  # plain, .gz, .xz, .bz2 or stdin
-        try:
-            for number, raw in enumerate(stream, start=1):
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as err:
-                    raise ToktoolsError(f"{name}, line {number}: invalid UTF-8 (byte 0x{raw[err.start]:02X})") from None
-                yield line[:-1] if line.endswith("\n") else line
-        finally:
-            if name != "-":
-                stream.close()
+    return read_lines(files)
 
 
 def _cap_workers(ctx: Any, param: Any, value: int | None) -> int | None:

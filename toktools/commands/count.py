@@ -39,6 +39,7 @@ def count(corpus: tuple[str, ...], out_path: Path, kind: str, lowercase: bool, s
 
     from toktools.outputs import check_output_file
 
+    _check_model_options(kind)
     check_output_file(out_path, force=force, inputs=corpus)
     settings = _count_settings(kind, lowercase, strip_accents, add_prefix_space)
     with _progress(progress) as callback:
@@ -52,6 +53,17 @@ def count(corpus: tuple[str, ...], out_path: Path, kind: str, lowercase: bool, s
                                                     workers=workers, errors=errors, json_field=json_field, progress=callback)  # type: ignore[arg-type]
     write_files_atomically(out_path.parent if str(out_path.parent) else Path("."), {out_path.name: dumps_counts(counts, kind, settings)})
     click.echo(f"counted {sum(counts.values())} words ({len(counts)} distinct); wrote {out_path}", err=True)
+
+
+def _check_model_options(kind: str) -> None:
+    """An option of the other model's pre-processing, given on the command line, is a usage error."""
+    ctx = click.get_current_context()
+    foreign = {"bytebpe": ("lowercase", "strip_accents"), "wordpiece": ("add_prefix_space",)}[kind]
+    given = [name for name in foreign if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE]
+    if given:
+        flags = {"lowercase": "--lowercase/--cased", "strip_accents": "--strip-accents/--keep-accents",
+                 "add_prefix_space": "--add-prefix-space/--no-add-prefix-space"}
+        raise click.UsageError(f"{', '.join(flags[name] for name in given)} does not apply to --model {kind}")
 
 
 def _count_settings(kind: str, lowercase: bool, strip_accents: bool | None, add_prefix_space: bool) -> dict[str, object]:

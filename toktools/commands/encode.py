@@ -45,16 +45,17 @@ def encode(tokenizer_path: str, files: tuple[str, ...], output_format: str, out_
     from toktools.formats import load, resolve
     from toktools.outputs import check_output_file, input_files
 
+    if output_format in ("npy", "bin") and out_path is None:
+        raise click.UsageError(f"--format {output_format} writes binary data: give an output file with -o")
     if out_path is not None:  # before any work: never over an input, never an existing file without --force
         check_output_file(out_path, force=force, inputs=[*files, *input_files(resolve(tokenizer_path))])
     tokenizer = load(tokenizer_path)
     if max_length is not None:
         tokenizer.enable_truncation(max_length)
-    if output_format in ("npy", "bin") and out_path is None:
-        raise ToktoolsError(f"--format {output_format} writes binary data: give an output file with -o")
-    dtype_name = choose_dtype(tokenizer.vocab_size) if dtype == "auto" else dtype
-    if dtype_name == "uint16" and tokenizer.vocab_size > 65536:
-        raise ToktoolsError(f"{tokenizer.vocab_size} ids do not fit in uint16; use --dtype uint32")
+    id_space = max(tokenizer.get_vocab().values(), default=-1) + 1  # ids may be sparse: the largest decides
+    dtype_name = choose_dtype(id_space) if dtype == "auto" else dtype
+    if dtype_name == "uint16" and id_space > 65536:
+        raise ToktoolsError(f"ids up to {id_space - 1} do not fit in uint16; use --dtype uint32")
     names = files or ("-",)
     total = sum(Path(n).stat().st_size for n in names if n != "-" and Path(n).is_file())
     with _output(out_path, binary=output_format in ("npy", "bin")) as out, _progress(progress and out_path is not None) as callback:

@@ -40,6 +40,8 @@ def parity(kind: str, corpus: tuple[str, ...], vocab_size: int, min_frequency: i
     from toktools import parity as parity_module
     from toktools.outputs import check_output_dir
 
+    if force and output_dir is None:
+        raise click.UsageError("--force replaces the directories of --keep: give --keep DIR")
     if output_dir is not None:  # before any work
         check_output_dir(output_dir, ("reference", "fast", "forced"), force=force, inputs=[*corpus, heldout_file])
     options: dict[str, Any] = {}
