@@ -86,7 +86,7 @@ def _check_options(corpus: Sequence[str], counts_path: Path | None, backend: str
     if counts_path is not None and corpus:
         raise click.UsageError("give either CORPUS files or --from-counts, not both")
     if counts_path is None and not corpus:
-        raise click.UsageError("no corpus given: name one or more files (or - for standard input), or use --from-counts")
+        raise ToktoolsError("no corpus given: name one or more files (or - for standard input), or use --from-counts")
     if backend == "fast":
         if counts_path is not None:
             raise click.UsageError("--backend fast trains from corpus files only, not from --from-counts")
