@@ -101,6 +101,8 @@ def sandbox(tmp_path: Path, trained: Path, monkeypatch: pytest.MonkeyPatch):
     (inputs / "truncated.txt.gz").write_bytes(gzip.compress(data)[:-200])
     (inputs / "truncated.txt.xz").write_bytes(lzma.compress(data)[:-200])
     (inputs / "ids.txt").write_text("1 2 x 3\n", encoding="utf-8")
+    (inputs / "nested.counts").write_text("#toktools-counts v1\n#" + "[" * 200_000 + "\nword\t1\n", encoding="utf-8")
+    (inputs / "nested.jsonl").write_text('{"text": "fine"}\n' + "[" * 200_000 + "\n", encoding="utf-8")
     shutil.copytree(trained / "bpe", inputs / "bpe")
     shutil.copytree(trained / "wp", inputs / "wp")
     _tokenizer_json(inputs, "maxlen-abc", lambda d: d.update(truncation={"max_length": "abc", "strategy": "LongestFirst",
@@ -175,7 +177,9 @@ ONE_LINE_CASES = [
     ("train-not-gzip", ["train", "bytebpe", "{in}/notgzip.txt.gz", "-o", "{out}/new", "--vocab-size", "300"], "notgzip.txt.gz"),
     ("train-truncated-gzip", ["train", "bytebpe", "{in}/truncated.txt.gz", "-o", "{out}/new", "--vocab-size", "300"], "truncated.txt.gz"),
     ("train-fast-truncated-xz", ["train", "bytebpe", "{in}/truncated.txt.xz", "-o", "{out}/new", "--vocab-size", "300", "--backend", "fast"], "truncated.txt.xz"),
+    ("train-counts-header-nested-200000-deep", ["train", "bytebpe", "--from-counts", "{in}/nested.counts", "-o", "{out}/new"], "corrupt counts header"),
     # count
+    ("count-json-line-nested-200000-deep", ["count", "{in}/nested.jsonl", "--model", "bytebpe", "--field", "text", "-o", "{out}/new.tsv"], "line 2"),
     ("count-output-is-the-input", ["count", "{corpus}", "--model", "bytebpe", "-o", "{corpus}", "--force"], "over the input"),
     ("count-existing-output", ["count", "{corpus}", "--model", "bytebpe", "-o", "{out}/counts.tsv"], "use --force"),
     ("count-output-below-a-file", ["count", "{corpus}", "--model", "bytebpe", "-o", "{corpus}/counts.tsv"], "is a file, not a directory"),

@@ -334,7 +334,7 @@ def read_counts(path: str | Path) -> tuple[str, dict[str, object], dict[str, int
             try:
                 header = json.loads(handle.readline()[1:])
                 kind, settings = header["kind"], header["settings"]
-            except (json.JSONDecodeError, KeyError, TypeError):
+            except (json.JSONDecodeError, KeyError, TypeError, RecursionError):
                 raise ToktoolsError(f"{path}, line 2: corrupt counts header") from None
             for number, line in enumerate(handle, start=3):
                 word, tab, count = line.rstrip("\n").rpartition("\t")
