@@ -126,6 +126,7 @@ def sandbox(tmp_path: Path, trained: Path, monkeypatch: pytest.MonkeyPatch):
     (out / "ids.txt").write_text("earlier ids\n", encoding="utf-8")
     (out / "converted").mkdir()
     (out / "converted" / "vocab.json").write_text("{}\n", encoding="utf-8")
+    (out / "blocked" / "tokenizer.json").mkdir(parents=True)
     (out / "keep" / "reference").mkdir(parents=True)
     (out / "keep" / "reference" / "notes.txt").write_text("the user's own file\n", encoding="utf-8")
     (out / "keep-link").mkdir()
@@ -214,6 +215,7 @@ ONE_LINE_CASES = [
     ("convert-existing-output", ["convert", TOK, "--to", "vocab.json+merges.txt", "-o", "{out}/converted"], "use --force"),
     ("convert-output-below-a-file", ["convert", TOK, "--to", "tokenizer.json", "-o", "{corpus}/json"], "is a file, not a directory"),
     ("convert-output-unwritable", ["convert", TOK, "--to", "tokenizer.json", "-o", "{locked}/json"], "cannot write into"),
+    ("convert-over-a-directory", ["convert", TOK, "--to", "tokenizer.json", "-o", "{out}/blocked", "--force"], "is a directory"),
     ("convert-corrupt-tokenizer", ["convert", "{in}/maxchars-x", "--to", "tokenizer.json", "-o", "{out}/json"], "max_input_chars_per_word"),
     # inspect
     ("inspect-corpus-not-gzip", ["inspect", TOK, "--corpus", "{in}/notgzip.txt.gz"], "notgzip.txt.gz"),

@@ -93,12 +93,18 @@ def _below_a_file(path: Path) -> bool:
 
 
 def check_output_dir(directory: str | os.PathLike[str], names: Sequence[str], *, force: bool = False,
-                     inputs: Iterable[str | os.PathLike[str] | None] = (), what: str = "output directory") -> Path:
+                     inputs: Iterable[str | os.PathLike[str] | None] = (), what: str = "output directory",
+                     subdirectories: bool = False) -> Path:
     """Refuse an output directory that is a file, cannot be created or written, or already
-    holds one of ``names`` (without ``force``); refuse always if one of ``names`` is an input."""
+    holds one of ``names`` (without ``force``); refuse always if one of ``names`` is an input.
+    ``names`` are files, or with ``subdirectories`` directories (replaced as a whole)."""
     target = Path(directory)
     if target.exists() and not target.is_dir():
         raise ToktoolsError(f"the {what} {target} is a file, not a directory")
+    if not subdirectories:
+        for name in names:
+            if (target / name).is_dir():
+                raise ToktoolsError(f"{target / name} is a directory; it cannot be replaced by a file")
     sources = _existing_inputs(inputs)
     for name in names:
         source = _is_input(target / name, sources)

@@ -43,7 +43,8 @@ def parity(kind: str, corpus: tuple[str, ...], vocab_size: int, min_frequency: i
     if force and output_dir is None:
         raise click.UsageError("--force replaces the directories of --keep: give --keep DIR")
     if output_dir is not None:  # before any work
-        check_output_dir(output_dir, ("reference", "fast", "forced"), force=force, inputs=[*corpus, heldout_file])
+        check_output_dir(output_dir, ("reference", "fast", "forced"), force=force, inputs=[*corpus, heldout_file],
+                         subdirectories=True)
     options: dict[str, Any] = {}
     if limit_alphabet is not None:
         options["limit_alphabet"] = limit_alphabet
