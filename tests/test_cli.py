@@ -130,7 +130,8 @@ def test_encode_npy_and_bin_hold_every_id_in_order(tmp_path: Path, bpe_dir: Path
     loaded = np.load(npy)
     assert loaded.dtype == np.uint16 and loaded.tolist() == expected
     assert np.fromfile(raw, dtype="<u4").tolist() == expected
-    assert_clean_error(run("encode", "-t", str(bpe_dir), "--format", "npy", str(FIXTURE)), "-o")
+    usage = run("encode", "-t", str(bpe_dir), "--format", "npy", str(FIXTURE))  # conflicting options: a usage error
+    assert usage.exit_code == 2 and "Error: --format npy writes binary data" in usage.stderr
 
 
 def test_encode_pairs_and_truncation(wp_dir: Path) -> None:

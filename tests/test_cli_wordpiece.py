@@ -212,8 +212,11 @@ def test_empty_corpus(tmp_path, content, backend):
 
 
 def test_fast_backend_refuses_likelihood(tmp_path):
+    """Conflicting options are a usage error (exit 2), found before any work."""
     result = run("train", "wordpiece", CORPUS, "-o", tmp_path / "out", "--backend", "fast", "--algorithm", "likelihood")
-    assert_one_line_error(result, "fast")
+    assert result.exit_code == 2, result.stderr
+    assert "Error: --backend fast trains the bpe algorithm only" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()
 
 
 def test_corpus_from_stdin(trained_dir, tmp_path):

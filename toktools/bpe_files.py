@@ -24,19 +24,16 @@ def dumps_merges_txt(merges: Iterable[tuple[str, str]]) -> str:
 
 def loads_vocab_json(text: str, source: str = "vocab.json") -> dict[str, int]:
     """Parse a ``vocab.json`` (or OpenAI ``encoder.json``) with a readable error on garbage."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ToktoolsError(f"{source}: not valid JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
-    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in data.items()):
-        raise ToktoolsError(f"{source}: expected a JSON object mapping token strings to integer ids")
-    return data
+    from toktools.validate import parse_json, validate_vocab
+
+    return validate_vocab(parse_json(text, source), source)
 
 
 def loads_merges_txt(text: str, source: str = "merges.txt") -> list[tuple[str, str]]:
     """Parse ``merges.txt`` / ``vocab.bpe``: ``#version`` lines skipped, ``a b`` per line."""
     merges = []
     for number, line in enumerate(text.split("\n"), start=1):
+        line = line[:-1] if line.endswith("\r") else line  # CRLF line endings, as tokenizers reads them
         if line.startswith("#version") or not line:
             continue
         parts = line.split(" ")

@@ -6,6 +6,7 @@ Heavy modules are imported inside the commands so that ``toktools --help`` start
 """
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from typing import Any
@@ -17,22 +18,54 @@ from toktools.errors import ToktoolsError
 
 
 class ToktoolsGroup(click.Group):
-    """A group that turns our errors (and Ctrl-C) into one line without a traceback."""
+    """A group that turns our errors, Ctrl-C and SIGTERM into one line without a traceback."""
+
+    def main(self, args: Any = None, *rest: Any, **options: Any) -> Any:
+        if args is None:  # run as the program (not from a test's CliRunner): SIGTERM like Ctrl-C
+            from toktools import interrupts
+
+            interrupts.install()
+        return super().main(args, *rest, **options)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            result = super().invoke(ctx)
+            sys.stdout.flush()  # a full disk must be reported now, not at interpreter exit
+            return result
         except ToktoolsError as err:
             click.echo(f"toktools: error: {err}", err=True)
             ctx.exit(1)
-        except KeyboardInterrupt:
-            click.echo("toktools: interrupted", err=True)
-            ctx.exit(130)
+        except KeyboardInterrupt as interrupt:  # Ctrl-C, or SIGTERM (interrupts.Terminated)
+            from toktools import interrupts
+
+            if interrupts.claim_exit():
+                click.echo(interrupts.message(interrupt), err=True)
+                ctx.exit(interrupts.exit_code(interrupt))
+            _silence_stdout()
+            ctx.exit(interrupts.exit_code(interrupt))  # the watcher thread is reporting
         except BrokenPipeError:
             # `toktools encode big.txt | head`: the reader went away; that is not an error.
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
+            _silence_stdout()
             ctx.exit(0)
+        except OSError as err:
+            if err.filename is not None or err.errno not in _WRITE_ERRORS:
+                raise
+            _silence_stdout()
+            click.echo(f"toktools: error: cannot write to standard output: {err.strerror}", err=True)
+            ctx.exit(1)
+
+
+#: Errors of writing to standard output (``toktools encode > /dev/full``).
+_WRITE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's final flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 @click.group(cls=ToktoolsGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -12,18 +12,19 @@ import bz2
 import glob
 import gzip
 import io
+import itertools
 import json
 import lzma
 import os
-import signal
 import sys
+import zlib
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterable, Iterator, Literal, Sequence
 
 from toktools.errors import ToktoolsError
+from toktools.workers import available_cores, process_pool
 
 CHUNK_BYTES = 1 << 20
 #: A picklable function from a chunk of whole lines to its words (for worker processes).
@@ -96,7 +97,7 @@ def expand_sources(paths: Sequence[str], json_field: str | None = None) -> list[
     return sources
 
 
-def _decode(block: bytes, source: CorpusSource, first_line: int, errors: ErrorPolicy) -> str:
+def _decode(block: bytes, source: CorpusSource, first_line: int, errors: ErrorPolicy, hint: bool = True) -> str:
     """Strict UTF-8 with an error that names the file and line, or replace / skip bad lines."""
     try:
         return block.decode("utf-8")
@@ -113,8 +114,8 @@ def _decode(block: bytes, source: CorpusSource, first_line: int, errors: ErrorPo
             return "\n".join(kept)
         line = first_line + block.count(b"\n", 0, err.start)
         raise ToktoolsError(
-            f"{source.path}, line {line}: invalid UTF-8 (byte 0x{block[err.start]:02X}); "
-            "use --errors replace or --errors skip to go on"
+            f"{source.path}, line {line}: invalid UTF-8 (byte 0x{block[err.start]:02X})"
+            + ("; use --errors replace or --errors skip to go on" if hint else "")
         ) from None
 
 
@@ -125,7 +126,7 @@ def _json_lines_text(text: str, source: CorpusSource, first_line: int) -> str:
             continue
         try:
             value = json.loads(line)[source.json_field]
-        except (json.JSONDecodeError, KeyError, TypeError):
+        except (json.JSONDecodeError, KeyError, TypeError, IndexError, RecursionError):
             raise ToktoolsError(
                 f"{source.path}, line {first_line + offset}: not a JSON object with a {source.json_field!r} field"
             ) from None
@@ -133,6 +134,66 @@ def _json_lines_text(text: str, source: CorpusSource, first_line: int) -> str:
             raise ToktoolsError(f"{source.path}, line {first_line + offset}: field {source.json_field!r} is not a string")
         out.append(value + "\n")
     return "".join(out)
+
+
+def read_blocks(source: CorpusSource, block_bytes: int = CHUNK_BYTES,
+                on_block: Callable[[BinaryIO, object], None] | None = None) -> Iterator[bytes]:
+    """The (decompressed) bytes of one source in blocks; a corrupt or truncated compressed
+    file is one error that names it. ``on_block(handle, raw file)`` runs as each block is read
+    (progress: the position in the file on disk)."""
+    handle = source.open()
+    raw = getattr(handle, "fileobj", None) or getattr(handle, "_fp", None)
+    try:
+        while True:
+            try:
+                block = handle.read(block_bytes)
+            except (OSError, EOFError, lzma.LZMAError, zlib.error) as err:
+                reason = "the file ends too early" if isinstance(err, EOFError) else str(err)
+                raise ToktoolsError(f"{source.path}: cannot decompress ({reason})") from None
+            if not block:
+                return
+            if on_block is not None:
+                on_block(handle, raw)
+            yield block
+    finally:
+        if not source.is_stdin:
+            handle.close()
+
+
+def raw_lines(source: CorpusSource) -> Iterator[bytes]:
+    """The lines of one source as bytes, cut at ``\\n`` only (kept), like ``tokenizers``."""
+    pending: list[bytes] = []  # the pieces of an unfinished line (joined once: no quadratic copying)
+    for block in read_blocks(source, 1 << 16):
+        cut = block.rfind(b"\n") + 1
+        if not cut:
+            pending.append(block)
+            continue
+        whole = b"".join([*pending, block[:cut]])
+        pending = [block[cut:]] if cut < len(block) else []
+        for line in whole.split(b"\n")[:-1]:
+            yield line + b"\n"
+    if pending:
+        yield b"".join(pending)
+
+
+def read_lines(paths: Sequence[str], *, keep_ends: bool = False) -> Iterator[str]:
+    """The one reader of text lines (encode, decode, inspect, held-out files): lines of plain,
+    .gz, .xz or .bz2 files or ``-`` (stdin), cut at ``\\n`` only (``\\r`` is text), strict UTF-8
+    with errors that name the file and line."""
+    for path in paths:
+        source = CorpusSource(str(path))
+        if not source.is_stdin:
+            _check_readable(Path(source.path))
+        for number, raw in enumerate(raw_lines(source), start=1):
+            line = _decode(raw, source, number, "strict", hint=False)
+            yield line if keep_ends or not line.endswith("\n") else line[:-1]
+
+
+def _check_readable(path: Path) -> None:
+    if not path.exists():
+        raise ToktoolsError(f"file not found: {path}")
+    if path.is_dir():
+        raise ToktoolsError(f"{path} is a directory, not a text file")
 
 
 def iter_chunks(
@@ -145,39 +206,31 @@ def iter_chunks(
     total = sum(s.size() for s in sources)
     done_before = 0
     for source in sources:
-        handle = source.open()
-        raw = getattr(handle, "fileobj", None) or getattr(handle, "_fp", None)
         line_number = 1
         pending = b""
-        try:
-            while True:
-                try:
-                    block = handle.read(chunk_bytes)
-                except (OSError, EOFError, lzma.LZMAError) as err:
-                    raise ToktoolsError(f"{source.path}: cannot decompress ({err})") from None
-                if not block:
-                    break
-                block = pending + block
-                cut = block.rfind(b"\n") + 1
-                if cut == 0:
-                    pending = block
-                    continue
-                pending = block[cut:]
-                whole = block[:cut]
-                text = _decode(whole, source, line_number, errors)
-                if source.json_field:
-                    text = _json_lines_text(text, source, line_number)
-                line_number += whole.count(b"\n")
-                if progress is not None:
-                    position = _position(handle, raw)
-                    progress(done_before + position if position is not None else 0, total)
-                yield text
-            if pending:
-                text = _decode(pending, source, line_number, errors)
-                yield _json_lines_text(text, source, line_number) if source.json_field else text
-        finally:
-            if not source.is_stdin:
-                handle.close()
+        position: list[int | None] = [None]
+
+        def note_position(handle: BinaryIO, raw: object, position: list[int | None] = position) -> None:
+            position[0] = _position(handle, raw)
+
+        for block in read_blocks(source, chunk_bytes, note_position if progress is not None else None):
+            block = pending + block
+            cut = block.rfind(b"\n") + 1
+            if cut == 0:
+                pending = block
+                continue
+            pending = block[cut:]
+            whole = block[:cut]
+            text = _decode(whole, source, line_number, errors)
+            if source.json_field:
+                text = _json_lines_text(text, source, line_number)
+            line_number += whole.count(b"\n")
+            if progress is not None:
+                progress(done_before + position[0] if position[0] is not None else 0, total)
+            yield text
+        if pending:
+            text = _decode(pending, source, line_number, errors)
+            yield _json_lines_text(text, source, line_number) if source.json_field else text
         done_before += source.size()
         if progress is not None:
             progress(done_before, total)
@@ -190,12 +243,6 @@ def _position(handle: io.IOBase, raw: object) -> int | None:
         return int(target.tell())  # type: ignore[union-attr]
     except (OSError, ValueError, AttributeError):
         return None
-
-
-def ignore_interrupts() -> None:
-    """Worker processes leave Ctrl-C to the parent, which stops cleanly with one message
-    (otherwise every worker prints its own KeyboardInterrupt traceback)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def batched(items: Iterable[str], size: int) -> Iterator[list[str]]:
@@ -226,17 +273,20 @@ def count_words(
 ) -> dict[str, int]:
     """``word -> count`` over all sources, in first-occurrence order, identical for any ``workers``."""
     if workers is None:  # small corpora: starting processes would cost more than it saves
-        workers = 1 if sum(s.size() for s in sources) < 4 * chunk_bytes else (os.cpu_count() or 1)
+        workers = 1 if sum(s.size() for s in sources) < 4 * chunk_bytes else available_cores()
+    workers = min(workers, available_cores())  # more processes than cores only thrash
     chunks = iter_chunks(sources, chunk_bytes, errors, progress)
     total: Counter[str] = Counter()
-    if workers <= 1:
-        for chunk in chunks:
+    first = next(chunks, None)
+    second = next(chunks, None) if first is not None else None
+    if workers <= 1 or second is None:  # one chunk: starting processes cannot pay off
+        for chunk in itertools.chain((c for c in (first, second) if c is not None), chunks):
             total.update(_count_chunk(splitter, chunk))
     else:
-        with ProcessPoolExecutor(max_workers=workers, initializer=ignore_interrupts) as pool:
+        with process_pool(workers) as pool:
             # a bounded window of chunks in flight keeps memory flat on huge corpora
             in_flight = []
-            for chunk in chunks:
+            for chunk in itertools.chain((first, second), chunks):
                 in_flight.append(pool.submit(_count_chunk, splitter, chunk))
                 if len(in_flight) >= 2 * workers:
                     total.update(in_flight.pop(0).result())
@@ -284,7 +334,7 @@ def read_counts(path: str | Path) -> tuple[str, dict[str, object], dict[str, int
             try:
                 header = json.loads(handle.readline()[1:])
                 kind, settings = header["kind"], header["settings"]
-            except (json.JSONDecodeError, KeyError, TypeError):
+            except (json.JSONDecodeError, KeyError, TypeError, RecursionError):
                 raise ToktoolsError(f"{path}, line 2: corrupt counts header") from None
             for number, line in enumerate(handle, start=3):
                 word, tab, count = line.rstrip("\n").rpartition("\t")

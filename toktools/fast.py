@@ -24,7 +24,8 @@ TOKENIZERS_VERSION = tokenizers.__version__
 def plain_files(files: Sequence[str | Path]) -> Iterator[list[str]]:
     """``tokenizers`` reads plain UTF-8 files only: decompress .gz/.xz/.bz2 inputs (and read
     standard input) into temporary files for the duration of the block."""
-    from toktools.corpus import CorpusSource
+    from toktools.corpus import CorpusSource, read_blocks
+    from toktools.outputs import register_temporary, unregister_temporary
 
     temporary: Path | None = None
     paths = []
@@ -35,19 +36,17 @@ def plain_files(files: Sequence[str | Path]) -> Iterator[list[str]]:
                 continue
             if temporary is None:
                 temporary = Path(tempfile.mkdtemp(prefix="toktools-fast-"))
+                register_temporary(temporary)  # removed on SIGTERM even during a long native call
             target = temporary / f"{index}.txt"
-            handle = CorpusSource(name).open()
-            try:
-                with open(target, "wb") as out:
-                    shutil.copyfileobj(handle, out)
-            finally:
-                if name != "-":
-                    handle.close()
+            with open(target, "wb") as out:
+                for block in read_blocks(CorpusSource(name)):  # a corrupt file is one error naming it
+                    out.write(block)
             paths.append(str(target))
         yield paths
     finally:
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)
+            unregister_temporary(temporary)
 
 
 def bytebpe_trainer(

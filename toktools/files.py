@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from toktools.errors import ToktoolsError
+from toktools.outputs import check_output_dir
 
 
 def dumps_tokenizer_json(document: Mapping[str, Any]) -> str:
@@ -21,12 +22,9 @@ def write_files_atomically(directory: Path, files: Mapping[str, str], *, overwri
 
     A crash or Ctrl-C while writing leaves the old files (or none), never a half-written one.
     """
+    check_output_dir(directory, list(files), force=overwrite)  # one line for a file in the way, no permission ...
     directory.mkdir(parents=True, exist_ok=True)
     targets = [directory / name for name in files]
-    if not overwrite:
-        existing = [str(t) for t in targets if t.exists()]
-        if existing:
-            raise ToktoolsError(f"refusing to overwrite {', '.join(existing)} (use --force)")
     temporaries: list[tuple[str, Path]] = []
     mode = 0o666 & ~_umask()  # mkstemp makes 0600 files; give them the usual permissions
     try:

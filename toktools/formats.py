@@ -25,6 +25,7 @@ from toktools.files import _umask, dumps_tokenizer_json, write_files_atomically 
 from toktools.parts import post_processors
 from toktools.parts.registry import part_from_json
 from toktools.tokenizer import Tokenizer
+from toktools.validate import parse_json, validate_tokenizer_json
 
 __all__ = ["load", "resolve", "export", "from_tokenizer_json", "dumps_tokenizer_json", "write_files_atomically",
            "transformers_config_files", "EXPORT_TARGETS"]
@@ -70,10 +71,7 @@ def _read_config(directory: Path) -> dict[str, Any]:
     path = directory / "tokenizer_config.json"
     if not path.is_file():
         return {}
-    try:
-        config = json.loads(bpe.read_text_file(path, "tokenizer config"))
-    except json.JSONDecodeError as err:
-        raise ToktoolsError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
+    config = parse_json(bpe.read_text_file(path, "tokenizer config"), str(path))
     return config if isinstance(config, dict) else {}
 
 
@@ -125,11 +123,7 @@ def _load_wordpiece_vocab(vocab_path: Path) -> Tokenizer:
 
 
 def _from_tokenizer_json(path: Path) -> Tokenizer:
-    text = bpe.read_text_file(path, "tokenizer file")
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ToktoolsError(f"{path}: not valid JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
+    document = validate_tokenizer_json(parse_json(bpe.read_text_file(path, "tokenizer file"), str(path)), str(path))
     try:
         return from_tokenizer_json(document)
     except ToktoolsError as err:
@@ -179,6 +173,10 @@ def from_tokenizer_json(document: Mapping[str, Any]) -> Tokenizer:
 # ---------------------------------------------------------------------------------------------
 
 EXPORT_TARGETS = ("tokenizer.json", "vocab.txt", "vocab.json+merges.txt", "tiktoken")
+#: The files each export target writes (checked before writing: never over an input).
+EXPORT_FILES = {"tokenizer.json": ("tokenizer.json",), "vocab.txt": ("vocab.txt",),
+                "vocab.json+merges.txt": ("vocab.json", "merges.txt"),
+                "tiktoken": ("tokenizer.tiktoken", "special_tokens.json")}
 
 
 def export(tokenizer: Tokenizer, target: str, directory: str | Path, *, overwrite: bool = False) -> list[Path]:

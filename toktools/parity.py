@@ -33,14 +33,13 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
-from toktools import bpe
+from toktools import bpe, outputs
 from toktools.errors import ToktoolsError
 from toktools.trainers import TRAINERS, Trainer, get_trainer
 
@@ -760,13 +759,10 @@ _COMPRESSED = (".gz", ".xz", ".bz2")
 
 
 def _iter_raw_lines(sources: Sequence[Any]) -> Iterator[bytes]:
+    from toktools.corpus import raw_lines
+
     for source in sources:
-        handle = source.open()
-        try:
-            yield from handle  # binary iteration cuts at b"\n" only, like tokenizers
-        finally:
-            if not source.is_stdin:
-                handle.close()
+        yield from raw_lines(source)  # cut at b"\n" only, like tokenizers; corrupt files named
 
 
 def _decode_line(raw: bytes, where: str) -> str:
@@ -856,8 +852,7 @@ def _prepare_corpus(
         heldout = [line for line in heldout_lines if line.strip()]
         source_text = f"{len(heldout):,} given lines"
     elif heldout_file is not None:
-        text = bpe.read_text_file(Path(heldout_file), "held-out file")
-        heldout = [line for line in text.split("\n") if line.strip()]
+        heldout = [line for line in corpus.read_lines([str(heldout_file)]) if line.strip()]
         source_text = f"lines of {heldout_file}"
     elif stride:
         source_text = f"every {stride}th non-blank corpus line, withheld from training"
@@ -1030,7 +1025,7 @@ def run_parity(
     """
     trainer = get_trainer(kind)
     settings = _settings(trainer, vocab_size, min_frequency, special_tokens, trainer_options)
-    with tempfile.TemporaryDirectory(prefix="toktools-parity-") as scratch:
+    with outputs.temporary_directory(prefix="toktools-parity-") as scratch:  # removed on SIGTERM too
         work = Path(output_dir) if output_dir is not None else Path(scratch) / "out"
         prepared = _prepare_corpus(files, Path(scratch) / "corpus", heldout_lines, heldout_file, heldout_fraction,
                                    heldout_max_lines)
@@ -1084,7 +1079,7 @@ def check_trained(
     kept from training) saves recounting when a difference has to be explained."""
     trainer = get_trainer(kind)
     settings = _settings(trainer, vocab_size, min_frequency, special_tokens, trainer_options)
-    with tempfile.TemporaryDirectory(prefix="toktools-check-") as scratch:
+    with outputs.temporary_directory(prefix="toktools-check-") as scratch:  # removed on SIGTERM too
         work = Path(output_dir) if output_dir is not None else Path(scratch) / "out"
         prepared = _prepare_corpus(files, Path(scratch) / "corpus", heldout_lines, heldout_file, 0.0, heldout_max_lines)
         fast_tokenizer, fast_seconds = _save_both(trainer, settings, reference, prepared.train_files, work)
@@ -1104,7 +1099,9 @@ def check_trained(
 
 
 def _replace_dir(directory: Path) -> None:
-    if directory.exists():
+    if directory.is_symlink() or directory.is_file():
+        directory.unlink()  # rmtree refuses symbolic links; the link goes, not its target
+    elif directory.exists():
         shutil.rmtree(directory)
 
 

@@ -216,6 +216,7 @@ class Tokenizer:
 
     def encode(self, text: str, pair: str | None = None, add_special_tokens: bool = True) -> Encoding:
         """Encode one text (or a pair) into ids, tokens, offsets, type ids and masks."""
+        _check_text(text, pair)
         encoding = self._encode_unpadded(text, pair, add_special_tokens)
         if self.padding is not None:
             encoding = self.padding.apply(encoding, self.padding.target(len(encoding)))
@@ -228,6 +229,8 @@ class Tokenizer:
         Large batches are split over ``workers`` processes (default: every core, as
         ``tokenizers`` uses every thread); the result does not depend on the number of workers.
         """
+        for item in inputs:
+            _check_text(*((item,) if isinstance(item, str) else item))
         if workers is None:
             workers = (os.cpu_count() or 1) if len(inputs) >= _PARALLEL_BATCH else 1
         if workers > 1 and len(inputs) > 1:
@@ -284,12 +287,29 @@ class Tokenizer:
                 "pad_id": p.pad_id, "pad_type_id": p.pad_type_id, "pad_token": p.pad_token}
 
 
+def _check_text(*texts: str | None) -> None:
+    """Refuse text that is not valid Unicode (a lone surrogate such as ``"\\ud800"``, which
+    has no UTF-8 form) with a ``TypeError``, as ``tokenizers`` does, before any work."""
+    for text in texts:
+        if text is None or (isinstance(text, str) and text.isascii()):
+            continue
+        if not isinstance(text, str):
+            raise TypeError(f"text must be str, not {type(text).__name__}")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as err:
+            raise TypeError(f"text is not valid Unicode: lone surrogate U+{ord(text[err.start]):04X} "
+                            f"at position {err.start}") from None
+
+
 # ---------------------------------------------------------------------------------------------
 # Parallel batches
 # ---------------------------------------------------------------------------------------------
 
 #: Batches at least this long are worth starting worker processes for.
 _PARALLEL_BATCH = 2000
+#: Fewer inputs than this per worker are encoded in this process (forking costs more).
+_MIN_PER_WORKER = 64
 _worker_tokenizer: Tokenizer | None = None
 
 
@@ -354,21 +374,23 @@ def _encode_in_processes(tokenizer: Tokenizer, inputs: Sequence[str | tuple[str,
     chunks come back in order, so the result is the same as a single process's."""
     import multiprocessing
 
+    from toktools.workers import process_pool, worth_starting
+
     global _worker_tokenizer
     try:
         context = multiprocessing.get_context("fork")
     except ValueError:  # no fork on this platform: stay in this process
         return tokenizer._encode_unpadded_batch(inputs, add_special_tokens)
+    workers = worth_starting(workers, len(inputs), per_worker=_MIN_PER_WORKER)
+    if workers <= 1:  # a tiny batch: forking would cost more than it saves
+        return tokenizer._encode_unpadded_batch(inputs, add_special_tokens)
     size = max(1, -(-len(inputs) // (workers * 4)))
     chunks = [inputs[i : i + size] for i in range(0, len(inputs), size)]
     _worker_tokenizer = tokenizer
     try:
-        from toktools.corpus import ignore_interrupts
-
-        with context.Pool(workers, initializer=ignore_interrupts) as pool:
-            results = pool.starmap(_encode_chunk, [(chunk, add_special_tokens) for chunk in chunks])
+        with process_pool(workers) as pool:
+            results = list(pool.map(_encode_chunk, chunks, [add_special_tokens] * len(chunks)))
     finally:
         _worker_tokenizer = None
-    size = tokenizer._max_id() + 1
-    token_of: list[str | None] = [tokenizer.id_to_token(i) for i in range(size)]
+    token_of = {i: tokenizer.id_to_token(i) for i in set(tokenizer.get_vocab().values())}  # ids may be sparse
     return [_PackedEncoding(packed=(token_of, packed)) for chunk in results for packed in chunk]

@@ -63,45 +63,33 @@ def _echo_plain_or_rich(text: str, styles: Sequence[tuple[str, str]] = ()) -> No
 
 @contextmanager
 def _output(path: Path | None, binary: bool = False) -> Iterator[Any]:
-    """stdout, or a temporary file renamed over ``path`` only when everything was written."""
+    """stdout, or a temporary file renamed over ``path`` only when everything was written
+    (check ``path`` first with :func:`toktools.outputs.check_output_file`)."""
     if path is None:
-        yield sys.stdout
+        yield sys.stdout.buffer if binary else sys.stdout
         sys.stdout.flush()
         return
-    import tempfile
+    from toktools.outputs import atomic_file
 
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise ToktoolsError(f"output directory {directory} does not exist")
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    from toktools.formats import _umask
-
-    os.chmod(temporary, 0o666 & ~_umask())
-    try:
-        with os.fdopen(handle, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8", "newline": "\n"})) as out:
-            yield out
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+    with atomic_file(path, binary=binary) as out:
+        yield out
 
 
 def _input_lines(files: Sequence[str]) -> Iterator[str]:
-    """Lines of the inputs without their ``\\n`` (``\\r`` is kept: it is part of the text);
-    compressed files are read transparently."""
-    from toktools.corpus import CorpusSource
+    """Lines of the inputs without their ``\\n`` (see :func:`toktools.corpus.read_lines`)."""
+    from toktools.corpus import read_lines
 
-    for name in files:
-        if name != "-" and not Path(name).exists():
-            raise ToktoolsError(f"input file not found: {name}")
-        stream = CorpusSource(name).open()  # plain, .gz, .xz, .bz2 or stdin
-        try:
-            for number, raw in enumerate(stream, start=1):
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as err:
-                    raise ToktoolsError(f"{name}, line {number}: invalid UTF-8 (byte 0x{raw[err.start]:02X})") from None
-                yield line[:-1] if line.endswith("\n") else line
-        finally:
-            if name != "-":
-                stream.close()
+    return read_lines(files)
+
+
+def _cap_workers(ctx: Any, param: Any, value: int | None) -> int | None:
+    """``--workers`` callback: more processes than cores only slow things down, so cap with a note."""
+    from toktools.workers import available_cores
+
+    cores = available_cores()
+    if value is not None and value > cores:
+        import click
+
+        click.echo(f"toktools: note: --workers {value} capped at the {cores} available cores", err=True)
+        return cores
+    return value

@@ -20,7 +20,9 @@ def convert(tokenizer_path: str, target: str, out_dir: Path, force: bool) -> Non
       toktools convert my-bpe --to tiktoken -o my-bpe-tiktoken
       toktools convert ../gpt2 --to tokenizer.json -o gpt2-json
     """
-    from toktools.formats import export, load
+    from toktools.formats import EXPORT_FILES, export, load, resolve
+    from toktools.outputs import check_output_dir, input_files
 
+    check_output_dir(out_dir, EXPORT_FILES[target], force=force, inputs=input_files(resolve(tokenizer_path)))
     written = export(load(tokenizer_path), target, out_dir, overwrite=force)
     click.echo("wrote " + ", ".join(str(p) for p in written), err=True)

@@ -6,7 +6,8 @@ from pathlib import Path
 import click
 
 from toktools.errors import ToktoolsError
-from toktools.commands._shared import _progress
+from toktools.commands._shared import _cap_workers, _progress
+from toktools.outputs import check_output_file
 from toktools.trainers import TRAINERS, get_trainer
 
 
@@ -17,7 +18,7 @@ from toktools.trainers import TRAINERS, get_trainer
 @click.option("--lowercase/--cased", default=True, show_default=True, help="wordpiece: lower-case and strip accents like bert-base-uncased.")
 @click.option("--strip-accents/--keep-accents", default=None, help="wordpiece: strip accents (default: same as --lowercase).")
 @click.option("--add-prefix-space/--no-add-prefix-space", default=False, show_default=True, help="bytebpe: prefix every line with a space.")
-@click.option("--workers", type=click.IntRange(min=1), default=None, help="Processes that count (default: all cores). Output is identical for any value.")
+@click.option("--workers", type=click.IntRange(min=1), default=None, callback=_cap_workers, help="Processes that count (default: all cores). Output is identical for any value.")
 @click.option("--errors", type=click.Choice(["strict", "replace", "skip"]), default="strict", show_default=True, help="What to do with invalid UTF-8 in the corpus.")
 @click.option("--field", "json_field", default=None, help="Read JSON Lines and take the text from this field.")
 @click.option("--force", is_flag=True, help="Overwrite an existing counts file.")
@@ -37,8 +38,8 @@ def count(corpus: tuple[str, ...], out_path: Path, kind: str, lowercase: bool, s
     from toktools.corpus import dumps_counts
     from toktools.formats import write_files_atomically
 
-    if out_path.exists() and not force:
-        raise ToktoolsError(f"{out_path} already exists; use --force to overwrite")
+    _check_model_options(kind)
+    check_output_file(out_path, force=force, inputs=corpus)
     trainer = get_trainer(kind)
     options = _count_options(kind, lowercase, strip_accents, add_prefix_space)
     settings = trainer.count_settings(options)
@@ -53,6 +54,18 @@ def _count_options(kind: str, lowercase: bool, strip_accents: bool | None, add_p
     """The CLI's counting options that the trainer takes (each model reads its own)."""
     given = {"lowercase": lowercase, "strip_accents": strip_accents, "add_prefix_space": add_prefix_space}
     return {name: value for name, value in given.items() if name in get_trainer(kind).count_options}
+
+
+def _check_model_options(kind: str) -> None:
+    """An option of another model's pre-processing, given on the command line, is a usage error."""
+    ctx = click.get_current_context()
+    flags = {"lowercase": "--lowercase/--cased", "strip_accents": "--strip-accents/--keep-accents",
+             "add_prefix_space": "--add-prefix-space/--no-add-prefix-space"}
+    own = get_trainer(kind).count_options
+    given = [name for name in flags if name not in own
+             and ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE]
+    if given:
+        raise click.UsageError(f"{', '.join(flags[name] for name in given)} does not apply to --model {kind}")
 
 
 def _count_settings(kind: str, lowercase: bool, strip_accents: bool | None, add_prefix_space: bool) -> dict[str, object]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from toktools.errors import ToktoolsError
-from toktools.commands._shared import _input_lines, _output, _progress
+from toktools.commands._shared import _cap_workers, _input_lines, _output, _progress
 
 
 @click.command()
@@ -20,11 +20,13 @@ from toktools.commands._shared import _input_lines, _output, _progress
 @click.option("--pair", is_flag=True, help="Each input line is two sequences separated by a TAB.")
 @click.option("--add-special-tokens/--no-add-special-tokens", default=True, show_default=True, help="Add the template's special tokens ([CLS]/[SEP], <s>/</s>) if the tokenizer has one.")
 @click.option("--max-length", type=click.IntRange(min=1), default=None, help="Truncate every encoding to this many tokens (special tokens included).")
-@click.option("--workers", type=click.IntRange(min=1), default=None, help="Processes that encode (default: all cores for big inputs). Output is identical for any value.")
+@click.option("--workers", type=click.IntRange(min=1), default=None, callback=_cap_workers, help="Processes that encode (default: all cores for big inputs). Output is identical for any value.")
 @click.option("--batch-lines", type=click.IntRange(min=1), default=20000, show_default=True, help="Lines read and encoded at a time (memory stays flat on huge files).")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr when writing to a file.")
+@click.option("--force", is_flag=True, help="Overwrite an existing output file (-o).")
 def encode(tokenizer_path: str, files: tuple[str, ...], output_format: str, out_path: Path | None, dtype: str, pair: bool,
-           add_special_tokens: bool, max_length: int | None, workers: int | None, batch_lines: int, progress: bool) -> None:
+           add_special_tokens: bool, max_length: int | None, workers: int | None, batch_lines: int, progress: bool,
+           force: bool) -> None:
     """Tokenize text: one output line per input line, or one id array for training pipelines.
 
     FILES default to standard input (or give -). Lines are encoded without their newline.
@@ -40,16 +42,20 @@ def encode(tokenizer_path: str, files: tuple[str, ...], output_format: str, out_
 
     from toktools.corpus import batched
     from toktools.encoder_output import IdArrayWriter, choose_dtype
-    from toktools.formats import load
+    from toktools.formats import load, resolve
+    from toktools.outputs import check_output_file, input_files
 
+    if output_format in ("npy", "bin") and out_path is None:
+        raise click.UsageError(f"--format {output_format} writes binary data: give an output file with -o")
+    if out_path is not None:  # before any work: never over an input, never an existing file without --force
+        check_output_file(out_path, force=force, inputs=[*files, *input_files(resolve(tokenizer_path))])
     tokenizer = load(tokenizer_path)
     if max_length is not None:
         tokenizer.enable_truncation(max_length)
-    if output_format in ("npy", "bin") and out_path is None:
-        raise ToktoolsError(f"--format {output_format} writes binary data: give an output file with -o")
-    dtype_name = choose_dtype(tokenizer.vocab_size) if dtype == "auto" else dtype
-    if dtype_name == "uint16" and tokenizer.vocab_size > 65536:
-        raise ToktoolsError(f"{tokenizer.vocab_size} ids do not fit in uint16; use --dtype uint32")
+    id_space = max(tokenizer.get_vocab().values(), default=-1) + 1  # ids may be sparse: the largest decides
+    dtype_name = choose_dtype(id_space) if dtype == "auto" else dtype
+    if dtype_name == "uint16" and id_space > 65536:
+        raise ToktoolsError(f"ids up to {id_space - 1} do not fit in uint16; use --dtype uint32")
     names = files or ("-",)
     total = sum(Path(n).stat().st_size for n in names if n != "-" and Path(n).is_file())
     with _output(out_path, binary=output_format in ("npy", "bin")) as out, _progress(progress and out_path is not None) as callback:

@@ -20,9 +20,10 @@ from toktools.trainers import TRAINERS
 @click.option("--limit-alphabet", type=click.IntRange(min=0), default=None, help="Alphabet limit (default: none for bytebpe, 1000 for wordpiece).")
 @click.option("--heldout", "heldout_file", type=click.Path(dir_okay=False, exists=True), default=None, help="Held-out text for id agreement (default: every 50th corpus line, withheld from training).")
 @click.option("--keep", "output_dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Keep both backends' files in this directory.")
+@click.option("--force", is_flag=True, help="With --keep: replace reference/, fast/ and forced/ if they exist.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def parity(kind: str, corpus: tuple[str, ...], vocab_size: int, min_frequency: int, special_tokens: str | None,
-           limit_alphabet: int | None, heldout_file: str | None, output_dir: Path | None, as_json: bool) -> None:
+           limit_alphabet: int | None, heldout_file: str | None, output_dir: Path | None, force: bool, as_json: bool) -> None:
     """Train with both backends and say whether they agree, and if not, where and why.
 
     Compares the files byte for byte, explains the first differing merge (a tie, and how each
@@ -38,7 +39,13 @@ def parity(kind: str, corpus: tuple[str, ...], vocab_size: int, min_frequency: i
     import json
 
     from toktools import parity as parity_module
+    from toktools.outputs import check_output_dir
 
+    if force and output_dir is None:
+        raise click.UsageError("--force replaces the directories of --keep: give --keep DIR")
+    if output_dir is not None:  # before any work
+        check_output_dir(output_dir, ("reference", "fast", "forced"), force=force, inputs=[*corpus, heldout_file],
+                         subdirectories=True)
     options: dict[str, Any] = {}
     if limit_alphabet is not None:
         options["limit_alphabet"] = limit_alphabet

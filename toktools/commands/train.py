@@ -11,7 +11,7 @@ from typing import Any, Iterator, Sequence
 import click
 
 from toktools.errors import ToktoolsError
-from toktools.commands._shared import _progress, _split_list
+from toktools.commands._shared import _cap_workers, _progress, _split_list
 from toktools.commands.count import _count_settings, _load_counts
 from toktools.trainers import get_trainer
 
@@ -21,7 +21,7 @@ def _training_run_options(command: Any) -> Any:
     for option in reversed([
         click.option("--backend", type=click.Choice(["reference", "fast"]), default="reference", show_default=True,
                      help="reference: toktools' pure Python; fast: HuggingFace tokenizers."),
-        click.option("--workers", type=click.IntRange(min=1), default=None,
+        click.option("--workers", type=click.IntRange(min=1), default=None, callback=_cap_workers,
                      help="Processes that count words (default: all cores). Output is identical for any value."),
         click.option("--errors", type=click.Choice(["strict", "replace", "skip"]), default="strict", show_default=True,
                      help="What to do with invalid UTF-8 in the corpus."),
@@ -80,19 +80,41 @@ def _check_vocab_size(vocab_size: int, smallest: int) -> None:
                             "(or a smaller --limit-alphabet)")
 
 
-def _check_inputs(corpus: Sequence[str], counts_path: Path | None, backend: str) -> None:
+def _check_options(corpus: Sequence[str], counts_path: Path | None, backend: str, *, json_field: str | None,
+                   errors: str, check: bool, algorithm: str = "bpe", specials: Sequence[str] = (),
+                   template: str = "none", min_pair_frequency: int | None = None) -> None:
+    """Every combination of options, checked before any work: a conflict is a usage error."""
     if counts_path is not None and corpus:
-        raise ToktoolsError("give either CORPUS files or --from-counts, not both")
+        raise click.UsageError("give either CORPUS files or --from-counts, not both")
     if counts_path is None and not corpus:
         raise ToktoolsError("no corpus given: name one or more files (or - for standard input), or use --from-counts")
-    if counts_path is not None and backend == "fast":
-        raise ToktoolsError("--backend fast trains from corpus files only, not from --from-counts")
+    if backend == "fast":
+        if counts_path is not None:
+            raise click.UsageError("--backend fast trains from corpus files only, not from --from-counts")
+        if json_field or errors != "strict":
+            raise click.UsageError("--backend fast reads text files only: it takes no --field or --errors")
+        if algorithm != "bpe":
+            raise click.UsageError("--backend fast trains the bpe algorithm only (not --algorithm likelihood)")
+        if check:
+            raise click.UsageError("--check compares the reference backend with tokenizers: use it with --backend reference")
+    if check and (counts_path is not None or "-" in corpus):
+        raise click.UsageError("--check needs corpus files (not --from-counts or standard input)")
+    if check and algorithm != "bpe":
+        raise click.UsageError("--check compares with tokenizers, which trains the bpe algorithm only")
+    if min_pair_frequency is not None and algorithm != "likelihood":
+        raise click.UsageError("--min-pair-frequency is for --algorithm likelihood only")
+    if template == "roberta" and not {"<s>", "</s>"} <= set(specials):
+        raise click.UsageError("--template roberta needs <s> and </s> among the --special-tokens")
 
 
-def _prepare_output(out_dir: Path, force: bool, names: Sequence[str]) -> None:
-    existing = [name for name in names if (out_dir / name).exists()]
-    if existing and not force:
-        raise ToktoolsError(f"{out_dir} already holds {', '.join(existing)}; use --force to overwrite")
+def _prepare_output(out_dir: Path, force: bool, names: Sequence[str], transformers_config: bool,
+                    inputs: Sequence[str | Path | None]) -> None:
+    """Refuse, before training, an output directory that cannot be written, holds the files
+    already (without --force) or would overwrite an input."""
+    from toktools.outputs import check_output_dir
+
+    extra = ("tokenizer_config.json", "special_tokens_map.json") if transformers_config else ()
+    check_output_dir(out_dir, [*names, *extra], force=force, inputs=inputs)
 
 
 @train.command("bytebpe")
@@ -123,15 +145,14 @@ def train_bytebpe_command(corpus: tuple[str, ...], counts_path: Path | None, out
       toktools train bytebpe wiki.txt -o my-bpe --vocab-size 8000
       zcat wiki.txt.gz | toktools train bytebpe - -o my-bpe --special-tokens "<|endoftext|>"
     """
-    _check_inputs(corpus, counts_path, backend)
-    _prepare_output(out_dir, force, (*get_trainer("bytebpe").model_files, "tokenizer.json"))
     specials = _split_list(special_tokens)
+    _check_options(corpus, counts_path, backend, json_field=json_field, errors=errors, check=check, specials=specials,
+                   template=template)
+    _prepare_output(out_dir, force, (*get_trainer("bytebpe").model_files, "tokenizer.json"), transformers_config, [*corpus, counts_path])
     if limit_alphabet is None:  # the 256 byte symbols are all kept: check before any work
         _check_vocab_size(vocab_size, len(set(specials) - set(BYTE_SYMBOLS())) + 256)
     started = time.perf_counter()
     if backend == "fast":
-        if json_field or errors != "strict":
-            raise ToktoolsError("--backend fast reads text files only (no --field or --errors)")
         from toktools import fast
 
         with _fast_training(corpus) as paths:
@@ -198,13 +219,12 @@ def train_wordpiece_command(corpus: tuple[str, ...], counts_path: Path | None, o
       toktools train wordpiece zh.txt -o zh-bert --cased --limit-alphabet 8000
       toktools train wordpiece wiki.txt -o lk-bert --algorithm likelihood --min-pair-frequency 5
     """
-    _check_inputs(corpus, counts_path, backend)
-    _prepare_output(out_dir, force, (*get_trainer("wordpiece").model_files, "tokenizer.json"))
     specials = _split_list(special_tokens)
+    _check_options(corpus, counts_path, backend, json_field=json_field, errors=errors, check=check, algorithm=algorithm,
+                   min_pair_frequency=min_pair_frequency)
+    _prepare_output(out_dir, force, (*get_trainer("wordpiece").model_files, "tokenizer.json"), transformers_config, [*corpus, counts_path])
     started = time.perf_counter()
     if backend == "fast":
-        if json_field or errors != "strict" or algorithm != "bpe":
-            raise ToktoolsError("--backend fast reads text files only (no --field or --errors) and trains the bpe algorithm")
         from toktools import fast
 
         with _fast_training(corpus) as paths:
@@ -230,8 +250,6 @@ def train_wordpiece_command(corpus: tuple[str, ...], counts_path: Path | None, o
                                                  min_pair_frequency=min_pair_frequency, workers=workers,
                                                  errors=errors, json_field=json_field,  # type: ignore[arg-type]
                                                  progress=callback)
-    if check and algorithm != "bpe":
-        raise ToktoolsError("--check compares with tokenizers, which trains the bpe algorithm only")
     _finish_training(tokenizer, out_dir, started, backend, transformers_config, vocab_size,
                      check=dict(corpus=corpus, min_frequency=min_frequency, specials=specials,
                                 options=dict(limit_alphabet=limit_alphabet, lowercase=lowercase,

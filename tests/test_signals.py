@@ -1,0 +1,188 @@
+"""Stopping toktools from outside: SIGTERM is handled like Ctrl-C, and no worker outlives it.
+
+Each test starts ``python -m toktools.cli`` as a real process (with this checkout on the path and
+a private TMPDIR), waits until it is working (its worker processes exist, or its temporary
+directory does), records the pids of its children from /proc, sends the signal to the pid it
+started, and then checks the process table for survivors. Only the processes these tests start
+are ever signalled. The corpus is generated here (a few MB), so nothing needs ``../shared``.
+"""
+from __future__ import annotations
+
+import gzip
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """About 6 MB of varied text: six 1 MB chunks, enough to keep two workers busy for seconds."""
+    rng = random.Random(7)
+    words = [("".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9)))) for _ in range(20000)]
+    lines = [" ".join(rng.choice(words) for _ in range(rng.randint(5, 25))) for _ in range(60000)]
+    path = tmp_path_factory.mktemp("signals") / "corpus.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def big_gz(corpus: Path) -> Path:
+    """The corpus five times over, gzipped: long enough that tokenizers' training is under way."""
+    path = corpus.with_name("big.txt.gz")
+    with gzip.open(path, "wb", compresslevel=1) as out:
+        for _ in range(5):
+            out.write(corpus.read_bytes())
+    return path
+
+
+@pytest.fixture(scope="module")
+def tokenizer_dir(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import toktools
+
+    directory = tmp_path_factory.mktemp("tok")
+    sample = directory / "sample.txt"
+    sample.write_bytes(corpus.read_bytes()[:200_000])
+    toktools.train_bytebpe([str(sample)], 600, workers=1).save(directory)
+    return directory
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting for its parent's wait() counts as gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+class Run:
+    """One toktools process with a private TMPDIR."""
+
+    def __init__(self, tmp_path: Path, *args: str) -> None:
+        self.tmp = tmp_path / "private-tmp"
+        self.tmp.mkdir()
+        env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TMPDIR=str(self.tmp))
+        self.process = subprocess.Popen([sys.executable, "-m", "toktools.cli", *args], stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        self.workers: list[int] = []
+
+    def wait_for(self, condition, what: str, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if self.process.poll() is not None:
+                pytest.fail(f"toktools ended before {what}: {self.process.stderr.read().decode()}")
+            if time.monotonic() > deadline:
+                self.kill()
+                pytest.fail(f"timed out waiting for {what}")
+            time.sleep(0.05)
+
+    def wait_for_workers(self, count: int) -> None:
+        def enough() -> bool:
+            self.workers = _children(self.process.pid)
+            return len(self.workers) >= count
+        self.wait_for(enough, f"{count} worker processes")
+        time.sleep(0.5)  # let them get busy
+        self.workers = _children(self.process.pid)
+
+    def stop(self, signum: int) -> tuple[int, str]:
+        self.process.send_signal(signum)
+        try:
+            _, stderr = self.process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            pytest.fail("toktools did not stop within 30 s of the signal")
+        return self.process.returncode, stderr.decode()
+
+    def survivors(self, within: float = 5.0) -> list[int]:
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            if not any(_alive(pid) for pid in self.workers):
+                return []
+            time.sleep(0.1)
+        return [pid for pid in self.workers if _alive(pid)]
+
+    def kill(self) -> None:
+        """Clean up after a failed test: only the processes this test started."""
+        for pid in [self.process.pid, *self.workers]:
+            if _alive(pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        self.process.wait(timeout=10)
+
+
+@pytest.mark.parametrize("command, signum, code, message", [
+    (["train", "bytebpe", "{corpus}", "-o", "{out}", "--workers", "2", "--no-progress"], signal.SIGTERM, 143, "toktools: terminated"),
+    (["count", "{corpus}", "--model", "wordpiece", "-o", "{out}", "--workers", "2", "--no-progress"], signal.SIGINT, 130, "toktools: interrupted"),
+    (["count", "{corpus}", "--model", "bytebpe", "-o", "{out}", "--workers", "2", "--no-progress"], signal.SIGTERM, 143, "toktools: terminated"),
+], ids=["train-sigterm", "count-sigint", "count-sigterm"])
+def test_a_signal_stops_counting_with_one_line_and_no_survivors(tmp_path, corpus, command, signum, code, message):
+    out = tmp_path / "out"
+    run = Run(tmp_path, *[a.format(corpus=corpus, out=out) for a in command])
+    run.wait_for_workers(2)
+    returncode, stderr = run.stop(signum)
+    assert (returncode, stderr.strip()) == (code, message)
+    assert run.survivors() == [], "worker processes outlived the parent"
+    assert not out.exists() and os.listdir(run.tmp) == []
+
+
+def test_workers_die_with_a_killed_parent(tmp_path, corpus):
+    """SIGKILL cannot be handled: the kernel takes the workers down with the parent."""
+    run = Run(tmp_path, "count", str(corpus), "--model", "bytebpe", "-o", str(tmp_path / "counts"), "--workers", "2")
+    run.wait_for_workers(2)
+    run.process.send_signal(signal.SIGKILL)
+    run.process.wait(timeout=30)
+    assert run.survivors(within=5.0) == [], "workers outlived a killed parent"
+
+
+def test_sigterm_during_parallel_encode_leaves_no_partial_output(tmp_path, corpus, tokenizer_dir):
+    """No ``.out.npy.XXXX.tmp`` beside the output, no BrokenPipeError from the workers."""
+    out_dir = tmp_path / "encoded"
+    out_dir.mkdir()
+    run = Run(tmp_path, "encode", "-t", str(tokenizer_dir), str(corpus), "--format", "npy", "-o", str(out_dir / "out.npy"),
+              "--workers", "2", "--batch-lines", "20000", "--no-progress")
+    run.wait_for_workers(2)
+    returncode, stderr = run.stop(signal.SIGTERM)
+    assert (returncode, stderr.strip()) == (143, "toktools: terminated")
+    assert run.survivors() == []
+    assert os.listdir(out_dir) == [] and os.listdir(run.tmp) == []
+
+
+@pytest.mark.parametrize("command, prefix", [
+    (["train", "bytebpe", "{gz}", "-o", "{out}", "--backend", "fast", "--vocab-size", "2000"], "toktools-fast-"),
+    (["parity", "bytebpe", "{gz}", "--vocab-size", "2000"], "toktools-parity-"),
+], ids=["train-fast", "parity"])
+def test_sigterm_removes_temporary_directories(tmp_path, big_gz, command, prefix):
+    """The decompressed copy for tokenizers lives in a temporary directory; SIGTERM removes it,
+    also while tokenizers (native code, deaf to Python signal handlers) is training."""
+    run = Run(tmp_path, *[a.format(gz=big_gz, out=tmp_path / "out") for a in command])
+    run.wait_for(lambda: any(name.startswith(prefix) for name in os.listdir(run.tmp)), "the temporary directory")
+    time.sleep(1.5)  # decompressed by now: tokenizers is reading or training
+    started = time.monotonic()
+    returncode, stderr = run.stop(signal.SIGTERM)
+    assert (returncode, stderr.strip()) == (143, "toktools: terminated")
+    assert time.monotonic() - started < 15
+    assert os.listdir(run.tmp) == []
+    assert not (tmp_path / "out").exists()

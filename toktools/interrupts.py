@@ -1,0 +1,89 @@
+"""SIGTERM handled like Ctrl-C: one line, the conventional exit code, no temporary files left.
+
+:func:`install` makes SIGTERM raise :class:`Terminated` (a ``KeyboardInterrupt``, so every
+``finally`` and every pool shutdown that copes with Ctrl-C copes with it too). Python runs signal
+handlers only between bytecodes, so a long call into native code (``tokenizers`` training a big
+corpus) would delay them: a watcher thread, woken through the signal wakeup fd, gives the main
+thread a grace period to unwind, then removes the registered temporary files itself and exits.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+
+#: How long the main thread may take to unwind before the watcher exits for it.
+GRACE_SECONDS = 3.0
+_exit_lock = threading.Lock()
+_installed = False
+_sockets: list[socket.socket] = []
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived: stop like Ctrl-C, but report it as termination (exit code 143)."""
+
+
+def exit_code(interrupt: KeyboardInterrupt) -> int:
+    """128 + the signal number, as shells report a process killed by that signal."""
+    return 128 + (signal.SIGTERM if isinstance(interrupt, Terminated) else signal.SIGINT)
+
+
+def message(interrupt: KeyboardInterrupt) -> str:
+    return "toktools: terminated" if isinstance(interrupt, Terminated) else "toktools: interrupted"
+
+
+def claim_exit() -> bool:
+    """True for the first caller only: the main thread and the watcher never both report."""
+    return _exit_lock.acquire(blocking=False)
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM kills at once
+    raise Terminated()
+
+
+def _watch(reader: socket.socket) -> None:
+    """Wait for a signal byte; if the main thread has not exited after the grace period (it
+    is stuck in native code), clean up and exit from here."""
+    while True:
+        try:
+            data = reader.recv(64)
+        except OSError:
+            return
+        if not data:
+            return
+        numbers = set(data)
+        if numbers & {signal.SIGTERM, signal.SIGINT}:
+            time.sleep(GRACE_SECONDS)
+            if not claim_exit():
+                return  # the main thread is already reporting and exiting
+            from toktools.outputs import remove_registered_temporaries
+
+            remove_registered_temporaries()
+            terminated = signal.SIGTERM in numbers
+            try:
+                sys.stderr.write("toktools: terminated\n" if terminated else "toktools: interrupted\n")
+                sys.stderr.flush()
+            except (OSError, ValueError):
+                pass
+            os._exit(128 + (signal.SIGTERM if terminated else signal.SIGINT))
+
+
+def install() -> None:
+    """Install the SIGTERM handler and the watcher (main thread only; idempotent)."""
+    global _installed
+    if _installed or threading.current_thread() is not threading.main_thread():
+        return
+    _installed = True
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        reader, writer = socket.socketpair()
+        writer.setblocking(False)
+        signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    except (OSError, ValueError):
+        return
+    _sockets.extend((reader, writer))  # they live as long as the process
+    threading.Thread(target=_watch, args=(reader,), name="toktools-signal-watch", daemon=True).start()

@@ -1,0 +1,221 @@
+"""Checks on loaded tokenizer files: refuse at load time, in one line, what ``tokenizers`` refuses.
+
+A wrongly typed field must not load and fail later (a ``TypeError`` at encode time, ``101 x 102``
+printed for a string id, a ``MemoryError`` for a list as long as the largest id). ``tokenizers``
+0.23.3 reads ids as ``u32`` and counts as ``usize``: it refuses string, float, boolean and
+negative ids, ids of 2**32 or more in ``tokenizer.json``, and any field of the wrong JSON type.
+(From a ``vocab.json`` it reads ids up to 2**64 - 1 but silently wraps them modulo 2**32, so two
+tokens can end up with one id: we refuse those too, saying why.)
+
+Every function here is self-contained and takes a ``source`` (a file name) for its message.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping
+
+from toktools.errors import ToktoolsError
+
+MAX_ID = 2**32 - 1  # u32, as tokenizers stores ids
+
+
+def parse_json(text: str, source: str) -> Any:
+    """``json.loads`` with one-line errors, also for absurdly deep nesting (a RecursionError)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ToktoolsError(f"{source}: not valid JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
+    except RecursionError:
+        raise ToktoolsError(f"{source}: JSON nested too deeply to be a tokenizer file") from None
+
+
+def is_id(value: object) -> bool:
+    """A valid token id: an integer (not a boolean) from 0 to 2**32 - 1."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_ID
+
+
+def _describe_id_problem(value: object) -> str:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return f"{type(value).__name__} {json.dumps(value, ensure_ascii=False)[:40]}"
+    return f"{value}" + (" (tokenizers would wrap it modulo 2**32)" if value > MAX_ID else "")
+
+
+def validate_vocab(vocab: object, source: str, field: str = "vocabulary") -> dict[str, int]:
+    """A ``token -> id`` mapping whose ids are all integers from 0 to 2**32 - 1 (several tokens
+    may share an id, as ``tokenizers`` allows). Nothing is allocated per id value."""
+    if not isinstance(vocab, dict):
+        raise ToktoolsError(f"{source}: the {field} must be a JSON object mapping tokens to ids, "
+                            f"not {type(vocab).__name__}")
+    for token, token_id in vocab.items():
+        if not isinstance(token, str):
+            raise ToktoolsError(f"{source}: {field} token {token!r} is not a string")
+        if not is_id(token_id):
+            raise ToktoolsError(f"{source}: {field} token {token!r} has id {_describe_id_problem(token_id)}; "
+                                f"ids must be integers from 0 to {MAX_ID}")
+    return vocab  # type: ignore[return-value]
+
+
+def validate_merges(merges: object, source: str) -> list[tuple[str, str]]:
+    """``tokenizer.json`` merges: ``"a b"`` strings or ``["a", "b"]`` pairs, as pairs."""
+    if not isinstance(merges, list):
+        raise ToktoolsError(f"{source}: model.merges must be a list, not {type(merges).__name__}")
+    pairs = []
+    for number, merge in enumerate(merges, start=1):
+        parts = merge.split(" ") if isinstance(merge, str) else merge
+        if not (isinstance(parts, list) and len(parts) == 2 and all(isinstance(p, str) for p in parts)):
+            raise ToktoolsError(f"{source}: merge {number} is not a pair of tokens: {json.dumps(merge, ensure_ascii=False)[:60]}")
+        pairs.append((parts[0], parts[1]))
+    return pairs
+
+
+# ---------------------------------------------------------------------------------------------
+# tokenizer.json: the type of every field we read
+# ---------------------------------------------------------------------------------------------
+
+
+def _kind(value: object) -> str:
+    return "null" if value is None else {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+                                         list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+
+
+def _fail(source: str, path: str, expected: str, value: object) -> None:
+    shown = json.dumps(value, ensure_ascii=False)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    raise ToktoolsError(f"{source}: {path} must be {expected}, got {shown}")
+
+
+def _count(source: str, path: str, value: object, optional: bool = False) -> None:
+    """``usize``: a non-negative integer."""
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        _fail(source, path, "a non-negative integer", value)
+
+
+def _u32(source: str, path: str, value: object) -> None:
+    if not is_id(value):
+        _fail(source, path, f"an integer from 0 to {MAX_ID}", value)
+
+
+def _string(source: str, path: str, value: object, optional: bool = False) -> None:
+    if not (isinstance(value, str) or (optional and value is None)):
+        _fail(source, path, "a string" + (" or null" if optional else ""), value)
+
+
+def _boolean(source: str, path: str, value: object, optional: bool = False) -> None:
+    if not (isinstance(value, bool) or (optional and value is None)):
+        _fail(source, path, "true or false" + (" or null" if optional else ""), value)
+
+
+def _choice(source: str, path: str, value: object, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        _fail(source, path, "one of " + ", ".join(choices), value)
+
+
+def _object(source: str, path: str, value: object, optional: bool = True) -> Mapping[str, Any]:
+    if value is None and optional:
+        return {}
+    if not isinstance(value, dict):
+        _fail(source, path, "an object" + (" or null" if optional else ""), value)
+    return value  # type: ignore[return-value]
+
+
+#: Fields of normalizers, pre-tokenizers, post-processors and decoders whose type we rely on.
+_PART_BOOLEANS = ("lowercase", "clean_text", "handle_chinese_chars", "add_prefix_space", "trim_offsets",
+                  "use_regex", "invert", "cleanup")
+_PART_OPTIONAL_BOOLEANS = ("strip_accents",)
+_PART_STRINGS = ("prefix", "suffix", "content", "replacement", "prepend")
+
+
+def _part(source: str, path: str, node: object) -> None:
+    """A normalizer / pre-tokenizer / post-processor / decoder node (and its ``Sequence`` items)."""
+    part = _object(source, path, node)
+    if not part:
+        return
+    _string(source, f"{path}.type", part.get("type"))
+    for key in _PART_BOOLEANS:
+        if key in part:
+            _boolean(source, f"{path}.{key}", part[key])
+    for key in _PART_OPTIONAL_BOOLEANS:
+        if key in part:
+            _boolean(source, f"{path}.{key}", part[key], optional=True)
+    for key in _PART_STRINGS:
+        if key in part:
+            _string(source, f"{path}.{key}", part[key])
+    for key in ("cls", "sep"):  # BertProcessing / RobertaProcessing: [token, id]
+        if key in part:
+            pair = part[key]
+            if not (isinstance(pair, list) and len(pair) == 2):
+                _fail(source, f"{path}.{key}", "a [token, id] pair", pair)
+            _string(source, f"{path}.{key}[0]", pair[0])
+            _u32(source, f"{path}.{key}[1]", pair[1])
+    for key in ("normalizers", "pretokenizers", "processors", "decoders"):
+        if key in part:
+            items = part[key]
+            if not isinstance(items, list):
+                _fail(source, f"{path}.{key}", "a list", items)
+            for index, item in enumerate(items):
+                _part(source, f"{path}.{key}[{index}]", item)
+
+
+def validate_tokenizer_json(document: object, source: str) -> dict[str, Any]:
+    """Check the type of every field of a parsed ``tokenizer.json`` that toktools reads, the
+    way ``tokenizers``' deserializer does; return the document unchanged."""
+    if not isinstance(document, dict):
+        raise ToktoolsError(f"{source}: a tokenizer.json holds a JSON object, not {_kind(document)}")
+    truncation = _object(source, "truncation", document.get("truncation"))
+    if truncation:
+        _count(source, "truncation.max_length", truncation.get("max_length"))
+        if "stride" in truncation:
+            _count(source, "truncation.stride", truncation["stride"])
+        if "strategy" in truncation:
+            _choice(source, "truncation.strategy", truncation["strategy"], ("LongestFirst", "OnlyFirst", "OnlySecond"))
+        if "direction" in truncation:
+            _choice(source, "truncation.direction", truncation["direction"], ("Left", "Right"))
+    padding = _object(source, "padding", document.get("padding"))
+    if padding:
+        strategy = padding.get("strategy", "BatchLongest")
+        if isinstance(strategy, dict) and set(strategy) == {"Fixed"}:
+            _count(source, "padding.strategy.Fixed", strategy["Fixed"])
+        elif strategy != "BatchLongest":
+            _fail(source, "padding.strategy", '"BatchLongest" or {"Fixed": length}', strategy)
+        if "direction" in padding:
+            _choice(source, "padding.direction", padding["direction"], ("Left", "Right"))
+        if "pad_to_multiple_of" in padding:
+            _count(source, "padding.pad_to_multiple_of", padding["pad_to_multiple_of"], optional=True)
+        for key in ("pad_id", "pad_type_id"):
+            if key in padding:
+                _u32(source, f"padding.{key}", padding[key])
+        if "pad_token" in padding:
+            _string(source, "padding.pad_token", padding["pad_token"])
+    added = document.get("added_tokens")
+    if added is not None:
+        if not isinstance(added, list):
+            _fail(source, "added_tokens", "a list", added)
+        for index, token in enumerate(added):
+            where = f"added_tokens[{index}]"
+            token = _object(source, where, token, optional=False)
+            _u32(source, f"{where}.id", token.get("id"))
+            _string(source, f"{where}.content", token.get("content"))
+            for key in ("single_word", "lstrip", "rstrip", "normalized", "special"):
+                if key in token:
+                    _boolean(source, f"{where}.{key}", token[key])
+    model = _object(source, "model", document.get("model"), optional=False)
+    _string(source, "model.type", model.get("type"), optional=True)
+    if isinstance(model.get("vocab"), dict) or model.get("type") in ("BPE", "WordPiece", "WordLevel"):
+        validate_vocab(model.get("vocab"), source, "model.vocab")
+    if "merges" in model:
+        validate_merges(model["merges"], source)
+    for key in ("unk_token", "continuing_subword_prefix", "end_of_word_suffix"):
+        if key in model:
+            _string(source, f"model.{key}", model[key], optional=True)
+    if "max_input_chars_per_word" in model:
+        _count(source, "model.max_input_chars_per_word", model["max_input_chars_per_word"])
+    for key in ("fuse_unk", "byte_fallback", "ignore_merges"):
+        if key in model:
+            _boolean(source, f"model.{key}", model[key])
+    if model.get("dropout") is not None and (isinstance(model["dropout"], bool) or not isinstance(model["dropout"], (int, float))):
+        _fail(source, "model.dropout", "a number or null", model["dropout"])
+    for key in ("normalizer", "pre_tokenizer", "post_processor", "decoder"):
+        _part(source, key, document.get(key))
+    return document
