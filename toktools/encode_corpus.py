@@ -303,7 +303,10 @@ def encode_corpus(
     if sharded and shards and start.source >= len(sources) and _complete(manifest_file):
         return _result(manifest, base, format, manifest_file, 0, kept, sources, started, 0, "none")
 
-    analysis = engines.analyse(doc)
+    if engine in ("auto", "tiktoken"):
+        analysis = engines.analyse(doc, fingerprint)
+    else:  # the tiktoken checks are not needed
+        analysis = engines.Analysis("not analysed", cuttable=engines.cuttable(doc))
     chosen = engines.make_engine(engine, doc, workers=workers, analysis=analysis)
     manifest["engine"] = chosen.name
     reader = DocumentReader(sources, document, field, cuttable=analysis.cuttable, segment_chars=segment_chars,

@@ -123,15 +123,25 @@ def _configuration_reason(doc: Mapping[str, Any]) -> str | None:
     return _specials_expressible(doc.get("added_tokens") or [])
 
 
-def analyse(document: Mapping[str, Any]) -> Analysis:
-    """Decide from the ``tokenizer.json`` document which engines give the reference's ids."""
+_analysis_cache: dict[str, Analysis] = {}
+
+
+def analyse(document: Mapping[str, Any], fingerprint: str | None = None) -> Analysis:
+    """Decide from the ``tokenizer.json`` document which engines give the reference's ids
+    (remembered per document fingerprint: the E4 check runs BPE once per token)."""
+    key = fingerprint or document_fingerprint(document)
+    if key not in _analysis_cache:
+        _analysis_cache[key] = _analyse(document)
+    return _analysis_cache[key]
+
+
+def _analyse(doc: Mapping[str, Any]) -> Analysis:
     from toktools.bytelevel import SYMBOL_TO_BYTE, symbols_to_bytes
 
-    doc = document
-    cuttable = _cuttable(doc)
+    can_cut = cuttable(doc)
     reason = _configuration_reason(doc)
     if reason is not None:
-        return Analysis(reason, cuttable=cuttable)
+        return Analysis(reason, cuttable=can_cut)
     model = doc["model"]
     added = {t["content"]: t["id"] for t in doc.get("added_tokens") or []}
     vocab: dict[str, int] = dict(model.get("vocab") or {})
@@ -139,27 +149,27 @@ def analyse(document: Mapping[str, Any]) -> Analysis:
     # E1: all 256 byte symbols are regular tokens; every key is made of byte symbols
     missing = [s for s in SYMBOL_TO_BYTE if s not in regular]
     if missing:
-        return Analysis(f"byte symbol {missing[0]!r} is not in the vocabulary (E1)", cuttable=cuttable)
+        return Analysis(f"byte symbol {missing[0]!r} is not in the vocabulary (E1)", cuttable=can_cut)
     for token in regular:
         if any(ch not in SYMBOL_TO_BYTE for ch in token):
-            return Analysis(f"token {token!r} is not made of byte symbols", cuttable=cuttable)
+            return Analysis(f"token {token!r} is not made of byte symbols", cuttable=can_cut)
     if len(set(regular.values())) != len(regular) or set(regular.values()) & set(added.values()):
-        return Analysis("two tokens share an id", cuttable=cuttable)
+        return Analysis("two tokens share an id", cuttable=can_cut)
     # E2: every merge result is a regular token, made by exactly one merge
     merges = _merges_of(model)
     seen: set[str] = set()
     for number, (a, b) in enumerate(merges, start=1):
         result = a + b
         if a not in regular or b not in regular or result not in regular:
-            return Analysis(f"merge {number} ({a} {b}) uses or makes a token outside the regular vocabulary (E2)", cuttable=cuttable)
+            return Analysis(f"merge {number} ({a} {b}) uses or makes a token outside the regular vocabulary (E2)", cuttable=can_cut)
         if result in seen:
-            return Analysis(f"two merges make {result!r} (E2)", cuttable=cuttable)
+            return Analysis(f"two merges make {result!r} (E2)", cuttable=can_cut)
         seen.add(result)
     # E4 / E4': every regular token of 2+ symbols is what BPE makes of it alone
     ignore_merges = bool(model.get("ignore_merges", False))
     failure = _self_reachability(regular, merges, ignore_merges)
     if failure is not None:
-        return Analysis(failure, cuttable=cuttable)
+        return Analysis(failure, cuttable=can_cut)
     # E3: ranks of merge results increase with merge index; otherwise remap (still exact)
     result_ids = [regular[a + b] for a, b in merges]
     rank_of: dict[str, int] = dict(regular)
@@ -173,7 +183,7 @@ def analyse(document: Mapping[str, Any]) -> Analysis:
     ranks_bytes = {symbols_to_bytes(s): r for s, r in rank_of.items()}
     pattern = GPT2_PATTERN if (doc.get("pre_tokenizer") or {}).get("use_regex", True) else ONE_PIECE_PATTERN
     plan = TiktokenPlan(ranks_bytes, added, pattern, rank_to_id)
-    return Analysis(None, plan, cuttable=cuttable)
+    return Analysis(None, plan, cuttable=can_cut)
 
 
 def _self_reachability(regular: dict[str, int], merges: list[tuple[str, str]], ignore_merges: bool) -> str | None:
@@ -194,7 +204,7 @@ def _self_reachability(regular: dict[str, int], merges: list[tuple[str, str]], i
     return None
 
 
-def _cuttable(doc: Mapping[str, Any]) -> bool:
+def cuttable(doc: Mapping[str, Any]) -> bool:
     """True when cutting a text just before a space ``' '`` that follows a non-space character
     provably gives the same ids as the uncut text (see :func:`safe_cut`).
 
