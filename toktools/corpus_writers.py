@@ -63,11 +63,13 @@ def npy_header(descr: str, length: int) -> bytes:
     return prefix + len(text).to_bytes(2, "little") + text.encode("latin-1")
 
 
-def output_files(fmt: str, base: Path) -> dict[str, Path]:
-    """The files one output (or one shard) is made of, by role."""
+def output_files(fmt: str, base: Path, suffix: str | None = None) -> dict[str, Path]:
+    """The files one output (or one shard) is made of, by role. npy/bin: ``base + suffix``
+    (the extension the user gave, ``.npy``/``.bin`` by default) and ``base.offsets + suffix``."""
     if fmt == "megatron":
         return {"bin": Path(f"{base}.bin"), "idx": Path(f"{base}.idx")}
-    return {"data": Path(f"{base}.{fmt}"), "offsets": Path(f"{base}.offsets.{fmt}")}
+    suffix = f".{fmt}" if suffix is None else suffix
+    return {"data": Path(f"{base}{suffix}"), "offsets": Path(f"{base}.offsets{suffix}")}
 
 
 def _little(data: array) -> bytes:
@@ -148,14 +150,14 @@ class DocumentWriter:
     no token is dropped); ``finish()`` writes the index, renames everything into place and
     returns the counts and checksums. ``discard()`` leaves nothing behind."""
 
-    def __init__(self, fmt: str, base: Path, dtype: str) -> None:
+    def __init__(self, fmt: str, base: Path, dtype: str, suffix: str | None = None) -> None:
         if fmt not in FORMATS:
             raise ToktoolsError(f"unknown corpus format {fmt!r}; choose one of {', '.join(FORMATS)}")
         self.fmt = fmt
         self.dtype = dtype
         self.typecode = _ARRAY_CODES[dtype]
         self.itemsize = array(self.typecode).itemsize
-        self.paths = output_files(fmt, base)
+        self.paths = output_files(fmt, base, suffix)
         self.lengths = array("q")  # tokens per finished document
         self.open_tokens = 0
         self.tokens = 0

@@ -81,14 +81,17 @@ def _special_id(tokenizer: Any, value: bool | str | None, names: Sequence[str], 
                         f"--{'append-eos' if what == 'EOS' else 'prepend-bos'}=TOKEN")
 
 
-def _bases(fmt: str, output: Path) -> Path:
-    """The output path without the format's extension (``out/train.npy`` → ``out/train``)."""
-    suffixes = {"megatron": (".bin", ".idx"), "npy": (".npy",), "bin": (".bin",)}[fmt]
+def _bases(fmt: str, output: Path) -> tuple[Path, str | None]:
+    """The output path without its extension, and the extension for npy/bin: ``out/train``
+    for a Megatron prefix (``.bin``/``.idx`` given by mistake are dropped); ``out/ids.npy`` →
+    (``out/ids``, ``.npy``): the data file is exactly the path given."""
     name = str(output)
-    for suffix in suffixes:
-        if name.endswith(suffix):
-            return Path(name[: -len(suffix)])
-    return output
+    if fmt == "megatron":
+        for suffix in (".bin", ".idx"):
+            if name.endswith(suffix):
+                return Path(name[: -len(suffix)]), None
+        return output, None
+    return Path(name[: len(name) - len(output.suffix)]), output.suffix
 
 
 def shard_base(base: Path, index: int) -> Path:
@@ -99,8 +102,10 @@ def manifest_path(base: Path) -> Path:
     return Path(f"{base}-manifest.json")
 
 
-def _shard_files(base: Path) -> list[Path]:
-    pattern = re.compile(re.escape(base.name) + r"-\d{5}(\.offsets)?\.(bin|idx|npy)$")
+def _shard_files(base: Path, suffix: str | None = None) -> list[Path]:
+    """Files that look like shards of ``base`` (of this or an earlier run)."""
+    ends = r"\.(bin|idx)" if suffix is None else re.escape(suffix)
+    pattern = re.compile(re.escape(base.name) + r"-\d{5}(\.offsets)?" + ends + "$")
     directory = base.parent if str(base.parent) else Path(".")
     return sorted(Path(p) for p in glob.glob(os.path.join(glob.escape(str(directory)), "*")) if pattern.match(Path(p).name))
 
@@ -261,13 +266,13 @@ def encode_corpus(
         raise ToktoolsError(f"{vocab_size} ids do not fit in {dtype}")
 
     # outputs: never an input; existing ones need force (or are resumed)
-    base = _bases(format, Path(output))
+    base, suffix = _bases(format, Path(output))
     sharded = shard_tokens is not None
     manifest_file = manifest_path(base) if sharded else None
-    planned = [manifest_file] if sharded else list(output_files(format, base).values())
+    planned = [manifest_file] if sharded else list(output_files(format, base, suffix).values())
     if sharded:
-        planned += list(output_files(format, shard_base(base, 0)).values())
-    for target in [*planned, *(_shard_files(base) if sharded else [])]:
+        planned += list(output_files(format, shard_base(base, 0), suffix).values())
+    for target in [*planned, *(_shard_files(base, suffix) if sharded else [])]:
         for source in sources:
             if not source.is_stdin and (_same_file(target, Path(source.path)) or target.resolve() == Path(source.path).resolve()):
                 raise ToktoolsError(f"output {target} is also an input; choose another output")
@@ -284,9 +289,9 @@ def encode_corpus(
     if sharded and not force:
         assert manifest_file is not None
         if manifest_file.exists():
-            shards, start = _resume(manifest_file, fingerprint, settings, inputs_json, base, format)
+            shards, start = _resume(manifest_file, fingerprint, settings, inputs_json, base, format, suffix)
         else:
-            existing = [p for p in [*planned, *_shard_files(base)] if p.exists()]
+            existing = [p for p in [*planned, *_shard_files(base, suffix)] if p.exists()]
             if existing:
                 raise ToktoolsError(f"{existing[0]} already exists (use --force to overwrite)")
     elif not force:
@@ -301,7 +306,7 @@ def encode_corpus(
     }
     kept = len(shards)
     if sharded and shards and start.source >= len(sources) and _complete(manifest_file):
-        return _result(manifest, base, format, manifest_file, 0, kept, sources, started, 0, "none")
+        return _result(manifest, base, suffix, format, manifest_file, 0, kept, sources, started, 0, "none")
 
     if engine in ("auto", "tiktoken"):
         analysis = engines.analyse(doc, fingerprint)
@@ -319,7 +324,7 @@ def encode_corpus(
 
     def new_writer() -> DocumentWriter:
         target = shard_base(base, len(shards)) if sharded else base
-        return DocumentWriter(format, target, dtype)
+        return DocumentWriter(format, target, dtype, suffix)
 
     def finish_shard(end: Position | None) -> None:
         nonlocal writer, written
@@ -327,7 +332,8 @@ def encode_corpus(
         info = writer.finish()
         writer = None
         written += 1
-        shards.append({"index": len(shards), "documents": info.documents, "tokens": info.tokens, "files": info.files,
+        shards.append({"index": len(shards), "documents": info.documents, "tokens": info.tokens, "engine": chosen.name,
+                       "files": info.files,
                        "next": end.as_json() if end is not None else None})
         if sharded:
             _write_manifest(manifest_file, manifest)  # type: ignore[arg-type]
@@ -383,20 +389,20 @@ def encode_corpus(
     if sharded:
         assert manifest_file is not None
         _write_manifest(manifest_file, manifest)
-        for stale in _shard_files(base):  # shards of an older, longer run (with force)
-            number = int(re.search(r"-(\d{5})(?:\.offsets)?\.\w+$", stale.name).group(1))  # type: ignore[union-attr]
+        for stale in _shard_files(base, suffix):  # shards of an older, longer run (with force)
+            number = int(re.search(r"-(\d{5})(?:\.offsets)?\.?\w*$", stale.name).group(1))  # type: ignore[union-attr]
             if number >= len(shards):
                 stale.unlink()
-    return _result(manifest, base, format, manifest_file, written, kept, sources, started, verifier.done, chosen.name)
+    return _result(manifest, base, suffix, format, manifest_file, written, kept, sources, started, verifier.done, chosen.name)
 
 
-def _result(manifest: dict[str, Any], base: Path, fmt: str, manifest_file: Path | None, written: int, kept: int,
+def _result(manifest: dict[str, Any], base: Path, suffix: str | None, fmt: str, manifest_file: Path | None, written: int, kept: int,
             sources: Sequence[Any], started: float, verified: int, engine: str) -> CorpusResult:
     shards = manifest["shards"]
     if manifest_file is not None:
-        outputs = [p for i in range(len(shards)) for p in output_files(fmt, shard_base(base, i)).values()]
+        outputs = [p for i in range(len(shards)) for p in output_files(fmt, shard_base(base, i), suffix).values()]
     else:
-        outputs = list(output_files(fmt, base).values())
+        outputs = list(output_files(fmt, base, suffix).values())
     return CorpusResult(engine, sum(s["documents"] for s in shards), sum(s["tokens"] for s in shards), outputs,
                         manifest_file, written, kept, sum(s.size() for s in sources), time.perf_counter() - started,
                         verified, manifest["settings"])
@@ -419,7 +425,7 @@ def _write_manifest(path: Path, manifest: dict[str, Any]) -> None:
 
 
 def _resume(path: Path, fingerprint: str, settings: dict[str, Any], inputs: list[dict[str, Any]], base: Path,
-            fmt: str) -> tuple[list[dict[str, Any]], Position]:
+            fmt: str, suffix: str | None) -> tuple[list[dict[str, Any]], Position]:
     """The finished shards of an earlier run that still verify, and where to go on from; a
     manifest from other settings, another tokenizer or changed inputs is refused in one line."""
     try:
@@ -441,7 +447,7 @@ def _resume(path: Path, fingerprint: str, settings: dict[str, Any], inputs: list
                             "use --force to start over or choose another output")
     kept: list[dict[str, Any]] = []
     for shard in old.get("shards", []):
-        files = output_files(fmt, shard_base(base, shard["index"]))
+        files = output_files(fmt, shard_base(base, shard["index"]), suffix)
         good = shard.get("index") == len(kept) and all(
             files[role].exists() and files[role].stat().st_size == entry["bytes"] and file_sha256(files[role]) == entry["sha256"]
             for role, entry in shard["files"].items())
