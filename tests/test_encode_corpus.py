@@ -26,6 +26,12 @@ from conftest import read_corpus_sample
 FIXTURE = Path(__file__).parent / "fixtures" / "sample.txt"
 
 
+@pytest.fixture(autouse=True)
+def no_analysis_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run the exactness checks every time instead of reading ~/.cache/toktools."""
+    monkeypatch.setenv("TOKTOOLS_CACHE_DIR", "")
+
+
 @pytest.fixture(scope="module")
 def bpe():
     """A small byte-level BPE with RoBERTa's special tokens, trained on the fixture and the

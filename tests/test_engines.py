@@ -21,6 +21,12 @@ from conftest import read_corpus_sample, ref_vocab_dir
 
 tiktoken = pytest.importorskip("tiktoken")
 
+@pytest.fixture(autouse=True)
+def no_analysis_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run the exactness checks every time instead of reading ~/.cache/toktools."""
+    monkeypatch.setenv("TOKTOOLS_CACHE_DIR", "")
+
+
 SPECIALS_TEXT = ["Hello<|endoftext|>world and <s>x</s> <mask>", "a<|endoftext|><|endoftext|>b", "<pad><unk>我们</s>"]
 
 
@@ -216,3 +222,17 @@ def test_unavailable_or_inexact_engines_explain_themselves(monkeypatch: pytest.M
         engines.make_engine("tiktoken", gpt)
     with pytest.raises(ToktoolsError, match="unknown engine"):
         engines.make_engine("fastest", gpt)
+
+
+def test_the_slow_verdicts_are_remembered_per_tokenizer_and_versions(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOKTOOLS_CACHE_DIR", str(tmp_path))
+    doc = bpe_doc([("a", "b"), ("ab", "c")])
+    monkeypatch.setattr(engines, "_analysis_cache", {})
+    assert engines.analyse(doc).tiktoken_reason is None
+    engines.make_engine("tiktoken", doc)  # runs and remembers the regex probe
+    [saved] = (tmp_path / "engine-analysis-v1").iterdir()
+    assert json.loads(saved.read_text()) == {"e4": None, "probe": None}
+    assert engines.document_fingerprint(doc) in saved.name
+    monkeypatch.setattr(engines, "_analysis_cache", {})
+    monkeypatch.setattr(engines, "_self_reachability", lambda *args: pytest.fail("E4 ran again"))
+    assert engines.analyse(doc).plan is not None  # E1-E3 and the ranks are rebuilt, E4 is read

@@ -12,11 +12,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["train_bytebpe", "train_wordpiece", "load", "ToktoolsError", "__version__"]
+__all__ = ["train_bytebpe", "train_wordpiece", "load", "encode_corpus", "ToktoolsError", "__version__"]
 
 from toktools.errors import ToktoolsError
 
 if TYPE_CHECKING:  # pragma: no cover
+    from toktools.encode_corpus import encode_corpus
     from toktools.formats import load
     from toktools.training import train_bytebpe, train_wordpiece
 
@@ -27,6 +28,10 @@ def __getattr__(name: str) -> Any:
         from toktools import training
 
         return getattr(training, name)
+    if name == "encode_corpus":
+        from toktools.encode_corpus import encode_corpus
+
+        return encode_corpus
     if name == "load":
         from toktools.formats import load
 

@@ -126,16 +126,67 @@ def _configuration_reason(doc: Mapping[str, Any]) -> str | None:
 _analysis_cache: dict[str, Analysis] = {}
 
 
+def _cache_file(fingerprint: str) -> Any:
+    """Where the verdict of E4 (one BPE run per token) and of the regex probe is kept between
+    runs: per tokenizer fingerprint and library versions (``TOKTOOLS_CACHE_DIR`` or
+    ``~/.cache/toktools``; ``TOKTOOLS_CACHE_DIR=`` (empty) turns it off)."""
+    from pathlib import Path
+
+    root = os.environ.get("TOKTOOLS_CACHE_DIR")
+    if root == "":
+        return None
+    try:
+        import tiktoken
+        import tokenizers
+
+        versions = f"{tokenizers.__version__}-{getattr(tiktoken, '__version__', '?')}"
+    except ImportError:
+        return None
+    base = Path(root) if root else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "toktools"
+    return base / "engine-analysis-v1" / f"{fingerprint}-{versions}.json"
+
+
+def _cached(fingerprint: str) -> dict[str, Any] | None:
+    path = _cache_file(fingerprint)
+    try:
+        return json.loads(path.read_text()) if path is not None and path.is_file() else None
+    except (OSError, ValueError):
+        return None
+
+
+def _remember(fingerprint: str, verdict: dict[str, Any]) -> None:
+    path = _cache_file(fingerprint)
+    if path is None:
+        return
+    verdict = {**(_cached(fingerprint) or {}), **verdict}
+    try:
+        from toktools.formats import write_files_atomically
+
+        write_files_atomically(path.parent, {path.name: json.dumps(verdict)})
+    except (OSError, ToktoolsError):
+        pass  # a cache only: a read-only home is fine
+
+
 def analyse(document: Mapping[str, Any], fingerprint: str | None = None) -> Analysis:
     """Decide from the ``tokenizer.json`` document which engines give the reference's ids
-    (remembered per document fingerprint: the E4 check runs BPE once per token)."""
+    (remembered per document fingerprint and library versions: the E4 check runs BPE once per
+    token)."""
     key = fingerprint or document_fingerprint(document)
     if key not in _analysis_cache:
-        _analysis_cache[key] = _analyse(document)
+        cached = _cached(key) or {}
+        if "e4" in cached and cached["e4"] is None:
+            _analysis_cache[key] = _analyse(document, e4=False)
+        elif cached.get("e4"):
+            _analysis_cache[key] = Analysis(cached["e4"], cuttable=cuttable(document))
+        else:
+            analysis = _analyse(document, e4=True)
+            _analysis_cache[key] = analysis
+            if analysis.tiktoken_reason is None or analysis.tiktoken_reason.endswith("(E4)") or "(E4')" in analysis.tiktoken_reason:
+                _remember(key, {"e4": analysis.tiktoken_reason})
     return _analysis_cache[key]
 
 
-def _analyse(doc: Mapping[str, Any]) -> Analysis:
+def _analyse(doc: Mapping[str, Any], e4: bool = True) -> Analysis:
     from toktools.bytelevel import SYMBOL_TO_BYTE, symbols_to_bytes
 
     can_cut = cuttable(doc)
@@ -150,9 +201,9 @@ def _analyse(doc: Mapping[str, Any]) -> Analysis:
     missing = [s for s in SYMBOL_TO_BYTE if s not in regular]
     if missing:
         return Analysis(f"byte symbol {missing[0]!r} is not in the vocabulary (E1)", cuttable=can_cut)
-    for token in regular:
-        if any(ch not in SYMBOL_TO_BYTE for ch in token):
-            return Analysis(f"token {token!r} is not made of byte symbols", cuttable=can_cut)
+    if not set("".join(regular)) <= SYMBOL_TO_BYTE.keys():
+        token = next(t for t in regular if any(ch not in SYMBOL_TO_BYTE for ch in t))
+        return Analysis(f"token {token!r} is not made of byte symbols", cuttable=can_cut)
     if len(set(regular.values())) != len(regular) or set(regular.values()) & set(added.values()):
         return Analysis("two tokens share an id", cuttable=can_cut)
     # E2: every merge result is a regular token, made by exactly one merge
@@ -167,7 +218,7 @@ def _analyse(doc: Mapping[str, Any]) -> Analysis:
         seen.add(result)
     # E4 / E4': every regular token of 2+ symbols is what BPE makes of it alone
     ignore_merges = bool(model.get("ignore_merges", False))
-    failure = _self_reachability(regular, merges, ignore_merges)
+    failure = _self_reachability(regular, merges, ignore_merges) if e4 else None
     if failure is not None:
         return Analysis(failure, cuttable=can_cut)
     # E3: ranks of merge results increase with merge index; otherwise remap (still exact)
@@ -192,15 +243,16 @@ def _self_reachability(regular: dict[str, int], merges: list[tuple[str, str]], i
     from tokenizers import models
 
     bpe = models.BPE(vocab=regular, merges=merges, ignore_merges=False)
-    for token in regular:
+    tokenize = bpe.tokenize
+    for token, token_id in regular.items():
         if len(token) < 2:
             continue
-        pieces = [t.value for t in bpe.tokenize(token)]
+        pieces = tokenize(token)
         if ignore_merges:
             if len(pieces) == 2:
                 return f"token {token!r} is split by its own merges into two tokens (E4')"
-        elif pieces != [token]:
-            return f"BPE does not rebuild token {token!r} from its bytes (gets {pieces[:4]}) (E4)"
+        elif len(pieces) != 1 or pieces[0].id != token_id:
+            return f"BPE does not rebuild token {token!r} from its bytes (gets {[t.value for t in pieces[:4]]}) (E4)"
     return None
 
 
@@ -335,7 +387,10 @@ class ReferenceEngine(Engine):
     def __init__(self, document: Mapping[str, Any], workers: int | None = None) -> None:
         from toktools.formats import from_tokenizer_json
 
-        self.tokenizer = from_tokenizer_json(corpus_document(document))
+        try:
+            self.tokenizer = from_tokenizer_json(corpus_document(document))
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise ToktoolsError(f"the reference engine cannot load this tokenizer ({err})") from None
         self.workers = workers or os.cpu_count() or 1
         self._pool: Any = None
 
@@ -381,7 +436,7 @@ def tokenizers_loads(document: Mapping[str, Any]) -> str | None:
 
 
 def make_engine(name: str, document: Mapping[str, Any], *, workers: int | None = None,
-                analysis: Analysis | None = None) -> Engine:
+                analysis: Analysis | None = None, fingerprint: str | None = None) -> Engine:
     """The engine called ``name`` (``auto`` = the fastest exact one) for this tokenizer, or a
     one-line :class:`ToktoolsError` saying why it cannot be used."""
     if name not in ENGINES:
@@ -390,7 +445,7 @@ def make_engine(name: str, document: Mapping[str, Any], *, workers: int | None =
         return ReferenceEngine(document, workers)
     if name == "tokenizers":
         return TokenizersEngine(document)
-    analysis = analysis or analyse(document)
+    analysis = analysis or analyse(document, fingerprint)
     if name == "tiktoken" or (name == "auto" and analysis.tiktoken_reason is None and tiktoken_available()):
         if not tiktoken_available():
             raise ToktoolsError("engine tiktoken is not installed (pip install 'toktools[corpus]')")
@@ -398,7 +453,7 @@ def make_engine(name: str, document: Mapping[str, Any], *, workers: int | None =
             raise ToktoolsError(f"engine tiktoken is not exact for this tokenizer: {analysis.tiktoken_reason}")
         assert analysis.plan is not None
         engine = TiktokenEngine(analysis.plan, workers)
-        mismatch = probe_tiktoken(engine, document)
+        mismatch = probe_tiktoken(engine, document, fingerprint)
         if mismatch is None:
             return engine
         if name == "tiktoken":
@@ -442,15 +497,20 @@ def probe_text(points: Sequence[int]) -> list[str]:
     return out
 
 
-def probe_tiktoken(engine: TiktokenEngine, document: Mapping[str, Any]) -> str | None:
+def probe_tiktoken(engine: TiktokenEngine, document: Mapping[str, Any], fingerprint: str | None = None) -> str | None:
     """None when tiktoken gives ``tokenizers``' ids on the probe texts, else where it differs.
     Cached per (tokenizer, tiktoken version): the spec found no differing code point for
     tiktoken 0.14.0 against tokenizers 0.23.3, and this keeps checking that on every run."""
     import tiktoken
 
-    key = (document_fingerprint(document), getattr(tiktoken, "__version__", "?"))
+    fingerprint = fingerprint or document_fingerprint(document)
+    key = (fingerprint, getattr(tiktoken, "__version__", "?"))
     if key in _probe_cache:
         return _probe_cache[key]
+    cached = _cached(fingerprint) or {}
+    if "probe" in cached:
+        _probe_cache[key] = cached["probe"]
+        return cached["probe"]
     texts = probe_text(probe_code_points())
     try:
         reference = TokenizersEngine(document).encode_batch(texts)
@@ -464,4 +524,5 @@ def probe_tiktoken(engine: TiktokenEngine, document: Mapping[str, Any]) -> str |
             result = f"tiktoken splits {text[:12]!r} differently from tokenizers (Unicode tables differ)"
             break
     _probe_cache[key] = result
+    _remember(fingerprint, {"probe": result})
     return result
