@@ -161,6 +161,8 @@ class DocumentWriter:
         self.lengths = array("q")  # tokens per finished document
         self.open_tokens = 0
         self.tokens = 0
+        self._queue: list[Sequence[int]] = []
+        self._queued = 0
         self._files: list[_AtomicFile] = []
         self.data = self._open(self.paths["bin" if fmt == "megatron" else "data"])
         if fmt == "npy":
@@ -171,13 +173,22 @@ class DocumentWriter:
         self._files.append(handle)
         return handle
 
-    def write(self, ids: Sequence[int] | Iterable[Sequence[int]], count: int | None = None, *, flat: bool = True) -> None:
-        """Append ids to the open document (``flat=False``: a list of id lists, concatenated)."""
-        data = array(self.typecode, ids if flat else chain.from_iterable(ids))  # type: ignore[arg-type]
-        if not data:
-            return
-        self.data.write(_little(data))
-        self.open_tokens += len(data)
+    def write(self, ids: Sequence[int]) -> None:
+        """Append ids to the open document. They are queued and written in large arrays: one
+        ``array(...)`` over many documents costs far less than one per document."""
+        if ids:
+            self._queue.append(ids)
+            self._queued += len(ids)
+            self.open_tokens += len(ids)
+            if self._queued >= 1 << 20:
+                self.flush()
+
+    def flush(self) -> None:
+        if self._queue:
+            data = array(self.typecode, chain.from_iterable(self._queue))
+            self.data.write(_little(data))
+            self._queue = []
+            self._queued = 0
 
     def end_document(self) -> None:
         if self.open_tokens:
@@ -192,6 +203,7 @@ class DocumentWriter:
     def finish(self) -> ShardInfo:
         try:
             self.end_document()
+            self.flush()
             hashes = {}
             if self.fmt == "megatron":
                 index = self._open(self.paths["idx"])
