@@ -339,3 +339,26 @@ def test_cli_errors_are_one_line(tmp_path: Path, args: list[str], message: str) 
     assert result.exit_code == 1
     assert result.stderr.strip().splitlines() == [f"toktools: error: {result.stderr.strip()[len('toktools: error: '):]}"]
     assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_progress_reports_bytes_of_the_total_and_tokens(tmp_path: Path, corpus: Path, bpe) -> None:
+    seen = []
+    result = encode_corpus([corpus], bpe, tmp_path / "p", engine="tokenizers", batch_bytes=8_000,
+                           progress=lambda done, total, tokens: seen.append((done, total, tokens)))
+    assert len(seen) > 3  # it moves while encoding, not only at the end
+    assert all(total == corpus.stat().st_size for _, total, _ in seen)
+    assert [done for done, _, _ in seen] == sorted(done for done, _, _ in seen)
+    assert [tokens for _, _, tokens in seen] == sorted(tokens for _, _, tokens in seen)
+    assert seen[-1][0] == corpus.stat().st_size and seen[-1][2] == result.tokens
+
+
+def test_standard_input_and_the_cli_defaults(tmp_path: Path, bpe) -> None:
+    from toktools.formats import dumps_tokenizer_json
+
+    (tmp_path / "tok.json").write_text(dumps_tokenizer_json(bpe.to_tokenizer_json()), encoding="utf-8")
+    result = CliRunner().invoke(main, ["encode", "-t", str(tmp_path / "tok.json"), "--format", "megatron", "-o",
+                                       str(tmp_path / "in"), "--verify", "0"], input="one two\n\nthree\n")
+    assert result.exit_code == 0, result.stderr
+    assert "2 documents" in result.stderr
+    eos = bpe.token_to_id("</s>")
+    assert read_megatron_documents(tmp_path / "in") == [ids(bpe, "one two") + [eos], ids(bpe, "three") + [eos]]
