@@ -23,6 +23,7 @@ settings a resumed run must match. Documents with no token of their own are drop
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import os
 import re
@@ -64,12 +65,17 @@ class CorpusResult:
     settings: dict[str, Any] = field(default_factory=dict)
 
 
-def load_document(tokenizer: Any) -> dict[str, Any]:
-    """The ``tokenizer.json`` document of a toktools tokenizer, or of a path: a
-    ``tokenizer.json`` is read as is (no model is built: engines build their own), other
-    layouts are loaded and converted."""
+def load_document(tokenizer: Any) -> tuple[dict[str, Any], str]:
+    """The ``tokenizer.json`` document of a toktools tokenizer or of a path, and its fingerprint.
+
+    A ``tokenizer.json`` file is read as is (no model is built: engines build their own) and
+    fingerprinted by the sha256 of its bytes; other layouts and tokenizer objects are converted
+    and fingerprinted by the sha256 of their canonical JSON."""
+    from toktools.engines import corpus_document, document_fingerprint
+
     if not isinstance(tokenizer, (str, Path)):
-        return tokenizer.to_tokenizer_json()
+        doc = corpus_document(tokenizer.to_tokenizer_json())
+        return doc, document_fingerprint(doc)
     from toktools.formats import load, resolve
 
     target = resolve(tokenizer)
@@ -77,13 +83,15 @@ def load_document(tokenizer: Any) -> dict[str, Any]:
     if candidate.is_file() and candidate.name.endswith(".json") and candidate.name not in ("vocab.json", "encoder.json"):
         from toktools import bpe
 
+        text = bpe.read_text_file(candidate, "tokenizer file")
         try:
-            document = json.loads(bpe.read_text_file(candidate, "tokenizer file"))
+            document = json.loads(text)
             if isinstance(document, dict) and isinstance(document.get("model"), dict):
-                return document
+                return corpus_document(document), hashlib.sha256(text.encode("utf-8")).hexdigest()
         except json.JSONDecodeError:
             pass  # load() gives the readable error
-    return load(tokenizer).to_tokenizer_json()
+    doc = corpus_document(load(tokenizer).to_tokenizer_json())
+    return doc, document_fingerprint(doc)
 
 
 def _token_ids(doc: dict[str, Any]) -> dict[str, int]:
@@ -278,7 +286,7 @@ def encode_corpus(
         raise ToktoolsError(f"unknown corpus format {format!r}; choose one of {', '.join(FORMATS)}")
     if shard_tokens is not None and shard_tokens < 1:
         raise ToktoolsError("shard_tokens must be at least 1")
-    doc = engines.corpus_document(load_document(tokenizer))
+    doc, fingerprint = load_document(tokenizer)
     sources = expand_sources([str(p) for p in inputs])
     if document == "jsonl":
         field = field or "text"
@@ -312,7 +320,6 @@ def encode_corpus(
     if not directory.is_dir():
         raise ToktoolsError(f"output directory {directory} does not exist")
 
-    fingerprint = engines.document_fingerprint(doc)
     settings = {"format": format, "document": document, "field": field, "append_eos": eos_id, "prepend_bos": bos_id,
                 "shard_tokens": shard_tokens, "dtype": dtype}
     inputs_json = _input_entries(sources)
