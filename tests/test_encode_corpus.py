@@ -362,3 +362,22 @@ def test_standard_input_and_the_cli_defaults(tmp_path: Path, bpe) -> None:
     assert "2 documents" in result.stderr
     eos = bpe.token_to_id("</s>")
     assert read_megatron_documents(tmp_path / "in") == [ids(bpe, "one two") + [eos], ids(bpe, "three") + [eos]]
+
+
+@pytest.mark.parametrize("mode", ["line", "blank-line", "file"])
+def test_lines_longer_than_a_read_block_are_streamed(tmp_path: Path, bpe, monkeypatch, mode: str) -> None:
+    """Read blocks of 4 KB so that one line spans many blocks (and UTF-8 characters are cut
+    between blocks): the documents and their ids are those of the whole text."""
+    from toktools import corpus_documents
+
+    monkeypatch.setattr(corpus_documents, "READ_BYTES", 4096)
+    rng = random.Random(mode)
+    long_line = " ".join(rng.choice(["我们的", "héllo", "world,", "x'll", "\t", "12"]) for _ in range(9_000))
+    text = f"intro\n{long_line}\nafter\n\nlast"
+    source = tmp_path / "long.txt"
+    source.write_text(text, encoding="utf-8")
+    encode_corpus([source], bpe, tmp_path / "o", document=mode, engine="tokenizers", segment_chars=3_000, append_eos=False)
+    documents = {"line": ["intro", long_line, "after", "last"], "blank-line": [f"intro\n{long_line}\nafter", "last"],
+                 "file": [text]}[mode]
+    engine = engines.make_engine("tokenizers", bpe.to_tokenizer_json())
+    assert read_megatron_documents(tmp_path / "o") == engine.encode_batch(documents)
