@@ -374,8 +374,16 @@ def _reference_init(tokenizer: Any) -> None:
     _reference_worker = tokenizer
 
 
-def _reference_encode(texts: Sequence[str]) -> IdBatch:
-    return [e.ids for e in _reference_worker.encode_batch(list(texts), add_special_tokens=False, workers=1)]
+def _reference_encode(texts: Sequence[str]) -> tuple[bytes, bytes]:
+    """Ids of a chunk, packed as two int64 arrays (all ids, lengths): pickling millions of
+    small ints would cost more than a large share of the encoding."""
+    from array import array
+
+    flat, lengths = array("q"), array("q")
+    for encoding in _reference_worker.encode_batch(list(texts), add_special_tokens=False, workers=1):
+        flat.extend(encoding.ids)
+        lengths.append(len(encoding.ids))
+    return flat.tobytes(), lengths.tobytes()
 
 
 class ReferenceEngine(Engine):
@@ -407,9 +415,15 @@ class ReferenceEngine(Engine):
             return [e.ids for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False, workers=1)]
         size = max(1, -(-len(texts) // (self.workers * 4)))
         chunks = [texts[i : i + size] for i in range(0, len(texts), size)]
+        from array import array
+
         out: IdBatch = []
-        for part in self._get_pool().map(_reference_encode, chunks):
-            out.extend(part)
+        for flat_bytes, length_bytes in self._get_pool().map(_reference_encode, chunks):
+            flat = array("q", flat_bytes).tolist()
+            start = 0
+            for length in array("q", length_bytes):
+                out.append(flat[start : start + length])
+                start += length
         return out
 
     def close(self) -> None:
