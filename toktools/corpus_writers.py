@@ -33,7 +33,7 @@ from array import array
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-from typing import Any, BinaryIO, Iterable, Sequence
+from typing import Any, BinaryIO, Sequence
 
 from toktools.errors import ToktoolsError
 

@@ -34,11 +34,11 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from toktools.corpus_documents import MAX_DOCUMENT_BYTES, SEGMENT_CHARS, DocumentReader, Position, Segment
-from toktools.corpus_writers import FORMATS, DocumentWriter, ShardInfo, file_sha256, flat_dtype, megatron_dtype, output_files
+from toktools.corpus_writers import FORMATS, DocumentWriter, file_sha256, flat_dtype, megatron_dtype, output_files
 from toktools.errors import ToktoolsError
 
 DEFAULT_VERIFY = 16
-BATCH_BYTES = 4 << 20
+BATCH_BYTES = 1 << 20  # characters per batch: two batches are in flight; 1M Chinese characters already make ~1M tokens
 VERIFY_MAX_CHARS = 1 << 18
 MANIFEST_FORMAT = "toktools-corpus-manifest"
 #: (bytes of input read, total bytes or 0 if unknown, tokens written)
