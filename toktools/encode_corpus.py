@@ -40,6 +40,7 @@ from toktools.errors import ToktoolsError
 DEFAULT_VERIFY = 16
 BATCH_BYTES = 1 << 20  # characters per batch: two batches are in flight; 1M Chinese characters already make ~1M tokens
 VERIFY_MAX_CHARS = 1 << 18
+VERIFY_PREFERRED_CHARS = 4096
 MANIFEST_FORMAT = "toktools-corpus-manifest"
 #: (bytes of input read, total bytes or 0 if unknown, tokens written)
 CorpusProgress = Callable[[int, int, int], None]
@@ -209,11 +210,13 @@ class _Verifier:
             return
         picks: list[int] = []
         step = max(1, len(batch) // wanted)
-        for start in range(0, len(batch), step):
-            for index in range(start, min(len(batch), start + step)):
-                if len(batch[index].text) <= VERIFY_MAX_CHARS and index not in picks:
-                    picks.append(index)
-                    break
+        for start in range(0, len(batch), step):  # one document per window of the batch
+            window = range(start, min(len(batch), start + step))
+            # the reference is slow: prefer a document of ordinary length (64-4096 characters)
+            ordinary = [i for i in window if 64 <= len(batch[i].text) <= VERIFY_PREFERRED_CHARS]
+            index = ordinary[0] if ordinary else min(window, key=lambda i: len(batch[i].text))
+            if len(batch[index].text) <= VERIFY_MAX_CHARS:
+                picks.append(index)
             if len(picks) >= wanted:
                 break
         if not picks:
