@@ -23,14 +23,22 @@ _LAZY = {
     "train_bytebpe": "toktools.training",
     "train_wordpiece": "toktools.training",
     "shipped_names": "toktools.shipped",
-    # issue 7: the parts-based Tokenizer and the preset constructors go here, as name -> module
+    "Tokenizer": "toktools.tokenizer",
+    "byte_level_bpe": "toktools.presets",
+    "bert_wordpiece": "toktools.presets",
+    "encode_corpus": "toktools.encode_corpus",
+    "make_pretraining_data": "toktools.pretrain",
 }
 
 __all__ = ["ToktoolsError", "__version__", *_LAZY]
 
 if TYPE_CHECKING:  # pragma: no cover
     from toktools.formats import load
+    from toktools.encode_corpus import encode_corpus
+    from toktools.presets import bert_wordpiece, byte_level_bpe
+    from toktools.pretrain import make_pretraining_data
     from toktools.shipped import shipped_names
+    from toktools.tokenizer import Tokenizer
     from toktools.training import train_bytebpe, train_wordpiece
 
 

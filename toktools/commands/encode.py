@@ -3,33 +3,57 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any, Iterator
 
 import click
 
 from toktools.errors import ToktoolsError
-from toktools.commands._shared import _cap_workers, _input_lines, _output, _progress
+from toktools.commands._shared import _cap_workers, _input_lines, _output
+
+
+TEXT_FORMATS = ("ids", "tokens", "jsonl")
+CORPUS_FORMATS = ("megatron", "npy", "bin")
 
 
 @click.command()
 @click.option("-t", "--tokenizer", "tokenizer_path", required=True, help="Tokenizer directory or file (tokenizer.json, vocab.json + merges.txt, vocab.txt), or a shipped vocabulary name.")
 @click.argument("files", nargs=-1)
-@click.option("--format", "output_format", type=click.Choice(["ids", "tokens", "jsonl", "npy", "bin"]), default="ids", show_default=True,
-              help="ids/tokens: one line per input line; jsonl: ids, tokens, offsets per line; npy/bin: all ids as one array (needs -o).")
-@click.option("-o", "--output", "out_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write here instead of stdout (written atomically).")
-@click.option("--dtype", type=click.Choice(["auto", "uint16", "uint32"]), default="auto", show_default=True, help="npy/bin: integer type (auto: uint16 if every id fits).")
-@click.option("--pair", is_flag=True, help="Each input line is two sequences separated by a TAB.")
-@click.option("--add-special-tokens/--no-add-special-tokens", default=True, show_default=True, help="Add the template's special tokens ([CLS]/[SEP], <s>/</s>) if the tokenizer has one.")
-@click.option("--max-length", type=click.IntRange(min=1), default=None, help="Truncate every encoding to this many tokens (special tokens included).")
-@click.option("--workers", type=click.IntRange(min=1), default=None, callback=_cap_workers, help="Processes that encode (default: all cores for big inputs). Output is identical for any value.")
-@click.option("--batch-lines", type=click.IntRange(min=1), default=20000, show_default=True, help="Lines read and encoded at a time (memory stays flat on huge files).")
+@click.option("--format", "output_format", type=click.Choice([*TEXT_FORMATS, *CORPUS_FORMATS]), default="ids", show_default=True,
+              help="ids/tokens: one line per input line; jsonl: ids, tokens, offsets per line; "
+                   "megatron: PREFIX.bin + PREFIX.idx (Megatron-LM indexed dataset); npy/bin: all ids as one array "
+                   "plus NAME.offsets.npy/.bin (document starts). megatron/npy/bin need -o.")
+@click.option("-o", "--output", "out_path", type=click.Path(path_type=Path), default=None, help="Write here instead of stdout (written atomically). For megatron, a prefix.")
+@click.option("--engine", type=click.Choice(["auto", "reference", "tokenizers", "tiktoken"]), default="auto", show_default=True,
+              help="megatron/npy/bin: who encodes. auto = the fastest engine proven to give the reference's ids for this tokenizer.")
+@click.option("--document", "document_mode", type=click.Choice(["line", "blank-line", "file", "jsonl"]), default="line", show_default=True,
+              help="megatron/npy/bin: what one document is (jsonl: one record's --field).")
+@click.option("--field", default=None, help="--document jsonl: the text field (default: text).")
+@click.option("--append-eos", "append_eos", is_flag=False, flag_value="", default=None, metavar="[=TOKEN]",
+              help="End every document with EOS (default for megatron: the tokenizer's EOS or SEP), or with TOKEN.")
+@click.option("--no-append-eos", "no_append_eos", is_flag=True, help="Do not end documents with EOS (megatron).")
+@click.option("--prepend-bos", "prepend_bos", is_flag=False, flag_value="", default=None, metavar="[=TOKEN]",
+              help="Start every document with BOS (the tokenizer's BOS or CLS), or with TOKEN.")
+@click.option("--shard-tokens", type=click.IntRange(min=1), default=None, help="Start a new shard PREFIX-00000… after this many tokens; writes PREFIX-manifest.json and resumes an interrupted run.")
+@click.option("--verify", type=click.IntRange(min=0), default=16, show_default=True, help="Re-encode this many documents spread over the input with the reference engine; stop at the first difference (0: off).")
+@click.option("--force", is_flag=True, help="Overwrite existing outputs (and start a sharded run over).")
+@click.option("--dtype", type=click.Choice(["auto", "uint16", "uint32", "int32"]), default="auto", show_default=True, help="megatron/npy/bin: integer type (auto: uint16 if every id fits).")
+@click.option("--max-document-mb", type=click.IntRange(min=1), default=64, show_default=True, help="A document longer than this that cannot be cut safely is refused.")
+@click.option("--pair", is_flag=True, help="ids/tokens/jsonl: each input line is two sequences separated by a TAB.")
+@click.option("--add-special-tokens/--no-add-special-tokens", default=True, show_default=True, help="ids/tokens/jsonl: add the template's special tokens ([CLS]/[SEP], <s>/</s>) if the tokenizer has one.")
+@click.option("--max-length", type=click.IntRange(min=1), default=None, help="ids/tokens/jsonl: truncate every encoding to this many tokens (special tokens included).")
+@click.option("--workers", type=click.IntRange(min=1), default=None, callback=_cap_workers, help="Processes or threads that encode (default: all cores). Output is identical for any value.")
+@click.option("--batch-lines", type=click.IntRange(min=1), default=20000, show_default=True, help="ids/tokens/jsonl: lines read and encoded at a time (memory stays flat on huge files).")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr when writing to a file.")
-@click.option("--force", is_flag=True, help="Overwrite an existing output file (-o).")
-def encode(tokenizer_path: str, files: tuple[str, ...], output_format: str, out_path: Path | None, dtype: str, pair: bool,
-           add_special_tokens: bool, max_length: int | None, workers: int | None, batch_lines: int, progress: bool,
-           force: bool) -> None:
-    """Tokenize text: one output line per input line, or one id array for training pipelines.
+@click.option("--json", "as_json", is_flag=True, help="megatron/npy/bin: print a JSON summary on stdout.")
+def encode(tokenizer_path: str, files: tuple[str, ...], output_format: str, out_path: Path | None, engine: str, document_mode: str,
+           field: str | None, append_eos: str | None, no_append_eos: bool, prepend_bos: str | None, shard_tokens: int | None,
+           verify: int, force: bool, dtype: str, max_document_mb: int, pair: bool, add_special_tokens: bool,
+           max_length: int | None, workers: int | None, batch_lines: int, progress: bool, as_json: bool) -> None:
+    """Tokenize text: one output line per input line, or training data (Megatron, npy, bin).
 
-    FILES default to standard input (or give -). Lines are encoded without their newline.
+    FILES default to standard input (or give -); .gz/.xz/.bz2 are read transparently.
+    For training data, documents get no template ([CLS]…): plain ids, with --append-eos /
+    --prepend-bos; documents with no token are dropped.
 
     \b
     Examples:
@@ -37,53 +61,109 @@ def encode(tokenizer_path: str, files: tuple[str, ...], output_format: str, out_
       toktools encode -t my-bert --format tokens notes.txt
       toktools encode -t my-bert --pair --max-length 128 --format jsonl pairs.tsv
       toktools encode -t bytebpe-50k --format npy -o train.npy corpus.txt
+      toktools encode -t gpt2/ --format megatron -o out/web --document jsonl --field text \\
+          --shard-tokens 100000000 'data/*.jsonl.gz'
     """
+    if output_format in CORPUS_FORMATS:
+        if out_path is None:
+            raise click.UsageError(f"--format {output_format} writes binary data: give an output file with -o")
+        if pair or max_length is not None:
+            raise click.UsageError(f"--pair and --max-length are for ids/tokens/jsonl; --format {output_format} writes whole documents")
+        _encode_corpus(tokenizer_path, files, output_format, out_path, engine, document_mode, field, append_eos, no_append_eos,
+                       prepend_bos, shard_tokens, verify, force, dtype, max_document_mb, workers, progress, as_json)
+        return
+    for name, value in (("--engine", engine != "auto"), ("--document", document_mode != "line"), ("--field", field),
+                        ("--append-eos", append_eos is not None), ("--prepend-bos", prepend_bos is not None),
+                        ("--shard-tokens", shard_tokens), ("--dtype", dtype != "auto")):
+        if value:
+            raise click.UsageError(f"{name} is for --format megatron, npy or bin")
+    _encode_lines(tokenizer_path, files, output_format, out_path, pair, add_special_tokens, max_length, workers, batch_lines, force)
+
+
+def _encode_corpus(tokenizer_path: str, files: tuple[str, ...], output_format: str, out_path: Path, engine: str, document_mode: str,
+                   field: str | None, append_eos: str | None, no_append_eos: bool, prepend_bos: str | None,
+                   shard_tokens: int | None, verify: int, force: bool, dtype: str, max_document_mb: int, workers: int | None,
+                   progress: bool, as_json: bool) -> None:
+    """megatron/npy/bin: an adapter over :func:`toktools.encode_corpus`."""
+    import json
+
+    from toktools.encode_corpus import encode_corpus
+
+    if no_append_eos and append_eos is not None:
+        raise ToktoolsError("--append-eos and --no-append-eos contradict each other")
+    eos: bool | str | None = False if no_append_eos else (None if append_eos is None else (append_eos or True))
+    bos: bool | str = False if prepend_bos is None else (prepend_bos or True)
+    with _corpus_progress(progress) as callback:
+        result = encode_corpus(list(files) or ["-"], tokenizer_path, out_path, format=output_format, engine=engine,
+                               document=document_mode, field=field, append_eos=eos, prepend_bos=bos, shard_tokens=shard_tokens,
+                               workers=workers, verify=verify, progress=callback, force=force, dtype=dtype,
+                               max_document_bytes=max_document_mb << 20)
+    summary = {"engine": result.engine, "documents": result.documents, "tokens": result.tokens,
+               "shards_written": result.shards_written, "shards_kept": result.shards_kept, "verified": result.verified,
+               "input_bytes": result.input_bytes, "seconds": round(result.seconds, 3),
+               "outputs": [str(p) for p in result.outputs], "manifest": str(result.manifest) if result.manifest else None}
+    if as_json:
+        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    else:
+        kept = f" ({result.shards_kept} kept from an earlier run)" if result.shards_kept else ""
+        speed = result.input_bytes / result.seconds / 1e6 if result.seconds else 0.0
+        sys.stderr.write(f"{result.documents:,} documents, {result.tokens:,} tokens in {len(result.outputs) // 2} "
+                         f"file pair(s){kept}; engine {result.engine}, {result.verified} verified, {speed:.1f} MB/s\n")
+
+
+def _corpus_progress(enabled: bool) -> Any:
+    """Bytes read of the total, MB/s, tokens written and ETA on stderr (a terminal only)."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def bar() -> Iterator[Any]:
+        if not enabled or not sys.stderr.isatty():
+            yield None
+            return
+        from rich.console import Console
+        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+
+        with Progress(TextColumn("[bold]encoding"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                      TextColumn("{task.fields[tokens]} tokens"), TimeRemainingColumn(), console=Console(stderr=True)) as progress:
+            task = progress.add_task("encode", total=None, tokens="0")
+
+            def update(done: int, total: int, tokens: int) -> None:
+                progress.update(task, completed=done, total=total or None, tokens=f"{tokens:,}")
+            yield update
+
+    return bar()
+
+
+def _encode_lines(tokenizer_path: str, files: tuple[str, ...], output_format: str, out_path: Path | None, pair: bool,
+                  add_special_tokens: bool, max_length: int | None, workers: int | None, batch_lines: int, force: bool) -> None:
+    """ids/tokens/jsonl: one output line per input line, with the reference tokenizer."""
     import json
 
     from toktools.corpus import batched
-    from toktools.encoder_output import IdArrayWriter, choose_dtype
     from toktools.formats import load, resolve
     from toktools.outputs import check_output_file, input_files
 
-    if output_format in ("npy", "bin") and out_path is None:
-        raise click.UsageError(f"--format {output_format} writes binary data: give an output file with -o")
+    names = files or ("-",)
     if out_path is not None:  # before any work: never over an input, never an existing file without --force
-        check_output_file(out_path, force=force, inputs=[*files, *input_files(resolve(tokenizer_path))])
+        check_output_file(out_path, force=force, inputs=[*names, *input_files(resolve(tokenizer_path))])
     tokenizer = load(tokenizer_path)
     if max_length is not None:
         tokenizer.enable_truncation(max_length)
-    id_space = max(tokenizer.get_vocab().values(), default=-1) + 1  # ids may be sparse: the largest decides
-    dtype_name = choose_dtype(id_space) if dtype == "auto" else dtype
-    if dtype_name == "uint16" and id_space > 65536:
-        raise ToktoolsError(f"ids up to {id_space - 1} do not fit in uint16; use --dtype uint32")
-    names = files or ("-",)
-    total = sum(Path(n).stat().st_size for n in names if n != "-" and Path(n).is_file())
-    with _output(out_path, binary=output_format in ("npy", "bin")) as out, _progress(progress and out_path is not None) as callback:
-        writer = IdArrayWriter(out, dtype_name, npy=output_format == "npy") if output_format in ("npy", "bin") else None
-        done = 0
+    with _output(out_path) as out:
         for batch in batched(_input_lines(names), batch_lines):
             inputs = [_as_pair(line) for line in batch] if pair else batch
             encodings = tokenizer.encode_batch(inputs, add_special_tokens=add_special_tokens, workers=workers)
-            if writer is not None:
-                for encoding in encodings:
-                    writer.write(encoding.ids)
-            else:
-                chunk = []
-                for encoding in encodings:
-                    if output_format == "ids":
-                        chunk.append(" ".join(map(str, encoding.ids)))
-                    elif output_format == "tokens":
-                        chunk.append(" ".join(encoding.tokens))
-                    else:
-                        chunk.append(json.dumps({"ids": encoding.ids, "tokens": encoding.tokens,
-                                                 "offsets": encoding.offsets, "type_ids": encoding.type_ids},
-                                                ensure_ascii=False, separators=(",", ":")))
-                out.write("\n".join(chunk) + "\n")
-            done += sum(len(line.encode("utf-8")) + 1 for line in batch)
-            if callback is not None and total:
-                callback("encode", min(done, total), total)
-        if writer is not None:
-            writer.close()
+            chunk = []
+            for encoding in encodings:
+                if output_format == "ids":
+                    chunk.append(" ".join(map(str, encoding.ids)))
+                elif output_format == "tokens":
+                    chunk.append(" ".join(encoding.tokens))
+                else:
+                    chunk.append(json.dumps({"ids": encoding.ids, "tokens": encoding.tokens,
+                                             "offsets": encoding.offsets, "type_ids": encoding.type_ids},
+                                            ensure_ascii=False, separators=(",", ":")))
+            out.write("\n".join(chunk) + "\n")
 
 
 def _as_pair(line: str) -> tuple[str, str]:

@@ -1,0 +1,383 @@
+"""``toktools.encode_corpus`` / ``toktools encode --format megatron|npy|bin``: documents, EOS/BOS,
+shards with a manifest, resuming, refusals, worker-count and engine identity, long documents
+cut only where it is provably safe, and failures that leave nothing half-written."""
+from __future__ import annotations
+
+import errno
+import gzip
+import hashlib
+import json
+import random
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import toktools
+from toktools import corpus_writers, engines
+from toktools.cli import main
+from toktools.corpus_documents import safe_cut
+from toktools.corpus_writers import read_megatron_documents
+from toktools.encode_corpus import encode_corpus
+from toktools.errors import ToktoolsError
+
+from conftest import read_corpus_sample
+
+FIXTURE = Path(__file__).parent / "fixtures" / "sample.txt"
+
+
+@pytest.fixture(autouse=True)
+def no_analysis_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run the exactness checks every time instead of reading ~/.cache/toktools."""
+    monkeypatch.setenv("TOKTOOLS_CACHE_DIR", "")
+
+
+@pytest.fixture(scope="module")
+def bpe():
+    """A small byte-level BPE with RoBERTa's special tokens, trained on the fixture and the
+    samples (a 50K vocabulary would only make every run slower to set up)."""
+    from toktools import fast
+    from toktools.formats import from_tokenizer_json
+
+    text = FIXTURE.read_text(encoding="utf-8") + read_corpus_sample("mixed_sample.txt", 30_000) + read_corpus_sample("zh_novels.txt", 10_000)
+    trained = fast.train_bytebpe(texts=text.splitlines(), vocab_size=1200, min_frequency=2,
+                                 special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    return from_tokenizer_json(json.loads(trained.to_str()))
+
+
+@pytest.fixture(scope="module")
+def bert():
+    return toktools.load("wordpiece-30k")
+
+
+def ids(tokenizer, text: str) -> list[int]:
+    return tokenizer.encode(text, add_special_tokens=False).ids
+
+
+def shard_docs(prefix: Path) -> list[list[int]]:
+    out = []
+    for idx in sorted(prefix.parent.glob(prefix.name + "-*.idx")):
+        out.extend(read_megatron_documents(str(idx)[: -len(".idx")]))
+    return out
+
+
+def digest(paths) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(paths)}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """English and Chinese lines, with blank lines and a special token, ~60 KB."""
+    text = read_corpus_sample("mixed_sample.txt", 40_000) + read_corpus_sample("zh_novels.txt", 20_000)
+    lines = text.splitlines()
+    lines[5] = "before <|endoftext|> after </s> tail"
+    path = tmp_path_factory.mktemp("corpus") / "mixed.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# Documents
+# ---------------------------------------------------------------------------------------------
+
+
+def test_documents_per_mode_with_eos_and_bos(tmp_path: Path, bpe) -> None:
+    text = "First line.\nSecond line\n\n\nThird, after blanks.\n   \nlast 我们"
+    source = tmp_path / "in.txt"
+    source.write_text(text, encoding="utf-8")
+    eos, bos = bpe.token_to_id("</s>"), bpe.token_to_id("<s>")
+    expected = {
+        "line": ["First line.", "Second line", "Third, after blanks.", "   ", "last 我们"],
+        "blank-line": ["First line.\nSecond line", "Third, after blanks.", "last 我们"],
+        "file": [text],
+    }
+    for mode, documents in expected.items():
+        out = tmp_path / mode
+        encode_corpus([source], bpe, out, document=mode, engine="reference", workers=1, prepend_bos=True)
+        assert read_megatron_documents(out) == [[bos] + ids(bpe, d) + [eos] for d in documents], mode
+
+
+def test_jsonl_field_and_a_record_without_it(tmp_path: Path, bpe) -> None:
+    source = tmp_path / "in.jsonl.gz"
+    records = [{"text": "one document", "id": 1}, {"text": "two\nlines"}, {}]
+    with gzip.open(source, "wt", encoding="utf-8") as out:
+        out.write("\n".join(json.dumps(r) for r in records[:2]) + "\n\n")
+    encode_corpus([source], bpe, tmp_path / "j", document="jsonl", engine="tokenizers", append_eos=False)
+    assert read_megatron_documents(tmp_path / "j") == [ids(bpe, "one document"), ids(bpe, "two\nlines")]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(records[0]) + "\n" + json.dumps({"body": "x"}) + "\n", encoding="utf-8")
+    with pytest.raises(ToktoolsError, match=r"bad\.jsonl, line 2: no 'text' field"):
+        encode_corpus([bad], bpe, tmp_path / "k", document="jsonl")
+    assert not list(tmp_path.glob("k*"))  # nothing half-written
+
+
+def test_npy_and_bin_hold_plain_ids_and_document_offsets(tmp_path: Path, bert) -> None:
+    np = pytest.importorskip("numpy")
+    lines = [line for line in FIXTURE.read_text(encoding="utf-8").splitlines()]
+    documents = [ids(bert, line) for line in lines if ids(bert, line)]
+    encode_corpus([FIXTURE], bert, tmp_path / "t.npy", format="npy", engine="tokenizers")
+    encode_corpus([FIXTURE], bert, tmp_path / "t.bin", format="bin", engine="reference", dtype="uint32", workers=1)
+    flat = [i for d in documents for i in d]
+    assert np.load(tmp_path / "t.npy").tolist() == flat  # no [CLS]/[SEP]: plain ids
+    offsets = np.load(tmp_path / "t.offsets.npy").tolist()
+    assert offsets == [sum(len(d) for d in documents[:k]) for k in range(len(documents) + 1)]
+    assert np.fromfile(tmp_path / "t.bin", dtype="<u4").tolist() == flat
+    assert np.fromfile(tmp_path / "t.offsets.bin", dtype="<i8").tolist() == offsets
+
+
+# ---------------------------------------------------------------------------------------------
+# Same bytes for every engine and worker count
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.shared
+def test_output_is_identical_for_every_engine_and_worker_count(tmp_path: Path, corpus: Path, bpe) -> None:
+    runs = {}
+    for engine, workers in (("reference", 1), ("reference", 2), ("tokenizers", None), ("tiktoken", 1), ("tiktoken", 2)):
+        if engine == "tiktoken" and not engines.tiktoken_available():
+            continue
+        out = tmp_path / f"{engine}{workers}"
+        result = encode_corpus([corpus], bpe, out, engine=engine, workers=workers, shard_tokens=5000, batch_bytes=7000)
+        assert result.engine == engine
+        runs[(engine, workers)] = list(digest(out.parent.glob(out.name + "-0*")).values())
+    assert len(set(map(tuple, runs.values()))) == 1
+    expected = [ids(bpe, line) + [bpe.token_to_id("</s>")] for line in corpus.read_text(encoding="utf-8").splitlines() if ids(bpe, line)]
+    assert shard_docs(tmp_path / "reference1") == expected
+
+
+# ---------------------------------------------------------------------------------------------
+# Shards, manifest, resume, refusals
+# ---------------------------------------------------------------------------------------------
+
+
+def test_manifest_describes_every_shard(tmp_path: Path, corpus: Path, bpe) -> None:
+    result = encode_corpus([corpus], bpe, tmp_path / "s", engine="tokenizers", shard_tokens=6000)
+    manifest = json.loads((tmp_path / "s-manifest.json").read_text())
+    assert manifest["complete"] and manifest["engine"] == "tokenizers"
+    assert manifest["tokenizer"]["sha256"] == engines.document_fingerprint(engines.corpus_document(bpe.to_tokenizer_json()))
+    assert manifest["settings"]["append_eos"] == bpe.token_to_id("</s>") and manifest["settings"]["shard_tokens"] == 6000
+    assert manifest["inputs"] == [{"path": str(corpus), "size": corpus.stat().st_size,
+                                   "sha256": hashlib.sha256(corpus.read_bytes()).hexdigest()}]
+    assert len(manifest["shards"]) == result.shards_written > 2
+    for shard in manifest["shards"]:
+        docs = read_megatron_documents(tmp_path / f"s-{shard['index']:05d}")
+        assert shard["documents"] == len(docs) and shard["tokens"] == sum(map(len, docs))
+        assert shard["tokens"] >= 6000 or shard is manifest["shards"][-1]
+        for entry in shard["files"].values():
+            assert hashlib.sha256((tmp_path / entry["name"]).read_bytes()).hexdigest() == entry["sha256"]
+    assert manifest["tokens"] == result.tokens == sum(s["tokens"] for s in manifest["shards"])
+
+
+def test_rerun_resumes_missing_shards_and_refuses_other_settings(tmp_path: Path, corpus: Path, bpe) -> None:
+    out = tmp_path / "r"
+    first = encode_corpus([corpus], bpe, out, engine="tokenizers", shard_tokens=6000)
+    before = digest(tmp_path.glob("r-0*"))
+    # nothing to do: every shard verifies
+    again = encode_corpus([corpus], bpe, out, engine="tiktoken" if engines.tiktoken_available() else "reference", shard_tokens=6000)
+    assert (again.shards_written, again.shards_kept) == (0, first.shards_written)
+    # an interrupted run: shard 2 corrupt, later shards gone, manifest not complete
+    manifest = json.loads((tmp_path / "r-manifest.json").read_text())
+    manifest["complete"] = False
+    (tmp_path / "r-manifest.json").write_text(json.dumps(manifest))
+    (tmp_path / "r-00002.bin").write_bytes(b"\x00\x01")
+    for path in tmp_path.glob("r-0000[3-9].*"):
+        path.unlink()
+    resumed = encode_corpus([corpus], bpe, out, engine="reference", workers=2, shard_tokens=6000)
+    assert resumed.shards_kept == 2 and resumed.shards_written == first.shards_written - 2
+    assert digest(tmp_path.glob("r-0*")) == before
+    with pytest.raises(ToktoolsError, match=r"other settings \(shard_tokens: 6000, now 7000\)"):
+        encode_corpus([corpus], bpe, out, shard_tokens=7000)
+    with pytest.raises(ToktoolsError, match=r"other settings \(document: 'line', now 'blank-line'\)"):
+        encode_corpus([corpus], bpe, out, shard_tokens=6000, document="blank-line")
+    assert digest(tmp_path.glob("r-0*")) == before  # refusals touch nothing
+    smaller = encode_corpus([corpus], bpe, out, shard_tokens=20000, force=True, engine="tokenizers")
+    assert sorted(p.name for p in tmp_path.glob("r-0*")) == [f"r-{i:05d}.{ext}" for i in range(smaller.shards_written) for ext in ("bin", "idx")]
+
+
+def test_existing_output_needs_force_and_output_cannot_be_an_input(tmp_path: Path, bpe) -> None:
+    source = tmp_path / "in.txt"
+    source.write_text("hello world\n", encoding="utf-8")
+    (tmp_path / "o.bin").write_bytes(b"old")
+    with pytest.raises(ToktoolsError, match=r"o\.bin already exists \(use --force"):
+        encode_corpus([source], bpe, tmp_path / "o", engine="tokenizers")
+    assert (tmp_path / "o.bin").read_bytes() == b"old"
+    encode_corpus([source], bpe, tmp_path / "o", engine="tokenizers", force=True)
+    assert read_megatron_documents(tmp_path / "o") == [ids(bpe, "hello world") + [bpe.token_to_id("</s>")]]
+    with pytest.raises(ToktoolsError, match="is also an input"):
+        encode_corpus([tmp_path / "o.bin"], bpe, tmp_path / "o", force=True)
+    with pytest.raises(ToktoolsError, match="is also an input"):
+        encode_corpus([source], bpe, tmp_path / "in.txt", format="bin", force=True)
+    assert source.read_text() == "hello world\n"
+
+
+def test_full_disk_leaves_no_partial_shard_and_an_honest_manifest(tmp_path: Path, corpus: Path, bpe, monkeypatch) -> None:
+    budget = {"bytes": 30_000}
+
+    class FullDisk:
+        """A file that fails like a full disk once the budget is spent."""
+
+        def __init__(self, handle):
+            self.handle = handle
+
+        def write(self, data: bytes) -> int:
+            budget["bytes"] -= len(data)
+            if budget["bytes"] < 0:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return self.handle.write(data)
+
+        def __getattr__(self, name):
+            return getattr(self.handle, name)
+
+    real_init = corpus_writers._AtomicFile.__init__
+
+    def init(self, target):
+        real_init(self, target)
+        self.out = FullDisk(self.out)
+
+    monkeypatch.setattr(corpus_writers._AtomicFile, "__init__", init)
+    with pytest.raises(ToktoolsError, match="No space left on device"):
+        encode_corpus([corpus], bpe, tmp_path / "d", engine="tokenizers", shard_tokens=6000)
+    manifest = json.loads((tmp_path / "d-manifest.json").read_text())
+    assert not manifest["complete"]
+    claimed = {entry["name"] for shard in manifest["shards"] for entry in shard["files"].values()}
+    on_disk = {p.name for p in tmp_path.iterdir() if p.name != "d-manifest.json"}
+    assert on_disk == claimed  # no temporary file, no shard the manifest does not list
+    monkeypatch.setattr(corpus_writers._AtomicFile, "__init__", real_init)
+    resumed = encode_corpus([corpus], bpe, tmp_path / "d", engine="tokenizers", shard_tokens=6000)
+    assert resumed.shards_kept == len(manifest["shards"])
+    assert shard_docs(tmp_path / "d") == [ids(bpe, line) + [bpe.token_to_id("</s>")]
+                                          for line in corpus.read_text(encoding="utf-8").splitlines() if ids(bpe, line)]
+
+
+def test_verification_stops_at_the_first_difference(tmp_path: Path, corpus: Path, bpe, monkeypatch) -> None:
+    real = engines.TokenizersEngine.encode_batch
+
+    def off_by_one(self, texts):
+        return [[i + 1 for i in row] if " the " in text else row for text, row in zip(texts, real(self, texts))]
+
+    monkeypatch.setattr(engines.TokenizersEngine, "encode_batch", off_by_one)
+    with pytest.raises(ToktoolsError, match=r"engine tokenizers disagrees with the reference on .*mixed\.txt, document at line \d+"):
+        encode_corpus([corpus], bpe, tmp_path / "v", engine="tokenizers", verify=200)
+    assert not list(tmp_path.glob("v*"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Long documents: cut only where the ids cannot change
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("name", ["bytebpe-50k", "wordpiece-30k"])
+def test_safe_cuts_never_change_the_ids(name: str) -> None:
+    """Cut real text at every safe place in turn: the ids of the parts, joined, are the ids of
+    the whole (the claim that :func:`engines.cuttable` makes, tested on real text)."""
+    tokenizer = toktools.load(name)
+    assert engines.cuttable(tokenizer.to_tokenizer_json())
+    engine = engines.make_engine("tokenizers", tokenizer.to_tokenizer_json())
+    text = read_corpus_sample("mixed_sample.txt", 6_000) + " 我们  x\u3000 y \t z's 'll\u00a0 ok  <s> 12 34"
+    cuts = sorted({safe_cut(text, i) for i in range(1, len(text))} - {0})
+    assert len(cuts) > 100
+    cuts = cuts[:: len(cuts) // 100] + cuts[-20:]  # the special cases sit at the end
+    rows = engine.encode_batch([text] + [p for c in cuts for p in (text[:c], text[c:])])
+    whole, parts = rows[0], rows[1:]
+    for k, cut in enumerate(cuts):
+        assert parts[2 * k] + parts[2 * k + 1] == whole, (cut, text[cut - 5 : cut + 5])
+
+
+def test_a_long_line_is_encoded_in_segments_with_the_same_ids(tmp_path: Path, bpe) -> None:
+    rng = random.Random(1)
+    words = ["alpha", "beta,", "gamma.", "δέλτα", "我们的", "  spaced", "\ttab", "<s>", "x'll"]
+    line = " ".join(rng.choice(words) for _ in range(40_000))  # ~300 KB in one line
+    source = tmp_path / "long.txt"
+    source.write_text("short one\n" + line + "\nshort two\n", encoding="utf-8")
+    result = encode_corpus([source], bpe, tmp_path / "l", engine="tokenizers", segment_chars=5_000, batch_bytes=20_000,
+                           append_eos=False)
+    expected = [ids(bpe, "short one"), engines.make_engine("tokenizers", bpe.to_tokenizer_json()).encode_batch([line])[0],
+                ids(bpe, "short two")]
+    assert read_megatron_documents(tmp_path / "l") == expected and result.documents == 3
+
+
+def test_a_long_document_without_a_safe_cut_is_refused(tmp_path: Path, bpe) -> None:
+    source = tmp_path / "zh.txt"
+    source.write_text("我" * 3_000_000 + "\n", encoding="utf-8")  # 9 MB, no space anywhere
+    with pytest.raises(ToktoolsError, match=r"zh\.txt, line 1: document longer than 2 MB and it holds no space"):
+        encode_corpus([source], bpe, tmp_path / "z", engine="tokenizers", max_document_bytes=2 << 20)
+    assert not list(tmp_path.glob("z.*")) and not list(tmp_path.glob(".z*"))
+
+
+# ---------------------------------------------------------------------------------------------
+# The command line
+# ---------------------------------------------------------------------------------------------
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def test_cli_megatron_shards_and_json_summary(tmp_path: Path, bpe) -> None:
+    from toktools.formats import dumps_tokenizer_json
+
+    (tmp_path / "tok").mkdir()
+    (tmp_path / "tok" / "tokenizer.json").write_text(dumps_tokenizer_json(bpe.to_tokenizer_json()), encoding="utf-8")
+    result = run("encode", "-t", str(tmp_path / "tok"), "--format", "megatron", "-o", str(tmp_path / "c"), "--shard-tokens", "200",
+                 "--engine", "tokenizers", "--prepend-bos", "--append-eos=<pad>", "--json", str(FIXTURE))
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["engine"] == "tokenizers" and summary["shards_written"] == len(list(tmp_path.glob("c-*.idx")))
+    lines = [line for line in FIXTURE.read_text(encoding="utf-8").splitlines() if ids(bpe, line)]
+    assert shard_docs(tmp_path / "c") == [[bpe.token_to_id("<s>")] + ids(bpe, line) + [bpe.token_to_id("<pad>")] for line in lines]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--format", "megatron", "--engine", "tiktoken", "-t", "wordpiece-30k"], "tiktoken is not exact for this tokenizer: model 'WordPiece' is not BPE"),
+    (["--format", "megatron", "-t", "bytebpe-50k", "--append-eos=<nope>"], "EOS token '<nope>' is not in the vocabulary"),
+    (["--format", "ids", "-t", "bytebpe-50k", "--shard-tokens", "5"], "--shard-tokens is for --format megatron, npy or bin"),
+    (["--format", "npy", "-t", "bytebpe-50k", "--pair"], "--pair and --max-length are for ids/tokens/jsonl"),
+])
+def test_cli_errors_are_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    result = run("encode", *args, "-o", str(tmp_path / "e"), str(FIXTURE))
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines() == [f"toktools: error: {result.stderr.strip()[len('toktools: error: '):]}"]
+    assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_progress_reports_bytes_of_the_total_and_tokens(tmp_path: Path, corpus: Path, bpe) -> None:
+    seen = []
+    result = encode_corpus([corpus], bpe, tmp_path / "p", engine="tokenizers", batch_bytes=8_000,
+                           progress=lambda done, total, tokens: seen.append((done, total, tokens)))
+    assert len(seen) > 3  # it moves while encoding, not only at the end
+    assert all(total == corpus.stat().st_size for _, total, _ in seen)
+    assert [done for done, _, _ in seen] == sorted(done for done, _, _ in seen)
+    assert [tokens for _, _, tokens in seen] == sorted(tokens for _, _, tokens in seen)
+    assert seen[-1][0] == corpus.stat().st_size and seen[-1][2] == result.tokens
+
+
+def test_standard_input_and_the_cli_defaults(tmp_path: Path, bpe) -> None:
+    from toktools.formats import dumps_tokenizer_json
+
+    (tmp_path / "tok.json").write_text(dumps_tokenizer_json(bpe.to_tokenizer_json()), encoding="utf-8")
+    result = CliRunner().invoke(main, ["encode", "-t", str(tmp_path / "tok.json"), "--format", "megatron", "-o",
+                                       str(tmp_path / "in"), "--verify", "0"], input="one two\n\nthree\n")
+    assert result.exit_code == 0, result.stderr
+    assert "2 documents" in result.stderr
+    eos = bpe.token_to_id("</s>")
+    assert read_megatron_documents(tmp_path / "in") == [ids(bpe, "one two") + [eos], ids(bpe, "three") + [eos]]
+
+
+@pytest.mark.parametrize("mode", ["line", "blank-line", "file"])
+def test_lines_longer_than_a_read_block_are_streamed(tmp_path: Path, bpe, monkeypatch, mode: str) -> None:
+    """Read blocks of 4 KB so that one line spans many blocks (and UTF-8 characters are cut
+    between blocks): the documents and their ids are those of the whole text."""
+    from toktools import corpus_documents
+
+    monkeypatch.setattr(corpus_documents, "READ_BYTES", 4096)
+    rng = random.Random(mode)
+    long_line = " ".join(rng.choice(["我们的", "héllo", "world,", "x'll", "\t", "12"]) for _ in range(9_000))
+    text = f"intro\n{long_line}\nafter\n\nlast"
+    source = tmp_path / "long.txt"
+    source.write_text(text, encoding="utf-8")
+    encode_corpus([source], bpe, tmp_path / "o", document=mode, engine="tokenizers", segment_chars=3_000, append_eos=False)
+    documents = {"line": ["intro", long_line, "after", "last"], "blank-line": [f"intro\n{long_line}\nafter", "last"],
+                 "file": [text]}[mode]
+    engine = engines.make_engine("tokenizers", bpe.to_tokenizer_json())
+    assert read_megatron_documents(tmp_path / "o") == engine.encode_batch(documents)

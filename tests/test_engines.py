@@ -1,0 +1,238 @@
+"""Engines: the reference, ``tokenizers`` and tiktoken give the same ids, and tiktoken is used
+only where the analysis of the ``tokenizer.json`` proves it exact.
+
+The exactness checker is tested for false positives with vocabularies built to break each
+condition of ``spec/tiktoken-equivalence.md``: for each, tiktoken really gives other ids (so the
+"not exact" verdict is needed), and every vocabulary the checker accepts gives the same ids.
+"""
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+import toktools
+from toktools import engines
+from toktools.bytelevel import BYTE_TO_SYMBOL, text_to_symbols
+from toktools.errors import ToktoolsError
+
+from conftest import read_corpus_sample, ref_vocab_dir
+
+tiktoken = pytest.importorskip("tiktoken")
+
+@pytest.fixture(autouse=True)
+def no_analysis_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run the exactness checks every time instead of reading ~/.cache/toktools."""
+    monkeypatch.setenv("TOKTOOLS_CACHE_DIR", "")
+
+
+SPECIALS_TEXT = ["Hello<|endoftext|>world and <s>x</s> <mask>", "a<|endoftext|><|endoftext|>b", "<pad><unk>我们</s>"]
+
+
+def _doc(name: str) -> dict:
+    source = ref_vocab_dir(name) if name in ("gpt2", "bert-base-uncased") else name
+    return toktools.load(source).to_tokenizer_json()
+
+
+def _samples() -> list[str]:
+    lines = read_corpus_sample("mixed_sample.txt", 60_000).splitlines()
+    lines += read_corpus_sample("zh_novels.txt", 60_000).splitlines()
+    return [line for line in lines if line]
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("name, fastest", [("gpt2", "tiktoken"), ("bytebpe-50k", "tiktoken"),
+                                           ("wordpiece-30k", "tokenizers"), ("bert-base-uncased", "tokenizers")])
+def test_every_engine_gives_the_reference_ids_on_english_and_chinese(name: str, fastest: str) -> None:
+    doc = _doc(name)
+    texts = _samples() + SPECIALS_TEXT
+    reference = engines.make_engine("reference", doc, workers=1).encode_batch(texts)
+    auto = engines.make_engine("auto", doc)
+    assert auto.name == fastest
+    assert auto.encode_batch(texts) == reference
+    assert engines.make_engine("tokenizers", doc).encode_batch(texts) == reference
+    if fastest == "tiktoken":
+        assert engines.make_engine("tiktoken", doc, workers=1).encode_batch(texts) == reference
+
+
+def test_special_tokens_in_text_are_tokens_on_every_engine() -> None:
+    doc = _doc("bytebpe-50k")
+    ids = {name: engines.make_engine(name, doc, workers=1).encode_batch(SPECIALS_TEXT)
+           for name in ("reference", "tokenizers", "tiktoken")}
+    assert ids["reference"] == ids["tokenizers"] == ids["tiktoken"]
+    assert ids["reference"][0].count(doc["model"]["vocab"]["<s>"]) == 1
+    assert doc["model"]["vocab"]["</s>"] in ids["reference"][2]
+
+
+# ---------------------------------------------------------------------------------------------
+# Hand-built vocabularies: each breaks one condition
+# ---------------------------------------------------------------------------------------------
+
+BYTES = sorted(BYTE_TO_SYMBOL)
+
+
+def bpe_doc(merges: list[tuple[str, str]], *, ids: dict[str, int] | None = None, added: list[dict] | None = None,
+            normalizer: dict | None = None, add_prefix_space: bool = False, extra: list[str] = ()) -> dict:
+    """A byte-level BPE ``tokenizer.json``: 256 byte symbols, then merge results in order."""
+    vocab = {s: i for i, s in enumerate(BYTES)}
+    for a, b in merges:
+        vocab.setdefault(a + b, len(vocab))
+    for token in extra:
+        vocab.setdefault(token, len(vocab))
+    if ids:
+        vocab.update(ids)
+    added = added or []
+    for token in added:
+        vocab.setdefault(token["content"], token["id"])
+    return {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [{"single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True, **t}
+                         for t in added],
+        "normalizer": normalizer,
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": add_prefix_space, "trim_offsets": True, "use_regex": True},
+        "post_processor": None, "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None, "end_of_word_suffix": None,
+                  "fuse_unk": False, "byte_fallback": False, "ignore_merges": False, "vocab": vocab,
+                  "merges": [f"{a} {b}" for a, b in merges]},
+    }
+
+
+def raw_tiktoken_ids(doc: dict, text: str) -> list[int]:
+    """What tiktoken makes of ``text`` with ranks = the document's ids, ignoring the checker."""
+    added = {t["content"]: t["id"] for t in doc["added_tokens"]}
+    from toktools.bytelevel import symbols_to_bytes
+
+    ranks = {symbols_to_bytes(s): i for s, i in doc["model"]["vocab"].items() if s not in added}
+    encoding = tiktoken.Encoding("probe", pat_str=engines.GPT2_PATTERN, mergeable_ranks=ranks, special_tokens=added)
+    return encoding.encode(text, allowed_special="all")
+
+
+def hf_ids(doc: dict, text: str) -> list[int]:
+    return engines.make_engine("tokenizers", doc).encode_batch([text])[0]
+
+
+@pytest.mark.parametrize("doc, text, reason", [
+    # E4: "abc" is made by (ab, c), but HF reaches [a, bc] first; tiktoken merges by result rank
+    (bpe_doc([("b", "c"), ("a", "b"), ("ab", "c")]), "abc", "E4"),
+    # prefix-overlapping specials: HF matches leftmost-longest, tiktoken's alternation does not
+    (bpe_doc([], added=[{"id": 300, "content": "<|a|>"}, {"id": 301, "content": "<|a|>x"}]), "<|a|>x", "prefix"),
+    # a token no merge makes: tiktoken merges "x" + "y" by rank, HF never does
+    (bpe_doc([("a", "b")], extra=["xy"]), "xy", "E4"),
+])
+def test_inexact_vocabularies_are_detected_and_really_differ(doc: dict, text: str, reason: str) -> None:
+    analysis = engines.analyse(doc)
+    assert analysis.tiktoken_reason is not None and reason in analysis.tiktoken_reason
+    assert raw_tiktoken_ids(doc, text) != hf_ids(doc, text)  # the verdict is not over-cautious here
+    with pytest.raises(ToktoolsError, match="not exact"):
+        engines.make_engine("tiktoken", doc)
+    assert engines.make_engine("auto", doc).name == "tokenizers"
+
+
+@pytest.mark.parametrize("doc, reason", [
+    (bpe_doc([("a", "b"), ("ab", "c"), ("a", "bc"), ("b", "c")]), "two merges make"),  # E2
+    (bpe_doc([("a", "b")], ids={"Ā": 10_000}), None),  # a byte symbol moved: still fine
+    (bpe_doc([("a", "b")], normalizer={"type": "Lowercase"}), "normalizer"),
+    (bpe_doc([("a", "b")], add_prefix_space=True), "add_prefix_space"),
+    (bpe_doc([("a", "b")], added=[{"id": 300, "content": "<m>", "lstrip": True}]), "lstrip"),
+])
+def test_configurations_tiktoken_cannot_express(doc: dict, reason: str | None) -> None:
+    assert engines.analyse(doc).tiktoken_reason == reason or reason in (engines.analyse(doc).tiktoken_reason or "")
+
+
+def test_missing_byte_is_not_exact() -> None:
+    doc = bpe_doc([("a", "b")])
+    del doc["model"]["vocab"]["Ġ"]
+    assert "E1" in engines.analyse(doc).tiktoken_reason
+
+
+def test_merge_order_against_id_order_is_exact_with_a_remap() -> None:
+    # ids of "ab" and "cd" swapped against merge order (E3): exact once ranks are remapped
+    doc = bpe_doc([("a", "b"), ("c", "d"), ("ab", "cd")])
+    vocab = doc["model"]["vocab"]
+    vocab["ab"], vocab["cd"] = vocab["cd"], vocab["ab"]
+    analysis = engines.analyse(doc)
+    assert analysis.tiktoken_reason is None and analysis.plan.rank_to_id is not None
+    texts = ["abcd abab cdcd", "dcba", "abc d"]
+    assert engines.make_engine("tiktoken", doc).encode_batch(texts) == engines.make_engine("tokenizers", doc).encode_batch(texts)
+
+
+def test_no_false_positive_on_trained_and_perturbed_vocabularies() -> None:
+    """Vocabularies trained by ``tokenizers`` and then perturbed (merge lines swapped, as the
+    spec did): whenever the checker says exact, tiktoken's ids equal ``tokenizers``' on every
+    test line; and at least one perturbation is caught."""
+    from toktools import fast
+
+    text = read_corpus_sample("mixed_sample.txt", 40_000) + read_corpus_sample("zh_novels.txt", 20_000)
+    lines = [line for line in text.splitlines() if line]
+    trained = fast.train_bytebpe(texts=lines, vocab_size=700, min_frequency=2, special_tokens=["<|endoftext|>"])
+    base = json.loads(trained.to_str())
+    rng = random.Random(7)
+    tests = lines[::3] + ["<|endoftext|>".join(rng.sample(lines, 2)) for _ in range(20)]
+    verdicts = []
+    for trial in range(6):
+        doc = json.loads(json.dumps(base))
+        merges = doc["model"]["merges"]
+        for _ in range(trial * 40):
+            i = rng.randrange(len(merges) - 50)
+            j = i + rng.randrange(1, 50)
+            merges[i], merges[j] = merges[j], merges[i]
+        analysis = engines.analyse(doc)
+        verdicts.append(analysis.tiktoken_reason is None)
+        if analysis.tiktoken_reason is None:
+            assert engines.make_engine("tiktoken", doc).encode_batch(tests) == hf_ids_batch(doc, tests)
+    assert verdicts[0] and not all(verdicts)
+
+
+def hf_ids_batch(doc: dict, texts: list[str]) -> list[list[int]]:
+    return engines.make_engine("tokenizers", doc).encode_batch(texts)
+
+
+def test_tiktoken_regex_matches_tokenizers_on_every_risky_code_point() -> None:
+    """Python's ``regex`` and ``tokenizers``' Oniguruma disagree on some code points (new
+    Unicode characters). tiktoken's Rust ``regex`` must side with ``tokenizers`` on all of them.
+    The probe vocabulary merges each context character with the next byte and each byte with a
+    following ``a``, so any change in piece boundaries changes the ids."""
+    contexts = ["a", "1", "!", " ", "\t", "x", "'"]
+    merges = []
+    seen = set()
+    for ctx in contexts:
+        for symbol in BYTES:
+            for pair in ((text_to_symbols(ctx), symbol), (symbol, "a")):
+                if pair[0] + pair[1] not in seen:
+                    seen.add(pair[0] + pair[1])
+                    merges.append(pair)
+    doc = bpe_doc(merges)
+    assert engines.analyse(doc).tiktoken_reason is None
+    texts = engines.probe_text(engines.probe_code_points(full=True))
+    ours = engines.TiktokenEngine(engines.analyse(doc).plan).encode_batch(texts)
+    theirs = hf_ids_batch(doc, texts)
+    differing = [t[:3] for t, a, b in zip(texts, ours, theirs) if a != b]
+    assert not differing
+
+
+def test_unavailable_or_inexact_engines_explain_themselves(monkeypatch: pytest.MonkeyPatch) -> None:
+    doc = _doc("wordpiece-30k")
+    with pytest.raises(ToktoolsError, match="tiktoken is not exact for this tokenizer: model 'WordPiece' is not BPE"):
+        engines.make_engine("tiktoken", doc)
+    monkeypatch.setattr(engines, "tiktoken_available", lambda: False)
+    gpt = _doc("bytebpe-50k")
+    assert engines.make_engine("auto", gpt).name == "tokenizers"
+    with pytest.raises(ToktoolsError, match="not installed"):
+        engines.make_engine("tiktoken", gpt)
+    with pytest.raises(ToktoolsError, match="unknown engine"):
+        engines.make_engine("fastest", gpt)
+
+
+def test_the_slow_verdicts_are_remembered_per_tokenizer_and_versions(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOKTOOLS_CACHE_DIR", str(tmp_path))
+    doc = bpe_doc([("a", "b"), ("ab", "c")])
+    monkeypatch.setattr(engines, "_analysis_cache", {})
+    assert engines.analyse(doc).tiktoken_reason is None
+    engines.make_engine("tiktoken", doc)  # runs and remembers the regex probe
+    [saved] = (tmp_path / "engine-analysis-v1").iterdir()
+    assert json.loads(saved.read_text()) == {"e4": None, "probe": None}
+    assert engines.document_fingerprint(doc) in saved.name
+    monkeypatch.setattr(engines, "_analysis_cache", {})
+    monkeypatch.setattr(engines, "_self_reachability", lambda *args: pytest.fail("E4 ran again"))
+    assert engines.analyse(doc).plan is not None  # E1-E3 and the ranks are rebuilt, E4 is read

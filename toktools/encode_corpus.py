@@ -1,0 +1,504 @@
+"""Tokenize corpora for training: documents in, Megatron / npy / bin shards and a manifest out.
+
+    >>> import toktools
+    >>> toktools.encode_corpus(["data/*.jsonl.gz"], "bytebpe-50k", "out/train", format="megatron",
+    ...                        document="jsonl", shard_tokens=100_000_000)   # doctest: +SKIP
+
+One call does what ``toktools encode --format megatron|npy|bin`` does:
+
+1. read the inputs as documents (:mod:`toktools.corpus_documents`), in bounded segments;
+2. encode batches of them with the chosen engine (:mod:`toktools.engines`), while the next
+   batch is being read; a sample of documents spread over the input is re-encoded with the
+   reference and any difference stops the run;
+3. write documents (with ``prepend_bos`` / ``append_eos`` ids) into outputs
+   (:mod:`toktools.corpus_writers`); with ``shard_tokens`` a new shard starts after the
+   document that reaches the count, so shard boundaries depend on token counts only;
+4. with shards, a manifest (``PREFIX-manifest.json``) rewritten after every finished shard:
+   tokenizer fingerprint, engine, settings, inputs (size, sha256), shards (documents, tokens,
+   files with sha256, where in the input the next shard starts).
+
+The ids do not depend on the engine or on the number of workers, so neither is part of the
+settings a resumed run must match. Documents with no token of their own are dropped.
+"""
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import re
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+from toktools.corpus_documents import MAX_DOCUMENT_BYTES, SEGMENT_CHARS, DocumentReader, Position, Segment
+from toktools.corpus_writers import FORMATS, DocumentWriter, file_sha256, flat_dtype, megatron_dtype, output_files
+from toktools.errors import ToktoolsError
+
+DEFAULT_VERIFY = 16
+BATCH_BYTES = 1 << 20  # characters per batch: two batches are in flight; 1M Chinese characters already make ~1M tokens
+VERIFY_MAX_CHARS = 1 << 18
+VERIFY_PREFERRED_CHARS = 4096
+MANIFEST_FORMAT = "toktools-corpus-manifest"
+#: (bytes of input read, total bytes or 0 if unknown, tokens written)
+CorpusProgress = Callable[[int, int, int], None]
+
+_EOS_NAMES = ("<|endoftext|>", "</s>", "<|end_of_text|>", "<eos>", "<|eos|>", "[EOS]", "<|im_end|>", "[SEP]")
+_BOS_NAMES = ("<s>", "<|begin_of_text|>", "<bos>", "<|bos|>", "[BOS]", "<|startoftext|>", "[CLS]", "<|endoftext|>")
+
+
+@dataclass
+class CorpusResult:
+    """What a run did, for the CLI's summary and for scripts."""
+
+    engine: str
+    documents: int
+    tokens: int
+    outputs: list[Path]
+    manifest: Path | None
+    shards_written: int
+    shards_kept: int
+    input_bytes: int
+    seconds: float
+    verified: int = 0
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+def load_document(tokenizer: Any) -> tuple[dict[str, Any], str]:
+    """The ``tokenizer.json`` document of a toktools tokenizer or of a path, and its fingerprint.
+
+    A ``tokenizer.json`` file is read as is (no model is built: engines build their own) and
+    fingerprinted by the sha256 of its bytes; other layouts and tokenizer objects are converted
+    and fingerprinted by the sha256 of their canonical JSON."""
+    from toktools.engines import corpus_document, document_fingerprint
+
+    if not isinstance(tokenizer, (str, Path)):
+        doc = corpus_document(tokenizer.to_tokenizer_json())
+        return doc, document_fingerprint(doc)
+    from toktools.formats import load, resolve
+
+    target = resolve(tokenizer)
+    candidate = target / "tokenizer.json" if target.is_dir() else target
+    if candidate.is_file() and candidate.name.endswith(".json") and candidate.name not in ("vocab.json", "encoder.json"):
+        from toktools import bpe
+
+        text = bpe.read_text_file(candidate, "tokenizer file")
+        try:
+            document = json.loads(text)
+            if isinstance(document, dict) and isinstance(document.get("model"), dict):
+                return corpus_document(document), hashlib.sha256(text.encode("utf-8")).hexdigest()
+        except json.JSONDecodeError:
+            pass  # load() gives the readable error
+    doc = corpus_document(load(tokenizer).to_tokenizer_json())
+    return doc, document_fingerprint(doc)
+
+
+def _token_ids(doc: dict[str, Any]) -> dict[str, int]:
+    """Every token's id: the model's vocabulary, then the added tokens (which win)."""
+    vocab = doc.get("model", {}).get("vocab") or {}
+    out = dict(vocab) if isinstance(vocab, dict) else {}
+    out.update({t["content"]: t["id"] for t in doc.get("added_tokens") or []})
+    return out
+
+
+def _special_id(doc: dict[str, Any], value: bool | str | None, names: Sequence[str], what: str) -> int | None:
+    """The id of the token the user named, or of the tokenizer's usual one (``True``)."""
+    if value is None or value is False:
+        return None
+    if isinstance(value, str) and value:
+        token_id = _token_ids(doc).get(value)
+        if token_id is None:
+            raise ToktoolsError(f"{what} token {value!r} is not in the vocabulary")
+        return token_id
+    specials = {t["content"]: t["id"] for t in doc.get("added_tokens") or [] if t.get("special")}
+    for name in names:
+        if name in specials:
+            return specials[name]
+    raise ToktoolsError(f"this tokenizer has no {what} token ({' or '.join(names[:3])}…): name one, e.g. "
+                        f"--{'append-eos' if what == 'EOS' else 'prepend-bos'}=TOKEN")
+
+
+def _bases(fmt: str, output: Path) -> tuple[Path, str | None]:
+    """The output path without its extension, and the extension for npy/bin: ``out/train``
+    for a Megatron prefix (``.bin``/``.idx`` given by mistake are dropped); ``out/ids.npy`` →
+    (``out/ids``, ``.npy``): the data file is exactly the path given."""
+    name = str(output)
+    if fmt == "megatron":
+        for suffix in (".bin", ".idx"):
+            if name.endswith(suffix):
+                return Path(name[: -len(suffix)]), None
+        return output, None
+    return Path(name[: len(name) - len(output.suffix)]), output.suffix
+
+
+def shard_base(base: Path, index: int) -> Path:
+    return Path(f"{base}-{index:05d}")
+
+
+def manifest_path(base: Path) -> Path:
+    return Path(f"{base}-manifest.json")
+
+
+def _shard_files(base: Path, suffix: str | None = None) -> list[Path]:
+    """Files that look like shards of ``base`` (of this or an earlier run)."""
+    ends = r"\.(bin|idx)" if suffix is None else re.escape(suffix)
+    pattern = re.compile(re.escape(base.name) + r"-\d{5}(\.offsets)?" + ends + "$")
+    directory = base.parent if str(base.parent) else Path(".")
+    return sorted(Path(p) for p in glob.glob(os.path.join(glob.escape(str(directory)), "*")) if pattern.match(Path(p).name))
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _input_entries(sources: Sequence[Any]) -> list[dict[str, Any]]:
+    out = []
+    for source in sources:
+        if source.is_stdin:
+            out.append({"path": "-", "size": None, "sha256": None})
+        else:
+            out.append({"path": source.path, "size": source.size(), "sha256": file_sha256(Path(source.path))})
+    return out
+
+
+def _batches(reader: Iterator[Segment], batch_bytes: int) -> Iterator[list[Segment]]:
+    batch: list[Segment] = []
+    size = 0
+    for segment in reader:
+        batch.append(segment)
+        size += len(segment.text)
+        if size >= batch_bytes:
+            yield batch
+            batch = []
+            size = 0
+    if batch:
+        yield batch
+
+
+class _Verifier:
+    """Re-encodes documents spread over the input with the reference engine and stops at the
+    first difference (``count`` marks evenly spaced over the input bytes)."""
+
+    def __init__(self, engine_name: str, document: dict[str, Any], count: int, total: int, workers: int | None,
+                 sources: Sequence[Any]) -> None:
+        self.active = count > 0 and engine_name != "reference"
+        self.engine_name = engine_name
+        self.document = document
+        self.count = count
+        self.sources = sources
+        self.marks = [total * (k + 0.5) / count for k in range(count)] if total and count else None
+        self.next_mark = 0
+        self.done = 0
+        self._reference: Any = None
+
+    def check(self, batch: list[Segment], ids: list[list[int]], bytes_done: int) -> None:
+        if not self.active or self.done >= self.count:
+            return
+        if self.marks is None:
+            wanted = self.count - self.done
+        else:
+            wanted = 0
+            while self.next_mark < len(self.marks) and self.marks[self.next_mark] <= bytes_done:
+                wanted += 1
+                self.next_mark += 1
+        if not wanted:
+            return
+        picks: list[int] = []
+        step = max(1, len(batch) // wanted)
+        for start in range(0, len(batch), step):  # one document per window of the batch
+            window = range(start, min(len(batch), start + step))
+            # the reference is slow: prefer a document of ordinary length (64-4096 characters)
+            ordinary = [i for i in window if 64 <= len(batch[i].text) <= VERIFY_PREFERRED_CHARS]
+            index = ordinary[0] if ordinary else min(window, key=lambda i: len(batch[i].text))
+            if len(batch[index].text) <= VERIFY_MAX_CHARS:
+                picks.append(index)
+            if len(picks) >= wanted:
+                break
+        if not picks:
+            return
+        if self._reference is None:
+            from toktools.engines import ReferenceEngine
+
+            try:
+                self._reference = ReferenceEngine(self.document, workers=1)
+            except ToktoolsError:
+                if self.engine_name == "tokenizers":  # it is the yardstick the reference is checked against
+                    self.active = False
+                    return
+                raise
+        expected = self._reference.encode_batch([batch[i].text for i in picks])
+        for index, want in zip(picks, expected):
+            got = ids[index]
+            if got != want:
+                at = next((k for k, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+                segment = batch[index]
+                raise ToktoolsError(
+                    f"engine {self.engine_name} disagrees with the reference on {self.sources[segment.source].path}, "
+                    f"document at line {segment.line} (token {at}: {got[at:at + 1]} vs {want[at:at + 1]}); "
+                    "use --engine reference (and please report it)")
+            self.done += 1
+
+    def close(self) -> None:
+        if self._reference is not None:
+            self._reference.close()
+
+
+def encode_corpus(
+    inputs: Sequence[str | Path],
+    tokenizer: Any,
+    output: str | Path,
+    *,
+    format: str = "megatron",
+    engine: str = "auto",
+    document: str = "line",
+    field: str | None = None,
+    append_eos: bool | str | None = None,
+    prepend_bos: bool | str = False,
+    shard_tokens: int | None = None,
+    workers: int | None = None,
+    verify: int = DEFAULT_VERIFY,
+    progress: CorpusProgress | None = None,
+    force: bool = False,
+    dtype: str = "auto",
+    batch_bytes: int = BATCH_BYTES,
+    max_document_bytes: int = MAX_DOCUMENT_BYTES,
+    segment_chars: int = SEGMENT_CHARS,
+) -> CorpusResult:
+    """Encode ``inputs`` (files, directories, quoted globs, ``-``) into ``output``.
+
+    ``format``: ``megatron`` (``output`` is a prefix: ``.bin`` + ``.idx``), ``npy`` or ``bin``
+    (one flat id array + ``.offsets`` beside it). ``document``: ``line`` | ``blank-line`` |
+    ``file`` | ``jsonl`` (``field``, default ``text``). ``append_eos``: ``None`` = on for
+    megatron with the tokenizer's EOS (or SEP), off otherwise; ``True``/a token string/``False``.
+    ``prepend_bos``: ``True`` (the tokenizer's BOS/CLS) or a token. ``shard_tokens``: start a new
+    shard after the document that reaches this many tokens, with a resumable manifest.
+    ``verify``: documents re-encoded with the reference to check a fast engine (0: off).
+    Existing outputs need ``force`` unless they are this run's own shards under a manifest with
+    the same settings (then finished shards are kept and the rest is written).
+    """
+    from toktools import engines
+    from toktools.corpus import expand_sources
+
+    started = time.perf_counter()
+    if format not in FORMATS:
+        raise ToktoolsError(f"unknown corpus format {format!r}; choose one of {', '.join(FORMATS)}")
+    if shard_tokens is not None and shard_tokens < 1:
+        raise ToktoolsError("shard_tokens must be at least 1")
+    doc, fingerprint = load_document(tokenizer)
+    sources = expand_sources([str(p) for p in inputs])
+    if document == "jsonl":
+        field = field or "text"
+    elif field is not None:
+        raise ToktoolsError("--field is for --document jsonl")
+    if append_eos is None:
+        append_eos = format == "megatron"
+    eos_id = _special_id(doc, append_eos, _EOS_NAMES, "EOS")
+    bos_id = _special_id(doc, prepend_bos, _BOS_NAMES, "BOS")
+    vocab_size = 1 + max(_token_ids(doc).values(), default=0)
+    if dtype == "auto":
+        dtype = megatron_dtype(vocab_size) if format == "megatron" else flat_dtype(vocab_size)
+    limits = {"uint16": 1 << 16, "uint32": 1 << 32, "int32": 1 << 31}
+    if dtype not in limits or (format == "megatron" and dtype == "uint32"):
+        raise ToktoolsError(f"dtype {dtype} is not available for {format}")
+    if vocab_size > limits[dtype]:
+        raise ToktoolsError(f"{vocab_size} ids do not fit in {dtype}")
+
+    # outputs: never an input; existing ones need force (or are resumed)
+    base, suffix = _bases(format, Path(output))
+    sharded = shard_tokens is not None
+    manifest_file = manifest_path(base) if sharded else None
+    planned = [manifest_file] if sharded else list(output_files(format, base, suffix).values())
+    if sharded:
+        planned += list(output_files(format, shard_base(base, 0), suffix).values())
+    for target in [*planned, *(_shard_files(base, suffix) if sharded else [])]:
+        for source in sources:
+            if not source.is_stdin and (_same_file(target, Path(source.path)) or target.resolve() == Path(source.path).resolve()):
+                raise ToktoolsError(f"output {target} is also an input; choose another output")
+    directory = base.parent if str(base.parent) else Path(".")
+    if not directory.is_dir():
+        raise ToktoolsError(f"output directory {directory} does not exist")
+
+    settings = {"format": format, "document": document, "field": field, "append_eos": eos_id, "prepend_bos": bos_id,
+                "shard_tokens": shard_tokens, "dtype": dtype}
+    inputs_json = _input_entries(sources)
+    shards: list[dict[str, Any]] = []
+    start = Position(0, 0, 1)
+    if sharded and not force:
+        assert manifest_file is not None
+        if manifest_file.exists():
+            shards, start = _resume(manifest_file, fingerprint, settings, inputs_json, base, format, suffix)
+        else:
+            existing = [p for p in [*planned, *_shard_files(base, suffix)] if p.exists()]
+            if existing:
+                raise ToktoolsError(f"{existing[0]} already exists (use --force to overwrite)")
+    elif not force:
+        existing = [p for p in planned if p.exists()]
+        if existing:
+            raise ToktoolsError(f"{existing[0]} already exists (use --force to overwrite)")
+
+    manifest: dict[str, Any] = {
+        "format": MANIFEST_FORMAT, "version": 1, "complete": False,
+        "tokenizer": {"sha256": fingerprint, "vocab_size": vocab_size},
+        "engine": None, "settings": settings, "inputs": inputs_json, "shards": shards,
+    }
+    kept = len(shards)
+    if sharded and shards and start.source >= len(sources) and _complete(manifest_file):
+        return _result(manifest, base, suffix, format, manifest_file, 0, kept, sources, started, 0, "none")
+
+    if engine in ("auto", "tiktoken"):
+        analysis = engines.analyse(doc, fingerprint)
+    else:  # the tiktoken checks are not needed
+        analysis = engines.Analysis("not analysed", cuttable=engines.cuttable(doc))
+    chosen = engines.make_engine(engine, doc, workers=workers, analysis=analysis, fingerprint=fingerprint)
+    manifest["engine"] = chosen.name
+    reader = DocumentReader(sources, document, field, cuttable=analysis.cuttable, segment_chars=segment_chars,
+                            max_document_bytes=max_document_bytes, start=start)
+    verifier = _Verifier(chosen.name, doc, verify, reader.total, workers, sources)
+    writer: DocumentWriter | None = None
+    doc_has_tokens = False
+    written = 0
+    tokens_total = sum(s["tokens"] for s in shards)
+
+    def new_writer() -> DocumentWriter:
+        target = shard_base(base, len(shards)) if sharded else base
+        return DocumentWriter(format, target, dtype, suffix)
+
+    def finish_shard(end: Position | None) -> None:
+        nonlocal writer, written
+        assert writer is not None
+        info = writer.finish()
+        writer = None
+        written += 1
+        shards.append({"index": len(shards), "documents": info.documents, "tokens": info.tokens, "engine": chosen.name,
+                       "files": info.files,
+                       "next": end.as_json() if end is not None else None})
+        if sharded:
+            _write_manifest(manifest_file, manifest)  # type: ignore[arg-type]
+
+    executor = ThreadPoolExecutor(1)
+    try:
+        pending: tuple[list[Segment], Future[list[list[int]]]] | None = None
+        batches = _batches(iter(reader), batch_bytes)
+        while True:
+            batch = next(batches, None)
+            submitted = executor.submit(chosen.encode_batch, [s.text for s in batch]) if batch is not None else None
+            if pending is not None:
+                done_batch, future = pending
+                ids = future.result()
+                verifier.check(done_batch, ids, reader.bytes_done)
+                for segment, segment_ids in zip(done_batch, ids):
+                    if writer is None:
+                        writer = new_writer()
+                    if segment_ids:
+                        if not doc_has_tokens and bos_id is not None:
+                            writer.write([bos_id])
+                        doc_has_tokens = True
+                        writer.write(segment_ids)
+                    if segment.last:
+                        if doc_has_tokens and eos_id is not None:
+                            writer.write([eos_id])
+                        writer.end_document()
+                        doc_has_tokens = False
+                        if sharded and writer.tokens >= shard_tokens:  # type: ignore[operator]
+                            tokens_total += writer.tokens
+                            finish_shard(segment.end)
+                if progress is not None:
+                    progress(reader.bytes_done, reader.total, tokens_total + (writer.tokens if writer else 0))
+            if submitted is None:
+                break
+            pending = (batch, submitted)  # type: ignore[assignment]
+        if writer is not None or (not shards and not sharded) or (sharded and not shards):
+            if writer is None:
+                writer = new_writer()
+            tokens_total += writer.tokens
+            finish_shard(None)
+    except BaseException:
+        if writer is not None:
+            writer.discard()
+        raise
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
+        chosen.close()
+        verifier.close()
+    manifest["complete"] = True
+    manifest["documents"] = sum(s["documents"] for s in shards)
+    manifest["tokens"] = sum(s["tokens"] for s in shards)
+    if sharded:
+        assert manifest_file is not None
+        _write_manifest(manifest_file, manifest)
+        for stale in _shard_files(base, suffix):  # shards of an older, longer run (with force)
+            number = int(re.search(r"-(\d{5})(?:\.offsets)?\.?\w*$", stale.name).group(1))  # type: ignore[union-attr]
+            if number >= len(shards):
+                stale.unlink()
+    return _result(manifest, base, suffix, format, manifest_file, written, kept, sources, started, verifier.done, chosen.name)
+
+
+def _result(manifest: dict[str, Any], base: Path, suffix: str | None, fmt: str, manifest_file: Path | None, written: int, kept: int,
+            sources: Sequence[Any], started: float, verified: int, engine: str) -> CorpusResult:
+    shards = manifest["shards"]
+    if manifest_file is not None:
+        outputs = [p for i in range(len(shards)) for p in output_files(fmt, shard_base(base, i), suffix).values()]
+    else:
+        outputs = list(output_files(fmt, base, suffix).values())
+    return CorpusResult(engine, sum(s["documents"] for s in shards), sum(s["tokens"] for s in shards), outputs,
+                        manifest_file, written, kept, sum(s.size() for s in sources), time.perf_counter() - started,
+                        verified, manifest["settings"])
+
+
+def _complete(path: Path | None) -> bool:
+    if path is None or not path.exists():
+        return False
+    return bool(json.loads(path.read_text(encoding="utf-8")).get("complete"))
+
+
+def _write_manifest(path: Path, manifest: dict[str, Any]) -> None:
+    from toktools.formats import write_files_atomically
+
+    try:
+        write_files_atomically(path.parent if str(path.parent) else Path("."),
+                               {path.name: json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"})
+    except OSError as err:
+        raise ToktoolsError(f"cannot write {path}: {err.strerror or err}") from None
+
+
+def _resume(path: Path, fingerprint: str, settings: dict[str, Any], inputs: list[dict[str, Any]], base: Path,
+            fmt: str, suffix: str | None) -> tuple[list[dict[str, Any]], Position]:
+    """The finished shards of an earlier run that still verify, and where to go on from; a
+    manifest from other settings, another tokenizer or changed inputs is refused in one line."""
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+        if old.get("format") != MANIFEST_FORMAT:
+            raise ValueError
+    except (ValueError, OSError):
+        raise ToktoolsError(f"{path} is not a toktools corpus manifest (use --force to overwrite)") from None
+    if old.get("tokenizer", {}).get("sha256") != fingerprint:
+        raise ToktoolsError(f"{path} was written with another tokenizer; use --force to start over or choose another output")
+    for key, value in settings.items():
+        if old.get("settings", {}).get(key) != value:
+            raise ToktoolsError(f"{path} was written with other settings ({key}: {old.get('settings', {}).get(key)!r}, "
+                                f"now {value!r}); use --force to start over or choose another output")
+    if any(entry["path"] == "-" for entry in inputs):
+        raise ToktoolsError(f"{path}: cannot resume reading standard input; use --force to start over")
+    if [(e["path"], e["size"], e["sha256"]) for e in old.get("inputs", [])] != [(e["path"], e["size"], e["sha256"]) for e in inputs]:
+        raise ToktoolsError(f"{path} was written from other inputs (names, sizes or checksums differ); "
+                            "use --force to start over or choose another output")
+    kept: list[dict[str, Any]] = []
+    for shard in old.get("shards", []):
+        files = output_files(fmt, shard_base(base, shard["index"]), suffix)
+        good = shard.get("index") == len(kept) and all(
+            files[role].exists() and files[role].stat().st_size == entry["bytes"] and file_sha256(files[role]) == entry["sha256"]
+            for role, entry in shard["files"].items())
+        if not good:
+            break
+        kept.append(shard)
+    if not kept:
+        return [], Position(0, 0, 1)
+    last = kept[-1].get("next")
+    if last is None:  # the last shard of a finished run
+        return kept, Position(len(inputs), 0, 1)
+    return kept, Position(last["input"], last["offset"], last["line"])

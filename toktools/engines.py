@@ -1,0 +1,542 @@
+"""Encoding engines for corpora: the same ids from toktools' reference, ``tokenizers`` or tiktoken.
+
+An engine turns a batch of texts into lists of ids, with no template (no ``[CLS]``/``<s>``), no
+truncation and no padding; special tokens written in the text are matched as tokens, as
+``tokenizers`` does. Which engines give the reference's ids is decided from the tokenizer's
+``tokenizer.json`` document alone (:func:`analyse`), never from class internals:
+
+* ``tokenizers`` loads that document, so it is exact for every tokenizer it can load;
+* tiktoken is exact only under the sufficient condition of ``spec/tiktoken-equivalence.md``
+  (E1-E4 on the vocabulary and merges, a configuration tiktoken can express, special tokens
+  it matches as ``tokenizers`` does) *and* when a probe of its regular expression on the code
+  points where Unicode tables are known to differ gives ``tokenizers``' ids;
+* the reference is toktools itself.
+
+``auto`` picks tiktoken when exact, else ``tokenizers``, else the reference.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from toktools.errors import ToktoolsError
+
+ENGINES = ("auto", "reference", "tokenizers", "tiktoken")
+IdBatch = list[list[int]]
+
+#: tiktoken's spelling of the GPT-2 split (openai/tiktoken ``tiktoken_ext/openai_public.py``);
+#: the spec measured it equal to ``tokenizers``' Oniguruma pattern on every code point.
+GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
+ONE_PIECE_PATTERN = r"(?s).+"
+
+
+def document_fingerprint(document: Mapping[str, Any]) -> str:
+    """sha256 of the canonical JSON of a ``tokenizer.json`` document: same pipeline, same hash."""
+    canonical = json.dumps(document, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def corpus_document(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The document as corpus encoding uses it: no truncation, no padding (whole documents)."""
+    doc = dict(document)
+    doc["truncation"] = None
+    doc["padding"] = None
+    return doc
+
+
+# ---------------------------------------------------------------------------------------------
+# Analysis: is tiktoken exact for this tokenizer.json?
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TiktokenPlan:
+    """What tiktoken needs: byte ranks, special tokens, the pattern, and the id remap (E3)."""
+
+    mergeable_ranks: dict[bytes, int]
+    special_tokens: dict[str, int]
+    pattern: str
+    #: tiktoken rank -> HF id, when merge order and id order disagree (E3 remap); else None
+    rank_to_id: dict[int, int] | None = None
+
+
+@dataclass
+class Analysis:
+    """Per engine: None when exact, else the reason (one line) why not."""
+
+    tiktoken_reason: str | None
+    plan: TiktokenPlan | None = None
+    cuttable: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+def _empty(value: Any) -> bool:
+    return value is None or value == "" or value is False
+
+
+def _merges_of(model: Mapping[str, Any]) -> list[tuple[str, str]]:
+    out = []
+    for merge in model.get("merges") or []:
+        pair = tuple(merge) if isinstance(merge, list) else tuple(str(merge).split(" "))
+        if len(pair) != 2:
+            raise ValueError(f"merge {merge!r} is not a pair")
+        out.append(pair)  # type: ignore[arg-type]
+    return out
+
+
+def _specials_expressible(added: Sequence[Mapping[str, Any]]) -> str | None:
+    """Added tokens tiktoken matches exactly as ``tokenizers`` does (spec section 5)."""
+    contents = [t["content"] for t in added]
+    for token in added:
+        for flag in ("lstrip", "rstrip", "single_word"):
+            if token.get(flag):
+                return f"added token {token['content']!r} has {flag}, which tiktoken cannot express"
+        if not token["content"]:
+            return "an added token is empty"
+    for a in contents:
+        for b in contents:
+            if a != b and b.startswith(a):
+                return f"added token {a!r} is a prefix of {b!r} (tiktoken does not match leftmost-longest)"
+    return None
+
+
+def _configuration_reason(doc: Mapping[str, Any]) -> str | None:
+    """Spec section 5: the nodes tiktoken can express; the first one it cannot, in words."""
+    model = doc.get("model") or {}
+    if model.get("type") != "BPE":
+        return f"model {model.get('type')!r} is not BPE"
+    if model.get("dropout") not in (None, 0, 0.0):
+        return "BPE dropout is on"
+    for option in ("continuing_subword_prefix", "end_of_word_suffix", "byte_fallback"):
+        if not _empty(model.get(option)):
+            return f"BPE option {option} is set"
+    if doc.get("normalizer"):
+        return f"normalizer {doc['normalizer'].get('type')!r} is not expressible in tiktoken"
+    pre = doc.get("pre_tokenizer") or {}
+    if pre.get("type") != "ByteLevel":
+        return f"pre-tokenizer {pre.get('type')!r} is not ByteLevel"
+    if pre.get("add_prefix_space"):
+        return "ByteLevel add_prefix_space=true is not expressible in tiktoken"
+    return _specials_expressible(doc.get("added_tokens") or [])
+
+
+_analysis_cache: dict[str, Analysis] = {}
+
+
+def _cache_file(fingerprint: str) -> Any:
+    """Where the verdict of E4 (one BPE run per token) and of the regex probe is kept between
+    runs: per tokenizer fingerprint and library versions (``TOKTOOLS_CACHE_DIR`` or
+    ``~/.cache/toktools``; ``TOKTOOLS_CACHE_DIR=`` (empty) turns it off)."""
+    from pathlib import Path
+
+    root = os.environ.get("TOKTOOLS_CACHE_DIR")
+    if root == "":
+        return None
+    try:
+        import tiktoken
+        import tokenizers
+
+        versions = f"{tokenizers.__version__}-{getattr(tiktoken, '__version__', '?')}"
+    except ImportError:
+        return None
+    base = Path(root) if root else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "toktools"
+    return base / "engine-analysis-v1" / f"{fingerprint}-{versions}.json"
+
+
+def _cached(fingerprint: str) -> dict[str, Any] | None:
+    path = _cache_file(fingerprint)
+    try:
+        return json.loads(path.read_text()) if path is not None and path.is_file() else None
+    except (OSError, ValueError):
+        return None
+
+
+def _remember(fingerprint: str, verdict: dict[str, Any]) -> None:
+    path = _cache_file(fingerprint)
+    if path is None:
+        return
+    verdict = {**(_cached(fingerprint) or {}), **verdict}
+    try:
+        from toktools.formats import write_files_atomically
+
+        write_files_atomically(path.parent, {path.name: json.dumps(verdict)})
+    except (OSError, ToktoolsError):
+        pass  # a cache only: a read-only home is fine
+
+
+def analyse(document: Mapping[str, Any], fingerprint: str | None = None) -> Analysis:
+    """Decide from the ``tokenizer.json`` document which engines give the reference's ids
+    (remembered per document fingerprint and library versions: the E4 check runs BPE once per
+    token)."""
+    key = fingerprint or document_fingerprint(document)
+    if key not in _analysis_cache:
+        cached = _cached(key) or {}
+        if "e4" in cached and cached["e4"] is None:
+            _analysis_cache[key] = _analyse(document, e4=False)
+        elif cached.get("e4"):
+            _analysis_cache[key] = Analysis(cached["e4"], cuttable=cuttable(document))
+        else:
+            analysis = _analyse(document, e4=True)
+            _analysis_cache[key] = analysis
+            if analysis.tiktoken_reason is None or analysis.tiktoken_reason.endswith("(E4)") or "(E4')" in analysis.tiktoken_reason:
+                _remember(key, {"e4": analysis.tiktoken_reason})
+    return _analysis_cache[key]
+
+
+def _analyse(doc: Mapping[str, Any], e4: bool = True) -> Analysis:
+    from toktools.bytelevel import SYMBOL_TO_BYTE, symbols_to_bytes
+
+    can_cut = cuttable(doc)
+    reason = _configuration_reason(doc)
+    if reason is not None:
+        return Analysis(reason, cuttable=can_cut)
+    model = doc["model"]
+    added = {t["content"]: t["id"] for t in doc.get("added_tokens") or []}
+    vocab: dict[str, int] = dict(model.get("vocab") or {})
+    regular = {s: i for s, i in vocab.items() if s not in added}
+    # E1: all 256 byte symbols are regular tokens; every key is made of byte symbols
+    missing = [s for s in SYMBOL_TO_BYTE if s not in regular]
+    if missing:
+        return Analysis(f"byte symbol {missing[0]!r} is not in the vocabulary (E1)", cuttable=can_cut)
+    if not set("".join(regular)) <= SYMBOL_TO_BYTE.keys():
+        token = next(t for t in regular if any(ch not in SYMBOL_TO_BYTE for ch in t))
+        return Analysis(f"token {token!r} is not made of byte symbols", cuttable=can_cut)
+    if len(set(regular.values())) != len(regular) or set(regular.values()) & set(added.values()):
+        return Analysis("two tokens share an id", cuttable=can_cut)
+    # E2: every merge result is a regular token, made by exactly one merge
+    merges = _merges_of(model)
+    seen: set[str] = set()
+    for number, (a, b) in enumerate(merges, start=1):
+        result = a + b
+        if a not in regular or b not in regular or result not in regular:
+            return Analysis(f"merge {number} ({a} {b}) uses or makes a token outside the regular vocabulary (E2)", cuttable=can_cut)
+        if result in seen:
+            return Analysis(f"two merges make {result!r} (E2)", cuttable=can_cut)
+        seen.add(result)
+    # E4 / E4': every regular token of 2+ symbols is what BPE makes of it alone
+    ignore_merges = bool(model.get("ignore_merges", False))
+    failure = _self_reachability(regular, merges, ignore_merges) if e4 else None
+    if failure is not None:
+        return Analysis(failure, cuttable=can_cut)
+    # E3: ranks of merge results increase with merge index; otherwise remap (still exact)
+    result_ids = [regular[a + b] for a, b in merges]
+    rank_of: dict[str, int] = dict(regular)
+    rank_to_id = None
+    if any(x >= y for x, y in zip(result_ids, result_ids[1:])):
+        ranks = sorted(result_ids)
+        rank_to_id = {}
+        for (a, b), rank in zip(merges, ranks):
+            rank_of[a + b] = rank
+            rank_to_id[rank] = regular[a + b]
+    ranks_bytes = {symbols_to_bytes(s): r for s, r in rank_of.items()}
+    pattern = GPT2_PATTERN if (doc.get("pre_tokenizer") or {}).get("use_regex", True) else ONE_PIECE_PATTERN
+    plan = TiktokenPlan(ranks_bytes, added, pattern, rank_to_id)
+    return Analysis(None, plan, cuttable=can_cut)
+
+
+def _self_reachability(regular: dict[str, int], merges: list[tuple[str, str]], ignore_merges: bool) -> str | None:
+    """E4 (or E4' with ``ignore_merges``), checked with ``tokenizers``' own BPE model on each
+    token alone (merge priority by merge index, as HF runs it)."""
+    from tokenizers import models
+
+    bpe = models.BPE(vocab=regular, merges=merges, ignore_merges=False)
+    tokenize = bpe.tokenize
+    for token, token_id in regular.items():
+        if len(token) < 2:
+            continue
+        pieces = tokenize(token)
+        if ignore_merges:
+            if len(pieces) == 2:
+                return f"token {token!r} is split by its own merges into two tokens (E4')"
+        elif len(pieces) != 1 or pieces[0].id != token_id:
+            return f"BPE does not rebuild token {token!r} from its bytes (gets {[t.value for t in pieces[:4]]}) (E4)"
+    return None
+
+
+def cuttable(doc: Mapping[str, Any]) -> bool:
+    """True when cutting a text just before a space ``' '`` that follows a non-space character
+    provably gives the same ids as the uncut text (see :func:`safe_cut`).
+
+    Byte-level BPE without normaliser: no GPT-2 split piece can hold a non-space character
+    followed by a space (letters, numbers and "other" runs stop at a space; space runs hold
+    only spaces), the pattern has no look-behind, and its look-ahead ``(?!\\S)`` only follows a
+    space run, which never ends at the cut. So the pieces of ``A + B`` are the pieces of ``A``
+    followed by those of ``B``, and BPE runs per piece. With ``add_prefix_space`` ``B`` starts
+    with ``' '`` and gets no extra space. BERT: the normaliser works per character (NFD never
+    reorders across a space, a starter) and the pre-tokeniser always splits at a space.
+    In both cases added tokens must hold no whitespace (none can span the cut) and must not
+    ``rstrip`` (it would eat ``B``'s leading space).
+    """
+    model = (doc.get("model") or {}).get("type")
+    pre = doc.get("pre_tokenizer") or {}
+    normalizer = doc.get("normalizer")
+    for token in doc.get("added_tokens") or []:
+        if token.get("rstrip") or any(ch.isspace() for ch in token["content"]):
+            return False
+    if model == "BPE" and pre.get("type") == "ByteLevel" and pre.get("use_regex", True) and not normalizer:
+        return True
+    if model == "WordPiece" and pre.get("type") == "BertPreTokenizer" and (normalizer is None or normalizer.get("type") == "BertNormalizer"):
+        return True
+    return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Engines
+# ---------------------------------------------------------------------------------------------
+
+
+class Engine:
+    """Texts → lists of ids (no template, no truncation, special tokens in the text matched)."""
+
+    name = ""
+
+    def encode_batch(self, texts: Sequence[str]) -> IdBatch:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release worker processes or threads."""
+
+
+class TokenizersEngine(Engine):
+    name = "tokenizers"
+
+    def __init__(self, document: Mapping[str, Any]) -> None:
+        import tokenizers
+
+        try:
+            self.tokenizer = tokenizers.Tokenizer.from_str(json.dumps(corpus_document(document)))
+        except Exception as err:  # tokenizers raises plain Exception subclasses
+            raise ToktoolsError(f"engine tokenizers cannot load this tokenizer: {str(err).splitlines()[0]}") from None
+
+    def encode_batch(self, texts: Sequence[str]) -> IdBatch:
+        encode = getattr(self.tokenizer, "encode_batch_fast", self.tokenizer.encode_batch)
+        return [e.ids for e in encode(list(texts), add_special_tokens=False)]
+
+
+class TiktokenEngine(Engine):
+    name = "tiktoken"
+
+    def __init__(self, plan: TiktokenPlan, threads: int | None = None) -> None:
+        import tiktoken
+
+        self.encoding = tiktoken.Encoding("toktools", pat_str=plan.pattern, mergeable_ranks=plan.mergeable_ranks,
+                                          special_tokens=plan.special_tokens)
+        self.threads = threads or os.cpu_count() or 1
+        self.remap = plan.rank_to_id
+        self._pool: Any = None
+        if plan.special_tokens:  # tokenizers always splits added tokens out of the text
+            encode, allowed = self.encoding.encode, frozenset(plan.special_tokens)
+            self._one: Callable[[str], list[int]] = lambda text: encode(text, allowed_special=allowed, disallowed_special=())
+        else:
+            self._one = self.encoding.encode_ordinary
+
+    def _chunk(self, texts: Sequence[str]) -> IdBatch:
+        one = self._one
+        return [one(text) for text in texts]
+
+    def encode_batch(self, texts: Sequence[str]) -> IdBatch:
+        """Contiguous chunks on a few threads (the Rust core releases the GIL): one Python call
+        per text, not one future per text as ``Encoding.encode_batch`` makes."""
+        texts = list(texts)
+        if self.threads <= 1 or len(texts) < 2:
+            out = self._chunk(texts)
+        else:
+            if self._pool is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._pool = ThreadPoolExecutor(self.threads)
+            size = max(1, -(-len(texts) // (self.threads * 4)))
+            out = []
+            for part in self._pool.map(self._chunk, [texts[i : i + size] for i in range(0, len(texts), size)]):
+                out.extend(part)
+        if self.remap:
+            remap = self.remap
+            out = [[remap.get(i, i) for i in ids] for ids in out]
+        return out
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
+
+_reference_worker: Any = None
+
+
+def _reference_init(tokenizer: Any) -> None:
+    from toktools.corpus import ignore_interrupts
+
+    global _reference_worker
+    ignore_interrupts()
+    _reference_worker = tokenizer
+
+
+def _reference_encode(texts: Sequence[str]) -> tuple[bytes, bytes]:
+    """Ids of a chunk, packed as two int64 arrays (all ids, lengths): pickling millions of
+    small ints would cost more than a large share of the encoding."""
+    from array import array
+
+    flat, lengths = array("q"), array("q")
+    for encoding in _reference_worker.encode_batch(list(texts), add_special_tokens=False, workers=1):
+        flat.extend(encoding.ids)
+        lengths.append(len(encoding.ids))
+    return flat.tobytes(), lengths.tobytes()
+
+
+class ReferenceEngine(Engine):
+    """toktools' own tokenizer, in a pool of forked processes kept for the whole corpus
+    (forking per batch would cost more than small batches take)."""
+
+    name = "reference"
+
+    def __init__(self, document: Mapping[str, Any], workers: int | None = None) -> None:
+        from toktools.formats import from_tokenizer_json
+
+        try:
+            self.tokenizer = from_tokenizer_json(corpus_document(document))
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise ToktoolsError(f"the reference engine cannot load this tokenizer ({err})") from None
+        self.workers = workers or os.cpu_count() or 1
+        self._pool: Any = None
+
+    def _get_pool(self) -> Any:
+        if self._pool is None:
+            import multiprocessing
+
+            context = multiprocessing.get_context("fork")
+            self._pool = context.Pool(self.workers, initializer=_reference_init, initargs=(self.tokenizer,))
+        return self._pool
+
+    def encode_batch(self, texts: Sequence[str]) -> IdBatch:
+        if self.workers <= 1 or len(texts) < 2:
+            return [e.ids for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False, workers=1)]
+        size = max(1, -(-len(texts) // (self.workers * 4)))
+        chunks = [texts[i : i + size] for i in range(0, len(texts), size)]
+        from array import array
+
+        out: IdBatch = []
+        for flat_bytes, length_bytes in self._get_pool().map(_reference_encode, chunks):
+            flat = array("q", flat_bytes).tolist()
+            start = 0
+            for length in array("q", length_bytes):
+                out.append(flat[start : start + length])
+                start += length
+        return out
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool.join()
+            self._pool = None
+
+
+def tiktoken_available() -> bool:
+    try:
+        import tiktoken  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def tokenizers_loads(document: Mapping[str, Any]) -> str | None:
+    try:
+        TokenizersEngine(document)
+    except ToktoolsError as err:
+        return str(err)
+    return None
+
+
+def make_engine(name: str, document: Mapping[str, Any], *, workers: int | None = None,
+                analysis: Analysis | None = None, fingerprint: str | None = None) -> Engine:
+    """The engine called ``name`` (``auto`` = the fastest exact one) for this tokenizer, or a
+    one-line :class:`ToktoolsError` saying why it cannot be used."""
+    if name not in ENGINES:
+        raise ToktoolsError(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
+    if name == "reference":
+        return ReferenceEngine(document, workers)
+    if name == "tokenizers":
+        return TokenizersEngine(document)
+    analysis = analysis or analyse(document, fingerprint)
+    if name == "tiktoken" or (name == "auto" and analysis.tiktoken_reason is None and tiktoken_available()):
+        if not tiktoken_available():
+            raise ToktoolsError("engine tiktoken is not installed (pip install 'toktools[corpus]')")
+        if analysis.tiktoken_reason is not None:
+            raise ToktoolsError(f"engine tiktoken is not exact for this tokenizer: {analysis.tiktoken_reason}")
+        assert analysis.plan is not None
+        engine = TiktokenEngine(analysis.plan, workers)
+        mismatch = probe_tiktoken(engine, document, fingerprint)
+        if mismatch is None:
+            return engine
+        if name == "tiktoken":
+            raise ToktoolsError(f"engine tiktoken is not exact for this tokenizer: {mismatch}")
+    try:
+        return TokenizersEngine(document)
+    except ToktoolsError:
+        return ReferenceEngine(document, workers)
+
+
+# ---------------------------------------------------------------------------------------------
+# The regex probe: tiktoken's Unicode tables against tokenizers' on the known risky code points
+# ---------------------------------------------------------------------------------------------
+
+#: Code points the spec singled out (Unicode 15-17 additions, odd spaces), besides the ones where
+#: Python's ``regex`` differs from ``tokenizers`` (``_bytelevel_tables.REGEX_DISAGREEMENTS``).
+_PROBE_EXTRA = (0x10940, 0x323B0, 0x3D000, 0x11F04, 0x2EBF0, 0x16100, 0x1C89, 0x10D4A, 0x85, 0xA0, 0x3000,
+                0x1C, 0x180E, 0x200B, 0xFEFF, 0x2028, 0x2029, 0x0B, 0x0C, 0x0D)
+_probe_cache: dict[tuple[str, str], str | None] = {}
+
+
+def probe_code_points(full: bool = False) -> list[int]:
+    """The code points where Python's ``regex`` tables and ``tokenizers``' are known to differ
+    (every one with ``full``; else the first, middle and last of each range), plus the spec's."""
+    from toktools._bytelevel_tables import REGEX_DISAGREEMENTS
+
+    points = set(_PROBE_EXTRA)
+    for ranges in REGEX_DISAGREEMENTS.values():
+        for lo, hi in ranges:
+            points.update(range(lo, hi + 1) if full else (lo, (lo + hi) // 2, hi))
+    return sorted(c for c in points if not 0xD800 <= c <= 0xDFFF)
+
+
+def probe_text(points: Sequence[int]) -> list[str]:
+    """Each code point in the six contexts of the spec's probe (letter, digit, punctuation,
+    space and tab before it; a letter after it)."""
+    out = []
+    for c in points:
+        ch = chr(c)
+        out.append(f"a{ch} 1{ch} !{ch}  {ch}\t{ch} {ch}a x{ch}{ch}y 's{ch}")
+    return out
+
+
+def probe_tiktoken(engine: TiktokenEngine, document: Mapping[str, Any], fingerprint: str | None = None) -> str | None:
+    """None when tiktoken gives ``tokenizers``' ids on the probe texts, else where it differs.
+    Cached per (tokenizer, tiktoken version): the spec found no differing code point for
+    tiktoken 0.14.0 against tokenizers 0.23.3, and this keeps checking that on every run."""
+    import tiktoken
+
+    fingerprint = fingerprint or document_fingerprint(document)
+    key = (fingerprint, getattr(tiktoken, "__version__", "?"))
+    if key in _probe_cache:
+        return _probe_cache[key]
+    cached = _cached(fingerprint) or {}
+    if "probe" in cached:
+        _probe_cache[key] = cached["probe"]
+        return cached["probe"]
+    texts = probe_text(probe_code_points())
+    try:
+        reference = TokenizersEngine(document).encode_batch(texts)
+    except ToktoolsError:
+        _probe_cache[key] = None  # cannot compare; the E1-E4 analysis stands
+        return None
+    ours = engine.encode_batch(texts)
+    result = None
+    for text, a, b in zip(texts, ours, reference):
+        if a != b:
+            result = f"tiktoken splits {text[:12]!r} differently from tokenizers (Unicode tables differ)"
+            break
+    _probe_cache[key] = result
+    _remember(fingerprint, {"probe": result})
+    return result
