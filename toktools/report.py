@@ -1008,6 +1008,14 @@ def _lay_out(labels: list[str], columns: list[_Column], width: int | None, label
     return lines
 
 
+def _filler(text: str, position: int) -> str:
+    """What a row draws in a gutter where it does not cut (another row does): a space next to
+    a space, else ``·`` so a word stays visibly one token (``|Anarch·ism|``)."""
+    if 0 < position < len(text) and not text[position - 1].isspace() and not text[position].isspace():
+        return "·"
+    return " "
+
+
 def _cuts_inside(row: SegmentationRow, bmap: _ByteMap) -> dict[int, set[int]]:
     """Characters a row cuts inside (between byte-level tokens): char → byte offsets of the cuts."""
     cuts: dict[int, set[int]] = {}
@@ -1044,7 +1052,8 @@ def _char_block(alignment: Alignment, bmap: _ByteMap) -> tuple[list[str], list[_
     columns: list[_Column] = []
     for position in range(len(text) + 1):
         if position in gutters:
-            cells = ["?" if position in u else "|" if position in b else " " for b, u in zip(drawn, unknown_bounds)]
+            cells = ["?" if position in u else "|" if position in b else _filler(text, position)
+                     for b, u in zip(drawn, unknown_bounds)]
             if alignment.diffs:
                 cells.append("^" if position in diff_gutter else " ")
             columns.append(_Column(1, cells, gutter=True))
@@ -1115,7 +1124,7 @@ def _byte_block(alignment: Alignment, bmap: _ByteMap) -> tuple[list[str], list[_
 
 
 _LEGEND = (
-    ("|", "| token boundary"),
+    ("|", "| token boundary   · no boundary here (another tokenizer cuts)"),
     ("space", "| cut| a space drawn inside bars belongs to that token (GPT-2's Ġ)"),
     ("^", "^ the tokenizers cut this region differently"),
     ("?", "?…? an unknown token (UNK): the text between ? is lost"),

@@ -20,7 +20,8 @@ One definition for each number, used by ``toktools compare`` on one text and on 
   (p90: the smallest length that at least 90% of the documents do not exceed); **over N** is
   the share of documents longer than N tokens, i.e. that a model of N positions truncates.
 * **token length**: characters of the text a token stands for, without surrounding whitespace,
-  counted once per occurrence; byte pieces have length 0.
+  counted once per occurrence (a token of whitespace only: its own length); byte pieces have
+  length 0.
 
 Memory stays flat: lengths are kept as histograms, never as lists.
 """
@@ -159,7 +160,7 @@ class _TokenFacts(dict):
     def __missing__(self, token_id: int) -> tuple[int, bool]:
         token = self.tokenizer.id_to_token(token_id) or ""
         text = token_view.token_text(self.tokenizer, token)
-        facts = (0, True) if text is None else (len(text.strip()), False)
+        facts = (0, True) if text is None else (len(text.strip()) or len(text), False)
         self[token_id] = facts
         return facts
 

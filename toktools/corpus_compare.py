@@ -1,0 +1,209 @@
+"""Several tokenizers on one corpus, in one streaming pass.
+
+The corpus is read once, in batches of documents; each batch is encoded by every tokenizer
+(``encode_batch``, in worker processes for large batches) and counted into a
+:class:`~toktools.segstats.Tally` per tokenizer. Memory stays flat: the tallies are histograms,
+and only the ``show`` documents where the tokenizers disagree most are kept (a bounded heap),
+to be aligned at the end. Time is linear in the corpus: the disagreement score of a document
+is a set difference of token ends, and the alignment (see :mod:`toktools.report`) is linear too.
+"""
+from __future__ import annotations
+
+import heapq
+import json
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from toktools import corpus, token_view
+from toktools.errors import ToktoolsError
+from toktools.report import Alignment, _align, _items, render_metrics_plain
+from toktools.segstats import Document, SegmentStats, Tally
+
+__all__ = ["CorpusComparison", "ShownLine", "compare_corpus", "iter_documents"]
+
+ProgressCallback = Callable[[int, int], None]
+#: Text per batch handed to ``encode_batch`` (big enough for its worker processes to pay off).
+BATCH_CHARS = 1 << 20
+BATCH_DOCUMENTS = 20_000
+#: Documents shorter than this are not shown (one odd word would always disagree "most").
+MIN_WORDS_SHOWN = 5
+
+
+def iter_documents(sources: Sequence[corpus.CorpusSource], json_field: str | None = None,
+                   errors: corpus.ErrorPolicy = "strict",
+                   progress: ProgressCallback | None = None) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of every document: non-blank lines without their line ending
+    (``\\n`` or ``\\r\\n``), or with ``json_field`` the field of each JSON Lines record (one
+    record is one document, newlines inside it included). Line numbers count from 1 across all
+    sources, in order."""
+    plain = [corpus.CorpusSource(s.path) for s in sources]
+    number = 0
+    for chunk in corpus.iter_chunks(plain, errors=errors, progress=progress):
+        lines = chunk.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        for line in lines:
+            number += 1
+            if line.endswith("\r"):
+                line = line[:-1]
+            if not line.strip():
+                continue
+            if json_field is not None:
+                try:
+                    value = json.loads(line)[json_field]
+                except (json.JSONDecodeError, KeyError, TypeError):
+                    raise ToktoolsError(f"line {number}: not a JSON object with a {json_field!r} field") from None
+                if not isinstance(value, str):
+                    raise ToktoolsError(f"line {number}: field {json_field!r} is not a string")
+                if not value.strip():
+                    continue
+                line = value
+            yield number, line
+
+
+def _sampled(documents: Iterator[tuple[int, str]], total: int | None, n: int) -> Iterator[tuple[int, str]]:
+    """``n`` documents spread evenly over ``total`` (every k-th), or, when the total is unknown
+    (standard input), a reservoir sample with a fixed seed, in corpus order."""
+    if total is not None:
+        if total <= n:
+            yield from documents
+            return
+        wanted = {i * total // n for i in range(n)}
+        for index, document in enumerate(documents):
+            if index in wanted:
+                yield document
+        return
+    rng = random.Random(0)
+    reservoir: list[tuple[int, str]] = []
+    for index, document in enumerate(documents):
+        if index < n:
+            reservoir.append(document)
+        else:
+            j = rng.randrange(index + 1)
+            if j < n:
+                reservoir[j] = document
+    yield from sorted(reservoir)
+
+
+@dataclass
+class ShownLine:
+    """A document where the tokenizers disagree, aligned. ``differing``: token boundaries not
+    shared by every tokenizer (token ends, plus characters cut into byte pieces by some but not
+    all); ``share``: differing / all boundaries, the rank (documents of fewer than
+    ``MIN_WORDS_SHOWN`` words are left out)."""
+
+    line: int
+    differing: int
+    share: float
+    alignment: Alignment
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"line": self.line, "differing": self.differing, "share": self.share,
+                "alignment": self.alignment.to_dict()}
+
+
+@dataclass
+class CorpusComparison:
+    """What ``toktools compare --corpus`` reports: statistics per tokenizer, the most disputed
+    documents, and how the corpus was read."""
+
+    sources: list[str]
+    sampled: int | None
+    metrics: dict[str, SegmentStats]
+    shown: list[ShownLine] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"sources": self.sources, "sample": self.sampled,
+                "metrics": {name: m.to_dict() for name, m in self.metrics.items()},
+                "shown": [s.to_dict() for s in self.shown]}
+
+    def render_plain(self, width: int | None = None, byte_view: bool = False) -> str:
+        parts = []
+        for index, shown in enumerate(self.shown):
+            title = f"line {shown.line}: {shown.differing} boundaries differ ({shown.share:.0%} of them)"
+            legend = index == len(self.shown) - 1
+            parts.append(title + "\n" + shown.alignment.render_plain(width, byte_view, legend=legend))
+        first = next(iter(self.metrics.values()), None)
+        what = (f"{first.documents} documents, {first.words} words, {first.characters} characters"
+                if first is not None else "no documents")
+        if self.sampled is not None:
+            what += f" (a sample of {self.sampled} spread over the corpus)"
+        parts.append(what + "\n\n" + render_metrics_plain(self.metrics, lengths=True))
+        return "\n".join(parts)
+
+
+def _score(document: Document, encodings: Sequence[Any], partial_ids: Sequence[Callable[[int], bool]]) -> tuple[int, int]:
+    """(differing boundaries, all boundaries) of one document."""
+    text = document.text
+    ends = []
+    cut = []
+    for encoding, is_partial in zip(encodings, partial_ids):
+        ends.append({e for s, e in encoding.offsets if e > s and not text[e - 1].isspace()})
+        cut.append({o for i, o in zip(encoding.ids, encoding.offsets) if is_partial(i)})
+    union = set.union(*ends)
+    score = len(union) - len(set.intersection(*ends))
+    if any(cut):
+        score += len(set.union(*cut)) - len(set.intersection(*cut))
+    return score, len(union)
+
+
+def compare_corpus(tokenizers: Mapping[str, Any] | Sequence[tuple[str, Any]], paths: Sequence[str], *,
+                   json_field: str | None = None, errors: corpus.ErrorPolicy = "strict", show: int = 0,
+                   sample: int | None = None, workers: int | None = None,
+                   progress: ProgressCallback | None = None) -> CorpusComparison:
+    """Statistics of every tokenizer on the corpus ``paths`` (files, directories, globs, ``-``;
+    plain or compressed), read once; ``show`` keeps the documents where the largest share of
+    token boundaries differ (ties: more differing boundaries, then the later line) and aligns them; ``sample`` reads only that many documents,
+    spread evenly over the corpus (for files, a first pass counts the documents)."""
+    items = _items(tokenizers)
+    if not items:
+        raise ToktoolsError("give at least one tokenizer to compare")
+    sources = corpus.expand_sources(list(paths))
+    plain = [(name, token_view.without_truncation(tok)) for name, tok in items]
+    tallies = [Tally(tok) for _, tok in plain]
+    documents = iter_documents(sources, json_field, errors, progress)
+    if sample is not None:
+        total = None
+        if not any(s.is_stdin for s in sources):
+            total = sum(1 for _ in iter_documents(sources, json_field, errors))
+        documents = _sampled(documents, total, sample)
+    heap: list[tuple[float, int, int, str]] = []  # (share, differing, -line, text): the best `show` so far
+    partial_checks = [(lambda i, facts=t.facts: facts[i][1]) for t in tallies]
+    batch: list[tuple[int, str]] = []
+    size = 0
+
+    def flush() -> None:
+        texts = [text for _, text in batch]
+        docs = [Document(text) for text in texts]
+        per_tokenizer = [tok.encode_batch(texts, add_special_tokens=False, workers=workers) for _, tok in plain]
+        for tally, encodings in zip(tallies, per_tokenizer):
+            for document, encoding in zip(docs, encodings):
+                tally.add(document, encoding.ids, encoding.offsets)
+        if show > 0 and len(plain) > 1:
+            for k, ((line, text), document) in enumerate(zip(batch, docs)):
+                if len(document.starts) < MIN_WORDS_SHOWN:
+                    continue
+                differing, total = _score(document, [encodings[k] for encodings in per_tokenizer], partial_checks)
+                if differing <= 0:
+                    continue
+                entry = (differing / total, differing, -line, text)
+                if len(heap) < show:
+                    heapq.heappush(heap, entry)
+                elif entry > heap[0]:
+                    heapq.heapreplace(heap, entry)
+
+    for document in documents:
+        batch.append(document)
+        size += len(document[1])
+        if size >= BATCH_CHARS or len(batch) >= BATCH_DOCUMENTS:
+            flush()
+            batch, size = [], 0
+    if batch:
+        flush()
+    shown = []
+    for share, differing, negative_line, text in sorted(heap, reverse=True):
+        encoded = [(name, tok, tok.encode(text, add_special_tokens=False)) for name, tok in plain]
+        shown.append(ShownLine(-negative_line, differing, round(share, 6), _align(text, encoded)))
+    return CorpusComparison([s.path for s in sources], sample, {name: t.stats() for (name, _), t in zip(plain, tallies)},
+                            shown)
