@@ -23,9 +23,9 @@ from toktools.segstats import Document, SegmentStats, Tally
 __all__ = ["CorpusComparison", "ShownLine", "compare_corpus", "iter_documents"]
 
 ProgressCallback = Callable[[int, int], None]
-#: Text per batch handed to ``encode_batch`` (big enough for its worker processes to pay off).
-BATCH_CHARS = 1 << 20
-BATCH_DOCUMENTS = 20_000
+#: Text per chunk of work (one task of a worker process).
+CHUNK_CHARS = 256 * 1024
+CHUNK_DOCUMENTS = 5_000
 #: Documents shorter than this are not shown (one odd word would always disagree "most").
 MIN_WORDS_SHOWN = 5
 
@@ -148,62 +148,132 @@ def _score(document: Document, encodings: Sequence[Any], partial_ids: Sequence[C
     return score, len(union)
 
 
+#: What forked workers inherit: the tokenizers (no truncation) and how many lines to keep.
+_job: "tuple[list[Any], int] | None" = None
+_worker_facts: dict[int, Any] = {}
+
+Candidate = tuple[float, int, int, str]  # (share of differing boundaries, differing, -line, text)
+
+
+def _process(chunk: list[tuple[int, str]]) -> tuple[list[SegmentStats], list[Candidate]]:
+    """Encode one chunk of documents with every tokenizer and count it: the statistics per
+    tokenizer and the chunk's ``show`` most disputed documents. Runs in a worker (or inline)."""
+    from toktools.segstats import _TokenFacts
+
+    assert _job is not None
+    tokenizers, show = _job
+    docs = [Document(text) for _, text in chunk]
+    texts = [text for _, text in chunk]
+    per_tokenizer = []
+    stats = []
+    for index, tokenizer in enumerate(tokenizers):
+        facts = _worker_facts.get(index)
+        if facts is None:
+            facts = _worker_facts[index] = _TokenFacts(tokenizer)
+        tally = Tally(tokenizer, facts)
+        encodings = tokenizer.encode_batch(texts, add_special_tokens=False, workers=1)
+        for document, encoding in zip(docs, encodings):
+            tally.add(document, encoding.ids, encoding.offsets)
+        per_tokenizer.append(encodings)
+        stats.append(tally.stats())
+    candidates: list[Candidate] = []
+    if show > 0 and len(tokenizers) > 1:
+        checks = [(lambda i, facts=_worker_facts[k]: facts[i][1]) for k in range(len(tokenizers))]
+        for k, ((line, text), document) in enumerate(zip(chunk, docs)):
+            if len(document.starts) < MIN_WORDS_SHOWN:
+                continue
+            differing, total = _score(document, [encodings[k] for encodings in per_tokenizer], checks)
+            if differing > 0:
+                candidates.append((differing / total, differing, -line, text))
+        candidates = heapq.nlargest(show, candidates)
+    return stats, candidates
+
+
+def _chunks(documents: Iterator[tuple[int, str]]) -> Iterator[list[tuple[int, str]]]:
+    chunk: list[tuple[int, str]] = []
+    size = 0
+    for document in documents:
+        chunk.append(document)
+        size += len(document[1])
+        if size >= CHUNK_CHARS or len(chunk) >= CHUNK_DOCUMENTS:
+            yield chunk
+            chunk, size = [], 0
+    if chunk:
+        yield chunk
+
+
+def _run(chunks: Iterator[list[tuple[int, str]]], workers: int) -> Iterator[tuple[list[SegmentStats], list[Candidate]]]:
+    """Results of :func:`_process` in chunk order: inline, or in forked workers that keep their
+    caches across chunks, with a bounded number of chunks in flight (flat memory)."""
+    import multiprocessing
+
+    try:
+        context = multiprocessing.get_context("fork") if workers > 1 else None
+    except ValueError:
+        context = None
+    if context is None:
+        for chunk in chunks:
+            yield _process(chunk)
+        return
+    first = next(chunks, None)
+    if first is None:
+        return
+    second = next(chunks, None)
+    if second is None:  # one chunk: starting processes would cost more than it saves
+        yield _process(first)
+        return
+    from toktools.corpus import ignore_interrupts
+
+    with context.Pool(workers, initializer=ignore_interrupts) as pool:
+        in_flight = [pool.apply_async(_process, (first,)), pool.apply_async(_process, (second,))]
+        for chunk in chunks:
+            in_flight.append(pool.apply_async(_process, (chunk,)))
+            if len(in_flight) >= 2 * workers:
+                yield in_flight.pop(0).get()
+        for result in in_flight:
+            yield result.get()
+
+
 def compare_corpus(tokenizers: Mapping[str, Any] | Sequence[tuple[str, Any]], paths: Sequence[str], *,
                    json_field: str | None = None, errors: corpus.ErrorPolicy = "strict", show: int = 0,
                    sample: int | None = None, workers: int | None = None,
                    progress: ProgressCallback | None = None) -> CorpusComparison:
     """Statistics of every tokenizer on the corpus ``paths`` (files, directories, globs, ``-``;
     plain or compressed), read once; ``show`` keeps the documents where the largest share of
-    token boundaries differ (ties: more differing boundaries, then the later line) and aligns them; ``sample`` reads only that many documents,
-    spread evenly over the corpus (for files, a first pass counts the documents)."""
+    token boundaries differ (ties: more differing boundaries, then the later line) and aligns them;
+    ``sample`` reads only that many documents, spread evenly over the corpus (for files, a first
+    pass counts the documents). Chunks of documents are encoded and counted in ``workers``
+    processes (default: every core); the result is the same for any number of workers."""
+    import os
+
+    global _job
     items = _items(tokenizers)
     if not items:
         raise ToktoolsError("give at least one tokenizer to compare")
     sources = corpus.expand_sources(list(paths))
     plain = [(name, token_view.without_truncation(tok)) for name, tok in items]
-    tallies = [Tally(tok) for _, tok in plain]
     documents = iter_documents(sources, json_field, errors, progress)
     if sample is not None:
         total = None
         if not any(s.is_stdin for s in sources):
             total = sum(1 for _ in iter_documents(sources, json_field, errors))
         documents = _sampled(documents, total, sample)
-    heap: list[tuple[float, int, int, str]] = []  # (share, differing, -line, text): the best `show` so far
-    partial_checks = [(lambda i, facts=t.facts: facts[i][1]) for t in tallies]
-    batch: list[tuple[int, str]] = []
-    size = 0
-
-    def flush() -> None:
-        texts = [text for _, text in batch]
-        docs = [Document(text) for text in texts]
-        per_tokenizer = [tok.encode_batch(texts, add_special_tokens=False, workers=workers) for _, tok in plain]
-        for tally, encodings in zip(tallies, per_tokenizer):
-            for document, encoding in zip(docs, encodings):
-                tally.add(document, encoding.ids, encoding.offsets)
-        if show > 0 and len(plain) > 1:
-            for k, ((line, text), document) in enumerate(zip(batch, docs)):
-                if len(document.starts) < MIN_WORDS_SHOWN:
-                    continue
-                differing, total = _score(document, [encodings[k] for encodings in per_tokenizer], partial_checks)
-                if differing <= 0:
-                    continue
-                entry = (differing / total, differing, -line, text)
-                if len(heap) < show:
-                    heapq.heappush(heap, entry)
-                elif entry > heap[0]:
-                    heapq.heapreplace(heap, entry)
-
-    for document in documents:
-        batch.append(document)
-        size += len(document[1])
-        if size >= BATCH_CHARS or len(batch) >= BATCH_DOCUMENTS:
-            flush()
-            batch, size = [], 0
-    if batch:
-        flush()
+    parts: list[list[SegmentStats]] = [[] for _ in plain]
+    best: list[Candidate] = []
+    _job = ([tok for _, tok in plain], show)
+    _worker_facts.clear()
+    try:
+        for stats, candidates in _run(_chunks(documents), workers or os.cpu_count() or 1):
+            for index, part in enumerate(stats):
+                parts[index].append(part)
+            best = heapq.nlargest(show, best + candidates) if show else []
+    finally:
+        _job = None
+        _worker_facts.clear()
+    metrics = {name: SegmentStats.combined(parts[index], token_view.specials_added(tok))
+               for index, (name, tok) in enumerate(plain)}
     shown = []
-    for share, differing, negative_line, text in sorted(heap, reverse=True):
+    for share, differing, negative_line, text in best:
         encoded = [(name, tok, tok.encode(text, add_special_tokens=False)) for name, tok in plain]
         shown.append(ShownLine(-negative_line, differing, round(share, 6), _align(text, encoded)))
-    return CorpusComparison([s.path for s in sources], sample, {name: t.stats() for (name, _), t in zip(plain, tallies)},
-                            shown)
+    return CorpusComparison([s.path for s in sources], sample, metrics, shown)

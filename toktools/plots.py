@@ -145,7 +145,10 @@ def plot_vocab(stats: "VocabStats", path: str | Path, name: str = "") -> Path:
     counts = _capped(stats.length_chars, _TOKEN_LENGTH_CAP)
     counts[0] += stats.partial_byte_tokens
     labels = ["byte\npiece"] + [str(k) for k in range(1, _TOKEN_LENGTH_CAP)] + [f"{_TOKEN_LENGTH_CAP}+"]
+    if not counts[0]:  # no byte pieces in this vocabulary: no empty bar
+        counts, labels = counts[1:], labels[1:]
     lengths.bar(range(len(counts)), counts, color="tab:blue")
+
     lengths.set_xticks(range(len(labels)))
     lengths.set_xticklabels(labels, fontsize="small")
     lengths.set_xlabel("characters in the token")

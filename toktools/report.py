@@ -260,6 +260,45 @@ class TokenEntry:
         return {"id": self.id, "token": self.token, "surface": self.surface, "chars": self.chars, "bytes": self.bytes}
 
 
+#: BERT-base's parameter count, as its paper gives it.
+BERT_BASE_PARAMETERS = 110_000_000
+
+
+@dataclass(frozen=True)
+class EmbeddingCost:
+    """What the vocabulary costs in a model's input embedding: ``V×H`` for a BERT-style
+    embedding at hidden size H = 768 (base) and 1024 (large); ALBERT's factorised ``V×E + E×H``
+    at E = 128; and ``V×768`` as a share of BERT-base's 110M parameters."""
+
+    vocab_size: int
+
+    def full(self, hidden: int) -> int:
+        return self.vocab_size * hidden
+
+    def factorised(self, hidden: int, embedding: int = 128) -> int:
+        return self.vocab_size * embedding + embedding * hidden
+
+    @property
+    def bert_base_share(self) -> float:
+        return self.full(768) / BERT_BASE_PARAMETERS
+
+    def to_dict(self) -> dict[str, Any]:
+        return _jsonable({"vocab_size": self.vocab_size,
+                          "full": {"768": self.full(768), "1024": self.full(1024)},
+                          "albert_e128": {"768": self.factorised(768), "1024": self.factorised(1024)},
+                          "bert_base_share": self.bert_base_share})
+
+    def render_lines(self) -> list[str]:
+        def m(n: int) -> str:
+            return f"{n / 1e6:.1f}M"
+
+        return [f"embedding       V×H = {m(self.full(768))} at H=768, {m(self.full(1024))} at H=1024 "
+                f"(V = {self.vocab_size})",
+                f"                ALBERT V×E + E×H at E=128: {m(self.factorised(768))} at H=768, "
+                f"{m(self.factorised(1024))} at H=1024",
+                f"                V×768 is {self.bert_base_share:.1%} of BERT-base's 110M parameters"]
+
+
 @dataclass
 class VocabStats:
     """What ``toktools inspect TOK`` shows. Histograms map a length to a number of tokens.
@@ -286,6 +325,7 @@ class VocabStats:
     length_bytes: dict[int, int]
     scripts: dict[str, int]
     longest: list[TokenEntry]
+    embedding: EmbeddingCost | None = None
 
     def script_share(self, script: str) -> float:
         return self.scripts.get(script, 0) / self.counted if self.counted else 0.0
@@ -305,13 +345,16 @@ class VocabStats:
             lines.append(f"continuation    {self.continuation_tokens} pieces ({self.continuation_share:.1%})")
         if self.partial_byte_tokens:
             lines.append(f"partial bytes   {self.partial_byte_tokens} tokens are not valid UTF-8 on their own")
+        if self.embedding is not None:
+            lines += self.embedding.render_lines()
         for title, histogram in (("length in characters", self.length_chars), ("length in bytes", self.length_bytes)):
             lines += ["", title]
             lines += _bars(histogram, bar_width)
         lines += ["", "scripts"]
         lines += _bars(self.scripts, bar_width, total=self.counted)
         lines += ["", "longest tokens"]
-        lines += [f"  {e.id:>7}  {e.chars:>3} chars  {e.bytes:>3} bytes  {e.surface!r}" for e in self.longest]
+        lines += [f"  {e.id:>7}  {e.chars:>3} chars  {e.bytes:>3} bytes  «{token_view.escape_text(e.surface or '')}»"
+                  for e in self.longest]
         return "\n".join(lines) + "\n"
 
     def to_dict(self) -> dict[str, Any]:
@@ -333,6 +376,7 @@ class VocabStats:
             "length_bytes": self.length_bytes,
             "scripts": self.scripts,
             "longest": [e.to_dict() for e in self.longest],
+            "embedding": self.embedding.to_dict() if self.embedding is not None else None,
         })
 
 
@@ -400,6 +444,7 @@ def vocab_stats(tokenizer: Tokenizer, top: int = 20) -> VocabStats:
         length_bytes=dict(sorted(length_bytes.items())),
         scripts=dict(sorted(scripts.items(), key=lambda item: (-item[1], item[0]))),
         longest=entries[:top],
+        embedding=EmbeddingCost(tokenizer.vocab_size),
     )
 
 

@@ -130,6 +130,25 @@ class SegmentStats:
         """Share of documents longer than ``limit`` tokens (special tokens included)."""
         return _ratio(sum(c for length, c in self.sequence_lengths.items() if length > limit), self.documents)
 
+    @classmethod
+    def combined(cls, parts: "list[SegmentStats]", specials: int) -> "SegmentStats":
+        """The statistics of several disjoint sets of documents together."""
+        total = cls(0, 0, 0, 0, 0, 0, 0, 0, specials)
+        lengths: Counter[int] = Counter()
+        per_word: Counter[int] = Counter()
+        token_lengths: Counter[int] = Counter()
+        for part in parts:
+            for name in ("documents", "tokens", "characters", "bytes", "words", "split_words", "unk_count",
+                         "byte_piece_chars"):
+                setattr(total, name, getattr(total, name) + getattr(part, name))
+            lengths.update(part.sequence_lengths)
+            per_word.update(part.tokens_per_word_histogram)
+            token_lengths.update(part.token_lengths)
+        total.sequence_lengths = dict(sorted(lengths.items()))
+        total.tokens_per_word_histogram = dict(sorted(per_word.items()))
+        total.token_lengths = dict(sorted(token_lengths.items()))
+        return total
+
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "documents": self.documents, "tokens": self.tokens, "characters": self.characters, "bytes": self.bytes,
@@ -168,11 +187,11 @@ class _TokenFacts(dict):
 class Tally:
     """Accumulates :class:`SegmentStats` for one tokenizer, one document at a time."""
 
-    def __init__(self, tokenizer: Any) -> None:
+    def __init__(self, tokenizer: Any, facts: "_TokenFacts | None" = None) -> None:
         self.tokenizer = tokenizer
         self.unk_id = token_view.unk_id(tokenizer)
         self.specials = token_view.specials_added(tokenizer)
-        self.facts = _TokenFacts(tokenizer)
+        self.facts = facts if facts is not None else _TokenFacts(tokenizer)
         self.documents = self.tokens = self.characters = self.bytes = self.words = 0
         self.split_words = self.unk_count = self.byte_piece_chars = 0
         self.sequence_lengths: Counter[int] = Counter()

@@ -31,7 +31,7 @@ __all__ = [
 _BYTE_FALLBACK = re.compile(r"<0x([0-9A-Fa-f]{2})>")
 
 
-@dataclass
+@dataclass(eq=False)
 class TokenizerView:
     """The facts of one tokenizer that reports use, read from its ``tokenizer.json``."""
 
