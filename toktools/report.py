@@ -604,7 +604,7 @@ def token_info(tokenizer: Tokenizer, token_or_id: int | str) -> TokenInfo:
     added = token_view.added_tokens(tokenizer)
     specials = token_view.special_tokens(tokenizer)
     s = _surface(tokenizer, token)
-    is_added = token in added and token not in token_view.model_vocab(tokenizer)
+    is_added = token in added
     tree = None
     if token_view.merges(tokenizer) is not None and not is_added:
         tree = merge_tree(tokenizer, token)
