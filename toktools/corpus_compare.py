@@ -133,18 +133,15 @@ class CorpusComparison:
         return "\n".join(parts)
 
 
-def _score(document: Document, encodings: Sequence[Any], partial_ids: Sequence[Callable[[int], bool]]) -> tuple[int, int]:
-    """(differing boundaries, all boundaries) of one document."""
-    text = document.text
-    ends = []
-    cut = []
-    for encoding, is_partial in zip(encodings, partial_ids):
-        ends.append({e for s, e in encoding.offsets if e > s and not text[e - 1].isspace()})
-        cut.append({o for i, o in zip(encoding.ids, encoding.offsets) if is_partial(i)})
+def _score(facts: Sequence[tuple[list[int], set[tuple[int, int]]]]) -> tuple[int, int]:
+    """(differing boundaries, all boundaries) of one document, from each tokenizer's token
+    ends and byte-piece ranges (what :meth:`Tally.add` returns)."""
+    ends = [set(lasts) for lasts, _ in facts]
     union = set.union(*ends)
     score = len(union) - len(set.intersection(*ends))
-    if any(cut):
-        score += len(set.union(*cut)) - len(set.intersection(*cut))
+    cuts = [covered for _, covered in facts]
+    if any(cuts):
+        score += len(set.union(*cuts)) - len(set.intersection(*cuts))
     return score, len(union)
 
 
@@ -164,6 +161,7 @@ def _process(chunk: list[tuple[int, str]]) -> tuple[list[SegmentStats], list[Can
     tokenizers, show = _job
     docs = [Document(text) for _, text in chunk]
     texts = [text for _, text in chunk]
+    scoring = show > 0 and len(tokenizers) > 1
     per_tokenizer = []
     stats = []
     for index, tokenizer in enumerate(tokenizers):
@@ -172,17 +170,15 @@ def _process(chunk: list[tuple[int, str]]) -> tuple[list[SegmentStats], list[Can
             facts = _worker_facts[index] = _TokenFacts(tokenizer)
         tally = Tally(tokenizer, facts)
         encodings = tokenizer.encode_batch(texts, add_special_tokens=False, workers=1)
-        for document, encoding in zip(docs, encodings):
-            tally.add(document, encoding.ids, encoding.offsets)
-        per_tokenizer.append(encodings)
+        found = [tally.add(document, encoding.ids, encoding.offsets) for document, encoding in zip(docs, encodings)]
+        per_tokenizer.append(found if scoring else None)
         stats.append(tally.stats())
     candidates: list[Candidate] = []
-    if show > 0 and len(tokenizers) > 1:
-        checks = [(lambda i, facts=_worker_facts[k]: facts[i][1]) for k in range(len(tokenizers))]
+    if scoring:
         for k, ((line, text), document) in enumerate(zip(chunk, docs)):
             if len(document.starts) < MIN_WORDS_SHOWN:
                 continue
-            differing, total = _score(document, [encodings[k] for encodings in per_tokenizer], checks)
+            differing, total = _score([found[k] for found in per_tokenizer])  # type: ignore[index]
             if differing > 0:
                 candidates.append((differing / total, differing, -line, text))
         candidates = heapq.nlargest(show, candidates)

@@ -170,18 +170,24 @@ class SegmentStats:
 
 
 class _TokenFacts(dict):
-    """token id -> (length in characters, is a byte piece), computed on first sight."""
+    """token id -> length in characters, computed on first sight; ``partial`` collects the ids
+    of byte pieces (tokens that are not whole characters) seen so far."""
 
     def __init__(self, tokenizer: Any) -> None:
         super().__init__()
         self.tokenizer = tokenizer
+        self.partial: set[int] = set()
 
-    def __missing__(self, token_id: int) -> tuple[int, bool]:
+    def __missing__(self, token_id: int) -> int:
         token = self.tokenizer.id_to_token(token_id) or ""
         text = token_view.token_text(self.tokenizer, token)
-        facts = (0, True) if text is None else (len(text.strip()) or len(text), False)
-        self[token_id] = facts
-        return facts
+        if text is None:
+            self.partial.add(token_id)
+            length = 0
+        else:
+            length = len(text.strip()) or len(text)
+        self[token_id] = length
+        return length
 
 
 class Tally:
@@ -198,8 +204,10 @@ class Tally:
         self.per_word: Counter[int] = Counter()
         self.token_lengths: Counter[int] = Counter()
 
-    def add(self, document: Document, ids: list[int], offsets: list[tuple[int, int]]) -> None:
-        """Count one document's encoding (no special tokens)."""
+    def add(self, document: Document, ids: list[int], offsets: list[tuple[int, int]]) -> tuple[list[int], set[tuple[int, int]]]:
+        """Count one document's encoding (no special tokens). Returns what a disagreement
+        score needs: the last character of each token inside a word, and the character
+        ranges of its byte pieces."""
         n = len(ids)
         text = document.text
         self.documents += 1
@@ -210,10 +218,12 @@ class Tally:
         self.sequence_lengths[n + self.specials] += 1
         if self.unk_id is not None:
             self.unk_count += ids.count(self.unk_id)
-        facts = list(map(self.facts.__getitem__, ids))
-        self.token_lengths.update(length for length, _ in facts)
-        if any(partial for _, partial in facts):
-            covered = {offset for offset, (_, partial) in zip(offsets, facts) if partial}
+        facts = self.facts
+        self.token_lengths.update(map(facts.__getitem__, ids))
+        covered: set[tuple[int, int]] = set()
+        if not facts.partial.isdisjoint(ids):
+            partial = facts.partial
+            covered = {offset for offset, token_id in zip(offsets, ids) if token_id in partial}
             self.byte_piece_chars += len({c for s, e in covered for c in range(s, e)})
         # each token to the word of its last character
         lasts = [e - 1 for s, e in offsets if e > s and not text[e - 1].isspace()]
@@ -224,6 +234,7 @@ class Tally:
             del counts[0]
         self.per_word.update(counts)
         self.split_words += sum(c for k, c in counts.items() if k > 1)
+        return lasts, covered
 
     def stats(self) -> SegmentStats:
         return SegmentStats(

@@ -14,6 +14,7 @@ size changes, e.g. after ``add_special_tokens``).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 import unicodedata
 import weakref
@@ -45,10 +46,22 @@ class TokenizerView:
     added: dict[str, int]
     special: dict[str, int]
     model_vocab: dict[str, int]
-    merges: list[tuple[str, str]] | None
+    raw_merges: list[Any] | None  # as tokenizer.json has them: [a, b] pairs or "a b" strings
     truncation: bool
     padding: bool
     _bytes: dict[str, bytes] = field(default_factory=dict, repr=False)
+    _merges: list[tuple[str, str]] | None = field(default=None, repr=False)
+
+    @property
+    def merges(self) -> list[tuple[str, str]] | None:
+        """The merges as pairs, converted on first use (reports that never show a merge tree
+        never pay for it)."""
+        if self.raw_merges is None:
+            return None
+        if self._merges is None:
+            self._merges = [tuple(m) if not isinstance(m, str) else tuple(m.split(" ", 1))  # type: ignore[misc]
+                            for m in self.raw_merges]
+        return self._merges
 
     @property
     def family(self) -> str:
@@ -85,10 +98,6 @@ def _build(tokenizer: Any) -> TokenizerView:
     unk = model.get("unk_token")
     if unk is None and model.get("unk_id") is not None and isinstance(raw_vocab, list):
         unk = raw_vocab[model["unk_id"]][0]
-    raw_merges = model.get("merges")
-    merge_list = None
-    if raw_merges is not None:
-        merge_list = [tuple(m) if not isinstance(m, str) else tuple(m.split(" ", 1)) for m in raw_merges]
     added_json = document.get("added_tokens") or []
     return TokenizerView(
         model_type=str(model.get("type", "")),
@@ -101,7 +110,7 @@ def _build(tokenizer: Any) -> TokenizerView:
         added={t["content"]: t["id"] for t in added_json},
         special={t["content"]: t["id"] for t in added_json if t.get("special")},
         model_vocab=vocab,
-        merges=merge_list,  # type: ignore[arg-type]
+        raw_merges=model.get("merges"),
         truncation=document.get("truncation") is not None,
         padding=document.get("padding") is not None,
     )
@@ -289,6 +298,10 @@ def without_truncation(tokenizer: Any) -> Any:
     plain = copy.copy(tokenizer)
     plain.no_truncation()
     plain.no_padding()
+    try:  # the same model: share its view rather than reading tokenizer.json again
+        _views[plain] = (plain.vocab_size, dataclasses.replace(v, truncation=False, padding=False))
+    except TypeError:
+        pass
     return plain
 
 
