@@ -35,6 +35,15 @@ def tokenizers():
     return [("wp", hand_wordpiece()), ("bpe", hand_bpe())]
 
 
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory) -> tuple[str, str]:
+    """The hand-built tokenizers saved as directories: the CLI loads them in milliseconds."""
+    root = tmp_path_factory.mktemp("tokenizers")
+    hand_wordpiece().save(root / "wp")
+    hand_bpe().save(root / "bpe")
+    return str(root / "wp"), str(root / "bpe")
+
+
 @pytest.fixture
 def corpus_file(tmp_path: Path) -> Path:
     path = tmp_path / "tiny.txt"
@@ -129,8 +138,9 @@ def test_cli_json_gives_every_statistic(corpus_file: Path):
     assert {"sequence_length", "tokens_per_word", "token_length"} <= set(wp["histograms"])
 
 
-def test_cli_reads_gz_jsonl_stdin_and_globs_alike(tmp_path: Path, corpus_file: Path):
-    expected = json.loads(run("compare", "wordpiece-30k", "bytebpe-50k", "--corpus", str(corpus_file), "--json").stdout)
+def test_cli_reads_gz_jsonl_stdin_and_globs_alike(tmp_path: Path, corpus_file: Path, saved):
+    wp, bpe = saved
+    expected = json.loads(run("compare", wp, bpe, "--corpus", str(corpus_file), "--json").stdout)
     gz = tmp_path / "tiny.txt.gz"
     gz.write_bytes(gzip.compress(CORPUS.encode("utf-8")))
     jsonl = tmp_path / "tiny.jsonl"
@@ -143,11 +153,11 @@ def test_cli_reads_gz_jsonl_stdin_and_globs_alike(tmp_path: Path, corpus_file: P
         ["--file", str(corpus_file)],  # the deprecated alias
     ]
     for extra in variants:
-        result = run("compare", "wordpiece-30k", "bytebpe-50k", *extra, "--json", input=CORPUS)
+        result = run("compare", wp, bpe, *extra, "--json", input=CORPUS)
         assert result.exit_code == 0, (extra, result.stderr)
         metrics = json.loads(result.stdout)["metrics"]
         factor = 2 if "*" in extra[-1] else 1
-        assert metrics["bytebpe-50k"]["tokens"] == factor * expected["metrics"]["bytebpe-50k"]["tokens"], extra
+        assert metrics[bpe]["tokens"] == factor * expected["metrics"][bpe]["tokens"] == factor * 25, extra
 
 
 def test_cli_plain_output_shows_the_disputed_line_and_tables(corpus_file: Path):
@@ -165,26 +175,26 @@ def test_compare_without_text_or_corpus_is_a_usage_error():
     assert run("compare", "wordpiece-30k").exit_code == 2
 
 
-def test_compare_dash_reads_the_text_from_stdin():
-    from_stdin = run("compare", "wordpiece-30k", "bytebpe-50k", "-", "--json", input="unaffable 我\n")
-    direct = run("compare", "wordpiece-30k", "bytebpe-50k", "unaffable 我", "--json")
+def test_compare_dash_reads_the_text_from_stdin(saved):
+    from_stdin = run("compare", *saved, "-", "--json", input="unaffable 我\n")
+    direct = run("compare", *saved, "unaffable 我", "--json")
     assert from_stdin.exit_code == 0 and json.loads(from_stdin.stdout) == json.loads(direct.stdout)
 
 
-def test_plot_writes_a_picture(tmp_path: Path, corpus_file: Path):
+def test_plot_writes_a_picture(tmp_path: Path, corpus_file: Path, saved):
     pytest.importorskip("matplotlib")
     for name in ("report.png", "report.svg"):
         target = tmp_path / name
-        result = run("compare", "wordpiece-30k", "bytebpe-50k", "--corpus", str(corpus_file), "--plot", str(target))
+        result = run("compare", *saved, "--corpus", str(corpus_file), "--plot", str(target), "--show", "0")
         assert result.exit_code == 0, result.stderr
         data = target.read_bytes()
         assert data.startswith(b"\x89PNG") if name.endswith(".png") else b"<svg" in data[:1000]
-    bad = run("compare", "wordpiece-30k", "--corpus", str(corpus_file), "--plot", str(tmp_path / "x.bmp"))
+    bad = run("compare", saved[0], "--corpus", str(corpus_file), "--plot", str(tmp_path / "x.bmp"))
     assert bad.exit_code == 1 and "use .png" in bad.stderr
 
 
-def test_plot_without_matplotlib_says_so_in_one_line(monkeypatch, corpus_file: Path, tmp_path: Path):
+def test_plot_without_matplotlib_says_so_in_one_line(monkeypatch, corpus_file: Path, tmp_path: Path, saved):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    result = run("compare", "wordpiece-30k", "--corpus", str(corpus_file), "--plot", str(tmp_path / "r.png"))
+    result = run("compare", saved[0], "--corpus", str(corpus_file), "--plot", str(tmp_path / "r.png"))
     assert result.exit_code == 1
     assert result.stderr.strip() == "toktools: error: plotting needs matplotlib: pip install 'toktools[plot]'"

@@ -14,7 +14,6 @@ size changes, e.g. after ``add_special_tokens``).
 from __future__ import annotations
 
 import copy
-import dataclasses
 import re
 import unicodedata
 import weakref
@@ -47,8 +46,6 @@ class TokenizerView:
     special: dict[str, int]
     model_vocab: dict[str, int]
     raw_merges: list[Any] | None  # as tokenizer.json has them: [a, b] pairs or "a b" strings
-    truncation: bool
-    padding: bool
     _bytes: dict[str, bytes] = field(default_factory=dict, repr=False)
     _merges: list[tuple[str, str]] | None = field(default=None, repr=False)
 
@@ -111,8 +108,6 @@ def _build(tokenizer: Any) -> TokenizerView:
         special={t["content"]: t["id"] for t in added_json if t.get("special")},
         model_vocab=vocab,
         raw_merges=model.get("merges"),
-        truncation=document.get("truncation") is not None,
-        padding=document.get("padding") is not None,
     )
 
 
@@ -289,17 +284,15 @@ def merges(tokenizer: Any) -> list[tuple[str, str]] | None:
 
 
 def without_truncation(tokenizer: Any) -> Any:
-    """The tokenizer without truncation and padding (a shallow copy when it has any; the
-    caller's object is left as it is). A published ``tokenizer.json`` may carry
+    """The tokenizer without truncation and padding (a shallow copy sharing the model and its
+    caches; the caller's object is left as it is). A published ``tokenizer.json`` may carry
     ``truncation: 50`` or ``padding: Fixed(128)``; statistics must see the whole text."""
     v = view(tokenizer)
-    if not v.truncation and not v.padding:
-        return tokenizer
     plain = copy.copy(tokenizer)
     plain.no_truncation()
     plain.no_padding()
     try:  # the same model: share its view rather than reading tokenizer.json again
-        _views[plain] = (plain.vocab_size, dataclasses.replace(v, truncation=False, padding=False))
+        _views[plain] = (plain.vocab_size, v)
     except TypeError:
         pass
     return plain

@@ -305,12 +305,10 @@ def _shortfall(size: int, requested: int, result: Any, settings: dict[str, Any])
     lines = [f"note: the vocabulary has {size} tokens, {requested - size} fewer than --vocab-size {requested}"]
     reason = getattr(result, "stop_reason", None)
     min_frequency = settings.get("min_frequency")
-    if reason == "min_frequency":
-        lines.append(f"  merging stopped: no pair of tokens occurs at least --min-frequency {min_frequency} times "
-                     "(a larger corpus, or a lower --min-frequency, gives more merges)")
-    elif reason == "no_pairs":
-        lines.append("  merging stopped: the corpus ran out of pairs (every word is already one token); "
-                     "a larger corpus gives more merges")
+    if reason in ("min_frequency", "no_pairs"):
+        # (the merge engine never queues pairs below the threshold: both reasons mean this)
+        lines.append(f"  merging stopped: no pair of adjacent tokens is left that occurs at least --min-frequency "
+                     f"{min_frequency} times; a larger corpus, or a lower --min-frequency, gives more merges")
     dropped = getattr(result, "dropped_characters", 0)
     if dropped:
         lines.append(f"  the alphabet limit (--limit-alphabet {settings.get('limit_alphabet')}) dropped {dropped} characters "
