@@ -47,7 +47,6 @@ def main() -> None:
     import toktools
     from toktools import corpus_compare
     from toktools.corpus import expand_sources
-    from toktools.segstats import Document  # noqa: F401 - imported before timing
 
     with tempfile.TemporaryDirectory() as tmp:
         path = _sample(args.corpus, args.mb, Path(tmp))

@@ -184,3 +184,11 @@ def test_train_writes_transformers_config_by_default(tmp_path: Path) -> None:
     result = run("train", "wordpiece", str(FIXTURE), "-o", str(out2), "--vocab-size", "300", "--no-progress",
                  "--no-transformers-config")
     assert result.exit_code == 0 and not (out2 / "tokenizer_config.json").exists()
+
+
+def test_inspect_says_when_a_byte_symbol_token_is_also_a_text() -> None:
+    """"²" is GPT-2's symbol for the byte B2 (a token of its own) and, as text, the bytes C2 B2
+    (the token "Â²"): the token string wins and the note names the other reading."""
+    info = json.loads(run("inspect", "bytebpe-50k", "--token", "²", "--json").stdout)
+    assert (info["token"], info["hex"], info["readable"]) == ("²", "B2", "<B2>")
+    assert info["note"].startswith("taken as a token string; as text, '²' is the token Â²")

@@ -157,7 +157,8 @@ def test_cli_reads_gz_jsonl_stdin_and_globs_alike(tmp_path: Path, corpus_file: P
         assert result.exit_code == 0, (extra, result.stderr)
         metrics = json.loads(result.stdout)["metrics"]
         factor = 2 if "*" in extra[-1] else 1
-        assert metrics[bpe]["tokens"] == factor * expected["metrics"][bpe]["tokens"] == factor * 25, extra
+        # rows are labelled by the directories' names
+        assert metrics["bpe"]["tokens"] == factor * expected["metrics"]["bpe"]["tokens"] == factor * 25, extra
 
 
 def test_cli_plain_output_shows_the_disputed_line_and_tables(corpus_file: Path):

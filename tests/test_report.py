@@ -392,7 +392,7 @@ def test_a_character_cut_between_byte_tokens_is_drawn_as_its_bytes(gpt2, bert):
     assert alignment.row("gpt2").boundaries == [0, 1]  # no character-level cut inside
     assert [(d.byte_start, d.byte_end, d.text) for d in alignment.diffs] == [(0, 3, "我")]
     lines = alignment.render_plain().splitlines()
-    assert lines[:3] == ["bert  |我      |", "gpt2  |E6 88|91|", "diff   ^^^^^^^^"]
+    assert lines[:3] == ["bert  |我      |", "gpt2  |E6 88¦91|", "diff   ^^^^^^^^"]
     assert "a character cut between byte-level tokens" in alignment.render_plain()
     with_bytes = alignment.render_plain(byte_view=True, legend=False)
     assert with_bytes.endswith("bytes   我\nbert   |E6 88 91|\ngpt2   |E6 88|91|\n")
@@ -404,23 +404,27 @@ def test_invisible_characters_are_escaped_and_unknown_tokens_marked():
     assert "\\u200d" in view and "\\t" in view and "\u200d" not in view and "\t" not in view
     assert "invisible characters" in view
     view = report.align_segmentations("the 你", tokenizers).render_plain()
-    assert "bpe        |the| |E4|BD|A0|" in view  # no merge: one token per byte
+    assert "bpe        |the| |E4¦BD¦A0|" in view  # no merge: one token per byte
     assert "wordpiece  |the| ?你" in view  # [UNK] for the whole character
 
 
-def test_alignment_time_is_linear_in_the_length_of_a_line(bert, gpt2):
-    """The regions of a long line are matched to tokens in one sweep: 8× the text costs about
-    8× the time, not 64× (generous bound for a loaded machine)."""
-    import time
-
-    unit = "The unaffable anarchists reorganised Fédération syndicaliste 我是 in 1945. "
-    timings = []
-    for n in (20, 160):
-        text = unit * n
-        started = time.perf_counter()
-        report.align_segmentations(text, {"bert": bert, "gpt2": gpt2}).render_plain(width=100)
-        timings.append(time.perf_counter() - started)
-    assert timings[1] < 30 * timings[0]
+def test_diff_regions_list_the_overlapping_tokens_of_every_row_on_a_long_line(bert, gpt2):
+    """The sweep that matches regions to tokens (linear; see benchmarks/bench_align.py) gives,
+    for each region, exactly the tokens whose trimmed byte range overlaps it."""
+    text = "The unaffable anarchists reorganised Fédération syndicaliste 我是 in 1945. " * 30
+    alignment = report.align_segmentations(text, {"bert": bert, "gpt2": gpt2})
+    assert len(alignment.diffs) > 100
+    data = text.encode("utf-8")
+    for diff in alignment.diffs:
+        for row in alignment.rows:
+            expected = []
+            for span in row.spans:
+                raw = data[span.byte_start:span.byte_end]
+                b0 = span.byte_start + (len(raw) - len(raw.lstrip()))
+                b1 = span.byte_end - (len(raw) - len(raw.rstrip()))
+                if max(diff.byte_start, b0) < min(diff.byte_end, b1):
+                    expected.append(span.token)
+            assert diff.tokens[row.name] == expected
 
 
 def test_rows_differ_only_in_their_bars_and_wrapping_respects_the_width(bert, gpt2):

@@ -139,10 +139,13 @@ def _score(facts: Sequence[tuple[list[int], set[tuple[int, int]]]]) -> tuple[int
     ends = [set(lasts) for lasts, _ in facts]
     union = set.union(*ends)
     score = len(union) - len(set.intersection(*ends))
+    total = len(union)
     cuts = [covered for _, covered in facts]
     if any(cuts):
-        score += len(set.union(*cuts)) - len(set.intersection(*cuts))
-    return score, len(union)
+        every_cut = set.union(*cuts)
+        score += len(every_cut) - len(set.intersection(*cuts))
+        total += len(every_cut)
+    return score, total
 
 
 #: What forked workers inherit: the tokenizers (no truncation) and how many lines to keep.

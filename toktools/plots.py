@@ -105,7 +105,7 @@ def plot_comparison(metrics: Mapping[str, "SegmentStats"], path: str | Path) -> 
     lengths.set_xlabel("tokens per document (special tokens included)")
     lengths.set_ylabel("documents")
     lengths.set_title("Sequence length per document")
-    lengths.legend(fontsize="small")
+    lengths.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
 
     labels = [str(k) for k in range(1, _TOKENS_PER_WORD_CAP)] + [f"{_TOKENS_PER_WORD_CAP}+"]
     series = {}
@@ -117,7 +117,7 @@ def plot_comparison(metrics: Mapping[str, "SegmentStats"], path: str | Path) -> 
     per_word.set_xlabel("tokens in the word")
     per_word.set_ylabel("% of words")
     per_word.set_title("Tokens per word")
-    per_word.legend(fontsize="small")
+    per_word.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
 
     labels = ["byte\npiece"] + [str(k) for k in range(1, _TOKEN_LENGTH_CAP)] + [f"{_TOKEN_LENGTH_CAP}+"]
     series = {}
@@ -129,7 +129,7 @@ def plot_comparison(metrics: Mapping[str, "SegmentStats"], path: str | Path) -> 
     token_lengths.set_xlabel("characters in the token (spaces around it not counted)")
     token_lengths.set_ylabel("% of tokens in the corpus")
     token_lengths.set_title("Token length")
-    token_lengths.legend(fontsize="small")
+    token_lengths.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
     figure.tight_layout()
     _save(figure, path)
     plt.close(figure)

@@ -26,15 +26,13 @@ Definitions used throughout (they matter for the numbers):
 from __future__ import annotations
 
 import bisect
-import copy
 import math
 import unicodedata
-import weakref
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from toktools.bytelevel import BYTE_TO_SYMBOL, SYMBOL_TO_BYTE, is_byte_symbols, symbols_to_bytes, text_to_symbols
+from toktools.bytelevel import BYTE_TO_SYMBOL, SYMBOL_TO_BYTE, text_to_symbols
 from toktools import token_view
 from toktools.errors import ToktoolsError
 from toktools.segstats import Document, SegmentStats, Tally
@@ -532,13 +530,15 @@ class TokenInfo:
     byte_symbols: str
     script: str
     merge_tree: MergeNode | None
+    note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "token": self.token, "kind": self.kind, "readable": self.readable,
                 "special": self.special, "added": self.added,
                 "continuation": self.continuation, "surface": self.surface, "hex": self.hex, "bytes": self.bytes,
                 "chars": self.chars, "byte_symbols": self.byte_symbols, "script": self.script,
-                "merge_tree": self.merge_tree.to_dict() if self.merge_tree is not None else None}
+                "merge_tree": self.merge_tree.to_dict() if self.merge_tree is not None else None,
+                "note": self.note}
 
     def render_plain(self) -> str:
         flags = [name for name, on in (("special", self.special), ("added", self.added),
@@ -550,6 +550,8 @@ class TokenInfo:
                  f"bytes         {self.hex}  ({self.bytes} bytes)",
                  f"byte symbols  {self.byte_symbols}",
                  f"script        {self.script}"]
+        if self.note:
+            lines.append(f"note          {self.note}")
         if self.merge_tree is not None:
             lines += ["", "merge tree", self.merge_tree.render()]
         return "\n".join(lines) + "\n"
@@ -601,6 +603,14 @@ def token_info(tokenizer: Tokenizer, token_or_id: int | str) -> TokenInfo:
     never read as an id (``"1990"`` is a token of GPT-2). Raises :class:`ToktoolsError` when
     nothing matches."""
     token_id, token = _resolve_token(tokenizer, token_or_id)
+    note = None
+    if isinstance(token_or_id, str) and token == token_or_id and token_view.is_byte_level(tokenizer):
+        symbols = text_to_symbols(token_or_id)
+        if symbols != token_or_id:  # "²" is a byte symbol (B2) and also a text (C2 B2): say which was taken
+            other = tokenizer.token_to_id(symbols)
+            as_text = (f"the token {symbols} (id {other})" if other is not None else
+                       f"{len(_encode(tokenizer, token_or_id).ids)} tokens")
+            note = f"taken as a token string; as text, {token_or_id!r} is {as_text}"
     added = token_view.added_tokens(tokenizer)
     specials = token_view.special_tokens(tokenizer)
     s = _surface(tokenizer, token)
@@ -623,6 +633,7 @@ def token_info(tokenizer: Tokenizer, token_or_id: int | str) -> TokenInfo:
         byte_symbols="".join(BYTE_TO_SYMBOL[b] for b in s.raw),
         script=_script_of_surface(s),
         merge_tree=tree,
+        note=note,
     )
 
 
@@ -840,9 +851,9 @@ class Alignment:
 
     def render_plain(self, width: int | None = None, byte_view: bool | None = None, legend: bool = True) -> str:
         """Plain text, one row per tokenizer, aligned on characters: ``|`` where a token starts
-        or ends (spaces a token owns are drawn inside it: ``| cut|``), ``?`` instead of ``|``
-        around an unknown token, a character cut between byte-level tokens drawn as its UTF-8
-        bytes with the cut (``E6 88|91``), invisible characters escaped (``\\u200d``), and a
+        or ends (spaces a token owns are drawn inside it: ``| cut|``), ``·`` where only another
+        row cuts, ``?`` instead of ``|`` around an unknown token, a character cut between
+        byte-level tokens drawn as its UTF-8 bytes with ``¦`` at the cut (``E6 88¦91``), invisible characters escaped (``\\u200d``), and a
         ``^`` row under the regions that differ. ``byte_view`` adds a block with every
         multi-byte character's bytes; ``width`` wraps long lines (None: no wrapping);
         ``legend`` explains the marks that occur."""
@@ -1117,7 +1128,7 @@ def _char_block(alignment: Alignment, bmap: _ByteMap) -> tuple[list[str], list[_
                 if inside is None:
                     cells.append(_pad(glyph, w))
                 else:
-                    cells.append(_pad(hexes[0] + "".join(("|" if b0 + k in inside else " ") + h
+                    cells.append(_pad(hexes[0] + "".join(("¦" if b0 + k in inside else " ") + h
                                                          for k, h in enumerate(hexes[1:], start=1)), w))
         else:
             w = _text_width(glyph)
@@ -1173,7 +1184,7 @@ _LEGEND = (
     ("space", "| cut| a space drawn inside bars belongs to that token (GPT-2's Ġ)"),
     ("^", "^ the tokenizers cut this region differently"),
     ("?", "?…? an unknown token (UNK): the text between ? is lost"),
-    ("cut", "E6 88|91 a character cut between byte-level tokens, shown as its UTF-8 bytes"),
+    ("cut", "E6 88¦91 a character cut between byte-level tokens (at ¦), shown as its UTF-8 bytes"),
     ("escape", "\\n \\u200d invisible characters, escaped"),
 )
 

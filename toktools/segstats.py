@@ -21,7 +21,7 @@ One definition for each number, used by ``toktools compare`` on one text and on 
   the share of documents longer than N tokens, i.e. that a model of N positions truncates.
 * **token length**: characters of the text a token stands for, without surrounding whitespace,
   counted once per occurrence (a token of whitespace only: its own length); byte pieces have
-  length 0.
+  length 0; unknown tokens are not counted.
 
 Memory stays flat: lengths are kept as histograms, never as lists.
 """
@@ -220,6 +220,9 @@ class Tally:
             self.unk_count += ids.count(self.unk_id)
         facts = self.facts
         self.token_lengths.update(map(facts.__getitem__, ids))
+        if self.unk_id is not None and self.unk_id in facts and self.unk_id in ids:
+            # "[UNK]" stands for text it lost: its 5 characters are not a token length
+            self.token_lengths[facts[self.unk_id]] -= ids.count(self.unk_id)
         covered: set[tuple[int, int]] = set()
         if not facts.partial.isdisjoint(ids):
             partial = facts.partial
@@ -243,5 +246,5 @@ class Tally:
             byte_piece_chars=self.byte_piece_chars, specials_per_sequence=self.specials,
             sequence_lengths=dict(sorted(self.sequence_lengths.items())),
             tokens_per_word_histogram=dict(sorted(self.per_word.items())),
-            token_lengths=dict(sorted(self.token_lengths.items())),
+            token_lengths=dict(sorted((k, v) for k, v in self.token_lengths.items() if v)),
         )

@@ -10,8 +10,15 @@ from toktools.commands._shared import _console, _echo_plain_or_rich, _progress
 from toktools.errors import ToktoolsError
 
 _STYLES = [(r"\|", "bold cyan"), (r"\^+", "bold red"), (r"\?", "bold white on red"),
-           (r"[0-9A-F]{2}(?:[ |][0-9A-F]{2})+", "magenta"), (r"\\(?:[nrt]|x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8})", "yellow"),
+           (r"[0-9A-F]{2}(?:[ |¦][0-9A-F]{2})+", "magenta"), (r"\\(?:[nrt]|x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8})", "yellow"),
            (r"(?m)^(?:legend|line \d+)\b", "bold")]
+
+
+def _labels(names: list[str]) -> list[str]:
+    """Row labels: a path's last part (``../shared/vocabs-ref/gpt2`` → ``gpt2``) when that
+    keeps the labels distinct, else the names as given."""
+    short = [Path(name.rstrip("/")).name or name for name in names]
+    return short if len(set(short)) == len(short) else names
 
 
 def _looks_like_tokenizer(argument: str) -> bool:
@@ -59,7 +66,7 @@ def compare(arguments: tuple[str, ...], corpus_paths: tuple[str, ...], file_path
       |cut|     token boundaries; | cut| a space inside the bars belongs to the token (GPT-2's Ġ)
       ^^^       the region the tokenizers cut differently
       ?☃?       an unknown token (UNK)
-      E6 88|91  a character cut between byte-level tokens, as its UTF-8 bytes
+      E6 88¦91  a character cut between byte-level tokens (at ¦), as its UTF-8 bytes
       \\u200d    invisible characters (controls, zero-width joiners...), escaped
 
     \b
@@ -97,7 +104,7 @@ def compare(arguments: tuple[str, ...], corpus_paths: tuple[str, ...], file_path
             from toktools.plots import require_matplotlib
 
             require_matplotlib()
-        loaded = [(name, load(name)) for name in names]
+        loaded = [(label, load(name)) for label, name in zip(_labels(names), names)]
         from toktools.corpus_compare import compare_corpus
 
         with _progress(progress) as callback:
@@ -125,7 +132,7 @@ def compare(arguments: tuple[str, ...], corpus_paths: tuple[str, ...], file_path
         text = text[:-1] if text.endswith("\n") else text
     from toktools import report
 
-    loaded = [(name, load(name)) for name in names]
+    loaded = [(label, load(name)) for label, name in zip(_labels(names), names)]
     comparison = report.compare(loaded, text)
     if as_json:
         click.echo(json.dumps(comparison.to_dict(), ensure_ascii=False, indent=2))

@@ -285,12 +285,14 @@ def _summary(tokenizer: Any, written: Sequence[Path], elapsed: float, backend: s
              settings: dict[str, Any] | None = None) -> None:
     """What training made, on stderr; when the vocabulary came out smaller than asked, why
     (and which option changes it)."""
-    result = getattr(tokenizer, "training_result", None)
-    merges = result.merges if result is not None else getattr(tokenizer, "merges", None)
+    from toktools import token_view
+
+    result = getattr(tokenizer, "training_result", None)  # what training.py attaches (None: fast backend)
+    merges = result.merges if result is not None else token_view.merges(tokenizer)
     detail = f", {len(merges)} merges" if merges is not None else ""
     if result is not None:
         detail += f", alphabet of {result.alphabet_size} characters"
-    lines = [f"trained {tokenizer.kind} ({backend}) in {elapsed:.1f}s: {tokenizer.vocab_size} tokens{detail}"]
+    lines = [f"trained {token_view.family(tokenizer)} ({backend}) in {elapsed:.1f}s: {tokenizer.vocab_size} tokens{detail}"]
     if requested is not None and tokenizer.vocab_size < requested:
         lines += _shortfall(tokenizer.vocab_size, requested, result, settings or {})
     if merges:
