@@ -9,7 +9,7 @@ import click
 from toktools.commands._shared import _console, _echo_plain_or_rich, _progress
 from toktools.errors import ToktoolsError
 
-_STYLES = [(r"\|", "bold cyan"), (r"\^+", "bold red"), (r"\?", "bold white on red"),
+_STYLES = [(r"\|", "bold cyan"), (r"\^+", "bold red"),
            (r"[0-9A-F]{2}(?:[ |¦][0-9A-F]{2})+", "magenta"), (r"\\(?:[nrt]|x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8})", "yellow"),
            (r"(?m)^(?:legend|line \d+)\b", "bold")]
 
