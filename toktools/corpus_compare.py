@@ -257,20 +257,19 @@ def compare_corpus(tokenizers: Mapping[str, Any] | Sequence[tuple[str, Any]], pa
         if not any(s.is_stdin for s in sources):
             total = sum(1 for _ in iter_documents(sources, json_field, errors))
         documents = _sampled(documents, total, sample)
-    parts: list[list[SegmentStats]] = [[] for _ in plain]
+    specials = [token_view.specials_added(tok) for _, tok in plain]
+    totals = [SegmentStats.combined([], n) for n in specials]  # running totals: memory stays flat
     best: list[Candidate] = []
     _job = ([tok for _, tok in plain], show)
     _worker_facts.clear()
     try:
         for stats, candidates in _run(_chunks(documents), workers or os.cpu_count() or 1):
-            for index, part in enumerate(stats):
-                parts[index].append(part)
+            totals = [SegmentStats.combined([total, part], n) for total, part, n in zip(totals, stats, specials)]
             best = heapq.nlargest(show, best + candidates) if show else []
     finally:
         _job = None
         _worker_facts.clear()
-    metrics = {name: SegmentStats.combined(parts[index], token_view.specials_added(tok))
-               for index, (name, tok) in enumerate(plain)}
+    metrics = {name: total for (name, _), total in zip(plain, totals)}
     shown = []
     for share, differing, negative_line, text in best:
         encoded = [(name, tok, tok.encode(text, add_special_tokens=False)) for name, tok in plain]

@@ -13,12 +13,13 @@ Definitions used throughout (they matter for the numbers):
 * **surface** of a token: the text it stands for. Byte-level tokens are decoded from their byte
   symbols (``ĠHello`` → ``" Hello"``); a byte-level token whose bytes are not valid UTF-8 on their
   own (``æĪ`` = E6 88, two thirds of ``我``) has no surface, only bytes ("partial bytes").
-  WordPiece continuation pieces lose their prefix (``##ing`` → ``ing``).
+  WordPiece continuation pieces lose their prefix (``##ing`` → ``ing``). What a token stands
+  for, how it is shown and which tokens are unknown or special is asked of
+  :mod:`toktools.token_view`, the one module that knows the models.
 * **special tokens** (added tokens flagged special: ``[CLS]``, ``<|endoftext|>``…) are listed on
   their own and left out of the histograms, script coverage, longest tokens and unused counts.
-* **word**: a maximal run of non-whitespace characters (``str.split()``). Simple on purpose:
-  ``"hello,"`` is one word (BERT cuts it in two tokens, which counts as a split word), and a
-  Chinese sentence without spaces is one word — hence ``tokens_per_char`` beside ``fertility``.
+* segmentation metrics (chars/token, bytes/token, tokens/word, split words, UNK rate, byte
+  pieces, sequence lengths) have one definition each, in :mod:`toktools.segstats`.
 * Encodings are computed **without special tokens, truncation or padding** (a published
   ``tokenizer.json`` may carry ``truncation: 50`` or ``padding: Fixed(128)``; metrics must see the
   whole text and nothing else). The tokenizer passed in is not modified.

@@ -42,7 +42,8 @@ def _looks_like_tokenizer(argument: str) -> bool:
 @click.option("--errors", type=click.Choice(["strict", "replace", "skip"]), default="strict", show_default=True,
               help="What to do with invalid UTF-8 in the corpus.")
 @click.option("--show", type=click.IntRange(min=0), default=3, show_default=True,
-              help="With --corpus: align the N documents where the tokenizers disagree most.")
+              help="With --corpus: align the N documents (of 5 words or more) where the largest share of token "
+                   "boundaries differ.")
 @click.option("--sample", type=click.IntRange(min=1), default=None,
               help="With --corpus: read only N documents, spread evenly over the corpus.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -64,6 +65,7 @@ def compare(arguments: tuple[str, ...], corpus_paths: tuple[str, ...], file_path
     \b
     The aligned view:
       |cut|     token boundaries; | cut| a space inside the bars belongs to the token (GPT-2's Ġ)
+      un·aff    no boundary in this row (another tokenizer cuts there)
       ^^^       the region the tokenizers cut differently
       ?☃?       an unknown token (UNK)
       E6 88¦91  a character cut between byte-level tokens (at ¦), as its UTF-8 bytes
