@@ -199,3 +199,17 @@ def test_plot_without_matplotlib_says_so_in_one_line(monkeypatch, corpus_file: P
     result = run("compare", saved[0], "--corpus", str(corpus_file), "--plot", str(tmp_path / "r.png"))
     assert result.exit_code == 1
     assert result.stderr.strip() == "toktools: error: plotting needs matplotlib: pip install 'toktools[plot]'"
+
+
+def test_shown_lines_name_their_file_and_json_errors_name_file_and_line(tmp_path: Path, corpus_file: Path):
+    other = tmp_path / "other.txt"
+    other.write_text("the\nxyz the unaffable the xyz the\n", encoding="utf-8")
+    result = compare_corpus(tokenizers(), [str(other), str(corpus_file)], show=2)
+    assert [(Path(s.source).name, s.line) for s in result.shown] == [("tiny.txt", 5), ("other.txt", 2)]
+    assert result.render_plain().startswith(f"{corpus_file}, line 5:")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "fine"}\n{"body": "no text"}\n', encoding="utf-8")
+    from toktools.errors import ToktoolsError
+
+    with pytest.raises(ToktoolsError, match=r"bad.jsonl, line 2: not a JSON object with a 'text' field"):
+        compare_corpus(tokenizers(), [str(bad)], json_field="text")

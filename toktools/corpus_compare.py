@@ -1,8 +1,9 @@
 """Several tokenizers on one corpus, in one streaming pass.
 
-The corpus is read once, in batches of documents; each batch is encoded by every tokenizer
-(``encode_batch``, in worker processes for large batches) and counted into a
-:class:`~toktools.segstats.Tally` per tokenizer. Memory stays flat: the tallies are histograms,
+The corpus is read once, in chunks of documents; each chunk is encoded by every tokenizer and
+counted into a :class:`~toktools.segstats.Tally` per tokenizer, in forked worker processes that
+keep their caches from chunk to chunk (results are combined in chunk order, so they do not
+depend on the number of workers). Memory stays flat: the tallies are histograms,
 and only the ``show`` documents where the tokenizers disagree most are kept (a bounded heap),
 to be aligned at the end. Time is linear in the corpus: the disagreement score of a document
 is a set difference of token ends, and the alignment (see :mod:`toktools.report`) is linear too.
@@ -30,39 +31,51 @@ CHUNK_DOCUMENTS = 5_000
 MIN_WORDS_SHOWN = 5
 
 
+Located = tuple[str, int]  # (source path, line number in it)
+
+
 def iter_documents(sources: Sequence[corpus.CorpusSource], json_field: str | None = None,
                    errors: corpus.ErrorPolicy = "strict",
-                   progress: ProgressCallback | None = None) -> Iterator[tuple[int, str]]:
-    """``(line number, text)`` of every document: non-blank lines without their line ending
-    (``\\n`` or ``\\r\\n``), or with ``json_field`` the field of each JSON Lines record (one
-    record is one document, newlines inside it included). Line numbers count from 1 across all
-    sources, in order."""
+                   progress: ProgressCallback | None = None) -> Iterator[tuple[Located, str]]:
+    """``((path, line number), text)`` of every document: non-blank lines without their line
+    ending (``\n`` or ``\r\n``), or with ``json_field`` the field of each JSON Lines record
+    (one record is one document, newlines inside it included). Progress is in bytes read over
+    all sources."""
     plain = [corpus.CorpusSource(s.path) for s in sources]
-    number = 0
-    for chunk in corpus.iter_chunks(plain, errors=errors, progress=progress):
-        lines = chunk.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        for line in lines:
-            number += 1
-            if line.endswith("\r"):
-                line = line[:-1]
-            if not line.strip():
-                continue
-            if json_field is not None:
-                try:
-                    value = json.loads(line)[json_field]
-                except (json.JSONDecodeError, KeyError, TypeError):
-                    raise ToktoolsError(f"line {number}: not a JSON object with a {json_field!r} field") from None
-                if not isinstance(value, str):
-                    raise ToktoolsError(f"line {number}: field {json_field!r} is not a string")
-                if not value.strip():
+    total = sum(s.size() for s in plain)
+    done = 0
+    for source in plain:
+        callback = None if progress is None else (lambda d, _t, base=done: progress(base + d, total))
+        number = 0
+        for chunk in corpus.iter_chunks([source], errors=errors, progress=callback):
+            lines = chunk.split("\n")
+            if lines and lines[-1] == "":
+                lines.pop()
+            for line in lines:
+                number += 1
+                if line.endswith("\r"):
+                    line = line[:-1]
+                if not line.strip():
                     continue
-                line = value
-            yield number, line
+                if json_field is not None:
+                    line = _json_field(line, json_field, source.path, number)
+                    if not line.strip():
+                        continue
+                yield (source.path, number), line
+        done += source.size()
 
 
-def _sampled(documents: Iterator[tuple[int, str]], total: int | None, n: int) -> Iterator[tuple[int, str]]:
+def _json_field(line: str, field_name: str, path: str, number: int) -> str:
+    try:
+        value = json.loads(line)[field_name]
+    except (json.JSONDecodeError, KeyError, TypeError):
+        raise ToktoolsError(f"{path}, line {number}: not a JSON object with a {field_name!r} field") from None
+    if not isinstance(value, str):
+        raise ToktoolsError(f"{path}, line {number}: field {field_name!r} is not a string")
+    return value
+
+
+def _sampled(documents: Iterator[tuple[Located, str]], total: int | None, n: int) -> Iterator[tuple[Located, str]]:
     """``n`` documents spread evenly over ``total`` (every k-th), or, when the total is unknown
     (standard input), a reservoir sample with a fixed seed, in corpus order."""
     if total is not None:
@@ -75,15 +88,16 @@ def _sampled(documents: Iterator[tuple[int, str]], total: int | None, n: int) ->
                 yield document
         return
     rng = random.Random(0)
-    reservoir: list[tuple[int, str]] = []
+    reservoir: list[tuple[int, tuple[Located, str]]] = []
     for index, document in enumerate(documents):
         if index < n:
-            reservoir.append(document)
+            reservoir.append((index, document))
         else:
             j = rng.randrange(index + 1)
             if j < n:
-                reservoir[j] = document
-    yield from sorted(reservoir)
+                reservoir[j] = (index, document)
+    for _, document in sorted(reservoir, key=lambda item: item[0]):
+        yield document
 
 
 @dataclass
@@ -93,13 +107,14 @@ class ShownLine:
     all); ``share``: differing / all boundaries, the rank (documents of fewer than
     ``MIN_WORDS_SHOWN`` words are left out)."""
 
+    source: str
     line: int
     differing: int
     share: float
     alignment: Alignment
 
     def to_dict(self) -> dict[str, Any]:
-        return {"line": self.line, "differing": self.differing, "share": self.share,
+        return {"source": self.source, "line": self.line, "differing": self.differing, "share": self.share,
                 "alignment": self.alignment.to_dict()}
 
 
@@ -121,7 +136,8 @@ class CorpusComparison:
     def render_plain(self, width: int | None = None, byte_view: bool = False) -> str:
         parts = []
         for index, shown in enumerate(self.shown):
-            title = f"line {shown.line}: {shown.differing} boundaries differ ({shown.share:.0%} of them)"
+            where = f"{shown.source}, line {shown.line}" if len(self.sources) > 1 else f"line {shown.line}"
+            title = f"{where}: {shown.differing} boundaries differ ({shown.share:.0%} of them)"
             legend = index == len(self.shown) - 1
             parts.append(title + "\n" + shown.alignment.render_plain(width, byte_view, legend=legend))
         first = next(iter(self.metrics.values()), None)
@@ -152,18 +168,21 @@ def _score(facts: Sequence[tuple[list[int], set[tuple[int, int]]]]) -> tuple[int
 _job: "tuple[list[Any], int] | None" = None
 _worker_facts: dict[int, Any] = {}
 
-Candidate = tuple[float, int, int, str]  # (share of differing boundaries, differing, -line, text)
+#: (share of differing boundaries, differing, -document index, (source, line), text): the
+#: largest wins; on a tie, the earlier document.
+Candidate = tuple[float, int, int, Located, str]
+Item = tuple[int, Located, str]  # (document index, where, text)
 
 
-def _process(chunk: list[tuple[int, str]]) -> tuple[list[SegmentStats], list[Candidate]]:
+def _process(chunk: list[Item]) -> tuple[list[SegmentStats], list[Candidate]]:
     """Encode one chunk of documents with every tokenizer and count it: the statistics per
     tokenizer and the chunk's ``show`` most disputed documents. Runs in a worker (or inline)."""
     from toktools.segstats import _TokenFacts
 
     assert _job is not None
     tokenizers, show = _job
-    docs = [Document(text) for _, text in chunk]
-    texts = [text for _, text in chunk]
+    docs = [Document(text) for _, _, text in chunk]
+    texts = [text for _, _, text in chunk]
     scoring = show > 0 and len(tokenizers) > 1
     per_tokenizer = []
     stats = []
@@ -178,22 +197,22 @@ def _process(chunk: list[tuple[int, str]]) -> tuple[list[SegmentStats], list[Can
         stats.append(tally.stats())
     candidates: list[Candidate] = []
     if scoring:
-        for k, ((line, text), document) in enumerate(zip(chunk, docs)):
+        for k, ((index, where, text), document) in enumerate(zip(chunk, docs)):
             if len(document.starts) < MIN_WORDS_SHOWN:
                 continue
             differing, total = _score([found[k] for found in per_tokenizer])  # type: ignore[index]
             if differing > 0:
-                candidates.append((differing / total, differing, -line, text))
+                candidates.append((differing / total, differing, -index, where, text))
         candidates = heapq.nlargest(show, candidates)
     return stats, candidates
 
 
-def _chunks(documents: Iterator[tuple[int, str]]) -> Iterator[list[tuple[int, str]]]:
-    chunk: list[tuple[int, str]] = []
+def _chunks(documents: Iterator[tuple[Located, str]]) -> Iterator[list[Item]]:
+    chunk: list[Item] = []
     size = 0
-    for document in documents:
-        chunk.append(document)
-        size += len(document[1])
+    for index, (where, text) in enumerate(documents):
+        chunk.append((index, where, text))
+        size += len(text)
         if size >= CHUNK_CHARS or len(chunk) >= CHUNK_DOCUMENTS:
             yield chunk
             chunk, size = [], 0
@@ -201,7 +220,7 @@ def _chunks(documents: Iterator[tuple[int, str]]) -> Iterator[list[tuple[int, st
         yield chunk
 
 
-def _run(chunks: Iterator[list[tuple[int, str]]], workers: int) -> Iterator[tuple[list[SegmentStats], list[Candidate]]]:
+def _run(chunks: Iterator[list[Item]], workers: int) -> Iterator[tuple[list[SegmentStats], list[Candidate]]]:
     """Results of :func:`_process` in chunk order: inline, or in forked workers that keep their
     caches across chunks, with a bounded number of chunks in flight (flat memory)."""
     import multiprocessing
@@ -239,7 +258,8 @@ def compare_corpus(tokenizers: Mapping[str, Any] | Sequence[tuple[str, Any]], pa
                    progress: ProgressCallback | None = None) -> CorpusComparison:
     """Statistics of every tokenizer on the corpus ``paths`` (files, directories, globs, ``-``;
     plain or compressed), read once; ``show`` keeps the documents where the largest share of
-    token boundaries differ (ties: more differing boundaries, then the later line) and aligns them;
+    token boundaries differ (ties: more differing boundaries, then the earlier document) and
+    aligns them;
     ``sample`` reads only that many documents, spread evenly over the corpus (for files, a first
     pass counts the documents). Chunks of documents are encoded and counted in ``workers``
     processes (default: every core); the result is the same for any number of workers."""
@@ -271,7 +291,7 @@ def compare_corpus(tokenizers: Mapping[str, Any] | Sequence[tuple[str, Any]], pa
         _worker_facts.clear()
     metrics = {name: total for (name, _), total in zip(plain, totals)}
     shown = []
-    for share, differing, negative_line, text in best:
+    for share, differing, _, (source, line), text in best:
         encoded = [(name, tok, tok.encode(text, add_special_tokens=False)) for name, tok in plain]
-        shown.append(ShownLine(-negative_line, differing, round(share, 6), _align(text, encoded)))
+        shown.append(ShownLine(source, line, differing, round(share, 6), _align(text, encoded)))
     return CorpusComparison([s.path for s in sources], sample, metrics, shown)
