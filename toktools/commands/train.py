@@ -317,5 +317,5 @@ def _shortfall(size: int, requested: int, result: Any, settings: dict[str, Any])
                      f"covering {result.dropped_share:.1%} of the corpus's characters: they cannot be learnt and "
                      "become unknown; raise --limit-alphabet to keep them")
     if reason is None:
-        lines.append("  (the fast backend does not say why; --backend reference does)")
+        lines.append("  (this backend / algorithm does not record why; the reference bpe training does)")
     return lines
