@@ -91,7 +91,8 @@ def trained_dir(tmp_path_factory) -> Path:
 def test_train_writes_vocab_txt_and_tokenizer_json(trained_dir):
     """Both files exist; ``vocab.txt`` starts with BERT's five specials (the CLI default, in
     order) and holds exactly the token set tokenizers learns with the same settings."""
-    assert sorted(p.name for p in trained_dir.iterdir() if not p.name.startswith(".")) == sorted(FILES)
+    written = sorted(p.name for p in trained_dir.iterdir() if not p.name.startswith("."))
+    assert written == sorted(FILES + ("tokenizer_config.json", "special_tokens_map.json"))  # transformers config: default
     tokens = vocab_lines(trained_dir)
     assert tokens[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     assert len(tokens) == STABLE_UNCASED

@@ -193,9 +193,9 @@ def test_merge_tree_of_a_hand_built_token():
     assert [(n.token, n.rank) for n in tree.right.right.children] == [("af", 1), ("f", None)]
     assert [leaf.token for leaf in tree.leaves()] == list("Ġunaff")
     assert tree.to_dict()["children"][1]["children"][0] == {
-        "token": "un", "id": 256, "rank": 0, "hex": "75 6E",
-        "children": [{"token": "u", "id": ALPHABET.index("u"), "rank": None, "hex": "75", "children": []},
-                     {"token": "n", "id": ALPHABET.index("n"), "rank": None, "hex": "6E", "children": []}]}
+        "token": "un", "readable": "un", "id": 256, "rank": 0, "hex": "75 6E",
+        "children": [{"token": "u", "readable": "u", "id": ALPHABET.index("u"), "rank": None, "hex": "75", "children": []},
+                     {"token": "n", "readable": "n", "id": ALPHABET.index("n"), "rank": None, "hex": "6E", "children": []}]}
     assert info.surface == " unaff" and info.hex == "20 75 6E 61 66 66"
 
 
@@ -219,7 +219,7 @@ def test_merge_tree_of_a_gpt2_token_reaches_byte_symbols(gpt2):
                 check(child)
 
     check(info.merge_tree)
-    assert info.merge_tree.render().splitlines()[0].startswith("ĠHello  id 18435  merge ")
+    assert info.merge_tree.render().splitlines()[0].startswith("ĠHello  « Hello»  id 18435  merge ")
 
 
 def test_token_info_of_partial_bytes_and_of_special_tokens(gpt2):
@@ -228,8 +228,11 @@ def test_token_info_of_partial_bytes_and_of_special_tokens(gpt2):
     assert [leaf.token for leaf in head.merge_tree.leaves()] == ["æ", "Ī"]
     eot = report.token_info(gpt2, 50256)
     assert eot.token == "<|endoftext|>" and eot.special and eot.merge_tree is None
-    assert report.token_info(gpt2, "50256").id == 50256  # digits that are not a token: an id
-    with pytest.raises(ToktoolsError, match="2 tokens: æĪ ĳ"):
+    with pytest.raises(ToktoolsError, match="use --id 50256"):  # a string is never taken for an id
+        report.token_info(gpt2, "50256")
+    assert report.token_info(gpt2, "1990").token == "1990"  # "1990" is itself a token of GPT-2
+    assert report.token_info(gpt2, 1990).id == 1990
+    with pytest.raises(ToktoolsError, match=r"2 tokens: <E6 88> \| <91>"):
         report.token_info(gpt2, "我")
 
 
@@ -272,46 +275,50 @@ def test_corpus_usage_lists_unused_tokens_by_id():
 
 
 def test_metrics_arithmetic_on_a_tiny_example():
-    """"the unaffable xyz": 17 characters (15 not spaces), 3 words, 5 tokens (the | un ##aff
-    ##able | [UNK]); one word of three is split; one token of five is unknown."""
+    """"the unaffable xyz": 17 characters, 3 words, 5 tokens (the | un ##aff ##able | [UNK]);
+    one word of three is split; one token of five is unknown; chars/token and bytes/token use
+    the same characters (spaces included)."""
     m = report.segment_metrics(hand_wordpiece(), "the unaffable xyz")
-    assert (m.tokens, m.characters, m.bytes, m.words, m.nonspace_chars) == (5, 17, 17, 3, 15)
+    assert (m.tokens, m.characters, m.bytes, m.words, m.documents) == (5, 17, 17, 3, 1)
     assert m.chars_per_token == pytest.approx(17 / 5)
     assert m.bytes_per_token == pytest.approx(17 / 5)
-    assert m.fertility == pytest.approx(5 / 3)
-    assert m.tokens_per_char == pytest.approx(5 / 15)
+    assert m.tokens_per_word == pytest.approx(5 / 3)
     assert (m.split_words, m.split_share) == (1, pytest.approx(1 / 3))
     assert (m.unk_count, m.unk_rate) == (1, pytest.approx(1 / 5))
+    assert m.tokens_per_word_histogram == {1: 2, 3: 1}
+    assert m.sequence_lengths == {5 + m.specials_per_sequence: 1}
 
 
 def test_metrics_attribute_a_leading_space_token_to_the_next_word():
-    """Byte-level: the | Ġunaff able | Ġ x y z. "Ġunaff" belongs to "unaffable" (its first
-    non-space character is u); the lone "Ġ" is all space and belongs to no word. So "unaffable"
+    """Byte-level: the | Ġunaff able | Ġ x y z. "Ġunaff" belongs to "unaffable" (its last
+    character is in it); the lone "Ġ" is all space and belongs to no word. So "unaffable"
     has 2 tokens and "xyz" 3: 2 split words of 3, 7 tokens for 3 words."""
     m = report.segment_metrics(hand_bpe(), "the unaffable xyz")
-    assert m.tokens == 7 and m.split_words == 2 and m.fertility == pytest.approx(7 / 3)
+    assert m.tokens == 7 and m.split_words == 2 and m.tokens_per_word == pytest.approx(7 / 3)
     assert m.unk_count == 0 and m.unk_rate == 0.0
 
 
-def test_cjk_text_without_spaces_is_one_word_so_tokens_per_char_is_reported():
-    """"你好" has no merges in the hand-built BPE: 6 byte tokens, 1 word, 2 characters."""
+def test_cjk_text_without_spaces_is_one_word_and_its_characters_are_byte_pieces():
+    """"你好" has no merges in the hand-built BPE: 6 byte tokens, 1 word, 2 characters, both
+    characters in byte pieces."""
     m = report.segment_metrics(hand_bpe(), "你好")
-    assert (m.tokens, m.words, m.nonspace_chars, m.bytes) == (6, 1, 2, 6)
-    assert m.fertility == 6.0 and m.tokens_per_char == 3.0 and m.split_share == 1.0
+    assert (m.tokens, m.words, m.characters, m.bytes) == (6, 1, 2, 6)
+    assert m.tokens_per_word == 6.0 and m.split_share == 1.0
     assert m.bytes_per_token == 1.0 and m.chars_per_token == pytest.approx(2 / 6)
+    assert (m.byte_piece_chars, m.byte_piece_share) == (2, 1.0)
 
 
 def test_empty_text_has_undefined_ratios():
     m = report.segment_metrics(hand_bpe(), "")
-    assert m.tokens == 0 and m.chars_per_token is None and m.fertility is None
-    assert json_round_trip(m.to_dict())["fertility"] is None
+    assert m.tokens == 0 and m.chars_per_token is None and m.tokens_per_word is None
+    assert json_round_trip(m.to_dict())["tokens_per_word"] is None
 
 
 def test_metrics_of_gpt2_facts(gpt2):
     m = report.segment_metrics(gpt2, "Hello world")  # Hello | Ġworld
-    assert (m.tokens, m.chars_per_token, m.fertility, m.split_words) == (2, 5.5, 1.0, 0)
+    assert (m.tokens, m.chars_per_token, m.tokens_per_word, m.split_words) == (2, 5.5, 1.0, 0)
     wo = report.segment_metrics(gpt2, "我")  # E6 88 | 91
-    assert (wo.tokens, wo.bytes_per_token, wo.split_words) == (2, 1.5, 1)
+    assert (wo.tokens, wo.bytes_per_token, wo.split_words, wo.byte_piece_chars) == (2, 1.5, 1, 1)
 
 
 def test_metrics_ignore_truncation_and_padding_of_published_tokenizers(gpt2, bert):
@@ -346,14 +353,17 @@ def test_alignment_of_hand_built_tokenizers_marks_the_differing_spans():
 
 
 def test_plain_rendering_of_the_hand_built_alignment():
-    """The plain view: one row per tokenizer, | at its cuts, columns shared, ^ under the
-    regions that differ (gaps between bars are the text's own spaces)."""
+    """The plain view: one row per tokenizer, | at its cuts, · where only another row cuts,
+    spaces a token owns inside its bars (bpe's "Ġunaff" is drawn "  un·aff|"), ? around the
+    unknown token, ^ under the regions that differ, and a legend for the marks used."""
     alignment = report.align_segmentations("the unaffable xyz", {"wordpiece": hand_wordpiece(), "bpe": hand_bpe()})
-    assert alignment.render_plain() == (
-        "wordpiece  |the| |un|aff|able| |x y z|\n"
-        "bpe        |the| |un aff|able| |x|y|z|\n"
-        "diff              ^^^^^^        ^^^^^\n"
-    )
+    lines = alignment.render_plain().splitlines()
+    assert lines[0] == "wordpiece  |the| |un|aff|able| ?x·y·z?"
+    assert lines[1] == "bpe        |the|  un·aff|able| |x|y|z|"
+    assert lines[2].startswith("diff") and lines[2].strip("dif ") == "^^^^^^        ^^^^^"
+    assert lines[2].index("^") == lines[0].index("un") and lines[2].rindex("^") == lines[0].index("z")
+    legend = "\n".join(lines[4:])
+    assert lines[4].startswith("legend") and "unknown token" in legend and "inside bars belongs" in legend
 
 
 def test_alignment_of_unaffable_between_bert_and_gpt2(bert, gpt2):
@@ -365,51 +375,69 @@ def test_alignment_of_unaffable_between_bert_and_gpt2(bert, gpt2):
     assert [s.token for s in alignment.row("gpt2").spans] == ["an", "Ġunaff", "able", "Ġman"]
     assert [(d.char_start, d.char_end, d.text) for d in alignment.diffs] == [(3, 12, "unaffable")]
     lines = alignment.render_plain().splitlines()
-    assert lines[0] == "bert  |an| |una|ff a|ble| |man|"
-    assert lines[1] == "gpt2  |an| |una ff|a ble| |man|"
+    assert lines[0] == "bert  |an| |una|ff·a|ble| |man|"
+    assert lines[1] == "gpt2  |an|  una·ff|a·ble|  man|"
     assert lines[2].index("^") == lines[0].index("una") and lines[2].rstrip().endswith("^")
 
 
-def test_byte_view_of_wo_under_gpt2_shows_the_cut_inside_the_character(gpt2, bert):
+def test_a_character_cut_between_byte_tokens_is_drawn_as_its_bytes(gpt2, bert):
     """我 = E6 88 91; GPT-2 cuts it E6 88 | 91: two tokens sharing character offsets (0, 1),
-    with byte ranges (0, 2) and (2, 3). BERT keeps it whole, so the character is a difference."""
+    with byte ranges (0, 2) and (2, 3). BERT keeps it whole, so the character is a difference;
+    the main view shows GPT-2's cut inside the character, and --bytes adds every byte."""
     alignment = report.align_segmentations("我", {"bert": bert, "gpt2": gpt2})
     spans = alignment.row("gpt2").spans
     assert [(s.token, s.char_start, s.char_end, s.byte_start, s.byte_end, s.partial) for s in spans] == [
         ("æĪ", 0, 1, 0, 2, True), ("ĳ", 0, 1, 2, 3, True)]
+    assert [s.readable for s in spans] == ["<E6 88>", "<91>"]
     assert alignment.row("gpt2").byte_boundaries == [0, 2, 3]
     assert alignment.row("gpt2").boundaries == [0, 1]  # no character-level cut inside
     assert [(d.byte_start, d.byte_end, d.text) for d in alignment.diffs] == [(0, 3, "我")]
-    text = alignment.render_plain()
-    assert text == (
-        "bert   |我|\n"
-        "gpt2   |我|\n"
-        "diff    ^^\n"
-        "\n"
-        "bytes   我\n"
-        "bert   |E6 88 91|\n"
-        "gpt2   |E6 88|91|\n"
-    )
+    lines = alignment.render_plain().splitlines()
+    assert lines[:3] == ["bert  |我      |", "gpt2  |E6 88¦91|", "diff   ^^^^^^^^"]
+    assert "a character cut between byte-level tokens" in alignment.render_plain()
+    with_bytes = alignment.render_plain(byte_view=True, legend=False)
+    assert with_bytes.endswith("bytes   我\nbert   |E6 88 91|\ngpt2   |E6 88|91|\n")
 
 
-def test_byte_view_is_only_added_for_multibyte_text():
+def test_invisible_characters_are_escaped_and_unknown_tokens_marked():
     tokenizers = {"wordpiece": hand_wordpiece(), "bpe": hand_bpe()}
-    assert "bytes" not in report.align_segmentations("the", tokenizers).render_plain()
+    view = report.align_segmentations("the\u200dthe\tthe", tokenizers).render_plain()
+    assert "\\u200d" in view and "\\t" in view and "\u200d" not in view and "\t" not in view
+    assert "invisible characters" in view
     view = report.align_segmentations("the 你", tokenizers).render_plain()
-    assert "bytes" in view
-    assert "bpe        |the| |E4|BD|A0|" in view  # no merge: one token per byte
-    assert "wordpiece  |the| |E4 BD A0|" in view  # [UNK] for the whole character
+    assert "bpe        |the| |E4¦BD¦A0|" in view  # no merge: one token per byte
+    assert "wordpiece  |the| ?你" in view  # [UNK] for the whole character
+
+
+def test_diff_regions_list_the_overlapping_tokens_of_every_row_on_a_long_line(bert, gpt2):
+    """The sweep that matches regions to tokens (linear; see benchmarks/bench_align.py) gives,
+    for each region, exactly the tokens whose trimmed byte range overlaps it."""
+    text = "The unaffable anarchists reorganised Fédération syndicaliste 我是 in 1945. " * 30
+    alignment = report.align_segmentations(text, {"bert": bert, "gpt2": gpt2})
+    assert len(alignment.diffs) > 100
+    data = text.encode("utf-8")
+    for diff in alignment.diffs:
+        for row in alignment.rows:
+            expected = []
+            for span in row.spans:
+                raw = data[span.byte_start:span.byte_end]
+                b0 = span.byte_start + (len(raw) - len(raw.lstrip()))
+                b1 = span.byte_end - (len(raw) - len(raw.rstrip()))
+                if max(diff.byte_start, b0) < min(diff.byte_end, b1):
+                    expected.append(span.token)
+            assert diff.tokens[row.name] == expected
 
 
 def test_rows_differ_only_in_their_bars_and_wrapping_respects_the_width(bert, gpt2):
     text = "Tokenizers disagree: 北京 is 2 characters and 6 bytes, naïve has a diaeresis."
     alignment = report.align_segmentations(text, {"bert": bert, "gpt2": gpt2})
-    for view in (alignment.render_plain(), alignment.render_plain(width=40)):
+    for view in (alignment.render_plain(legend=False), alignment.render_plain(width=40, legend=False)):
         lines = view.split("\n")
         for first, second in zip(lines, lines[1:]):
             if first.startswith("bert ") and second.startswith("gpt2 "):
-                assert first[6:].replace("|", " ").rstrip() == second[6:].replace("|", " ").rstrip()
-    assert all(display_width(line) <= 40 for line in alignment.render_plain(width=40).splitlines())
+                assert display_width(first.rstrip(" |")) <= display_width(second) + 1
+                assert abs(display_width(first.rstrip()) - display_width(second.rstrip())) <= 1
+    assert all(display_width(line) <= 40 for line in alignment.render_plain(width=40, legend=False).splitlines())
     assert max(display_width(line) for line in alignment.render_plain().splitlines()) > 40
 
 
@@ -421,8 +449,8 @@ def test_comparison_bundles_metrics_and_alignment_and_is_json(gpt2, bert):
     assert json_round_trip(data) == data
     assert data["metrics"]["gpt2"]["tokens"] == comparison.metrics["gpt2"].tokens
     assert data["alignment"]["rows"][1]["spans"][0] == {
-        "id": gpt2.token_to_id("æĪ"), "token": "æĪ", "char_start": 0, "char_end": 1,
-        "byte_start": 0, "byte_end": 2, "partial": True}
+        "id": gpt2.token_to_id("æĪ"), "token": "æĪ", "readable": "<E6 88>", "char_start": 0, "char_end": 1,
+        "byte_start": 0, "byte_end": 2, "partial": True, "unknown": False}
     table = comparison.render_plain().splitlines()
     assert table[-3].split()[:3] == ["tokenizer", "tokens", "chars/token"]
     assert table[-1].split()[:2] == ["gpt2", str(comparison.metrics["gpt2"].tokens)]
@@ -455,7 +483,7 @@ def test_trained_vocabularies_work_end_to_end():
     assert report.vocab_stats(wp).scripts.get("Han", 0) >= 2  # 你, 好 (and 世, 界) are characters of the alphabet
     comparison = report.compare({"bpe": bpe, "wp": wp}, "unaffable 你好")
     assert json_round_trip(comparison.to_dict()) == comparison.to_dict()
-    assert "bytes" in comparison.render_plain()
+    assert "bytes" in comparison.render_plain(byte_view=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -490,4 +518,4 @@ def test_alignment_properties(text):
         assert inside[0] != inside[1]
     wp_line, bpe_line = alignment.render_plain().split("\n")[:2]
     assert wp_line.startswith("wp") and bpe_line.startswith("bpe")
-    assert wp_line[7:].replace("|", " ").rstrip() == bpe_line[7:].replace("|", " ").rstrip()
+    assert "\x00" not in alignment.render_plain()  # controls are escaped

@@ -76,6 +76,13 @@ class BpeTrainingResult:
     alphabet_size: int
     #: The count of each recorded merge (same order as ``merges``), for reports.
     merge_counts: list[int] = field(default_factory=list)
+    #: Why merging stopped: "size" (the vocabulary is full), "min_frequency" (the best pair is
+    #: rarer than it), "no_pairs" (every word is a single token).
+    stop_reason: str = "size"
+    #: Characters of the corpus left out of the alphabet by ``limit_alphabet``, and the share of
+    #: character occurrences they account for (they become unknown / are skipped).
+    dropped_characters: int = 0
+    dropped_share: float = 0.0
 
     def vocab_dict(self) -> dict[str, int]:
         return {token: i for i, token in enumerate(self.vocab)}
@@ -233,12 +240,15 @@ def _train(
     planned = max(config.vocab_size - len(vocab.tokens), 0)
 
     # 5. The merge loop.
+    stop_reason = "size"
     while len(vocab.ids) < config.vocab_size:
         top = engine.pop()
         if top is None:
+            stop_reason = "no_pairs"
             break
         pair, count = top
         if count < threshold:
+            stop_reason = "min_frequency"
             break
         left, right = ord(pair[0]), ord(pair[1])
         right_part = vocab.tokens[right]
@@ -260,12 +270,31 @@ def _train(
     last_rank = {pair: rank for rank, pair in enumerate(merges)}
     kept = [rank for rank, pair in enumerate(merges) if last_rank[pair] == rank]
     tokens = vocab.tokens
+    dropped, dropped_share = 0, 0.0
+    if stop_reason != "size" and config.limit_alphabet is not None:  # only explained when it matters
+        dropped, dropped_share = _alphabet_shortfall(word_counts, alphabet)
     return BpeTrainingResult(
         vocab=tokens,
         merges=[(tokens[ord(merges[r][0])], tokens[ord(merges[r][1])]) for r in kept],
         alphabet_size=alphabet_size,
         merge_counts=[merge_counts[r] for r in kept],
+        stop_reason=stop_reason,
+        dropped_characters=dropped,
+        dropped_share=dropped_share,
     )
+
+
+def _alphabet_shortfall(word_counts: Mapping[str, int], alphabet: Sequence[str]) -> tuple[int, float]:
+    """How many distinct characters of the corpus are not in ``alphabet``, and the share of
+    character occurrences they make up."""
+    frequency: dict[str, int] = {}
+    for word, count in word_counts.items():
+        for ch in word:
+            frequency[ch] = frequency.get(ch, 0) + count
+    kept = set(alphabet)
+    total = sum(frequency.values())
+    missing = {ch: n for ch, n in frequency.items() if ch not in kept}
+    return len(missing), (sum(missing.values()) / total if total else 0.0)
 
 
 def _consume(iterator: Iterable[object]) -> None:

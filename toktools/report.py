@@ -13,12 +13,13 @@ Definitions used throughout (they matter for the numbers):
 * **surface** of a token: the text it stands for. Byte-level tokens are decoded from their byte
   symbols (``ĠHello`` → ``" Hello"``); a byte-level token whose bytes are not valid UTF-8 on their
   own (``æĪ`` = E6 88, two thirds of ``我``) has no surface, only bytes ("partial bytes").
-  WordPiece continuation pieces lose their prefix (``##ing`` → ``ing``).
+  WordPiece continuation pieces lose their prefix (``##ing`` → ``ing``). What a token stands
+  for, how it is shown and which tokens are unknown or special is asked of
+  :mod:`toktools.token_view`, the one module that knows the models.
 * **special tokens** (added tokens flagged special: ``[CLS]``, ``<|endoftext|>``…) are listed on
   their own and left out of the histograms, script coverage, longest tokens and unused counts.
-* **word**: a maximal run of non-whitespace characters (``str.split()``). Simple on purpose:
-  ``"hello,"`` is one word (BERT cuts it in two tokens, which counts as a split word), and a
-  Chinese sentence without spaces is one word — hence ``tokens_per_char`` beside ``fertility``.
+* segmentation metrics (chars/token, bytes/token, tokens/word, split words, UNK rate, byte
+  pieces, sequence lengths) have one definition each, in :mod:`toktools.segstats`.
 * Encodings are computed **without special tokens, truncation or padding** (a published
   ``tokenizer.json`` may carry ``truncation: 50`` or ``padding: Fixed(128)``; metrics must see the
   whole text and nothing else). The tokenizer passed in is not modified.
@@ -26,16 +27,16 @@ Definitions used throughout (they matter for the numbers):
 from __future__ import annotations
 
 import bisect
-import copy
 import math
 import unicodedata
-import weakref
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from toktools.bytelevel import BYTE_TO_SYMBOL, SYMBOL_TO_BYTE, is_byte_symbols, symbols_to_bytes, text_to_symbols
+from toktools.bytelevel import BYTE_TO_SYMBOL, SYMBOL_TO_BYTE, text_to_symbols
+from toktools import token_view
 from toktools.errors import ToktoolsError
+from toktools.segstats import Document, SegmentStats, Tally
 from toktools.tokenizer import Tokenizer
 
 __all__ = [
@@ -45,7 +46,7 @@ __all__ = [
     "UsageStats", "corpus_usage",
     "Metrics", "segment_metrics",
     "TokenSpan", "SegmentationRow", "DiffSpan", "Alignment", "align_segmentations",
-    "Comparison", "compare", "render_metrics_plain", "surface_of",
+    "Comparison", "compare", "render_metrics_plain",
 ]
 
 ScriptName = str
@@ -181,60 +182,20 @@ def script_of_text(text: str) -> ScriptName:
 # ---------------------------------------------------------------------------------------------
 
 
-def _is_bytelevel(tokenizer: Any) -> bool:
-    return getattr(tokenizer, "kind", "") == "bytebpe"
-
-
-def _special_contents(tokenizer: Any) -> dict[str, int]:
-    added = getattr(tokenizer, "added", None)
-    return {t.content: t.id for t in getattr(added, "tokens", ()) if t.special}
-
-
-def _added_contents(tokenizer: Any) -> dict[str, int]:
-    added = getattr(tokenizer, "added", None)
-    return {t.content: t.id for t in getattr(added, "tokens", ())}
-
-
 @dataclass(frozen=True)
 class _Surface:
     text: str | None  # None: bytes that are not valid UTF-8 on their own
     raw: bytes
-    continuation: bool  # a "##" piece (or a byte-level continuing-subword piece)
+    continuation: bool  # a "##" piece (or a BPE model's continuing-subword piece)
 
 
-def surface_of(tokenizer: Any, token: str) -> tuple[str | None, bytes, bool]:
-    """``(surface text or None, UTF-8 bytes, is a continuation piece)`` of one token string.
-
-    Byte-level: the byte symbols decoded (None if the bytes are not valid UTF-8 alone);
-    WordPiece: the token without its ``##`` prefix. Added tokens stand for their own content.
-    """
-    s = _surface(tokenizer, token, _added_contents(tokenizer))
-    return s.text, s.raw, s.continuation
-
-
-def _surface(tokenizer: Any, token: str, added: Mapping[str, int]) -> _Surface:
-    if token in added and token not in getattr(tokenizer, "vocab", {}):
-        return _Surface(token, token.encode("utf-8"), False)
-    if _is_bytelevel(tokenizer):
-        body, continuation = token, False
-        prefix = getattr(tokenizer, "continuing_subword_prefix", None)
-        suffix = getattr(tokenizer, "end_of_word_suffix", None)
-        if prefix and body.startswith(prefix) and len(body) > len(prefix):
-            body, continuation = body[len(prefix):], True
-        if suffix and body.endswith(suffix) and len(body) > len(suffix):
-            body = body[: -len(suffix)]
-        if token in added or not is_byte_symbols(body):
-            return _Surface(token, token.encode("utf-8"), False)
-        raw = symbols_to_bytes(body)
-        try:
-            return _Surface(raw.decode("utf-8"), raw, continuation)
-        except UnicodeDecodeError:
-            return _Surface(None, raw, continuation)
-    prefix = getattr(tokenizer, "prefix", "##")
-    if token not in added and prefix and token.startswith(prefix) and len(token) > len(prefix):
-        body = token[len(prefix):]
-        return _Surface(body, body.encode("utf-8"), True)
-    return _Surface(token, token.encode("utf-8"), False)
+def _surface(tokenizer: Any, token: str) -> _Surface:
+    raw = token_view.token_bytes(tokenizer, token)
+    try:
+        text: str | None = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    return _Surface(text, raw, token_view.is_continuation(tokenizer, token))
 
 
 def _script_of_surface(surface: _Surface) -> ScriptName:
@@ -245,28 +206,8 @@ def _hex(raw: bytes) -> str:
     return " ".join(f"{b:02X}" for b in raw)
 
 
-def _unk_id(tokenizer: Any) -> int | None:
-    """The id of the unknown token: WordPiece's ``[UNK]``, a BPE model's ``unk_token`` if any."""
-    unk_id = getattr(tokenizer, "unk_id", None)
-    if unk_id is not None:
-        return unk_id
-    unk = getattr(tokenizer, "unk_token", None)
-    return tokenizer.token_to_id(unk) if unk else None
-
-
-def _plain(tokenizer: Tokenizer) -> Tokenizer:
-    """The tokenizer without truncation and padding (a shallow copy sharing the model and its
-    cache when it has any; the caller's object is left as it is)."""
-    if getattr(tokenizer, "truncation", None) is None and getattr(tokenizer, "padding", None) is None:
-        return tokenizer
-    plain = copy.copy(tokenizer)
-    plain.truncation = None
-    plain.padding = None
-    return plain
-
-
 def _encode(tokenizer: Tokenizer, text: str) -> Any:
-    return _plain(tokenizer).encode(text, add_special_tokens=False)
+    return token_view.without_truncation(tokenizer).encode(text, add_special_tokens=False)
 
 
 def _ratio(numerator: float, denominator: float) -> float | None:
@@ -318,6 +259,45 @@ class TokenEntry:
         return {"id": self.id, "token": self.token, "surface": self.surface, "chars": self.chars, "bytes": self.bytes}
 
 
+#: BERT-base's parameter count, as its paper gives it.
+BERT_BASE_PARAMETERS = 110_000_000
+
+
+@dataclass(frozen=True)
+class EmbeddingCost:
+    """What the vocabulary costs in a model's input embedding: ``V×H`` for a BERT-style
+    embedding at hidden size H = 768 (base) and 1024 (large); ALBERT's factorised ``V×E + E×H``
+    at E = 128; and ``V×768`` as a share of BERT-base's 110M parameters."""
+
+    vocab_size: int
+
+    def full(self, hidden: int) -> int:
+        return self.vocab_size * hidden
+
+    def factorised(self, hidden: int, embedding: int = 128) -> int:
+        return self.vocab_size * embedding + embedding * hidden
+
+    @property
+    def bert_base_share(self) -> float:
+        return self.full(768) / BERT_BASE_PARAMETERS
+
+    def to_dict(self) -> dict[str, Any]:
+        return _jsonable({"vocab_size": self.vocab_size,
+                          "full": {"768": self.full(768), "1024": self.full(1024)},
+                          "albert_e128": {"768": self.factorised(768), "1024": self.factorised(1024)},
+                          "bert_base_share": self.bert_base_share})
+
+    def render_lines(self) -> list[str]:
+        def m(n: int) -> str:
+            return f"{n / 1e6:.1f}M"
+
+        return [f"embedding       V×H = {m(self.full(768))} at H=768, {m(self.full(1024))} at H=1024 "
+                f"(V = {self.vocab_size})",
+                f"                ALBERT V×E + E×H at E=128: {m(self.factorised(768))} at H=768, "
+                f"{m(self.factorised(1024))} at H=1024",
+                f"                V×768 is {self.bert_base_share:.1%} of BERT-base's 110M parameters"]
+
+
 @dataclass
 class VocabStats:
     """What ``toktools inspect TOK`` shows. Histograms map a length to a number of tokens.
@@ -344,6 +324,7 @@ class VocabStats:
     length_bytes: dict[int, int]
     scripts: dict[str, int]
     longest: list[TokenEntry]
+    embedding: EmbeddingCost | None = None
 
     def script_share(self, script: str) -> float:
         return self.scripts.get(script, 0) / self.counted if self.counted else 0.0
@@ -363,13 +344,16 @@ class VocabStats:
             lines.append(f"continuation    {self.continuation_tokens} pieces ({self.continuation_share:.1%})")
         if self.partial_byte_tokens:
             lines.append(f"partial bytes   {self.partial_byte_tokens} tokens are not valid UTF-8 on their own")
+        if self.embedding is not None:
+            lines += self.embedding.render_lines()
         for title, histogram in (("length in characters", self.length_chars), ("length in bytes", self.length_bytes)):
             lines += ["", title]
             lines += _bars(histogram, bar_width)
         lines += ["", "scripts"]
         lines += _bars(self.scripts, bar_width, total=self.counted)
         lines += ["", "longest tokens"]
-        lines += [f"  {e.id:>7}  {e.chars:>3} chars  {e.bytes:>3} bytes  {e.surface!r}" for e in self.longest]
+        lines += [f"  {e.id:>7}  {e.chars:>3} chars  {e.bytes:>3} bytes  «{token_view.escape_text(e.surface or '')}»"
+                  for e in self.longest]
         return "\n".join(lines) + "\n"
 
     def to_dict(self) -> dict[str, Any]:
@@ -391,6 +375,7 @@ class VocabStats:
             "length_bytes": self.length_bytes,
             "scripts": self.scripts,
             "longest": [e.to_dict() for e in self.longest],
+            "embedding": self.embedding.to_dict() if self.embedding is not None else None,
         })
 
 
@@ -402,10 +387,10 @@ def vocab_stats(tokenizer: Tokenizer, top: int = 20) -> VocabStats:
     bytes missing (hex; GPT-2 has all 256); for WordPiece, the single-character tokens (not
     ``##c``), sorted by code point.
     """
-    vocab = tokenizer.get_vocab() if hasattr(tokenizer, "get_vocab") else dict(tokenizer.vocab)
-    specials = _special_contents(tokenizer)
-    added = _added_contents(tokenizer)
-    bytelevel = _is_bytelevel(tokenizer)
+    vocab = tokenizer.get_vocab()
+    specials = token_view.special_tokens(tokenizer)
+    bytelevel = token_view.is_byte_level(tokenizer)
+    model_vocab = token_view.model_vocab(tokenizer)
 
     length_chars: Counter[int] = Counter()
     length_bytes: Counter[int] = Counter()
@@ -417,7 +402,7 @@ def vocab_stats(tokenizer: Tokenizer, top: int = 20) -> VocabStats:
         if token in specials:
             continue
         counted += 1
-        s = _surface(tokenizer, token, added)
+        s = _surface(tokenizer, token)
         length_bytes[len(s.raw)] += 1
         scripts[_script_of_surface(s)] += 1
         continuation += s.continuation
@@ -430,9 +415,9 @@ def vocab_stats(tokenizer: Tokenizer, top: int = 20) -> VocabStats:
                 singles.add(s.text)
 
     if bytelevel:
-        present = [b for b in range(256) if BYTE_TO_SYMBOL[b] in tokenizer.vocab]
+        present = [b for b in range(256) if BYTE_TO_SYMBOL[b] in model_vocab]
         alphabet = [BYTE_TO_SYMBOL[b] for b in present]
-        missing = [f"{b:02X}" for b in range(256) if BYTE_TO_SYMBOL[b] not in tokenizer.vocab]
+        missing = [f"{b:02X}" for b in range(256) if BYTE_TO_SYMBOL[b] not in model_vocab]
         byte_symbols_present: int | None = len(present)
     else:
         alphabet = sorted(singles)
@@ -440,10 +425,10 @@ def vocab_stats(tokenizer: Tokenizer, top: int = 20) -> VocabStats:
 
     entries.sort(key=lambda e: (-(e.chars or 0), -e.bytes, e.id))
     return VocabStats(
-        kind=getattr(tokenizer, "kind", ""),
+        kind=token_view.family(tokenizer),
         vocab_size=tokenizer.vocab_size,
-        model_vocab_size=len(tokenizer.vocab),
-        added_tokens=len(getattr(getattr(tokenizer, "added", None), "tokens", ())),
+        model_vocab_size=len(model_vocab),
+        added_tokens=len(token_view.added_tokens(tokenizer)),
         special_tokens=sorted(specials.items(), key=lambda item: (item[1], item[0])),
         counted=counted,
         alphabet=alphabet,
@@ -451,13 +436,14 @@ def vocab_stats(tokenizer: Tokenizer, top: int = 20) -> VocabStats:
         byte_symbols_present=byte_symbols_present,
         missing_bytes=missing,
         continuation_tokens=continuation,
-        continuation_share=(None if bytelevel and not getattr(tokenizer, "continuing_subword_prefix", None)
+        continuation_share=(None if bytelevel and not token_view.view(tokenizer).continuing_subword_prefix
                             else _ratio(continuation, counted)),
         partial_byte_tokens=partial,
         length_chars=dict(sorted(length_chars.items())),
         length_bytes=dict(sorted(length_bytes.items())),
         scripts=dict(sorted(scripts.items(), key=lambda item: (-item[1], item[0]))),
         longest=entries[:top],
+        embedding=EmbeddingCost(tokenizer.vocab_size),
     )
 
 
@@ -476,6 +462,7 @@ class MergeNode:
     id: int | None
     rank: int | None
     hex: str
+    readable: str = ""
     left: "MergeNode | None" = None
     right: "MergeNode | None" = None
 
@@ -493,7 +480,7 @@ class MergeNode:
         return 1 + max((c.depth() for c in self.children), default=0)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"token": self.token, "id": self.id, "rank": self.rank, "hex": self.hex,
+        return {"token": self.token, "readable": self.readable, "id": self.id, "rank": self.rank, "hex": self.hex,
                 "children": [c.to_dict() for c in self.children]}
 
     def render(self) -> str:
@@ -508,11 +495,12 @@ class MergeNode:
 
         def label(node: MergeNode) -> str:
             ident = f"id {node.id}" if node.id is not None else "not in vocab"
+            shown = f"{node.token}  «{node.readable}»" if node.readable and node.readable != node.token else node.token
             if node.rank is None:
                 if len(node.token) == 1 and node.token in SYMBOL_TO_BYTE:
-                    return f"{node.token}  {ident}  byte {node.hex}"
-                return f"{node.token}  {ident}  (no merge)  ({node.hex})"
-            return f"{node.token}  {ident}  merge {node.rank}  ({node.hex})"
+                    return f"{shown}  {ident}  byte {node.hex}"
+                return f"{shown}  {ident}  (no merge)  ({node.hex})"
+            return f"{shown}  {ident}  merge {node.rank}  ({node.hex})"
 
         def walk(node: MergeNode, lead: str, tail: str) -> None:
             lines.append(lead + label(node))
@@ -532,6 +520,7 @@ class TokenInfo:
     id: int
     token: str
     kind: str
+    readable: str
     special: bool
     added: bool
     continuation: bool
@@ -542,62 +531,41 @@ class TokenInfo:
     byte_symbols: str
     script: str
     merge_tree: MergeNode | None
+    note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "token": self.token, "kind": self.kind, "special": self.special, "added": self.added,
+        return {"id": self.id, "token": self.token, "kind": self.kind, "readable": self.readable,
+                "special": self.special, "added": self.added,
                 "continuation": self.continuation, "surface": self.surface, "hex": self.hex, "bytes": self.bytes,
                 "chars": self.chars, "byte_symbols": self.byte_symbols, "script": self.script,
-                "merge_tree": self.merge_tree.to_dict() if self.merge_tree is not None else None}
+                "merge_tree": self.merge_tree.to_dict() if self.merge_tree is not None else None,
+                "note": self.note}
 
     def render_plain(self) -> str:
         flags = [name for name, on in (("special", self.special), ("added", self.added),
                                        ("continuation", self.continuation)) if on]
         lines = [f"token         {self.token}" + (f"  ({', '.join(flags)})" if flags else ""),
+                 f"reads as      {self.readable}",
                  f"id            {self.id}",
                  f"surface       {self.surface!r}" if self.surface is not None else "surface       (partial UTF-8 bytes)",
                  f"bytes         {self.hex}  ({self.bytes} bytes)",
                  f"byte symbols  {self.byte_symbols}",
                  f"script        {self.script}"]
+        if self.note:
+            lines.append(f"note          {self.note}")
         if self.merge_tree is not None:
             lines += ["", "merge tree", self.merge_tree.render()]
         return "\n".join(lines) + "\n"
-
-
-# tokenizer -> (number of merges when built, {product: (rank, left, right)})
-_merge_indexes: "weakref.WeakKeyDictionary[Any, tuple[int, dict[str, tuple[int, str, str]]]]" = weakref.WeakKeyDictionary()
-
-
-def _merge_index(tokenizer: Any) -> dict[str, tuple[int, str, str]]:
-    """token → the lowest-rank merge ``(rank, a, b)`` whose result is that token."""
-    merges = getattr(tokenizer, "merges", None) or []
-    try:
-        cached = _merge_indexes.get(tokenizer)
-    except TypeError:  # not weak-referenceable
-        cached = None
-    if cached is not None and cached[0] == len(merges):
-        return cached[1]
-    prefix = getattr(tokenizer, "continuing_subword_prefix", None)
-    index: dict[str, tuple[int, str, str]] = {}
-    for rank, (a, b) in enumerate(merges):
-        right = b[len(prefix):] if prefix and b.startswith(prefix) else b
-        index.setdefault(a + right, (rank, a, b))
-    try:
-        _merge_indexes[tokenizer] = (len(merges), index)
-    except TypeError:
-        pass
-    return index
 
 
 def merge_tree(tokenizer: Tokenizer, token: str) -> MergeNode:
     """How BPE built ``token``: the merge ``(a, b)`` with ``a + b == token`` of lowest rank (the
     one that created it while training), then the same for ``a`` and ``b``, down to tokens no
     merge produced (the byte symbols)."""
-    index = _merge_index(tokenizer)
-    added = _added_contents(tokenizer)
-
     def build(t: str) -> MergeNode:
-        node = MergeNode(t, tokenizer.token_to_id(t), None, _hex(_surface(tokenizer, t, added).raw))
-        found = index.get(t)
+        node = MergeNode(t, tokenizer.token_to_id(t), None, _hex(token_view.token_bytes(tokenizer, t)),
+                         token_view.readable(tokenizer, t))
+        found = token_view.merge_of(tokenizer, t)
         if found is not None:
             node.rank = found[0]
             node.left, node.right = build(found[1]), build(found[2])
@@ -615,36 +583,47 @@ def _resolve_token(tokenizer: Tokenizer, token_or_id: int | str) -> tuple[int, s
     token_id = tokenizer.token_to_id(token_or_id)
     if token_id is not None:
         return token_id, token_or_id
-    if _is_bytelevel(tokenizer):
+    if token_view.is_byte_level(tokenizer):
         symbols = text_to_symbols(token_or_id)  # " Hello" → "ĠHello"
         token_id = tokenizer.token_to_id(symbols)
         if token_id is not None:
             return token_id, symbols
-    if token_or_id.strip().isdigit():
-        return _resolve_token(tokenizer, int(token_or_id.strip()))
     hint = ""
     if token_or_id:
-        pieces = _encode(tokenizer, token_or_id).tokens
-        hint = f"; as text it encodes to {len(pieces)} tokens: {' '.join(pieces)}" if pieces else ""
+        pieces = [token_view.readable(tokenizer, t) for t in _encode(tokenizer, token_or_id).tokens]
+        if len(pieces) > 1:
+            hint = f"; as text it encodes to {len(pieces)} tokens: {' | '.join(pieces)}"
+        if token_or_id.isdigit():
+            hint += f" (for the token with id {token_or_id}, use --id {token_or_id})"
     raise ToktoolsError(f"{token_or_id!r} is not a token of this vocabulary{hint}")
 
 
 def token_info(tokenizer: Tokenizer, token_or_id: int | str) -> TokenInfo:
-    """Everything about one token, given as an id, a token string (``"ĠHello"``), or — for
-    byte-level BPE — the text it stands for (``" Hello"``); a string of digits that is not a token
-    is read as an id. Raises :class:`ToktoolsError` when nothing matches."""
+    """Everything about one token, given as an id (an ``int``) or a string: a token string
+    (``"ĠHello"``) or — for byte-level BPE — the text it stands for (``" Hello"``). A string is
+    never read as an id (``"1990"`` is a token of GPT-2). Raises :class:`ToktoolsError` when
+    nothing matches."""
     token_id, token = _resolve_token(tokenizer, token_or_id)
-    added = _added_contents(tokenizer)
-    specials = _special_contents(tokenizer)
-    s = _surface(tokenizer, token, added)
+    note = None
+    if isinstance(token_or_id, str) and token == token_or_id and token_view.is_byte_level(tokenizer):
+        symbols = text_to_symbols(token_or_id)
+        if symbols != token_or_id:  # "²" is a byte symbol (B2) and also a text (C2 B2): say which was taken
+            other = tokenizer.token_to_id(symbols)
+            as_text = (f"the token {symbols} (id {other})" if other is not None else
+                       f"{len(_encode(tokenizer, token_or_id).ids)} tokens")
+            note = f"taken as a token string; as text, {token_or_id!r} is {as_text}"
+    added = token_view.added_tokens(tokenizer)
+    specials = token_view.special_tokens(tokenizer)
+    s = _surface(tokenizer, token)
     is_added = token in added
     tree = None
-    if _is_bytelevel(tokenizer) and not is_added and getattr(tokenizer, "merges", None) is not None:
+    if token_view.merges(tokenizer) is not None and not is_added:
         tree = merge_tree(tokenizer, token)
     return TokenInfo(
         id=token_id,
         token=token,
-        kind=getattr(tokenizer, "kind", ""),
+        kind=token_view.family(tokenizer),
+        readable=token_view.readable(tokenizer, token),
         special=token in specials,
         added=is_added,
         continuation=s.continuation,
@@ -655,6 +634,7 @@ def token_info(tokenizer: Tokenizer, token_or_id: int | str) -> TokenInfo:
         byte_symbols="".join(BYTE_TO_SYMBOL[b] for b in s.raw),
         script=_script_of_surface(s),
         merge_tree=tree,
+        note=note,
     )
 
 
@@ -701,7 +681,13 @@ class UsageStats:
                  f"unused          {self.unused} of {self.vocab_considered} ({pct(self.unused_share)})",
                  f"unknown         {self.unk_count} ({pct(self.unk_rate)})" + (f" {self.unk_token}" if self.unk_token else " (no unk token)")]
         if self.unused_sample:
-            lines.append("unused sample   " + " ".join(t for _, t in self.unused_sample))
+            lines.append("unused sample   " + " ".join(f"«{t}»" for _, t in self.unused_sample))
+        if self.most_common:
+            lines += ["", "most common tokens"]
+            width = max(len(str(c)) for _, _, c in self.most_common)
+            for token_id, token, count in self.most_common:
+                share = f"{count / self.tokens:6.2%}" if self.tokens else ""
+                lines.append(f"  {count:>{width}}  {share}  {token_id:>7}  «{token}»")
         return "\n".join(lines) + "\n"
 
 
@@ -710,7 +696,7 @@ def corpus_usage(tokenizer: Tokenizer, lines: Iterable[str], *, sample: int = 20
     """Encode every line (its trailing ``\\n`` / ``\\r\\n`` removed; no special tokens) and count
     which tokens are used. The unused sample is the ``sample`` lowest ids never seen; lines are
     encoded in batches (in parallel for large corpora, see ``Tokenizer.encode_batch``)."""
-    plain = _plain(tokenizer)
+    plain = token_view.without_truncation(tokenizer)
     counts: Counter[int] = Counter()
     n_lines = n_chars = n_words = 0
     from toktools.corpus import batched
@@ -722,11 +708,11 @@ def corpus_usage(tokenizer: Tokenizer, lines: Iterable[str], *, sample: int = 20
         n_words += sum(len(line.split()) for line in chunk)
         for encoding in plain.encode_batch(chunk, add_special_tokens=False, workers=workers):
             counts.update(encoding.ids)
-    vocab = tokenizer.get_vocab() if hasattr(tokenizer, "get_vocab") else dict(tokenizer.vocab)
-    specials = _special_contents(tokenizer)
+    vocab = tokenizer.get_vocab()
+    specials = token_view.special_tokens(tokenizer)
     considered = {i: t for t, i in vocab.items() if t not in specials}
     unused_ids = sorted(i for i in considered if i not in counts)
-    unk_id = _unk_id(tokenizer)
+    unk_id = token_view.unk_id(tokenizer)
     unk_count = counts.get(unk_id, 0) if unk_id is not None else 0
     total = sum(counts.values())
     most = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:top]
@@ -739,11 +725,11 @@ def corpus_usage(tokenizer: Tokenizer, lines: Iterable[str], *, sample: int = 20
         vocab_considered=len(considered),
         unused=len(unused_ids),
         unused_share=_ratio(len(unused_ids), len(considered)),
-        unused_sample=[(i, considered[i]) for i in unused_ids[:sample]],
+        unused_sample=[(i, token_view.readable(tokenizer, considered[i])) for i in unused_ids[:sample]],
         unk_token=tokenizer.id_to_token(unk_id) if unk_id is not None else None,
         unk_count=unk_count,
         unk_rate=_ratio(unk_count, total),
-        most_common=[(i, tokenizer.id_to_token(i) or "", c) for i, c in most],
+        most_common=[(i, token_view.readable(tokenizer, tokenizer.id_to_token(i) or ""), c) for i, c in most],
     )
 
 
@@ -752,90 +738,19 @@ def corpus_usage(tokenizer: Tokenizer, lines: Iterable[str], *, sample: int = 20
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass
-class Metrics:
-    """How one tokenizer cuts one text (no special tokens). Ratios are None when undefined.
-
-    * ``chars_per_token`` / ``bytes_per_token``: ``characters`` (every code point, spaces
-      included) and UTF-8 ``bytes`` over ``tokens``;
-    * ``fertility``: tokens per word (a word is a run of non-whitespace, ``str.split()``);
-    * ``tokens_per_char``: tokens per non-whitespace character — the measure that still means
-      something for Chinese or Japanese written without spaces;
-    * ``split_words`` / ``split_share``: words that got more than one token. A token belongs to
-      the word holding its first non-whitespace character (GPT-2's ``" world"`` belongs to
-      ``world``); pieces of one character cut inside it (``我`` → 2 byte-level tokens) make a
-      split word too;
-    * ``unk_count`` / ``unk_rate``: unknown tokens over ``tokens``.
-    """
-
-    tokens: int
-    characters: int
-    bytes: int
-    words: int
-    nonspace_chars: int
-    chars_per_token: float | None
-    bytes_per_token: float | None
-    fertility: float | None
-    tokens_per_char: float | None
-    split_words: int
-    split_share: float | None
-    unk_count: int
-    unk_rate: float | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return _jsonable({name: getattr(self, name) for name in self.__dataclass_fields__})
-
-
-def _word_index(text: str) -> tuple[list[int], int]:
-    """For each character, the index of its word, or -1 for whitespace; and the word count."""
-    index = [-1] * len(text)
-    words = 0
-    inside = False
-    for position, ch in enumerate(text):
-        if ch.isspace():
-            inside = False
-            continue
-        if not inside:
-            inside = True
-            words += 1
-        index[position] = words - 1
-    return index, words
+#: One tokenizer's statistics on a text or a corpus (definitions in :mod:`toktools.segstats`).
+Metrics = SegmentStats
 
 
 def _metrics(tokenizer: Tokenizer, text: str, encoding: Any) -> Metrics:
-    word_of, words = _word_index(text)
-    per_word: Counter[int] = Counter()
-    for start, end in encoding.offsets:
-        for position in range(start, min(end, len(text))):
-            if word_of[position] >= 0:
-                per_word[word_of[position]] += 1
-                break
-    n = len(encoding.ids)
-    n_bytes = len(text.encode("utf-8"))
-    nonspace = sum(1 for w in word_of if w >= 0)
-    unk_id = _unk_id(tokenizer)
-    unk = sum(1 for i in encoding.ids if i == unk_id) if unk_id is not None else 0
-    split = sum(1 for c in per_word.values() if c > 1)
-    return Metrics(
-        tokens=n,
-        characters=len(text),
-        bytes=n_bytes,
-        words=words,
-        nonspace_chars=nonspace,
-        chars_per_token=_ratio(len(text), n),
-        bytes_per_token=_ratio(n_bytes, n),
-        fertility=_ratio(n, words),
-        tokens_per_char=_ratio(n, nonspace),
-        split_words=split,
-        split_share=_ratio(split, words),
-        unk_count=unk,
-        unk_rate=_ratio(unk, n),
-    )
+    tally = Tally(tokenizer)
+    tally.add(Document(text), encoding.ids, encoding.offsets)
+    return tally.stats()
 
 
 def segment_metrics(tokenizer: Tokenizer, text: str) -> Metrics:
-    """Tokens, characters/token, bytes/token, fertility, tokens per character, share of split
-    words and UNK rate of ``tokenizer`` on ``text`` (see :class:`Metrics` for the definitions)."""
+    """Tokens, chars/token, bytes/token, tokens/word, split words, UNK rate and byte pieces of
+    ``tokenizer`` on ``text``, taken as one document (see :mod:`toktools.segstats`)."""
     return _metrics(tokenizer, text, _encode(tokenizer, text))
 
 
@@ -846,21 +761,25 @@ def segment_metrics(tokenizer: Tokenizer, text: str) -> Metrics:
 
 @dataclass(frozen=True)
 class TokenSpan:
-    """One token located in the text: character offsets (from the encoding) and UTF-8 byte
-    offsets. Byte-level tokens cut inside a character share its character offsets but have their
-    own byte sub-range; such a token is ``partial``."""
+    """One token located in the text: character offsets (from the encoding) and the UTF-8 byte
+    range it stands for, spaces it owns included (GPT-2's ``Ġcut`` covers `` cut``). Byte-level
+    tokens cut inside a character share its character offsets but have their own byte
+    sub-range; such a token is ``partial``. ``unknown``: the model's UNK token."""
 
     id: int
     token: str
+    readable: str
     char_start: int
     char_end: int
     byte_start: int
     byte_end: int
     partial: bool
+    unknown: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "token": self.token, "char_start": self.char_start, "char_end": self.char_end,
-                "byte_start": self.byte_start, "byte_end": self.byte_end, "partial": self.partial}
+        return {"id": self.id, "token": self.token, "readable": self.readable, "char_start": self.char_start,
+                "char_end": self.char_end, "byte_start": self.byte_start, "byte_end": self.byte_end,
+                "partial": self.partial, "unknown": self.unknown}
 
 
 @dataclass
@@ -870,7 +789,9 @@ class SegmentationRow:
     ``boundaries`` (characters) and ``byte_boundaries`` (bytes) are the positions where a token
     starts or ends, after trimming whitespace from each token's ends: whitespace is neutral, so
     BERT's ``world`` and GPT-2's ``Ġworld`` (which owns the space before it) have the same
-    boundaries. ``byte_boundaries`` also holds cuts inside a character; ``boundaries`` does not.
+    boundaries, and only real differences count. ``byte_boundaries`` also holds cuts inside a
+    character; ``boundaries`` does not. ``drawn`` are the character positions where a token
+    really starts or ends, spaces it owns included: what the aligned view draws.
     """
 
     name: str
@@ -878,10 +799,11 @@ class SegmentationRow:
     spans: list[TokenSpan]
     boundaries: list[int]
     byte_boundaries: list[int]
+    drawn: list[int]
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "kind": self.kind, "spans": [s.to_dict() for s in self.spans],
-                "boundaries": self.boundaries, "byte_boundaries": self.byte_boundaries}
+                "boundaries": self.boundaries, "byte_boundaries": self.byte_boundaries, "drawn": self.drawn}
 
 
 @dataclass(frozen=True)
@@ -922,18 +844,21 @@ class Alignment:
 
     @property
     def multibyte(self) -> bool:
-        """True when the text has characters of more than one UTF-8 byte (a byte view helps)."""
+        """True when the text has characters of more than one UTF-8 byte."""
         return not self.text.isascii()
 
     def to_dict(self) -> dict[str, Any]:
         return {"text": self.text, "rows": [r.to_dict() for r in self.rows], "diffs": [d.to_dict() for d in self.diffs]}
 
-    def render_plain(self, width: int | None = None, byte_view: bool | None = None) -> str:
-        """Plain text, one row per tokenizer, tokens between ``|``, aligned on character offsets,
-        with a ``^`` row under the regions that differ; for multi-byte text (or ``byte_view``) a
-        second block shows each character's UTF-8 bytes with the cuts, including cuts inside a
-        character (``E6 88|91``). ``width`` wraps long lines (None: no wrapping)."""
-        return _render_alignment(self, width, self.multibyte if byte_view is None else byte_view)
+    def render_plain(self, width: int | None = None, byte_view: bool | None = None, legend: bool = True) -> str:
+        """Plain text, one row per tokenizer, aligned on characters: ``|`` where a token starts
+        or ends (spaces a token owns are drawn inside it: ``| cut|``), ``·`` where only another
+        row cuts, ``?`` instead of ``|`` around an unknown token, a character cut between
+        byte-level tokens drawn as its UTF-8 bytes with ``¦`` at the cut (``E6 88¦91``), invisible characters escaped (``\\u200d``), and a
+        ``^`` row under the regions that differ. ``byte_view`` adds a block with every
+        multi-byte character's bytes; ``width`` wraps long lines (None: no wrapping);
+        ``legend`` explains the marks that occur."""
+        return _render_alignment(self, width, bool(byte_view), legend)
 
 
 class _ByteMap:
@@ -972,23 +897,26 @@ class _ByteMap:
 
 
 def _spans(tokenizer: Tokenizer, encoding: Any, bmap: _ByteMap) -> list[TokenSpan]:
-    added = _added_contents(tokenizer)
-    bytelevel = _is_bytelevel(tokenizer)
+    """Each token's byte range: byte-level tokens by walking their bytes through the text (so
+    cuts inside a character and the spaces a token owns are kept, whatever the offsets say);
+    other models from their character offsets."""
+    bytelevel = token_view.is_byte_level(tokenizer)
+    unk = token_view.unk_id(tokenizer)
     spans = []
     cursor = 0
     for token_id, token, (s, e) in zip(encoding.ids, encoding.tokens, encoding.offsets):
         lo, hi = bmap.byte(s), bmap.byte(e)
         b0, b1 = lo, hi
         if bytelevel:
-            # walk the token strings: a token cut inside a character covers only its own bytes
-            raw = _surface(tokenizer, token, added).raw
-            start = cursor if lo <= cursor <= hi else lo
+            raw = token_view.token_bytes(tokenizer, token)
+            start = cursor if cursor <= hi and bmap.data[cursor:lo].isspace() or lo <= cursor <= hi else lo
             if raw and bmap.data[start:start + len(raw)] == raw:
                 b0, b1 = start, start + len(raw)
             elif raw[:1] == b" " and bmap.data[start:start + len(raw) - 1] == raw[1:]:
                 b0, b1 = start, start + len(raw) - 1  # the prefix space added by add_prefix_space
             cursor = b1
-        spans.append(TokenSpan(token_id, token, s, e, b0, b1, b0 not in bmap.starts or b1 not in bmap.starts))
+        spans.append(TokenSpan(token_id, token, token_view.readable(tokenizer, token), s, e, b0, b1,
+                               b0 not in bmap.starts or b1 not in bmap.starts, token_id == unk))
     return spans
 
 
@@ -996,15 +924,23 @@ def _row(name: str, tokenizer: Tokenizer, encoding: Any, bmap: _ByteMap) -> Segm
     text = bmap.text
     spans = _spans(tokenizer, encoding, bmap)
     byte_bounds: set[int] = set()
+    drawn: set[int] = set()
     for span in spans:
+        if span.byte_start < span.byte_end:
+            drawn.update(b for b in (span.byte_start, span.byte_end) if b in bmap.starts)
         b0, b1 = bmap.core(span.byte_start, span.byte_end)
         if b0 < b1:
             byte_bounds.update((b0, b1))
-    chars = sorted(bmap.char_of_byte[b] if b < len(bmap.data) else len(text) for b in byte_bounds if b in bmap.starts)
-    return SegmentationRow(name, getattr(tokenizer, "kind", ""), spans, chars, sorted(byte_bounds))
+
+    def chars(bounds: set[int]) -> list[int]:
+        return sorted(bmap.char_of_byte[b] if b < len(bmap.data) else len(text) for b in bounds if b in bmap.starts)
+
+    return SegmentationRow(name, token_view.family(tokenizer), spans, chars(byte_bounds), sorted(byte_bounds),
+                           chars(drawn))
 
 
 def _diffs(text: str, rows: list[SegmentationRow], bmap: _ByteMap) -> list[DiffSpan]:
+    """The differing regions, in one sweep over each row's tokens (linear in the text)."""
     if len(rows) < 2:
         return []
     sets = [set(r.byte_boundaries) for r in rows]
@@ -1015,13 +951,24 @@ def _diffs(text: str, rows: list[SegmentationRow], bmap: _ByteMap) -> list[DiffS
     anchors = sorted(common)
     regions = sorted({(anchors[bisect.bisect_left(anchors, d) - 1], anchors[bisect.bisect_left(anchors, d)])
                       for d in differing})
+    cores = [[bmap.core(s.byte_start, s.byte_end) for s in row.spans] for row in rows]
+    cursors = [0] * len(rows)
     out = []
     for b0, b1 in regions:
         c0, c1 = bmap.char_floor(b0), bmap.char_ceil(b1)
         tokens = {}
-        for row in rows:
-            tokens[row.name] = [s.token for s in row.spans
-                                if max(b0, bmap.core(s.byte_start, s.byte_end)[0]) < min(b1, bmap.core(s.byte_start, s.byte_end)[1])]
+        for r, row in enumerate(rows):
+            spans, core = row.spans, cores[r]
+            i = cursors[r]
+            while i < len(spans) and core[i][1] <= b0:  # tokens wholly before the region
+                i += 1
+            cursors[r] = i
+            found = []
+            while i < len(spans) and core[i][0] < b1:
+                if max(b0, core[i][0]) < min(b1, core[i][1]):
+                    found.append(spans[i].token)
+                i += 1
+            tokens[row.name] = found
         out.append(DiffSpan(c0, c1, b0, b1, text[c0:c1], tokens))
     return out
 
@@ -1030,7 +977,7 @@ def align_segmentations(text: str, tokenizers: Mapping[str, Tokenizer] | Sequenc
     """Segment ``text`` with each tokenizer (no special tokens) and line the results up.
 
     Each token gets character offsets (from the encoding) and byte offsets (byte-level BPE: by
-    walking the token strings, so cuts inside a character are kept; WordPiece: from the
+    walking the token strings, so cuts inside a character are kept; other models: from the
     character offsets). Boundaries are compared in bytes; a :class:`DiffSpan` is a minimal
     region between boundaries shared by all tokenizers where their cuts differ.
     """
@@ -1046,7 +993,7 @@ def _items(tokenizers: Mapping[str, Tokenizer] | Sequence[tuple[str, Tokenizer]]
     return items
 
 
-def _align(text: str, encoded: list[tuple[str, Tokenizer, Any]]) -> Alignment:
+def _align(text: str, encoded: Sequence[tuple[str, Tokenizer, Any]]) -> Alignment:
     bmap = _ByteMap(text)
     rows = [_row(name, tok, encoding, bmap) for name, tok, encoding in encoded]
     return Alignment(text, rows, _diffs(text, rows, bmap))
@@ -1065,21 +1012,15 @@ def _text_width(s: str) -> int:
     return sum(_char_width(ch) for ch in s)
 
 
-_VISIBLE = {"\n": "⏎", "\r": "␍", "\t": "→"}
-
-
 def _visible(ch: str, after_cut: bool) -> str:
-    """How one character is drawn: spaces as spaces, other whitespace and controls as visible
-    stand-ins, a combining mark that starts a column on a dotted circle."""
+    """How one character is drawn: a space as a space, invisible characters (other whitespace,
+    controls, zero-width and format characters such as ZWJ) as escapes (``\\n``, ``\\u200d``),
+    a combining mark that starts a column on a dotted circle."""
     if ch == " ":
         return " "
-    if ch in _VISIBLE:
-        return _VISIBLE[ch]
-    if ch.isspace():
-        return "·" if _char_width(ch) < 2 else "··"
-    category = unicodedata.category(ch)
-    if category in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
-        return "�"
+    escaped = token_view.escape_char(ch)
+    if escaped != ch:
+        return escaped
     if _char_width(ch) == 0:
         return ("◌" + ch) if after_cut else ch
     return ch
@@ -1102,15 +1043,18 @@ def _lay_out(labels: list[str], columns: list[_Column], width: int | None, label
     boundaries rather than anywhere)."""
     room = None if width is None else max(width - label_width, 8)
     blocks: list[list[_Column]] = [[]]
+    used = 0
     for column in columns:
         block = blocks[-1]
-        if room is not None and block and sum(c.width for c in block) + column.width > room:
+        if room is not None and block and used + column.width > room:
             cut = max((i for i, c in enumerate(block) if c.gutter and i > 0), default=len(block))
             if sum(c.width for c in block[cut:]) + column.width > room:  # no gutter near enough
                 cut = len(block)
             blocks[-1], carried = block[:cut], block[cut:]
             blocks.append(carried)
+            used = sum(c.width for c in carried)
         blocks[-1].append(column)
+        used += column.width
     lines: list[str] = []
     for number, block in enumerate([b for b in blocks if b] or [[]]):
         if number:
@@ -1121,34 +1065,82 @@ def _lay_out(labels: list[str], columns: list[_Column], width: int | None, label
     return lines
 
 
-def _char_block(alignment: Alignment, bmap: _ByteMap) -> tuple[list[str], list[_Column]]:
+def _filler(text: str, position: int) -> str:
+    """What a row draws in a gutter where it does not cut (another row does): a space next to
+    a space, else ``·`` so a word stays visibly one token (``|Anarch·ism|``)."""
+    if 0 < position < len(text) and not text[position - 1].isspace() and not text[position].isspace():
+        return "·"
+    return " "
+
+
+def _cuts_inside(row: SegmentationRow, bmap: _ByteMap) -> dict[int, set[int]]:
+    """Characters a row cuts inside (between byte-level tokens): char → byte offsets of the cuts."""
+    cuts: dict[int, set[int]] = {}
+    for span in row.spans:
+        for b in (span.byte_start, span.byte_end):
+            if b not in bmap.starts:
+                cuts.setdefault(bmap.char_of_byte[b], set()).add(b)
+    return cuts
+
+
+def _char_block(alignment: Alignment, bmap: _ByteMap) -> tuple[list[str], list[_Column], set[str]]:
+    """The main view and the legend entries it needs."""
     text = alignment.text
     rows = alignment.rows
-    bounds = [set(r.boundaries) for r in rows]
-    gutters = set().union(*bounds) if bounds else set()
+    drawn = [set(r.drawn) for r in rows]
+    unknown_bounds = [{b for s in r.spans if s.unknown for b in (s.char_start, s.char_end)} for r in rows]
+    cuts = [_cuts_inside(r, bmap) for r in rows]
+    cut_chars = set().union(*cuts) if cuts else set()
+    gutters = set().union(*drawn) if drawn else set()
     in_diff = [False] * (len(text) + 1)
     diff_gutter: set[int] = set()
     for d in alignment.diffs:
         for c in range(d.char_start, d.char_end):
             in_diff[c] = True
         diff_gutter.update(range(d.char_start + 1, d.char_end))
+    used: set[str] = {"|"}
+    if alignment.diffs:
+        used.add("^")
+    if any(unknown_bounds):
+        used.add("?")
+    if cut_chars:
+        used.add("cut")
     labels = [r.name for r in rows] + (["diff"] if alignment.diffs else [])
     columns: list[_Column] = []
     for position in range(len(text) + 1):
         if position in gutters:
-            cells = ["|" if position in b else " " for b in bounds]
+            cells = ["?" if position in u else "|" if position in b else _filler(text, position)
+                     for b, u in zip(drawn, unknown_bounds)]
             if alignment.diffs:
                 cells.append("^" if position in diff_gutter else " ")
             columns.append(_Column(1, cells, gutter=True))
         if position == len(text):
             break
         glyph = _visible(text[position], position in gutters)
-        w = _text_width(glyph)
-        cells = [glyph] * len(rows)
+        if glyph != text[position] and text[position] != " " and not glyph.startswith("◌"):
+            used.add("escape")
+        if position in cut_chars:
+            b0, b1 = bmap.char_start[position], bmap.char_start[position + 1]
+            hexes = [f"{x:02X}" for x in bmap.data[b0:b1]]
+            w = max(_text_width(glyph), 3 * len(hexes) - 1)
+            cells = []
+            for row_cuts in cuts:
+                inside = row_cuts.get(position)
+                if inside is None:
+                    cells.append(_pad(glyph, w))
+                else:
+                    cells.append(_pad(hexes[0] + "".join(("¦" if b0 + k in inside else " ") + h
+                                                         for k, h in enumerate(hexes[1:], start=1)), w))
+        else:
+            w = _text_width(glyph)
+            cells = [glyph] * len(rows)
         if alignment.diffs:
             cells.append("^" * w if in_diff[position] else " " * w)
         columns.append(_Column(w, cells))
-    return labels, columns
+    if any(s.byte_start < s.byte_end and bmap.core(s.byte_start, s.byte_end) != (s.byte_start, s.byte_end)
+           for r in rows for s in r.spans):
+        used.add("space")
+    return labels, columns, used
 
 
 def _byte_block(alignment: Alignment, bmap: _ByteMap) -> tuple[list[str], list[_Column]]:
@@ -1188,11 +1180,28 @@ def _byte_block(alignment: Alignment, bmap: _ByteMap) -> tuple[list[str], list[_
     return labels, columns
 
 
-def _render_alignment(alignment: Alignment, width: int | None, byte_view: bool) -> str:
+_LEGEND = (
+    ("|", "| token boundary   · no boundary here (another tokenizer cuts)"),
+    ("space", "| cut| a space drawn inside bars belongs to that token (GPT-2's Ġ)"),
+    ("^", "^ the tokenizers cut this region differently"),
+    ("?", "?…? an unknown token (UNK): the text between ? is lost"),
+    ("cut", "E6 88¦91 a character cut between byte-level tokens (at ¦), shown as its UTF-8 bytes"),
+    ("escape", "\\n \\u200d invisible characters, escaped"),
+)
+
+
+def legend_lines(used: set[str]) -> list[str]:
+    """The legend for the marks in ``used`` (``|``, ``space``, ``^``, ``?``, ``cut``, ``escape``)."""
+    entries = [text for key, text in _LEGEND if key in used]
+    return [("legend  " if i == 0 else "        ") + entry for i, entry in enumerate(entries)]
+
+
+def _render_alignment(alignment: Alignment, width: int | None, byte_view: bool, legend: bool = True) -> str:
     if not alignment.rows:
         return ""
     bmap = _ByteMap(alignment.text)
-    blocks = [_char_block(alignment, bmap)]
+    labels, columns, used = _char_block(alignment, bmap)
+    blocks = [(labels, columns)]
     if byte_view:
         blocks.append(_byte_block(alignment, bmap))
     label_width = max(_text_width(label) for labels, _ in blocks for label in labels) + 2
@@ -1201,6 +1210,8 @@ def _render_alignment(alignment: Alignment, width: int | None, byte_view: bool) 
         if lines:
             lines.append("")
         lines.extend(_lay_out(labels, columns, width, label_width))
+    if legend:
+        lines += [""] + legend_lines(used)
     return "\n".join(lines) + "\n"
 
 
@@ -1213,15 +1224,27 @@ _METRIC_COLUMNS = (
     ("tokens", "tokens", "{:d}"),
     ("chars_per_token", "chars/token", "{:.2f}"),
     ("bytes_per_token", "bytes/token", "{:.2f}"),
-    ("fertility", "fertility", "{:.2f}"),
-    ("tokens_per_char", "tokens/char", "{:.2f}"),
+    ("tokens_per_word", "tokens/word", "{:.2f}"),
     ("split_share", "split words", "{:.1%}"),
-    ("unk_rate", "UNK rate", "{:.1%}"),
+    ("unk_rate", "UNK", "{:.2%}"),
+    ("byte_piece_share", "byte pieces", "{:.2%}"),
 )
 
 
-def render_metrics_plain(metrics: Mapping[str, Metrics]) -> str:
-    """A plain-text table, one row per tokenizer (``-`` where a ratio is undefined)."""
+def _table(header: list[str], body: list[list[str]]) -> str:
+    widths = [max(_text_width(r[i]) for r in [header, *body]) for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        first = _pad(cells[0], widths[0])
+        rest = [" " * (w - _text_width(c)) + c for c, w in zip(cells[1:], widths[1:])]
+        return "  ".join([first, *rest]).rstrip()
+
+    return "\n".join([line(header), *[line(r) for r in body]]) + "\n"
+
+
+def render_metrics_plain(metrics: Mapping[str, Metrics], lengths: bool = False) -> str:
+    """A plain-text table, one row per tokenizer (``-`` where a ratio is undefined); with
+    ``lengths``, a second table of sequence lengths per document (special tokens included)."""
     header = ["tokenizer"] + [title for _, title, _ in _METRIC_COLUMNS]
     body = []
     for name, m in metrics.items():
@@ -1230,19 +1253,25 @@ def render_metrics_plain(metrics: Mapping[str, Metrics]) -> str:
             value = getattr(m, attribute)
             row.append("-" if value is None else fmt.format(value))
         body.append(row)
-    widths = [max(_text_width(r[i]) for r in [header, *body]) for i in range(len(header))]
+    out = _table(header, body)
+    if lengths:
+        from toktools.segstats import THRESHOLDS
 
-    def line(cells: list[str]) -> str:
-        first = _pad(cells[0], widths[0])
-        rest = ["" + " " * (w - _text_width(c)) + c for c, w in zip(cells[1:], widths[1:])]
-        return "  ".join([first, *rest]).rstrip()
-
-    return "\n".join([line(header), *[line(r) for r in body]]) + "\n"
+        header = ["sequence length", "documents", "+specials", "p50", "p90", "p99", "max"] + [f">{n}" for n in THRESHOLDS]
+        body = []
+        for name, m in metrics.items():
+            cells = [m.length_percentile(50), m.length_percentile(90), m.length_percentile(99),
+                     max(m.sequence_lengths, default=None)]
+            row = [name, str(m.documents), str(m.specials_per_sequence)] + ["-" if c is None else str(c) for c in cells]
+            row += ["-" if m.over(n) is None else f"{m.over(n):.1%}" for n in THRESHOLDS]
+            body.append(row)
+        out += "\n" + _table(header, body)
+    return out
 
 
 @dataclass
 class Comparison:
-    """What ``toktools compare`` shows: metrics per tokenizer and the alignment."""
+    """What ``toktools compare`` shows on one text: metrics per tokenizer and the alignment."""
 
     text: str
     metrics: dict[str, Metrics]

@@ -14,22 +14,35 @@ from toktools.errors import ToktoolsError
 @contextmanager
 def _progress(enabled: bool) -> Iterator[Any]:
     """A rich progress display on stderr: bytes read, then merges. Yields a callback
-    ``(stage, done, total)`` or None when disabled or stderr is not a terminal."""
+    ``(stage, done, total)`` or None when disabled or stderr is not a terminal.
+
+    Only reading gets a time estimate: bytes are read at a steady rate. Merges are not: the
+    first ones touch most of the corpus and the last ones a few words, and merging may stop
+    early at ``--min-frequency``, so an ETA from merges done / planned was wildly wrong (7
+    minutes for a 15 s job). Merges show their count and the elapsed time only."""
     if not enabled or not sys.stderr.isatty():
         yield None
         return
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+    class _HonestRemaining(TimeRemainingColumn):
+        def render(self, task: Any) -> Any:
+            from rich.text import Text
+
+            if not task.fields.get("eta", True):
+                return Text("")
+            return super().render(task)
+
     console = Console(stderr=True)
     tasks: dict[str, Any] = {}
     with Progress(TextColumn("[bold]{task.description:<8}"), BarColumn(), TextColumn("{task.fields[amount]}"),
-                  TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=False) as progress:
+                  TimeElapsedColumn(), _HonestRemaining(), console=console, transient=False) as progress:
         def update(stage: str, done: int, total: int) -> None:
             if stage not in tasks:
                 label = {"read": "reading", "merge": "merging", "encode": "encoding"}.get(stage, stage)
-                tasks[stage] = progress.add_task(label, total=total or None, amount="")
-            amount = f"{done}/{total} merges" if stage == "merge" else f"{done / 1e6:.1f}/{total / 1e6:.1f} MB"
+                tasks[stage] = progress.add_task(label, total=total or None, amount="", eta=stage != "merge")
+            amount = f"{done}/{total} merges (at most)" if stage == "merge" else f"{done / 1e6:.1f}/{total / 1e6:.1f} MB"
             progress.update(tasks[stage], completed=done, total=total or None, amount=amount)
         yield update
 

@@ -1,58 +1,147 @@
-"""`toktools compare`: several tokenizers on the same text, side by side."""
+"""`toktools compare`: several tokenizers on the same text or corpus, side by side."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 
+from toktools.commands._shared import _console, _echo_plain_or_rich, _progress
 from toktools.errors import ToktoolsError
-from toktools.commands._shared import _console, _echo_plain_or_rich
+
+_STYLES = [(r"\|", "bold cyan"), (r"\^+", "bold red"),
+           (r"[0-9A-F]{2}(?:[ |¦][0-9A-F]{2})+", "magenta"), (r"\\(?:[nrt]|x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8})", "yellow"),
+           (r"(?m)^(?:legend|line \d+)\b", "bold")]
+
+
+def _labels(names: list[str]) -> list[str]:
+    """Row labels: a path's last part (``../shared/vocabs-ref/gpt2`` → ``gpt2``) when that
+    keeps the labels distinct, else the names as given."""
+    short = [Path(name.rstrip("/")).name or name for name in names]
+    return short if len(set(short)) == len(short) else names
+
+
+def _looks_like_tokenizer(argument: str) -> bool:
+    from toktools.formats import resolve
+
+    try:
+        resolve(argument)
+    except ToktoolsError:
+        return False
+    return True
 
 
 @click.command()
-@click.argument("tokenizers", nargs=-1, required=True, metavar="TOK... [TEXT]")
-@click.option("--file", "text_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Compare on this file's text instead of TEXT.")
+@click.argument("arguments", nargs=-1, required=True, metavar="TOK... [TEXT | -]")
+@click.option("--corpus", "corpus_paths", multiple=True,
+              help="Compare on this corpus instead of one text (repeatable; files, directories, globs, - for "
+                   "standard input; .gz/.xz/.bz2 read transparently).")
+@click.option("--file", "file_paths", multiple=True, hidden=False,
+              help="Deprecated alias of --corpus (kept so old scripts run).")
+@click.option("--field", "json_field", default=None, help="Read JSON Lines and take each document from this field.")
+@click.option("--errors", type=click.Choice(["strict", "replace", "skip"]), default="strict", show_default=True,
+              help="What to do with invalid UTF-8 in the corpus.")
+@click.option("--show", type=click.IntRange(min=0), default=3, show_default=True,
+              help="With --corpus: align the N documents (of 5 words or more) where the largest share of token "
+                   "boundaries differ.")
+@click.option("--sample", type=click.IntRange(min=1), default=None,
+              help="With --corpus: read only N documents, spread evenly over the corpus.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="With --corpus: draw sequence lengths, tokens per word and token lengths into this .png/.svg/.pdf.")
 @click.option("--width", type=click.IntRange(min=20), default=None, help="Wrap the aligned rows at this many columns (default: terminal width).")
-@click.option("--bytes/--no-bytes", "byte_view", default=None, help="Show the byte view (default: when the text has multi-byte characters).")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def compare(tokenizers: tuple[str, ...], text_file: Path | None, width: int | None, byte_view: bool | None, as_json: bool) -> None:
-    """How several tokenizers cut the same text, side by side.
+@click.option("--bytes/--no-bytes", "byte_view", default=False, help="Add a block with the UTF-8 bytes of every multi-byte character.")
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="Processes that encode large batches (default: all cores).")
+@click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr (only on a terminal).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output: every statistic and histogram.")
+def compare(arguments: tuple[str, ...], corpus_paths: tuple[str, ...], file_paths: tuple[str, ...],
+            json_field: str | None, errors: str, show: int, sample: int | None, plot_path: Path | None,
+            width: int | None, byte_view: bool, workers: int | None, progress: bool, as_json: bool) -> None:
+    """How several tokenizers cut the same text or corpus, side by side.
 
-    One row per tokenizer, aligned on characters, | at every token boundary, ^ under the
-    spans where they disagree; for multi-byte text a byte view shows cuts inside characters.
-    Then a metrics table: tokens, characters/token, bytes/token, fertility, words split, UNK.
-    The last argument is the text, unless --file is given.
+    On a TEXT (the last argument; - reads it from standard input): one row per tokenizer,
+    aligned on characters, then the metrics. On a corpus (--corpus): the metrics over every
+    document, sequence lengths, and the --show documents where the tokenizers disagree most.
+
+    \b
+    The aligned view:
+      |cut|     token boundaries; | cut| a space inside the bars belongs to the token (GPT-2's Ġ)
+      un·aff    no boundary in this row (another tokenizer cuts there)
+      ^^^       the region the tokenizers cut differently
+      ?☃?       an unknown token (UNK)
+      E6 88¦91  a character cut between byte-level tokens (at ¦), as its UTF-8 bytes
+      \\u200d    invisible characters (controls, zero-width joiners...), escaped
+
+    \b
+    Definitions (one each):
+      document     a non-blank line without its line ending, or a JSON Lines record (--field)
+      chars/token  characters (code points, spaces included) / tokens
+      bytes/token  UTF-8 bytes (spaces included) / tokens
+      tokens/word  tokens / words; a word is a run of non-whitespace characters
+      split words  words with more than one token (a token belongs to the word of its last character)
+      UNK          unknown tokens / tokens
+      byte pieces  characters that end up in byte pieces (tokens holding part of a character) / characters
+      sequence     tokens per document plus the special tokens added to one sequence ([CLS] [SEP]);
+                   p50/p90/p99 are nearest-rank percentiles; >512 is the share of documents longer
+                   than 512 tokens, i.e. that a BERT-size model truncates
+    Tokens are counted without special tokens, truncation or padding.
 
     \b
     Examples:
       toktools compare wordpiece-30k bytebpe-50k "Tokenizers cut unaffable words"
-      toktools compare bytebpe-50k ../gpt2 "我是中国人"
-      toktools compare wordpiece-30k bytebpe-50k --file sample.txt --json
+      echo "我是中国人" | toktools compare bytebpe-50k ../gpt2 -
+      toktools compare wordpiece-30k bytebpe-50k ../bert --corpus heldout.txt.gz --show 5
+      toktools compare A B --corpus data.jsonl --field text --sample 10000 --plot report.png
+      toktools compare A B --corpus heldout.txt --json > stats.json
     """
     import json
 
-    from toktools import report
     from toktools.formats import load
 
-    names = list(tokenizers)
-    if text_file is not None:
-        from toktools.bpe import read_text_file
+    corpus = list(corpus_paths) + list(file_paths)
+    names = list(arguments)
+    if corpus:
+        if len(names) < 1:
+            raise click.UsageError("give at least one tokenizer to compare")
+        if plot_path is not None:
+            from toktools.plots import require_matplotlib
 
-        text = read_text_file(text_file, "text file").rstrip("\n")
-    else:
-        if len(names) < 2:
-            raise ToktoolsError("give at least one tokenizer and the text to compare (or --file)")
-        text = names.pop()
-    if not names:
-        raise ToktoolsError("give at least one tokenizer to compare")
-    loaded = []
-    for name in names:
-        loaded.append((name, load(name)))
+            require_matplotlib()
+        loaded = [(label, load(name)) for label, name in zip(_labels(names), names)]
+        from toktools.corpus_compare import compare_corpus
+
+        with _progress(progress) as callback:
+            result = compare_corpus(loaded, corpus, json_field=json_field, errors=errors,  # type: ignore[arg-type]
+                                    show=show, sample=sample, workers=workers,
+                                    progress=None if callback is None else lambda d, t: callback("read", d, t))
+        if plot_path is not None:
+            from toktools.plots import plot_comparison
+
+            plot_comparison(result.metrics, plot_path)
+            click.echo(f"wrote {plot_path}", err=True)
+        if as_json:
+            click.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+            return
+        _echo_plain_or_rich(result.render_plain(width=_width(width), byte_view=byte_view), _STYLES)
+        return
+    if plot_path is not None or sample is not None or json_field is not None:
+        raise click.UsageError("--plot, --sample and --field need --corpus")
+    if len(names) < 2 or _looks_like_tokenizer(names[-1]) and names[-1] != "-":
+        raise click.UsageError("no text to compare: give TEXT as the last argument, - to read it from standard "
+                               "input, or --corpus FILE")
+    text = names.pop()
+    if text == "-":
+        text = sys.stdin.read()
+        text = text[:-1] if text.endswith("\n") else text
+    from toktools import report
+
+    loaded = [(label, load(name)) for label, name in zip(_labels(names), names)]
     comparison = report.compare(loaded, text)
     if as_json:
         click.echo(json.dumps(comparison.to_dict(), ensure_ascii=False, indent=2))
         return
+    _echo_plain_or_rich(comparison.render_plain(width=_width(width), byte_view=byte_view), _STYLES)
+
+
+def _width(width: int | None) -> int:
     console = _console()
-    columns = width or (console.width if console.is_terminal else 100)
-    _echo_plain_or_rich(comparison.render_plain(width=columns, byte_view=byte_view),
-                        [(r"\|", "bold cyan"), (r"\^+", "bold red"), (r"(?m)^\S+(?=\s)", "bold")])
+    return width or (console.width if console.is_terminal else 100)

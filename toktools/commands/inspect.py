@@ -1,6 +1,7 @@
 """`toktools inspect`: vocabulary statistics, or everything about one token."""
 from __future__ import annotations
 
+from pathlib import Path
 
 import click
 
@@ -9,40 +10,66 @@ from toktools.commands._shared import _echo_plain_or_rich, _input_lines
 
 @click.command()
 @click.argument("tokenizer_path", metavar="TOK")
-@click.option("--token", "token", default=None, help="Show one token (a token string, an id, or for byte-level BPE the text it stands for).")
-@click.option("--corpus", "corpus_files", multiple=True, help="Add vocabulary use on this text file (repeatable): unused tokens, UNK rate.")
+@click.option("--token", "token", default=None,
+              help="Show one token, given as its token string (ĠHello, ##ing) or, for byte-level BPE, the text it "
+                   "stands for (\" Hello\"). Never read as an id: use --id.")
+@click.option("--id", "token_id", type=int, default=None, help="Show the token with this id.")
+@click.option("--corpus", "corpus_files", multiple=True,
+              help="Add vocabulary use on this text (repeatable; - for standard input): the most common tokens, "
+                   "unused tokens, UNK rate.")
 @click.option("--top", default=20, show_default=True, type=click.IntRange(min=1), help="How many longest / most common tokens to list.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Draw the token-length histogram and the script mix into this .png/.svg/.pdf.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def inspect(tokenizer_path: str, token: str | None, corpus_files: tuple[str, ...], top: int, as_json: bool) -> None:
+def inspect(tokenizer_path: str, token: str | None, token_id: int | None, corpus_files: tuple[str, ...], top: int,
+            plot_path: Path | None, as_json: bool) -> None:
     """Vocabulary statistics, or everything about one token.
 
     Size, special tokens, alphabet, token-length histograms (characters and bytes), share of
-    ## pieces, coverage by script, longest tokens. With --token: id, bytes, byte-level symbols
-    and, for BPE, the merge tree. With --corpus: unused tokens and UNK rate on real text.
+    ## pieces, coverage by script, longest tokens, and the embedding cost of the vocabulary:
+    V×H at H = 768 and 1024, ALBERT's factorised V×E + E×H at E = 128, and V×768 as a share of
+    BERT-base's 110M parameters. Tokens are shown as the text they stand for («» around them;
+    bytes that are not whole characters in hex, <E6 88>).
+
+    With --token or --id: id, bytes, byte-level symbols and, for BPE, the merge tree.
+    With --corpus: the most common tokens, unused tokens and the UNK rate on real text.
 
     \b
     Examples:
       toktools inspect wordpiece-30k
       toktools inspect bytebpe-50k --token " Hello"
-      toktools inspect my-bert --corpus heldout.txt --json
+      toktools inspect bytebpe-50k --id 1990
+      toktools inspect my-bert --corpus heldout.txt --top 30 --json
+      toktools inspect my-bert --plot vocab.png
     """
     import json
 
     from toktools import report
     from toktools.formats import load
 
+    if token is not None and token_id is not None:
+        raise click.UsageError("give --token or --id, not both")
+    if plot_path is not None:
+        from toktools.plots import require_matplotlib
+
+        require_matplotlib()
     tokenizer = load(tokenizer_path)
-    if token is not None:
-        info = report.token_info(tokenizer, int(token) if token.isdigit() and tokenizer.id_to_token(int(token)) is not None else token)
+    if token is not None or token_id is not None:
+        info = report.token_info(tokenizer, token_id if token_id is not None else token)  # type: ignore[arg-type]
         if as_json:
             click.echo(json.dumps(info.to_dict(), ensure_ascii=False, indent=2))
         else:
-            _echo_plain_or_rich(info.render_plain(), [(r"^[a-z ]+(?=  )", "bold cyan"), (r"[├└│─]+", "dim")])
+            _echo_plain_or_rich(info.render_plain(), [(r"(?m)^[a-z ]+(?=  )", "bold cyan"), (r"[├└│─]+", "dim")])
         return
     stats = report.vocab_stats(tokenizer, top=top)
     usage = None
     if corpus_files:
         usage = report.corpus_usage(tokenizer, _input_lines(corpus_files), top=top)
+    if plot_path is not None:
+        from toktools.plots import plot_vocab
+
+        plot_vocab(stats, plot_path, name=tokenizer_path)
+        click.echo(f"wrote {plot_path}", err=True)
     if as_json:
         document = stats.to_dict()
         if usage is not None:
@@ -50,4 +77,4 @@ def inspect(tokenizer_path: str, token: str | None, corpus_files: tuple[str, ...
         click.echo(json.dumps(document, ensure_ascii=False, indent=2))
         return
     text = stats.render_plain() + ("\n" + usage.render_plain() if usage is not None else "")
-    _echo_plain_or_rich(text, [(r"(?m)^[a-z][a-z ]+(?=  |$)", "bold cyan"), (r"█+", "green")])
+    _echo_plain_or_rich(text, [(r"(?m)^[a-z][a-z ]+(?=  |$)", "bold cyan"), (r"#+$", "green")])

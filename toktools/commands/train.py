@@ -107,13 +107,17 @@ def _check_options(corpus: Sequence[str], counts_path: Path | None, backend: str
         raise click.UsageError("--template roberta needs <s> and </s> among the --special-tokens")
 
 
+#: What ``--transformers-config`` (the default) adds to the output directory.
+_CONFIG_FILES = ("tokenizer_config.json", "special_tokens_map.json")
+
+
 def _prepare_output(out_dir: Path, force: bool, names: Sequence[str], transformers_config: bool,
                     inputs: Sequence[str | Path | None]) -> None:
     """Refuse, before training, an output directory that cannot be written, holds the files
     already (without --force) or would overwrite an input."""
     from toktools.outputs import check_output_dir
 
-    extra = ("tokenizer_config.json", "special_tokens_map.json") if transformers_config else ()
+    extra = _CONFIG_FILES if transformers_config else ()
     check_output_dir(out_dir, [*names, *extra], force=force, inputs=inputs)
 
 
@@ -128,7 +132,7 @@ def _prepare_output(out_dir: Path, force: bool, names: Sequence[str], transforme
 @click.option("--max-token-length", type=click.IntRange(min=1), default=None, help="Do not create tokens of this many bytes or more (tokenizers' semantics).")
 @click.option("--add-prefix-space/--no-add-prefix-space", default=False, show_default=True, help="Prefix every line with a space.")
 @click.option("--template", type=click.Choice(["none", "roberta"]), default="none", show_default=True, help="roberta: encode adds <s> A </s> (needs <s> and </s> in --special-tokens).")
-@click.option("--transformers-config", is_flag=True, help="Also write tokenizer_config.json and special_tokens_map.json for transformers' AutoTokenizer.")
+@click.option("--transformers-config/--no-transformers-config", default=True, show_default=True, help="Also write tokenizer_config.json and special_tokens_map.json, so transformers' AutoTokenizer.from_pretrained(DIR) knows the pad/mask/cls/sep tokens.")
 @click.option("--check", is_flag=True, help="Also train with tokenizers and report parity (exit code 3 if the files differ).")
 @_training_run_options
 def train_bytebpe_command(corpus: tuple[str, ...], counts_path: Path | None, out_dir: Path, vocab_size: int, min_frequency: int, special_tokens: str,
@@ -181,6 +185,7 @@ def train_bytebpe_command(corpus: tuple[str, ...], counts_path: Path | None, out
                                                errors=errors, json_field=json_field,  # type: ignore[arg-type]
                                                progress=callback)
     _finish_training(tokenizer, out_dir, started, backend, transformers_config, vocab_size,
+                     settings=dict(min_frequency=min_frequency, limit_alphabet=limit_alphabet),
                      check=dict(corpus=corpus, min_frequency=min_frequency, specials=specials,
                                 options=dict(limit_alphabet=limit_alphabet, max_token_length=max_token_length,
                                              add_prefix_space=add_prefix_space)) if check else None)
@@ -196,7 +201,7 @@ def train_bytebpe_command(corpus: tuple[str, ...], counts_path: Path | None, out
 @click.option("--limit-alphabet", type=click.IntRange(min=0), default=1000, show_default=True, help="Keep at most this many initial characters (the most frequent; ties: lower code point).")
 @click.option("--lowercase/--cased", default=True, show_default=True, help="Lower-case (and strip accents) like bert-base-uncased, or keep case.")
 @click.option("--strip-accents/--keep-accents", default=None, help="Strip accents (default: same as --lowercase).")
-@click.option("--transformers-config", is_flag=True, help="Also write tokenizer_config.json and special_tokens_map.json for transformers' AutoTokenizer.")
+@click.option("--transformers-config/--no-transformers-config", default=True, show_default=True, help="Also write tokenizer_config.json and special_tokens_map.json, so transformers' AutoTokenizer.from_pretrained(DIR) knows the pad/mask/cls/sep tokens.")
 @click.option("--check", is_flag=True, help="Also train with tokenizers and report parity (exit code 3 if they differ beyond tokenizers' own randomness).")
 @click.option("--algorithm", type=click.Choice(["bpe", "likelihood"]), default="bpe", show_default=True, help="bpe: what tokenizers trains (merges by pair count); likelihood: the original WordPiece score f(ab)/(f(a)f(b)).")
 @click.option("--min-pair-frequency", type=click.IntRange(min=1), default=None, help="likelihood only: pairs rarer than this are never merged (default: max(2, --min-frequency)).")
@@ -251,19 +256,20 @@ def train_wordpiece_command(corpus: tuple[str, ...], counts_path: Path | None, o
                                                  errors=errors, json_field=json_field,  # type: ignore[arg-type]
                                                  progress=callback)
     _finish_training(tokenizer, out_dir, started, backend, transformers_config, vocab_size,
+                     settings=dict(min_frequency=min_frequency, limit_alphabet=limit_alphabet),
                      check=dict(corpus=corpus, min_frequency=min_frequency, specials=specials,
                                 options=dict(limit_alphabet=limit_alphabet, lowercase=lowercase,
                                              strip_accents=strip_accents)) if check else None)
 
 
 def _finish_training(tokenizer: Any, out_dir: Path, started: float, backend: str, transformers_config: bool,
-                     vocab_size: int, check: dict[str, Any] | None) -> None:
+                     vocab_size: int, check: dict[str, Any] | None, settings: dict[str, Any] | None = None) -> None:
     """What every training ends with: refuse an impossible size, write the files atomically,
     print the summary, and with ``--check`` the parity report."""
     _check_vocab_size(vocab_size, len(tokenizer.vocab) if len(tokenizer.vocab) > vocab_size else 0)
     written = _save(tokenizer, out_dir, transformers_config)
     elapsed = time.perf_counter() - started
-    _summary(tokenizer, written, elapsed, backend)
+    _summary(tokenizer, written, elapsed, backend, requested=vocab_size, settings=settings or {})
     if check is not None:
         _check(tokenizer, tokenizer.kind, backend=backend, seconds=elapsed, vocab_size=vocab_size, **check)
 
@@ -294,15 +300,41 @@ def _save(tokenizer: Any, out_dir: Path, transformers_config: bool) -> list[Path
     return written
 
 
-def _summary(tokenizer: Any, written: Sequence[Path], elapsed: float, backend: str) -> None:
-    result = getattr(tokenizer, "training_result", None)
-    merges = result.merges if result is not None else getattr(tokenizer, "merges", None)
+def _summary(tokenizer: Any, written: Sequence[Path], elapsed: float, backend: str, requested: int | None = None,
+             settings: dict[str, Any] | None = None) -> None:
+    """What training made, on stderr; when the vocabulary came out smaller than asked, why
+    (and which option changes it)."""
+    from toktools import token_view
+
+    result = getattr(tokenizer, "training_result", None)  # what training.py attaches (None: fast backend)
+    merges = result.merges if result is not None else token_view.merges(tokenizer)
     detail = f", {len(merges)} merges" if merges is not None else ""
     if result is not None:
         detail += f", alphabet of {result.alphabet_size} characters"
-    lines = [f"trained {tokenizer.kind} ({backend}) in {elapsed:.1f}s: {tokenizer.vocab_size} tokens{detail}"]
+    lines = [f"trained {token_view.family(tokenizer)} ({backend}) in {elapsed:.1f}s: {tokenizer.vocab_size} tokens{detail}"]
+    if requested is not None and tokenizer.vocab_size < requested:
+        lines += _shortfall(tokenizer.vocab_size, requested, result, settings or {})
     if merges:
         lines.append("first merges: " + ", ".join(f"{a} {b}" for a, b in merges[:5]))
     lines.append("wrote " + ", ".join(str(p) for p in written))
     for line in lines:
         click.echo(line, err=True)
+
+
+def _shortfall(size: int, requested: int, result: Any, settings: dict[str, Any]) -> list[str]:
+    """Why the vocabulary has fewer tokens than ``--vocab-size``."""
+    lines = [f"note: the vocabulary has {size} tokens, {requested - size} fewer than --vocab-size {requested}"]
+    reason = getattr(result, "stop_reason", None)
+    min_frequency = settings.get("min_frequency")
+    if reason in ("min_frequency", "no_pairs"):
+        # (the merge engine never queues pairs below the threshold: both reasons mean this)
+        lines.append(f"  merging stopped: no pair of adjacent tokens is left that occurs at least --min-frequency "
+                     f"{min_frequency} times; a larger corpus, or a lower --min-frequency, gives more merges")
+    dropped = getattr(result, "dropped_characters", 0)
+    if dropped:
+        lines.append(f"  the alphabet limit (--limit-alphabet {settings.get('limit_alphabet')}) dropped {dropped} characters "
+                     f"covering {result.dropped_share:.1%} of the corpus's characters: they cannot be learnt and "
+                     "become unknown; raise --limit-alphabet to keep them")
+    if reason is None:
+        lines.append("  (this backend / algorithm does not record why; the reference bpe training does)")
+    return lines

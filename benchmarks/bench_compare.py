@@ -1,0 +1,108 @@
+"""`compare --corpus` against plain encoding: is one statistics pass close to the cost of the
+encoding it needs?
+
+Baseline: the same documents encoded by each tokenizer one after another (``encode_batch`` in
+the same batches, default workers, no special tokens). Then ``compare_corpus`` with the same
+tokenizers (statistics, sequence lengths, the 3 most disputed lines aligned). Each run loads
+fresh tokenizers so that no word cache carries over. Target: ratio ≤ 1.5.
+
+    python benchmarks/bench_compare.py                  # 5 MB of English Wikipedia, 4 tokenizers
+    python benchmarks/bench_compare.py --mb 1 --corpus zh_wiki_sample.txt
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from _common import CORPORA, SHARED  # noqa: E402
+
+TOKENIZERS = ["wordpiece-30k", "bytebpe-50k", str(SHARED / "vocabs-ref" / "bert-base-uncased"),
+              str(SHARED / "vocabs-ref" / "gpt2")]
+
+
+def _sample(name: str, megabytes: float, directory: Path) -> Path:
+    source = CORPORA / name
+    opener = gzip.open if source.suffix == ".gz" else open
+    with opener(source, "rb") as handle:
+        data = handle.read(int(megabytes * 1_000_000))
+    data = data[: data.rfind(b"\n") + 1]
+    target = directory / "sample.txt"
+    target.write_bytes(data)
+    return target
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=float, default=5.0)
+    parser.add_argument("--corpus", default="en_wiki.txt.gz")
+    parser.add_argument("--show", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+
+    import toktools
+    from toktools import corpus_compare
+    from toktools.corpus import expand_sources
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = _sample(args.corpus, args.mb, Path(tmp))
+        documents = [text for _, text in corpus_compare.iter_documents(expand_sources([str(path)]))]
+
+        def batches_of(limit_chars: int, limit_docs: int) -> list[list[str]]:
+            out, batch, size = [], [], 0
+            for text in documents:
+                batch.append(text)
+                size += len(text)
+                if size >= limit_chars or len(batch) >= limit_docs:
+                    out.append(batch)
+                    batch, size = [], 0
+            return out + ([batch] if batch else [])
+
+        # two ways to encode: 1 MB batches (encode_batch uses worker processes), and the
+        # 256 KB chunks compare uses (in one process); the baseline is the faster. The machine
+        # is shared and noisy: the three runs alternate for --rounds rounds, each keeping its best.
+        plans = {"1 MB batches, worker processes": batches_of(1 << 20, 20_000),
+                 "256 KB batches, one process": batches_of(corpus_compare.CHUNK_CHARS, corpus_compare.CHUNK_DOCUMENTS)}
+        baselines: dict[str, float] = {}
+        per_tokenizer: dict[str, list[float]] = {}
+        compared = float("inf")
+        for _ in range(args.rounds):
+            for label, batches in plans.items():
+                tokenizers = [toktools.load(name) for name in TOKENIZERS]
+                started = time.perf_counter()
+                times = []
+                for tokenizer in tokenizers:
+                    t0 = time.perf_counter()
+                    for batch in batches:
+                        tokenizer.encode_batch(batch, add_special_tokens=False)
+                    times.append(time.perf_counter() - t0)
+                elapsed = time.perf_counter() - started
+                if elapsed < baselines.get(label, float("inf")):
+                    baselines[label], per_tokenizer[label] = elapsed, times
+            tokenizers = [toktools.load(name) for name in TOKENIZERS]
+            started = time.perf_counter()
+            result = corpus_compare.compare_corpus([(Path(n).name, t) for n, t in zip(TOKENIZERS, tokenizers)],
+                                                   [str(path)], show=args.show)
+            compared = min(compared, time.perf_counter() - started)
+        best = min(baselines, key=baselines.get)
+        baseline = baselines[best]
+
+    print(f"corpus: {args.corpus}, {path.stat().st_size if path.exists() else args.mb * 1e6:.0f} bytes read, "
+          f"{len(documents)} documents")
+    for label, seconds in baselines.items():
+        detail = ", ".join(f"{Path(n).name} {t:.1f}" for n, t in zip(TOKENIZERS, per_tokenizer[label]))
+        print(f"encode with the {len(TOKENIZERS)} one after another ({label}): {seconds:7.2f} s  ({detail})")
+    print(f"baseline (the faster): {baseline:7.2f} s")
+    print(f"compare --corpus (statistics + {args.show} aligned lines)           {compared:7.2f} s")
+    print(f"ratio compare / baseline: {compared / baseline:.2f}  (target ≤ 1.5)")
+    first = next(iter(result.metrics.values()))
+    print(f"({first.documents} documents, {first.characters} characters)")
+
+
+if __name__ == "__main__":
+    main()

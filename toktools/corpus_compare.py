@@ -1,0 +1,297 @@
+"""Several tokenizers on one corpus, in one streaming pass.
+
+The corpus is read once, in chunks of documents; each chunk is encoded by every tokenizer and
+counted into a :class:`~toktools.segstats.Tally` per tokenizer, in forked worker processes that
+keep their caches from chunk to chunk (results are combined in chunk order, so they do not
+depend on the number of workers). Memory stays flat: the tallies are histograms,
+and only the ``show`` documents where the tokenizers disagree most are kept (a bounded heap),
+to be aligned at the end. Time is linear in the corpus: the disagreement score of a document
+is a set difference of token ends, and the alignment (see :mod:`toktools.report`) is linear too.
+"""
+from __future__ import annotations
+
+import heapq
+import json
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from toktools import corpus, token_view
+from toktools.errors import ToktoolsError
+from toktools.report import Alignment, _align, _items, render_metrics_plain
+from toktools.segstats import Document, SegmentStats, Tally
+
+__all__ = ["CorpusComparison", "ShownLine", "compare_corpus", "iter_documents"]
+
+ProgressCallback = Callable[[int, int], None]
+#: Text per chunk of work (one task of a worker process).
+CHUNK_CHARS = 256 * 1024
+CHUNK_DOCUMENTS = 5_000
+#: Documents shorter than this are not shown (one odd word would always disagree "most").
+MIN_WORDS_SHOWN = 5
+
+
+Located = tuple[str, int]  # (source path, line number in it)
+
+
+def iter_documents(sources: Sequence[corpus.CorpusSource], json_field: str | None = None,
+                   errors: corpus.ErrorPolicy = "strict",
+                   progress: ProgressCallback | None = None) -> Iterator[tuple[Located, str]]:
+    """``((path, line number), text)`` of every document: non-blank lines without their line
+    ending (``\n`` or ``\r\n``), or with ``json_field`` the field of each JSON Lines record
+    (one record is one document, newlines inside it included). Progress is in bytes read over
+    all sources."""
+    plain = [corpus.CorpusSource(s.path) for s in sources]
+    total = sum(s.size() for s in plain)
+    done = 0
+    for source in plain:
+        callback = None if progress is None else (lambda d, _t, base=done: progress(base + d, total))
+        number = 0
+        for chunk in corpus.iter_chunks([source], errors=errors, progress=callback):
+            lines = chunk.split("\n")
+            if lines and lines[-1] == "":
+                lines.pop()
+            for line in lines:
+                number += 1
+                if line.endswith("\r"):
+                    line = line[:-1]
+                if not line.strip():
+                    continue
+                if json_field is not None:
+                    line = _json_field(line, json_field, source.path, number)
+                    if not line.strip():
+                        continue
+                yield (source.path, number), line
+        done += source.size()
+
+
+def _json_field(line: str, field_name: str, path: str, number: int) -> str:
+    try:
+        value = json.loads(line)[field_name]
+    except (json.JSONDecodeError, KeyError, TypeError):
+        raise ToktoolsError(f"{path}, line {number}: not a JSON object with a {field_name!r} field") from None
+    if not isinstance(value, str):
+        raise ToktoolsError(f"{path}, line {number}: field {field_name!r} is not a string")
+    return value
+
+
+def _sampled(documents: Iterator[tuple[Located, str]], total: int | None, n: int) -> Iterator[tuple[Located, str]]:
+    """``n`` documents spread evenly over ``total`` (every k-th), or, when the total is unknown
+    (standard input), a reservoir sample with a fixed seed, in corpus order."""
+    if total is not None:
+        if total <= n:
+            yield from documents
+            return
+        wanted = {i * total // n for i in range(n)}
+        for index, document in enumerate(documents):
+            if index in wanted:
+                yield document
+        return
+    rng = random.Random(0)
+    reservoir: list[tuple[int, tuple[Located, str]]] = []
+    for index, document in enumerate(documents):
+        if index < n:
+            reservoir.append((index, document))
+        else:
+            j = rng.randrange(index + 1)
+            if j < n:
+                reservoir[j] = (index, document)
+    for _, document in sorted(reservoir, key=lambda item: item[0]):
+        yield document
+
+
+@dataclass
+class ShownLine:
+    """A document where the tokenizers disagree, aligned. ``differing``: token boundaries not
+    shared by every tokenizer (token ends, plus characters cut into byte pieces by some but not
+    all); ``share``: differing / all boundaries, the rank (documents of fewer than
+    ``MIN_WORDS_SHOWN`` words are left out)."""
+
+    source: str
+    line: int
+    differing: int
+    share: float
+    alignment: Alignment
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "line": self.line, "differing": self.differing, "share": self.share,
+                "alignment": self.alignment.to_dict()}
+
+
+@dataclass
+class CorpusComparison:
+    """What ``toktools compare --corpus`` reports: statistics per tokenizer, the most disputed
+    documents, and how the corpus was read."""
+
+    sources: list[str]
+    sampled: int | None
+    metrics: dict[str, SegmentStats]
+    shown: list[ShownLine] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"sources": self.sources, "sample": self.sampled,
+                "metrics": {name: m.to_dict() for name, m in self.metrics.items()},
+                "shown": [s.to_dict() for s in self.shown]}
+
+    def render_plain(self, width: int | None = None, byte_view: bool = False) -> str:
+        parts = []
+        for index, shown in enumerate(self.shown):
+            where = f"{shown.source}, line {shown.line}" if len(self.sources) > 1 else f"line {shown.line}"
+            title = f"{where}: {shown.differing} boundaries differ ({shown.share:.0%} of them)"
+            legend = index == len(self.shown) - 1
+            parts.append(title + "\n" + shown.alignment.render_plain(width, byte_view, legend=legend))
+        first = next(iter(self.metrics.values()), None)
+        what = (f"{first.documents} documents, {first.words} words, {first.characters} characters"
+                if first is not None else "no documents")
+        if self.sampled is not None:
+            what += f" (a sample of {self.sampled} spread over the corpus)"
+        parts.append(what + "\n\n" + render_metrics_plain(self.metrics, lengths=True))
+        return "\n".join(parts)
+
+
+def _score(facts: Sequence[tuple[list[int], set[tuple[int, int]]]]) -> tuple[int, int]:
+    """(differing boundaries, all boundaries) of one document, from each tokenizer's token
+    ends and byte-piece ranges (what :meth:`Tally.add` returns)."""
+    ends = [set(lasts) for lasts, _ in facts]
+    union = set.union(*ends)
+    score = len(union) - len(set.intersection(*ends))
+    total = len(union)
+    cuts = [covered for _, covered in facts]
+    if any(cuts):
+        every_cut = set.union(*cuts)
+        score += len(every_cut) - len(set.intersection(*cuts))
+        total += len(every_cut)
+    return score, total
+
+
+#: What forked workers inherit: the tokenizers (no truncation) and how many lines to keep.
+_job: "tuple[list[Any], int] | None" = None
+_worker_facts: dict[int, Any] = {}
+
+#: (share of differing boundaries, differing, -document index, (source, line), text): the
+#: largest wins; on a tie, the earlier document.
+Candidate = tuple[float, int, int, Located, str]
+Item = tuple[int, Located, str]  # (document index, where, text)
+
+
+def _process(chunk: list[Item]) -> tuple[list[SegmentStats], list[Candidate]]:
+    """Encode one chunk of documents with every tokenizer and count it: the statistics per
+    tokenizer and the chunk's ``show`` most disputed documents. Runs in a worker (or inline)."""
+    from toktools.segstats import _TokenFacts
+
+    assert _job is not None
+    tokenizers, show = _job
+    docs = [Document(text) for _, _, text in chunk]
+    texts = [text for _, _, text in chunk]
+    scoring = show > 0 and len(tokenizers) > 1
+    per_tokenizer = []
+    stats = []
+    for index, tokenizer in enumerate(tokenizers):
+        facts = _worker_facts.get(index)
+        if facts is None:
+            facts = _worker_facts[index] = _TokenFacts(tokenizer)
+        tally = Tally(tokenizer, facts)
+        encodings = tokenizer.encode_batch(texts, add_special_tokens=False, workers=1)
+        found = [tally.add(document, encoding.ids, encoding.offsets) for document, encoding in zip(docs, encodings)]
+        per_tokenizer.append(found if scoring else None)
+        stats.append(tally.stats())
+    candidates: list[Candidate] = []
+    if scoring:
+        for k, ((index, where, text), document) in enumerate(zip(chunk, docs)):
+            if len(document.starts) < MIN_WORDS_SHOWN:
+                continue
+            differing, total = _score([found[k] for found in per_tokenizer])  # type: ignore[index]
+            if differing > 0:
+                candidates.append((differing / total, differing, -index, where, text))
+        candidates = heapq.nlargest(show, candidates)
+    return stats, candidates
+
+
+def _chunks(documents: Iterator[tuple[Located, str]]) -> Iterator[list[Item]]:
+    chunk: list[Item] = []
+    size = 0
+    for index, (where, text) in enumerate(documents):
+        chunk.append((index, where, text))
+        size += len(text)
+        if size >= CHUNK_CHARS or len(chunk) >= CHUNK_DOCUMENTS:
+            yield chunk
+            chunk, size = [], 0
+    if chunk:
+        yield chunk
+
+
+def _run(chunks: Iterator[list[Item]], workers: int) -> Iterator[tuple[list[SegmentStats], list[Candidate]]]:
+    """Results of :func:`_process` in chunk order: inline, or in forked workers that keep their
+    caches across chunks, with a bounded number of chunks in flight (flat memory)."""
+    import multiprocessing
+
+    try:
+        context = multiprocessing.get_context("fork") if workers > 1 else None
+    except ValueError:
+        context = None
+    if context is None:
+        for chunk in chunks:
+            yield _process(chunk)
+        return
+    first = next(chunks, None)
+    if first is None:
+        return
+    second = next(chunks, None)
+    if second is None:  # one chunk: starting processes would cost more than it saves
+        yield _process(first)
+        return
+    from toktools.corpus import ignore_interrupts
+
+    with context.Pool(workers, initializer=ignore_interrupts) as pool:
+        in_flight = [pool.apply_async(_process, (first,)), pool.apply_async(_process, (second,))]
+        for chunk in chunks:
+            in_flight.append(pool.apply_async(_process, (chunk,)))
+            if len(in_flight) >= 2 * workers:
+                yield in_flight.pop(0).get()
+        for result in in_flight:
+            yield result.get()
+
+
+def compare_corpus(tokenizers: Mapping[str, Any] | Sequence[tuple[str, Any]], paths: Sequence[str], *,
+                   json_field: str | None = None, errors: corpus.ErrorPolicy = "strict", show: int = 0,
+                   sample: int | None = None, workers: int | None = None,
+                   progress: ProgressCallback | None = None) -> CorpusComparison:
+    """Statistics of every tokenizer on the corpus ``paths`` (files, directories, globs, ``-``;
+    plain or compressed), read once; ``show`` keeps the documents where the largest share of
+    token boundaries differ (ties: more differing boundaries, then the earlier document) and
+    aligns them;
+    ``sample`` reads only that many documents, spread evenly over the corpus (for files, a first
+    pass counts the documents). Chunks of documents are encoded and counted in ``workers``
+    processes (default: every core); the result is the same for any number of workers."""
+    import os
+
+    global _job
+    items = _items(tokenizers)
+    if not items:
+        raise ToktoolsError("give at least one tokenizer to compare")
+    sources = corpus.expand_sources(list(paths))
+    plain = [(name, token_view.without_truncation(tok)) for name, tok in items]
+    documents = iter_documents(sources, json_field, errors, progress)
+    if sample is not None:
+        total = None
+        if not any(s.is_stdin for s in sources):
+            total = sum(1 for _ in iter_documents(sources, json_field, errors))
+        documents = _sampled(documents, total, sample)
+    specials = [token_view.specials_added(tok) for _, tok in plain]
+    totals = [SegmentStats.combined([], n) for n in specials]  # running totals: memory stays flat
+    best: list[Candidate] = []
+    _job = ([tok for _, tok in plain], show)
+    _worker_facts.clear()
+    try:
+        for stats, candidates in _run(_chunks(documents), workers or os.cpu_count() or 1):
+            totals = [SegmentStats.combined([total, part], n) for total, part, n in zip(totals, stats, specials)]
+            best = heapq.nlargest(show, best + candidates) if show else []
+    finally:
+        _job = None
+        _worker_facts.clear()
+    metrics = {name: total for (name, _), total in zip(plain, totals)}
+    shown = []
+    for share, differing, _, (source, line), text in best:
+        encoded = [(name, tok, tok.encode(text, add_special_tokens=False)) for name, tok in plain]
+        shown.append(ShownLine(source, line, differing, round(share, 6), _align(text, encoded)))
+    return CorpusComparison([s.path for s in sources], sample, metrics, shown)
