@@ -1,0 +1,292 @@
+"""Past one machine: the per-block work of ``count`` (and ``encode``) on a Dask cluster.
+
+The corpus is cut into blocks — byte ranges of a file that start and end at a line boundary
+(compressed files cannot be entered in the middle, so each is one block) — and every block is
+one task that runs the same function the local process pool runs. Inputs are read through
+fsspec, so ``s3://``, ``gs://`` or ``hdfs://`` paths work wherever that backend is installed.
+
+Results never depend on the cluster: per-block word counts are merged in a tree whose merge
+keeps block order (``Counter.update`` appends new words in order), so the counts — and their
+first-occurrence order, which WordPiece training reads — are the local run's, byte for byte.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from collections import Counter
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator, Sequence
+
+from toktools.errors import ToktoolsError
+
+#: Default block: big enough that the scheduler's ~1 ms per task is noise, small enough that
+#: a 2-core worker holds a few in memory (see README, "Running on a cluster").
+BLOCK_BYTES = 64 << 20
+#: Per-block results merged this many at a time (a tree, so no worker gets every result).
+MERGE_FAN_IN = 8
+_READ_BYTES = 4 << 20
+_INSTALL_HINT = "--cluster needs Dask: pip install 'toktools[dask]'"
+
+
+# ---------------------------------------------------------------------------------------------
+# Connecting
+# ---------------------------------------------------------------------------------------------
+
+
+def _worker_version() -> str:
+    import toktools
+
+    return toktools.__version__
+
+
+@contextmanager
+def cluster_client(address: str, timeout: float = 30.0) -> Iterator[Any]:
+    """A ``distributed.Client`` for ``address`` (``tcp://host:8786``), or for a LocalCluster on
+    the loopback with ``local`` / ``local:N`` (N worker processes, one thread each). Workers
+    must run this very toktools version: mixed versions could cut text differently."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise ToktoolsError(_INSTALL_HINT) from None
+    cluster = None
+    if address == "local" or address.startswith("local:"):
+        count = address.partition(":")[2]
+        if count and not (count.isdigit() and int(count) > 0):
+            raise ToktoolsError(f"--cluster {address}: expected local or local:N with N a positive number")
+        workers = int(count) if count else (os.cpu_count() or 1)
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                               dashboard_address=None, silence_logs=logging.ERROR)
+        client = Client(cluster, timeout=timeout)
+    else:
+        try:
+            client = Client(address, timeout=timeout)
+        except (OSError, TimeoutError, ValueError) as err:
+            raise ToktoolsError(f"cannot reach the Dask scheduler at {address} within {timeout:g} s ({err})") from None
+    try:
+        _check_workers(client, address)
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _check_workers(client: Any, address: str) -> None:
+    import toktools
+
+    versions = client.run(_worker_version, on_error="return")
+    if not versions:
+        raise ToktoolsError(f"the Dask cluster at {address} has no workers")
+    for worker, version in sorted(versions.items()):
+        if isinstance(version, BaseException):
+            raise ToktoolsError(f"Dask worker {worker} cannot run toktools ({type(version).__name__}: {version}); "
+                                f"install toktools {toktools.__version__} on every worker")
+        if version != toktools.__version__:
+            raise ToktoolsError(f"Dask worker {worker} runs toktools {version}, this is {toktools.__version__}: "
+                                "mixed versions could give different ids; install the same version everywhere")
+
+
+# ---------------------------------------------------------------------------------------------
+# Blocks
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Block:
+    """A byte range ``[start, start + length)`` of one input, widened to whole lines when read;
+    ``length`` None means the whole (compressed) file."""
+
+    path: str
+    start: int
+    length: int | None
+    compression: str | None
+
+
+def _expand(raw: str) -> list[str]:
+    """A path, glob or directory (local or any fsspec URL) → its files, sorted."""
+    import fsspec
+
+    try:
+        fs, root = fsspec.core.url_to_fs(raw)
+    except (ImportError, ValueError) as err:
+        raise ToktoolsError(f"cannot read {raw}: {err}") from None
+    protocol = raw.split("://", 1)[0] + "://" if "://" in raw else ""
+    if any(ch in root for ch in "*?["):
+        found = sorted(fs.glob(root))
+        if not found:
+            raise ToktoolsError(f"no file matches {raw}")
+    elif fs.isdir(root):
+        found = sorted(p for p in fs.find(root) if not os.path.basename(p).startswith("."))
+        if not found:
+            raise ToktoolsError(f"directory {raw} holds no files")
+    elif fs.exists(root):
+        found = [root]
+    else:
+        raise ToktoolsError(f"corpus file not found: {raw}")
+    return [raw if p == root and not protocol else fs.unstrip_protocol(p) if protocol else p for p in found]
+
+
+def plan_blocks(inputs: Sequence[str], block_bytes: int = BLOCK_BYTES) -> list[Block]:
+    """The blocks of all inputs, in input order."""
+    import fsspec
+    from fsspec.utils import infer_compression
+
+    if block_bytes < 1:
+        raise ToktoolsError("the block size must be at least one byte")
+    blocks: list[Block] = []
+    for raw in inputs:
+        if raw == "-":
+            raise ToktoolsError("standard input cannot be sent to a cluster: name files")
+        for path in _expand(raw):
+            compression = infer_compression(path)
+            if compression is not None:
+                blocks.append(Block(path, 0, None, compression))
+                continue
+            fs, local = fsspec.core.url_to_fs(path)
+            size = fs.size(local)
+            blocks.extend(Block(path, start, block_bytes, None) for start in range(0, max(size, 1), block_bytes))
+    return blocks
+
+
+def _lines_before(block: Block) -> int:
+    """How many lines of the file come before the block (asked for only to name a bad line).
+
+    A block that does not start the file begins just after the first newline at or after
+    byte ``start - 1``: the lines before it are the newlines before that byte, plus that one."""
+    if block.start == 0:
+        return 0
+    import fsspec
+
+    with fsspec.open(block.path, "rb") as handle:
+        seen, lines = 0, 0
+        while seen < block.start - 1:
+            data = handle.read(min(_READ_BYTES, block.start - 1 - seen))
+            if not data:
+                break
+            seen += len(data)
+            lines += data.count(b"\n")
+    return lines + 1
+
+
+def read_block(block: Block) -> Iterator[bytes]:
+    """The block's whole lines, in pieces of about 4 MB that end at a newline (or the end)."""
+    import fsspec
+
+    try:
+        if block.compression is None:
+            fs, path = fsspec.core.url_to_fs(block.path)
+            data = fs.read_block(path, block.start, block.length, delimiter=b"\n")
+            at = 0
+            while at < len(data):
+                end = data.find(b"\n", at + _READ_BYTES - 1)
+                end = len(data) if end < 0 else end + 1
+                yield data[at:end]
+                at = end
+            return
+        with fsspec.open(block.path, "rb", compression=block.compression) as handle:
+            pending = b""
+            while True:
+                data = handle.read(_READ_BYTES)
+                if not data:
+                    break
+                data = pending + data
+                cut = data.rfind(b"\n") + 1
+                pending = data[cut:]
+                if cut:
+                    yield data[:cut]
+            if pending:
+                yield pending
+    except (OSError, EOFError) as err:
+        raise ToktoolsError(f"{block.path}: cannot read ({err})") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# count
+# ---------------------------------------------------------------------------------------------
+
+
+def count_block(block: Block, splitter: Any, errors: str = "strict", json_field: str | None = None) -> dict[str, int]:
+    """Word counts of one block, in first-occurrence order (the task every worker runs)."""
+    from toktools import corpus
+
+    source = corpus.CorpusSource(block.path, json_field)
+    counts: Counter[str] = Counter()
+    lines = 0  # lines of the block before the current piece
+    for piece in read_block(block):
+        try:
+            text = corpus._decode(piece, source, 1, errors)  # type: ignore[arg-type]
+            if json_field:
+                text = corpus._json_lines_text(text, source, 1)
+        except ToktoolsError:
+            raise _relocated(piece, source, _lines_before(block) + lines + 1, errors, json_field) from None
+        counts.update(splitter(text))
+        lines += piece.count(b"\n")
+    return dict(counts)
+
+
+def _relocated(piece: bytes, source: Any, first_line: int, errors: str, json_field: str | None) -> ToktoolsError:
+    """The same error, now naming the line in the whole file."""
+    from toktools import corpus
+
+    try:
+        text = corpus._decode(piece, source, first_line, errors)  # type: ignore[arg-type]
+        if json_field:
+            corpus._json_lines_text(text, source, first_line)
+    except ToktoolsError as err:
+        return err
+    return ToktoolsError(f"{source.path}: cannot read")  # pragma: no cover - the error recurs
+
+
+def merge_counts(*parts: dict[str, int]) -> dict[str, int]:
+    """Ordered merge: the words of earlier parts first, new words in the order they come."""
+    total: Counter[str] = Counter()
+    for part in parts:
+        total.update(part)
+    return dict(total)
+
+
+def _tree(client: Any, futures: list[Any], merge: Any) -> Any:
+    while len(futures) > 1:
+        futures = [client.submit(merge, *futures[i:i + MERGE_FAN_IN], pure=False)
+                   for i in range(0, len(futures), MERGE_FAN_IN)]
+    return futures[0]
+
+
+def count_words(client: Any, inputs: Sequence[str], splitter: Any, *, errors: str = "strict",
+                json_field: str | None = None, block_bytes: int = BLOCK_BYTES,
+                progress: Any = None) -> dict[str, int]:
+    """``word -> count`` of the inputs, computed on the cluster; equal, in content and order, to
+    :func:`toktools.corpus.count_words` on the same files."""
+    blocks = plan_blocks(inputs, block_bytes)
+    futures = client.map(count_block, blocks, splitter=splitter, errors=errors, json_field=json_field, pure=False)
+    if progress is not None:
+        _report_progress(futures, blocks, progress)
+    try:
+        total = _tree(client, futures, merge_counts).result()
+    except ToktoolsError:
+        raise
+    except Exception as err:  # a task failed on a worker: its message is ours if it was a ToktoolsError
+        raise ToktoolsError(f"the cluster failed: {type(err).__name__}: {err}") from None
+    if not total:
+        raise ToktoolsError("the corpus is empty: no words to learn from")
+    return total
+
+
+def _report_progress(futures: Iterable[Any], blocks: Sequence[Block], progress: Any) -> None:
+    """Progress in blocks' bytes as they finish (compressed files count their size on disk)."""
+    from distributed import as_completed
+
+    import fsspec
+
+    sizes = {}
+    for future, block in zip(futures, blocks):
+        if block.length is None:
+            fs, path = fsspec.core.url_to_fs(block.path)
+            sizes[future.key] = fs.size(path)
+        else:
+            sizes[future.key] = block.length
+    total, done = sum(sizes.values()), 0
+    for future in as_completed(list(futures)):
+        done += sizes[future.key]
+        progress(min(done, total), total)
