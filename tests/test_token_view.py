@@ -7,7 +7,8 @@ import pytest
 import toktools
 from test_report import hand_bpe, hand_wordpiece
 from toktools import token_view
-from toktools.bytelevel import ByteLevelBPETokenizer, text_to_symbols
+from toktools.bytelevel import text_to_symbols
+from toktools.presets import ByteLevelBPETokenizer
 
 
 def test_byte_level_tokens_stand_for_their_bytes():
