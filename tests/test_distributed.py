@@ -19,6 +19,25 @@ from toktools.errors import ToktoolsError
 
 pytest.importorskip("distributed", reason="Dask is an optional extra: pip install 'toktools[dask]'")
 
+#: The cluster tests run in a fresh interpreter: a LocalCluster started late in a long pytest
+#: process (after tests that fork worker pools and install signal handlers) was seen to hang.
+IN_CHILD = os.environ.get("TOKTOOLS_DASK_TEST_CHILD") == "1"
+
+
+@pytest.mark.skipif(IN_CHILD, reason="this is the child run")
+def test_the_cluster_tests_pass_in_a_fresh_process() -> None:
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TOKTOOLS_DASK_TEST_CHILD": "1"}
+    completed = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:logging", "-p", "no:cacheprovider", __file__],
+                               env=env, capture_output=True, text=True, timeout=600, cwd=Path(__file__).resolve().parent.parent)
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-2000:]
+    assert "6 passed" in completed.stdout, completed.stdout[-2000:]
+
+
+child_only = pytest.mark.skipif(not IN_CHILD, reason="runs in the fresh child process of the test above")
+
 
 @pytest.fixture(scope="module")
 def client():
@@ -34,6 +53,7 @@ def _local_counts(paths, splitter, **options):
 BYTE_LEVEL = functools.partial(bytelevel.training_pieces, add_prefix_space=False, use_regex=True)
 
 
+@child_only
 def test_block_reading_covers_every_byte_once(tmp_path: Path) -> None:
     rng = random.Random(7)
     for trial in range(200):
@@ -45,6 +65,7 @@ def test_block_reading_covers_every_byte_once(tmp_path: Path) -> None:
         assert b"".join(b"".join(distributed.read_block(b)) for b in blocks) == text.encode("utf-8")
 
 
+@child_only
 def test_cluster_counts_equal_local_counts_in_content_and_order(client, tmp_path: Path) -> None:
     english = tmp_path / "en.txt"
     english.write_text(read_corpus_sample("en_wiki.txt.gz", 400_000), encoding="utf-8")
@@ -56,6 +77,7 @@ def test_cluster_counts_equal_local_counts_in_content_and_order(client, tmp_path
     assert list(remote.items()) == list(local.items())
 
 
+@child_only
 def test_globs_directories_and_json_lines(client, tmp_path: Path) -> None:
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -67,6 +89,7 @@ def test_globs_directories_and_json_lines(client, tmp_path: Path) -> None:
     assert distributed.count_words(client, [str(folder / "*.jsonl")], BYTE_LEVEL, json_field="text") == local
 
 
+@child_only
 def test_invalid_utf8_names_the_file_and_the_line_in_the_whole_file(client, tmp_path: Path) -> None:
     path = tmp_path / "bad.txt"
     path.write_bytes(b"".join(b"fine line %d\n" % n for n in range(1000)) + b"bad \xff byte\n")
@@ -74,6 +97,7 @@ def test_invalid_utf8_names_the_file_and_the_line_in_the_whole_file(client, tmp_
         distributed.count_words(client, [str(path)], BYTE_LEVEL, block_bytes=1000)
 
 
+@child_only
 def test_memory_filesystem_inputs(client) -> None:
     fsspec = pytest.importorskip("fsspec")
     # memory:// lives in one process: a LocalCluster's workers cannot see it, so read it here
@@ -85,6 +109,7 @@ def test_memory_filesystem_inputs(client) -> None:
     assert distributed.count_block(blocks[0], BYTE_LEVEL) == {"hello": 1, " world": 1, "\n": 1}
 
 
+@child_only
 def test_bad_cluster_addresses_are_one_line(tmp_path: Path) -> None:
     with pytest.raises(ToktoolsError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:1 within 1 s"):
         with distributed.cluster_client("tcp://127.0.0.1:1", timeout=1):
