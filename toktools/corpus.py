@@ -346,3 +346,11 @@ def read_counts(path: str | Path) -> tuple[str, dict[str, object], dict[str, int
     if not counts:
         raise ToktoolsError(f"{path}: no word counts in the file")
     return kind, settings, counts
+
+
+def ignore_interrupts() -> None:
+    """Worker processes (compare, pretrain, engines) leave Ctrl-C to the parent, which stops
+    cleanly with one message instead of one KeyboardInterrupt traceback per worker."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)

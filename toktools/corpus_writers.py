@@ -90,7 +90,7 @@ class _AtomicFile:
         try:
             handle, self.temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
         except OSError as err:
-            raise ToktoolsError(f"cannot write in {directory}: {err.strerror}") from None
+            raise ToktoolsError(f"cannot write into {directory}: {err.strerror}") from None
         self.out: BinaryIO = os.fdopen(handle, "wb")
         self.bytes = 0
 

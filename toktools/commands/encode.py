@@ -64,6 +64,8 @@ def encode(tokenizer_path: str, files: tuple[str, ...], output_format: str, out_
       toktools encode -t gpt2/ --format megatron -o out/web --document jsonl --field text \\
           --shard-tokens 100000000 'data/*.jsonl.gz'
     """
+    if out_path is not None and out_path.is_dir():
+        raise click.UsageError(f"-o {out_path} is a directory; give a file name (a prefix for megatron)")
     if output_format in CORPUS_FORMATS:
         if out_path is None:
             raise click.UsageError(f"--format {output_format} writes binary data: give an output file with -o")
