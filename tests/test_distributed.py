@@ -6,6 +6,7 @@ is ever used); skipped with the reason when Dask is not installed.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import gzip
 import os
 import random
@@ -17,7 +18,8 @@ from tests.conftest import read_corpus_sample
 from toktools import bytelevel, corpus, distributed
 from toktools.errors import ToktoolsError
 
-pytest.importorskip("distributed", reason="Dask is an optional extra: pip install 'toktools[dask]'")
+if importlib.util.find_spec("distributed") is None:  # not imported here: the parent process stays free of Dask's threads
+    pytest.skip("Dask is an optional extra: pip install 'toktools[dask]'", allow_module_level=True)
 
 #: The cluster tests run in a fresh interpreter: a LocalCluster started late in a long pytest
 #: process (after tests that fork worker pools and install signal handlers) was seen to hang.

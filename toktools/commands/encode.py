@@ -70,7 +70,7 @@ def encode(tokenizer_path: str, files: tuple[str, ...], output_format: str, out_
         if out_path is None:
             raise click.UsageError(f"--format {output_format} writes binary data: give an output file with -o")
         if pair or max_length is not None:
-            raise click.UsageError(f"--pair and --max-length are for ids/tokens/jsonl; --format {output_format} writes whole documents")
+            raise ToktoolsError(f"--pair and --max-length are for ids/tokens/jsonl; --format {output_format} writes whole documents")
         _encode_corpus(tokenizer_path, files, output_format, out_path, engine, document_mode, field, append_eos, no_append_eos,
                        prepend_bos, shard_tokens, verify, force, dtype, max_document_mb, workers, progress, as_json)
         return
@@ -78,7 +78,7 @@ def encode(tokenizer_path: str, files: tuple[str, ...], output_format: str, out_
                         ("--append-eos", append_eos is not None), ("--prepend-bos", prepend_bos is not None),
                         ("--shard-tokens", shard_tokens), ("--dtype", dtype != "auto")):
         if value:
-            raise click.UsageError(f"{name} is for --format megatron, npy or bin")
+            raise ToktoolsError(f"{name} is for --format megatron, npy or bin")
     _encode_lines(tokenizer_path, files, output_format, out_path, pair, add_special_tokens, max_length, workers, batch_lines, force)
 
 
