@@ -121,7 +121,7 @@ def test_the_readme_main_job_runs_from_another_directory(venv_bin: Path, tmp_pat
                               text=True, env={**clean_env(), "PYTHONPATH": str(ROOT)})
     assert checkout.returncode == 0, checkout.stderr
     assert installed.stdout == checkout.stdout  # the same vocabularies, the same table
-    assert "wordpiece-30k" in installed.stdout and "bytebpe-50k" in installed.stdout and "fertility" in installed.stdout
+    assert "wordpiece-30k" in installed.stdout and "bytebpe-50k" in installed.stdout and "legend" in installed.stdout
 
 
 def test_the_installed_package_finds_its_own_copy(venv_bin: Path, tmp_path: Path) -> None:
