@@ -277,13 +277,9 @@ class Sequence(_Decoder):
 
     @classmethod
     def from_json(cls, node: dict[str, _Any]) -> "Sequence":
-        from toktools.parts.registry import part_from_json
+        from toktools.parts.registry import parts_from_json
 
-        items = _field(node, "decoders", list, "decoder Sequence")
-        parts = [part_from_json("decoder", item) for item in items]
-        if any(p is None for p in parts):
-            raise _ToktoolsError("decoder Sequence: field 'decoders' holds a null")
-        return cls(parts)
+        return cls(parts_from_json("decoder", _field(node, "decoders", list, "decoder Sequence"), "decoder Sequence", "decoders"))
 
     def to_json(self) -> dict[str, _Any]:
         return {"type": "Sequence", "decoders": [d.to_json() for d in self.decoders]}

@@ -295,13 +295,9 @@ class Sequence(_Normalizer):
 
     @classmethod
     def from_json(cls, node: dict[str, _Any]) -> "Sequence":
-        from toktools.parts.registry import part_from_json
+        from toktools.parts.registry import parts_from_json
 
-        items = _field(node, "normalizers", list, "normalizer Sequence")
-        parts = [part_from_json("normalizer", item) for item in items]
-        if any(p is None for p in parts):
-            raise _ToktoolsError("normalizer Sequence: field 'normalizers' holds a null")
-        return cls(parts)
+        return cls(parts_from_json("normalizer", _field(node, "normalizers", list, "normalizer Sequence"), "normalizer Sequence", "normalizers"))
 
     def to_json(self) -> dict[str, _Any]:
         return {"type": "Sequence", "normalizers": [n.to_json() for n in self.normalizers]}

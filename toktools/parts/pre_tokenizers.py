@@ -324,13 +324,9 @@ class Sequence(_PreTokenizer):
 
     @classmethod
     def from_json(cls, node: dict[str, _Any]) -> "Sequence":
-        from toktools.parts.registry import part_from_json
+        from toktools.parts.registry import parts_from_json
 
-        items = _field(node, "pretokenizers", list, "pre-tokenizer Sequence")
-        parts = [part_from_json("pre_tokenizer", item) for item in items]
-        if any(p is None for p in parts):
-            raise _ToktoolsError("pre-tokenizer Sequence: field 'pretokenizers' holds a null")
-        return cls(parts)
+        return cls(parts_from_json("pre_tokenizer", _field(node, "pretokenizers", list, "pre-tokenizer Sequence"), "pre-tokenizer Sequence", "pretokenizers"))
 
     def to_json(self) -> dict[str, _Any]:
         return {"type": "Sequence", "pretokenizers": [p.to_json() for p in self.pretokenizers]}

@@ -59,3 +59,11 @@ def part_from_json(category: str, node: Any) -> Any:
     if not isinstance(node, dict) or not isinstance(node.get("type"), str):
         raise ToktoolsError(f"tokenizer.json: the {category} must be an object with a \"type\"")
     return part_class(category, node["type"]).from_json(node)
+
+
+def parts_from_json(category: str, items: list[Any], owner: str, field: str) -> list[Any]:
+    """The parts a ``Sequence`` node lists, none of them null."""
+    parts = [part_from_json(category, item) for item in items]
+    if any(p is None for p in parts):
+        raise ToktoolsError(f"{owner}: field {field!r} holds a null")
+    return parts
