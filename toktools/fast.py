@@ -49,6 +49,30 @@ def plain_files(files: Sequence[str | Path]) -> Iterator[list[str]]:
             unregister_temporary(temporary)
 
 
+@contextmanager
+def training_files(corpus: Sequence[str]) -> Iterator[list[str]]:
+    """Corpus paths for ``tokenizers``' ``train`` (decompressed as needed), with its errors made
+    ours: an empty corpus is refused, and invalid UTF-8 is located (file and line) by our reader."""
+    import os
+
+    from toktools import corpus as corpus_module
+    from toktools.errors import ToktoolsError
+
+    sources = corpus_module.expand_sources(list(corpus))
+    with plain_files([s.path for s in sources]) as paths:
+        if all(os.path.getsize(p) == 0 for p in paths):
+            raise ToktoolsError("the corpus is empty: no words to learn from")
+        try:
+            yield paths
+        except ToktoolsError:
+            raise
+        except Exception as err:  # tokenizers raises plain Exceptions
+            if "UTF-8" in str(err):
+                for _ in corpus_module.iter_chunks(sources):  # raises with the file and line
+                    pass
+            raise ToktoolsError(f"tokenizers failed: {err}") from None
+
+
 def bytebpe_trainer(
     vocab_size: int = 30000,
     min_frequency: int = 2,
@@ -150,6 +174,34 @@ def train_wordpiece(
     return _train(tokenizer, trainers.WordPieceTrainer(**options), files, texts)
 
 
+def unigram_tokenizer(add_prefix_space: bool = True) -> Tokenizer:
+    """An untrained tokenizer with ``SentencePieceUnigramTokenizer``'s pipeline."""
+    from tokenizers import SentencePieceUnigramTokenizer
+
+    return SentencePieceUnigramTokenizer(add_prefix_space=add_prefix_space)._tokenizer
+
+
+def train_unigram(
+    files: Sequence[str] | None = None,
+    vocab_size: int = 8000,
+    special_tokens: Sequence[str] = (),
+    *,
+    texts: Iterable[str] | None = None,
+    unk_token: str | None = None,
+    initial_alphabet: Sequence[str] = (),
+    shrinking_factor: float = 0.75,
+    max_piece_length: int = 16,
+    n_sub_iterations: int = 2,
+    add_prefix_space: bool = True,
+) -> Tokenizer:
+    """``SentencePieceUnigramTokenizer().train(...)`` with the settings of :func:`toktools.train_unigram`."""
+    trainer = trainers.UnigramTrainer(vocab_size=vocab_size, special_tokens=list(special_tokens), unk_token=unk_token,
+                                      initial_alphabet=list(initial_alphabet), shrinking_factor=shrinking_factor,
+                                      max_piece_length=max_piece_length, n_sub_iterations=n_sub_iterations,
+                                      show_progress=False)
+    return _train(unigram_tokenizer(add_prefix_space), trainer, files, texts)
+
+
 def wordpiece_vocab_txt(tokenizer: Tokenizer) -> str:
     """The ``vocab.txt`` that ``save_model`` writes for a trained WordPiece tokenizer."""
     vocab = tokenizer.get_vocab(with_added_tokens=False)
@@ -180,6 +232,9 @@ __all__ = [
     "load",
     "save_bytebpe",
     "train_wordpiece",
+    "train_unigram",
+    "training_files",
+    "unigram_tokenizer",
     "wordpiece_tokenizer",
     "wordpiece_vocab_txt",
     "normalizers",

@@ -1,7 +1,8 @@
 """The usual pipelines, wired from parts as ``tokenizers``' ``implementations/`` wire them.
 
 * :func:`byte_level_bpe`: GPT-2 / RoBERTa (``ByteLevelBPETokenizer``);
-* :func:`bert_wordpiece`: BERT (``BertWordPieceTokenizer``).
+* :func:`bert_wordpiece`: BERT (``BertWordPieceTokenizer``);
+* :func:`sentencepiece_unigram`: a SentencePiece-style Unigram (``SentencePieceUnigramTokenizer``).
 
 ``ByteLevelBPETokenizer`` and ``WordPieceTokenizer`` are the same presets as classes, for code
 that constructs them by name.
@@ -13,7 +14,9 @@ from typing import Any, Sequence
 
 from toktools.encoding import AddedToken
 from toktools.parts import decoders, models, normalizers, post_processors, pre_tokenizers
+from toktools.parts._onig import OnigPattern
 from toktools.parts.base import PostProcessor
+from toktools.parts.unigram import Unigram
 from toktools.tokenizer import Tokenizer
 from toktools.wordpiece import read_vocab_txt
 
@@ -91,3 +94,18 @@ class WordPieceTokenizer(Tokenizer):
 def bert_wordpiece(vocab: dict[str, int], **options: Any) -> Tokenizer:
     """``BertWordPieceTokenizer(vocab)``; see :meth:`WordPieceTokenizer.bert`."""
     return WordPieceTokenizer.bert(vocab, **options)
+
+
+def sentencepiece_unigram(model: Unigram, *, replacement: str = "\u2581", add_prefix_space: bool = True,
+                          added_tokens: Sequence[AddedToken] = ()) -> Tokenizer:
+    """``SentencePieceUnigramTokenizer(vocab)``: Nmt, NFKC and runs of spaces made one, then a
+    Metaspace pre-tokeniser and decoder (``▁`` prepended always, or never)."""
+    scheme = "always" if add_prefix_space else "never"
+    return Tokenizer(
+        model,
+        normalizer=normalizers.Sequence([normalizers.Nmt(), normalizers.NFKC(),
+                                         normalizers.Replace(OnigPattern(" {2,}"), " ")]),
+        pre_tokenizer=pre_tokenizers.Metaspace(replacement, scheme),
+        decoder=decoders.Metaspace(replacement, scheme),
+        added_tokens=added_tokens,
+    )

@@ -1,13 +1,16 @@
-"""One trainer per trainable model, found by name (``"bytebpe"``, ``"wordpiece"``): everything the
-CLI, the counts files and the parity checks need to know about training a model — its options
-and their defaults, how words are counted, the files it writes, and its ``tokenizers`` twin.
+"""One trainer per trainable model, found by name (``"bytebpe"``, ``"wordpiece"``, ``"unigram"``):
+everything the CLI, the counts files and the parity checks need to know about training a model —
+its settings (with their types, defaults and help, from which ``toktools train NAME`` is built),
+how words are counted, the files it writes, its ``tokenizers`` twin, and :meth:`Trainer.run`,
+the one training call behind both backends.
 
 A model names its trainer (``model.kind``); adding a model family is one new :class:`Trainer`
-subclass here, registered with :func:`register_trainer`.
+subclass here, registered with :func:`register_trainer`: the CLI needs no edit.
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping, Sequence
 
@@ -32,24 +35,69 @@ def get_trainer(name: str) -> "Trainer":
     return found
 
 
+class OptionConflict(ToktoolsError):
+    """Settings that cannot go together (the CLI makes it a usage error, exit 2)."""
+
+
+@dataclass(frozen=True)
+class Option:
+    """One training setting as ``toktools train`` offers it.
+
+    ``type`` is ``int``, ``float``, ``str``, ``bool`` (an ``--on/--off`` pair in ``flags``),
+    ``list`` (comma-separated strings; ``default`` a tuple) or a tuple of choices.
+    """
+
+    name: str
+    flags: str
+    type: Any
+    default: Any
+    help: str
+    show_default: bool = True
+    minimum: int | float | None = None
+
+
+def vocab_size_option(default: int) -> Option:
+    return Option("vocab_size", "--vocab-size", int, default, "Size of the vocabulary, special tokens and alphabet included.",
+                  minimum=1)
+
+
+MIN_FREQUENCY = Option("min_frequency", "--min-frequency", int, 2, "Stop merging when the best pair is rarer than this.",
+                       minimum=0)
+
+
+def special_tokens_option(default: tuple[str, ...]) -> Option:
+    return Option("special_tokens", "--special-tokens", list, default,
+                  "Comma-separated special tokens; they get the first ids, in order.", show_default=bool(default))
+
+
 class Trainer(ABC):
     """How to train one model family, with toktools (reference) and with ``tokenizers`` (fast)."""
 
     #: the family's name, as the CLI spells it
     name: ClassVar[str]
+    #: the command's help (``toktools train NAME --help``), examples included
+    help: ClassVar[str]
+    #: ``--check``'s help: what a difference means for this family
+    check_help: ClassVar[str] = "Also train with tokenizers and report parity (exit code 3 if the files differ)."
     #: the model's own files, as ``tokenizers``' ``Model.save`` writes them
     model_files: ClassVar[tuple[str, ...]]
     default_special_tokens: ClassVar[tuple[str, ...]] = ()
+    #: the settings of ``toktools train NAME``, in the order ``--help`` lists them
+    cli_options: ClassVar[tuple[Option, ...]]
     #: the trainer options both backends take, with their defaults
     options: ClassVar[dict[str, Any]]
     #: the options that shape the counted words (recorded in counts files)
     count_options: ClassVar[tuple[str, ...]]
+    #: the function of :mod:`toktools.training` that trains the reference from files or counts
+    reference_function: ClassVar[str]
     #: the whole tokenizer.json is byte-identical with ``tokenizers``' (not only the model files)
     pins_tokenizer_json: ClassVar[bool] = False
     #: a difference is explained merge by merge from the two merges files
     explains_merges: ClassVar[bool] = False
     #: ``tokenizers`` breaks some ties at random: a "forced" run replays its choices
     has_forced_mode: ClassVar[bool] = False
+
+    # -- settings -------------------------------------------------------------------------------
 
     def with_defaults(self, options: Mapping[str, Any]) -> dict[str, Any]:
         unknown = sorted(set(options) - set(self.options))
@@ -58,20 +106,107 @@ class Trainer(ABC):
                                 f"(it takes: {', '.join(self.options)})")
         return {**self.options, **options}
 
+    def settings(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        """Every :attr:`cli_options` setting, the given ones over the defaults (lists as lists)."""
+        known = {option.name: option for option in self.cli_options}
+        unknown = sorted(set(given) - set(known))
+        if unknown:
+            raise ToktoolsError(f"train {self.name}: unknown setting(s) {', '.join(unknown)} "
+                                f"(it takes: {', '.join(known)})")
+        merged = {name: given.get(name, option.default) for name, option in known.items()}
+        return {name: list(value) if known[name].type is list else value for name, value in merged.items()}
+
+    def shared_options(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+        """The settings that both backends take (:attr:`options`)."""
+        return {name: value for name, value in settings.items() if name in self.options}
+
     def count_settings(self, options: Mapping[str, Any]) -> dict[str, Any]:
         """What a counts file records, so that training with other settings refuses it."""
-        merged = self.with_defaults(options)
+        merged = self.with_defaults({name: value for name, value in options.items() if name in self.options})
         return {name: merged[name] for name in self.count_options}
+
+    def check_settings(self, settings: Mapping[str, Any], *, backend: str = "reference", check: bool = False,
+                       corpus: Sequence[str] = (), from_counts: bool = False, json_field: str | None = None,
+                       errors: str = "strict") -> None:
+        """Every combination of settings, checked before any work: a conflict is an
+        :class:`OptionConflict` naming the options."""
+        if from_counts and corpus:
+            raise OptionConflict("give either CORPUS files or --from-counts, not both")
+        if not from_counts and not corpus:
+            raise ToktoolsError("no corpus given: name one or more files (or - for standard input), or use --from-counts")
+        if backend == "fast":
+            if from_counts:
+                raise OptionConflict("--backend fast trains from corpus files only, not from --from-counts")
+            if json_field or errors != "strict":
+                raise OptionConflict("--backend fast reads text files only: it takes no --field or --errors")
+        for problem in self.conflicts(settings, backend=backend, check=check):
+            raise OptionConflict(problem)
+        if backend == "fast" and check:
+            raise OptionConflict("--check compares the reference backend with tokenizers: use it with --backend reference")
+        if check and (from_counts or "-" in corpus):
+            raise OptionConflict("--check needs corpus files (not --from-counts or standard input)")
+
+    def conflicts(self, settings: Mapping[str, Any], *, backend: str, check: bool) -> Iterable[str]:
+        """This family's own conflicts between settings (none by default)."""
+        return ()
+
+    def smallest_vocab(self, settings: Mapping[str, Any]) -> int:
+        """The vocabulary size the settings alone already need (checked before training)."""
+        return 0
+
+    # -- training -------------------------------------------------------------------------------
+
+    def run(self, files: Sequence[str], settings: Mapping[str, Any], *, backend: str = "reference",
+            word_counts: dict[str, int] | None = None, workers: int | None = None, errors: str = "strict",
+            json_field: str | None = None, progress: Any = None) -> "Tokenizer":
+        """Train from corpus ``files`` (or ``word_counts``) with ``settings`` (names of
+        :attr:`cli_options`; defaults for the others) on either backend — what ``toktools train``
+        does. ``progress(stage, done, total)`` is called by the reference backend."""
+        settings = self.settings(settings)
+        self.check_settings(settings, backend=backend, corpus=list(files), from_counts=word_counts is not None,
+                            json_field=json_field, errors=errors)
+        if backend == "fast":
+            from toktools import fast
+
+            with fast.training_files(files) as paths:
+                trained = self.train_fast(paths, settings["vocab_size"], settings.get("min_frequency", 0),
+                                          settings["special_tokens"], self.shared_options(settings))
+            return self.from_fast(trained, settings)
+        if backend != "reference":
+            raise ToktoolsError(f"unknown backend {backend!r} (reference or fast)")
+        from toktools import training
+
+        train = getattr(training, self.reference_function)
+        return train(list(files) or None, word_counts=word_counts, workers=workers, errors=errors,  # type: ignore[no-any-return]
+                     json_field=json_field, progress=progress, **self.reference_settings(settings))
+
+    def reference_settings(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+        """The settings as :attr:`reference_function` takes them."""
+        return dict(settings)
+
+    def from_fast(self, trained: Any, settings: Mapping[str, Any]) -> "Tokenizer":
+        """A toktools tokenizer from the ``tokenizers.Tokenizer`` the fast backend trained."""
+        import json
+
+        from toktools.formats import from_tokenizer_json
+
+        return from_tokenizer_json(json.loads(trained.to_str()))
+
+    def train(self, vocab_size: int, min_frequency: int, special_tokens: Sequence[str], word_counts: dict[str, int],
+              options: Mapping[str, Any], forced_order: Any = None) -> "Tokenizer":
+        """The reference training from word counts, with :attr:`options`."""
+        from toktools import training
+
+        extra = {"forced_order": forced_order} if forced_order is not None else {}
+        settings = {"vocab_size": vocab_size, "special_tokens": list(special_tokens), **self.with_defaults(options), **extra}
+        if any(option.name == "min_frequency" for option in self.cli_options):
+            settings["min_frequency"] = min_frequency
+        return getattr(training, self.reference_function)(word_counts=word_counts, **settings)  # type: ignore[no-any-return]
 
     @abstractmethod
     def count_words(self, files: Sequence[str] | None, options: Mapping[str, Any], *, texts: Iterable[str] | None = None,
                     workers: int | None = None, **reading: Any) -> dict[str, int]:
         """Word counts with this model's normalisation and pre-tokenisation."""
-
-    @abstractmethod
-    def train(self, vocab_size: int, min_frequency: int, special_tokens: Sequence[str], word_counts: dict[str, int],
-              options: Mapping[str, Any], forced_order: Any = None) -> "Tokenizer":
-        """The reference training from word counts."""
 
     @abstractmethod
     def train_fast(self, files: Sequence[str], vocab_size: int, min_frequency: int, special_tokens: Sequence[str],
@@ -84,9 +219,9 @@ class Trainer(ABC):
         tokenizer.model.save(str(directory))
         tokenizer.save(str(directory / "tokenizer.json"))
 
-    @abstractmethod
     def decorations(self, options: Mapping[str, Any]) -> tuple[str | None, str | None]:
         """``(continuing-subword prefix, end-of-word suffix)`` the trained tokens carry."""
+        return None, None
 
     def initial_alphabet(self, options: Mapping[str, Any]) -> Sequence[str]:
         return options.get("initial_alphabet") or ()
@@ -105,7 +240,29 @@ class ByteBpeTrainer(Trainer):
     """Byte-level BPE (``ByteLevelBPETokenizer.train``)."""
 
     name = "bytebpe"
+    help = """Train a byte-level BPE (GPT-2 / RoBERTa style) vocabulary.
+
+    Writes vocab.json, merges.txt and tokenizer.json into the output directory. CORPUS is one
+    or more files (plain, .gz, .xz, .bz2), directories, or - for standard input.
+
+    \b
+    Examples:
+      toktools train bytebpe wiki.txt -o my-bpe --vocab-size 8000
+      zcat wiki.txt.gz | toktools train bytebpe - -o my-bpe --special-tokens "<|endoftext|>"
+    """
     model_files = ("vocab.json", "merges.txt")
+    cli_options = (
+        vocab_size_option(30000),
+        MIN_FREQUENCY,
+        special_tokens_option(()),
+        Option("limit_alphabet", "--limit-alphabet", int, None,
+               "Keep at most this many initial characters (the most frequent).", show_default=False, minimum=0),
+        Option("max_token_length", "--max-token-length", int, None,
+               "Do not create tokens of this many bytes or more (tokenizers' semantics).", show_default=False, minimum=1),
+        Option("add_prefix_space", "--add-prefix-space/--no-add-prefix-space", bool, False, "Prefix every line with a space."),
+        Option("template", "--template", ("none", "roberta"), "none",
+               "roberta: encode adds <s> A </s> (needs <s> and </s> in --special-tokens)."),
+    )
     options = {
         "limit_alphabet": None,
         "initial_alphabet": None,  # None: the 256 byte symbols
@@ -115,11 +272,36 @@ class ByteBpeTrainer(Trainer):
         "max_token_length": None,
     }
     count_options = ("add_prefix_space",)
+    reference_function = "train_bytebpe"
     pins_tokenizer_json = True
     explains_merges = True
 
     def count_settings(self, options: Mapping[str, Any]) -> dict[str, Any]:
         return {**super().count_settings(options), "use_regex": True}
+
+    def conflicts(self, settings: Mapping[str, Any], *, backend: str, check: bool) -> Iterable[str]:
+        if settings.get("template") == "roberta" and not {"<s>", "</s>"} <= set(settings.get("special_tokens", ())):
+            yield "--template roberta needs <s> and </s> among the --special-tokens"
+
+    def smallest_vocab(self, settings: Mapping[str, Any]) -> int:
+        if settings.get("limit_alphabet") is not None:
+            return 0
+        from toktools.bytelevel import ALPHABET  # all 256 byte symbols are kept
+
+        return len(set(settings.get("special_tokens", ())) - set(ALPHABET)) + 256
+
+    def reference_settings(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+        return {**settings, "template": None if settings.get("template") == "none" else settings.get("template")}
+
+    def from_fast(self, trained: Any, settings: Mapping[str, Any]) -> "Tokenizer":
+        tokenizer = super().from_fast(trained, settings)
+        if settings.get("template") == "roberta":
+            from toktools.presets import roberta_processing
+
+            if not {"<s>", "</s>"} <= set(settings["special_tokens"]):
+                raise ToktoolsError("the roberta template needs <s> and </s> among the special tokens")
+            tokenizer.post_processor = roberta_processing(tokenizer)
+        return tokenizer
 
     def count_words(self, files: Sequence[str] | None, options: Mapping[str, Any], *, texts: Iterable[str] | None = None,
                     workers: int | None = None, **reading: Any) -> dict[str, int]:
@@ -127,13 +309,6 @@ class ByteBpeTrainer(Trainer):
 
         return training.count_bytebpe_words(files, texts=texts, add_prefix_space=self.with_defaults(options)["add_prefix_space"],
                                             workers=workers, **reading)
-
-    def train(self, vocab_size: int, min_frequency: int, special_tokens: Sequence[str], word_counts: dict[str, int],
-              options: Mapping[str, Any], forced_order: Any = None) -> "Tokenizer":
-        from toktools import training
-
-        return training.train_bytebpe(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=special_tokens,
-                                      word_counts=word_counts, **self.with_defaults(options))
 
     def train_fast(self, files: Sequence[str], vocab_size: int, min_frequency: int, special_tokens: Sequence[str],
                    options: Mapping[str, Any]) -> Any:
@@ -162,8 +337,40 @@ class WordPieceTrainer(Trainer):
     """BERT WordPiece (``BertWordPieceTokenizer.train``: BPE merges with ``##`` pieces)."""
 
     name = "wordpiece"
+    help = """Train a BERT WordPiece vocabulary (vocab.txt + tokenizer.json).
+
+    By default this is what tokenizers' BertWordPieceTokenizer.train does: BERT normalisation
+    (lower-casing, accent stripping, spaces around CJK characters), punctuation splitting, BPE
+    merges with ## continuation pieces. CORPUS is one or more files (plain, .gz, .xz, .bz2),
+    directories, or - for standard input.
+
+    \b
+    Examples:
+      toktools train wordpiece wiki.txt -o my-bert --vocab-size 30000
+      toktools train wordpiece zh.txt -o zh-bert --cased --limit-alphabet 8000
+      toktools train wordpiece wiki.txt -o lk-bert --algorithm likelihood --min-pair-frequency 5
+    """
+    check_help = ("Also train with tokenizers and report parity (exit code 3 if they differ beyond tokenizers' own "
+                  "randomness).")
     model_files = ("vocab.txt",)
     default_special_tokens = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+    cli_options = (
+        vocab_size_option(30000),
+        MIN_FREQUENCY,
+        special_tokens_option(default_special_tokens),
+        Option("limit_alphabet", "--limit-alphabet", int, 1000,
+               "Keep at most this many initial characters (the most frequent; ties: lower code point).", minimum=0),
+        Option("lowercase", "--lowercase/--cased", bool, True,
+               "Lower-case (and strip accents) like bert-base-uncased, or keep case."),
+        Option("strip_accents", "--strip-accents/--keep-accents", bool, None,
+               "Strip accents (default: same as --lowercase).", show_default=False),
+        Option("algorithm", "--algorithm", ("bpe", "likelihood"), "bpe",
+               "bpe: what tokenizers trains (merges by pair count); likelihood: the original WordPiece score "
+               "f(ab)/(f(a)f(b))."),
+        Option("min_pair_frequency", "--min-pair-frequency", int, None,
+               "likelihood only: pairs rarer than this are never merged (default: max(2, --min-frequency)).",
+               show_default=False, minimum=1),
+    )
     options = {
         "limit_alphabet": 1000,
         "initial_alphabet": (),
@@ -174,7 +381,31 @@ class WordPieceTrainer(Trainer):
         "handle_chinese_chars": True,
     }
     count_options = ("lowercase", "strip_accents", "clean_text", "handle_chinese_chars")
+    reference_function = "train_wordpiece"
     has_forced_mode = True
+
+    def conflicts(self, settings: Mapping[str, Any], *, backend: str, check: bool) -> Iterable[str]:
+        likelihood = settings.get("algorithm") == "likelihood"
+        if likelihood and backend == "fast":
+            yield "--backend fast trains the bpe algorithm only (not --algorithm likelihood)"
+        if likelihood and check:
+            yield "--check compares with tokenizers, which trains the bpe algorithm only"
+        if settings.get("min_pair_frequency") is not None and not likelihood:
+            yield "--min-pair-frequency is for --algorithm likelihood only"
+
+    def from_fast(self, trained: Any, settings: Mapping[str, Any]) -> "Tokenizer":
+        """BERT's tokenizer (with ``[CLS] A [SEP]``) on the vocabulary ``tokenizers`` trained."""
+        from toktools import fast
+        from toktools.presets import WordPieceTokenizer
+        from toktools.wordpiece import loads_vocab_txt
+
+        specials = settings["special_tokens"]
+        if trained.get_vocab_size(with_added_tokens=False) <= len(set(specials)):
+            raise ToktoolsError("the corpus is empty: no words to learn from")
+        tokenizer = WordPieceTokenizer.bert(loads_vocab_txt(fast.wordpiece_vocab_txt(trained)),
+                                            lowercase=settings["lowercase"], strip_accents=settings["strip_accents"])
+        tokenizer.add_special_tokens(specials)
+        return tokenizer
 
     def count_words(self, files: Sequence[str] | None, options: Mapping[str, Any], *, texts: Iterable[str] | None = None,
                     workers: int | None = None, **reading: Any) -> dict[str, int]:
@@ -185,13 +416,6 @@ class WordPieceTrainer(Trainer):
         normalizer = BertNormalizerConfig(clean_text=merged["clean_text"], handle_chinese_chars=merged["handle_chinese_chars"],
                                           strip_accents=merged["strip_accents"], lowercase=merged["lowercase"])
         return training.count_wordpiece_words(files, texts=texts, normalizer=normalizer, workers=workers, **reading)
-
-    def train(self, vocab_size: int, min_frequency: int, special_tokens: Sequence[str], word_counts: dict[str, int],
-              options: Mapping[str, Any], forced_order: Any = None) -> "Tokenizer":
-        from toktools import training
-
-        return training.train_wordpiece(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=special_tokens,
-                                        word_counts=word_counts, forced_order=forced_order, **self.with_defaults(options))
 
     def train_fast(self, files: Sequence[str], vocab_size: int, min_frequency: int, special_tokens: Sequence[str],
                    options: Mapping[str, Any]) -> Any:
@@ -206,3 +430,72 @@ class WordPieceTrainer(Trainer):
         from toktools.wordpiece import loads_vocab_txt
 
         return _in_id_order(loads_vocab_txt((directory / "vocab.txt").read_text(encoding="utf-8")))
+
+
+@register_trainer
+class UnigramTrainer(Trainer):
+    """SentencePiece-style Unigram (``SentencePieceUnigramTokenizer.train``: Nmt + NFKC, Metaspace
+    words, EM and pruning as ``tokenizers``' ``UnigramTrainer``; :mod:`toktools.unigram_trainer`).
+
+    ``tokenizers`` visits words in hash order, so its vocabulary differs from run to run on
+    near-ties (``shared/spec/unigram.md`` §5.6): parity is the same algorithm, not the same bytes.
+    """
+
+    name = "unigram"
+    help = """Train a SentencePiece-style Unigram vocabulary (unigram.json + tokenizer.json).
+
+    This is what tokenizers' SentencePieceUnigramTokenizer.train does: NMT and NFKC
+    normalisation, spaces as ▁ (prepended to every line), EM over the piece probabilities,
+    pruning to the vocabulary size. CORPUS is one or more files (plain, .gz, .xz, .bz2),
+    directories, or - for standard input.
+
+    \b
+    Examples:
+      toktools train unigram wiki.txt -o my-unigram --vocab-size 8000
+      toktools train unigram zh.txt -o zh-unigram --vocab-size 30000 --special-tokens "<pad>,<unk>,[CLS],[SEP],[MASK]"
+    """
+    check_help = ("Also train with tokenizers and report parity (tokenizers' Unigram training is not deterministic: "
+                  "exit code 3 only if they differ beyond that).")
+    model_files = ("unigram.json",)
+    default_special_tokens = ("<unk>",)
+    cli_options = (
+        vocab_size_option(8000),
+        special_tokens_option(default_special_tokens),
+        Option("unk_token", "--unk-token", str, "<unk>",
+               "The unknown token (id 0 unless it is one of --special-tokens)."),
+        Option("shrinking_factor", "--shrinking-factor", float, 0.75,
+               "Each pruning round keeps this share of the pieces.", minimum=0.0),
+        Option("max_piece_length", "--max-piece-length", int, 16, "Longest piece, in characters.", minimum=1),
+        Option("n_sub_iterations", "--n-sub-iterations", int, 2, "EM steps between two pruning rounds.", minimum=1),
+        Option("initial_alphabet", "--initial-alphabet", list, (),
+               "Comma-separated characters kept in the vocabulary even if the corpus lacks them.", show_default=False),
+    )
+    options = {
+        "unk_token": "<unk>",  # tokenizers' UnigramTrainer: none (then an unseen character cannot be encoded)
+        "initial_alphabet": (),
+        "shrinking_factor": 0.75,
+        "max_piece_length": 16,
+        "n_sub_iterations": 2,
+    }
+    count_options = ()
+    reference_function = "train_unigram"
+
+    def count_settings(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        return {"normalizer": "Nmt+NFKC", "prepend_scheme": "always"}
+
+    def count_words(self, files: Sequence[str] | None, options: Mapping[str, Any], *, texts: Iterable[str] | None = None,
+                    workers: int | None = None, **reading: Any) -> dict[str, int]:
+        from toktools import training
+
+        return training.count_unigram_words(files, texts=texts, workers=workers, **reading)
+
+    def train_fast(self, files: Sequence[str], vocab_size: int, min_frequency: int, special_tokens: Sequence[str],
+                   options: Mapping[str, Any]) -> Any:
+        from toktools import fast
+
+        return fast.train_unigram(list(files), vocab_size, special_tokens, **self.with_defaults(options))
+
+    def read_vocab(self, directory: Path) -> list[str]:
+        import json
+
+        return [piece for piece, _ in json.loads((directory / "unigram.json").read_text(encoding="utf-8"))["vocab"]]

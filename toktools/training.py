@@ -1,20 +1,23 @@
-"""Training entry points: corpus → word counts → merge engine → a ready tokenizer.
+"""Training entry points: corpus → word counts → training engine → a ready tokenizer.
 
 ``train_bytebpe`` takes the same arguments, with the same defaults, as
-``tokenizers.ByteLevelBPETokenizer.train``, so the same call on both sides gives the same files.
+``tokenizers.ByteLevelBPETokenizer.train``, so the same call on both sides gives the same files
+(likewise ``train_wordpiece`` / ``BertWordPieceTokenizer`` and ``train_unigram`` /
+``SentencePieceUnigramTokenizer``).
 """
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from toktools import bpe, bytelevel, corpus
 from toktools.encoding import AddedToken
 from toktools.errors import ToktoolsError
-from toktools.presets import ByteLevelBPETokenizer, WordPieceTokenizer, roberta_processing
+from toktools.presets import ByteLevelBPETokenizer, WordPieceTokenizer, roberta_processing, sentencepiece_unigram
 
 if TYPE_CHECKING:  # pragma: no cover
     from toktools.bert_text import BertNormalizerConfig
+    from toktools.tokenizer import Tokenizer
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
@@ -227,4 +230,94 @@ def train_wordpiece(
     # the trainer's special tokens are all registered, as tokenizers does after training
     tokenizer.add_special_tokens(list(special_tokens))
     tokenizer.training_result = result  # type: ignore[attr-defined]
+    return tokenizer
+
+
+@functools.lru_cache(maxsize=4)
+def _unigram_pipeline(add_prefix_space: bool) -> Any:
+    from toktools.parts.unigram import Unigram
+
+    return sentencepiece_unigram(Unigram(), add_prefix_space=add_prefix_space)
+
+
+def unigram_words(text: str, add_prefix_space: bool = True) -> list[str]:
+    """The words ``SentencePieceUnigramTokenizer`` counts in one sequence: Nmt, NFKC, runs of
+    spaces made one, then Metaspace (``▁word`` pieces)."""
+    pipeline = _unigram_pipeline(add_prefix_space)
+    return [word for word, _ in pipeline.pre_tokenizer.pre_tokenize_str(pipeline.normalizer.normalize_str(text))]
+
+
+def unigram_training_words(chunk: str, add_prefix_space: bool = True) -> list[str]:
+    """The words of a chunk of ``\\n``-terminated training lines, each line one sequence as
+    ``tokenizers`` reads files (the line break becomes a space, then a final ``▁``)."""
+    lines = chunk.split("\n")
+    words = [word for line in lines[:-1] for word in unigram_words(line + "\n", add_prefix_space)]
+    return words + unigram_words(lines[-1], add_prefix_space) if lines[-1] else words
+
+
+def count_unigram_words(
+    files: Sequence[str] | None = None,
+    *,
+    texts: Iterable[str] | None = None,
+    add_prefix_space: bool = True,
+    workers: int | None = None,
+    errors: corpus.ErrorPolicy = "strict",
+    json_field: str | None = None,
+    progress: Progress | None = None,
+) -> dict[str, int]:
+    """Unigram word counts: files are cut into lines as ``tokenizers`` does; each item of
+    ``texts`` is one sequence (like ``train_from_iterator``)."""
+    if texts is not None:
+        counts: dict[str, int] = {}
+        for text in texts:
+            for word in unigram_words(text, add_prefix_space):
+                counts[word] = counts.get(word, 0) + 1
+        if not counts:
+            raise ToktoolsError("the corpus is empty: no words to learn from")
+        return counts
+    splitter = functools.partial(unigram_training_words, add_prefix_space=add_prefix_space)
+    sources = corpus.expand_sources(list(files or []), json_field)
+    return corpus.count_words(sources, splitter, workers=workers, errors=errors, progress=_stage(progress, "read"))
+
+
+def train_unigram(
+    files: Sequence[str] | None = None,
+    vocab_size: int = 8000,
+    special_tokens: Sequence[str] = (),
+    *,
+    texts: Iterable[str] | None = None,
+    word_counts: dict[str, int] | None = None,
+    unk_token: str | None = None,
+    initial_alphabet: Sequence[str] = (),
+    shrinking_factor: float = 0.75,
+    max_piece_length: int = 16,
+    n_sub_iterations: int = 2,
+    add_prefix_space: bool = True,
+    workers: int | None = None,
+    errors: corpus.ErrorPolicy = "strict",
+    json_field: str | None = None,
+    progress: Progress | None = None,
+) -> "Tokenizer":
+    """Train a SentencePiece-style Unigram tokenizer with ``SentencePieceUnigramTokenizer.train``'s
+    pipeline and ``UnigramTrainer``'s options and defaults (:mod:`toktools.unigram_trainer`).
+
+    ``tokenizers`` visits words in hash order, so its vocabulary varies from run to run on
+    near-ties; ours is the same for the same input (``shared/spec/unigram.md`` §5.6).
+    """
+    from toktools.unigram_trainer import UnigramTrainer
+
+    if word_counts is None:
+        word_counts = count_unigram_words(files, texts=texts, add_prefix_space=add_prefix_space, workers=workers,
+                                          errors=errors, json_field=json_field, progress=progress)
+    em = _stage(progress, "em")
+    trainer = UnigramTrainer(vocab_size, n_sub_iterations=n_sub_iterations, shrinking_factor=shrinking_factor,
+                             special_tokens=special_tokens, unk_token=unk_token, initial_alphabet=initial_alphabet,
+                             max_piece_length=max_piece_length,
+                             progress=None if em is None else lambda _stage_name, step, pieces: em(step, pieces))
+    model = trainer.train(word_counts)
+    vocab = model.get_vocab()
+    # the trainer's special tokens are all registered, as tokenizers does after training
+    added = [AddedToken(t, vocab[t]) for t in dict.fromkeys(special_tokens)]
+    tokenizer = sentencepiece_unigram(model, add_prefix_space=add_prefix_space, added_tokens=added)
+    tokenizer.training_result = None  # type: ignore[attr-defined]
     return tokenizer

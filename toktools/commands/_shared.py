@@ -13,7 +13,7 @@ from toktools.errors import ToktoolsError
 
 @contextmanager
 def _progress(enabled: bool) -> Iterator[Any]:
-    """A rich progress display on stderr: bytes read, then merges. Yields a callback
+    """A rich progress display on stderr: bytes read, then merges (or Unigram's EM steps). Yields a callback
     ``(stage, done, total)`` or None when disabled or stderr is not a terminal.
 
     Only reading gets a time estimate: bytes are read at a steady rate. Merges are not: the
@@ -40,8 +40,11 @@ def _progress(enabled: bool) -> Iterator[Any]:
                   TimeElapsedColumn(), _HonestRemaining(), console=console, transient=False) as progress:
         def update(stage: str, done: int, total: int) -> None:
             if stage not in tasks:
-                label = {"read": "reading", "merge": "merging", "encode": "encoding"}.get(stage, stage)
-                tasks[stage] = progress.add_task(label, total=total or None, amount="", eta=stage != "merge")
+                label = {"read": "reading", "merge": "merging", "encode": "encoding", "em": "EM"}.get(stage, stage)
+                tasks[stage] = progress.add_task(label, total=total or None, amount="", eta=stage not in ("merge", "em"))
+            if stage == "em":  # Unigram: EM steps until the vocabulary is pruned to size (no known end)
+                progress.update(tasks[stage], completed=done, total=None, amount=f"step {done}, {total} pieces")
+                return
             amount = f"{done}/{total} merges (at most)" if stage == "merge" else f"{done / 1e6:.1f}/{total / 1e6:.1f} MB"
             progress.update(tasks[stage], completed=done, total=total or None, amount=amount)
         yield update

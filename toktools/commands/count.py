@@ -68,11 +68,6 @@ def _check_model_options(kind: str) -> None:
         raise click.UsageError(f"{', '.join(flags[name] for name in given)} does not apply to --model {kind}")
 
 
-def _count_settings(kind: str, lowercase: bool, strip_accents: bool | None, add_prefix_space: bool) -> dict[str, object]:
-    """The settings a counts file must have been made with (compared on --from-counts)."""
-    return get_trainer(kind).count_settings(_count_options(kind, lowercase, strip_accents, add_prefix_space))
-
-
 def _load_counts(path: Path, kind: str, expected: dict[str, object]) -> dict[str, int]:
     from toktools.corpus import read_counts
 
