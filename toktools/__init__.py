@@ -1,5 +1,5 @@
-"""toktools: reference WordPiece and byte-level BPE tokenizers in pure Python, byte-identical to
-HuggingFace ``tokenizers``.
+"""toktools: reference WordPiece, byte-level BPE and Unigram tokenizers in pure Python, checked
+against HuggingFace ``tokenizers``.
 
     >>> import toktools
     >>> tok = toktools.train_bytebpe(["corpus.txt"], vocab_size=8000)   # doctest: +SKIP
@@ -22,6 +22,9 @@ _LAZY = {
     "load": "toktools.formats",
     "train_bytebpe": "toktools.training",
     "train_wordpiece": "toktools.training",
+    "train_unigram": "toktools.training",
+    "train": "toktools.trainers",
+    "trainer_names": "toktools.trainers",
     "shipped_names": "toktools.shipped",
     "Tokenizer": "toktools.tokenizer",
     "byte_level_bpe": "toktools.presets",
@@ -39,7 +42,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from toktools.pretrain import make_pretraining_data
     from toktools.shipped import shipped_names
     from toktools.tokenizer import Tokenizer
-    from toktools.training import train_bytebpe, train_wordpiece
+    from toktools.trainers import train, trainer_names
+    from toktools.training import train_bytebpe, train_unigram, train_wordpiece
 
 
 def __getattr__(name: str) -> Any:

@@ -22,7 +22,6 @@ from toktools.bytelevel import is_byte_symbols, symbols_to_bytes
 from toktools.encoding import AddedToken
 from toktools.errors import ToktoolsError
 from toktools.files import _umask, dumps_tokenizer_json, write_files_atomically  # noqa: F401 (re-exported)
-from toktools.parts import post_processors
 from toktools.parts.registry import part_from_json
 from toktools.tokenizer import Tokenizer
 from toktools.validate import parse_json, validate_tokenizer_json
@@ -216,30 +215,12 @@ def export(tokenizer: Tokenizer, target: str, directory: str | Path, *, overwrit
 
 def transformers_config_files(tokenizer: Tokenizer, model_max_length: int = 512) -> dict[str, str]:
     """``tokenizer_config.json`` + ``special_tokens_map.json`` so that
-    ``transformers.AutoTokenizer.from_pretrained(dir)`` picks the right class (BERT, RoBERTa or
-    GPT-2, read from the parts) and knows the special tokens; the pipeline itself comes from
-    ``tokenizer.json``."""
-    def present(token: str) -> bool:
-        return tokenizer.token_to_id(token) is not None
-
-    normalizer = tokenizer.normalizer
-    if tokenizer.model.type == "WordPiece":
-        roles = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]", "mask_token": "[MASK]"}
-        config: dict[str, Any] = {
-            "tokenizer_class": "BertTokenizer",
-            "do_lower_case": bool(getattr(normalizer, "lowercase", False)),
-            "strip_accents": getattr(normalizer, "strip_accents", None),
-            "tokenize_chinese_chars": bool(getattr(normalizer, "handle_chinese_chars", False)),
-        }
-    else:
-        roles = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "sep_token": "</s>", "pad_token": "<pad>",
-                 "cls_token": "<s>", "mask_token": "<mask>"}
-        roberta = isinstance(tokenizer.post_processor, post_processors.RobertaProcessing)
-        config = {"tokenizer_class": "RobertaTokenizer" if roberta else "GPT2Tokenizer",
-                  "add_prefix_space": bool(getattr(tokenizer.pre_tokenizer, "add_prefix_space", False))}
-    specials = {role: token for role, token in roles.items() if present(token)}
-    config.update(specials)
-    config.update({"model_max_length": model_max_length, "clean_up_tokenization_spaces": False})
+    ``transformers.AutoTokenizer.from_pretrained(dir)`` picks the class the model names (BERT,
+    RoBERTa, GPT-2, or the generic one that runs ``tokenizer.json``) and knows the special
+    tokens of the family that the tokenizer has."""
+    config, roles = tokenizer.model.transformers_config(tokenizer)
+    specials = {role: token for role, token in roles.items() if tokenizer.token_to_id(token) is not None}
+    config = {**config, **specials, "model_max_length": model_max_length, "clean_up_tokenization_spaces": False}
     return {
         "tokenizer_config.json": json.dumps(config, ensure_ascii=False, indent=2) + "\n",
         "special_tokens_map.json": json.dumps(specials, ensure_ascii=False, indent=2) + "\n",

@@ -27,12 +27,28 @@ def register_trainer(cls: type["Trainer"]) -> type["Trainer"]:
     return cls
 
 
+def trainer_names() -> list[str]:
+    """The trainable model families (``toktools train NAME``)."""
+    return list(TRAINERS)
+
+
 def get_trainer(name: str) -> "Trainer":
     """The trainer called ``name``, or one clear error listing the known ones."""
     found = TRAINERS.get(name)
     if found is None:
         raise ToktoolsError(f"unknown tokenizer kind {name!r} ({' or '.join(TRAINERS)})")
     return found
+
+
+def train(name: str, files: Sequence[str] = (), *, backend: str = "reference", word_counts: dict[str, int] | None = None,
+          workers: int | None = None, errors: str = "strict", json_field: str | None = None, progress: Any = None,
+          **settings: Any) -> "Tokenizer":
+    """Train the ``name`` family on corpus ``files`` as ``toktools train NAME`` does:
+    ``toktools.train("unigram", ["corpus.txt"], vocab_size=8000, backend="fast")``. The
+    settings are those of the command (``vocab_size``, ``special_tokens`` …, see
+    :attr:`Trainer.cli_options`), with its defaults."""
+    return get_trainer(name).run(files, settings, backend=backend, word_counts=word_counts, workers=workers,
+                                 errors=errors, json_field=json_field, progress=progress)
 
 
 class OptionConflict(ToktoolsError):

@@ -43,3 +43,24 @@ def count(node: dict[str, Any], name: str, part: str) -> int:
     if value < 0:
         raise ToktoolsError(f"{part}: field {name!r} must be >= 0, got {value!r}")
     return value
+
+
+class ByteLevelOptions:
+    """The three options every ``ByteLevel`` node carries, whether pre-tokeniser, post-processor
+    or decoder (each part uses only some of them; all round-trip)."""
+
+    type = "ByteLevel"
+
+    def __init__(self, add_prefix_space: bool = True, trim_offsets: bool = True, use_regex: bool = True) -> None:
+        self.add_prefix_space = add_prefix_space
+        self.trim_offsets = trim_offsets
+        self.use_regex = use_regex
+
+    @classmethod
+    def from_json(cls, node: dict[str, Any]) -> Any:
+        part = f"{getattr(cls, 'category', '').replace('_', '-')} ByteLevel"
+        return cls(*(field(node, name, bool, part, True) for name in ("add_prefix_space", "trim_offsets", "use_regex")))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.type, "add_prefix_space": self.add_prefix_space, "trim_offsets": self.trim_offsets,
+                "use_regex": self.use_regex}

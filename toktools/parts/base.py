@@ -192,6 +192,10 @@ class Decoder(Part):
         return "".join(self.decode_chain(list(tokens)))
 
 
+#: special-token roles for ``transformers`` when a model family has no convention of its own
+GENERIC_ROLES = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>", "mask_token": "<mask>"}
+
+
 class Model(Part):
     """Cuts one pre-tokenised word into tokens. Offsets are character offsets inside the word
     (for byte-level BPE the word is already in byte symbols, one character per byte)."""
@@ -234,6 +238,14 @@ class Model(Part):
     def files(self) -> dict[str, str]:
         """The model's own files (``vocab.txt``, ``vocab.json`` + ``merges.txt`` …) by name."""
         return {}
+
+    def transformers_config(self, tokenizer: Any) -> tuple[dict[str, Any], dict[str, str]]:
+        """What ``transformers`` needs beside ``tokenizer.json`` for a tokenizer with this model:
+        the ``tokenizer_config.json`` settings (``tokenizer_class`` first) and the special-token
+        roles of the family (``{"unk_token": "<unk>", ...}``; roles whose token the tokenizer
+        lacks are left out by the caller). By default the generic class, which runs
+        ``tokenizer.json`` as it is."""
+        return {"tokenizer_class": "PreTrainedTokenizerFast"}, dict(GENERIC_ROLES)
 
 
 class PostProcessor(Part):

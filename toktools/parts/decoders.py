@@ -5,6 +5,7 @@ from typing import Any
 
 from toktools.bytelevel import is_byte_symbols, symbols_to_bytes
 from toktools.errors import ToktoolsError
+from toktools.parts._fields import ByteLevelOptions
 from toktools.parts.base import Decoder, Piece  # noqa: F401 (used by the other parts)
 from toktools.parts.registry import register
 from toktools.wordpiece import wordpiece_decode_chain
@@ -15,24 +16,9 @@ from toktools.wordpiece import wordpiece_decode_chain
 
 
 @register
-class ByteLevel(Decoder):
+class ByteLevel(ByteLevelOptions, Decoder):
     """Byte symbols back to bytes (a token with any other character keeps its own UTF-8), then
     UTF-8 with replacement, as one string. The three options only round-trip the node."""
-
-    type = "ByteLevel"
-
-    def __init__(self, add_prefix_space: bool = True, trim_offsets: bool = True, use_regex: bool = True) -> None:
-        self.add_prefix_space = add_prefix_space
-        self.trim_offsets = trim_offsets
-        self.use_regex = use_regex
-
-    @classmethod
-    def from_json(cls, node: dict[str, Any]) -> "ByteLevel":
-        return cls(*(bool(node.get(name, True)) for name in ("add_prefix_space", "trim_offsets", "use_regex")))
-
-    def to_json(self) -> dict[str, Any]:
-        return {"type": self.type, "add_prefix_space": self.add_prefix_space, "trim_offsets": self.trim_offsets,
-                "use_regex": self.use_regex}
 
     def decode_chain(self, tokens: list[str]) -> list[str]:
         data = bytearray()

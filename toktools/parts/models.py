@@ -269,6 +269,14 @@ class BPE(_CachedWords):
     def files(self) -> dict[str, str]:
         return {"vocab.json": bpe.dumps_vocab_json(self.vocab), "merges.txt": bpe.dumps_merges_txt(self.merges)}
 
+    def transformers_config(self, tokenizer: Any) -> tuple[dict[str, Any], dict[str, str]]:
+        """GPT-2's class, or RoBERTa's when the post-processor adds ``<s> A </s>``; RoBERTa's roles."""
+        roberta = getattr(tokenizer.post_processor, "type", None) == "RobertaProcessing"
+        config = {"tokenizer_class": "RobertaTokenizer" if roberta else "GPT2Tokenizer",
+                  "add_prefix_space": bool(getattr(tokenizer.pre_tokenizer, "add_prefix_space", False))}
+        return config, {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "sep_token": "</s>",
+                        "pad_token": "<pad>", "cls_token": "<s>", "mask_token": "<mask>"}
+
     def tokenize(self, word: str) -> WordTokens:
         vocab = self.vocab
         if not word:
@@ -383,6 +391,16 @@ class WordPiece(_CachedWords):
 
     def files(self) -> dict[str, str]:
         return {"vocab.txt": dumps_vocab_txt(self.vocab)}
+
+    def transformers_config(self, tokenizer: Any) -> tuple[dict[str, Any], dict[str, str]]:
+        """BERT's class, with the BERT normaliser's settings it rebuilds the pipeline from."""
+        normalizer = tokenizer.normalizer
+        config = {"tokenizer_class": "BertTokenizer",
+                  "do_lower_case": bool(getattr(normalizer, "lowercase", False)),
+                  "strip_accents": getattr(normalizer, "strip_accents", None),
+                  "tokenize_chinese_chars": bool(getattr(normalizer, "handle_chinese_chars", False))}
+        return config, {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
+                        "mask_token": "[MASK]"}
 
     def tokenize(self, word: str) -> WordTokens:
         if not word:

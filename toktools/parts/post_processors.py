@@ -8,6 +8,7 @@ from typing import Any
 
 from toktools.encoding import Encoding
 from toktools.errors import ToktoolsError
+from toktools.parts._fields import ByteLevelOptions
 from toktools.parts.base import PostProcessor
 from toktools.parts.registry import part_from_json, register
 from toktools.wordpiece import RUST_WHITESPACE
@@ -120,23 +121,8 @@ class RobertaProcessing(PostProcessor):
 
 
 @register
-class ByteLevel(PostProcessor):
+class ByteLevel(ByteLevelOptions, PostProcessor):
     """Adds no token; with ``trim_offsets`` the offsets skip spaces (see :func:`trim_offsets`)."""
-
-    type = "ByteLevel"
-
-    def __init__(self, add_prefix_space: bool = True, trim_offsets: bool = True, use_regex: bool = True) -> None:
-        self.add_prefix_space = add_prefix_space
-        self.trim_offsets = trim_offsets
-        self.use_regex = use_regex
-
-    @classmethod
-    def from_json(cls, node: dict[str, Any]) -> "ByteLevel":
-        return cls(*(bool(node.get(name, True)) for name in ("add_prefix_space", "trim_offsets", "use_regex")))
-
-    def to_json(self) -> dict[str, Any]:
-        return {"type": self.type, "add_prefix_space": self.add_prefix_space, "trim_offsets": self.trim_offsets,
-                "use_regex": self.use_regex}
 
     def added_tokens(self, is_pair: bool) -> int:
         return 0

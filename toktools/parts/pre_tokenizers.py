@@ -5,19 +5,13 @@ from typing import Any, Iterable, Match
 
 from toktools import bert_text, bytelevel
 from toktools.errors import ToktoolsError
+from toktools.parts._fields import ByteLevelOptions
 from toktools.parts.base import WHOLE_TEXT, Piece, PreTokenizer, Words
 from toktools.parts.registry import register
 
 # ---------------------------------------------------------------------------------------------
 # BERT and byte-level parts (the presets' own)
 # ---------------------------------------------------------------------------------------------
-
-
-def _bool_of(node: dict[str, Any], name: str, default: bool) -> bool:
-    value = node.get(name, default)
-    if not isinstance(value, bool):
-        raise ToktoolsError(f"tokenizer.json: {node.get('type')} field {name!r} must be true or false, not {value!r}")
-    return value
 
 
 @register
@@ -42,25 +36,10 @@ class BertPreTokenizer(PreTokenizer):
 
 
 @register
-class ByteLevel(PreTokenizer):
+class ByteLevel(ByteLevelOptions, PreTokenizer):
     """GPT-2's pre-tokeniser: an optional prefix space, the GPT-2 split (``use_regex``), then
     every UTF-8 byte as a printable symbol. ``trim_offsets`` only matters to the post-processor
     of the same name; it is kept so that the node round-trips."""
-
-    type = "ByteLevel"
-
-    def __init__(self, add_prefix_space: bool = True, trim_offsets: bool = True, use_regex: bool = True) -> None:
-        self.add_prefix_space = add_prefix_space
-        self.trim_offsets = trim_offsets
-        self.use_regex = use_regex
-
-    @classmethod
-    def from_json(cls, node: dict[str, Any]) -> "ByteLevel":
-        return cls(_bool_of(node, "add_prefix_space", True), _bool_of(node, "trim_offsets", True), _bool_of(node, "use_regex", True))
-
-    def to_json(self) -> dict[str, Any]:
-        return {"type": self.type, "add_prefix_space": self.add_prefix_space, "trim_offsets": self.trim_offsets,
-                "use_regex": self.use_regex}
 
     def _matches(self, text: str) -> Iterable[Match[str]]:
         if not self.use_regex:

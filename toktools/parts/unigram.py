@@ -301,6 +301,14 @@ class Unigram(Model):
         """``unigram.json``, as ``tokenizers``' ``Model.save`` writes it (the model node, pretty-printed)."""
         return {"unigram.json": json.dumps(self.to_json(), ensure_ascii=False, indent=2)}
 
+    def transformers_config(self, tokenizer: Any) -> tuple[dict[str, Any], dict[str, str]]:
+        """ALBERT's special-token roles, with the generic class: transformers 5's ``AlbertTokenizer``
+        rebuilds its own pipeline from the vocabulary (its normaliser, ``unk_id`` 1, ``[CLS] A
+        [SEP]``), which would encode differently; the generic class runs ``tokenizer.json``."""
+        return {"tokenizer_class": "PreTrainedTokenizerFast"}, {
+            "bos_token": "[CLS]", "eos_token": "[SEP]", "unk_token": "<unk>", "sep_token": "[SEP]", "pad_token": "<pad>",
+            "cls_token": "[CLS]", "mask_token": "[MASK]"}
+
     # -- the model interface ----------------------------------------------------------------
     def get_vocab(self) -> dict[str, int]:
         return dict(self.token_ids)
