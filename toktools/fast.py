@@ -10,7 +10,7 @@ import shutil
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import tokenizers
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
@@ -187,18 +187,15 @@ def train_unigram(
     special_tokens: Sequence[str] = (),
     *,
     texts: Iterable[str] | None = None,
-    unk_token: str | None = None,
-    initial_alphabet: Sequence[str] = (),
-    shrinking_factor: float = 0.75,
-    max_piece_length: int = 16,
-    n_sub_iterations: int = 2,
     add_prefix_space: bool = True,
+    **trainer_options: Any,
 ) -> Tokenizer:
-    """``SentencePieceUnigramTokenizer().train(...)`` with the settings of :func:`toktools.train_unigram`."""
-    trainer = trainers.UnigramTrainer(vocab_size=vocab_size, special_tokens=list(special_tokens), unk_token=unk_token,
-                                      initial_alphabet=list(initial_alphabet), shrinking_factor=shrinking_factor,
-                                      max_piece_length=max_piece_length, n_sub_iterations=n_sub_iterations,
-                                      show_progress=False)
+    """``SentencePieceUnigramTokenizer().train(...)`` with the settings of :func:`toktools.train_unigram`
+    (``unk_token``, ``initial_alphabet``, ``shrinking_factor``, ``max_piece_length``, ``n_sub_iterations``)."""
+    if "initial_alphabet" in trainer_options:
+        trainer_options["initial_alphabet"] = list(trainer_options["initial_alphabet"])
+    trainer = trainers.UnigramTrainer(vocab_size=vocab_size, special_tokens=list(special_tokens), show_progress=False,
+                                      **trainer_options)
     return _train(unigram_tokenizer(add_prefix_space), trainer, files, texts)
 
 

@@ -1137,7 +1137,7 @@ def _report(
         first = _first_vocab_difference(ref_layout, fast_layout)
         counts = word_counts()
         prepared.info.distinct_words = len(counts)
-        alphabet = compare_alphabets(ref_layout.alphabet, fast_layout.alphabet, counts, settings["options"]["limit_alphabet"],
+        alphabet = compare_alphabets(ref_layout.alphabet, fast_layout.alphabet, counts, settings["options"].get("limit_alphabet"),
                                      trainer.initial_alphabet(settings["options"]))
         symbols = compare_symbol_blocks(ref_layout.symbols, fast_layout.symbols)
         if trainer.explains_merges and alphabet is None and symbols is None:

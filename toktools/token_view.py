@@ -3,12 +3,13 @@
 Reports, ``inspect`` and ``compare`` ask questions such as "which bytes does this token stand
 for?", "is it a continuation piece?", "which token is the unknown one?". The answers depend on
 the model (byte-level BPE, WordPiece, Metaspace pieces…), and this module is the only place
-that knows how to get them. It reads the tokenizer's public ``tokenizer.json`` document
-(``to_tokenizer_json()``: model type, continuing-subword prefix, end-of-word suffix, decoder,
-unk token, added tokens, merges) and the protocol methods (``get_vocab``, ``encode``…), never a
-model's attributes, so a new model class only has to write its ``tokenizer.json`` correctly.
+that asks. It asks the parts themselves, through one method of the part interface
+(:meth:`~toktools.parts.base.Part.spelling`: byte-level symbols, the ▁ character, continuing-
+subword prefix, end-of-word suffix, unk token, merges), and the protocol methods
+(``get_vocab``, ``encode``…) — never a part's type — so a new part only has to say how it spells
+tokens.
 
-The document is read once per tokenizer and cached (weakly, and rebuilt when the vocabulary
+The facts are gathered once per tokenizer and cached (weakly, and rebuilt when the vocabulary
 size changes, e.g. after ``add_special_tokens``).
 """
 from __future__ import annotations
@@ -68,46 +69,30 @@ class TokenizerView:
         return self.model_type.lower()
 
 
-def _types(node: Any) -> list[dict[str, Any]]:
-    """A pipeline node and, for ``Sequence`` nodes, its members."""
-    if not isinstance(node, dict):
-        return []
-    members = node.get("pretokenizers") or node.get("decoders") or node.get("normalizers") or []
-    return [node, *[m for member in members for m in _types(member)]]
-
-
 def _build(tokenizer: Any) -> TokenizerView:
-    document = tokenizer.to_tokenizer_json()
-    model = document.get("model") or {}
-    decoders = _types(document.get("decoder"))
-    pre_tokenizers = _types(document.get("pre_tokenizer"))
-    byte_level = any(node.get("type") == "ByteLevel" for node in decoders + pre_tokenizers)
-    metaspace = next((node.get("replacement", "▁") for node in decoders + pre_tokenizers
-                      if node.get("type") == "Metaspace"), None)
-    prefix = model.get("continuing_subword_prefix")
-    if prefix is None:
-        prefix = next((node.get("prefix") for node in decoders if node.get("type") == "WordPiece"), None)
-    raw_vocab = model.get("vocab") or {}
-    if isinstance(raw_vocab, list):  # Unigram: [[piece, score], ...]
-        vocab = {entry[0]: index for index, entry in enumerate(raw_vocab)}
-    else:
-        vocab = dict(raw_vocab)
-    unk = model.get("unk_token")
-    if unk is None and model.get("unk_id") is not None and isinstance(raw_vocab, list):
-        unk = raw_vocab[model["unk_id"]][0]
-    added_json = document.get("added_tokens") or []
+    """The facts, as the parts tell them (:meth:`~toktools.parts.base.Part.spelling`): the
+    model first, then the decoder, then the pre-tokeniser."""
+    model = tokenizer.model
+    facts = dict(model.spelling())
+    for part in (tokenizer.decoder, tokenizer.pre_tokenizer):
+        for name, value in (part.spelling() if part is not None else {}).items():
+            if facts.get(name) is None:
+                facts[name] = value
+    vocab = model.get_vocab()
+    unk = facts.get("unk_token")
+    added_json = tokenizer.added_tokens_json()
     return TokenizerView(
-        model_type=str(model.get("type", "")),
-        byte_level=byte_level,
-        continuing_subword_prefix=prefix or None,
-        end_of_word_suffix=model.get("end_of_word_suffix") or None,
-        metaspace=metaspace,
-        byte_fallback=bool(model.get("byte_fallback")),
+        model_type=model.type,
+        byte_level=bool(facts.get("byte_level")),
+        continuing_subword_prefix=facts.get("continuing_subword_prefix") or None,
+        end_of_word_suffix=facts.get("end_of_word_suffix") or None,
+        metaspace=facts.get("metaspace"),
+        byte_fallback=bool(facts.get("byte_fallback")),
         unk_token=unk if unk in vocab else None,
         added={t["content"]: t["id"] for t in added_json},
         special={t["content"]: t["id"] for t in added_json if t.get("special")},
         model_vocab=vocab,
-        raw_merges=model.get("merges"),
+        raw_merges=facts.get("merges"),
     )
 
 

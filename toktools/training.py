@@ -26,6 +26,27 @@ def _stage(progress: Progress | None, stage: str) -> Callable[[int, int], None] 
     return None if progress is None else functools.partial(progress, stage)
 
 
+def _count_texts(texts: Iterable[str], words_of: Callable[[str], Iterable[str]]) -> dict[str, int]:
+    """Word counts of in-memory sequences (``train_from_iterator``: each text is one sequence),
+    in first-occurrence order."""
+    counts: dict[str, int] = {}
+    for text in texts:
+        for word in words_of(text):
+            counts[word] = counts.get(word, 0) + 1
+    if not counts:
+        raise ToktoolsError("the corpus is empty: no words to learn from")
+    return counts
+
+
+def _count_files(files: Sequence[str] | None, splitter: Callable[[str], Iterable[str]], *, workers: int | None = None,
+                 errors: corpus.ErrorPolicy = "strict", json_field: str | None = None,
+                 progress: Progress | None = None) -> dict[str, int]:
+    """Word counts of corpus files, cut into lines as ``tokenizers`` does, on ``workers`` processes
+    (``splitter`` takes a chunk of whole lines; it must be picklable)."""
+    sources = corpus.expand_sources(list(files or []), json_field)
+    return corpus.count_words(sources, splitter, workers=workers, errors=errors, progress=_stage(progress, "read"))
+
+
 def count_bytebpe_words(
     files: Sequence[str] | None = None,
     *,
@@ -40,17 +61,14 @@ def count_bytebpe_words(
     """Byte-level word counts: files are cut into lines as ``tokenizers`` does; each item of
     ``texts`` is one sequence (like ``train_from_iterator``)."""
     if texts is not None:
-        counts: dict[str, int] = {}
-        for text in texts:
+        def pieces(text: str) -> list[str]:
             prepared = bytelevel.prefixed(text, add_prefix_space)
-            for piece in (bytelevel.split(prepared) if use_regex else [prepared] if prepared else []):
-                counts[piece] = counts.get(piece, 0) + 1
-        if not counts:
-            raise ToktoolsError("the corpus is empty: no words to learn from")
+            return bytelevel.split(prepared) if use_regex else [prepared] if prepared else []
+
+        counts = _count_texts(texts, pieces)
     else:
         splitter = functools.partial(bytelevel.training_pieces, add_prefix_space=add_prefix_space, use_regex=use_regex)
-        sources = corpus.expand_sources(list(files or []), json_field)
-        counts = corpus.count_words(sources, splitter, workers=workers, errors=errors, progress=_stage(progress, "read"))
+        counts = _count_files(files, splitter, workers=workers, errors=errors, json_field=json_field, progress=progress)
     to_symbols = bytelevel.text_to_symbols
     return {to_symbols(piece): count for piece, count in counts.items()}
 
@@ -130,16 +148,9 @@ def count_wordpiece_words(
 
     config = normalizer or bert_text.BertNormalizerConfig()
     if texts is not None:
-        counts: dict[str, int] = {}
-        for text in texts:
-            for word in bert_text.iter_words(text, config):
-                counts[word] = counts.get(word, 0) + 1
-        if not counts:
-            raise ToktoolsError("the corpus is empty: no words to learn from")
-        return counts
+        return _count_texts(texts, functools.partial(bert_text.iter_words, config=config))
     splitter = functools.partial(bert_text.iter_words, config=config)
-    sources = corpus.expand_sources(list(files or []), json_field)
-    return corpus.count_words(sources, splitter, workers=workers, errors=errors, progress=_stage(progress, "read"))
+    return _count_files(files, splitter, workers=workers, errors=errors, json_field=json_field, progress=progress)
 
 
 def forced_order_from_vocab(vocab_tokens: Sequence[str], special_tokens: Sequence[str], prefix: str = "##") -> tuple[list[str], list[str]]:
@@ -255,29 +266,13 @@ def unigram_training_words(chunk: str, add_prefix_space: bool = True) -> list[st
     return words + unigram_words(lines[-1], add_prefix_space) if lines[-1] else words
 
 
-def count_unigram_words(
-    files: Sequence[str] | None = None,
-    *,
-    texts: Iterable[str] | None = None,
-    add_prefix_space: bool = True,
-    workers: int | None = None,
-    errors: corpus.ErrorPolicy = "strict",
-    json_field: str | None = None,
-    progress: Progress | None = None,
-) -> dict[str, int]:
-    """Unigram word counts: files are cut into lines as ``tokenizers`` does; each item of
-    ``texts`` is one sequence (like ``train_from_iterator``)."""
+def count_unigram_words(files: Sequence[str] | None = None, *, texts: Iterable[str] | None = None,
+                        add_prefix_space: bool = True, **reading: Any) -> dict[str, int]:
+    """Unigram word counts, read as :func:`count_bytebpe_words` reads (``workers``, ``errors``,
+    ``json_field``, ``progress``)."""
     if texts is not None:
-        counts: dict[str, int] = {}
-        for text in texts:
-            for word in unigram_words(text, add_prefix_space):
-                counts[word] = counts.get(word, 0) + 1
-        if not counts:
-            raise ToktoolsError("the corpus is empty: no words to learn from")
-        return counts
-    splitter = functools.partial(unigram_training_words, add_prefix_space=add_prefix_space)
-    sources = corpus.expand_sources(list(files or []), json_field)
-    return corpus.count_words(sources, splitter, workers=workers, errors=errors, progress=_stage(progress, "read"))
+        return _count_texts(texts, functools.partial(unigram_words, add_prefix_space=add_prefix_space))
+    return _count_files(files, functools.partial(unigram_training_words, add_prefix_space=add_prefix_space), **reading)
 
 
 def train_unigram(

@@ -64,3 +64,15 @@ class ByteLevelOptions:
     def to_json(self) -> dict[str, Any]:
         return {"type": self.type, "add_prefix_space": self.add_prefix_space, "trim_offsets": self.trim_offsets,
                 "use_regex": self.use_regex}
+
+    def spelling(self) -> dict[str, Any]:
+        return {"byte_level": True}  # tokens in GPT-2's byte symbols
+
+
+def spelling_of(parts: Any) -> dict[str, Any]:
+    """The spelling facts of a ``Sequence``'s members; the first member to tell one wins."""
+    facts: dict[str, Any] = {}
+    for part in parts:
+        for name, value in part.spelling().items():
+            facts.setdefault(name, value)
+    return facts

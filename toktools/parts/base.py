@@ -112,6 +112,13 @@ class Part(ABC):
     def to_json(self) -> dict[str, Any]:
         """The node, equal to what ``tokenizers`` 0.23.3 writes for the same part."""
 
+    def spelling(self) -> dict[str, Any]:
+        """What this part tells about how tokens are spelled, for reports
+        (:mod:`toktools.token_view`): ``byte_level``, ``metaspace`` (the ▁ character),
+        ``continuing_subword_prefix``, ``end_of_word_suffix``, ``byte_fallback``, ``unk_token``,
+        ``merges``. Nothing by default."""
+        return {}
+
 
 class Normalizer(Part):
     category = "normalizer"

@@ -5,7 +5,7 @@ from typing import Any
 
 from toktools.bytelevel import is_byte_symbols, symbols_to_bytes
 from toktools.errors import ToktoolsError
-from toktools.parts._fields import ByteLevelOptions
+from toktools.parts._fields import ByteLevelOptions, spelling_of
 from toktools.parts.base import Decoder, Piece  # noqa: F401 (used by the other parts)
 from toktools.parts.registry import register
 from toktools.wordpiece import wordpiece_decode_chain
@@ -47,6 +47,9 @@ class WordPiece(Decoder):
     def to_json(self) -> dict[str, Any]:
         return {"type": self.type, "prefix": self.prefix, "cleanup": self.cleanup}
 
+    def spelling(self) -> dict[str, Any]:
+        return {"continuing_subword_prefix": self.prefix}
+
     def decode_chain(self, tokens: list[str]) -> list[str]:
         return wordpiece_decode_chain(tokens, self.prefix, self.cleanup)
 
@@ -84,6 +87,9 @@ class Metaspace(_Decoder):
     def to_json(self) -> dict[str, _Any]:
         return {"type": "Metaspace", "replacement": self.replacement, "prepend_scheme": self.prepend_scheme,
                 "split": self.split}
+
+    def spelling(self) -> dict[str, _Any]:
+        return {"metaspace": self.replacement}
 
     def decode_chain(self, tokens: list[str]) -> list[str]:
         out = []
@@ -269,6 +275,9 @@ class Sequence(_Decoder):
 
     def to_json(self) -> dict[str, _Any]:
         return {"type": "Sequence", "decoders": [d.to_json() for d in self.decoders]}
+
+    def spelling(self) -> dict[str, _Any]:
+        return spelling_of(self.decoders)
 
     def decode_chain(self, tokens: list[str]) -> list[str]:
         for decoder in self.decoders:

@@ -269,6 +269,10 @@ class BPE(_CachedWords):
     def files(self) -> dict[str, str]:
         return {"vocab.json": bpe.dumps_vocab_json(self.vocab), "merges.txt": bpe.dumps_merges_txt(self.merges)}
 
+    def spelling(self) -> dict[str, Any]:
+        return {"continuing_subword_prefix": self.continuing_subword_prefix, "end_of_word_suffix": self.end_of_word_suffix,
+                "byte_fallback": self.byte_fallback, "unk_token": self.unk_token, "merges": self.merges}
+
     def transformers_config(self, tokenizer: Any) -> tuple[dict[str, Any], dict[str, str]]:
         """GPT-2's class, or RoBERTa's when the post-processor adds ``<s> A </s>``; RoBERTa's roles."""
         roberta = getattr(tokenizer.post_processor, "type", None) == "RobertaProcessing"
@@ -391,6 +395,9 @@ class WordPiece(_CachedWords):
 
     def files(self) -> dict[str, str]:
         return {"vocab.txt": dumps_vocab_txt(self.vocab)}
+
+    def spelling(self) -> dict[str, Any]:
+        return {"continuing_subword_prefix": self.continuing_subword_prefix, "unk_token": self.unk_token}
 
     def transformers_config(self, tokenizer: Any) -> tuple[dict[str, Any], dict[str, str]]:
         """BERT's class, with the BERT normaliser's settings it rebuilds the pipeline from."""

@@ -5,7 +5,7 @@ from typing import Any, Iterable, Match
 
 from toktools import bert_text, bytelevel
 from toktools.errors import ToktoolsError
-from toktools.parts._fields import ByteLevelOptions
+from toktools.parts._fields import ByteLevelOptions, spelling_of
 from toktools.parts.base import WHOLE_TEXT, Piece, PreTokenizer, Words
 from toktools.parts.registry import register
 
@@ -275,6 +275,9 @@ class Metaspace(_PreTokenizer):
         return {"type": "Metaspace", "replacement": self.replacement, "prepend_scheme": self.prepend_scheme,
                 "split": self.split}
 
+    def spelling(self) -> dict[str, _Any]:
+        return {"metaspace": self.replacement}
+
     def _one(self, piece: Piece) -> list[Piece]:
         text = piece.text
         spaces = [(i, i + 1) for i, ch in enumerate(text) if ch == " "]
@@ -309,6 +312,9 @@ class Sequence(_PreTokenizer):
 
     def to_json(self) -> dict[str, _Any]:
         return {"type": "Sequence", "pretokenizers": [p.to_json() for p in self.pretokenizers]}
+
+    def spelling(self) -> dict[str, _Any]:
+        return spelling_of(self.pretokenizers)
 
     def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
         for pre_tokenizer in self.pretokenizers:

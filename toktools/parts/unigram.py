@@ -301,6 +301,10 @@ class Unigram(Model):
         """``unigram.json``, as ``tokenizers``' ``Model.save`` writes it (the model node, pretty-printed)."""
         return {"unigram.json": json.dumps(self.to_json(), ensure_ascii=False, indent=2)}
 
+    def spelling(self) -> dict[str, Any]:
+        unk = self.vocab[self.unk_id][0] if self.unk_id is not None else None
+        return {"unk_token": unk, "byte_fallback": self.byte_fallback}
+
     def transformers_config(self, tokenizer: Any) -> tuple[dict[str, Any], dict[str, str]]:
         """ALBERT's special-token roles, with the generic class: transformers 5's ``AlbertTokenizer``
         rebuilds its own pipeline from the vocabulary (its normaliser, ``unk_id`` 1, ``[CLS] A

@@ -34,6 +34,9 @@ class WordLevel(Model):
         vocab = dict(sorted(self.vocab.items(), key=lambda item: item[1]))
         return {"type": "WordLevel", "vocab": vocab, "unk_token": self.unk_token}
 
+    def spelling(self) -> dict[str, Any]:
+        return {"unk_token": self.unk_token}
+
     def tokenize(self, word: str) -> list[tuple[int, str, int, int]]:
         token_id = self.vocab.get(word)
         if token_id is not None:
