@@ -154,6 +154,12 @@ def test_a_vocabulary_smaller_than_the_characters_is_one_line_error(corpus, tmp_
     assert not (tmp_path / "out").exists()
 
 
+def test_a_shrinking_factor_that_would_never_prune_is_a_usage_error(corpus, tmp_path):
+    result = run("train", "unigram", corpus[1], "-o", tmp_path / "out", "--shrinking-factor", "1")
+    assert result.exit_code == 2 and "--shrinking-factor must be between 0 and 1" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_library_call_is_the_cli_training(corpus, trained):
     """``toktools.train("unigram", ...)`` is what the command runs."""
     tokenizer = toktools.train("unigram", [str(p) for p in corpus], vocab_size=VOCAB)

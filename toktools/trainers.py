@@ -480,7 +480,7 @@ class UnigramTrainer(Trainer):
         Option("unk_token", "--unk-token", str, "<unk>",
                "The unknown token (id 0 unless it is one of --special-tokens)."),
         Option("shrinking_factor", "--shrinking-factor", float, 0.75,
-               "Each pruning round keeps this share of the pieces.", minimum=0.0),
+               "Each pruning round keeps this share of the pieces (between 0 and 1)."),
         Option("max_piece_length", "--max-piece-length", int, 16, "Longest piece, in characters.", minimum=1),
         Option("n_sub_iterations", "--n-sub-iterations", int, 2, "EM steps between two pruning rounds.", minimum=1),
         Option("initial_alphabet", "--initial-alphabet", list, (),
@@ -498,6 +498,10 @@ class UnigramTrainer(Trainer):
 
     def count_settings(self, options: Mapping[str, Any]) -> dict[str, Any]:
         return {"normalizer": "Nmt+NFKC", "prepend_scheme": "always"}
+
+    def conflicts(self, settings: Mapping[str, Any], *, backend: str, check: bool) -> Iterable[str]:
+        if not 0 < settings.get("shrinking_factor", 0.75) < 1:  # at 1 or more, pruning never ends
+            yield "--shrinking-factor must be between 0 and 1: the share of pieces each pruning round keeps"
 
     def count_words(self, files: Sequence[str] | None, options: Mapping[str, Any], *, texts: Iterable[str] | None = None,
                     workers: int | None = None, **reading: Any) -> dict[str, int]:
