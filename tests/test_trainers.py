@@ -6,19 +6,21 @@ import pytest
 
 from toktools.errors import ToktoolsError
 from toktools.parts.models import BPE, WordPiece
+from toktools.parts.unigram import Unigram
 from toktools.trainers import TRAINERS, get_trainer
 
 WORDS = {"low": 5, "lower": 2, "newest": 6, "widest": 3, "low,": 1}
 
 
-def test_the_two_trainers_and_a_clear_error_for_others():
-    assert list(TRAINERS) == ["bytebpe", "wordpiece"]
-    with pytest.raises(ToktoolsError, match=r"unknown tokenizer kind 'unigram' \(bytebpe or wordpiece\)"):
-        get_trainer("unigram")
+def test_the_three_trainers_and_a_clear_error_for_others():
+    assert list(TRAINERS) == ["bytebpe", "wordpiece", "unigram"]
+    with pytest.raises(ToktoolsError, match=r"unknown tokenizer kind 'wordlevel' \(bytebpe or wordpiece or unigram\)"):
+        get_trainer("wordlevel")
 
 
 def test_each_model_names_its_trainer():
     assert get_trainer(BPE.kind).name == "bytebpe" and get_trainer(WordPiece.kind).name == "wordpiece"
+    assert get_trainer(Unigram.kind).name == "unigram"
 
 
 def test_counts_files_record_the_settings_that_shape_the_words():
@@ -33,11 +35,12 @@ def test_unknown_trainer_option_is_refused():
         get_trainer("bytebpe").with_defaults({"lowercase": True})
 
 
-@pytest.mark.parametrize("name", ["bytebpe", "wordpiece"])
+@pytest.mark.parametrize("name", ["bytebpe", "wordpiece", "unigram"])
 def test_a_trained_model_writes_the_trainers_files(name, tmp_path):
     trainer = get_trainer(name)
-    specials = ["[UNK]"] if name == "wordpiece" else []
-    words = WORDS if name == "wordpiece" else {word.replace("l", "Ġl"): n for word, n in WORDS.items()}
+    specials = {"wordpiece": ["[UNK]"], "unigram": ["<unk>"]}.get(name, [])
+    words = {"wordpiece": WORDS, "unigram": {"▁" + word: n for word, n in WORDS.items()}}.get(
+        name, {word.replace("l", "Ġl"): n for word, n in WORDS.items()})
     tokenizer = trainer.train(300, 1, specials, dict(words), {})
     assert tokenizer.kind == name
     written = sorted(p.name for p in tokenizer.save(tmp_path))

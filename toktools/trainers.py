@@ -50,6 +50,10 @@ class Trainer(ABC):
     explains_merges: ClassVar[bool] = False
     #: ``tokenizers`` breaks some ties at random: a "forced" run replays its choices
     has_forced_mode: ClassVar[bool] = False
+    #: ``tokenizers``' training is not deterministic (float sums in hash order): parity is
+    #: (minimum token-set Jaccard, minimum share of held-out lines cut into the same tokens)
+    #: instead of identical files; None: the files must be identical
+    agreement_bounds: ClassVar[tuple[float, float] | None] = None
 
     def with_defaults(self, options: Mapping[str, Any]) -> dict[str, Any]:
         unknown = sorted(set(options) - set(self.options))
@@ -206,3 +210,87 @@ class WordPieceTrainer(Trainer):
         from toktools.wordpiece import loads_vocab_txt
 
         return _in_id_order(loads_vocab_txt((directory / "vocab.txt").read_text(encoding="utf-8")))
+
+
+@register_trainer
+class UnigramTrainer(Trainer):
+    """SentencePiece-style Unigram (:mod:`toktools.unigram_trainer`, ``tokenizers``' ``UnigramTrainer``):
+    ``▁word`` pieces (Metaspace), EM and pruning.
+
+    ``tokenizers`` visits words in hash order and sums per thread, so its vocabulary varies from
+    run to run on near-ties (``shared/spec/unigram.md`` §5.6): parity is agreement within
+    :attr:`agreement_bounds`, not identical bytes. (A minimal entry for ``parity unigram``; the
+    ``train unigram`` trainer with its full pipeline comes with the generic ``train``.)
+    """
+
+    name = "unigram"
+    model_files = ("unigram.json",)
+    default_special_tokens = ("<unk>",)
+    options = {
+        "unk_token": "<unk>",
+        "initial_alphabet": (),
+        "shrinking_factor": 0.75,
+        "max_piece_length": 16,
+        "n_sub_iterations": 2,
+    }
+    count_options = ()
+    agreement_bounds = (0.99, 0.95)
+
+    @staticmethod
+    def _texts(files: Sequence[str]) -> Iterable[str]:
+        from toktools.corpus import read_lines
+
+        return read_lines(list(files))
+
+    def count_words(self, files: Sequence[str] | None, options: Mapping[str, Any], *, texts: Iterable[str] | None = None,
+                    workers: int | None = None, **reading: Any) -> dict[str, int]:
+        from toktools.parts.pre_tokenizers import Metaspace
+
+        split = Metaspace()
+        counts: dict[str, int] = {}
+        for text in texts if texts is not None else self._texts(files or ()):
+            for word, _ in split.pre_tokenize_str(text):
+                counts[word] = counts.get(word, 0) + 1
+        if not counts:
+            raise ToktoolsError("the corpus is empty: no words to learn from")
+        return counts
+
+    def train(self, vocab_size: int, min_frequency: int, special_tokens: Sequence[str], word_counts: dict[str, int],
+              options: Mapping[str, Any], forced_order: Any = None) -> "Tokenizer":
+        from toktools.encoding import AddedToken
+        from toktools.parts import decoders, pre_tokenizers
+        from toktools.tokenizer import Tokenizer
+        from toktools.unigram_trainer import UnigramTrainer as Engine
+
+        merged = self.with_defaults(options)
+        model = Engine(vocab_size, special_tokens=special_tokens, unk_token=merged["unk_token"],
+                       initial_alphabet=merged["initial_alphabet"], shrinking_factor=merged["shrinking_factor"],
+                       max_piece_length=merged["max_piece_length"], n_sub_iterations=merged["n_sub_iterations"]
+                       ).train(word_counts)
+        vocab = model.get_vocab()
+        return Tokenizer(model, pre_tokenizer=pre_tokenizers.Metaspace(), decoder=decoders.Metaspace(),
+                         added_tokens=[AddedToken(t, vocab[t], special=True) for t in dict.fromkeys(special_tokens)])
+
+    def train_fast(self, files: Sequence[str], vocab_size: int, min_frequency: int, special_tokens: Sequence[str],
+                   options: Mapping[str, Any]) -> Any:
+        from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+        merged = self.with_defaults(options)
+        tokenizer = Tokenizer(models.Unigram())
+        tokenizer.pre_tokenizer = pre_tokenizers.Metaspace()
+        tokenizer.decoder = decoders.Metaspace()
+        trainer = trainers.UnigramTrainer(vocab_size=vocab_size, special_tokens=list(special_tokens),
+                                          unk_token=merged["unk_token"], initial_alphabet=list(merged["initial_alphabet"]),
+                                          shrinking_factor=merged["shrinking_factor"],
+                                          max_piece_length=merged["max_piece_length"],
+                                          n_sub_iterations=merged["n_sub_iterations"], show_progress=False)
+        tokenizer.train_from_iterator(self._texts(files), trainer)
+        return tokenizer
+
+    def decorations(self, options: Mapping[str, Any]) -> tuple[str | None, str | None]:
+        return None, None
+
+    def read_vocab(self, directory: Path) -> list[str]:
+        import json
+
+        return [piece for piece, _ in json.loads((directory / "unigram.json").read_text(encoding="utf-8"))["vocab"]]

@@ -12,6 +12,7 @@ fused into one token, which byte fallback spells as ``<0xNN>`` pieces when all o
 from __future__ import annotations
 
 import heapq
+import json
 import math
 import random
 import struct
@@ -245,6 +246,8 @@ class Unigram(Model):
     """
 
     type = "Unigram"
+    #: the trainer that makes this model (see :mod:`toktools.trainers`)
+    kind = "unigram"
 
     def __init__(self, vocab: list[tuple[str, float]] | None = None, unk_id: int | None = None,
                  byte_fallback: bool = False, *, alpha: float | None = None,
@@ -293,6 +296,10 @@ class Unigram(Model):
     def to_json(self) -> dict[str, Any]:
         return {"type": "Unigram", "unk_id": self.unk_id,
                 "vocab": [[p, s] for p, s in self.vocab], "byte_fallback": self.byte_fallback}
+
+    def files(self) -> dict[str, str]:
+        """``unigram.json``, as ``tokenizers``' ``Model.save`` writes it (the model node, pretty-printed)."""
+        return {"unigram.json": json.dumps(self.to_json(), ensure_ascii=False, indent=2)}
 
     # -- the model interface ----------------------------------------------------------------
     def get_vocab(self) -> dict[str, int]:
