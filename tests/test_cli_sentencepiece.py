@@ -27,9 +27,9 @@ tokenizers = pytest.importorskip("tokenizers")
 # Lines where sentencepiece and every tokenizer.json part ways (spec/unigram.md §6): a control
 # piece written in the text (an added token for tokenizers), the shortest-match charsmap rule on
 # a combining mark, and a 6-byte Bengali grapheme. Besides these, a float32 (sentencepiece) vs
-# f64 near-tie may resolve differently on a rare line.
+# f64 (tokenizers.json) near-tie could resolve differently on a rare line; there is none here.
 KNOWN_DIFFERENCES = {"<s> </s> <unk> literal control pieces", "Ａ\u0301 ﬁ ① ｶﾞ ㍻ fullwidth and compatibility", "ঘোষণা বাংলা"}
-NEAR_TIES = 2
+NEAR_TIES = 0
 
 
 def run(*args: str, input: str | None = None, env: dict[str, str] | None = None):
@@ -230,9 +230,11 @@ def test_convert_a_trained_unigram_tokenizer_to_spiece_model(tmp_path):
     assert result.exit_code == 0, result.stderr
     sp = processor(tmp_path / "spm" / "spiece.model")
     assert [sp.id_to_piece(i) for i in range(3)] == ["<unk>", "<s>", "</s>"] and sp.is_control(1)
+    # Metaspace adds no "▁" to text that already starts with one (a leading space), sentencepiece's
+    # dummy prefix always does: a .model cannot say otherwise. "<s>" in text is an added token.
     lines = [line for line in held_out_lines() if "<s>" not in line]
     differ = differing([sp.encode(line) for line in lines], [tok.encode(line).ids for line in lines], lines)
-    assert len(differ) <= NEAR_TIES, differ[:3]
+    assert differ == [line for line in lines if line.startswith(" ")]
 
 
 def test_convert_spiece_model_output_rules(tmp_path):

@@ -142,7 +142,7 @@ def test_unknown_options_and_kinds_are_refused(en_file):
     with pytest.raises(ToktoolsError, match="lowercase"):
         parity.run_parity("bytebpe", [str(en_file)], 1000, lowercase=True)
     with pytest.raises(ToktoolsError, match="unknown tokenizer kind"):
-        parity.run_parity("unigram", [str(en_file)], 1000)
+        parity.run_parity("wordlevel", [str(en_file)], 1000)
 
 
 # ---------------------------------------------------------------------------------------------
