@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import struct
 from pathlib import Path
 
 import pytest
@@ -269,6 +270,10 @@ def _bad_models(tmp_path: Path) -> dict[str, Path]:
     files["foreign"].write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)))
     files["text"] = tmp_path / "text.model"
     files["text"].write_text("this is not a model\n")
+    # one piece whose text is not UTF-8 (field 1 = piece, then field 2 = score 0.0)
+    piece = b"\x0a\x02\xff\xfe" + b"\x15" + struct.pack("<f", 0.0)
+    files["invalid UTF-8"] = tmp_path / "utf8.model"
+    files["invalid UTF-8"].write_bytes(good + b"\x0a" + bytes([len(piece)]) + piece)
     for kind, number in (("word", 3), ("char", 4)):
         model = read_model(model_path("unigram"))
         model.trainer_spec.set("model_type", number)
@@ -287,6 +292,8 @@ def test_bad_models_are_one_line_errors(command, tmp_path):
         assert_one_line_error(result, str(path))
         if kind in ("word", "char"):
             assert f"type {kind!r} is not supported" in result.stderr
+        elif kind == "invalid UTF-8":
+            assert "is not valid UTF-8" in result.stderr
         else:
             assert "not a sentencepiece model" in result.stderr
     assert not (tmp_path / "out").exists()
