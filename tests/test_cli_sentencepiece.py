@@ -179,6 +179,9 @@ def test_inspect_token_shows_its_score():
     assert document["id"] == token_id and document["score"] == sp.get_score(token_id)
     plain = run("inspect", str(path), "--id", str(token_id), env={"NO_COLOR": "1"}).stdout
     assert f"score         {sp.get_score(token_id)!r}" in plain
+    # the text a piece stands for finds it too: " the" is "▁the"
+    as_text = json.loads(run("inspect", str(path), "--token", piece.replace("▁", " "), "--json").stdout)
+    assert piece.startswith("▁") and as_text["id"] == token_id
 
 
 def test_inspect_scores_are_only_for_models_that_have_them():

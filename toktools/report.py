@@ -653,6 +653,12 @@ def _resolve_token(tokenizer: Tokenizer, token_or_id: int | str) -> tuple[int, s
         token_id = tokenizer.token_to_id(symbols)
         if token_id is not None:
             return token_id, symbols
+    metaspace = token_view.view(tokenizer).metaspace
+    if metaspace and " " in token_or_id:
+        spelled = token_or_id.replace(" ", metaspace)  # " the" → "▁the" (sentencepiece, Metaspace)
+        token_id = tokenizer.token_to_id(spelled)
+        if token_id is not None:
+            return token_id, spelled
     hint = ""
     if token_or_id:
         pieces = [token_view.readable(tokenizer, t) for t in _encode(tokenizer, token_or_id).tokens]
