@@ -325,8 +325,8 @@ class ParityReport:
     def summary_lines(self) -> list[str]:
         """A plain-text report, one finding per line."""
         s = self.settings
-        out = [f"parity {self.kind}: vocab size {s['vocab_size']}, min frequency {s['min_frequency']}, "
-               f"tokenizers {self.tokenizers_version}"]
+        frequency = f", min frequency {s['min_frequency']}" if self.tolerance is None else ""  # Unigram has none
+        out = [f"parity {self.kind}: vocab size {s['vocab_size']}{frequency}, tokenizers {self.tokenizers_version}"]
         c = self.corpus
         words = f", {c.distinct_words:,} distinct words" if c.distinct_words is not None else ""
         out.append(f"corpus: {len(c.files)} file(s), {_size(c.bytes)}{words}; trained on {c.trained_on}")
