@@ -100,7 +100,13 @@ def _sentencepiece_file(directory: Path) -> Path | None:
 def load_sentencepiece_model(path: str | Path, *, add_bos: bool | None = None, add_eos: bool | None = None) -> Tokenizer:
     """A sentencepiece ``.model`` as a tokenizer giving ``SentencePieceProcessor.encode``'s ids
     (``add_bos`` / ``add_eos`` as given, else from a ``tokenizer_config.json`` beside the file, else
-    off). Truncated or foreign files, and word/char models, are one :class:`ToktoolsError` line."""
+    off). Truncated or foreign files, and word/char models, are one :class:`ToktoolsError` line.
+
+    The pipeline is ``tokenizers``' (what transformers converts), so a few texts encode as
+    ``tokenizers`` does rather than sentencepiece (``shared/spec/unigram.md`` §6): a control
+    piece written in the text (``<s>``) is a special token, a combining mark after a
+    compatibility character is normalised per grapheme, and a float32 near-tie may fall the
+    other way. :mod:`toktools.sentencepiece_encode` reproduces sentencepiece there too."""
     from toktools.sentencepiece_json import load_sentencepiece
 
     path = Path(path)
