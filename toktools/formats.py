@@ -13,8 +13,8 @@ Supported layouts (a directory, or a file inside one):
 
 A directory holding a ``tokenizer.json`` is loaded from it (it carries the full pipeline);
 otherwise from the model files, the sentencepiece model last: ``spiece.model``,
-``tokenizer.model``, ``sentencepiece.bpe.model``, ``sentencepiece.model`` (the names
-transformers uses), else the one ``*.model`` file of the directory (several: an error asks for
+``tokenizer.model``, ``sentencepiece.bpe.model``, ``spm.model``, ``sentencepiece.model`` (the
+names transformers uses: ALBERT/T5/XLNet, Llama, XLM-R, DeBERTa-v2), else the one ``*.model`` file of the directory (several: an error asks for
 the file). A ``.model`` encodes as ``SentencePieceProcessor.encode`` does by default, without
 ``<s>``/``</s>``; ``add_bos_token`` / ``add_eos_token`` in a ``tokenizer_config.json`` beside it
 (as transformers writes them for Llama or T5) add them.
@@ -35,8 +35,8 @@ from toktools.parts.registry import part_from_json
 from toktools.tokenizer import Tokenizer
 from toktools.validate import parse_json, validate_tokenizer_json
 
-__all__ = ["load", "load_sentencepiece_model", "resolve", "export", "from_tokenizer_json", "dumps_tokenizer_json", "write_files_atomically",
-           "transformers_config_files", "EXPORT_TARGETS"]
+__all__ = ["load", "load_sentencepiece_model", "resolve", "export", "from_tokenizer_json", "dumps_tokenizer_json",
+           "write_files_atomically", "transformers_config_files", "EXPORT_TARGETS"]
 
 
 def resolve(path: str | Path) -> Path:
@@ -80,7 +80,7 @@ def load(path: str | Path) -> Tokenizer:
 
 
 #: The names transformers gives a sentencepiece model, in the order a directory is searched.
-SENTENCEPIECE_NAMES = ("spiece.model", "tokenizer.model", "sentencepiece.bpe.model", "sentencepiece.model")
+SENTENCEPIECE_NAMES = ("spiece.model", "tokenizer.model", "sentencepiece.bpe.model", "spm.model", "sentencepiece.model")
 
 
 def _sentencepiece_file(directory: Path) -> Path | None:
