@@ -14,8 +14,8 @@ Supported layouts (a directory, or a file inside one):
 A directory holding a ``tokenizer.json`` is loaded from it (it carries the full pipeline);
 otherwise from the model files, the sentencepiece model last: ``spiece.model``,
 ``tokenizer.model``, ``sentencepiece.bpe.model``, ``spm.model``, ``sentencepiece.model`` (the
-names transformers uses: ALBERT/T5/XLNet, Llama, XLM-R, DeBERTa-v2), else the one ``*.model`` file of the directory (several: an error asks for
-the file). A ``.model`` encodes as ``SentencePieceProcessor.encode`` does by default, without
+names transformers uses: ALBERT/T5/XLNet, Llama, XLM-R, DeBERTa-v2), else the one ``*.model``
+file of the directory (several: an error asks for the file). A ``.model`` encodes as ``SentencePieceProcessor.encode`` does by default, without
 ``<s>``/``</s>``; ``add_bos_token`` / ``add_eos_token`` in a ``tokenizer_config.json`` beside it
 (as transformers writes them for Llama or T5) add them.
 """
