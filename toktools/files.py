@@ -17,8 +17,9 @@ def dumps_tokenizer_json(document: Mapping[str, Any]) -> str:
     return json.dumps(document, ensure_ascii=False, indent=2)
 
 
-def write_files_atomically(directory: Path, files: Mapping[str, str], *, overwrite: bool = True) -> list[Path]:
-    """Write every file to a temporary name first, then rename them all into place.
+def write_files_atomically(directory: Path, files: Mapping[str, str | bytes], *, overwrite: bool = True) -> list[Path]:
+    """Write every file (text as UTF-8, or bytes) to a temporary name first, then rename them all
+    into place.
 
     A crash or Ctrl-C while writing leaves the old files (or none), never a half-written one.
     """
@@ -32,7 +33,8 @@ def write_files_atomically(directory: Path, files: Mapping[str, str], *, overwri
             handle, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
             temporaries.append((temporary, directory / name))
             os.chmod(temporary, mode)
-            with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
+            with (os.fdopen(handle, "wb") if isinstance(text, bytes)
+                  else os.fdopen(handle, "w", encoding="utf-8", newline="")) as out:
                 out.write(text)
                 out.flush()
                 os.fsync(out.fileno())

@@ -6,10 +6,18 @@ Supported layouts (a directory, or a file inside one):
   :mod:`toktools.parts`, each looked up by its ``type``);
 * ``vocab.json`` + ``merges.txt`` (byte-level BPE, as ``save_model`` writes them);
 * ``encoder.json`` + ``vocab.bpe`` (OpenAI's GPT-2 release);
-* ``vocab.txt`` (BERT WordPiece).
+* ``vocab.txt`` (BERT WordPiece);
+* a sentencepiece ``.model`` (the ``ModelProto`` protobuf, Unigram or BPE), read without
+  sentencepiece and turned into the ``tokenizer.json`` transformers builds for it
+  (:func:`toktools.sentencepiece_json.load_sentencepiece`).
 
 A directory holding a ``tokenizer.json`` is loaded from it (it carries the full pipeline);
-otherwise from the model files.
+otherwise from the model files, the sentencepiece model last: ``spiece.model``,
+``tokenizer.model``, ``sentencepiece.bpe.model``, ``spm.model``, ``sentencepiece.model`` (the
+names transformers uses: ALBERT/T5/XLNet, Llama, XLM-R, DeBERTa-v2), else the one ``*.model``
+file of the directory (several: an error asks for the file). A ``.model`` encodes as ``SentencePieceProcessor.encode`` does by default, without
+``<s>``/``</s>``; ``add_bos_token`` / ``add_eos_token`` in a ``tokenizer_config.json`` beside it
+(as transformers writes them for Llama or T5) add them.
 """
 from __future__ import annotations
 
@@ -26,8 +34,8 @@ from toktools.parts.registry import part_from_json
 from toktools.tokenizer import Tokenizer
 from toktools.validate import parse_json, validate_tokenizer_json
 
-__all__ = ["load", "resolve", "export", "from_tokenizer_json", "dumps_tokenizer_json", "write_files_atomically",
-           "transformers_config_files", "EXPORT_TARGETS"]
+__all__ = ["load", "load_sentencepiece_model", "resolve", "export", "from_tokenizer_json", "dumps_tokenizer_json",
+           "write_files_atomically", "transformers_config_files", "EXPORT_TARGETS"]
 
 
 def resolve(path: str | Path) -> Path:
@@ -49,6 +57,8 @@ def load(path: str | Path) -> Tokenizer:
     if target.is_file():
         if target.name.endswith(".json") and target.name not in ("vocab.json", "encoder.json"):
             return _from_tokenizer_json(target)
+        if target.suffix == ".model":
+            return load_sentencepiece_model(target)
         if target.suffix == ".txt" and target.name != "merges.txt":
             return _load_wordpiece_vocab(target)
         target = target.parent
@@ -59,10 +69,54 @@ def load(path: str | Path) -> Tokenizer:
             return _load_bpe_files(target / vocab_name, target / merges_name)
     if (target / "vocab.txt").is_file():
         return _load_wordpiece_vocab(target / "vocab.txt")
+    model_file = _sentencepiece_file(target)
+    if model_file is not None:
+        return load_sentencepiece_model(model_file)
     raise ToktoolsError(
         f"{target}: no tokenizer found (expected tokenizer.json, vocab.json + merges.txt, "
-        "encoder.json + vocab.bpe, or vocab.txt)"
+        "encoder.json + vocab.bpe, vocab.txt or a sentencepiece .model)"
     )
+
+
+#: The names transformers gives a sentencepiece model, in the order a directory is searched.
+SENTENCEPIECE_NAMES = ("spiece.model", "tokenizer.model", "sentencepiece.bpe.model", "spm.model", "sentencepiece.model")
+
+
+def _sentencepiece_file(directory: Path) -> Path | None:
+    """The sentencepiece model of a directory: a usual name, else its only ``*.model`` file."""
+    if not directory.is_dir():
+        return None
+    for name in SENTENCEPIECE_NAMES:
+        if (directory / name).is_file():
+            return directory / name
+    found = sorted(p for p in directory.glob("*.model") if p.is_file())
+    if len(found) > 1:
+        raise ToktoolsError(f"{directory}: several sentencepiece models ({', '.join(p.name for p in found)}); "
+                            "give the file")
+    return found[0] if found else None
+
+
+def load_sentencepiece_model(path: str | Path, *, add_bos: bool | None = None, add_eos: bool | None = None) -> Tokenizer:
+    """A sentencepiece ``.model`` as a tokenizer giving ``SentencePieceProcessor.encode``'s ids
+    (``add_bos`` / ``add_eos`` as given, else from a ``tokenizer_config.json`` beside the file, else
+    off). Truncated or foreign files, and word/char models, are one :class:`ToktoolsError` line.
+
+    The pipeline is ``tokenizers``' (what transformers converts), so a few texts encode as
+    ``tokenizers`` does rather than sentencepiece (``shared/spec/unigram.md`` §6): a control
+    piece written in the text (``<s>``) is a special token, a combining mark after a
+    compatibility character is normalised per grapheme, and a float32 near-tie may fall the
+    other way. :mod:`toktools.sentencepiece_encode` reproduces sentencepiece there too."""
+    from toktools.sentencepiece_json import load_sentencepiece
+
+    path = Path(path)
+    config = _read_config(path.parent)
+    bos = bool(config.get("add_bos_token", False)) if add_bos is None else add_bos
+    eos = bool(config.get("add_eos_token", False)) if add_eos is None else add_eos
+    document = load_sentencepiece(path, add_bos=bos, add_eos=eos)
+    try:
+        return from_tokenizer_json(document)
+    except ToktoolsError as err:
+        raise ToktoolsError(f"{path}: {err}") from None
 
 
 def _read_config(directory: Path) -> dict[str, Any]:
@@ -171,24 +225,31 @@ def from_tokenizer_json(document: Mapping[str, Any]) -> Tokenizer:
 # Conversion
 # ---------------------------------------------------------------------------------------------
 
-EXPORT_TARGETS = ("tokenizer.json", "vocab.txt", "vocab.json+merges.txt", "tiktoken")
+EXPORT_TARGETS = ("tokenizer.json", "vocab.txt", "vocab.json+merges.txt", "tiktoken", "spiece.model")
 #: The files each export target writes (checked before writing: never over an input).
 EXPORT_FILES = {"tokenizer.json": ("tokenizer.json",), "vocab.txt": ("vocab.txt",),
                 "vocab.json+merges.txt": ("vocab.json", "merges.txt"),
-                "tiktoken": ("tokenizer.tiktoken", "special_tokens.json")}
+                "tiktoken": ("tokenizer.tiktoken", "special_tokens.json"), "spiece.model": ("spiece.model",)}
 
 
 def export(tokenizer: Tokenizer, target: str, directory: str | Path, *, overwrite: bool = False) -> list[Path]:
     """Write ``tokenizer`` in another layout: ``tokenizer.json`` (any model), one of the model's
     own files (``vocab.txt`` for WordPiece, ``vocab.json+merges.txt`` for BPE), or ``tiktoken``
-    (a byte-level BPE: ``base64(token bytes) rank`` per line, special tokens in a JSON file)."""
+    (a byte-level BPE: ``base64(token bytes) rank`` per line, special tokens in a JSON file), or
+    ``spiece.model`` (a Unigram tokenizer sentencepiece can express, as a ``.model`` it loads:
+    :func:`toktools.sentencepiece_json.json_to_sentencepiece`)."""
     import base64
 
     directory = Path(directory)
     model_files = tokenizer.model.files()
     model_name = tokenizer.model.type
+    files: dict[str, str | bytes]
     if target == "tokenizer.json":
         files = {"tokenizer.json": dumps_tokenizer_json(tokenizer.to_tokenizer_json())}
+    elif target == "spiece.model":
+        from toktools.sentencepiece_json import json_to_sentencepiece
+
+        files = {"spiece.model": json_to_sentencepiece(tokenizer.to_tokenizer_json()).to_bytes()}
     elif target in ("vocab.txt", "vocab.json+merges.txt"):
         names = target.split("+")
         if not all(name in model_files for name in names):

@@ -1,7 +1,7 @@
 """Parity between the two training backends: toktools (pure Python, the reference) and
 HuggingFace ``tokenizers`` (the fast twin in :mod:`toktools.fast`).
 
-This is the library behind ``toktools parity wordpiece|bytebpe CORPUS...`` and ``train --check``.
+This is the library behind ``toktools parity bytebpe|wordpiece|unigram CORPUS...`` and ``train --check``.
 One call trains both sides with the same settings and says:
 
 * whether the files are byte-identical (byte-level BPE: ``vocab.json``, ``merges.txt`` and the
@@ -20,6 +20,13 @@ One call trains both sides with the same settings and says:
 
 * the token-set overlap, and the share of held-out lines that both tokenizers encode to the
   same ids (100% whenever the vocabularies are identical).
+
+Unigram is different: ``tokenizers``' ``UnigramTrainer`` sums floats in hash-map order and per
+thread, so its own runs differ from each other (``shared/spec/unigram.md`` §5.6), and toktools
+sums in one fixed order. Byte identity is not expected; the trainer's ``agreement_bounds`` state
+what is (a :class:`Tolerance`): token-set Jaccard and the share of held-out lines cut into the
+same tokens, scores equal up to summation order, and *exact* encoding — each side's trained
+vocabulary gives the same ids in toktools and in ``tokenizers``.
 
 Word counting and training go through the public functions of :mod:`toktools.training` and
 :mod:`toktools.fast`; nothing here re-implements training.
@@ -99,7 +106,7 @@ class FileComparison:
 class Divergence:
     """The first vocabulary position (id) where the two sides differ."""
 
-    #: "specials", "alphabet", "symbols" (the ``##c`` / ``c</w>`` block), "merges" or "size".
+    #: "specials", "alphabet", "symbols" (the ``##c`` / ``c</w>`` block), "merges", "pieces" (Unigram) or "size".
     stage: str
     index: int
     reference: str | None
@@ -220,6 +227,44 @@ class ForcedCheck:
 
 
 @dataclass
+class ScoreAgreement:
+    """Unigram: the scores of the pieces both vocabularies hold. ``tokenizers`` sums in hash order
+    and per thread, toktools in a fixed order, so equal pieces get scores equal up to the last
+    digits (``rel_tol``); characters added at the end get ``min_score + k·0.0001`` with ``k`` in
+    hash order, so those may differ by multiples of 1e-4."""
+
+    common: int
+    #: common pieces whose scores agree within ``rel_tol``
+    close: int
+    rel_tol: float
+    max_difference: float
+    #: ``(piece, toktools score, tokenizers score)`` of the largest differences
+    examples: list[tuple[str, float, float]] = field(default_factory=list)
+
+
+@dataclass
+class Tolerance:
+    """Where ``tokenizers``' training is not deterministic (Unigram), parity is agreement: the
+    token-set Jaccard and the share of held-out lines cut into the same tokens must reach these
+    bounds, and encoding must be exact: each side's trained tokenizer gives the same ids in
+    toktools and in ``tokenizers`` (``encoding``)."""
+
+    min_jaccard: float
+    min_token_agreement: float
+    jaccard: float
+    token_agreement: float | None
+    #: toktools vs tokenizers encoding the same trained vocabulary: tokenizers' one, then ours
+    encoding: list[Agreement] = field(default_factory=list)
+    scores: ScoreAgreement | None = None
+
+    @property
+    def ok(self) -> bool:
+        return (self.jaccard >= self.min_jaccard
+                and (self.token_agreement is None or self.token_agreement >= self.min_token_agreement)
+                and all(a.share in (None, 1.0) for a in self.encoding))
+
+
+@dataclass
 class CorpusInfo:
     files: list[str]
     #: Bytes both sides trained on (without the held-out lines, if any were withheld).
@@ -250,6 +295,7 @@ class ParityReport:
     overlap: Overlap
     agreement: Agreement
     notes: list[str] = field(default_factory=list)
+    tolerance: Tolerance | None = None
 
     @property
     def ok(self) -> bool:
@@ -257,6 +303,8 @@ class ParityReport:
         WordPiece: identical, or else identical in forced mode with 100% agreement there, the
         unforced difference being explained by ``tokenizers``' own randomness only (alphabet
         ties at the cut, the ``##c`` order; not chars dropped out of turn)."""
+        if self.tolerance is not None:
+            return self.tolerance.ok and (not self.identical or self.agreement.share in (None, 1.0))
         if self.identical:
             return self.agreement.share in (None, 1.0)
         forced = self.forced
@@ -277,8 +325,8 @@ class ParityReport:
     def summary_lines(self) -> list[str]:
         """A plain-text report, one finding per line."""
         s = self.settings
-        out = [f"parity {self.kind}: vocab size {s['vocab_size']}, min frequency {s['min_frequency']}, "
-               f"tokenizers {self.tokenizers_version}"]
+        frequency = f", min frequency {s['min_frequency']}" if self.tolerance is None else ""  # Unigram has none
+        out = [f"parity {self.kind}: vocab size {s['vocab_size']}{frequency}, tokenizers {self.tokenizers_version}"]
         c = self.corpus
         words = f", {c.distinct_words:,} distinct words" if c.distinct_words is not None else ""
         out.append(f"corpus: {len(c.files)} file(s), {_size(c.bytes)}{words}; trained on {c.trained_on}")
@@ -306,6 +354,8 @@ class ParityReport:
             out.append(f"  only toktools ({o.only_reference:,}): {_examples(o.examples_only_reference)}; "
                        f"only tokenizers ({o.only_fast:,}): {_examples(o.examples_only_fast)}")
         out.append("ids: " + _agreement_phrase(self.agreement))
+        if self.tolerance is not None:
+            out.extend(_tolerance_lines(self.tolerance, self.agreement))
         f = self.forced
         if f is not None:
             if not f.ran:
@@ -319,9 +369,26 @@ class ParityReport:
                 if f.agreement is not None:
                     out.append("  ids: " + _agreement_phrase(f.agreement))
         out.extend(f"note: {note}" for note in self.notes)
-        out.append("verdict: " + ("PARITY" if self.ok else "NO PARITY") + (
-            "" if self.identical or not self.ok else " (in forced mode; the normal run differs by tokenizers' randomness)"))
+        if self.tolerance is not None and not self.identical:
+            why = " (within the bounds; tokenizers' Unigram training is not deterministic)" if self.ok else ""
+        else:
+            why = "" if self.identical or not self.ok else " (in forced mode; the normal run differs by tokenizers' randomness)"
+        out.append("verdict: " + ("PARITY" if self.ok else "NO PARITY") + why)
         return out
+
+
+def _tolerance_lines(t: Tolerance, agreement: Agreement) -> list[str]:
+    share = agreement.identical_token_lines / agreement.lines if agreement.lines else None
+    tokens = f"{share:.1%}" if share is not None else "n/a"
+    out = [f"agreement: Jaccard {t.jaccard:.4f} (at least {t.min_jaccard}), same tokens on {tokens} of held-out "
+           f"lines (at least {t.min_token_agreement:.0%}); ids also depend on the order of near-equal scores"]
+    if t.scores is not None:
+        sc = t.scores
+        out.append(f"  scores: {sc.close:,} of {sc.common:,} common pieces equal to summation order "
+                   f"(rel. {sc.rel_tol:g}); largest difference {sc.max_difference:.3g}")
+    for label, a in zip(("tokenizers' vocabulary", "toktools' vocabulary"), t.encoding):
+        out.append(f"  encoding with {label}: " + _agreement_phrase(a))
+    return out
 
 
 def _size(n: int) -> str:
@@ -1133,7 +1200,18 @@ def _report(
     notes: list[str] = []
     first = merge = alphabet = symbols = None
     forced_check = None
-    if not identical:
+    tolerance = None
+    if trainer.agreement_bounds is not None:
+        tolerance = _tolerance(trainer.agreement_bounds, reference, fast_tokenizer, ours_dir, theirs_dir, overlap,
+                               agreement, prepared, workers)
+        if not identical:
+            first = _first_vocab_difference(_Layout(ref_tokens, len(dict.fromkeys(specials)), [], []),
+                                            _Layout(fast_tokens, len(dict.fromkeys(specials)), [], []))
+            if first is not None and first.stage == "merges":
+                first.stage = "pieces"
+                first.message = (f"id {first.index}: toktools {first.reference!r} vs tokenizers {first.fast!r} "
+                                 "(pieces sorted by score: near-equal scores fall in another order)")
+    elif not identical:
         first = _first_vocab_difference(ref_layout, fast_layout)
         counts = word_counts()
         prepared.info.distinct_words = len(counts)
@@ -1177,7 +1255,38 @@ def _report(
         overlap=overlap,
         agreement=agreement,
         notes=notes,
+        tolerance=tolerance,
     )
+
+
+def compare_scores(reference: Sequence[tuple[str, float]], fast: Sequence[tuple[str, float]],
+                   rel_tol: float = 1e-9) -> ScoreAgreement:
+    """The scores of the pieces two Unigram vocabularies share (``(piece, score)`` lists)."""
+    ours, theirs = dict(reference), dict(fast)
+    common = [p for p in ours if p in theirs]
+    differences = sorted(((abs(ours[p] - theirs[p]), p) for p in common), reverse=True)
+    close = sum(1 for p in common if math.isclose(ours[p], theirs[p], rel_tol=rel_tol, abs_tol=1e-12))
+    return ScoreAgreement(len(common), close, rel_tol, differences[0][0] if differences else 0.0,
+                          [(p, ours[p], theirs[p]) for d, p in differences[:EXAMPLES] if d > 0])
+
+
+def _tolerance(bounds: tuple[float, float], reference: "Tokenizer", fast_tokenizer: Any, ours_dir: Path, theirs_dir: Path,
+               overlap: Overlap, agreement: Agreement, prepared: _Corpus, workers: int | None) -> Tolerance:
+    """Agreement of a non-deterministic training (Unigram), and exact encoding of each side's
+    vocabulary by both libraries."""
+    from tokenizers import Tokenizer as FastTokenizer
+
+    from toktools.formats import from_tokenizer_json
+
+    theirs_json = json.loads((theirs_dir / "tokenizer.json").read_text(encoding="utf-8"))
+    ours_text = (ours_dir / "tokenizer.json").read_text(encoding="utf-8")
+    source = prepared.info.heldout
+    encoding = [compare_encodings(from_tokenizer_json(theirs_json), fast_tokenizer, prepared.heldout, source, workers),
+                compare_encodings(reference, FastTokenizer.from_str(ours_text), prepared.heldout, source, workers)]
+    scores = compare_scores([(p, s) for p, s in json.loads(ours_text)["model"]["vocab"]],
+                            [(p, s) for p, s in theirs_json["model"]["vocab"]])
+    share = agreement.identical_token_lines / agreement.lines if agreement.lines else None
+    return Tolerance(bounds[0], bounds[1], overlap.jaccard, share, encoding, scores)
 
 
 def _forced_check(trainer: Trainer, settings: dict[str, Any], word_counts: dict[str, int], fast_tokens: Sequence[str], theirs_dir: Path,
@@ -1215,6 +1324,9 @@ __all__ = [
     "Agreement",
     "AlphabetComparison",
     "CorpusInfo",
+    "ScoreAgreement",
+    "Tolerance",
+    "compare_scores",
     "Divergence",
     "FileComparison",
     "ForcedCheck",

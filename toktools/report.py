@@ -254,9 +254,53 @@ class TokenEntry:
     surface: str | None
     chars: int | None
     bytes: int
+    #: the model's score (Unigram log-probability); None for models without scores
+    score: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "token": self.token, "surface": self.surface, "chars": self.chars, "bytes": self.bytes}
+        out = {"id": self.id, "token": self.token, "surface": self.surface, "chars": self.chars, "bytes": self.bytes}
+        if self.score is not None:
+            out["score"] = self.score
+        return out
+
+
+def _piece_score(model: Any, token: str, token_id: int) -> float | None:
+    """The score of a piece text can produce: None for models without scores, for the unknown
+    piece and for byte-fallback pieces (``<0xE6>``), whose score 0 says nothing."""
+    score = model.score(token_id)
+    if score is None or token_id == getattr(model, "unk_id", None):
+        return None
+    if getattr(model, "byte_fallback", False) and len(token) == 6 and token.startswith("<0x") and token.endswith(">"):
+        return None
+    return score
+
+
+@dataclass
+class ScoreStats:
+    """The scores of a Unigram vocabulary (special tokens, the unknown piece and byte-fallback
+    pieces left out): range, mean, and the pieces with the highest and the lowest scores (the
+    likeliest and the rarest)."""
+
+    min: float
+    max: float
+    mean: float
+    highest: list[TokenEntry]
+    lowest: list[TokenEntry]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"min": self.min, "max": self.max, "mean": self.mean,
+                "highest": [e.to_dict() for e in self.highest], "lowest": [e.to_dict() for e in self.lowest]}
+
+    def render_lines(self) -> list[str]:
+        def row(e: TokenEntry) -> str:
+            return f"  {e.id:>7}  {e.score:>12.6f}  «{token_view.escape_text(e.surface if e.surface is not None else e.token)}»"
+
+        lines = ["", f"scores          {self.min:.6f} to {self.max:.6f}, mean {self.mean:.6f}",
+                 "", "highest scores"]
+        lines += [row(e) for e in self.highest]
+        lines += ["", "lowest scores"]
+        lines += [row(e) for e in self.lowest]
+        return lines
 
 
 #: BERT-base's parameter count, as its paper gives it.
@@ -325,6 +369,7 @@ class VocabStats:
     scripts: dict[str, int]
     longest: list[TokenEntry]
     embedding: EmbeddingCost | None = None
+    scores: ScoreStats | None = None
 
     def script_share(self, script: str) -> float:
         return self.scripts.get(script, 0) / self.counted if self.counted else 0.0
@@ -352,8 +397,11 @@ class VocabStats:
         lines += ["", "scripts"]
         lines += _bars(self.scripts, bar_width, total=self.counted)
         lines += ["", "longest tokens"]
-        lines += [f"  {e.id:>7}  {e.chars:>3} chars  {e.bytes:>3} bytes  «{token_view.escape_text(e.surface or '')}»"
-                  for e in self.longest]
+        lines += [f"  {e.id:>7}  {e.chars:>3} chars  {e.bytes:>3} bytes  "
+                  + (f"score {e.score:>10.4f}  " if e.score is not None else "")
+                  + f"«{token_view.escape_text(e.surface or '')}»" for e in self.longest]
+        if self.scores is not None:
+            lines += self.scores.render_lines()
         return "\n".join(lines) + "\n"
 
     def to_dict(self) -> dict[str, Any]:
@@ -376,6 +424,7 @@ class VocabStats:
             "scripts": self.scripts,
             "longest": [e.to_dict() for e in self.longest],
             "embedding": self.embedding.to_dict() if self.embedding is not None else None,
+            **({"scores": self.scores.to_dict()} if self.scores is not None else {}),
         })
 
 
@@ -397,20 +446,25 @@ def vocab_stats(tokenizer: Tokenizer, top: int = 20) -> VocabStats:
     scripts: Counter[str] = Counter()
     continuation = partial = counted = 0
     entries: list[TokenEntry] = []
+    scored: list[TokenEntry] = []
     singles: set[str] = set()
+    model = tokenizer.model
     for token, token_id in vocab.items():
         if token in specials:
             continue
         counted += 1
         s = _surface(tokenizer, token)
+        score = _piece_score(model, token, token_id) if token in model_vocab else None
         length_bytes[len(s.raw)] += 1
         scripts[_script_of_surface(s)] += 1
         continuation += s.continuation
+        if score is not None:
+            scored.append(TokenEntry(token_id, token, s.text, len(s.text) if s.text is not None else None, len(s.raw), score))
         if s.text is None:
             partial += 1
         else:
             length_chars[len(s.text)] += 1
-            entries.append(TokenEntry(token_id, token, s.text, len(s.text), len(s.raw)))
+            entries.append(TokenEntry(token_id, token, s.text, len(s.text), len(s.raw), score))
             if not bytelevel and not s.continuation and len(s.text) == 1:
                 singles.add(s.text)
 
@@ -424,6 +478,12 @@ def vocab_stats(tokenizer: Tokenizer, top: int = 20) -> VocabStats:
         missing, byte_symbols_present = [], None
 
     entries.sort(key=lambda e: (-(e.chars or 0), -e.bytes, e.id))
+    scores = None
+    if scored:
+        values = [e.score for e in scored]
+        by_score = sorted(scored, key=lambda e: (-e.score, e.id))  # type: ignore[operator]
+        scores = ScoreStats(min(values), max(values), math.fsum(values) / len(values),  # type: ignore[arg-type]
+                            by_score[:top], by_score[::-1][:top])
     return VocabStats(
         kind=token_view.family(tokenizer),
         vocab_size=tokenizer.vocab_size,
@@ -444,6 +504,7 @@ def vocab_stats(tokenizer: Tokenizer, top: int = 20) -> VocabStats:
         scripts=dict(sorted(scripts.items(), key=lambda item: (-item[1], item[0]))),
         longest=entries[:top],
         embedding=EmbeddingCost(tokenizer.vocab_size),
+        scores=scores,
     )
 
 
@@ -532,6 +593,8 @@ class TokenInfo:
     script: str
     merge_tree: MergeNode | None
     note: str | None = None
+    #: the model's score (Unigram log-probability); None for models without scores
+    score: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "token": self.token, "kind": self.kind, "readable": self.readable,
@@ -539,7 +602,7 @@ class TokenInfo:
                 "continuation": self.continuation, "surface": self.surface, "hex": self.hex, "bytes": self.bytes,
                 "chars": self.chars, "byte_symbols": self.byte_symbols, "script": self.script,
                 "merge_tree": self.merge_tree.to_dict() if self.merge_tree is not None else None,
-                "note": self.note}
+                "note": self.note, **({"score": self.score} if self.score is not None else {})}
 
     def render_plain(self) -> str:
         flags = [name for name, on in (("special", self.special), ("added", self.added),
@@ -551,6 +614,8 @@ class TokenInfo:
                  f"bytes         {self.hex}  ({self.bytes} bytes)",
                  f"byte symbols  {self.byte_symbols}",
                  f"script        {self.script}"]
+        if self.score is not None:
+            lines.append(f"score         {self.score!r}")
         if self.note:
             lines.append(f"note          {self.note}")
         if self.merge_tree is not None:
@@ -588,6 +653,12 @@ def _resolve_token(tokenizer: Tokenizer, token_or_id: int | str) -> tuple[int, s
         token_id = tokenizer.token_to_id(symbols)
         if token_id is not None:
             return token_id, symbols
+    metaspace = token_view.view(tokenizer).metaspace
+    if metaspace and " " in token_or_id:
+        spelled = token_or_id.replace(" ", metaspace)  # " the" → "▁the" (sentencepiece, Metaspace)
+        token_id = tokenizer.token_to_id(spelled)
+        if token_id is not None:
+            return token_id, spelled
     hint = ""
     if token_or_id:
         pieces = [token_view.readable(tokenizer, t) for t in _encode(tokenizer, token_or_id).tokens]
@@ -635,6 +706,7 @@ def token_info(tokenizer: Tokenizer, token_or_id: int | str) -> TokenInfo:
         script=_script_of_surface(s),
         merge_tree=tree,
         note=note,
+        score=tokenizer.model.score(token_id) if tokenizer.model.id_to_token(token_id) == token else None,
     )
 
 

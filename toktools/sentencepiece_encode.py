@@ -25,12 +25,16 @@ FLT_MIN = 1.1754943508222875e-38
 USER_DEFINED_EPSILON = 0.1
 
 
-class SentencePieceUnigram:
-    """``SentencePieceProcessor.encode`` for a Unigram ``.model``."""
+class _SentencePieceEncoder:
+    """What both model types share: the normaliser (charsmap, whitespace flags, user-defined
+    symbols kept verbatim), the ``<unk>`` piece, and ``<s>``/``</s>`` around the pieces."""
+
+    #: the ``model_type`` this encoder reproduces
+    model_type = ""
 
     def __init__(self, model: SentencePieceModel) -> None:
-        if model.model_type != "unigram":
-            raise ToktoolsError(f"sentencepiece_encode: a {model.model_type} model (only unigram is reproduced here)")
+        if model.model_type != self.model_type:
+            raise ToktoolsError(f"sentencepiece_encode: a {model.model_type} model is not a {self.model_type} model")
         self.model = model
         spec = model.normalizer_spec
         blob = spec.get("precompiled_charsmap")
@@ -39,10 +43,48 @@ class SentencePieceUnigram:
                           remove_extra_whitespaces=spec.get("remove_extra_whitespaces"),
                           escape_whitespaces=spec.get("escape_whitespaces"),
                           treat_whitespace_as_suffix=model.trainer_spec.get("treat_whitespace_as_suffix"))
+        self.user_defined = tuple(p.piece for p in model.pieces if p.type == USER_DEFINED)
+        self.unk_id = next((i for i, p in enumerate(model.pieces) if p.type == UNKNOWN), None)
+        if self.unk_id is None:
+            raise ToktoolsError("sentencepiece model has no <unk> piece")
+        self.ids = {p.piece: i for i, p in enumerate(model.pieces)}
+
+    @classmethod
+    def load(cls, path: str | Path):  # -> the subclass
+        return cls(read_model(path))
+
+    def normalize(self, text: str) -> str:
+        """sentencepiece's normalised text (``▁`` for spaces, the dummy prefix, longest charsmap match)."""
+        return spm_normalize(text, self.charsmap, user_defined=self.user_defined, **self.flags)[0]
+
+    def encode(self, text: str, *, add_bos: bool = False, add_eos: bool = False) -> list[int]:
+        normalized = self.normalize(text)
+        out: list[int] = [_special(self.model, "bos")] if add_bos else []
+        if normalized:
+            out.extend(self._piece_ids(normalized))
+        if add_eos:
+            out.append(_special(self.model, "eos"))
+        return out
+
+    def _piece_ids(self, normalized: str) -> list[int]:
+        """The ids of one non-empty normalised text."""
+        raise NotImplementedError
+
+    def _bytes(self, text: str) -> list[int]:
+        """Byte fallback: the ``<0xNN>`` pieces of ``text``'s UTF-8 bytes."""
+        return [self.ids[byte_piece(b)] for b in text.encode("utf-8")]
+
+
+class SentencePieceUnigram(_SentencePieceEncoder):
+    """``SentencePieceProcessor.encode`` for a Unigram ``.model``."""
+
+    model_type = "unigram"
+
+    def __init__(self, model: SentencePieceModel) -> None:
+        super().__init__(model)
         normal = [p.score for p in model.pieces if p.type == NORMAL]
         self.min_score = f32(min(normal)) if normal else 0.0
         max_score = max([FLT_MIN] + normal)
-        self.user_defined = tuple(p.piece for p in model.pieces if p.type == USER_DEFINED)
         entries = []
         for i, p in enumerate(model.pieces):
             if p.type == NORMAL:
@@ -50,64 +92,34 @@ class SentencePieceUnigram:
             elif p.type == USER_DEFINED:
                 entries.append((p.piece, i, f32(len(p.piece.encode("utf-8")) * max_score - USER_DEFINED_EPSILON)))
         self.index = PieceIndex(entries)
-        self.unk_id = next((i for i, p in enumerate(model.pieces) if p.type == UNKNOWN), None)
-        if self.unk_id is None:
-            raise ToktoolsError("sentencepiece model has no <unk> piece")
         self.unk_score = f32(self.min_score - UNK_PENALTY)
-        self.ids = {p.piece: i for i, p in enumerate(model.pieces)}
 
-    @classmethod
-    def load(cls, path: str | Path) -> "SentencePieceUnigram":
-        return cls(read_model(path))
-
-    def encode(self, text: str, *, add_bos: bool = False, add_eos: bool = False) -> list[int]:
-        normalized, _ = spm_normalize(text, self.charsmap, user_defined=self.user_defined, **self.flags)
+    def _piece_ids(self, normalized: str) -> list[int]:
         out: list[int] = []
-        if add_bos:
-            out.append(_special(self.model, "bos"))
         unk_run = False
-        for start, end, piece_id in (viterbi(normalized, self.index, self.unk_id, self.unk_score, float32=True)
-                                     if normalized else []):
+        for start, end, piece_id in viterbi(normalized, self.index, self.unk_id, self.unk_score, float32=True):
             if piece_id == self.unk_id:
                 if self.model.byte_fallback:
-                    out.extend(self.ids[byte_piece(b)] for b in normalized[start:end].encode("utf-8"))
+                    out.extend(self._bytes(normalized[start:end]))
                 elif not unk_run:
                     out.append(piece_id)
                 unk_run = True
                 continue
             unk_run = False
             out.append(piece_id)
-        if add_eos:
-            out.append(_special(self.model, "eos"))
         return out
 
 
-class SentencePieceBPE:
+class SentencePieceBPE(_SentencePieceEncoder):
     """``SentencePieceProcessor.encode`` for a BPE ``.model``."""
 
+    model_type = "bpe"
+
     def __init__(self, model: SentencePieceModel) -> None:
-        if model.model_type != "bpe":
-            raise ToktoolsError(f"sentencepiece_encode: a {model.model_type} model is not a bpe model")
-        self.model = model
-        spec = model.normalizer_spec
-        blob = spec.get("precompiled_charsmap")
-        self.charsmap = CharsMap(blob) if blob else None
-        self.flags = dict(add_dummy_prefix=spec.get("add_dummy_prefix"),
-                          remove_extra_whitespaces=spec.get("remove_extra_whitespaces"),
-                          escape_whitespaces=spec.get("escape_whitespaces"),
-                          treat_whitespace_as_suffix=model.trainer_spec.get("treat_whitespace_as_suffix"))
-        self.user_defined = tuple(p.piece for p in model.pieces if p.type == USER_DEFINED)
+        super().__init__(model)
         # pieces that text can form (NORMAL, USER_DEFINED, UNUSED); reserved ones by name only
         self.pieces = {p.piece: i for i, p in enumerate(model.pieces) if p.type in (NORMAL, USER_DEFINED, UNUSED)}
         self.reserved = {p.piece: i for i, p in enumerate(model.pieces) if p.type not in (NORMAL, USER_DEFINED, UNUSED)}
-        self.unk_id = next((i for i, p in enumerate(model.pieces) if p.type == UNKNOWN), None)
-        if self.unk_id is None:
-            raise ToktoolsError("sentencepiece model has no <unk> piece")
-        self.ids = {p.piece: i for i, p in enumerate(model.pieces)}
-
-    @classmethod
-    def load(cls, path: str | Path) -> "SentencePieceBPE":
-        return cls(read_model(path))
 
     def _symbols(self, text: str) -> list[tuple[str, bool]]:
         """Characters, with user-defined symbols (longest first) kept whole and frozen."""
@@ -174,24 +186,19 @@ class SentencePieceBPE:
                 resegment(p)
         return out
 
-    def encode(self, text: str, *, add_bos: bool = False, add_eos: bool = False) -> list[int]:
-        normalized, _ = spm_normalize(text, self.charsmap, user_defined=self.user_defined, **self.flags)
+    def _piece_ids(self, normalized: str) -> list[int]:
         out: list[int] = []
-        if add_bos:
-            out.append(_special(self.model, "bos"))
         prev_unk = False
-        for p in self.pieces_of(normalized) if normalized else []:
+        for p in self.pieces_of(normalized):
             pid = self.reserved.get(p, self.pieces.get(p, self.unk_id))
             unk = pid == self.unk_id
             if self.model.pieces[pid].type == CONTROL:
                 pass  # sentencepiece drops control pieces from the output
             elif unk and self.model.byte_fallback:
-                out.extend(self.ids[byte_piece(b)] for b in p.encode("utf-8"))
+                out.extend(self._bytes(p))
             elif not (unk and prev_unk):
                 out.append(pid)
             prev_unk = unk
-        if add_eos:
-            out.append(_special(self.model, "eos"))
         return out
 
 

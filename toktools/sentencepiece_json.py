@@ -156,7 +156,10 @@ def _model(model: SentencePieceModel, trainer, byte_fallback: bool, has_user_def
 def json_to_sentencepiece(doc: dict[str, Any]) -> SentencePieceModel:
     """The ``.model`` for a Unigram ``tokenizer.json`` that sentencepiece can express: the
     documents :func:`load_sentencepiece` writes, or a plain ``Metaspace`` + ``Unigram`` tokenizer
-    (toktools' ``train unigram``). Anything else is one clear :class:`ToktoolsError`."""
+    (toktools' ``train unigram``). Anything else is one clear :class:`ToktoolsError`.
+
+    A plain ``Metaspace`` adds no ``▁`` to text that already starts with one (a leading space);
+    sentencepiece's dummy prefix always does, so such lines may encode differently."""
     from toktools.sentencepiece_model import BYTE, NORMALIZER_FIELDS, TRAINER_FIELDS, Message, SentencePiece
 
     model = doc.get("model") or {}

@@ -112,6 +112,10 @@ class Trainer(ABC):
     explains_merges: ClassVar[bool] = False
     #: ``tokenizers`` breaks some ties at random: a "forced" run replays its choices
     has_forced_mode: ClassVar[bool] = False
+    #: ``tokenizers``' training is not deterministic (float sums in hash order): parity is
+    #: (minimum token-set Jaccard, minimum share of held-out lines cut into the same tokens)
+    #: instead of identical files; None: the files must be identical
+    agreement_bounds: ClassVar[tuple[float, float] | None] = None
 
     # -- settings -------------------------------------------------------------------------------
 
@@ -494,6 +498,7 @@ class UnigramTrainer(Trainer):
         "n_sub_iterations": 2,
     }
     count_options = ()
+    agreement_bounds = (0.99, 0.95)
     reference_function = "train_unigram"
 
     def count_settings(self, options: Mapping[str, Any]) -> dict[str, Any]:

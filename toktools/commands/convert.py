@@ -9,7 +9,8 @@ import click
 
 @click.command()
 @click.argument("tokenizer_path")
-@click.option("--to", "target", required=True, type=click.Choice(["tokenizer.json", "vocab.txt", "vocab.json+merges.txt", "tiktoken"]), help="The layout to write.")
+@click.option("--to", "target", required=True, type=click.Choice(["tokenizer.json", "vocab.txt", "vocab.json+merges.txt", "tiktoken", "spiece.model"]),
+              help="The layout to write (spiece.model: a sentencepiece model, for Unigram tokenizers).")
 @click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="Directory to write into.")
 @click.option("--force", is_flag=True, help="Overwrite existing files.")
 def convert(tokenizer_path: str, target: str, out_dir: Path, force: bool) -> None:
@@ -19,6 +20,8 @@ def convert(tokenizer_path: str, target: str, out_dir: Path, force: bool) -> Non
     Examples:
       toktools convert my-bpe --to tiktoken -o my-bpe-tiktoken
       toktools convert ../gpt2 --to tokenizer.json -o gpt2-json
+      toktools convert albert/spiece.model --to tokenizer.json -o albert-json
+      toktools convert my-unigram --to spiece.model -o my-unigram-spm
     """
     from toktools.formats import EXPORT_FILES, export, load, resolve
     from toktools.outputs import check_output_dir, input_files

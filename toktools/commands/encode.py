@@ -16,7 +16,7 @@ CORPUS_FORMATS = ("megatron", "npy", "bin")
 
 
 @click.command()
-@click.option("-t", "--tokenizer", "tokenizer_path", required=True, help="Tokenizer directory or file (tokenizer.json, vocab.json + merges.txt, vocab.txt), or a shipped vocabulary name.")
+@click.option("-t", "--tokenizer", "tokenizer_path", required=True, help="Tokenizer directory or file (tokenizer.json, vocab.json + merges.txt, vocab.txt, a sentencepiece .model), or a shipped vocabulary name.")
 @click.argument("files", nargs=-1)
 @click.option("--format", "output_format", type=click.Choice([*TEXT_FORMATS, *CORPUS_FORMATS]), default="ids", show_default=True,
               help="ids/tokens: one line per input line; jsonl: ids, tokens, offsets per line; "

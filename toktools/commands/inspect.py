@@ -11,8 +11,8 @@ from toktools.commands._shared import _echo_plain_or_rich, _input_lines
 @click.command()
 @click.argument("tokenizer_path", metavar="TOK")
 @click.option("--token", "token", default=None,
-              help="Show one token, given as its token string (ĠHello, ##ing) or, for byte-level BPE, the text it "
-                   "stands for (\" Hello\"). Never read as an id: use --id.")
+              help="Show one token, given as its token string (ĠHello, ##ing, ▁the) or the text it stands for: "
+                   "\" Hello\" for byte-level BPE, \" the\" for sentencepiece (▁). Never read as an id: use --id.")
 @click.option("--id", "token_id", type=int, default=None, help="Show the token with this id.")
 @click.option("--corpus", "corpus_files", multiple=True,
               help="Add vocabulary use on this text (repeatable; - for standard input): the most common tokens, "
@@ -29,9 +29,10 @@ def inspect(tokenizer_path: str, token: str | None, token_id: int | None, corpus
     ## pieces, coverage by script, longest tokens, and the embedding cost of the vocabulary:
     V×H at H = 768 and 1024, ALBERT's factorised V×E + E×H at E = 128, and V×768 as a share of
     BERT-base's 110M parameters. Tokens are shown as the text they stand for («» around them;
-    bytes that are not whole characters in hex, <E6 88>).
+    bytes that are not whole characters in hex, <E6 88>). For Unigram (a sentencepiece .model,
+    say): the score range and the pieces with the highest and the lowest scores.
 
-    With --token or --id: id, bytes, byte-level symbols and, for BPE, the merge tree.
+    With --token or --id: id, bytes, byte-level symbols, for BPE the merge tree, for Unigram the score.
     With --corpus: the most common tokens, unused tokens and the UNK rate on real text.
 
     \b
@@ -41,6 +42,7 @@ def inspect(tokenizer_path: str, token: str | None, token_id: int | None, corpus
       toktools inspect bytebpe-50k --id 1990
       toktools inspect my-bert --corpus heldout.txt --top 30 --json
       toktools inspect my-bert --plot vocab.png
+      toktools inspect albert/spiece.model --token ▁the
     """
     import json
 

@@ -16,7 +16,7 @@ from toktools.trainers import TRAINERS
 @click.argument("corpus", nargs=-1, required=True)
 @click.option("--vocab-size", default=8000, show_default=True, type=click.IntRange(min=1), help="Vocabulary size for both trainings.")
 @click.option("--min-frequency", default=2, show_default=True, type=click.IntRange(min=0), help="Minimum pair frequency for both trainings.")
-@click.option("--special-tokens", default=None, help="Comma-separated special tokens (default: none for bytebpe, BERT's five for wordpiece).")
+@click.option("--special-tokens", default=None, help="Comma-separated special tokens (default: none for bytebpe, BERT's five for wordpiece, <unk> for unigram).")
 @click.option("--limit-alphabet", type=click.IntRange(min=0), default=None, help="Alphabet limit (default: none for bytebpe, 1000 for wordpiece).")
 @click.option("--heldout", "heldout_file", type=click.Path(dir_okay=False, exists=True), default=None, help="Held-out text for id agreement (default: every 50th corpus line, withheld from training).")
 @click.option("--keep", "output_dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Keep both backends' files in this directory.")
@@ -28,13 +28,17 @@ def parity(kind: str, corpus: tuple[str, ...], vocab_size: int, min_frequency: i
 
     Compares the files byte for byte, explains the first differing merge (a tie, and how each
     side broke it), reports token-set overlap and id agreement on held-out lines. For WordPiece,
-    where tokenizers is random, it also replays tokenizers' choices ("forced mode"). Exit code 3
+    where tokenizers is random, it also replays tokenizers' choices ("forced mode"). For Unigram,
+    whose tokenizers training is not deterministic (float sums in hash order), parity is
+    agreement: token-set Jaccard, the same tokens on held-out lines, scores equal up to summation
+    order, and identical ids when both libraries encode either trained vocabulary. Exit code 3
     when the backends really differ.
 
     \b
     Examples:
       toktools parity bytebpe wiki.txt --vocab-size 8000
       toktools parity wordpiece wiki.txt zh.txt --vocab-size 30000 --json
+      toktools parity unigram wiki.txt --vocab-size 8000
     """
     import json
 

@@ -229,6 +229,10 @@ class Model(Part):
     def vocab_size(self) -> int:
         return len(self.get_vocab())
 
+    def score(self, token_id: int) -> float | None:
+        """The token's score (a Unigram log-probability), or None for models without scores."""
+        return None
+
     def encode_words(self, words: Words, ids: list[int], tokens: list[str], offsets: list[Span]) -> None:
         """Append the tokens of every word of the fast lane, with offsets in the original text.
         Models override this with a cached loop; this one says what it must do."""
