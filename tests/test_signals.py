@@ -19,12 +19,8 @@ from pathlib import Path
 
 import pytest
 
-# The signal handling passed on its own branch but regressed when merged with the parts pipeline and the
-# corpus-encoding engines (issue 8 stays open for it); not strict, so a fix shows as XPASS.
-pytestmark = pytest.mark.xfail(reason="signal handling regressed in the merge; issue 8 open", strict=False)
-
 REPO_ROOT = Path(__file__).resolve().parent.parent
-pytestmark = [pytestmark, pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")]
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +82,7 @@ class Run:
     def __init__(self, tmp_path: Path, *args: str) -> None:
         self.tmp = tmp_path / "private-tmp"
         self.tmp.mkdir()
-        env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TMPDIR=str(self.tmp))
+        env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TMPDIR=str(self.tmp), TOKTOOLS_CACHE_DIR="")
         self.process = subprocess.Popen([sys.executable, "-m", "toktools.cli", *args], stdin=subprocess.DEVNULL,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         self.workers: list[int] = []
@@ -161,16 +157,32 @@ def test_workers_die_with_a_killed_parent(tmp_path, corpus):
     assert run.survivors(within=5.0) == [], "workers outlived a killed parent"
 
 
-def test_sigterm_during_parallel_encode_leaves_no_partial_output(tmp_path, corpus, tokenizer_dir):
-    """No ``.out.npy.XXXX.tmp`` beside the output, no BrokenPipeError from the workers."""
+@pytest.mark.parametrize("output_format, engine", [("npy", "reference"), ("ids", None)], ids=["npy-reference", "ids"])
+def test_sigterm_during_parallel_encode_leaves_no_partial_output(tmp_path, corpus, tokenizer_dir, output_format, engine):
+    """No ``.out.XXXX.tmp`` beside the output, no BrokenPipeError from the workers: with the
+    reference engine's pool of processes (training data) and with the line encoder's."""
     out_dir = tmp_path / "encoded"
     out_dir.mkdir()
-    run = Run(tmp_path, "encode", "-t", str(tokenizer_dir), str(corpus), "--format", "npy", "-o", str(out_dir / "out.npy"),
-              "--workers", "2", "--batch-lines", "20000", "--no-progress")
+    options = ["--engine", engine] if engine else ["--batch-lines", "20000"]
+    run = Run(tmp_path, "encode", "-t", str(tokenizer_dir), str(corpus), "--format", output_format,
+              "-o", str(out_dir / f"out.{output_format}"), "--workers", "2", "--no-progress", *options)
     run.wait_for_workers(2)
     returncode, stderr = run.stop(signal.SIGTERM)
     assert (returncode, stderr.strip()) == (143, "toktools: terminated")
     assert run.survivors() == []
+    assert os.listdir(out_dir) == [] and os.listdir(run.tmp) == []
+
+
+def test_sigterm_during_a_threaded_encode_leaves_no_partial_output(tmp_path, big_gz, tokenizer_dir):
+    """The tiktoken engine encodes on threads: SIGTERM once the output's temporary file exists."""
+    out_dir = tmp_path / "encoded"
+    out_dir.mkdir()
+    run = Run(tmp_path, "encode", "-t", str(tokenizer_dir), str(big_gz), "--format", "npy", "-o", str(out_dir / "out.npy"),
+              "--engine", "tiktoken", "--workers", "2", "--no-progress")
+    run.wait_for(lambda: any(name.endswith(".tmp") for name in os.listdir(out_dir)), "the temporary output file")
+    time.sleep(0.5)  # encoding batches
+    returncode, stderr = run.stop(signal.SIGTERM)
+    assert (returncode, stderr.strip()) == (143, "toktools: terminated")
     assert os.listdir(out_dir) == [] and os.listdir(run.tmp) == []
 
 

@@ -349,8 +349,9 @@ def read_counts(path: str | Path) -> tuple[str, dict[str, object], dict[str, int
 
 
 def ignore_interrupts() -> None:
-    """Worker processes (compare, pretrain, engines) leave Ctrl-C to the parent, which stops
-    cleanly with one message instead of one KeyboardInterrupt traceback per worker."""
+    """Leave Ctrl-C to the parent. Kept for callers from before :mod:`toktools.workers`: pools
+    should come from :func:`toktools.workers.process_pool` / ``start_pool``, whose workers also
+    die with the parent and do not wake its signal watcher."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -420,6 +420,7 @@ def encode_corpus(
     except BaseException:
         if writer is not None:
             writer.discard()
+        chosen.close()  # an interrupt or an error: kill the engine's workers now, not after the batch in flight
         raise
     finally:
         executor.shutdown(wait=True, cancel_futures=True)

@@ -367,10 +367,7 @@ _reference_worker: Any = None
 
 
 def _reference_init(tokenizer: Any) -> None:
-    from toktools.corpus import ignore_interrupts
-
     global _reference_worker
-    ignore_interrupts()
     _reference_worker = tokenizer
 
 
@@ -403,11 +400,10 @@ class ReferenceEngine(Engine):
         self._pool: Any = None
 
     def _get_pool(self) -> Any:
-        if self._pool is None:
-            import multiprocessing
+        if self._pool is None:  # workers that die with this process and leave signals to it
+            from toktools.workers import start_pool
 
-            context = multiprocessing.get_context("fork")
-            self._pool = context.Pool(self.workers, initializer=_reference_init, initargs=(self.tokenizer,))
+            self._pool = start_pool(self.workers, initializer=_reference_init, initargs=(self.tokenizer,))
         return self._pool
 
     def encode_batch(self, texts: Sequence[str]) -> IdBatch:
@@ -427,10 +423,13 @@ class ReferenceEngine(Engine):
         return out
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.terminate()
-            self._pool.join()
-            self._pool = None
+        """Kill the workers (also from another thread while a batch is in flight: it then
+        fails with ``BrokenProcessPool`` instead of finishing)."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            from toktools.workers import stop_pool
+
+            stop_pool(pool)
 
 
 def tiktoken_available() -> bool:

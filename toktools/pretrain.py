@@ -592,6 +592,9 @@ def make_pretraining_data(
     global _JOB
     _JOB = _Job(corpus, info, settings, blocks)
     temporary = output.parent / f".{output.name}.{os.getpid()}.tmp"
+    from toktools.outputs import register_temporary, unregister_temporary
+
+    register_temporary(temporary)  # a SIGTERM stuck in native code removes it too
     try:
         writer = _ParquetRows(temporary, settings, pyarrow, json.dumps(summary.settings, sort_keys=True))
         try:
@@ -613,6 +616,7 @@ def make_pretraining_data(
         _JOB = None
         if temporary.exists():
             temporary.unlink()
+        unregister_temporary(temporary)
     if settings.objective != "mlm":
         summary.skipped_documents = _documents_without_pairs(corpus) if settings.objective == "mlm+sop" else 0
     summary.seconds = time.perf_counter() - started
@@ -659,22 +663,14 @@ def _map_in_order(units: Sequence[tuple[int, int]], workers: int | None) -> Iter
     tasks = [units[i:i + _UNITS_PER_TASK] for i in range(0, len(units), _UNITS_PER_TASK)]
     if workers is None:
         workers = min(os.cpu_count() or 1, 4) if len(tasks) > 8 else 1
-    if workers <= 1 or len(tasks) <= 1:
+    from toktools.workers import fork_available, process_pool
+
+    if workers <= 1 or len(tasks) <= 1 or not fork_available():  # workers must inherit the encoded corpus
         for task in tasks:
             yield _rows_for(task)
         return
-    import multiprocessing
-
-    from toktools.corpus import ignore_interrupts
-
-    try:
-        context = multiprocessing.get_context("fork")
-    except ValueError:  # no fork on this platform
-        for task in tasks:
-            yield _rows_for(task)
-        return
-    with context.Pool(workers, initializer=ignore_interrupts) as pool:
-        yield from pool.imap(_rows_for, tasks, chunksize=1)
+    with process_pool(workers) as pool:
+        yield from pool.map(_rows_for, tasks)
 
 
 class _ParquetRows:
