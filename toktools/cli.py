@@ -28,16 +28,17 @@ class ToktoolsGroup(click.Group):
         return super().main(args, *rest, **options)
 
     def invoke(self, ctx: click.Context) -> Any:
+        from toktools import interrupts
+
         try:
-            result = super().invoke(ctx)
-            sys.stdout.flush()  # a full disk must be reported now, not at interpreter exit
+            with interrupts.working():  # a signal raises from here on (before: reported at once)
+                result = super().invoke(ctx)
+                sys.stdout.flush()  # a full disk must be reported now, not at interpreter exit
             return result
         except ToktoolsError as err:
             click.echo(f"toktools: error: {err}", err=True)
             ctx.exit(1)
         except KeyboardInterrupt as interrupt:  # Ctrl-C, or SIGTERM (interrupts.Terminated)
-            from toktools import interrupts
-
             if interrupts.claim_exit():
                 click.echo(interrupts.message(interrupt), err=True)
                 ctx.exit(interrupts.exit_code(interrupt))

@@ -1,10 +1,14 @@
 """SIGTERM handled like Ctrl-C: one line, the conventional exit code, no temporary files left.
 
 :func:`install` makes SIGTERM raise :class:`Terminated` (a ``KeyboardInterrupt``, so every
-``finally`` and every pool shutdown that copes with Ctrl-C copes with it too). Python runs signal
-handlers only between bytecodes, so a long call into native code (``tokenizers`` training a big
-corpus) would delay them: a watcher thread, woken through the signal wakeup fd, gives the main
-thread a grace period to unwind, then removes the registered temporary files itself and exits.
+``finally`` and every pool shutdown that copes with Ctrl-C copes with it too) while a command
+runs (inside :func:`working`). Outside it (click still parsing the command line, or the command
+done and the process exiting) there is nothing to unwind and click would print ``Aborted!``
+for a ``KeyboardInterrupt``: there SIGTERM and Ctrl-C report and exit at once. Python runs
+signal handlers only between bytecodes, so a long call into native code (``tokenizers``
+training a big corpus) would delay them: a watcher thread, woken through the signal wakeup fd,
+gives the main thread a grace period to unwind, then removes the registered temporary files
+itself and exits.
 """
 from __future__ import annotations
 
@@ -14,12 +18,16 @@ import socket
 import sys
 import threading
 import time
+from contextlib import contextmanager
+from typing import Iterator
 
 #: How long the main thread may take to unwind before the watcher exits for it.
 GRACE_SECONDS = 3.0
 _exit_lock = threading.Lock()
 _installed = False
 _sockets: list[socket.socket] = []
+#: True while a command runs: a signal then raises, so that ``finally`` blocks clean up.
+_working = False
 
 
 class Terminated(KeyboardInterrupt):
@@ -40,9 +48,45 @@ def claim_exit() -> bool:
     return _exit_lock.acquire(blocking=False)
 
 
+@contextmanager
+def working() -> Iterator[None]:
+    """The command's own work: signals raise (:class:`Terminated`, ``KeyboardInterrupt``)."""
+    global _working
+    _working = True
+    try:
+        yield
+    finally:
+        _working = False
+
+
+def _exit_now(signum: int) -> None:
+    """Report and exit from the signal handler (no command is running: nothing to unwind)."""
+    if not claim_exit():
+        return  # the main thread or the watcher is already reporting and exiting
+    from toktools.outputs import remove_registered_temporaries
+
+    remove_registered_temporaries()
+    try:
+        sys.stderr.write("toktools: terminated\n" if signum == signal.SIGTERM else "toktools: interrupted\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, RuntimeError):  # RuntimeError: a reentrant write, if the signal came mid-write
+        os.write(2, b"toktools: terminated\n" if signum == signal.SIGTERM else b"toktools: interrupted\n")
+    os._exit(128 + signum)
+
+
 def _on_sigterm(signum: int, frame: object) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM kills at once
+    if not _working:
+        _exit_now(signal.SIGTERM)
+        return
     raise Terminated()
+
+
+def _on_sigint(signum: int, frame: object) -> None:
+    if not _working:
+        _exit_now(signal.SIGINT)
+        return
+    raise KeyboardInterrupt()
 
 
 def _watch(reader: socket.socket) -> None:
@@ -79,6 +123,8 @@ def install() -> None:
         return
     _installed = True
     signal.signal(signal.SIGTERM, _on_sigterm)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where Ctrl-C is ignored (nohup, &)
+        signal.signal(signal.SIGINT, _on_sigint)
     try:
         reader, writer = socket.socketpair()
         writer.setblocking(False)
