@@ -102,6 +102,9 @@ def sandbox(tmp_path: Path, trained: Path, monkeypatch: pytest.MonkeyPatch):
     (inputs / "notgzip.txt.gz").write_bytes(data)
     (inputs / "truncated.txt.gz").write_bytes(gzip.compress(data)[:-200])
     (inputs / "truncated.txt.xz").write_bytes(lzma.compress(data)[:-200])
+    damaged = bytearray(gzip.compress(data))
+    damaged[len(damaged) // 2 : len(damaged) // 2 + 64] = bytes(64)  # a zlib error inside the stream
+    (inputs / "damaged.txt.gz").write_bytes(bytes(damaged))
     (inputs / "ids.txt").write_text("1 2 x 3\n", encoding="utf-8")
     (inputs / "bad-utf8.txt").write_bytes(BAD_UTF8)
     (inputs / "bad-utf8.txt.gz").write_bytes(gzip.compress(BAD_UTF8))
@@ -238,6 +241,16 @@ ONE_LINE_CASES = [
     ("parity-keep-unwritable", ["parity", "bytebpe", "{corpus}", "--vocab-size", "300", "--keep", "{locked}/keep"], "cannot write into"),
     ("parity-keep-is-the-input", ["parity", "bytebpe", "{out}/keep/reference", "--vocab-size", "300", "--keep", "{out}/keep", "--force"], "over the input"),
     ("parity-truncated-gzip", ["parity", "bytebpe", "{in}/truncated.txt.gz", "--vocab-size", "300"], "truncated.txt.gz"),
+    # damaged or truncated compressed corpora in every reader
+    *[(f"{name}-{problem}", [*args[:1], *[a.replace("CORPUS", f"{{in}}/{problem}.txt.{ext}") for a in args[1:]]], f"{problem}.txt.{ext}")
+      for problem, ext in (("damaged", "gz"), ("truncated", "xz"))
+      for name, args in (("encode", ["encode", "-t", TOK, "CORPUS"]),
+                         ("encode-npy", ["encode", "-t", TOK, "CORPUS", "--format", "npy", "-o", "{out}/new.npy"]),
+                         ("inspect-corpus", ["inspect", TOK, "--corpus", "CORPUS"]),
+                         ("count", ["count", "CORPUS", "--model", "bytebpe", "-o", "{out}/new.tsv"]),
+                         ("train", ["train", "wordpiece", "CORPUS", "-o", "{out}/new", "--vocab-size", "200"]),
+                         ("compare", ["compare", TOK, "{in}/wp", "--corpus", "CORPUS"]),
+                         ("pretrain", ["pretrain-data", "CORPUS", "-t", "{in}/wp", "-o", "{out}/new.parquet"]))],
     # invalid UTF-8: every command names the file and the line
     ("encode-utf8", ["encode", "-t", TOK, "{in}/bad-utf8.txt"], "bad-utf8.txt, line 5"),
     ("encode-utf8-to-a-file", ["encode", "-t", TOK, "{in}/bad-utf8.txt", "-o", "{out}/new-ids.txt", "--workers", "2"], "bad-utf8.txt, line 5"),

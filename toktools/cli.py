@@ -44,6 +44,12 @@ class ToktoolsGroup(click.Group):
                 ctx.exit(interrupts.exit_code(interrupt))
             _silence_stdout()
             ctx.exit(interrupts.exit_code(interrupt))  # the watcher thread is reporting
+        except EOFError as err:
+            # an input that ends too early (a truncated compressed file) that no reader named:
+            # still one line, not click's "Aborted!" (which it prints for EOFError)
+            detail = f" ({err})" if str(err) else ""
+            click.echo(f"toktools: error: an input ended too early{detail}", err=True)
+            ctx.exit(1)
         except BrokenPipeError:
             # `toktools encode big.txt | head`: the reader went away; that is not an error.
             _silence_stdout()

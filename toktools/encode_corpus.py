@@ -420,7 +420,10 @@ def encode_corpus(
     except BaseException:
         if writer is not None:
             writer.discard()
-        chosen.close()  # an interrupt or an error: kill the engine's workers now, not after the batch in flight
+        # an interrupt or an error: drop the queued batch (else it would start once the engine is
+        # closed), then kill the engine's workers now instead of waiting for the batch in flight
+        executor.shutdown(wait=False, cancel_futures=True)
+        chosen.close()
         raise
     finally:
         executor.shutdown(wait=True, cancel_futures=True)

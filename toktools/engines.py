@@ -398,8 +398,11 @@ class ReferenceEngine(Engine):
             raise ToktoolsError(f"the reference engine cannot load this tokenizer ({err})") from None
         self.workers = workers or os.cpu_count() or 1
         self._pool: Any = None
+        self._closed = False
 
     def _get_pool(self) -> Any:
+        if self._closed:  # a batch that started after close (an interrupt) must not fork a new pool
+            raise RuntimeError("the reference engine is closed")
         if self._pool is None:  # workers that die with this process and leave signals to it
             from toktools.workers import start_pool
 
@@ -425,6 +428,7 @@ class ReferenceEngine(Engine):
     def close(self) -> None:
         """Kill the workers (also from another thread while a batch is in flight: it then
         fails with ``BrokenProcessPool`` instead of finishing)."""
+        self._closed = True
         pool, self._pool = self._pool, None
         if pool is not None:
             from toktools.workers import stop_pool

@@ -156,37 +156,34 @@ def iter_documents(sources: Sequence["CorpusSource"], progress: Progress | None 
     """Documents as lists of sentences (stripped, non-empty lines). Text files: a blank line
     ends a document, and so does the end of a file. JSON Lines (a source with ``json_field``):
     each record is a document and the lines of its field are its sentences."""
+    from toktools.corpus import raw_lines  # a corrupt or truncated .gz/.xz is one line naming it
+
     total = sum(s.size() for s in sources)
     done = 0
     for source in sources:
-        handle = source.open()
         document: list[str] = []
-        try:
-            for number, raw in enumerate(handle, start=1):
-                done += len(raw)
-                if progress is not None and number % 4096 == 0:
-                    progress("read", min(done, total), total)
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as err:
-                    raise ToktoolsError(f"{source.path}, line {number}: invalid UTF-8 (byte 0x{raw[err.start]:02X})") from None
-                if source.json_field:
-                    if line.strip():
-                        sentences = [s.strip() for s in _json_field(line, source, number).split("\n")]
-                        if any(sentences):
-                            yield [s for s in sentences if s]
-                    continue
-                line = line.strip()
-                if line:
-                    document.append(line)
-                elif document:
-                    yield document
-                    document = []
-            if document:
+        for number, raw in enumerate(raw_lines(source), start=1):
+            done += len(raw)
+            if progress is not None and number % 4096 == 0:
+                progress("read", min(done, total), total)
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise ToktoolsError(f"{source.path}, line {number}: invalid UTF-8 (byte 0x{raw[err.start]:02X})") from None
+            if source.json_field:
+                if line.strip():
+                    sentences = [s.strip() for s in _json_field(line, source, number).split("\n")]
+                    if any(sentences):
+                        yield [s for s in sentences if s]
+                continue
+            line = line.strip()
+            if line:
+                document.append(line)
+            elif document:
                 yield document
-        finally:
-            if not source.is_stdin:
-                handle.close()
+                document = []
+        if document:
+            yield document
     if progress is not None:
         progress("read", total, total)
 
@@ -194,7 +191,7 @@ def iter_documents(sources: Sequence["CorpusSource"], progress: Progress | None 
 def _json_field(line: str, source: "CorpusSource", number: int) -> str:
     try:
         value = json.loads(line)[source.json_field]
-    except (json.JSONDecodeError, KeyError, TypeError):
+    except (json.JSONDecodeError, KeyError, TypeError, IndexError, RecursionError):
         raise ToktoolsError(f"{source.path}, line {number}: not a JSON object with a {source.json_field!r} field") from None
     if not isinstance(value, str):
         raise ToktoolsError(f"{source.path}, line {number}: field {source.json_field!r} is not a string")
