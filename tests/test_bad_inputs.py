@@ -17,6 +17,7 @@ import json
 import lzma
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -485,7 +486,8 @@ def test_a_signal_while_parsing_is_one_line_not_aborted(sandbox, where: str, nam
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TMPDIR=str(places["tmp"]))
     result = subprocess.run([sys.executable, "-c", _SIGNAL_WHILE_PARSING, where, name, str(places["in"] / "bpe"),
                              str(places["corpus"]), str(places["out"] / "new-ids.txt")],
-                            stdin=subprocess.DEVNULL, capture_output=True, env=env, timeout=120)
+                            stdin=subprocess.DEVNULL, capture_output=True, env=env, timeout=120,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # not ignored (pytest &)
     assert (result.returncode, result.stderr.decode().strip(), result.stdout) == (code, message, b"")
     assert _snapshot(root) == before
     assert os.listdir(places["tmp"]) == []

@@ -76,6 +76,15 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _default_signal_handling() -> None:
+    """In the child before exec: Ctrl-C and SIGTERM as a terminal gives them. A pytest started
+    in the background by a shell without job control (``pytest &`` in a script, CI, nohup)
+    ignores SIGINT, and an ignored signal stays ignored across exec: toktools would then rightly
+    ignore it too (as every program started with ``&`` does), and the Ctrl-C test would fail."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 class Run:
     """One toktools process with a private TMPDIR."""
 
@@ -84,7 +93,8 @@ class Run:
         self.tmp.mkdir()
         env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TMPDIR=str(self.tmp), TOKTOOLS_CACHE_DIR="")
         self.process = subprocess.Popen([sys.executable, "-m", "toktools.cli", *args], stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                        preexec_fn=_default_signal_handling)
         self.workers: list[int] = []
 
     def wait_for(self, condition, what: str, timeout: float = 60) -> None:

@@ -364,6 +364,8 @@ class TiktokenEngine(Engine):
 
 
 _reference_worker: Any = None
+#: Below this many characters a batch is encoded here: forking workers would cost more.
+_REFERENCE_MIN_FORK_CHARS = 1 << 16
 
 
 def _reference_init(tokenizer: Any) -> None:
@@ -410,7 +412,7 @@ class ReferenceEngine(Engine):
         return self._pool
 
     def encode_batch(self, texts: Sequence[str]) -> IdBatch:
-        if self.workers <= 1 or len(texts) < 2:
+        if self.workers <= 1 or len(texts) < 2 or sum(map(len, texts)) < _REFERENCE_MIN_FORK_CHARS:
             return [e.ids for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False, workers=1)]
         size = max(1, -(-len(texts) // (self.workers * 4)))
         chunks = [texts[i : i + size] for i in range(0, len(texts), size)]
