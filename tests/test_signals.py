@@ -212,3 +212,34 @@ def test_sigterm_removes_temporary_directories(tmp_path, big_gz, command, prefix
     assert time.monotonic() - started < 15
     assert os.listdir(run.tmp) == []
     assert not (tmp_path / "out").exists()
+
+
+#: The process signals itself from inside a fork hook (as a SIGTERM landing while a worker is
+#: forked does): Python cannot propagate an exception from there and would print and drop it.
+_SIGNAL_INSIDE_A_FORK_HOOK = """
+import os, signal, sys
+from toktools import cli
+fired = []
+def signal_inside_the_fork_hook():
+    if not fired:
+        fired.append(True)
+        os.kill(os.getpid(), signal.SIGTERM)
+        sum(range(1000))  # the handler runs here, inside the hook
+os.register_at_fork(after_in_parent=signal_inside_the_fork_hook)
+sys.argv = ["toktools", "encode", "-t", sys.argv[1], sys.argv[2], "-o", sys.argv[3], "--workers", "2"]
+cli.main()
+"""
+
+
+def test_a_signal_during_a_fork_is_not_lost(tmp_path, corpus, tokenizer_dir):
+    """One line and exit 143, promptly: not "Exception ignored" and a run that goes on."""
+    private = tmp_path / "private-tmp"
+    private.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TMPDIR=str(private))
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-c", _SIGNAL_INSIDE_A_FORK_HOOK, str(tokenizer_dir), str(corpus),
+                             str(tmp_path / "ids.txt")], stdin=subprocess.DEVNULL, capture_output=True, env=env,
+                            timeout=120, preexec_fn=_default_signal_handling)
+    assert (result.returncode, result.stderr.decode().strip()) == (143, "toktools: terminated")
+    assert time.monotonic() - started < 30
+    assert not (tmp_path / "ids.txt").exists() and os.listdir(private) == []

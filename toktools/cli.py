@@ -11,7 +11,19 @@ import os
 import sys
 from typing import Any
 
-import click
+
+def _running_as_the_program() -> bool:
+    """``toktools`` (the console script) or ``python -m toktools.cli``, not an import by a library
+    or a test: only then may this process's signal handling be taken over."""
+    return __name__ == "__main__" or os.path.basename(sys.argv[0] if sys.argv else "") == "toktools"
+
+
+if _running_as_the_program():  # before importing click: a SIGTERM while it loads is one line too
+    from toktools import interrupts as _interrupts
+
+    _interrupts.install()
+
+import click  # noqa: E402
 
 from toktools import __version__
 from toktools.errors import ToktoolsError

@@ -59,13 +59,21 @@ def working() -> Iterator[None]:
         _working = False
 
 
+def _remove_temporaries() -> None:
+    """Remove the registered temporary files, if :mod:`toktools.outputs` (which keeps them) is
+    loaded: the signal may land while it is being imported, when nothing is registered yet
+    (importing it here would find it half-initialised)."""
+    outputs = sys.modules.get("toktools.outputs")
+    remove = getattr(outputs, "remove_registered_temporaries", None)
+    if remove is not None:
+        remove()
+
+
 def _exit_now(signum: int) -> None:
     """Report and exit from the signal handler (no command is running: nothing to unwind)."""
     if not claim_exit():
         return  # the main thread or the watcher is already reporting and exiting
-    from toktools.outputs import remove_registered_temporaries
-
-    remove_registered_temporaries()
+    _remove_temporaries()
     try:
         sys.stderr.write("toktools: terminated\n" if signum == signal.SIGTERM else "toktools: interrupted\n")
         sys.stderr.flush()
@@ -89,6 +97,42 @@ def _on_sigint(signum: int, frame: object) -> None:
     raise KeyboardInterrupt()
 
 
+def _on_unraisable(unraisable: object) -> None:
+    """A signal's exception raised where Python cannot propagate it (a fork hook such as
+    logging's while a worker is forked, a ``__del__``) would be printed as "Exception ignored"
+    and lost: deliver the signal again a moment later, when the main thread is past that place."""
+    kind = getattr(unraisable, "exc_type", None)
+    if isinstance(kind, type) and issubclass(kind, KeyboardInterrupt):
+        signum = signal.SIGTERM if issubclass(kind, Terminated) else signal.SIGINT
+        if signum == signal.SIGTERM:
+            try:
+                signal.signal(signal.SIGTERM, _on_sigterm)  # the lost one made the next SIGTERM fatal
+            except ValueError:  # not the main thread: there the handler never runs
+                return
+        timer = threading.Timer(0.02, os.kill, (os.getpid(), signum))
+        timer.daemon = True
+        timer.start()
+        return
+    _previous_unraisablehook(unraisable)
+
+
+_previous_unraisablehook = sys.unraisablehook
+
+
+def _in_forked_child() -> None:
+    """A forked child (a worker) is not the process that reports: SIGTERM kills it at once (the
+    parent stops workers with SIGTERM, possibly before their initializer ran), Ctrl-C is the
+    parent's, and its signals must not wake the parent's watcher through the shared socket."""
+    if signal.getsignal(signal.SIGTERM) is _on_sigterm:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if signal.getsignal(signal.SIGINT) is _on_sigint:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        signal.set_wakeup_fd(-1)
+    except (ValueError, OSError):
+        pass
+
+
 def _watch(reader: socket.socket) -> None:
     """Wait for a signal byte; if the main thread has not exited after the grace period (it
     is stuck in native code), clean up and exit from here."""
@@ -104,9 +148,7 @@ def _watch(reader: socket.socket) -> None:
             time.sleep(GRACE_SECONDS)
             if not claim_exit():
                 return  # the main thread is already reporting and exiting
-            from toktools.outputs import remove_registered_temporaries
-
-            remove_registered_temporaries()
+            _remove_temporaries()
             terminated = signal.SIGTERM in numbers
             try:
                 sys.stderr.write("toktools: terminated\n" if terminated else "toktools: interrupted\n")
@@ -125,6 +167,9 @@ def install() -> None:
     signal.signal(signal.SIGTERM, _on_sigterm)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where Ctrl-C is ignored (nohup, &)
         signal.signal(signal.SIGINT, _on_sigint)
+    sys.unraisablehook = _on_unraisable
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_in_forked_child)
     try:
         reader, writer = socket.socketpair()
         writer.setblocking(False)

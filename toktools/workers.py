@@ -128,6 +128,7 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
     """Drop queued work and kill the workers now (they hold no state worth saving); callers
     still waiting on a result get ``BrokenProcessPool``."""
     processes = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         if process.is_alive():
@@ -137,6 +138,11 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
         if process.is_alive():
             process.kill()
             process.join(timeout=5)
+    # Let the pool's manager thread see the dead workers and close its pipes now: left running
+    # into interpreter exit, it races concurrent.futures' exit hook (Python 3.11), which then
+    # prints "Exception ignored in: <module 'threading'>" after our one line.
+    if manager is not None and manager is not threading.current_thread():
+        manager.join(timeout=5)
 
 
 _stop = stop_pool
