@@ -219,11 +219,11 @@ def test_sigterm_removes_temporary_directories(tmp_path, big_gz, command, prefix
 _SIGNAL_INSIDE_A_FORK_HOOK = """
 import os, signal, sys
 from toktools import cli
-fired = []
+fired, signum = [], getattr(signal, sys.argv[4])
 def signal_inside_the_fork_hook():
     if not fired:
         fired.append(True)
-        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), signum)
         sum(range(1000))  # the handler runs here, inside the hook
 os.register_at_fork(after_in_parent=signal_inside_the_fork_hook)
 sys.argv = ["toktools", "encode", "-t", sys.argv[1], sys.argv[2], "-o", sys.argv[3], "--workers", "2"]
@@ -231,15 +231,16 @@ cli.main()
 """
 
 
-def test_a_signal_during_a_fork_is_not_lost(tmp_path, corpus, tokenizer_dir):
-    """One line and exit 143, promptly: not "Exception ignored" and a run that goes on."""
+@pytest.mark.parametrize("name, code, message", [("SIGTERM", 143, "toktools: terminated"), ("SIGINT", 130, "toktools: interrupted")])
+def test_a_signal_during_a_fork_is_not_lost(tmp_path, corpus, tokenizer_dir, name, code, message):
+    """One line and the signal's exit code, promptly: not "Exception ignored" and a run that goes on."""
     private = tmp_path / "private-tmp"
     private.mkdir()
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TMPDIR=str(private))
     started = time.monotonic()
     result = subprocess.run([sys.executable, "-c", _SIGNAL_INSIDE_A_FORK_HOOK, str(tokenizer_dir), str(corpus),
-                             str(tmp_path / "ids.txt")], stdin=subprocess.DEVNULL, capture_output=True, env=env,
+                             str(tmp_path / "ids.txt"), name], stdin=subprocess.DEVNULL, capture_output=True, env=env,
                             timeout=120, preexec_fn=_default_signal_handling)
-    assert (result.returncode, result.stderr.decode().strip()) == (143, "toktools: terminated")
+    assert (result.returncode, result.stderr.decode().strip()) == (code, message)
     assert time.monotonic() - started < 30
     assert not (tmp_path / "ids.txt").exists() and os.listdir(private) == []

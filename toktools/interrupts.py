@@ -109,7 +109,7 @@ def _on_unraisable(unraisable: object) -> None:
                 signal.signal(signal.SIGTERM, _on_sigterm)  # the lost one made the next SIGTERM fatal
             except ValueError:  # not the main thread: there the handler never runs
                 return
-        timer = threading.Timer(0.02, os.kill, (os.getpid(), signum))
+        timer = threading.Timer(0.02, _deliver_again, (signum,))
         timer.daemon = True
         timer.start()
         return
@@ -117,6 +117,11 @@ def _on_unraisable(unraisable: object) -> None:
 
 
 _previous_unraisablehook = sys.unraisablehook
+
+
+def _deliver_again(signum: int) -> None:
+    if not _exit_lock.locked():  # unless the process is already reporting and exiting
+        os.kill(os.getpid(), signum)
 
 
 def _in_forked_child() -> None:
