@@ -17,6 +17,7 @@ import json
 import lzma
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -31,6 +32,8 @@ from toktools.cli import main
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = Path(__file__).parent / "fixtures" / "sample.txt"
+#: Invalid UTF-8 on line 5 (each line a sentence: also blank-line documents and BERT-style corpora).
+BAD_UTF8 = b"The first line is fine.\nSo is the second one.\n\nA new document starts here.\nThis one has \xff in it.\n"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -100,7 +103,14 @@ def sandbox(tmp_path: Path, trained: Path, monkeypatch: pytest.MonkeyPatch):
     (inputs / "notgzip.txt.gz").write_bytes(data)
     (inputs / "truncated.txt.gz").write_bytes(gzip.compress(data)[:-200])
     (inputs / "truncated.txt.xz").write_bytes(lzma.compress(data)[:-200])
+    damaged = bytearray(gzip.compress(data))
+    damaged[len(damaged) // 2 : len(damaged) // 2 + 64] = bytes(64)  # a zlib error inside the stream
+    (inputs / "damaged.txt.gz").write_bytes(bytes(damaged))
     (inputs / "ids.txt").write_text("1 2 x 3\n", encoding="utf-8")
+    (inputs / "bad-utf8.txt").write_bytes(BAD_UTF8)
+    (inputs / "bad-utf8.txt.gz").write_bytes(gzip.compress(BAD_UTF8))
+    (inputs / "bad-utf8.jsonl").write_bytes(b'{"text": "fine words here"}\n{"text": "more \xff words"}\n')
+    (inputs / "bad-utf8.counts").write_bytes(b'#toktools-counts v1\n#{"kind": "bytebpe", "settings": {}}\nab\t2\nc\xffd\t3\n')
     (inputs / "nested.counts").write_text("#toktools-counts v1\n#" + "[" * 200_000 + "\nword\t1\n", encoding="utf-8")
     (inputs / "nested.jsonl").write_text('{"text": "fine"}\n' + "[" * 200_000 + "\n", encoding="utf-8")
     shutil.copytree(trained / "bpe", inputs / "bpe")
@@ -135,6 +145,7 @@ def sandbox(tmp_path: Path, trained: Path, monkeypatch: pytest.MonkeyPatch):
     locked.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(private_tmp))
     monkeypatch.setenv("TMPDIR", str(private_tmp))
+    monkeypatch.setenv("TOKTOOLS_CACHE_DIR", "")  # no engine-analysis cache outside the sandbox
     places = {"in": inputs, "out": out, "corpus": corpus, "locked": locked, "tmp": private_tmp}
     unlocked = not _immutable(locked)
     places["locked_ok"] = not unlocked
@@ -158,7 +169,7 @@ def _snapshot(root: Path) -> dict[str, str]:
     return state
 
 
-def _run(places: dict, args: list[str], input: str | None = None):
+def _run(places: dict, args: list[str], input: str | bytes | None = None):
     filled = [a.format(**places) for a in args]
     return CliRunner().invoke(main, filled, input=input if input is not None else "")
 
@@ -231,16 +242,71 @@ ONE_LINE_CASES = [
     ("parity-keep-unwritable", ["parity", "bytebpe", "{corpus}", "--vocab-size", "300", "--keep", "{locked}/keep"], "cannot write into"),
     ("parity-keep-is-the-input", ["parity", "bytebpe", "{out}/keep/reference", "--vocab-size", "300", "--keep", "{out}/keep", "--force"], "over the input"),
     ("parity-truncated-gzip", ["parity", "bytebpe", "{in}/truncated.txt.gz", "--vocab-size", "300"], "truncated.txt.gz"),
+    # damaged or truncated compressed corpora in every reader
+    *[(f"{name}-{problem}", [*args[:1], *[a.replace("CORPUS", f"{{in}}/{problem}.txt.{ext}") for a in args[1:]]], f"{problem}.txt.{ext}")
+      for problem, ext in (("damaged", "gz"), ("truncated", "xz"))
+      for name, args in (("encode", ["encode", "-t", TOK, "CORPUS"]),
+                         ("encode-npy", ["encode", "-t", TOK, "CORPUS", "--format", "npy", "-o", "{out}/new.npy"]),
+                         ("inspect-corpus", ["inspect", TOK, "--corpus", "CORPUS"]),
+                         ("count", ["count", "CORPUS", "--model", "bytebpe", "-o", "{out}/new.tsv"]),
+                         ("train", ["train", "wordpiece", "CORPUS", "-o", "{out}/new", "--vocab-size", "200"]),
+                         ("compare", ["compare", TOK, "{in}/wp", "--corpus", "CORPUS"]),
+                         ("pretrain", ["pretrain-data", "CORPUS", "-t", "{in}/wp", "-o", "{out}/new.parquet"]))],
+    # invalid UTF-8: every command names the file and the line
+    ("encode-utf8", ["encode", "-t", TOK, "{in}/bad-utf8.txt"], "bad-utf8.txt, line 5"),
+    ("encode-utf8-to-a-file", ["encode", "-t", TOK, "{in}/bad-utf8.txt", "-o", "{out}/new-ids.txt", "--workers", "2"], "bad-utf8.txt, line 5"),
+    ("encode-utf8-gzip", ["encode", "-t", TOK, "{in}/bad-utf8.txt.gz", "--format", "npy", "-o", "{out}/new.npy"], "bad-utf8.txt.gz, line 5"),
+    *[(f"encode-utf8-{engine}-{document}",
+       ["encode", "-t", TOK, "{in}/bad-utf8.txt", "--format", "npy", "-o", "{out}/new.npy", "--engine", engine, "--document", document],
+       "bad-utf8.txt, line 5")
+      for engine in ("auto", "reference", "tokenizers", "tiktoken") for document in ("line", "blank-line", "file")],
+    *[(f"encode-utf8-{engine}-jsonl",
+       ["encode", "-t", TOK, "{in}/bad-utf8.jsonl", "--format", "megatron", "-o", "{out}/new", "--engine", engine,
+        "--document", "jsonl", "--no-append-eos"], "bad-utf8.jsonl, line 2")
+      for engine in ("auto", "reference", "tokenizers", "tiktoken")],
+    ("inspect-corpus-utf8", ["inspect", TOK, "--corpus", "{in}/bad-utf8.txt"], "bad-utf8.txt, line 5"),
+    ("inspect-corpus-utf8-gzip", ["inspect", TOK, "--corpus", "{in}/bad-utf8.txt.gz"], "bad-utf8.txt.gz, line 5"),
+    ("count-utf8", ["count", "{in}/bad-utf8.txt", "--model", "bytebpe", "-o", "{out}/new.tsv"], "bad-utf8.txt, line 5"),
+    ("count-utf8-jsonl", ["count", "{in}/bad-utf8.jsonl", "--model", "wordpiece", "--field", "text", "-o", "{out}/new.tsv"], "bad-utf8.jsonl, line 2"),
+    ("train-utf8", ["train", "bytebpe", "{in}/bad-utf8.txt", "-o", "{out}/new", "--vocab-size", "300"], "bad-utf8.txt, line 5"),
+    ("train-utf8-gzip", ["train", "wordpiece", "{in}/bad-utf8.txt.gz", "-o", "{out}/new", "--vocab-size", "200"], "bad-utf8.txt.gz, line 5"),
+    ("train-fast-utf8", ["train", "bytebpe", "{in}/bad-utf8.txt", "-o", "{out}/new", "--vocab-size", "300", "--backend", "fast"], "bad-utf8.txt, line 5"),
+    ("train-utf8-jsonl", ["train", "bytebpe", "{in}/bad-utf8.jsonl", "--field", "text", "-o", "{out}/new", "--vocab-size", "300"], "bad-utf8.jsonl, line 2"),
+    ("train-utf8-counts", ["train", "bytebpe", "--from-counts", "{in}/bad-utf8.counts", "-o", "{out}/new"], "bad-utf8.counts, line 4"),
+    ("compare-file-utf8", ["compare", TOK, "{in}/wp", "--file", "{in}/bad-utf8.txt"], "bad-utf8.txt, line 5"),
+    ("compare-corpus-utf8-jsonl", ["compare", TOK, "{in}/wp", "--corpus", "{in}/bad-utf8.jsonl", "--field", "text"], "bad-utf8.jsonl, line 2"),
+    ("compare-text-argument-utf8", ["compare", TOK, "{in}/wp", "caf\udce9 au lait"], "byte 0xE9"),
+    ("pretrain-utf8", ["pretrain-data", "{in}/bad-utf8.txt", "-t", "{in}/wp", "-o", "{out}/new.parquet"], "bad-utf8.txt, line 5"),
+    ("pretrain-utf8-jsonl", ["pretrain-data", "{in}/bad-utf8.jsonl", "--field", "text", "-t", "{in}/wp", "-o", "{out}/new.parquet"],
+     "bad-utf8.jsonl, line 2"),
+    ("parity-utf8", ["parity", "bytebpe", "{in}/bad-utf8.txt", "--vocab-size", "300"], "bad-utf8.txt, line 5"),
+]
+
+#: The same, read from standard input (named ``-``).
+STDIN_CASES = [
+    ("encode-stdin-utf8", ["encode", "-t", TOK], "-, line 5"),
+    ("encode-npy-stdin-utf8", ["encode", "-t", TOK, "-", "--format", "npy", "-o", "{out}/new.npy"], "-, line 5"),
+    ("compare-stdin-utf8", ["compare", TOK, "{in}/wp", "-"], "-, line 5"),
+    ("count-stdin-utf8", ["count", "-", "--model", "bytebpe", "-o", "{out}/new.tsv"], "-, line 5"),
 ]
 
 
 @pytest.mark.parametrize("args, fragment", [case[1:] for case in ONE_LINE_CASES], ids=[case[0] for case in ONE_LINE_CASES])
 def test_bad_input_is_one_line_and_changes_nothing(sandbox, args: list[str], fragment: str) -> None:
+    _assert_one_line_and_nothing_changed(sandbox, args, fragment)
+
+
+@pytest.mark.parametrize("args, fragment", [case[1:] for case in STDIN_CASES], ids=[case[0] for case in STDIN_CASES])
+def test_bad_standard_input_is_one_line_and_changes_nothing(sandbox, args: list[str], fragment: str) -> None:
+    _assert_one_line_and_nothing_changed(sandbox, args, fragment, stdin=BAD_UTF8)
+
+
+def _assert_one_line_and_nothing_changed(sandbox, args: list[str], fragment: str, stdin: bytes | None = None) -> None:
     root, places = sandbox
     if "{locked}" in " ".join(args) and not places["locked_ok"]:
         pytest.skip("cannot make a directory unwritable here (root without chattr)")
     before = _snapshot(root)
-    result = _run(places, args)
+    result = _run(places, args, input=stdin)
     lines = result.stderr.strip().splitlines()
     assert result.exit_code == 1, (result.exit_code, result.stderr, result.exception)
     assert len(lines) == 1 and lines[0].startswith("toktools: error: "), result.stderr
@@ -388,3 +454,40 @@ def test_too_many_workers_are_capped_with_a_note(sandbox) -> None:
     result = _run(places, ["count", "{corpus}", "--model", "bytebpe", "-o", "{out}/new.tsv", "--workers", "1000"])
     assert result.exit_code == 0, result.stderr
     assert "--workers 1000 capped at" in result.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# A signal while click is still parsing the command line
+# ---------------------------------------------------------------------------------------------
+
+#: Runs the real program; the process signals itself (its own pid) when click starts parsing the
+#: group's options or the sub-command's, the earliest moments a user's Ctrl-C or a SIGTERM can land.
+_SIGNAL_WHILE_PARSING = """
+import os, signal, sys
+from toktools import cli
+where, name = sys.argv[1], sys.argv[2]
+owner = cli.main if where == "group" else cli.main.commands["encode"]
+parse = owner.make_context
+def signal_then_parse(*args, **kwargs):
+    os.kill(os.getpid(), getattr(signal, name))
+    return parse(*args, **kwargs)
+owner.make_context = signal_then_parse
+sys.argv = ["toktools", "encode", "-t", sys.argv[3], sys.argv[4], "-o", sys.argv[5]]
+cli.main()
+"""
+
+
+@pytest.mark.parametrize("where", ["group", "command"])
+@pytest.mark.parametrize("name, code, message", [("SIGTERM", 143, "toktools: terminated"), ("SIGINT", 130, "toktools: interrupted")])
+def test_a_signal_while_parsing_is_one_line_not_aborted(sandbox, where: str, name: str, code: int, message: str) -> None:
+    """Not click's ``Aborted!`` (and exit 1): the same line and exit code as during the work."""
+    root, places = sandbox
+    before = _snapshot(root)
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TMPDIR=str(places["tmp"]))
+    result = subprocess.run([sys.executable, "-c", _SIGNAL_WHILE_PARSING, where, name, str(places["in"] / "bpe"),
+                             str(places["corpus"]), str(places["out"] / "new-ids.txt")],
+                            stdin=subprocess.DEVNULL, capture_output=True, env=env, timeout=120,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # not ignored (pytest &)
+    assert (result.returncode, result.stderr.decode().strip(), result.stdout) == (code, message, b"")
+    assert _snapshot(root) == before
+    assert os.listdir(places["tmp"]) == []

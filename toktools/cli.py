@@ -11,7 +11,19 @@ import os
 import sys
 from typing import Any
 
-import click
+
+def _running_as_the_program() -> bool:
+    """``toktools`` (the console script) or ``python -m toktools.cli``, not an import by a library
+    or a test: only then may this process's signal handling be taken over."""
+    return __name__ == "__main__" or os.path.basename(sys.argv[0] if sys.argv else "") == "toktools"
+
+
+if _running_as_the_program():  # before importing click: a SIGTERM while it loads is one line too
+    from toktools import interrupts as _interrupts
+
+    _interrupts.install()
+
+import click  # noqa: E402
 
 from toktools import __version__
 from toktools.errors import ToktoolsError
@@ -28,21 +40,28 @@ class ToktoolsGroup(click.Group):
         return super().main(args, *rest, **options)
 
     def invoke(self, ctx: click.Context) -> Any:
+        from toktools import interrupts
+
         try:
-            result = super().invoke(ctx)
-            sys.stdout.flush()  # a full disk must be reported now, not at interpreter exit
+            with interrupts.working():  # a signal raises from here on (before: reported at once)
+                result = super().invoke(ctx)
+                sys.stdout.flush()  # a full disk must be reported now, not at interpreter exit
             return result
         except ToktoolsError as err:
             click.echo(f"toktools: error: {err}", err=True)
             ctx.exit(1)
         except KeyboardInterrupt as interrupt:  # Ctrl-C, or SIGTERM (interrupts.Terminated)
-            from toktools import interrupts
-
             if interrupts.claim_exit():
                 click.echo(interrupts.message(interrupt), err=True)
                 ctx.exit(interrupts.exit_code(interrupt))
             _silence_stdout()
             ctx.exit(interrupts.exit_code(interrupt))  # the watcher thread is reporting
+        except EOFError as err:
+            # an input that ends too early (a truncated compressed file) that no reader named:
+            # still one line, not click's "Aborted!" (which it prints for EOFError)
+            detail = f" ({err})" if str(err) else ""
+            click.echo(f"toktools: error: an input ended too early{detail}", err=True)
+            ctx.exit(1)
         except BrokenPipeError:
             # `toktools encode big.txt | head`: the reader went away; that is not an error.
             _silence_stdout()

@@ -320,37 +320,43 @@ def read_counts(path: str | Path) -> tuple[str, dict[str, object], dict[str, int
     """``(kind, settings, counts)`` of a counts file, with a clear error on anything else."""
     path = Path(path)
     try:
-        handle = open(path, encoding="utf-8", newline="\n")
+        handle = open(path, "rb")
     except FileNotFoundError:
         raise ToktoolsError(f"counts file not found: {path}") from None
     except IsADirectoryError:
         raise ToktoolsError(f"{path} is a directory, not a counts file") from None
     counts: dict[str, int] = {}
     with handle:
+        lines = (_counts_line(path, number, raw) for number, raw in enumerate(handle, start=1))
+        magic = next(lines, "").rstrip("\n")
+        if magic != COUNTS_MAGIC:
+            raise ToktoolsError(f"{path}: not a toktools counts file (make one with `toktools count`)")
         try:
-            magic = handle.readline().rstrip("\n")
-            if magic != COUNTS_MAGIC:
-                raise ToktoolsError(f"{path}: not a toktools counts file (make one with `toktools count`)")
-            try:
-                header = json.loads(handle.readline()[1:])
-                kind, settings = header["kind"], header["settings"]
-            except (json.JSONDecodeError, KeyError, TypeError, RecursionError):
-                raise ToktoolsError(f"{path}, line 2: corrupt counts header") from None
-            for number, line in enumerate(handle, start=3):
-                word, tab, count = line.rstrip("\n").rpartition("\t")
-                if not tab or not word or not count.isdigit():
-                    raise ToktoolsError(f"{path}, line {number}: expected word<TAB>count")
-                counts[word] = counts.get(word, 0) + int(count)
-        except UnicodeDecodeError:
-            raise ToktoolsError(f"{path}: not valid UTF-8") from None
+            header = json.loads(next(lines, "")[1:])
+            kind, settings = header["kind"], header["settings"]
+        except (json.JSONDecodeError, KeyError, TypeError, RecursionError):
+            raise ToktoolsError(f"{path}, line 2: corrupt counts header") from None
+        for number, line in enumerate(lines, start=3):
+            word, tab, count = line.rstrip("\n").rpartition("\t")
+            if not tab or not word or not count.isdigit():
+                raise ToktoolsError(f"{path}, line {number}: expected word<TAB>count")
+            counts[word] = counts.get(word, 0) + int(count)
     if not counts:
         raise ToktoolsError(f"{path}: no word counts in the file")
     return kind, settings, counts
 
 
+def _counts_line(path: Path, number: int, raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ToktoolsError(f"{path}, line {number}: invalid UTF-8 (byte 0x{raw[err.start]:02X})") from None
+
+
 def ignore_interrupts() -> None:
-    """Worker processes (compare, pretrain, engines) leave Ctrl-C to the parent, which stops
-    cleanly with one message instead of one KeyboardInterrupt traceback per worker."""
+    """Leave Ctrl-C to the parent. Kept for callers from before :mod:`toktools.workers`: pools
+    should come from :func:`toktools.workers.process_pool` / ``start_pool``, whose workers also
+    die with the parent and do not wake its signal watcher."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -223,13 +223,9 @@ def _chunks(documents: Iterator[tuple[Located, str]]) -> Iterator[list[Item]]:
 def _run(chunks: Iterator[list[Item]], workers: int) -> Iterator[tuple[list[SegmentStats], list[Candidate]]]:
     """Results of :func:`_process` in chunk order: inline, or in forked workers that keep their
     caches across chunks, with a bounded number of chunks in flight (flat memory)."""
-    import multiprocessing
+    from toktools.workers import fork_available, process_pool
 
-    try:
-        context = multiprocessing.get_context("fork") if workers > 1 else None
-    except ValueError:
-        context = None
-    if context is None:
+    if workers <= 1 or not fork_available():  # workers must inherit the tokenizers (_job)
         for chunk in chunks:
             yield _process(chunk)
         return
@@ -240,16 +236,14 @@ def _run(chunks: Iterator[list[Item]], workers: int) -> Iterator[tuple[list[Segm
     if second is None:  # one chunk: starting processes would cost more than it saves
         yield _process(first)
         return
-    from toktools.corpus import ignore_interrupts
-
-    with context.Pool(workers, initializer=ignore_interrupts) as pool:
-        in_flight = [pool.apply_async(_process, (first,)), pool.apply_async(_process, (second,))]
+    with process_pool(workers) as pool:
+        in_flight = [pool.submit(_process, first), pool.submit(_process, second)]
         for chunk in chunks:
-            in_flight.append(pool.apply_async(_process, (chunk,)))
+            in_flight.append(pool.submit(_process, chunk))
             if len(in_flight) >= 2 * workers:
-                yield in_flight.pop(0).get()
+                yield in_flight.pop(0).result()
         for result in in_flight:
-            yield result.get()
+            yield result.result()
 
 
 def compare_corpus(tokenizers: Mapping[str, Any] | Sequence[tuple[str, Any]], paths: Sequence[str], *,

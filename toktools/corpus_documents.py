@@ -12,6 +12,7 @@ from __future__ import annotations
 import codecs
 import json
 import lzma
+import zlib
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
@@ -169,8 +170,9 @@ class DocumentReader:
             while True:
                 try:
                     block = handle.read(READ_BYTES)
-                except (OSError, EOFError, lzma.LZMAError) as err:
-                    raise ToktoolsError(f"{source.path}: cannot read ({err})") from None
+                except (OSError, EOFError, lzma.LZMAError, zlib.error) as err:  # as corpus.read_blocks says it
+                    reason = "the file ends too early" if isinstance(err, EOFError) else str(err)
+                    raise ToktoolsError(f"{source.path}: cannot decompress ({reason})") from None
                 position = _position(handle, raw)
                 if position is not None:
                     self.bytes_done = done_before + min(position, source.size() or position)

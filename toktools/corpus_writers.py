@@ -91,6 +91,9 @@ class _AtomicFile:
             handle, self.temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
         except OSError as err:
             raise ToktoolsError(f"cannot write into {directory}: {err.strerror}") from None
+        from toktools.outputs import register_temporary
+
+        register_temporary(self.temporary)  # a SIGTERM during a long native call removes it too
         self.out: BinaryIO = os.fdopen(handle, "wb")
         self.bytes = 0
 
@@ -114,16 +117,22 @@ class _AtomicFile:
     def commit(self) -> None:
         from toktools.formats import _umask
 
+        from toktools.outputs import unregister_temporary
+
         os.chmod(self.temporary, 0o666 & ~_umask())
         os.replace(self.temporary, self.target)
+        unregister_temporary(self.temporary)
 
     def discard(self) -> None:
+        from toktools.outputs import unregister_temporary
+
         try:
             self.out.close()
         except OSError:
             pass
         if os.path.exists(self.temporary):
             os.unlink(self.temporary)
+        unregister_temporary(self.temporary)
 
 
 def file_sha256(path: Path) -> str:

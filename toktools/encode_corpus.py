@@ -420,6 +420,10 @@ def encode_corpus(
     except BaseException:
         if writer is not None:
             writer.discard()
+        # an interrupt or an error: drop the queued batch (else it would start once the engine is
+        # closed), then kill the engine's workers now instead of waiting for the batch in flight
+        executor.shutdown(wait=False, cancel_futures=True)
+        chosen.close()
         raise
     finally:
         executor.shutdown(wait=True, cancel_futures=True)

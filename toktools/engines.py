@@ -364,13 +364,12 @@ class TiktokenEngine(Engine):
 
 
 _reference_worker: Any = None
+#: Below this many characters a batch is encoded here: forking workers would cost more.
+_REFERENCE_MIN_FORK_CHARS = 1 << 16
 
 
 def _reference_init(tokenizer: Any) -> None:
-    from toktools.corpus import ignore_interrupts
-
     global _reference_worker
-    ignore_interrupts()
     _reference_worker = tokenizer
 
 
@@ -401,17 +400,19 @@ class ReferenceEngine(Engine):
             raise ToktoolsError(f"the reference engine cannot load this tokenizer ({err})") from None
         self.workers = workers or os.cpu_count() or 1
         self._pool: Any = None
+        self._closed = False
 
     def _get_pool(self) -> Any:
-        if self._pool is None:
-            import multiprocessing
+        if self._closed:  # a batch that started after close (an interrupt) must not fork a new pool
+            raise RuntimeError("the reference engine is closed")
+        if self._pool is None:  # workers that die with this process and leave signals to it
+            from toktools.workers import start_pool
 
-            context = multiprocessing.get_context("fork")
-            self._pool = context.Pool(self.workers, initializer=_reference_init, initargs=(self.tokenizer,))
+            self._pool = start_pool(self.workers, initializer=_reference_init, initargs=(self.tokenizer,))
         return self._pool
 
     def encode_batch(self, texts: Sequence[str]) -> IdBatch:
-        if self.workers <= 1 or len(texts) < 2:
+        if self.workers <= 1 or len(texts) < 2 or sum(map(len, texts)) < _REFERENCE_MIN_FORK_CHARS:
             return [e.ids for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False, workers=1)]
         size = max(1, -(-len(texts) // (self.workers * 4)))
         chunks = [texts[i : i + size] for i in range(0, len(texts), size)]
@@ -427,10 +428,14 @@ class ReferenceEngine(Engine):
         return out
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.terminate()
-            self._pool.join()
-            self._pool = None
+        """Kill the workers (also from another thread while a batch is in flight: it then
+        fails with ``BrokenProcessPool`` instead of finishing)."""
+        self._closed = True
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            from toktools.workers import stop_pool
+
+            stop_pool(pool)
 
 
 def tiktoken_available() -> bool:

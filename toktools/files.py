@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from toktools.errors import ToktoolsError
-from toktools.outputs import check_output_dir
+from toktools.outputs import check_output_dir, register_temporary, unregister_temporary
 
 
 def dumps_tokenizer_json(document: Mapping[str, Any]) -> str:
@@ -32,6 +32,7 @@ def write_files_atomically(directory: Path, files: Mapping[str, str | bytes], *,
         for name, text in files.items():
             handle, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
             temporaries.append((temporary, directory / name))
+            register_temporary(temporary)  # a SIGTERM stuck in native code removes it too
             os.chmod(temporary, mode)
             with (os.fdopen(handle, "wb") if isinstance(text, bytes)
                   else os.fdopen(handle, "w", encoding="utf-8", newline="")) as out:
@@ -44,6 +45,7 @@ def write_files_atomically(directory: Path, files: Mapping[str, str | bytes], *,
         for temporary, _ in temporaries:
             if os.path.exists(temporary):
                 os.unlink(temporary)
+            unregister_temporary(temporary)
     return targets
 
 

@@ -503,7 +503,10 @@ def _plain_dictionary(path: str) -> str:
     key = hashlib.sha256(f"{os.path.abspath(path)}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:16]
     target = os.path.join(tempfile.gettempdir(), f"toktools-jieba-{key}.txt")
     if not os.path.exists(target):
+        from toktools.outputs import register_temporary, unregister_temporary
+
         handle, temporary = tempfile.mkstemp(dir=os.path.dirname(target), suffix=".tmp")
+        register_temporary(temporary)  # a SIGTERM mid-copy removes it too
         try:
             with gzip.open(path, "rb") as source, os.fdopen(handle, "wb") as out:
                 while block := source.read(1 << 20):
@@ -512,6 +515,7 @@ def _plain_dictionary(path: str) -> str:
         finally:
             if os.path.exists(temporary):
                 os.unlink(temporary)
+            unregister_temporary(temporary)
     return target
 
 

@@ -44,8 +44,11 @@ def _save(figure: Any, path: Path) -> None:
     directory = path.parent if str(path.parent) else Path(".")
     if not directory.is_dir():
         raise ToktoolsError(f"output directory {directory} does not exist")
+    from toktools.outputs import register_temporary, unregister_temporary
+
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=directory)
     os.close(handle)
+    register_temporary(temporary)  # a SIGTERM while matplotlib draws removes it too
     try:
         figure.savefig(temporary, format=suffix[1:], dpi=110, bbox_inches="tight", metadata=_metadata(suffix))
         os.chmod(temporary, 0o644)
@@ -53,6 +56,7 @@ def _save(figure: Any, path: Path) -> None:
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)
+        unregister_temporary(temporary)
 
 
 def _metadata(suffix: str) -> dict[str, Any]:

@@ -156,37 +156,34 @@ def iter_documents(sources: Sequence["CorpusSource"], progress: Progress | None 
     """Documents as lists of sentences (stripped, non-empty lines). Text files: a blank line
     ends a document, and so does the end of a file. JSON Lines (a source with ``json_field``):
     each record is a document and the lines of its field are its sentences."""
+    from toktools.corpus import raw_lines  # a corrupt or truncated .gz/.xz is one line naming it
+
     total = sum(s.size() for s in sources)
     done = 0
     for source in sources:
-        handle = source.open()
         document: list[str] = []
-        try:
-            for number, raw in enumerate(handle, start=1):
-                done += len(raw)
-                if progress is not None and number % 4096 == 0:
-                    progress("read", min(done, total), total)
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as err:
-                    raise ToktoolsError(f"{source.path}, line {number}: invalid UTF-8 (byte 0x{raw[err.start]:02X})") from None
-                if source.json_field:
-                    if line.strip():
-                        sentences = [s.strip() for s in _json_field(line, source, number).split("\n")]
-                        if any(sentences):
-                            yield [s for s in sentences if s]
-                    continue
-                line = line.strip()
-                if line:
-                    document.append(line)
-                elif document:
-                    yield document
-                    document = []
-            if document:
+        for number, raw in enumerate(raw_lines(source), start=1):
+            done += len(raw)
+            if progress is not None and number % 4096 == 0:
+                progress("read", min(done, total), total)
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise ToktoolsError(f"{source.path}, line {number}: invalid UTF-8 (byte 0x{raw[err.start]:02X})") from None
+            if source.json_field:
+                if line.strip():
+                    sentences = [s.strip() for s in _json_field(line, source, number).split("\n")]
+                    if any(sentences):
+                        yield [s for s in sentences if s]
+                continue
+            line = line.strip()
+            if line:
+                document.append(line)
+            elif document:
                 yield document
-        finally:
-            if not source.is_stdin:
-                handle.close()
+                document = []
+        if document:
+            yield document
     if progress is not None:
         progress("read", total, total)
 
@@ -194,7 +191,7 @@ def iter_documents(sources: Sequence["CorpusSource"], progress: Progress | None 
 def _json_field(line: str, source: "CorpusSource", number: int) -> str:
     try:
         value = json.loads(line)[source.json_field]
-    except (json.JSONDecodeError, KeyError, TypeError):
+    except (json.JSONDecodeError, KeyError, TypeError, IndexError, RecursionError):
         raise ToktoolsError(f"{source.path}, line {number}: not a JSON object with a {source.json_field!r} field") from None
     if not isinstance(value, str):
         raise ToktoolsError(f"{source.path}, line {number}: field {source.json_field!r} is not a string")
@@ -592,6 +589,9 @@ def make_pretraining_data(
     global _JOB
     _JOB = _Job(corpus, info, settings, blocks)
     temporary = output.parent / f".{output.name}.{os.getpid()}.tmp"
+    from toktools.outputs import register_temporary, unregister_temporary
+
+    register_temporary(temporary)  # a SIGTERM stuck in native code removes it too
     try:
         writer = _ParquetRows(temporary, settings, pyarrow, json.dumps(summary.settings, sort_keys=True))
         try:
@@ -613,6 +613,7 @@ def make_pretraining_data(
         _JOB = None
         if temporary.exists():
             temporary.unlink()
+        unregister_temporary(temporary)
     if settings.objective != "mlm":
         summary.skipped_documents = _documents_without_pairs(corpus) if settings.objective == "mlm+sop" else 0
     summary.seconds = time.perf_counter() - started
@@ -659,22 +660,14 @@ def _map_in_order(units: Sequence[tuple[int, int]], workers: int | None) -> Iter
     tasks = [units[i:i + _UNITS_PER_TASK] for i in range(0, len(units), _UNITS_PER_TASK)]
     if workers is None:
         workers = min(os.cpu_count() or 1, 4) if len(tasks) > 8 else 1
-    if workers <= 1 or len(tasks) <= 1:
+    from toktools.workers import fork_available, process_pool
+
+    if workers <= 1 or len(tasks) <= 1 or not fork_available():  # workers must inherit the encoded corpus
         for task in tasks:
             yield _rows_for(task)
         return
-    import multiprocessing
-
-    from toktools.corpus import ignore_interrupts
-
-    try:
-        context = multiprocessing.get_context("fork")
-    except ValueError:  # no fork on this platform
-        for task in tasks:
-            yield _rows_for(task)
-        return
-    with context.Pool(workers, initializer=ignore_interrupts) as pool:
-        yield from pool.imap(_rows_for, tasks, chunksize=1)
+    with process_pool(workers) as pool:
+        yield from pool.map(_rows_for, tasks)
 
 
 class _ParquetRows:

@@ -129,9 +129,13 @@ def compare(arguments: tuple[str, ...], corpus_paths: tuple[str, ...], file_path
         raise click.UsageError("no text to compare: give TEXT as the last argument, - to read it from standard "
                                "input, or --corpus FILE")
     text = names.pop()
-    if text == "-":
-        text = sys.stdin.read()
+    if text == "-":  # strict UTF-8, with the line of a bad byte
+        from toktools.corpus import read_lines
+
+        text = "".join(read_lines(["-"], keep_ends=True))
         text = text[:-1] if text.endswith("\n") else text
+    else:
+        _check_argument_text(text)
     from toktools import report
 
     loaded = [(label, load(name)) for label, name in zip(_labels(names), names)]
@@ -140,6 +144,17 @@ def compare(arguments: tuple[str, ...], corpus_paths: tuple[str, ...], file_path
         click.echo(json.dumps(comparison.to_dict(), ensure_ascii=False, indent=2))
         return
     _echo_plain_or_rich(comparison.render_plain(width=_width(width), byte_view=byte_view), _STYLES)
+
+
+def _check_argument_text(text: str) -> None:
+    """A TEXT argument that was not valid UTF-8 reaches Python with its bad bytes as lone
+    surrogates (``surrogateescape``): refuse it in one line, naming the byte."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        char = ord(text[err.start])
+        byte = f"byte 0x{char - 0xDC00:02X}" if 0xDC80 <= char <= 0xDCFF else f"U+{char:04X}"
+        raise ToktoolsError(f"the text to compare is not valid UTF-8 ({byte} at character {err.start + 1})") from None
 
 
 def _width(width: int | None) -> int:
