@@ -246,6 +246,30 @@ def merge_counts(*parts: dict[str, int]) -> dict[str, int]:
     return dict(total)
 
 
+def _pack(counts: dict[str, int]) -> bytes:
+    import pickle
+
+    return pickle.dumps(counts, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _unpack(data: bytes) -> dict[str, int]:
+    import pickle
+
+    return pickle.loads(data)  # noqa: S301 - our own tasks' results, from our own workers
+
+
+def count_block_packed(block: Block, splitter: Any, errors: str = "strict", json_field: str | None = None) -> bytes:
+    """:func:`count_block`, pickled. Dask walks a dict or list result item by item (about
+    50 µs per item: 7 s for the 5 results of a 2 MB corpus, against 0.5 s of counting); one
+    bytes object it sends as it is."""
+    return _pack(count_block(block, splitter, errors, json_field))
+
+
+def merge_packed(*parts: bytes) -> bytes:
+    """:func:`merge_counts` of packed parts, packed."""
+    return _pack(merge_counts(*(_unpack(part) for part in parts)))
+
+
 def _tree(client: Any, futures: list[Any], merge: Any) -> Any:
     while len(futures) > 1:
         futures = [client.submit(merge, *futures[i:i + MERGE_FAN_IN], pure=False)
@@ -259,11 +283,12 @@ def count_words(client: Any, inputs: Sequence[str], splitter: Any, *, errors: st
     """``word -> count`` of the inputs, computed on the cluster; equal, in content and order, to
     :func:`toktools.corpus.count_words` on the same files."""
     blocks = plan_blocks(inputs, block_bytes)
-    futures = client.map(count_block, blocks, splitter=splitter, errors=errors, json_field=json_field, pure=False)
-    if progress is not None:
-        _report_progress(futures, blocks, progress)
+    futures = client.map(count_block_packed, blocks, splitter=splitter, errors=errors, json_field=json_field, pure=False)
+    root = _tree(client, futures, merge_packed)  # submitted now: merges run while blocks finish
     try:
-        total = _tree(client, futures, merge_counts).result()
+        if progress is not None:
+            _report_progress(futures, blocks, progress)
+        total = _unpack(root.result())
     except ToktoolsError:
         raise
     except Exception as err:  # a task failed on a worker: its message is ours if it was a ToktoolsError
@@ -290,3 +315,26 @@ def _report_progress(futures: Iterable[Any], blocks: Sequence[Block], progress: 
     for future in as_completed(list(futures)):
         done += sizes[future.key]
         progress(min(done, total), total)
+
+
+def count_corpus(cluster: Any, inputs: Sequence[str], splitter: Any, *, errors: str = "strict",
+                 json_field: str | None = None, progress: Any = None) -> dict[str, int]:
+    """:func:`count_words` on ``cluster``: what ``cluster=`` of the counting API does. It is a
+    :class:`toktools.clusters.Cluster` or an address (connected to, then closed), or a
+    ``distributed.Client`` the caller already holds (used as it is, and left open)."""
+    from toktools.clusters import DEFAULT_BLOCK_BYTES, as_cluster
+
+    if _is_client(cluster):
+        _check_workers(cluster, str(cluster.scheduler.address))
+        return count_words(cluster, inputs, splitter, errors=errors, json_field=json_field,
+                           block_bytes=DEFAULT_BLOCK_BYTES, progress=progress)
+    chosen = as_cluster(cluster)
+    assert chosen is not None
+    with cluster_client(chosen.address, chosen.timeout) as client:
+        return count_words(client, inputs, splitter, errors=errors, json_field=json_field,
+                           block_bytes=chosen.block_bytes, progress=progress)
+
+
+def _is_client(value: Any) -> bool:
+    """A ``distributed.Client``, recognised without importing Dask when it is not one."""
+    return type(value).__name__ == "Client" and type(value).__module__.startswith("distributed")

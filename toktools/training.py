@@ -15,6 +15,7 @@ from toktools.presets import ByteLevelBPETokenizer, WordPieceTokenizer, roberta_
 
 if TYPE_CHECKING:  # pragma: no cover
     from toktools.bert_text import BertNormalizerConfig
+    from toktools.clusters import Cluster
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
@@ -33,9 +34,12 @@ def count_bytebpe_words(
     errors: corpus.ErrorPolicy = "strict",
     json_field: str | None = None,
     progress: Progress | None = None,
+    cluster: "Cluster | str | None" = None,
 ) -> dict[str, int]:
     """Byte-level word counts: files are cut into lines as ``tokenizers`` does; each item of
     ``texts`` is one sequence (like ``train_from_iterator``)."""
+    if texts is not None and cluster is not None:
+        raise ToktoolsError("a cluster reads files: count texts given in Python without cluster=")
     if texts is not None:
         counts: dict[str, int] = {}
         for text in texts:
@@ -46,8 +50,7 @@ def count_bytebpe_words(
             raise ToktoolsError("the corpus is empty: no words to learn from")
     else:
         splitter = functools.partial(bytelevel.training_pieces, add_prefix_space=add_prefix_space, use_regex=use_regex)
-        sources = corpus.expand_sources(list(files or []), json_field)
-        counts = corpus.count_words(sources, splitter, workers=workers, errors=errors, progress=_stage(progress, "read"))
+        counts = _count_files(files, splitter, workers, errors, json_field, progress, cluster)
     to_symbols = bytelevel.text_to_symbols
     return {to_symbols(piece): count for piece, count in counts.items()}
 
@@ -71,12 +74,15 @@ def train_bytebpe(
     errors: corpus.ErrorPolicy = "strict",
     json_field: str | None = None,
     progress: Progress | None = None,
+    cluster: "Cluster | str | None" = None,
 ) -> ByteLevelBPETokenizer:
     """Train a byte-level BPE tokenizer, identical to ``ByteLevelBPETokenizer().train(...)``.
 
     ``initial_alphabet`` defaults to the 256 byte symbols, so every byte is in the vocabulary.
-    ``word_counts`` (byte-symbol words) skips reading the corpus. ``template="roberta"`` adds
-    RoBERTa's ``<s> A </s>`` / ``<s> A </s></s> B </s>`` (both tokens must be special tokens).
+    ``word_counts`` (byte-symbol words) skips reading the corpus; ``cluster`` (an address such
+    as ``"tcp://host:8786"`` or ``"local:4"``, or a :class:`toktools.clusters.Cluster`) counts
+    the files on a Dask cluster instead of local processes, with the same result.
+    ``template="roberta"`` adds RoBERTa's ``<s> A </s>`` / ``<s> A </s></s> B </s>`` (both tokens must be special tokens).
     """
     if template not in (None, "roberta"):
         raise ToktoolsError(f"unknown template {template!r} (roberta, or none)")
@@ -84,7 +90,7 @@ def train_bytebpe(
         raise ToktoolsError("the roberta template needs <s> and </s> among the special tokens")
     if word_counts is None:
         word_counts = count_bytebpe_words(files, texts=texts, add_prefix_space=add_prefix_space, workers=workers,
-                                          errors=errors, json_field=json_field, progress=progress)
+                                          errors=errors, json_field=json_field, progress=progress, cluster=cluster)
     config = bpe.BpeTrainerConfig(
         vocab_size=vocab_size,
         min_frequency=min_frequency,
@@ -121,11 +127,14 @@ def count_wordpiece_words(
     errors: corpus.ErrorPolicy = "strict",
     json_field: str | None = None,
     progress: Progress | None = None,
+    cluster: "Cluster | str | None" = None,
 ) -> dict[str, int]:
     """Normalised, pre-tokenised word counts in first-occurrence order (BERT normaliser)."""
     from toktools import bert_text
 
     config = normalizer or bert_text.BertNormalizerConfig()
+    if texts is not None and cluster is not None:
+        raise ToktoolsError("a cluster reads files: count texts given in Python without cluster=")
     if texts is not None:
         counts: dict[str, int] = {}
         for text in texts:
@@ -135,6 +144,19 @@ def count_wordpiece_words(
             raise ToktoolsError("the corpus is empty: no words to learn from")
         return counts
     splitter = functools.partial(bert_text.iter_words, config=config)
+    return _count_files(files, splitter, workers, errors, json_field, progress, cluster)
+
+
+def _count_files(files: Sequence[str] | None, splitter: corpus.WordSplitter, workers: int | None,
+                 errors: corpus.ErrorPolicy, json_field: str | None, progress: Progress | None,
+                 cluster: "Cluster | str | None") -> dict[str, int]:
+    """Word counts of the files: in the local process pool, or on a Dask cluster (the same
+    counts, in the same order)."""
+    if cluster is not None:
+        from toktools import distributed
+
+        return distributed.count_corpus(cluster, list(files or []), splitter, errors=errors, json_field=json_field,
+                                        progress=_stage(progress, "read"))
     sources = corpus.expand_sources(list(files or []), json_field)
     return corpus.count_words(sources, splitter, workers=workers, errors=errors, progress=_stage(progress, "read"))
 
@@ -177,6 +199,7 @@ def train_wordpiece(
     errors: corpus.ErrorPolicy = "strict",
     json_field: str | None = None,
     progress: Progress | None = None,
+    cluster: "Cluster | str | None" = None,
 ) -> WordPieceTokenizer:
     """Train a BERT WordPiece vocabulary with ``BertWordPieceTokenizer.train``'s defaults.
 
@@ -185,14 +208,15 @@ def train_wordpiece(
     (see :mod:`toktools.likelihood`). ``tokenizers`` orders the alphabet ties and the ``##c``
     block randomly; we keep the more frequent character (ties: lower code point) and give ``##c``
     ids in first-occurrence order. ``forced_order=(alphabet, prefixed)`` replays another run's
-    choices (see :func:`forced_order_from_vocab`).
+    choices (see :func:`forced_order_from_vocab`). ``cluster`` counts the files on a Dask
+    cluster, with the same result (see :func:`train_bytebpe`).
     """
     from toktools.bert_text import BertNormalizerConfig
 
     normalizer = BertNormalizerConfig(clean_text, handle_chinese_chars, strip_accents, lowercase)
     if word_counts is None:
         word_counts = count_wordpiece_words(files, texts=texts, normalizer=normalizer, workers=workers,
-                                            errors=errors, json_field=json_field, progress=progress)
+                                            errors=errors, json_field=json_field, progress=progress, cluster=cluster)
     if algorithm == "bpe":
         config = bpe.BpeTrainerConfig(
             vocab_size=vocab_size,

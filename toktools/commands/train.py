@@ -11,7 +11,7 @@ from typing import Any, Iterator, Sequence
 import click
 
 from toktools.errors import ToktoolsError
-from toktools.commands._shared import _cap_workers, _progress, _split_list
+from toktools.commands._shared import _cap_workers, _progress, _split_list, cluster_options
 from toktools.commands.count import _count_settings, _load_counts
 from toktools.trainers import get_trainer
 
@@ -65,6 +65,11 @@ def _fast_training(corpus: Sequence[str]) -> Iterator[list[str]]:
             raise ToktoolsError(f"tokenizers failed: {err}") from None
 
 
+def _on(cluster: Any) -> dict[str, Any]:
+    """The training call's ``cluster=`` argument, only when --cluster was given."""
+    return {} if cluster is None else {"cluster": cluster}
+
+
 def BYTE_SYMBOLS() -> list[str]:  # noqa: N802 - a constant, imported lazily
     from toktools.bytelevel import ALPHABET
 
@@ -82,8 +87,11 @@ def _check_vocab_size(vocab_size: int, smallest: int) -> None:
 
 def _check_options(corpus: Sequence[str], counts_path: Path | None, backend: str, *, json_field: str | None,
                    errors: str, check: bool, algorithm: str = "bpe", specials: Sequence[str] = (),
-                   template: str = "none", min_pair_frequency: int | None = None) -> None:
+                   template: str = "none", min_pair_frequency: int | None = None, cluster: Any = None) -> None:
     """Every combination of options, checked before any work: a conflict is a usage error."""
+    if cluster is not None and (backend == "fast" or counts_path is not None):
+        raise click.UsageError("--cluster counts corpus files for the reference backend: not with --backend fast "
+                               "or --from-counts")
     if counts_path is not None and corpus:
         raise click.UsageError("give either CORPUS files or --from-counts, not both")
     if counts_path is None and not corpus:
@@ -135,10 +143,12 @@ def _prepare_output(out_dir: Path, force: bool, names: Sequence[str], transforme
 @click.option("--transformers-config/--no-transformers-config", default=True, show_default=True, help="Also write tokenizer_config.json and special_tokens_map.json, so transformers' AutoTokenizer.from_pretrained(DIR) knows the pad/mask/cls/sep tokens.")
 @click.option("--check", is_flag=True, help="Also train with tokenizers and report parity (exit code 3 if the files differ).")
 @_training_run_options
+@cluster_options
 def train_bytebpe_command(corpus: tuple[str, ...], counts_path: Path | None, out_dir: Path, vocab_size: int, min_frequency: int, special_tokens: str,
                           limit_alphabet: int | None, max_token_length: int | None, add_prefix_space: bool, template: str,
                           transformers_config: bool, check: bool, backend: str,
-                          workers: int | None, errors: str, json_field: str | None, force: bool, progress: bool) -> None:
+                          workers: int | None, errors: str, json_field: str | None, force: bool, progress: bool,
+                          cluster: Any) -> None:
     """Train a byte-level BPE (GPT-2 / RoBERTa style) vocabulary.
 
     Writes vocab.json, merges.txt and tokenizer.json into the output directory. CORPUS is one
@@ -151,7 +161,7 @@ def train_bytebpe_command(corpus: tuple[str, ...], counts_path: Path | None, out
     """
     specials = _split_list(special_tokens)
     _check_options(corpus, counts_path, backend, json_field=json_field, errors=errors, check=check, specials=specials,
-                   template=template)
+                   template=template, cluster=cluster)
     _prepare_output(out_dir, force, (*get_trainer("bytebpe").model_files, "tokenizer.json"), transformers_config, [*corpus, counts_path])
     if limit_alphabet is None:  # the 256 byte symbols are all kept: check before any work
         _check_vocab_size(vocab_size, len(set(specials) - set(BYTE_SYMBOLS())) + 256)
@@ -183,7 +193,7 @@ def train_bytebpe_command(corpus: tuple[str, ...], counts_path: Path | None, out
                                                limit_alphabet=limit_alphabet, max_token_length=max_token_length,
                                                add_prefix_space=add_prefix_space, workers=workers,
                                                errors=errors, json_field=json_field,  # type: ignore[arg-type]
-                                               progress=callback)
+                                               progress=callback, **_on(cluster))
     _finish_training(tokenizer, out_dir, started, backend, transformers_config, vocab_size,
                      settings=dict(min_frequency=min_frequency, limit_alphabet=limit_alphabet),
                      check=dict(corpus=corpus, min_frequency=min_frequency, specials=specials,
@@ -206,11 +216,12 @@ def train_bytebpe_command(corpus: tuple[str, ...], counts_path: Path | None, out
 @click.option("--algorithm", type=click.Choice(["bpe", "likelihood"]), default="bpe", show_default=True, help="bpe: what tokenizers trains (merges by pair count); likelihood: the original WordPiece score f(ab)/(f(a)f(b)).")
 @click.option("--min-pair-frequency", type=click.IntRange(min=1), default=None, help="likelihood only: pairs rarer than this are never merged (default: max(2, --min-frequency)).")
 @_training_run_options
+@cluster_options
 def train_wordpiece_command(corpus: tuple[str, ...], counts_path: Path | None, out_dir: Path, vocab_size: int, min_frequency: int, special_tokens: str,
                             limit_alphabet: int, lowercase: bool, strip_accents: bool | None, transformers_config: bool,
                             check: bool, algorithm: str,
                             min_pair_frequency: int | None, backend: str, workers: int | None, errors: str,
-                            json_field: str | None, force: bool, progress: bool) -> None:
+                            json_field: str | None, force: bool, progress: bool, cluster: Any) -> None:
     """Train a BERT WordPiece vocabulary (vocab.txt + tokenizer.json).
 
     By default this is what tokenizers' BertWordPieceTokenizer.train does: BERT normalisation
@@ -226,7 +237,7 @@ def train_wordpiece_command(corpus: tuple[str, ...], counts_path: Path | None, o
     """
     specials = _split_list(special_tokens)
     _check_options(corpus, counts_path, backend, json_field=json_field, errors=errors, check=check, algorithm=algorithm,
-                   min_pair_frequency=min_pair_frequency)
+                   min_pair_frequency=min_pair_frequency, cluster=cluster)
     _prepare_output(out_dir, force, (*get_trainer("wordpiece").model_files, "tokenizer.json"), transformers_config, [*corpus, counts_path])
     started = time.perf_counter()
     if backend == "fast":
@@ -254,7 +265,7 @@ def train_wordpiece_command(corpus: tuple[str, ...], counts_path: Path | None, o
                                                  strip_accents=strip_accents, algorithm=algorithm,
                                                  min_pair_frequency=min_pair_frequency, workers=workers,
                                                  errors=errors, json_field=json_field,  # type: ignore[arg-type]
-                                                 progress=callback)
+                                                 progress=callback, **_on(cluster))
     _finish_training(tokenizer, out_dir, started, backend, transformers_config, vocab_size,
                      settings=dict(min_frequency=min_frequency, limit_alphabet=limit_alphabet),
                      check=dict(corpus=corpus, min_frequency=min_frequency, specials=specials,
