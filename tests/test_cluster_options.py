@@ -86,3 +86,13 @@ def test_train_refuses_cluster_where_nothing_is_counted(tmp_path: Path) -> None:
                                        "--cluster", "local:2"])
     assert result.exit_code == 2
     assert "--cluster counts corpus files for the reference backend" in result.output
+
+
+@pytest.mark.parametrize("options, message", [
+    (["A", "B", "some text", "--cluster", "local:2"], "--cluster works on a corpus: give --corpus"),
+    (["A", "--corpus", "c.txt", "--sample", "10", "--cluster", "local:2"], "--sample reads a few documents here"),
+])
+def test_compare_takes_cluster_for_the_whole_corpus_only(options: list[str], message: str) -> None:
+    result = CliRunner().invoke(main, ["compare", *options])
+    assert result.exit_code == 2
+    assert message in result.output

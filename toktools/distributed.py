@@ -55,8 +55,11 @@ def cluster_client(address: str, timeout: float = 30.0) -> Iterator[Any]:
         if count and not (count.isdigit() and int(count) > 0):
             raise ToktoolsError(f"--cluster {address}: expected local or local:N with N a positive number")
         workers = int(count) if count else (os.cpu_count() or 1)
+        # the scheduler's HTTP server (metrics; no dashboard) on a free loopback port: the default
+        # 8787 may be taken, which printed a warning
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                               dashboard_address=None, silence_logs=logging.ERROR)
+                               dashboard_address=None, silence_logs=logging.ERROR,
+                               scheduler_kwargs={"dashboard_address": "127.0.0.1:0", "dashboard": False})
         client = Client(cluster, timeout=timeout)
     else:
         try:
@@ -317,22 +320,47 @@ def _report_progress(futures: Iterable[Any], blocks: Sequence[Block], progress: 
         progress(min(done, total), total)
 
 
+#: Counting cuts the corpus into at least this many tasks per worker thread, so that a slow
+#: or late worker holds up the end by a fraction of its share, not by half the corpus ...
+TASKS_PER_WORKER = 8
+#: ... but no smaller than this: ~2 s of counting per task at ~2 MB/s, against ~1 ms of scheduling.
+SMALLEST_BALANCED_BLOCK = 4 << 20
+
+
+def balanced_block_bytes(client: Any, inputs: Sequence[str], largest: int) -> int:
+    """The block size for counting: ``largest`` (``--block-size``), or smaller when the corpus
+    would then give the cluster's workers fewer than :data:`TASKS_PER_WORKER` blocks each (a
+    100 MB corpus on 2 workers in 64 MiB blocks is 2 uneven tasks: one worker waits for the
+    other). Counts do not depend on the block size; only the time does."""
+    import fsspec
+
+    threads = sum(w.get("nthreads", 1) for w in client.scheduler_info().get("workers", {}).values()) or 1
+    total = 0
+    for raw in inputs:
+        for path in (_expand(raw) if raw != "-" else []):
+            fs, local = fsspec.core.url_to_fs(path)
+            total += fs.size(local) or 0
+    balanced = max(SMALLEST_BALANCED_BLOCK, -(-total // (TASKS_PER_WORKER * threads)))
+    return max(1, min(largest, balanced))
+
+
 def count_corpus(cluster: Any, inputs: Sequence[str], splitter: Any, *, errors: str = "strict",
                  json_field: str | None = None, progress: Any = None) -> dict[str, int]:
     """:func:`count_words` on ``cluster``: what ``cluster=`` of the counting API does. It is a
     :class:`toktools.clusters.Cluster` or an address (connected to, then closed), or a
-    ``distributed.Client`` the caller already holds (used as it is, and left open)."""
+    ``distributed.Client`` the caller already holds (used as it is, and left open). Blocks are
+    at most the cluster's ``block_bytes`` (see :func:`balanced_block_bytes`)."""
     from toktools.clusters import DEFAULT_BLOCK_BYTES, as_cluster
 
     if _is_client(cluster):
         _check_workers(cluster, str(cluster.scheduler.address))
-        return count_words(cluster, inputs, splitter, errors=errors, json_field=json_field,
-                           block_bytes=DEFAULT_BLOCK_BYTES, progress=progress)
+        return count_words(cluster, inputs, splitter, errors=errors, json_field=json_field, progress=progress,
+                           block_bytes=balanced_block_bytes(cluster, inputs, DEFAULT_BLOCK_BYTES))
     chosen = as_cluster(cluster)
     assert chosen is not None
     with cluster_client(chosen.address, chosen.timeout) as client:
-        return count_words(client, inputs, splitter, errors=errors, json_field=json_field,
-                           block_bytes=chosen.block_bytes, progress=progress)
+        return count_words(client, inputs, splitter, errors=errors, json_field=json_field, progress=progress,
+                           block_bytes=balanced_block_bytes(client, inputs, chosen.block_bytes))
 
 
 def _is_client(value: Any) -> bool:

@@ -1,4 +1,5 @@
-"""`--cluster` on count and train: the same counts file and the same vocabularies as a local run.
+"""`--cluster` on count, train and compare: the same counts file, the same vocabularies and the
+same corpus report as a local run.
 
 A real ``distributed.LocalCluster`` with two worker processes on the loopback (no other address
 is ever used). As in ``test_distributed.py``, the cluster tests run in a fresh child pytest
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.conftest import read_corpus_sample
+from tests.conftest import read_corpus_sample, ref_vocab_dir
 from toktools.cli import main
 from toktools.errors import ToktoolsError
 
@@ -22,7 +23,7 @@ if importlib.util.find_spec("distributed") is None:  # not imported here: the pa
     pytest.skip("Dask is an optional extra: pip install 'toktools[dask]'", allow_module_level=True)
 
 IN_CHILD = os.environ.get("TOKTOOLS_DASK_TEST_CHILD") == "1"
-CHILD_TESTS = 7
+CHILD_TESTS = 9
 
 
 @pytest.mark.skipif(IN_CHILD, reason="this is the child run")
@@ -123,7 +124,8 @@ def test_memory_filesystem_on_a_cluster_that_shares_the_process(corpus_files: li
     with fsspec.open("memory://dask-count/part-1.txt", "wb") as handle:
         handle.write(text[cut:])
     local = training.count_bytebpe_words([str(corpus_files[0])], workers=1)
-    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, host="127.0.0.1", dashboard_address=None) as cluster, \
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, host="127.0.0.1", dashboard_address=None,
+                      scheduler_kwargs={"dashboard_address": "127.0.0.1:0", "dashboard": False}) as cluster, \
             Client(cluster) as threads:
         remote = training.count_bytebpe_words(["memory://dask-count/"], cluster=threads)
     assert list(remote.items()) == list(local.items())
@@ -159,3 +161,35 @@ def test_an_unreachable_scheduler_is_one_line_after_the_timeout(tmp_path: Path) 
     assert len(result.output.splitlines()) == 1
     assert result.output.startswith("toktools: error: cannot reach the Dask scheduler at tcp://127.0.0.1:1 within 1 s")
     assert not (tmp_path / "c.counts").exists()
+
+
+@child_only
+def test_compare_on_the_cluster_reports_what_a_local_run_reports(client, tmp_path: Path) -> None:
+    english = tmp_path / "en.txt"  # smaller than the counting corpus: compare encodes with two tokenizers
+    english.write_text(read_corpus_sample("en_wiki.txt.gz", 60_000), encoding="utf-8")
+    chinese = tmp_path / "zh.txt.gz"
+    with gzip.open(chinese, "wt", encoding="utf-8") as handle:
+        handle.write(read_corpus_sample("zh_wiki_sample.txt", 30_000))
+    tokenizers = [str(ref_vocab_dir("gpt2")), str(ref_vocab_dir("bert-base-uncased"))]
+    corpus = ["--corpus", str(english), "--corpus", str(chinese)]
+    for output in (["--json"], ["--width", "100"]):
+        local = _invoke("compare", *tokenizers, *corpus, "--show", "4", *output, "--workers", "2")
+        remote = _invoke("compare", *tokenizers, *corpus, "--show", "4", *output,
+                         "--cluster", client.scheduler.address, "--block-size", "15KB")
+        assert local.exit_code == 0 and remote.exit_code == 0, local.output + remote.output
+        assert remote.output == local.output
+    assert '"line": ' in local.output or "line " in local.output  # the shown documents name their lines
+
+
+@child_only
+def test_compare_on_the_cluster_names_a_bad_record_by_its_line_in_the_whole_file(client, tmp_path: Path) -> None:
+    records = tmp_path / "docs.jsonl"
+    lines = [f'{{"text": "document {n}"}}\n' for n in range(400)]
+    lines[300] = '{"body": "no text field"}\n'
+    records.write_text("".join(lines), encoding="utf-8")
+    gpt2 = str(ref_vocab_dir("gpt2"))
+    local = _invoke("compare", gpt2, "--corpus", records, "--field", "text", "--workers", "1")
+    remote = _invoke("compare", gpt2, "--corpus", records, "--field", "text", "--cluster", client.scheduler.address,
+                     "--block-size", "2KB")
+    assert local.exit_code == remote.exit_code == 1
+    assert remote.output == local.output == f"toktools: error: {records}, line 301: not a JSON object with a 'text' field\n"
