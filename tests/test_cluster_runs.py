@@ -7,6 +7,7 @@ process: importing ``distributed`` in the main pytest process made later forked 
 """
 from __future__ import annotations
 
+import functools
 import gzip
 import importlib.util
 import os
@@ -23,7 +24,7 @@ if importlib.util.find_spec("distributed") is None:  # not imported here: the pa
     pytest.skip("Dask is an optional extra: pip install 'toktools[dask]'", allow_module_level=True)
 
 IN_CHILD = os.environ.get("TOKTOOLS_DASK_TEST_CHILD") == "1"
-CHILD_TESTS = 9
+CHILD_TESTS = 10
 
 
 @pytest.mark.skipif(IN_CHILD, reason="this is the child run")
@@ -99,6 +100,20 @@ def test_the_python_api_takes_the_cluster_as_one_argument(client, corpus_files: 
 
 
 @child_only
+def test_merges_on_the_workers_keep_the_first_occurrence_order(client, corpus_files: list[Path],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past a few dozen blocks the workers merge neighbours in a tree before the client does."""
+    from toktools import bert_text, distributed, training
+
+    monkeypatch.setattr(distributed, "CLIENT_MERGES", 3)
+    splitter = functools.partial(bert_text.iter_words, config=bert_text.BertNormalizerConfig())
+    files = [str(p) for p in corpus_files]
+    remote = distributed.count_words(client, files, splitter, block_bytes=6_000)  # ~50 blocks: two tree levels
+    assert len(distributed.plan_blocks(files, 6_000)) > 3 * distributed.MERGE_FAN_IN
+    assert list(remote.items()) == list(training.count_wordpiece_words(files, workers=1).items())
+
+
+@child_only
 def test_train_on_the_cluster_writes_the_local_files(client, corpus_files: list[Path], tmp_path: Path) -> None:
     local = _invoke("train", "bytebpe", *corpus_files, "-o", tmp_path / "local", "--vocab-size", "700", "--workers", "1")
     remote = _invoke("train", "bytebpe", *corpus_files, "-o", tmp_path / "remote", "--vocab-size", "700",
@@ -124,7 +139,8 @@ def test_memory_filesystem_on_a_cluster_that_shares_the_process(corpus_files: li
     with fsspec.open("memory://dask-count/part-1.txt", "wb") as handle:
         handle.write(text[cut:])
     local = training.count_bytebpe_words([str(corpus_files[0])], workers=1)
-    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, host="127.0.0.1", dashboard_address=None,
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, protocol="tcp://", host="127.0.0.1",
+                      dashboard_address=None,
                       scheduler_kwargs={"dashboard_address": "127.0.0.1:0", "dashboard": False}) as cluster, \
             Client(cluster) as threads:
         remote = training.count_bytebpe_words(["memory://dask-count/"], cluster=threads)

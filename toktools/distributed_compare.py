@@ -97,7 +97,7 @@ def compare_on_cluster(client: Any, tokenizers: Sequence[Any], inputs: Sequence[
     blocks = distributed.plan_blocks(_named_like_local(inputs), block_bytes)
     sent = client.scatter(list(tokenizers), broadcast=True, hash=False)
     futures = [client.submit(compare_block, block, sent, show, json_field, errors, pure=False) for block in blocks]
-    sizes = [_size(block) for block in blocks]
+    sizes = [distributed._block_size(block) for block in blocks]
     total_bytes, done_bytes = sum(sizes), 0
     specials = [_specials(tok) for tok in tokenizers]
     totals = [SegmentStats.combined([], n) for n in specials]
@@ -125,15 +125,6 @@ def compare_on_cluster(client: Any, tokenizers: Sequence[Any], inputs: Sequence[
         for future in futures:
             future.cancel()
     return totals, best, list(dict.fromkeys(block.path for block in blocks))
-
-
-def _size(block: Any) -> int:
-    if block.length is not None:
-        return block.length
-    import fsspec
-
-    fs, path = fsspec.core.url_to_fs(block.path)
-    return int(fs.size(path) or 0)
 
 
 def _named_like_local(inputs: Sequence[str]) -> list[str]:
