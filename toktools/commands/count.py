@@ -38,7 +38,8 @@ def count(corpus: tuple[str, ...], out_path: Path, kind: str, lowercase: bool, s
 
     With --cluster, the corpus (files, globs, directories; any fsspec URL such as s3://bucket/dir
     when that backend is installed) is cut into blocks counted on a Dask cluster; the counts
-    file is byte-identical to a local run.
+    file is byte-identical to a local run. --block-size is then an upper bound: a corpus that
+    would give a worker fewer than 8 blocks is cut finer (not below 4 MiB).
 
     \b
     Examples:
