@@ -94,7 +94,11 @@ def test_the_python_api_takes_the_cluster_as_one_argument(client, corpus_files: 
     local = toktools.train_wordpiece(files, vocab_size=1200, workers=1, lowercase=False)
     on_client = toktools.train_wordpiece(files, vocab_size=1200, cluster=client, lowercase=False)
     assert on_client.vocab == local.vocab
-    by_address = toktools.train_bytebpe(files, vocab_size=600, cluster=client.scheduler.address)
+    seen: list[tuple[str, int, int]] = []
+    by_address = toktools.train_bytebpe(files, vocab_size=600, cluster=client.scheduler.address,
+                                        progress=lambda stage, done, total: seen.append((stage, done, total)))
+    read = [(done, total) for stage, done, total in seen if stage == "read"]
+    assert read[-1] == (sum(p.stat().st_size for p in corpus_files),) * 2  # bytes on disk, all read
     assert by_address.vocab == toktools.train_bytebpe(files, vocab_size=600, workers=1).vocab
     assert by_address.merges == toktools.train_bytebpe(files, vocab_size=600, workers=1).merges
 

@@ -287,8 +287,7 @@ def count_words(client: Any, inputs: Sequence[str], splitter: Any, *, errors: st
     against ~2.5 s for merging here."""
     blocks = plan_blocks(inputs, block_bytes)
     futures = client.map(count_block_packed, blocks, splitter=splitter, errors=errors, json_field=json_field, pure=False)
-    if progress is not None:
-        _progress_as_done(futures, blocks, progress)
+    total_bytes = _progress_as_done(futures, blocks, progress) if progress is not None else 0
     tops = _reduce_to(client, futures, merge_packed, CLIENT_MERGES)
     del futures  # the tree holds what it still needs
     total: Counter[str] = Counter()
@@ -300,6 +299,8 @@ def count_words(client: Any, inputs: Sequence[str], splitter: Any, *, errors: st
         raise
     except Exception as err:  # a task failed on a worker: its message is ours if it was a ToktoolsError
         raise ToktoolsError(f"the cluster failed: {type(err).__name__}: {err}") from None
+    if progress is not None:  # the last task's callback may still be on its way
+        progress(total_bytes, total_bytes)
     if not total:
         raise ToktoolsError("the corpus is empty: no words to learn from")
     return dict(total)
@@ -318,12 +319,13 @@ def _reduce_to(client: Any, futures: list[Any], merge: Any, limit: int) -> list[
     return list(futures)
 
 
-def _progress_as_done(futures: Sequence[Any], blocks: Sequence[Block], progress: Any) -> None:
+def _progress_as_done(futures: Sequence[Any], blocks: Sequence[Block], progress: Any) -> int:
     """Call ``progress(done, total)`` in bytes of blocks as each block's task finishes (from
-    Dask's thread; rich progress bars take updates from any thread)."""
+    Dask's thread; rich progress bars take updates from any thread); returns the total."""
     import threading
 
-    sizes = [_block_size(block) for block in blocks]
+    file_sizes: dict[str, int] = {}
+    sizes = [_block_size(block, file_sizes) for block in blocks]
     total, state, lock = sum(sizes), [0], threading.Lock()
 
     def finished(size: int) -> Any:
@@ -335,16 +337,20 @@ def _progress_as_done(futures: Sequence[Any], blocks: Sequence[Block], progress:
 
     for future, size in zip(futures, sizes):
         future.add_done_callback(finished(size))
+    return total
 
 
-def _block_size(block: Block) -> int:
-    """A block's bytes (a compressed file's size on disk)."""
-    if block.length is not None:
-        return block.length
+def _block_size(block: Block, file_sizes: dict[str, int] | None = None) -> int:
+    """A block's bytes on disk: its range within the file (a compressed file: its size)."""
     import fsspec
 
-    fs, path = fsspec.core.url_to_fs(block.path)
-    return int(fs.size(path) or 0)
+    sizes = {} if file_sizes is None else file_sizes
+    if block.path not in sizes:
+        fs, path = fsspec.core.url_to_fs(block.path)
+        sizes[block.path] = int(fs.size(path) or 0)
+    if block.length is None:
+        return sizes[block.path]
+    return max(0, min(block.length, sizes[block.path] - block.start))
 
 
 #: Counting cuts the corpus into at least this many tasks per worker thread, so that a slow

@@ -97,7 +97,8 @@ def compare_on_cluster(client: Any, tokenizers: Sequence[Any], inputs: Sequence[
     blocks = distributed.plan_blocks(_named_like_local(inputs), block_bytes)
     sent = client.scatter(list(tokenizers), broadcast=True, hash=False)
     futures = [client.submit(compare_block, block, sent, show, json_field, errors, pure=False) for block in blocks]
-    sizes = [distributed._block_size(block) for block in blocks]
+    file_sizes: dict[str, int] = {}
+    sizes = [distributed._block_size(block, file_sizes) for block in blocks]
     total_bytes, done_bytes = sum(sizes), 0
     specials = [_specials(tok) for tok in tokenizers]
     totals = [SegmentStats.combined([], n) for n in specials]
