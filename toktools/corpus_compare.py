@@ -14,7 +14,7 @@ import heapq
 import json
 import random
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from toktools import corpus, token_view
 from toktools.errors import ToktoolsError
@@ -46,23 +46,32 @@ def iter_documents(sources: Sequence[corpus.CorpusSource], json_field: str | Non
     done = 0
     for source in plain:
         callback = None if progress is None else (lambda d, _t, base=done: progress(base + d, total))
-        number = 0
-        for chunk in corpus.iter_chunks([source], errors=errors, progress=callback):
-            lines = chunk.split("\n")
-            if lines and lines[-1] == "":
-                lines.pop()
-            for line in lines:
-                number += 1
-                if line.endswith("\r"):
-                    line = line[:-1]
+        chunks = corpus.iter_chunks([source], errors=errors, progress=callback)
+        for number, line in documents_of(chunks, source.path, json_field):
+            yield (source.path, number), line
+        done += source.size()
+
+
+def documents_of(chunks: Iterable[str], path: str, json_field: str | None = None,
+                 first_line: int = 1) -> Iterator[tuple[int, str]]:
+    """``(line number, document)`` of text chunks of whole lines, the first line numbered
+    ``first_line``: the rule of :func:`iter_documents` for one source (or one block of it)."""
+    number = first_line - 1
+    for chunk in chunks:
+        lines = chunk.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        for line in lines:
+            number += 1
+            if line.endswith("\r"):
+                line = line[:-1]
+            if not line.strip():
+                continue
+            if json_field is not None:
+                line = _json_field(line, json_field, path, number)
                 if not line.strip():
                     continue
-                if json_field is not None:
-                    line = _json_field(line, json_field, source.path, number)
-                    if not line.strip():
-                        continue
-                yield (source.path, number), line
-        done += source.size()
+            yield number, line
 
 
 def _json_field(line: str, field_name: str, path: str, number: int) -> str:
@@ -177,19 +186,27 @@ Item = tuple[int, Located, str]  # (document index, where, text)
 def _process(chunk: list[Item]) -> tuple[list[SegmentStats], list[Candidate]]:
     """Encode one chunk of documents with every tokenizer and count it: the statistics per
     tokenizer and the chunk's ``show`` most disputed documents. Runs in a worker (or inline)."""
-    from toktools.segstats import _TokenFacts
-
     assert _job is not None
     tokenizers, show = _job
+    return process_chunk(chunk, tokenizers, show, _worker_facts)
+
+
+def process_chunk(chunk: list[Item], tokenizers: Sequence[Any], show: int,
+                  facts_cache: dict[int, Any]) -> tuple[list[SegmentStats], list[Candidate]]:
+    """:func:`_process` with its job given: the statistics per tokenizer and the chunk's
+    ``show`` most disputed documents. ``facts_cache`` keeps each tokenizer's token facts
+    (index → :class:`~toktools.segstats._TokenFacts`) from chunk to chunk."""
+    from toktools.segstats import _TokenFacts
+
     docs = [Document(text) for _, _, text in chunk]
     texts = [text for _, _, text in chunk]
     scoring = show > 0 and len(tokenizers) > 1
     per_tokenizer = []
     stats = []
     for index, tokenizer in enumerate(tokenizers):
-        facts = _worker_facts.get(index)
+        facts = facts_cache.get(index)
         if facts is None:
-            facts = _worker_facts[index] = _TokenFacts(tokenizer)
+            facts = facts_cache[index] = _TokenFacts(tokenizer)
         tally = Tally(tokenizer, facts)
         encodings = tokenizer.encode_batch(texts, add_special_tokens=False, workers=1)
         found = [tally.add(document, encoding.ids, encoding.offsets) for document, encoding in zip(docs, encodings)]
@@ -249,22 +266,28 @@ def _run(chunks: Iterator[list[Item]], workers: int) -> Iterator[tuple[list[Segm
 def compare_corpus(tokenizers: Mapping[str, Any] | Sequence[tuple[str, Any]], paths: Sequence[str], *,
                    json_field: str | None = None, errors: corpus.ErrorPolicy = "strict", show: int = 0,
                    sample: int | None = None, workers: int | None = None,
-                   progress: ProgressCallback | None = None) -> CorpusComparison:
+                   progress: ProgressCallback | None = None, cluster: Any = None) -> CorpusComparison:
     """Statistics of every tokenizer on the corpus ``paths`` (files, directories, globs, ``-``;
     plain or compressed), read once; ``show`` keeps the documents where the largest share of
     token boundaries differ (ties: more differing boundaries, then the earlier document) and
     aligns them;
     ``sample`` reads only that many documents, spread evenly over the corpus (for files, a first
     pass counts the documents). Chunks of documents are encoded and counted in ``workers``
-    processes (default: every core); the result is the same for any number of workers."""
+    processes (default: every core); the result is the same for any number of workers.
+    ``cluster`` (an address such as ``"tcp://host:8786"`` or ``"local:4"``, a
+    :class:`toktools.clusters.Cluster` or a ``distributed.Client``) does the work on a Dask
+    cluster instead, with the same result; ``paths`` may then be fsspec URLs."""
     import os
 
     global _job
     items = _items(tokenizers)
     if not items:
         raise ToktoolsError("give at least one tokenizer to compare")
-    sources = corpus.expand_sources(list(paths))
     plain = [(name, token_view.without_truncation(tok)) for name, tok in items]
+    if cluster is not None:
+        return _compare_on_cluster(plain, paths, cluster, json_field=json_field, errors=errors, show=show,
+                                   sample=sample, progress=progress)
+    sources = corpus.expand_sources(list(paths))
     documents = iter_documents(sources, json_field, errors, progress)
     if sample is not None:
         total = None
@@ -283,9 +306,43 @@ def compare_corpus(tokenizers: Mapping[str, Any] | Sequence[tuple[str, Any]], pa
     finally:
         _job = None
         _worker_facts.clear()
+    return _comparison(plain, totals, best, [s.path for s in sources], sample)
+
+
+def _comparison(plain: Sequence[tuple[str, Any]], totals: Sequence[SegmentStats], best: Sequence[Candidate],
+                sources: list[str], sample: int | None) -> CorpusComparison:
     metrics = {name: total for (name, _), total in zip(plain, totals)}
     shown = []
     for share, differing, _, (source, line), text in best:
         encoded = [(name, tok, tok.encode(text, add_special_tokens=False)) for name, tok in plain]
         shown.append(ShownLine(source, line, differing, round(share, 6), _align(text, encoded)))
-    return CorpusComparison([s.path for s in sources], sample, metrics, shown)
+    return CorpusComparison(sources, sample, metrics, shown)
+
+
+def _compare_on_cluster(plain: Sequence[tuple[str, Any]], paths: Sequence[str], cluster: Any, *,
+                        json_field: str | None, errors: str, show: int, sample: int | None,
+                        progress: ProgressCallback | None) -> CorpusComparison:
+    """:func:`compare_corpus` on a Dask cluster (see :mod:`toktools.distributed_compare`)."""
+    from contextlib import nullcontext
+
+    from toktools import distributed
+    from toktools.clusters import DEFAULT_BLOCK_BYTES, as_cluster
+    from toktools.distributed_compare import compare_on_cluster
+
+    if sample is not None:
+        raise ToktoolsError("a sample is read here, not on a cluster: drop the sample or the cluster")
+    if distributed._is_client(cluster):
+        distributed._check_workers(cluster, str(cluster.scheduler.address))
+        connection: Any = nullcontext(cluster)
+        largest = DEFAULT_BLOCK_BYTES
+    else:
+        chosen = as_cluster(cluster)
+        assert chosen is not None
+        connection = distributed.cluster_client(chosen.address, chosen.timeout)
+        largest = chosen.block_bytes
+    tokenizers = [tok for _, tok in plain]
+    with connection as client:
+        totals, best, sources = compare_on_cluster(
+            client, tokenizers, list(paths), show=show, json_field=json_field, errors=errors,
+            block_bytes=distributed.balanced_block_bytes(client, list(paths), largest), progress=progress)
+    return _comparison(plain, totals, best, sources, sample)

@@ -178,13 +178,17 @@ class Trainer(ABC):
 
     def run(self, files: Sequence[str], settings: Mapping[str, Any], *, backend: str = "reference",
             word_counts: dict[str, int] | None = None, workers: int | None = None, errors: str = "strict",
-            json_field: str | None = None, progress: Any = None) -> "Tokenizer":
+            json_field: str | None = None, progress: Any = None, cluster: Any = None) -> "Tokenizer":
         """Train from corpus ``files`` (or ``word_counts``) with ``settings`` (names of
         :attr:`cli_options`; defaults for the others) on either backend — what ``toktools train``
-        does. ``progress(stage, done, total)`` is called by the reference backend."""
+        does. ``progress(stage, done, total)`` is called by the reference backend; ``cluster``
+        (an address or :class:`toktools.clusters.Cluster`) counts the words on Dask."""
         settings = self.settings(settings)
         self.check_settings(settings, backend=backend, corpus=list(files), from_counts=word_counts is not None,
                             json_field=json_field, errors=errors)
+        if cluster is not None and (backend == "fast" or word_counts is not None):
+            raise ToktoolsError("a cluster counts corpus files for the reference backend: not with the fast backend "
+                                "or word counts")
         if backend == "fast":
             from toktools import fast
 
@@ -198,7 +202,8 @@ class Trainer(ABC):
 
         train = getattr(training, self.reference_function)
         return train(list(files) or None, word_counts=word_counts, workers=workers, errors=errors,  # type: ignore[no-any-return]
-                     json_field=json_field, progress=progress, **self.reference_settings(settings))
+                     json_field=json_field, progress=progress, **({} if cluster is None else {"cluster": cluster}),
+                     **self.reference_settings(settings))
 
     def reference_settings(self, settings: Mapping[str, Any]) -> dict[str, Any]:
         """The settings as :attr:`reference_function` takes them."""

@@ -17,6 +17,7 @@ from toktools.presets import ByteLevelBPETokenizer, WordPieceTokenizer, roberta_
 
 if TYPE_CHECKING:  # pragma: no cover
     from toktools.bert_text import BertNormalizerConfig
+    from toktools.clusters import Cluster
     from toktools.tokenizer import Tokenizer
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
@@ -40,9 +41,15 @@ def _count_texts(texts: Iterable[str], words_of: Callable[[str], Iterable[str]])
 
 def _count_files(files: Sequence[str] | None, splitter: Callable[[str], Iterable[str]], *, workers: int | None = None,
                  errors: corpus.ErrorPolicy = "strict", json_field: str | None = None,
-                 progress: Progress | None = None) -> dict[str, int]:
+                 progress: Progress | None = None, cluster: "Cluster | str | None" = None) -> dict[str, int]:
     """Word counts of corpus files, cut into lines as ``tokenizers`` does, on ``workers`` processes
-    (``splitter`` takes a chunk of whole lines; it must be picklable)."""
+    or on a Dask ``cluster`` (the same counts, in the same order; ``splitter`` takes a chunk of
+    whole lines; it must be picklable)."""
+    if cluster is not None:
+        from toktools import distributed
+
+        return distributed.count_corpus(cluster, list(files or []), splitter, errors=errors, json_field=json_field,
+                                        progress=_stage(progress, "read"))
     sources = corpus.expand_sources(list(files or []), json_field)
     return corpus.count_words(sources, splitter, workers=workers, errors=errors, progress=_stage(progress, "read"))
 
@@ -57,9 +64,12 @@ def count_bytebpe_words(
     errors: corpus.ErrorPolicy = "strict",
     json_field: str | None = None,
     progress: Progress | None = None,
+    cluster: "Cluster | str | None" = None,
 ) -> dict[str, int]:
     """Byte-level word counts: files are cut into lines as ``tokenizers`` does; each item of
     ``texts`` is one sequence (like ``train_from_iterator``)."""
+    if texts is not None and cluster is not None:
+        raise ToktoolsError("a cluster reads files: count texts given in Python without cluster=")
     if texts is not None:
         def pieces(text: str) -> list[str]:
             prepared = bytelevel.prefixed(text, add_prefix_space)
@@ -68,7 +78,8 @@ def count_bytebpe_words(
         counts = _count_texts(texts, pieces)
     else:
         splitter = functools.partial(bytelevel.training_pieces, add_prefix_space=add_prefix_space, use_regex=use_regex)
-        counts = _count_files(files, splitter, workers=workers, errors=errors, json_field=json_field, progress=progress)
+        counts = _count_files(files, splitter, workers=workers, errors=errors, json_field=json_field, progress=progress,
+                              cluster=cluster)
     to_symbols = bytelevel.text_to_symbols
     return {to_symbols(piece): count for piece, count in counts.items()}
 
@@ -92,12 +103,15 @@ def train_bytebpe(
     errors: corpus.ErrorPolicy = "strict",
     json_field: str | None = None,
     progress: Progress | None = None,
+    cluster: "Cluster | str | None" = None,
 ) -> ByteLevelBPETokenizer:
     """Train a byte-level BPE tokenizer, identical to ``ByteLevelBPETokenizer().train(...)``.
 
     ``initial_alphabet`` defaults to the 256 byte symbols, so every byte is in the vocabulary.
-    ``word_counts`` (byte-symbol words) skips reading the corpus. ``template="roberta"`` adds
-    RoBERTa's ``<s> A </s>`` / ``<s> A </s></s> B </s>`` (both tokens must be special tokens).
+    ``word_counts`` (byte-symbol words) skips reading the corpus; ``cluster`` (an address such
+    as ``"tcp://host:8786"`` or ``"local:4"``, or a :class:`toktools.clusters.Cluster`) counts
+    the files on a Dask cluster instead of local processes, with the same result.
+    ``template="roberta"`` adds RoBERTa's ``<s> A </s>`` / ``<s> A </s></s> B </s>`` (both tokens must be special tokens).
     """
     if template not in (None, "roberta"):
         raise ToktoolsError(f"unknown template {template!r} (roberta, or none)")
@@ -105,7 +119,7 @@ def train_bytebpe(
         raise ToktoolsError("the roberta template needs <s> and </s> among the special tokens")
     if word_counts is None:
         word_counts = count_bytebpe_words(files, texts=texts, add_prefix_space=add_prefix_space, workers=workers,
-                                          errors=errors, json_field=json_field, progress=progress)
+                                          errors=errors, json_field=json_field, progress=progress, cluster=cluster)
     config = bpe.BpeTrainerConfig(
         vocab_size=vocab_size,
         min_frequency=min_frequency,
@@ -142,15 +156,19 @@ def count_wordpiece_words(
     errors: corpus.ErrorPolicy = "strict",
     json_field: str | None = None,
     progress: Progress | None = None,
+    cluster: "Cluster | str | None" = None,
 ) -> dict[str, int]:
     """Normalised, pre-tokenised word counts in first-occurrence order (BERT normaliser)."""
     from toktools import bert_text
 
     config = normalizer or bert_text.BertNormalizerConfig()
+    if texts is not None and cluster is not None:
+        raise ToktoolsError("a cluster reads files: count texts given in Python without cluster=")
     if texts is not None:
         return _count_texts(texts, functools.partial(bert_text.iter_words, config=config))
     splitter = functools.partial(bert_text.iter_words, config=config)
-    return _count_files(files, splitter, workers=workers, errors=errors, json_field=json_field, progress=progress)
+    return _count_files(files, splitter, workers=workers, errors=errors, json_field=json_field, progress=progress,
+                        cluster=cluster)
 
 
 def forced_order_from_vocab(vocab_tokens: Sequence[str], special_tokens: Sequence[str], prefix: str = "##") -> tuple[list[str], list[str]]:
@@ -191,6 +209,7 @@ def train_wordpiece(
     errors: corpus.ErrorPolicy = "strict",
     json_field: str | None = None,
     progress: Progress | None = None,
+    cluster: "Cluster | str | None" = None,
 ) -> WordPieceTokenizer:
     """Train a BERT WordPiece vocabulary with ``BertWordPieceTokenizer.train``'s defaults.
 
@@ -199,14 +218,15 @@ def train_wordpiece(
     (see :mod:`toktools.likelihood`). ``tokenizers`` orders the alphabet ties and the ``##c``
     block randomly; we keep the more frequent character (ties: lower code point) and give ``##c``
     ids in first-occurrence order. ``forced_order=(alphabet, prefixed)`` replays another run's
-    choices (see :func:`forced_order_from_vocab`).
+    choices (see :func:`forced_order_from_vocab`). ``cluster`` counts the files on a Dask
+    cluster, with the same result (see :func:`train_bytebpe`).
     """
     from toktools.bert_text import BertNormalizerConfig
 
     normalizer = BertNormalizerConfig(clean_text, handle_chinese_chars, strip_accents, lowercase)
     if word_counts is None:
         word_counts = count_wordpiece_words(files, texts=texts, normalizer=normalizer, workers=workers,
-                                            errors=errors, json_field=json_field, progress=progress)
+                                            errors=errors, json_field=json_field, progress=progress, cluster=cluster)
     if algorithm == "bpe":
         config = bpe.BpeTrainerConfig(
             vocab_size=vocab_size,
@@ -270,6 +290,8 @@ def count_unigram_words(files: Sequence[str] | None = None, *, texts: Iterable[s
                         add_prefix_space: bool = True, **reading: Any) -> dict[str, int]:
     """Unigram word counts, read as :func:`count_bytebpe_words` reads (``workers``, ``errors``,
     ``json_field``, ``progress``)."""
+    if texts is not None and reading.get("cluster") is not None:
+        raise ToktoolsError("a cluster reads files: count texts given in Python without cluster=")
     if texts is not None:
         return _count_texts(texts, functools.partial(unigram_words, add_prefix_space=add_prefix_space))
     return _count_files(files, functools.partial(unigram_training_words, add_prefix_space=add_prefix_space), **reading)
@@ -292,6 +314,7 @@ def train_unigram(
     errors: corpus.ErrorPolicy = "strict",
     json_field: str | None = None,
     progress: Progress | None = None,
+    cluster: "Cluster | str | None" = None,
 ) -> "Tokenizer":
     """Train a SentencePiece-style Unigram tokenizer with ``SentencePieceUnigramTokenizer.train``'s
     pipeline and ``UnigramTrainer``'s options and defaults (:mod:`toktools.unigram_trainer`).
@@ -303,7 +326,7 @@ def train_unigram(
 
     if word_counts is None:
         word_counts = count_unigram_words(files, texts=texts, add_prefix_space=add_prefix_space, workers=workers,
-                                          errors=errors, json_field=json_field, progress=progress)
+                                          errors=errors, json_field=json_field, progress=progress, cluster=cluster)
     em = _stage(progress, "em")
     trainer = UnigramTrainer(vocab_size, n_sub_iterations=n_sub_iterations, shrinking_factor=shrinking_factor,
                              special_tokens=special_tokens, unk_token=unk_token, initial_alphabet=initial_alphabet,

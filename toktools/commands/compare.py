@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
-from toktools.commands._shared import _console, _echo_plain_or_rich, _progress
+from toktools.commands._shared import _console, _echo_plain_or_rich, _progress, cluster_options
 from toktools.errors import ToktoolsError
 
 _STYLES = [(r"\|", "bold cyan"), (r"\^+", "bold red"),
@@ -53,9 +54,11 @@ def _looks_like_tokenizer(argument: str) -> bool:
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Processes that encode large batches (default: all cores).")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr (only on a terminal).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output: every statistic and histogram.")
+@cluster_options
 def compare(arguments: tuple[str, ...], corpus_paths: tuple[str, ...], file_paths: tuple[str, ...],
             json_field: str | None, errors: str, show: int, sample: int | None, plot_path: Path | None,
-            width: int | None, byte_view: bool, workers: int | None, progress: bool, as_json: bool) -> None:
+            width: int | None, byte_view: bool, workers: int | None, progress: bool, as_json: bool,
+            cluster: Any) -> None:
     """How several tokenizers cut the same text or corpus, side by side.
 
     On a TEXT (the last argument; - reads it from standard input): one row per tokenizer,
@@ -92,6 +95,7 @@ def compare(arguments: tuple[str, ...], corpus_paths: tuple[str, ...], file_path
       toktools compare wordpiece-30k bytebpe-50k ../bert --corpus heldout.txt.gz --show 5
       toktools compare A B --corpus data.jsonl --field text --sample 10000 --plot report.png
       toktools compare A B --corpus heldout.txt --json > stats.json
+      toktools compare A B --corpus 's3://bucket/corpus/*.txt' --cluster tcp://scheduler:8786
     """
     import json
 
@@ -99,6 +103,10 @@ def compare(arguments: tuple[str, ...], corpus_paths: tuple[str, ...], file_path
 
     corpus = list(corpus_paths) + list(file_paths)
     names = list(arguments)
+    if cluster is not None and not corpus:
+        raise click.UsageError("--cluster works on a corpus: give --corpus")
+    if cluster is not None and sample is not None:
+        raise click.UsageError("--sample reads a few documents here: it does not go with --cluster")
     if corpus:
         if len(names) < 1:
             raise click.UsageError("give at least one tokenizer to compare")
@@ -111,7 +119,7 @@ def compare(arguments: tuple[str, ...], corpus_paths: tuple[str, ...], file_path
 
         with _progress(progress) as callback:
             result = compare_corpus(loaded, corpus, json_field=json_field, errors=errors,  # type: ignore[arg-type]
-                                    show=show, sample=sample, workers=workers,
+                                    show=show, sample=sample, workers=workers, cluster=cluster,
                                     progress=None if callback is None else lambda d, t: callback("read", d, t))
         if plot_path is not None:
             from toktools.plots import plot_comparison

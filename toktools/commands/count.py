@@ -2,13 +2,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from toktools.errors import ToktoolsError
-from toktools.commands._shared import _cap_workers, _progress
+from toktools.commands._shared import _cap_workers, _progress, cluster_options
 from toktools.outputs import check_output_file
 from toktools.trainers import TRAINERS, get_trainer
+
+if TYPE_CHECKING:  # pragma: no cover
+    from toktools.clusters import Cluster
 
 
 @click.command()
@@ -23,17 +27,26 @@ from toktools.trainers import TRAINERS, get_trainer
 @click.option("--field", "json_field", default=None, help="Read JSON Lines and take the text from this field.")
 @click.option("--force", is_flag=True, help="Overwrite an existing counts file.")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr (only on a terminal).")
+@cluster_options
 def count(corpus: tuple[str, ...], out_path: Path, kind: str, lowercase: bool, strip_accents: bool | None,
-          add_prefix_space: bool, workers: int | None, errors: str, json_field: str | None, force: bool, progress: bool) -> None:
+          add_prefix_space: bool, workers: int | None, errors: str, json_field: str | None, force: bool, progress: bool,
+          cluster: "Cluster | None") -> None:
     """Count words once, train many times: write word counts for `train --from-counts`.
 
     The file starts with a header that records the normaliser and pre-tokeniser settings, so a
     training run with other settings refuses it instead of silently using it.
 
+    With --cluster, the corpus (files, globs, directories; any fsspec URL such as s3://bucket/dir
+    when that backend is installed) is cut into blocks counted on a Dask cluster; the counts
+    file is byte-identical to a local run. --block-size is then an upper bound: a corpus that
+    would give a worker fewer than 8 blocks is cut finer (not below 4 MiB).
+
     \b
     Examples:
       toktools count wiki.txt.gz --model wordpiece -o wiki.counts
       toktools train wordpiece --from-counts wiki.counts -o my-bert --vocab-size 30000
+      toktools count 'corpus/*.txt' --model bytebpe -o corpus.counts --cluster tcp://scheduler:8786
+      toktools count big.txt --model bytebpe -o big.counts --cluster local:8 --block-size 128MB
     """
     from toktools.corpus import dumps_counts
     from toktools.formats import write_files_atomically
@@ -44,8 +57,9 @@ def count(corpus: tuple[str, ...], out_path: Path, kind: str, lowercase: bool, s
     options = _count_options(kind, lowercase, strip_accents, add_prefix_space)
     settings = trainer.count_settings(options)
     with _progress(progress) as callback:
+        reading = {} if cluster is None else {"cluster": cluster}
         counts = trainer.count_words(list(corpus), options, workers=workers, errors=errors, json_field=json_field,
-                                     progress=callback)
+                                     progress=callback, **reading)
     write_files_atomically(out_path.parent if str(out_path.parent) else Path("."), {out_path.name: dumps_counts(counts, kind, settings)})
     click.echo(f"counted {sum(counts.values())} words ({len(counts)} distinct); wrote {out_path}", err=True)
 

@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 import click
 
 from toktools.errors import ToktoolsError
-from toktools.commands._shared import _cap_workers, _progress, _split_list
+from toktools.commands._shared import _cap_workers, _progress, _split_list, cluster_options
 from toktools.commands.count import _load_counts
 from toktools.trainers import TRAINERS, Option, OptionConflict, Trainer
 
@@ -79,11 +79,13 @@ def _command_options(trainer: Trainer) -> list[Callable[[Any], Any]]:
 def _make_command(trainer: Trainer) -> click.Command:
     def command(corpus: tuple[str, ...], counts_path: Path | None, out_dir: Path, transformers_config: bool,
                 check: bool, backend: str, workers: int | None, errors: str, json_field: str | None, force: bool,
-                progress: bool, **given: Any) -> None:
+                progress: bool, cluster: Any, **given: Any) -> None:
         _train(trainer, corpus, counts_path, out_dir, given, transformers_config=transformers_config, check=check,
-               backend=backend, workers=workers, errors=errors, json_field=json_field, force=force, progress=progress)
+               backend=backend, workers=workers, errors=errors, json_field=json_field, force=force, progress=progress,
+               cluster=cluster)
 
     command.__doc__ = trainer.help
+    command = cluster_options(command)
     for decorator in reversed(_command_options(trainer)):
         command = decorator(command)
     return train.command(trainer.name)(command)
@@ -91,8 +93,11 @@ def _make_command(trainer: Trainer) -> click.Command:
 
 def _train(trainer: Trainer, corpus: tuple[str, ...], counts_path: Path | None, out_dir: Path, given: dict[str, Any], *,
            transformers_config: bool, check: bool, backend: str, workers: int | None, errors: str,
-           json_field: str | None, force: bool, progress: bool) -> None:
+           json_field: str | None, force: bool, progress: bool, cluster: Any) -> None:
     """Check every option, refuse a bad output, train, write, summarise (and ``--check``)."""
+    if cluster is not None and (backend == "fast" or counts_path is not None):
+        raise click.UsageError("--cluster counts corpus files for the reference backend: not with --backend fast "
+                               "or --from-counts")
     settings = trainer.settings({name: _split_list(value) if _is_list(trainer, name) else value
                                  for name, value in given.items()})
     try:
@@ -108,7 +113,7 @@ def _train(trainer: Trainer, corpus: tuple[str, ...], counts_path: Path | None, 
         word_counts = _load_counts(counts_path, trainer.name, trainer.count_settings(settings))
     with _progress(progress and backend == "reference") as callback:
         tokenizer = trainer.run(list(corpus), settings, backend=backend, word_counts=word_counts, workers=workers,
-                                errors=errors, json_field=json_field, progress=callback)
+                                errors=errors, json_field=json_field, progress=callback, cluster=cluster)
     _finish_training(tokenizer, out_dir, started, backend, transformers_config, settings["vocab_size"],
                      settings=settings,
                      check=dict(corpus=corpus, min_frequency=settings.get("min_frequency"),
