@@ -106,3 +106,51 @@ def _cap_workers(ctx: Any, param: Any, value: int | None) -> int | None:
         click.echo(f"toktools: note: --workers {value} capped at the {cores} available cores", err=True)
         return cores
     return value
+
+
+def cluster_options(command: Any) -> Any:
+    """Adds ``--cluster``, ``--cluster-timeout`` and ``--block-size`` to a command, which gets
+    them as one argument ``cluster``: a :class:`toktools.clusters.Cluster`, or None for the
+    local process pool. Put it below ``@click.command()`` (and below ``--workers``, if any).
+
+    The two tuning options without ``--cluster``, or ``--workers`` with it, are usage errors;
+    ``--cluster`` without Dask installed says in one line what to install."""
+    import functools
+
+    import click
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, cluster: str | None, cluster_timeout: float | None, block_size: str | None, **kwargs: Any) -> Any:
+        ctx = click.get_current_context()
+        if cluster is None:
+            given = [flag for flag, value in (("--cluster-timeout", cluster_timeout), ("--block-size", block_size)) if value is not None]
+            if given:
+                raise click.UsageError(f"{' and '.join(given)} only appl{'y' if len(given) > 1 else 'ies'} with --cluster")
+            return command(*args, cluster=None, **kwargs)
+        if "workers" in kwargs and ctx.get_parameter_source("workers") == click.core.ParameterSource.COMMANDLINE:
+            raise click.UsageError("--workers does not apply with --cluster (local:N sets the number of local workers)")
+        import importlib.util
+
+        from toktools.clusters import DEFAULT_BLOCK_BYTES, DEFAULT_TIMEOUT, Cluster, parse_size
+
+        if importlib.util.find_spec("distributed") is None:
+            raise ToktoolsError("--cluster needs Dask: pip install 'toktools[dask]'")
+        try:
+            block_bytes = DEFAULT_BLOCK_BYTES if block_size is None else parse_size(block_size)
+        except ToktoolsError as err:
+            raise click.BadParameter(str(err), param_hint="--block-size") from None
+        chosen = Cluster(cluster, DEFAULT_TIMEOUT if cluster_timeout is None else cluster_timeout, block_bytes)
+        return command(*args, cluster=chosen, **kwargs)
+
+    options = [
+        click.option("--cluster", default=None, metavar="ADDRESS",
+                     help="Run on a Dask cluster: a scheduler (tcp://host:8786) or local[:N] (N worker processes "
+                          "here). Needs toktools[dask]; output is identical to a local run."),
+        click.option("--cluster-timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+                     help="With --cluster: how long to wait for the scheduler and its workers  [default: 30]"),
+        click.option("--block-size", default=None, metavar="SIZE",
+                     help="With --cluster: bytes of input per task, e.g. 64MB, 256MiB  [default: 64MiB]"),
+    ]
+    for option in reversed(options):
+        wrapper = option(wrapper)
+    return wrapper
