@@ -150,7 +150,8 @@ def _span(task: BlockTask, delimiter: bytes | None) -> tuple[int, int | None]:
         return 0, None
     fs, local = fsspec.core.url_to_fs(task.path)
     size = fs.size(local)
-    assert delimiter is not None
+    if delimiter is None:  # whole files
+        return 0, size
     with fs.open(local, "rb") as handle:
         points = []
         for at in (task.start, task.start + task.length):
@@ -410,13 +411,13 @@ def _tidy(base: Path, suffix: str | None, shards: int) -> None:
 def encode_blocks(inputs: Sequence[str | Path], tokenizer: Any, output: str | Path, *, format: str, engine: str,
                   document: str, field: str | None, append_eos: bool | str | None, prepend_bos: bool | str,
                   shard_tokens: int | None, workers: int | None, verify: int, progress: Any, force: bool, dtype: str,
-                  batch_bytes: int, max_document_bytes: int, segment_chars: int, cluster: str | None,
-                  cluster_timeout: float, block_bytes: int | None) -> Any:
+                  batch_bytes: int, max_document_bytes: int, segment_chars: int, cluster: Any,
+                  block_bytes: int | None) -> Any:
     """:func:`toktools.encode_corpus` with shards made of blocks of the input (see the module
     docstring); on ``cluster`` when given, else in this process."""
     from toktools import engines
     from toktools.corpus_documents import DOCUMENT_MODES
-    from toktools.distributed import BLOCK_BYTES
+    from toktools.clusters import DEFAULT_BLOCK_BYTES, as_cluster
     from toktools.encode_corpus import (MANIFEST_FORMAT, CorpusResult, _bases, _output_settings, _same_file, _shard_files,
                                         load_document, manifest_path, shard_base)
     from toktools.corpus_writers import output_files
@@ -428,7 +429,9 @@ def encode_blocks(inputs: Sequence[str | Path], tokenizer: Any, output: str | Pa
     if cluster is not None and workers is not None:
         raise ToktoolsError("--workers is for local runs: on a cluster each worker process encodes one block at a time "
                             "(choose local:N, or the workers' --nthreads)")
-    block_bytes = BLOCK_BYTES if block_bytes is None else block_bytes
+    cluster = as_cluster(cluster)
+    if block_bytes is None:
+        block_bytes = cluster.block_bytes if cluster is not None else DEFAULT_BLOCK_BYTES
     if block_bytes < 1:
         raise ToktoolsError("the block size must be at least one byte")
     if document not in DOCUMENT_MODES:
@@ -460,7 +463,7 @@ def encode_blocks(inputs: Sequence[str | Path], tokenizer: Any, output: str | Pa
         if existing:
             raise ToktoolsError(f"{existing[0]} already exists (use --force to overwrite)")
 
-    runner: Any = _ClusterRunner(cluster, cluster_timeout) if cluster is not None else _LocalRunner(workers)
+    runner: Any = _ClusterRunner(cluster.address, cluster.timeout) if cluster is not None else _LocalRunner(workers)
     with runner:
         inputs_json = runner.input_entries(names, [_absolute(n) for n in names])
         kept: dict[int, dict[str, Any]] = {}

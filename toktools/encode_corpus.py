@@ -291,8 +291,7 @@ def encode_corpus(
     batch_bytes: int = BATCH_BYTES,
     max_document_bytes: int = MAX_DOCUMENT_BYTES,
     segment_chars: int = SEGMENT_CHARS,
-    cluster: str | None = None,
-    cluster_timeout: float = 30.0,
+    cluster: Any = None,
     block_bytes: int | None = None,
 ) -> CorpusResult:
     """Encode ``inputs`` (files, directories, quoted globs, ``-``) into ``output``.
@@ -306,10 +305,11 @@ def encode_corpus(
     ``verify``: documents re-encoded with the reference to check a fast engine (0: off).
     Existing outputs need ``force`` unless they are this run's own shards under a manifest with
     the same settings (then finished shards are kept and the rest is written).
-    ``cluster``: a Dask scheduler address (``tcp://host:8786``) or ``local[:N]``; the inputs are
-    cut into blocks of ``block_bytes`` (default 64 MB) and each block becomes one shard,
-    encoded on a worker (:mod:`toktools.distributed_encode`). ``block_bytes`` without
-    ``cluster`` writes the same shards here, byte for byte.
+    ``cluster``: a Dask scheduler address (``tcp://host:8786``), ``local[:N]`` or a
+    :class:`toktools.clusters.Cluster`; the inputs are cut into blocks of ``block_bytes``
+    (default: the cluster's, 64 MiB) and each block becomes one shard, encoded on a worker
+    (:mod:`toktools.distributed_encode`). ``block_bytes`` without ``cluster`` writes the same
+    shards here, byte for byte.
     """
     from toktools import engines
     from toktools.corpus import expand_sources
@@ -326,7 +326,7 @@ def encode_corpus(
                              append_eos=append_eos, prepend_bos=prepend_bos, shard_tokens=shard_tokens, workers=workers,
                              verify=verify, progress=progress, force=force, dtype=dtype, batch_bytes=batch_bytes,
                              max_document_bytes=max_document_bytes, segment_chars=segment_chars, cluster=cluster,
-                             cluster_timeout=cluster_timeout, block_bytes=block_bytes)
+                             block_bytes=block_bytes)
     doc, fingerprint = load_document(tokenizer)
     sources = expand_sources([str(p) for p in inputs])
     field, eos_id, bos_id, vocab_size, dtype = _output_settings(doc, format, document, field, append_eos, prepend_bos, dtype)
