@@ -218,7 +218,7 @@ def cluster():
 
     os.environ[distributed_encode.TEST_PAUSE_VARIABLE] = "0.3"  # inherited by the worker processes
     try:
-        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None) as local:
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=":0") as local:
             with Client(local) as client:
                 yield local, client
     finally:
@@ -256,7 +256,7 @@ def test_a_killed_worker_is_replaced_and_the_output_is_still_identical(cluster, 
     def run() -> None:
         try:
             outcome["result"] = encode_corpus(corpus, TOKENIZER, there / "out", block_bytes=12_000, verify=0,
-                                              cluster=local_cluster.scheduler_address)
+                                              cluster=client)  # a Client the caller holds is used as it is
         except BaseException as err:  # handed to the test thread
             outcome["error"] = err
 

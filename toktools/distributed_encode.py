@@ -426,10 +426,12 @@ def encode_blocks(inputs: Sequence[str | Path], tokenizer: Any, output: str | Pa
     if shard_tokens is not None:
         raise ToktoolsError("--shard-tokens cannot be combined with --cluster or --block-size: there, each block of the "
                             "input is one shard (size shards with --block-size)")
-    if cluster is not None and workers is not None:
+    client = cluster if _is_client(cluster) else None
+    cluster = None if client is not None else as_cluster(cluster)
+    remote = cluster is not None or client is not None
+    if remote and workers is not None:
         raise ToktoolsError("--workers is for local runs: on a cluster each worker process encodes one block at a time "
                             "(choose local:N, or the workers' --nthreads)")
-    cluster = as_cluster(cluster)
     if block_bytes is None:
         block_bytes = cluster.block_bytes if cluster is not None else DEFAULT_BLOCK_BYTES
     if block_bytes < 1:
@@ -463,7 +465,7 @@ def encode_blocks(inputs: Sequence[str | Path], tokenizer: Any, output: str | Pa
         if existing:
             raise ToktoolsError(f"{existing[0]} already exists (use --force to overwrite)")
 
-    runner: Any = _ClusterRunner(cluster.address, cluster.timeout) if cluster is not None else _LocalRunner(workers)
+    runner: Any = _ClusterRunner(cluster, client) if remote else _LocalRunner(workers)
     with runner:
         inputs_json = runner.input_entries(names, [_absolute(n) for n in names])
         kept: dict[int, dict[str, Any]] = {}
@@ -489,7 +491,7 @@ def encode_blocks(inputs: Sequence[str | Path], tokenizer: Any, output: str | Pa
             manifest["engine"] = chosen
             job = BlockJob(doc, fingerprint, analysis, chosen, format, dtype, document, field, eos_id, bos_id,
                            str(base.absolute()), suffix, batch_bytes, segment_chars, max_document_bytes,
-                           workers if cluster is None else 1)
+                           1 if remote else workers)
 
             def record() -> None:
                 manifest["shards"] = [shards[i] for i in sorted(shards)]
@@ -569,6 +571,11 @@ class _LocalRunner:
             yield task, result
 
 
+def _is_client(value: Any) -> bool:
+    """A ``distributed.Client``, recognised without importing Dask when it is not one."""
+    return type(value).__name__ == "Client" and type(value).__module__.startswith("distributed")
+
+
 def _run_block(task: BlockTask, job: BlockJob) -> dict[str, Any]:
     """The task a worker runs (block first: ``Client.map`` maps over it)."""
     return encode_block(job, task)
@@ -577,18 +584,24 @@ def _run_block(task: BlockTask, job: BlockJob) -> dict[str, Any]:
 class _ClusterRunner:
     """Blocks as tasks on a Dask cluster: one task per block, results as they finish."""
 
-    def __init__(self, address: str, timeout: float) -> None:
-        from toktools.distributed import cluster_client
+    def __init__(self, cluster: Any, client: Any = None) -> None:
+        """``cluster``: a :class:`toktools.clusters.Cluster` (connected to, then closed), or
+        ``client``: a ``distributed.Client`` the caller holds (used, and left open)."""
+        from toktools.distributed import _check_workers, cluster_client
 
-        self._context = cluster_client(address, timeout)
-        self.client: Any = None
+        self._context = cluster_client(cluster.address, cluster.timeout) if client is None else None
+        self.client: Any = client
+        if client is not None:
+            _check_workers(client, str(client.scheduler.address))
 
     def __enter__(self) -> "_ClusterRunner":
-        self.client = self._context.__enter__()
+        if self._context is not None:
+            self.client = self._context.__enter__()
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self._context.__exit__(*exc)
+        if self._context is not None:
+            self._context.__exit__(*exc)
 
     def _results(self, futures: Sequence[Any]) -> Iterator[tuple[Any, Any]]:
         from distributed import as_completed
