@@ -213,16 +213,12 @@ def test_the_cluster_tests_pass_in_a_fresh_process() -> None:
 
 @pytest.fixture(scope="module")
 def cluster():
-    """Two worker processes on the loopback; blocks sleep a little so a test can catch one mid-task."""
+    """Two worker processes on the loopback."""
     from distributed import Client, LocalCluster
 
-    os.environ[distributed_encode.TEST_PAUSE_VARIABLE] = "0.3"  # inherited by the worker processes
-    try:
-        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=":0") as local:
-            with Client(local) as client:
-                yield local, client
-    finally:
-        del os.environ[distributed_encode.TEST_PAUSE_VARIABLE]
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=":0") as local:
+        with Client(local) as client:
+            yield local, client
 
 
 @child_only
@@ -234,10 +230,20 @@ def test_the_cluster_writes_the_bytes_of_the_local_block_run(cluster, corpus: li
     there.mkdir()
     name = "out" if fmt == "megatron" else "out.npy"
     local = encode_corpus(corpus, TOKENIZER, here / name, format=fmt, block_bytes=25_000, verify=3)
-    remote = encode_corpus(corpus, TOKENIZER, there / name, format=fmt, block_bytes=25_000, verify=3,
-                           cluster=local_cluster.scheduler_address)
+    if fmt == "megatron":
+        remote = encode_corpus(corpus, TOKENIZER, there / name, format=fmt, block_bytes=25_000, verify=3,
+                               cluster=local_cluster.scheduler_address)
+        assert (remote.documents, remote.tokens, remote.verified, remote.engine) == (local.documents, local.tokens, 3, local.engine)
+    else:  # the command line: --cluster ADDRESS --block-size SIZE
+        result = CliRunner().invoke(main, ["encode", "-t", TOKENIZER, "--format", fmt, "-o", str(there / name), "--verify", "3",
+                                           "--cluster", local_cluster.scheduler_address, "--block-size", "25000",
+                                           "--json", *map(str, corpus)])
+        assert result.exit_code == 0, result.output
+        remote = json.loads(result.stdout)
+        assert (remote["documents"], remote["tokens"], remote["verified"]) == (local.documents, local.tokens, 3)
+        remote = encode_corpus(corpus, TOKENIZER, there / name, format=fmt, block_bytes=25_000, verify=3,
+                               cluster=local_cluster.scheduler_address)  # nothing left to do
     assert digests(there) == digests(here)  # shards and manifest, byte for byte; no temporaries left
-    assert (remote.documents, remote.tokens, remote.verified, remote.engine) == (local.documents, local.tokens, 3, local.engine)
     again = encode_corpus(corpus, TOKENIZER, there / name, format=fmt, block_bytes=25_000, cluster=local_cluster.scheduler_address)
     assert (again.shards_written, again.shards_kept) == (0, len(remote.outputs) // 2)
 
@@ -251,6 +257,8 @@ def test_a_killed_worker_is_replaced_and_the_output_is_still_identical(cluster, 
     encode_corpus(corpus, TOKENIZER, here / "out", block_bytes=12_000, verify=0)
     ours = set(client.run(os.getpid).values())  # the worker processes this test started
     assert len(ours) == 2 and os.getpid() not in ours
+    # each block pauses 0.3 s with its shard open, so that a worker can be caught mid-task
+    client.run(os.environ.__setitem__, distributed_encode.TEST_PAUSE_VARIABLE, "0.3")
     outcome: dict[str, object] = {}
 
     def run() -> None:
@@ -277,4 +285,5 @@ def test_a_killed_worker_is_replaced_and_the_output_is_still_identical(cluster, 
     assert not thread.is_alive()
     assert "error" not in outcome, outcome.get("error")
     assert victim not in set(client.run(os.getpid).values())  # it really died (the nanny started a new one)
+    client.run(os.environ.pop, distributed_encode.TEST_PAUSE_VARIABLE, None)
     assert digests(there) == digests(here)  # complete, identical, and the dead worker's temporaries are gone
