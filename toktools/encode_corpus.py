@@ -15,7 +15,9 @@ One call does what ``toktools encode --format megatron|npy|bin`` does:
    document that reaches the count, so shard boundaries depend on token counts only;
 4. with shards, a manifest (``PREFIX-manifest.json``) rewritten after every finished shard:
    tokenizer fingerprint, engine, settings, inputs (size, sha256), shards (documents, tokens,
-   files with sha256, where in the input the next shard starts).
+   files with sha256, where in the input the next shard starts);
+5. with ``cluster`` (or ``block_bytes``), each block of the input is one shard, encoded on a
+   Dask worker (or here): :mod:`toktools.distributed_encode`.
 
 The ids do not depend on the engine or on the number of workers, so neither is part of the
 settings a resumed run must match. Documents with no token of their own are dropped.

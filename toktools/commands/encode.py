@@ -79,7 +79,7 @@ def encode(tokenizer_path: str, files: tuple[str, ...], output_format: str, out_
       toktools encode -t bytebpe-50k --format npy -o train.npy corpus.txt
       toktools encode -t gpt2/ --format megatron -o out/web --document jsonl --field text \\
           --shard-tokens 100000000 'data/*.jsonl.gz'
-      toktools encode -t gpt2/ --format megatron -o /shared/out/web --document jsonl \
+      toktools encode -t gpt2/ --format megatron -o /shared/out/web --document jsonl \\
           --cluster tcp://scheduler:8786 --block-size 256MiB 's3://bucket/web/*.jsonl'
     """
     if out_path is not None and out_path.is_dir():
