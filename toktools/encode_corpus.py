@@ -15,7 +15,9 @@ One call does what ``toktools encode --format megatron|npy|bin`` does:
    document that reaches the count, so shard boundaries depend on token counts only;
 4. with shards, a manifest (``PREFIX-manifest.json``) rewritten after every finished shard:
    tokenizer fingerprint, engine, settings, inputs (size, sha256), shards (documents, tokens,
-   files with sha256, where in the input the next shard starts).
+   files with sha256, where in the input the next shard starts);
+5. with ``cluster`` (or ``block_bytes``), each block of the input is one shard, encoded on a
+   Dask worker (or here): :mod:`toktools.distributed_encode`.
 
 The ids do not depend on the engine or on the number of workers, so neither is part of the
 settings a resumed run must match. Documents with no token of their own are dropped.
@@ -34,7 +36,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from toktools.corpus_documents import MAX_DOCUMENT_BYTES, SEGMENT_CHARS, DocumentReader, Position, Segment
-from toktools.corpus_writers import FORMATS, DocumentWriter, file_sha256, flat_dtype, megatron_dtype, output_files
+from toktools.corpus_writers import FORMATS, DocumentWriter, ShardInfo, file_sha256, flat_dtype, megatron_dtype, output_files
 from toktools.errors import ToktoolsError
 
 DEFAULT_VERIFY = 16
@@ -248,6 +250,29 @@ class _Verifier:
             self._reference.close()
 
 
+def _output_settings(doc: dict[str, Any], format: str, document: str, field: str | None, append_eos: bool | str | None,
+                     prepend_bos: bool | str, dtype: str) -> tuple[str | None, int | None, int | None, int, str]:
+    """The settings every shard is written with: the JSON field, EOS and BOS ids, the vocabulary
+    size and the dtype (``auto`` resolved); bad combinations are refused in one line."""
+    if document == "jsonl":
+        field = field or "text"
+    elif field is not None:
+        raise ToktoolsError("--field is for --document jsonl")
+    if append_eos is None:
+        append_eos = format == "megatron"
+    eos_id = _special_id(doc, append_eos, _EOS_NAMES, "EOS")
+    bos_id = _special_id(doc, prepend_bos, _BOS_NAMES, "BOS")
+    vocab_size = 1 + max(_token_ids(doc).values(), default=0)
+    if dtype == "auto":
+        dtype = megatron_dtype(vocab_size) if format == "megatron" else flat_dtype(vocab_size)
+    limits = {"uint16": 1 << 16, "uint32": 1 << 32, "int32": 1 << 31}
+    if dtype not in limits or (format == "megatron" and dtype == "uint32"):
+        raise ToktoolsError(f"dtype {dtype} is not available for {format}")
+    if vocab_size > limits[dtype]:
+        raise ToktoolsError(f"{vocab_size} ids do not fit in {dtype}")
+    return field, eos_id, bos_id, vocab_size, dtype
+
+
 def encode_corpus(
     inputs: Sequence[str | Path],
     tokenizer: Any,
@@ -268,6 +293,8 @@ def encode_corpus(
     batch_bytes: int = BATCH_BYTES,
     max_document_bytes: int = MAX_DOCUMENT_BYTES,
     segment_chars: int = SEGMENT_CHARS,
+    cluster: Any = None,
+    block_bytes: int | None = None,
 ) -> CorpusResult:
     """Encode ``inputs`` (files, directories, quoted globs, ``-``) into ``output``.
 
@@ -280,6 +307,11 @@ def encode_corpus(
     ``verify``: documents re-encoded with the reference to check a fast engine (0: off).
     Existing outputs need ``force`` unless they are this run's own shards under a manifest with
     the same settings (then finished shards are kept and the rest is written).
+    ``cluster``: a Dask scheduler address (``tcp://host:8786``), ``local[:N]`` or a
+    :class:`toktools.clusters.Cluster`; the inputs are cut into blocks of ``block_bytes``
+    (default: the cluster's, 64 MiB) and each block becomes one shard, encoded on a worker
+    (:mod:`toktools.distributed_encode`). ``block_bytes`` without ``cluster`` writes the same
+    shards here, byte for byte.
     """
     from toktools import engines
     from toktools.corpus import expand_sources
@@ -289,24 +321,17 @@ def encode_corpus(
         raise ToktoolsError(f"unknown corpus format {format!r}; choose one of {', '.join(FORMATS)}")
     if shard_tokens is not None and shard_tokens < 1:
         raise ToktoolsError("shard_tokens must be at least 1")
+    if cluster is not None or block_bytes is not None:  # shards are blocks of the input: see distributed_encode
+        from toktools.distributed_encode import encode_blocks
+
+        return encode_blocks(inputs, tokenizer, output, format=format, engine=engine, document=document, field=field,
+                             append_eos=append_eos, prepend_bos=prepend_bos, shard_tokens=shard_tokens, workers=workers,
+                             verify=verify, progress=progress, force=force, dtype=dtype, batch_bytes=batch_bytes,
+                             max_document_bytes=max_document_bytes, segment_chars=segment_chars, cluster=cluster,
+                             block_bytes=block_bytes)
     doc, fingerprint = load_document(tokenizer)
     sources = expand_sources([str(p) for p in inputs])
-    if document == "jsonl":
-        field = field or "text"
-    elif field is not None:
-        raise ToktoolsError("--field is for --document jsonl")
-    if append_eos is None:
-        append_eos = format == "megatron"
-    eos_id = _special_id(doc, append_eos, _EOS_NAMES, "EOS")
-    bos_id = _special_id(doc, prepend_bos, _BOS_NAMES, "BOS")
-    vocab_size = 1 + max(_token_ids(doc).values(), default=0)
-    if dtype == "auto":
-        dtype = megatron_dtype(vocab_size) if format == "megatron" else flat_dtype(vocab_size)
-    limits = {"uint16": 1 << 16, "uint32": 1 << 32, "int32": 1 << 31}
-    if dtype not in limits or (format == "megatron" and dtype == "uint32"):
-        raise ToktoolsError(f"dtype {dtype} is not available for {format}")
-    if vocab_size > limits[dtype]:
-        raise ToktoolsError(f"{vocab_size} ids do not fit in {dtype}")
+    field, eos_id, bos_id, vocab_size, dtype = _output_settings(doc, format, document, field, append_eos, prepend_bos, dtype)
 
     # outputs: never an input; existing ones need force (or are resumed)
     base, suffix = _bases(format, Path(output))
@@ -359,20 +384,14 @@ def encode_corpus(
     reader = DocumentReader(sources, document, field, cuttable=analysis.cuttable, segment_chars=segment_chars,
                             max_document_bytes=max_document_bytes, start=start)
     verifier = _Verifier(chosen.name, doc, verify, reader.total, workers, sources)
-    writer: DocumentWriter | None = None
-    doc_has_tokens = False
     written = 0
-    tokens_total = sum(s["tokens"] for s in shards)
 
     def new_writer() -> DocumentWriter:
         target = shard_base(base, len(shards)) if sharded else base
         return DocumentWriter(format, target, dtype, suffix)
 
-    def finish_shard(end: Position | None) -> None:
-        nonlocal writer, written
-        assert writer is not None
-        info = writer.finish()
-        writer = None
+    def finish_shard(info: ShardInfo, end: Position | None) -> None:
+        nonlocal written
         written += 1
         shards.append({"index": len(shards), "documents": info.documents, "tokens": info.tokens, "engine": chosen.name,
                        "files": info.files,
@@ -380,13 +399,56 @@ def encode_corpus(
         if sharded:
             _write_manifest(manifest_file, manifest)  # type: ignore[arg-type]
 
+    try:
+        encode_documents(reader, chosen, verifier, new_writer, finish_shard, bos_id=bos_id, eos_id=eos_id,
+                         shard_tokens=shard_tokens, batch_bytes=batch_bytes, progress=progress,
+                         tokens_before=sum(s["tokens"] for s in shards), kept=len(shards))
+    finally:
+        chosen.close()
+        verifier.close()
+    manifest["complete"] = True
+    manifest["documents"] = sum(s["documents"] for s in shards)
+    manifest["tokens"] = sum(s["tokens"] for s in shards)
+    if sharded:
+        assert manifest_file is not None
+        _write_manifest(manifest_file, manifest)
+        for stale in _shard_files(base, suffix):  # shards of an older, longer run (with force)
+            number = int(re.search(r"-(\d{5})(?:\.offsets)?\.?\w*$", stale.name).group(1))  # type: ignore[union-attr]
+            if number >= len(shards):
+                stale.unlink()
+    return _result(manifest, base, suffix, format, manifest_file, written, kept, sources, started, verifier.done, chosen.name)
+
+
+def encode_documents(reader: DocumentReader, engine: Any, verifier: _Verifier, new_writer: Callable[[], DocumentWriter],
+                     on_shard: Callable[[ShardInfo, Position | None], None], *, bos_id: int | None, eos_id: int | None,
+                     shard_tokens: int | None, batch_bytes: int, progress: CorpusProgress | None, tokens_before: int = 0,
+                     kept: int = 0) -> None:
+    """The documents of ``reader``, encoded and written: the one loop behind every output, local
+    or on a cluster (:func:`toktools.distributed_encode.encode_block`), so both give the same
+    bytes by construction. With ``shard_tokens``, a shard ends after the document that reaches
+    the count; ``on_shard`` gets each finished shard and where the next one starts. At least one
+    output is written unless ``kept`` shards came from an earlier run. The next batch is read
+    while the engine encodes the current one."""
+    writer: DocumentWriter | None = None
+    doc_has_tokens = False
+    tokens_total = tokens_before
+    finished = 0
+
+    def finish(end: Position | None) -> None:
+        nonlocal writer, finished
+        assert writer is not None
+        info = writer.finish()
+        writer = None
+        finished += 1
+        on_shard(info, end)
+
     executor = ThreadPoolExecutor(1)
     try:
         pending: tuple[list[Segment], Future[list[list[int]]]] | None = None
         batches = _batches(iter(reader), batch_bytes)
         while True:
             batch = next(batches, None)
-            submitted = executor.submit(chosen.encode_batch, [s.text for s in batch]) if batch is not None else None
+            submitted = executor.submit(engine.encode_batch, [s.text for s in batch]) if batch is not None else None
             if pending is not None:
                 done_batch, future = pending
                 ids = future.result()
@@ -404,42 +466,29 @@ def encode_corpus(
                             writer.write([eos_id])
                         writer.end_document()
                         doc_has_tokens = False
-                        if sharded and writer.tokens >= shard_tokens:  # type: ignore[operator]
+                        if shard_tokens is not None and writer.tokens >= shard_tokens:
                             tokens_total += writer.tokens
-                            finish_shard(segment.end)
+                            finish(segment.end)
                 if progress is not None:
                     progress(reader.bytes_done, reader.total, tokens_total + (writer.tokens if writer else 0))
             if submitted is None:
                 break
             pending = (batch, submitted)  # type: ignore[assignment]
-        if writer is not None or (not shards and not sharded) or (sharded and not shards):
+        if writer is not None or not (kept or finished):
             if writer is None:
                 writer = new_writer()
             tokens_total += writer.tokens
-            finish_shard(None)
+            finish(None)
     except BaseException:
         if writer is not None:
             writer.discard()
         # an interrupt or an error: drop the queued batch (else it would start once the engine is
         # closed), then kill the engine's workers now instead of waiting for the batch in flight
         executor.shutdown(wait=False, cancel_futures=True)
-        chosen.close()
+        engine.close()
         raise
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
-        chosen.close()
-        verifier.close()
-    manifest["complete"] = True
-    manifest["documents"] = sum(s["documents"] for s in shards)
-    manifest["tokens"] = sum(s["tokens"] for s in shards)
-    if sharded:
-        assert manifest_file is not None
-        _write_manifest(manifest_file, manifest)
-        for stale in _shard_files(base, suffix):  # shards of an older, longer run (with force)
-            number = int(re.search(r"-(\d{5})(?:\.offsets)?\.?\w*$", stale.name).group(1))  # type: ignore[union-attr]
-            if number >= len(shards):
-                stale.unlink()
-    return _result(manifest, base, suffix, format, manifest_file, written, kept, sources, started, verifier.done, chosen.name)
 
 
 def _result(manifest: dict[str, Any], base: Path, suffix: str | None, fmt: str, manifest_file: Path | None, written: int, kept: int,

@@ -116,7 +116,9 @@ def cluster_options(command: Any) -> Any:
     them as one argument ``cluster``: a :class:`toktools.clusters.Cluster`, or None for the
     local process pool. Put it below ``@click.command()`` (and below ``--workers``, if any).
 
-    The two tuning options without ``--cluster``, or ``--workers`` with it, are usage errors;
+    The two tuning options without ``--cluster``, or ``--workers`` with it, are usage errors —
+    except ``--block-size`` for a command marked ``blocks_without_cluster = True`` (encode),
+    which then gets ``block_bytes`` and writes here the shards a cluster would write;
     ``--cluster`` without Dask installed says in one line what to install."""
     import functools
 
@@ -127,6 +129,14 @@ def cluster_options(command: Any) -> Any:
         ctx = click.get_current_context()
         if cluster is None:
             given = [flag for flag, value in (("--cluster-timeout", cluster_timeout), ("--block-size", block_size)) if value is not None]
+            if given == ["--block-size"] and getattr(command, "blocks_without_cluster", False):
+                from toktools.clusters import parse_size  # encode: the same shards, written here
+
+                try:
+                    block_bytes = parse_size(block_size)  # type: ignore[arg-type]
+                except ToktoolsError as err:
+                    raise click.BadParameter(str(err), param_hint="--block-size") from None
+                return command(*args, cluster=None, block_bytes=block_bytes, **kwargs)
             if given:
                 raise click.UsageError(f"{' and '.join(given)} only appl{'y' if len(given) > 1 else 'ies'} with --cluster")
             return command(*args, cluster=None, **kwargs)

@@ -8,7 +8,13 @@ from typing import Any, Iterator
 import click
 
 from toktools.errors import ToktoolsError
-from toktools.commands._shared import _cap_workers, _input_lines, _output
+from toktools.commands._shared import _cap_workers, _input_lines, _output, cluster_options
+
+
+def _blocks_without_cluster(command: Any) -> Any:
+    """Lets ``--block-size`` stand alone: encode then writes here the shards a cluster would."""
+    command.blocks_without_cluster = True
+    return command
 
 
 TEXT_FORMATS = ("ids", "tokens", "jsonl")
@@ -45,15 +51,25 @@ CORPUS_FORMATS = ("megatron", "npy", "bin")
 @click.option("--batch-lines", type=click.IntRange(min=1), default=20000, show_default=True, help="ids/tokens/jsonl: lines read and encoded at a time (memory stays flat on huge files).")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr when writing to a file.")
 @click.option("--json", "as_json", is_flag=True, help="megatron/npy/bin: print a JSON summary on stdout.")
+@cluster_options
+@_blocks_without_cluster
 def encode(tokenizer_path: str, files: tuple[str, ...], output_format: str, out_path: Path | None, engine: str, document_mode: str,
            field: str | None, append_eos: str | None, no_append_eos: bool, prepend_bos: str | None, shard_tokens: int | None,
            verify: int, force: bool, dtype: str, max_document_mb: int, pair: bool, add_special_tokens: bool,
-           max_length: int | None, workers: int | None, batch_lines: int, progress: bool, as_json: bool) -> None:
+           max_length: int | None, workers: int | None, batch_lines: int, progress: bool, as_json: bool, cluster: Any,
+           block_bytes: int | None = None) -> None:
     """Tokenize text: one output line per input line, or training data (Megatron, npy, bin).
 
     FILES default to standard input (or give -); .gz/.xz/.bz2 are read transparently.
     For training data, documents get no template ([CLS]…): plain ids, with --append-eos /
     --prepend-bos; documents with no token are dropped.
+
+    With --cluster (megatron/npy/bin), the inputs (files, globs, directories, fsspec URLs) are
+    cut into blocks of --block-size at document boundaries, and block i becomes shard
+    PREFIX-0000i, encoded on a Dask worker and written straight into the output directory
+    (which every worker must reach); PREFIX-manifest.json comes last. The ids are those of a
+    local run; --block-size without --cluster writes the very same files here. Re-running
+    resumes.
 
     \b
     Examples:
@@ -63,6 +79,8 @@ def encode(tokenizer_path: str, files: tuple[str, ...], output_format: str, out_
       toktools encode -t bytebpe-50k --format npy -o train.npy corpus.txt
       toktools encode -t gpt2/ --format megatron -o out/web --document jsonl --field text \\
           --shard-tokens 100000000 'data/*.jsonl.gz'
+      toktools encode -t gpt2/ --format megatron -o /shared/out/web --document jsonl \\
+          --cluster tcp://scheduler:8786 --block-size 256MiB 's3://bucket/web/*.jsonl'
     """
     if out_path is not None and out_path.is_dir():
         raise click.UsageError(f"-o {out_path} is a directory; give a file name (a prefix for megatron)")
@@ -72,8 +90,11 @@ def encode(tokenizer_path: str, files: tuple[str, ...], output_format: str, out_
         if pair or max_length is not None:
             raise ToktoolsError(f"--pair and --max-length are for ids/tokens/jsonl; --format {output_format} writes whole documents")
         _encode_corpus(tokenizer_path, files, output_format, out_path, engine, document_mode, field, append_eos, no_append_eos,
-                       prepend_bos, shard_tokens, verify, force, dtype, max_document_mb, workers, progress, as_json)
+                       prepend_bos, shard_tokens, verify, force, dtype, max_document_mb, workers, progress, as_json,
+                       cluster, block_bytes)
         return
+    if cluster is not None or block_bytes is not None:
+        raise ToktoolsError(f"--{'cluster' if cluster is not None else 'block-size'} is for --format megatron, npy or bin")
     for name, value in (("--engine", engine != "auto"), ("--document", document_mode != "line"), ("--field", field),
                         ("--append-eos", append_eos is not None), ("--prepend-bos", prepend_bos is not None),
                         ("--shard-tokens", shard_tokens), ("--dtype", dtype != "auto")):
@@ -85,7 +106,7 @@ def encode(tokenizer_path: str, files: tuple[str, ...], output_format: str, out_
 def _encode_corpus(tokenizer_path: str, files: tuple[str, ...], output_format: str, out_path: Path, engine: str, document_mode: str,
                    field: str | None, append_eos: str | None, no_append_eos: bool, prepend_bos: str | None,
                    shard_tokens: int | None, verify: int, force: bool, dtype: str, max_document_mb: int, workers: int | None,
-                   progress: bool, as_json: bool) -> None:
+                   progress: bool, as_json: bool, cluster: Any = None, block_bytes: int | None = None) -> None:
     """megatron/npy/bin: an adapter over :func:`toktools.encode_corpus`."""
     import json
 
@@ -99,7 +120,7 @@ def _encode_corpus(tokenizer_path: str, files: tuple[str, ...], output_format: s
         result = encode_corpus(list(files) or ["-"], tokenizer_path, out_path, format=output_format, engine=engine,
                                document=document_mode, field=field, append_eos=eos, prepend_bos=bos, shard_tokens=shard_tokens,
                                workers=workers, verify=verify, progress=callback, force=force, dtype=dtype,
-                               max_document_bytes=max_document_mb << 20)
+                               max_document_bytes=max_document_mb << 20, cluster=cluster, block_bytes=block_bytes)
     summary = {"engine": result.engine, "documents": result.documents, "tokens": result.tokens,
                "shards_written": result.shards_written, "shards_kept": result.shards_kept, "verified": result.verified,
                "input_bytes": result.input_bytes, "seconds": round(result.seconds, 3),
