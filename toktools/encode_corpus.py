@@ -65,16 +65,19 @@ class CorpusResult:
     settings: dict[str, Any] = field(default_factory=dict)
 
 
-def load_document(tokenizer: Any) -> tuple[dict[str, Any], str]:
+def load_document(tokenizer: Any, *, whole: bool = False, validate: bool = False) -> tuple[dict[str, Any], str]:
     """The ``tokenizer.json`` document of a toktools tokenizer or of a path, and its fingerprint.
 
     A ``tokenizer.json`` file is read as is (no model is built: engines build their own) and
     fingerprinted by the sha256 of its bytes; other layouts and tokenizer objects are converted
-    and fingerprinted by the sha256 of their canonical JSON."""
+    and fingerprinted by the sha256 of their canonical JSON. Without ``whole``, truncation and
+    padding are dropped (whole documents); ``validate`` checks a ``tokenizer.json`` as
+    :func:`toktools.load` does, with the same one-line errors."""
     from toktools.engines import corpus_document, document_fingerprint
 
+    finish: Any = (lambda d: d) if whole else corpus_document
     if not isinstance(tokenizer, (str, Path)):
-        doc = corpus_document(tokenizer.to_tokenizer_json())
+        doc = finish(tokenizer.to_tokenizer_json())
         return doc, document_fingerprint(doc)
     # toktools.formats (and the reference's tables behind it) costs a large share of a short
     # run's start-up: a tokenizer.json, the usual case, is read without it
@@ -88,15 +91,20 @@ def load_document(tokenizer: Any) -> tuple[dict[str, Any], str]:
         from toktools.bpe_files import read_text_file
 
         text = read_text_file(candidate, "tokenizer file")
+        if validate:
+            from toktools.validate import parse_json, validate_tokenizer_json
+
+            document = validate_tokenizer_json(parse_json(text, str(candidate)), str(candidate))
+            return finish(document), hashlib.sha256(text.encode("utf-8")).hexdigest()
         try:
             document = json.loads(text)
             if isinstance(document, dict) and isinstance(document.get("model"), dict):
-                return corpus_document(document), hashlib.sha256(text.encode("utf-8")).hexdigest()
+                return finish(document), hashlib.sha256(text.encode("utf-8")).hexdigest()
         except json.JSONDecodeError:
             pass  # load() gives the readable error
     from toktools.formats import load
 
-    doc = corpus_document(load(tokenizer).to_tokenizer_json())
+    doc = finish(load(tokenizer).to_tokenizer_json())
     return doc, document_fingerprint(doc)
 
 
@@ -200,7 +208,7 @@ def _batches(reader: Iterator[Segment], batch_bytes: int) -> Iterator[list[Segme
 def encode_corpus(
     inputs: Sequence[str | Path],
     tokenizer: Any,
-    output: str | Path,
+    output: str | Path | None,
     *,
     format: str = "megatron",
     engine: str = "auto",
@@ -217,6 +225,10 @@ def encode_corpus(
     batch_bytes: int = BATCH_BYTES,
     max_document_bytes: int = MAX_DOCUMENT_BYTES,
     segment_chars: int = SEGMENT_CHARS,
+    pair: bool = False,
+    add_special_tokens: bool = True,
+    max_length: int | None = None,
+    batch_lines: int | None = None,
 ) -> CorpusResult:
     """Encode ``inputs`` (files, directories, quoted globs, ``-``) into ``output``.
 
@@ -229,13 +241,28 @@ def encode_corpus(
     ``verify``: documents re-encoded with the reference to check a fast engine (0: off).
     Existing outputs need ``force`` unless they are this run's own shards under a manifest with
     the same settings (then finished shards are kept and the rest is written).
+
+    ``format`` ``ids``/``tokens``/``jsonl`` writes one line per input line instead, full
+    encodings (template unless not ``add_special_tokens``, ``pair``, ``max_length``) to
+    ``output`` or stdout (``None``): see :mod:`toktools.encode_text`.
     """
     from toktools import engines
     from toktools.corpus import expand_sources
+    from toktools.encode_text import TEXT_FORMATS
 
     started = time.perf_counter()
+    if format in TEXT_FORMATS:
+        from toktools.encode_text import BATCH_LINES, encode_text
+
+        text = encode_text(inputs, tokenizer, output, format=format, engine=engine, pair=pair,
+                           add_special_tokens=add_special_tokens, max_length=max_length, workers=workers,
+                           batch_lines=batch_lines or BATCH_LINES, force=force)
+        return CorpusResult(text.engine, text.lines, text.tokens, [Path(output)] if output is not None else [], None,
+                            1, 0, 0, text.seconds)
     if format not in FORMATS:
-        raise ToktoolsError(f"unknown corpus format {format!r}; choose one of {', '.join(FORMATS)}")
+        raise ToktoolsError(f"unknown corpus format {format!r}; choose one of {', '.join((*FORMATS, *TEXT_FORMATS))}")
+    if output is None:
+        raise ToktoolsError(f"--format {format} writes binary data: give an output path")
     if shard_tokens is not None and shard_tokens < 1:
         raise ToktoolsError("shard_tokens must be at least 1")
     doc, fingerprint = load_document(tokenizer)
