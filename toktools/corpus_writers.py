@@ -111,7 +111,7 @@ class _AtomicFile:
         return file_sha256(Path(self.temporary))
 
     def commit(self) -> None:
-        from toktools.formats import _umask
+        from toktools.outputs import _umask  # not formats: it would load the whole reference
 
         os.chmod(self.temporary, 0o666 & ~_umask())
         os.replace(self.temporary, self.target)

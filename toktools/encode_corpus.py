@@ -422,7 +422,7 @@ def _complete(path: Path | None) -> bool:
 
 
 def _write_manifest(path: Path, manifest: dict[str, Any]) -> None:
-    from toktools.formats import write_files_atomically
+    from toktools.files import write_files_atomically
 
     try:
         write_files_atomically(path.parent if str(path.parent) else Path("."),

@@ -160,7 +160,7 @@ def _remember(fingerprint: str, verdict: dict[str, Any]) -> None:
         return
     verdict = {**(_cached(fingerprint) or {}), **verdict}
     try:
-        from toktools.formats import write_files_atomically
+        from toktools.files import write_files_atomically
 
         write_files_atomically(path.parent, {path.name: json.dumps(verdict)})
     except (OSError, ToktoolsError):
