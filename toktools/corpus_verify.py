@@ -87,7 +87,13 @@ class Verifier:
         context = multiprocessing.get_context("fork")
         ours, theirs = context.Pipe()
         self._process = context.Process(target=_checker, args=(theirs, self.document), daemon=True)
-        self._process.start()
+        try:
+            self._process.start()
+        except OSError as err:
+            self._process = None
+            theirs.close()
+            ours.close()
+            raise ToktoolsError(f"cannot start the --verify process ({err.strerror or err}); use --verify 0") from None
         theirs.close()
         self._conn = ours
 
