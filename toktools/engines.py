@@ -128,13 +128,11 @@ _analysis_cache: dict[str, Analysis] = {}
 
 def _cache_file(fingerprint: str) -> Any:
     """Where the verdict of E4 (one BPE run per token) and of the regex probe is kept between
-    runs: per tokenizer fingerprint and library versions (``TOKTOOLS_CACHE_DIR`` or
-    ``~/.cache/toktools``; ``TOKTOOLS_CACHE_DIR=`` (empty) turns it off)."""
-    from pathlib import Path
+    runs: per tokenizer fingerprint and library versions, in the user cache
+    (:mod:`toktools.user_cache`: ``TOKTOOLS_CACHE_DIR`` or ``~/.cache/toktools``;
+    ``TOKTOOLS_CACHE_DIR=`` (empty) turns it off)."""
+    from toktools.user_cache import cache_file
 
-    root = os.environ.get("TOKTOOLS_CACHE_DIR")
-    if root == "":
-        return None
     try:
         import tiktoken
         import tokenizers
@@ -142,8 +140,7 @@ def _cache_file(fingerprint: str) -> Any:
         versions = f"{tokenizers.__version__}-{getattr(tiktoken, '__version__', '?')}"
     except ImportError:
         return None
-    base = Path(root) if root else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "toktools"
-    return base / "engine-analysis-v1" / f"{fingerprint}-{versions}.json"
+    return cache_file("engine-analysis-v1", f"{fingerprint}-{versions}.json")
 
 
 def _cached(fingerprint: str) -> dict[str, Any] | None:
