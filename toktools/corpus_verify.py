@@ -19,17 +19,16 @@ VERIFY_MAX_CHARS = 1 << 18
 VERIFY_PREFERRED_CHARS = 4096
 
 
-def _checker(conn: Any, document: dict[str, Any]) -> None:
+def _checker(conn: Any, document: dict[str, Any], parent: int) -> None:
     """The checker process: the reference's ids for each list of texts received, or one line
     saying why the reference cannot run (then for every request)."""
     import signal
 
-    from toktools.corpus import ignore_interrupts
+    from toktools.workers import _worker_init
 
-    ignore_interrupts()
-    # the parent's SIGTERM handling (toktools.interrupts) is not ours: its wakeup fd would
-    # tell the parent's watcher that the parent was terminated
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _worker_init(parent)  # Ctrl-C and SIGTERM are the parent's business; die with the parent
+    # the parent's wakeup fd (toktools.interrupts) is not ours: a signal here would tell the
+    # parent's watcher that the parent was terminated
     try:
         signal.set_wakeup_fd(-1)
     except ValueError:
@@ -83,10 +82,11 @@ class Verifier:
         if not self.active or self._process is not None:
             return
         import multiprocessing
+        import os
 
         context = multiprocessing.get_context("fork")
         ours, theirs = context.Pipe()
-        self._process = context.Process(target=_checker, args=(theirs, self.document), daemon=True)
+        self._process = context.Process(target=_checker, args=(theirs, self.document, os.getpid()), daemon=True)
         try:
             self._process.start()
         except OSError as err:
