@@ -45,6 +45,15 @@ def to_ranges(points: list[int]) -> list[tuple[int, int]]:
     return ranges
 
 
+def _earlier_disagreements() -> dict[str, list[tuple[int, int]]]:
+    """The entries of the current table (measured with other ``regex`` versions)."""
+    try:
+        from toktools._bytelevel_tables import REGEX_DISAGREEMENTS
+    except ImportError:
+        return {}
+    return {version: list(ranges) for version, ranges in REGEX_DISAGREEMENTS.items()}
+
+
 def main() -> int:
     classes = {"LETTER": r"\p{L}", "NUMBER": r"\p{N}", "SPACE": r"\s"}
     lines = [
@@ -66,6 +75,7 @@ def main() -> int:
     lines.append("#: Where the ``regex`` module's built-in classes differ from the ranges above, per ``regex``")
     lines.append("#: version (computed at run time for versions not listed here).")
     lines.append("REGEX_DISAGREEMENTS: dict[str, list[tuple[int, int]]] = {")
+    earlier = _earlier_disagreements()  # other regex versions stay listed: any may be installed
     OUT.write_text("\n".join(lines) + "}\n", encoding="utf-8")  # a first version, to import from
     import importlib
 
@@ -76,13 +86,14 @@ def main() -> int:
 
     importlib.reload(toktools._bytelevel_tables)
     importlib.reload(toktools.bytelevel)
-    disagreements = toktools.bytelevel._disagreements()
-    lines.append(f"    {regex.__version__!r}: [")
-    lines.extend(f"        (0x{lo:X}, 0x{hi:X})," for lo, hi in disagreements)
-    lines.append("    ],")
+    earlier[regex.__version__] = toktools.bytelevel._disagreements()
+    for version in sorted(earlier):
+        lines.append(f"    {version!r}: [")
+        lines.extend(f"        (0x{lo:X}, 0x{hi:X})," for lo, hi in earlier[version])
+        lines.append("    ],")
     lines.append("}")
     lines.append("")
-    print(f"regex {regex.__version__}: {len(disagreements)} ranges differ from tokenizers")
+    print(f"regex {regex.__version__}: {len(earlier[regex.__version__])} ranges differ from tokenizers")
     OUT.write_text("\n".join(lines), encoding="utf-8")
     print(f"wrote {OUT}")
     return 0

@@ -298,3 +298,23 @@ def test_split_matches_tokenizers_on_every_unicode_scalar():
             failures.setdefault(context, []).extend(bad)
     summary = {ctx: (len(cps), [f"U+{c:04X}" for c in cps[:10]]) for ctx, cps in failures.items()}
     assert not failures, f"split differs from tokenizers for: {summary}"
+
+
+def test_an_unlisted_regex_version_is_measured_once_and_cached_on_disk(tmp_path, monkeypatch):
+    """A ``regex`` version the generated table does not list costs one scan of every code point
+    (~0.7 s), then is read from the user cache; the answer is the same scan the table holds."""
+    import regex
+
+    from toktools import bytelevel
+
+    monkeypatch.setenv("TOKTOOLS_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(bytelevel, "REGEX_DISAGREEMENTS", {})
+    measured = bytelevel._Splitters().risky
+    assert list(tmp_path.glob("regex-disagreements-v1/bytelevel-*.json"))
+    monkeypatch.setattr(bytelevel, "_disagreements", lambda: pytest.fail("measured again"))
+    assert bytelevel._Splitters().risky == measured
+    from toktools._bytelevel_tables import REGEX_DISAGREEMENTS
+
+    listed = REGEX_DISAGREEMENTS.get(regex.__version__)
+    if listed is not None:  # the generated table holds the installed version: it must agree
+        assert measured == frozenset(chr(c) for lo, hi in listed for c in range(lo, hi + 1))

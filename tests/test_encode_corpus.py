@@ -198,14 +198,14 @@ def test_existing_output_needs_force_and_output_cannot_be_an_input(tmp_path: Pat
     source = tmp_path / "in.txt"
     source.write_text("hello world\n", encoding="utf-8")
     (tmp_path / "o.bin").write_bytes(b"old")
-    with pytest.raises(ToktoolsError, match=r"o\.bin already exists \(use --force"):
+    with pytest.raises(ToktoolsError, match=r"o\.bin already exists; use --force"):
         encode_corpus([source], bpe, tmp_path / "o", engine="tokenizers")
     assert (tmp_path / "o.bin").read_bytes() == b"old"
     encode_corpus([source], bpe, tmp_path / "o", engine="tokenizers", force=True)
     assert read_megatron_documents(tmp_path / "o") == [ids(bpe, "hello world") + [bpe.token_to_id("</s>")]]
-    with pytest.raises(ToktoolsError, match="is also an input"):
+    with pytest.raises(ToktoolsError, match="over the input"):
         encode_corpus([tmp_path / "o.bin"], bpe, tmp_path / "o", force=True)
-    with pytest.raises(ToktoolsError, match="is also an input"):
+    with pytest.raises(ToktoolsError, match="over the input"):
         encode_corpus([source], bpe, tmp_path / "in.txt", format="bin", force=True)
     assert source.read_text() == "hello world\n"
 
@@ -381,3 +381,18 @@ def test_lines_longer_than_a_read_block_are_streamed(tmp_path: Path, bpe, monkey
                  "file": [text]}[mode]
     engine = engines.make_engine("tokenizers", bpe.to_tokenizer_json())
     assert read_megatron_documents(tmp_path / "o") == engine.encode_batch(documents)
+
+
+def test_verification_runs_beside_the_encoding_and_commits_no_shard_it_has_not_checked(tmp_path: Path, corpus: Path, bpe,
+                                                                                        monkeypatch) -> None:
+    """The reference runs in a checker process; every answer is read before a shard is
+    committed, so a difference in the first shard leaves no shard and no complete manifest."""
+    real = engines.TokenizersEngine.encode_batch
+    monkeypatch.setattr(engines.TokenizersEngine, "encode_batch",
+                        lambda self, texts: [[i + 1 for i in row] for row in real(self, texts)])
+    with pytest.raises(ToktoolsError, match="engine tokenizers disagrees with the reference"):
+        encode_corpus([corpus], bpe, tmp_path / "v", engine="tokenizers", verify=16, shard_tokens=6000)
+    assert not list(tmp_path.glob("v-0*"))
+    monkeypatch.setattr(engines.TokenizersEngine, "encode_batch", real)
+    result = encode_corpus([corpus], bpe, tmp_path / "w", engine="tokenizers", verify=16, shard_tokens=6000)
+    assert result.verified == 16

@@ -231,8 +231,16 @@ def test_the_slow_verdicts_are_remembered_per_tokenizer_and_versions(tmp_path, m
     assert engines.analyse(doc).tiktoken_reason is None
     engines.make_engine("tiktoken", doc)  # runs and remembers the regex probe
     [saved] = (tmp_path / "engine-analysis-v1").iterdir()
-    assert json.loads(saved.read_text()) == {"e4": None, "probe": None}
+    assert json.loads(saved.read_text()) == {"e4": None, "probe": None, "exact": {"version": 1, "remap": False}}
     assert engines.document_fingerprint(doc) in saved.name
     monkeypatch.setattr(engines, "_analysis_cache", {})
     monkeypatch.setattr(engines, "_self_reachability", lambda *args: pytest.fail("E4 ran again"))
-    assert engines.analyse(doc).plan is not None  # E1-E3 and the ranks are rebuilt, E4 is read
+    monkeypatch.setattr(engines, "_analyse", lambda *args, **kw: pytest.fail("E1-E3 ran again"))
+    plan = engines.analyse(doc).plan  # every check is read: only the ranks are rebuilt
+    assert plan is not None and plan.rank_to_id is None
+    assert plan.mergeable_ranks[b"ab"] == doc["model"]["vocab"]["ab"]
+    # a verdict written by other checks (an older version) is not trusted: E1-E3 run again
+    saved.write_text(json.dumps({"e4": None, "probe": None, "exact": {"version": 0, "remap": False}}))
+    monkeypatch.setattr(engines, "_analysis_cache", {})
+    with pytest.raises(pytest.fail.Exception, match="E1-E3 ran again"):
+        engines.analyse(doc)

@@ -16,52 +16,18 @@ from typing import Iterable, Iterator
 import regex
 
 from toktools._bytelevel_tables import LETTER_RANGES, NUMBER_RANGES, REGEX_DISAGREEMENTS, SPACE_RANGES
-
-# --------------------------------------------------------------------------------------------
-# 1. The 256-entry byte <-> symbol map (GPT-2's ``bytes_to_unicode``)
-# --------------------------------------------------------------------------------------------
-
-
-def _build_byte_symbols() -> list[str]:
-    """Printable bytes keep their own code point; the other 68 get U+0100, U+0101, … in order."""
-    printable = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
-    symbols = {b: chr(b) for b in printable}
-    next_code_point = 0x100
-    for b in range(256):
-        if b not in symbols:
-            symbols[b] = chr(next_code_point)
-            next_code_point += 1
-    return [symbols[b] for b in range(256)]
-
-
-BYTE_TO_SYMBOL: list[str] = _build_byte_symbols()
-SYMBOL_TO_BYTE: dict[str, int] = {s: b for b, s in enumerate(BYTE_TO_SYMBOL)}
-#: The 256 symbols in code-point order: GPT-2's ids 0–255, and the trainer's initial alphabet.
-ALPHABET: list[str] = sorted(BYTE_TO_SYMBOL)
-
-# str.translate tables: latin-1 code point (= byte value) -> symbol, and back.
-_LATIN1_TO_SYMBOL = {b: s for b, s in enumerate(BYTE_TO_SYMBOL)}
-_SYMBOL_TO_LATIN1 = {ord(s): b for b, s in enumerate(BYTE_TO_SYMBOL)}
-
-
-def bytes_to_symbols(data: bytes) -> str:
-    """Raw bytes → their byte-level symbols, one symbol per byte."""
-    return data.decode("latin-1").translate(_LATIN1_TO_SYMBOL)
-
-
-def text_to_symbols(text: str) -> str:
-    """Text → the byte-level symbols of its UTF-8 bytes (``"我"`` → ``"æĪĳ"``)."""
-    return text.encode("utf-8").decode("latin-1").translate(_LATIN1_TO_SYMBOL)
-
-
-def is_byte_symbols(token: str) -> bool:
-    """True if every character of ``token`` is one of the 256 byte symbols."""
-    return all(ch in SYMBOL_TO_BYTE for ch in token)
-
-
-def symbols_to_bytes(symbols: str) -> bytes:
-    """Byte-level symbols → the bytes they stand for (the inverse of :func:`bytes_to_symbols`)."""
-    return symbols.translate(_SYMBOL_TO_LATIN1).encode("latin-1")
+from toktools.byte_symbols import (  # noqa: F401  re-exported (the byte <-> symbol map, section 1)
+    ALPHABET,
+    BYTE_TO_SYMBOL,
+    SYMBOL_TO_BYTE,
+    _LATIN1_TO_SYMBOL,
+    _SYMBOL_TO_LATIN1,
+    _build_byte_symbols,
+    bytes_to_symbols,
+    is_byte_symbols,
+    symbols_to_bytes,
+    text_to_symbols,
+)
 
 
 @dataclass(frozen=True)
@@ -128,7 +94,7 @@ class _Splitters:
         self.fast = regex.compile(_gpt2_pattern(r"\p{L}", r"\p{N}", r"\s"))
         self.fast_lines = regex.compile(_gpt2_pattern(r"\p{L}", r"\p{N}", r"\s", r"^\S\n"))
         known = REGEX_DISAGREEMENTS.get(regex.__version__)
-        ranges = known if known is not None else _disagreements()
+        ranges = known if known is not None else _cached_disagreements()
         self.risky = frozenset(chr(c) for lo, hi in ranges for c in range(lo, hi + 1))
         self._exact: tuple[regex.Pattern[str], regex.Pattern[str]] | None = None
 
@@ -165,6 +131,24 @@ def _disagreements() -> list[tuple[int, int]]:  # also used by scripts/gen_bytel
         else:
             out.append((c, c))
     return out
+
+
+def _cached_disagreements() -> list[tuple[int, int]]:
+    """:func:`_disagreements` for a ``regex`` version the generated table does not list,
+    measured once and kept in the user cache (:mod:`toktools.user_cache`) per ``regex``
+    version and tables: the scan costs ~0.7 s, a large share of a short encoding run."""
+    import hashlib
+
+    from toktools.user_cache import cache_file, read_json, write_json
+
+    tables = hashlib.sha256(repr((LETTER_RANGES, NUMBER_RANGES, SPACE_RANGES)).encode()).hexdigest()[:16]
+    path = cache_file("regex-disagreements-v1", f"bytelevel-{regex.__version__}-{tables}.json")
+    cached = read_json(path)
+    if isinstance(cached, list) and all(isinstance(r, list) and len(r) == 2 for r in cached):
+        return [(int(lo), int(hi)) for lo, hi in cached]
+    ranges = _disagreements()
+    write_json(path, ranges)
+    return ranges
 
 
 _splitters: _Splitters | None = None

@@ -164,6 +164,7 @@ class DocumentReader:
         partial = False  # the current line's head was already decoded (a line longer than a block)
         pending = b""
         self._doc_line = line
+        fast_lines = self.mode == "line"
         try:
             if offset:
                 self._skip(handle, source, offset)
@@ -185,6 +186,18 @@ class DocumentReader:
                     if newline < 0:
                         break
                     raw_line = data[start_at:newline]
+                    if fast_lines and not partial and not self._parts and not self._emitted \
+                            and newline - start_at <= self.segment_chars:
+                        # the usual line: one document, one segment (what _line gives, without
+                        # three generators per line; an empty line is no document)
+                        offset += newline + 1 - start_at
+                        line += 1
+                        start_at = newline + 1
+                        if raw_line:
+                            text = self._decode(decoder, raw_line, False, True, source, line - 1)
+                            self._doc_line = line - 1
+                            yield Segment(text, True, True, index, line - 1, Position(index, offset, line))
+                        continue
                     text = self._decode(decoder, raw_line, partial, True, source, line)
                     partial = False
                     offset += newline + 1 - start_at

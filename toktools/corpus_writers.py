@@ -31,7 +31,6 @@ import sys
 import tempfile
 from array import array
 from dataclasses import dataclass
-from itertools import chain
 from pathlib import Path
 from typing import Any, BinaryIO, Sequence
 
@@ -115,7 +114,7 @@ class _AtomicFile:
         return file_sha256(Path(self.temporary))
 
     def commit(self) -> None:
-        from toktools.formats import _umask
+        from toktools.outputs import _umask  # not formats: it would load the whole reference
 
         from toktools.outputs import unregister_temporary
 
@@ -194,7 +193,12 @@ class DocumentWriter:
 
     def flush(self) -> None:
         if self._queue:
-            data = array(self.typecode, chain.from_iterable(self._queue))
+            data = array(self.typecode)
+            for ids in self._queue:  # fromlist: C speed, ~2x array(chain(...)) on millions of ids
+                if isinstance(ids, list):
+                    data.fromlist(ids)
+                else:
+                    data.extend(ids)
             self.data.write(_little(data))
             self._queue = []
             self._queued = 0

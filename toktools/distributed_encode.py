@@ -281,15 +281,16 @@ def encode_block(job: BlockJob, task: BlockTask, engine: Any = None,
     process's cached engine) or here (with ``engine``)."""
     from toktools.corpus_documents import DocumentReader
     from toktools.corpus_writers import DocumentWriter
-    from toktools.encode_corpus import _Verifier, encode_documents, shard_base
+    from toktools.corpus_verify import InlineChecker, Verifier
+    from toktools.encode_corpus import encode_documents, shard_base
 
     engine = engine if engine is not None else _engine(job)
     begin, end = _span(task, DELIMITERS[job.mode])
     source = _BlockSource(task.name, None, url=task.path, begin=begin, end=end, compression=task.compression)
     reader = DocumentReader([source], job.mode, job.field, cuttable=job.analysis.cuttable, segment_chars=job.segment_chars,
                             max_document_bytes=job.max_document_bytes)
-    verifier = _Verifier(job.engine, job.document, task.verify, reader.total, 1, [source])
-    verifier._reference = _REFERENCES.get(job.fingerprint)
+    checker = InlineChecker(job.document, _REFERENCES.get(job.fingerprint))  # one block: no process of its own
+    verifier = Verifier(job.engine, job.document, task.verify, reader.total, [source], inline=checker)
     finished: list[Any] = []
 
     def new_writer() -> DocumentWriter:
@@ -308,8 +309,9 @@ def encode_block(job: BlockJob, task: BlockTask, engine: Any = None,
     except ToktoolsError as err:
         raise _relocated(err, source.path, task.path, begin) from None
     finally:
-        if verifier._reference is not None:
-            _REFERENCES[job.fingerprint] = verifier._reference
+        verifier.close()
+        if checker.reference is not None:
+            _REFERENCES[job.fingerprint] = checker.reference
     (info,) = finished
     entry = {"index": task.index, "documents": info.documents, "tokens": info.tokens, "engine": job.engine,
              "files": info.files, "block": {"input": task.input, "bytes": [begin, end] if end is not None else None}}
@@ -419,9 +421,10 @@ def encode_blocks(inputs: Sequence[str | Path], tokenizer: Any, output: str | Pa
     from toktools import engines
     from toktools.corpus_documents import DOCUMENT_MODES
     from toktools.clusters import DEFAULT_BLOCK_BYTES, as_cluster
-    from toktools.encode_corpus import (MANIFEST_FORMAT, CorpusResult, _bases, _output_settings, _same_file, _shard_files,
+    from toktools.encode_corpus import (MANIFEST_FORMAT, CorpusResult, _bases, _output_settings, _shard_files,
                                         load_document, manifest_path, shard_base)
     from toktools.corpus_writers import output_files
+    from toktools.outputs import check_output_file, input_files
 
     started = time.perf_counter()
     if shard_tokens is not None:
@@ -446,25 +449,22 @@ def encode_blocks(inputs: Sequence[str | Path], tokenizer: Any, output: str | Pa
     names, tasks = plan_tasks([str(p) for p in inputs], block_bytes, document, verify)
 
     base, suffix = _bases(format, Path(output))
-    directory = base.parent if str(base.parent) else Path(".")
-    if not directory.is_dir():
-        raise ToktoolsError(f"output directory {directory} does not exist")
     manifest_file, partial_file = manifest_path(base), partial_path(base)
     planned = [manifest_file, partial_file, *(p for t in tasks for p in output_files(format, shard_base(base, t.index), suffix).values())]
+    # outputs: never an input (nor a file of the tokenizer); existing ones need force, unless a
+    # manifest or partial record says they are this run's own (then they are resumed)
+    resuming = manifest_file.exists() or partial_file.exists()
+    own_inputs: list[Any] = [name for name in names if "://" not in name]
+    if isinstance(tokenizer, (str, Path)):
+        own_inputs += input_files(tokenizer)
     for target in [*planned, *_shard_files(base, suffix)]:
-        for name in names:
-            if "://" not in name and (_same_file(target, Path(name)) or target.resolve() == Path(name).resolve()):
-                raise ToktoolsError(f"output {target} is also an input; choose another output")
+        check_output_file(target, force=force or resuming, inputs=own_inputs)
     settings = {"format": format, "document": document, "field": field, "append_eos": eos_id, "prepend_bos": bos_id,
                 "shard_tokens": None, "dtype": dtype, "block_bytes": block_bytes}
     if force:
         for record in (manifest_file, partial_file):  # never leave a record that claims shards being rewritten
             if record.exists():
                 record.unlink()
-    elif not manifest_file.exists() and not partial_file.exists():
-        existing = [p for p in [*planned, *_shard_files(base, suffix)] if p.exists()]
-        if existing:
-            raise ToktoolsError(f"{existing[0]} already exists (use --force to overwrite)")
 
     runner: Any = _ClusterRunner(cluster, client) if remote else _LocalRunner(workers)
     with runner:

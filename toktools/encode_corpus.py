@@ -36,13 +36,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from toktools.corpus_documents import MAX_DOCUMENT_BYTES, SEGMENT_CHARS, DocumentReader, Position, Segment
+from toktools.corpus_verify import Verifier
 from toktools.corpus_writers import FORMATS, DocumentWriter, ShardInfo, file_sha256, flat_dtype, megatron_dtype, output_files
 from toktools.errors import ToktoolsError
 
 DEFAULT_VERIFY = 16
 BATCH_BYTES = 1 << 20  # characters per batch: two batches are in flight; 1M Chinese characters already make ~1M tokens
-VERIFY_MAX_CHARS = 1 << 18
-VERIFY_PREFERRED_CHARS = 4096
 MANIFEST_FORMAT = "toktools-corpus-manifest"
 #: (bytes of input read, total bytes or 0 if unknown, tokens written)
 CorpusProgress = Callable[[int, int, int], None]
@@ -68,32 +67,46 @@ class CorpusResult:
     settings: dict[str, Any] = field(default_factory=dict)
 
 
-def load_document(tokenizer: Any) -> tuple[dict[str, Any], str]:
+def load_document(tokenizer: Any, *, whole: bool = False, validate: bool = False) -> tuple[dict[str, Any], str]:
     """The ``tokenizer.json`` document of a toktools tokenizer or of a path, and its fingerprint.
 
     A ``tokenizer.json`` file is read as is (no model is built: engines build their own) and
     fingerprinted by the sha256 of its bytes; other layouts and tokenizer objects are converted
-    and fingerprinted by the sha256 of their canonical JSON."""
+    and fingerprinted by the sha256 of their canonical JSON. Without ``whole``, truncation and
+    padding are dropped (whole documents); ``validate`` checks a ``tokenizer.json`` as
+    :func:`toktools.load` does, with the same one-line errors."""
     from toktools.engines import corpus_document, document_fingerprint
 
+    finish: Any = (lambda d: d) if whole else corpus_document
     if not isinstance(tokenizer, (str, Path)):
-        doc = corpus_document(tokenizer.to_tokenizer_json())
+        doc = finish(tokenizer.to_tokenizer_json())
         return doc, document_fingerprint(doc)
-    from toktools.formats import load, resolve
+    # toktools.formats (and the reference's tables behind it) costs a large share of a short
+    # run's start-up: a tokenizer.json, the usual case, is read without it
+    target = Path(tokenizer)
+    if not target.exists():
+        from toktools.shipped import shipped_path
 
-    target = resolve(tokenizer)
+        target = shipped_path(str(tokenizer)) or target
     candidate = target / "tokenizer.json" if target.is_dir() else target
     if candidate.is_file() and candidate.name.endswith(".json") and candidate.name not in ("vocab.json", "encoder.json"):
-        from toktools import bpe
+        from toktools.bpe_files import read_text_file
 
-        text = bpe.read_text_file(candidate, "tokenizer file")
+        text = read_text_file(candidate, "tokenizer file")
+        if validate:
+            from toktools.validate import parse_json, validate_tokenizer_json
+
+            document = validate_tokenizer_json(parse_json(text, str(candidate)), str(candidate))
+            return finish(document), hashlib.sha256(text.encode("utf-8")).hexdigest()
         try:
             document = json.loads(text)
             if isinstance(document, dict) and isinstance(document.get("model"), dict):
-                return corpus_document(document), hashlib.sha256(text.encode("utf-8")).hexdigest()
+                return finish(document), hashlib.sha256(text.encode("utf-8")).hexdigest()
         except json.JSONDecodeError:
             pass  # load() gives the readable error
-    doc = corpus_document(load(tokenizer).to_tokenizer_json())
+    from toktools.formats import load
+
+    doc = finish(load(tokenizer).to_tokenizer_json())
     return doc, document_fingerprint(doc)
 
 
@@ -151,11 +164,23 @@ def _shard_files(base: Path, suffix: str | None = None) -> list[Path]:
     return sorted(Path(p) for p in glob.glob(os.path.join(glob.escape(str(directory)), "*")) if pattern.match(Path(p).name))
 
 
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return a.exists() and b.exists() and os.path.samefile(a, b)
-    except OSError:
-        return False
+def _check_outputs(planned: Sequence[Path], earlier_shards: Sequence[Path], sources: Sequence[Any], tokenizer: Any,
+                   force: bool) -> None:
+    """Before any work (:func:`toktools.outputs.check_output_file`): no output over an input
+    or a file of the tokenizer, in a directory that exists and is writable; existing outputs
+    (and shards of an earlier run) only with ``force`` (a resumed run passes it and checks its
+    shards against the manifest instead)."""
+    from toktools.outputs import check_output_file, input_files
+
+    inputs: list[Any] = [s.path for s in sources if not s.is_stdin]
+    if isinstance(tokenizer, (str, Path)):
+        inputs += input_files(tokenizer)
+    for target in planned:
+        check_output_file(target, force=force, inputs=inputs)
+    for target in earlier_shards:
+        check_output_file(target, force=True, inputs=inputs)
+    if not force and earlier_shards:
+        raise ToktoolsError(f"{earlier_shards[0]} already exists; use --force to overwrite")
 
 
 def _input_entries(sources: Sequence[Any]) -> list[dict[str, Any]]:
@@ -180,74 +205,6 @@ def _batches(reader: Iterator[Segment], batch_bytes: int) -> Iterator[list[Segme
             size = 0
     if batch:
         yield batch
-
-
-class _Verifier:
-    """Re-encodes documents spread over the input with the reference engine and stops at the
-    first difference (``count`` marks evenly spaced over the input bytes)."""
-
-    def __init__(self, engine_name: str, document: dict[str, Any], count: int, total: int, workers: int | None,
-                 sources: Sequence[Any]) -> None:
-        self.active = count > 0 and engine_name != "reference"
-        self.engine_name = engine_name
-        self.document = document
-        self.count = count
-        self.sources = sources
-        self.marks = [total * (k + 0.5) / count for k in range(count)] if total and count else None
-        self.next_mark = 0
-        self.done = 0
-        self._reference: Any = None
-
-    def check(self, batch: list[Segment], ids: list[list[int]], bytes_done: int) -> None:
-        if not self.active or self.done >= self.count:
-            return
-        if self.marks is None:
-            wanted = self.count - self.done
-        else:
-            wanted = 0
-            while self.next_mark < len(self.marks) and self.marks[self.next_mark] <= bytes_done:
-                wanted += 1
-                self.next_mark += 1
-        if not wanted:
-            return
-        picks: list[int] = []
-        step = max(1, len(batch) // wanted)
-        for start in range(0, len(batch), step):  # one document per window of the batch
-            window = range(start, min(len(batch), start + step))
-            # the reference is slow: prefer a document of ordinary length (64-4096 characters)
-            ordinary = [i for i in window if 64 <= len(batch[i].text) <= VERIFY_PREFERRED_CHARS]
-            index = ordinary[0] if ordinary else min(window, key=lambda i: len(batch[i].text))
-            if len(batch[index].text) <= VERIFY_MAX_CHARS:
-                picks.append(index)
-            if len(picks) >= wanted:
-                break
-        if not picks:
-            return
-        if self._reference is None:
-            from toktools.engines import ReferenceEngine
-
-            try:
-                self._reference = ReferenceEngine(self.document, workers=1)
-            except ToktoolsError:
-                if self.engine_name == "tokenizers":  # it is the yardstick the reference is checked against
-                    self.active = False
-                    return
-                raise
-        expected = self._reference.encode_batch([batch[i].text for i in picks])
-        for index, want in zip(picks, expected):
-            got = ids[index]
-            if got != want:
-                at = next((k for k, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
-                segment = batch[index]
-                raise ToktoolsError(
-                    f"engine {self.engine_name} disagrees with the reference on {self.sources[segment.source].path}, "
-                    f"document at line {segment.line} (token {at}: {got[at:at + 1]} vs {want[at:at + 1]}); "
-                    "use --engine reference (and please report it)")
-            self.done += 1
-
-    def close(self) -> None:
-        if self._reference is not None:
-            self._reference.close()
 
 
 def _output_settings(doc: dict[str, Any], format: str, document: str, field: str | None, append_eos: bool | str | None,
@@ -276,7 +233,7 @@ def _output_settings(doc: dict[str, Any], format: str, document: str, field: str
 def encode_corpus(
     inputs: Sequence[str | Path],
     tokenizer: Any,
-    output: str | Path,
+    output: str | Path | None,
     *,
     format: str = "megatron",
     engine: str = "auto",
@@ -295,6 +252,10 @@ def encode_corpus(
     segment_chars: int = SEGMENT_CHARS,
     cluster: Any = None,
     block_bytes: int | None = None,
+    pair: bool = False,
+    add_special_tokens: bool = True,
+    max_length: int | None = None,
+    batch_lines: int | None = None,
 ) -> CorpusResult:
     """Encode ``inputs`` (files, directories, quoted globs, ``-``) into ``output``.
 
@@ -312,13 +273,31 @@ def encode_corpus(
     (default: the cluster's, 64 MiB) and each block becomes one shard, encoded on a worker
     (:mod:`toktools.distributed_encode`). ``block_bytes`` without ``cluster`` writes the same
     shards here, byte for byte.
+
+    ``format`` ``ids``/``tokens``/``jsonl`` writes one line per input line instead, full
+    encodings (template unless not ``add_special_tokens``, ``pair``, ``max_length``) to
+    ``output`` or stdout (``None``): see :mod:`toktools.encode_text`.
     """
     from toktools import engines
     from toktools.corpus import expand_sources
+    from toktools.encode_text import TEXT_FORMATS
 
     started = time.perf_counter()
+    if format in TEXT_FORMATS and (cluster is not None or block_bytes is not None):
+        raise ToktoolsError(f"--format {format} writes one output: a cluster (or --block-size) writes shards "
+                            "(--format megatron, npy or bin)")
+    if format in TEXT_FORMATS:
+        from toktools.encode_text import BATCH_LINES, encode_text
+
+        text = encode_text(inputs, tokenizer, output, format=format, engine=engine, pair=pair,
+                           add_special_tokens=add_special_tokens, max_length=max_length, workers=workers,
+                           batch_lines=batch_lines or BATCH_LINES, force=force)
+        return CorpusResult(text.engine, text.lines, text.tokens, [Path(output)] if output is not None else [], None,
+                            1, 0, 0, text.seconds)
     if format not in FORMATS:
-        raise ToktoolsError(f"unknown corpus format {format!r}; choose one of {', '.join(FORMATS)}")
+        raise ToktoolsError(f"unknown corpus format {format!r}; choose one of {', '.join((*FORMATS, *TEXT_FORMATS))}")
+    if output is None:
+        raise ToktoolsError(f"--format {format} writes binary data: give an output path")
     if shard_tokens is not None and shard_tokens < 1:
         raise ToktoolsError("shard_tokens must be at least 1")
     if cluster is not None or block_bytes is not None:  # shards are blocks of the input: see distributed_encode
@@ -333,20 +312,15 @@ def encode_corpus(
     sources = expand_sources([str(p) for p in inputs])
     field, eos_id, bos_id, vocab_size, dtype = _output_settings(doc, format, document, field, append_eos, prepend_bos, dtype)
 
-    # outputs: never an input; existing ones need force (or are resumed)
+    # outputs: never an input (nor a file of the tokenizer); existing ones need force (or are resumed)
     base, suffix = _bases(format, Path(output))
     sharded = shard_tokens is not None
     manifest_file = manifest_path(base) if sharded else None
     planned = [manifest_file] if sharded else list(output_files(format, base, suffix).values())
     if sharded:
         planned += list(output_files(format, shard_base(base, 0), suffix).values())
-    for target in [*planned, *(_shard_files(base, suffix) if sharded else [])]:
-        for source in sources:
-            if not source.is_stdin and (_same_file(target, Path(source.path)) or target.resolve() == Path(source.path).resolve()):
-                raise ToktoolsError(f"output {target} is also an input; choose another output")
-    directory = base.parent if str(base.parent) else Path(".")
-    if not directory.is_dir():
-        raise ToktoolsError(f"output directory {directory} does not exist")
+    _check_outputs(planned, _shard_files(base, suffix) if sharded else [], sources, tokenizer,
+                   force=force or (sharded and manifest_file.exists()))  # type: ignore[union-attr]
 
     settings = {"format": format, "document": document, "field": field, "append_eos": eos_id, "prepend_bos": bos_id,
                 "shard_tokens": shard_tokens, "dtype": dtype}
@@ -357,14 +331,6 @@ def encode_corpus(
         assert manifest_file is not None
         if manifest_file.exists():
             shards, start = _resume(manifest_file, fingerprint, settings, inputs_json, base, format, suffix)
-        else:
-            existing = [p for p in [*planned, *_shard_files(base, suffix)] if p.exists()]
-            if existing:
-                raise ToktoolsError(f"{existing[0]} already exists (use --force to overwrite)")
-    elif not force:
-        existing = [p for p in planned if p.exists()]
-        if existing:
-            raise ToktoolsError(f"{existing[0]} already exists (use --force to overwrite)")
 
     manifest: dict[str, Any] = {
         "format": MANIFEST_FORMAT, "version": 1, "complete": False,
@@ -383,7 +349,8 @@ def encode_corpus(
     manifest["engine"] = chosen.name
     reader = DocumentReader(sources, document, field, cuttable=analysis.cuttable, segment_chars=segment_chars,
                             max_document_bytes=max_document_bytes, start=start)
-    verifier = _Verifier(chosen.name, doc, verify, reader.total, workers, sources)
+    verifier = Verifier(chosen.name, doc, verify, reader.total, sources)
+    verifier.start()  # before this process starts threads: the reference is built beside the encoding
     written = 0
 
     def new_writer() -> DocumentWriter:
@@ -419,7 +386,7 @@ def encode_corpus(
     return _result(manifest, base, suffix, format, manifest_file, written, kept, sources, started, verifier.done, chosen.name)
 
 
-def encode_documents(reader: DocumentReader, engine: Any, verifier: _Verifier, new_writer: Callable[[], DocumentWriter],
+def encode_documents(reader: DocumentReader, engine: Any, verifier: Verifier, new_writer: Callable[[], DocumentWriter],
                      on_shard: Callable[[ShardInfo, Position | None], None], *, bos_id: int | None, eos_id: int | None,
                      shard_tokens: int | None, batch_bytes: int, progress: CorpusProgress | None, tokens_before: int = 0,
                      kept: int = 0) -> None:
@@ -437,6 +404,7 @@ def encode_documents(reader: DocumentReader, engine: Any, verifier: _Verifier, n
     def finish(end: Position | None) -> None:
         nonlocal writer, finished
         assert writer is not None
+        verifier.sync()  # every sampled document checked before an output is committed
         info = writer.finish()
         writer = None
         finished += 1
@@ -510,7 +478,7 @@ def _complete(path: Path | None) -> bool:
 
 
 def _write_manifest(path: Path, manifest: dict[str, Any]) -> None:
-    from toktools.formats import write_files_atomically
+    from toktools.files import write_files_atomically
 
     try:
         write_files_atomically(path.parent if str(path.parent) else Path("."),

@@ -128,13 +128,11 @@ _analysis_cache: dict[str, Analysis] = {}
 
 def _cache_file(fingerprint: str) -> Any:
     """Where the verdict of E4 (one BPE run per token) and of the regex probe is kept between
-    runs: per tokenizer fingerprint and library versions (``TOKTOOLS_CACHE_DIR`` or
-    ``~/.cache/toktools``; ``TOKTOOLS_CACHE_DIR=`` (empty) turns it off)."""
-    from pathlib import Path
+    runs: per tokenizer fingerprint and library versions, in the user cache
+    (:mod:`toktools.user_cache`: ``TOKTOOLS_CACHE_DIR`` or ``~/.cache/toktools``;
+    ``TOKTOOLS_CACHE_DIR=`` (empty) turns it off)."""
+    from toktools.user_cache import cache_file
 
-    root = os.environ.get("TOKTOOLS_CACHE_DIR")
-    if root == "":
-        return None
     try:
         import tiktoken
         import tokenizers
@@ -142,8 +140,7 @@ def _cache_file(fingerprint: str) -> Any:
         versions = f"{tokenizers.__version__}-{getattr(tiktoken, '__version__', '?')}"
     except ImportError:
         return None
-    base = Path(root) if root else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "toktools"
-    return base / "engine-analysis-v1" / f"{fingerprint}-{versions}.json"
+    return cache_file("engine-analysis-v1", f"{fingerprint}-{versions}.json")
 
 
 def _cached(fingerprint: str) -> dict[str, Any] | None:
@@ -160,7 +157,7 @@ def _remember(fingerprint: str, verdict: dict[str, Any]) -> None:
         return
     verdict = {**(_cached(fingerprint) or {}), **verdict}
     try:
-        from toktools.formats import write_files_atomically
+        from toktools.files import write_files_atomically
 
         write_files_atomically(path.parent, {path.name: json.dumps(verdict)})
     except (OSError, ToktoolsError):
@@ -174,7 +171,12 @@ def analyse(document: Mapping[str, Any], fingerprint: str | None = None) -> Anal
     key = fingerprint or document_fingerprint(document)
     if key not in _analysis_cache:
         cached = _cached(key) or {}
-        if "e4" in cached and cached["e4"] is None:
+        exact = cached.get("exact")
+        if cached.get("e4", "") is None and isinstance(exact, dict) and exact.get("version") == _EXACT_VERSION \
+                and exact.get("remap") is False and _configuration_reason(document) is None:
+            # every check passed before for this very document: only the plan is rebuilt
+            _analysis_cache[key] = Analysis(None, _plan(document, None), cuttable=cuttable(document))
+        elif "e4" in cached and cached["e4"] is None:
             _analysis_cache[key] = _analyse(document, e4=False)
         elif cached.get("e4"):
             _analysis_cache[key] = Analysis(cached["e4"], cuttable=cuttable(document))
@@ -183,11 +185,40 @@ def analyse(document: Mapping[str, Any], fingerprint: str | None = None) -> Anal
             _analysis_cache[key] = analysis
             if analysis.tiktoken_reason is None or analysis.tiktoken_reason.endswith("(E4)") or "(E4')" in analysis.tiktoken_reason:
                 _remember(key, {"e4": analysis.tiktoken_reason})
+        analysis = _analysis_cache[key]
+        if analysis.tiktoken_reason is None and analysis.plan is not None and "exact" not in cached:
+            _remember(key, {"exact": {"version": _EXACT_VERSION, "remap": analysis.plan.rank_to_id is not None}})
     return _analysis_cache[key]
 
 
+#: Bumped whenever the E1-E4 checks change: older "exact" verdicts in the cache are then ignored.
+_EXACT_VERSION = 1
+
+
+def _plan(doc: Mapping[str, Any], rank_of: Mapping[str, int] | None, rank_to_id: dict[int, int] | None = None) -> TiktokenPlan:
+    """What tiktoken needs; ``rank_of`` (symbols → rank) defaults to the regular vocabulary.
+
+    All tokens are translated to bytes in one ``str.translate`` over their concatenation
+    (one symbol is one byte, so the lengths are the same): a tenth of the time of one call
+    per token, which counts on every short run."""
+    from itertools import accumulate
+
+    from toktools.byte_symbols import _SYMBOL_TO_LATIN1
+
+    added = {t["content"]: t["id"] for t in doc.get("added_tokens") or []}
+    if rank_of is None:
+        rank_of = {s: i for s, i in (doc["model"].get("vocab") or {}).items() if s not in added}
+    symbols = list(rank_of)
+    data = "".join(symbols).translate(_SYMBOL_TO_LATIN1).encode("latin-1")
+    ends = list(accumulate(map(len, symbols)))
+    starts = [0, *ends[:-1]]
+    ranks_bytes = dict(zip(map(data.__getitem__, map(slice, starts, ends)), rank_of.values()))
+    pattern = GPT2_PATTERN if (doc.get("pre_tokenizer") or {}).get("use_regex", True) else ONE_PIECE_PATTERN
+    return TiktokenPlan(ranks_bytes, added, pattern, rank_to_id)
+
+
 def _analyse(doc: Mapping[str, Any], e4: bool = True) -> Analysis:
-    from toktools.bytelevel import SYMBOL_TO_BYTE, symbols_to_bytes
+    from toktools.byte_symbols import SYMBOL_TO_BYTE
 
     can_cut = cuttable(doc)
     reason = _configuration_reason(doc)
@@ -231,10 +262,7 @@ def _analyse(doc: Mapping[str, Any], e4: bool = True) -> Analysis:
         for (a, b), rank in zip(merges, ranks):
             rank_of[a + b] = rank
             rank_to_id[rank] = regular[a + b]
-    ranks_bytes = {symbols_to_bytes(s): r for s, r in rank_of.items()}
-    pattern = GPT2_PATTERN if (doc.get("pre_tokenizer") or {}).get("use_regex", True) else ONE_PIECE_PATTERN
-    plan = TiktokenPlan(ranks_bytes, added, pattern, rank_to_id)
-    return Analysis(None, plan, cuttable=can_cut)
+    return Analysis(None, _plan(doc, rank_of, rank_to_id), cuttable=can_cut)
 
 
 def _self_reachability(regular: dict[str, int], merges: list[tuple[str, str]], ignore_merges: bool) -> str | None:

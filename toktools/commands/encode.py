@@ -8,7 +8,7 @@ from typing import Any, Iterator
 import click
 
 from toktools.errors import ToktoolsError
-from toktools.commands._shared import _cap_workers, _input_lines, _output, cluster_options
+from toktools.commands._shared import _cap_workers, _input_lines, cluster_options
 
 
 def _blocks_without_cluster(command: Any) -> Any:
@@ -30,7 +30,8 @@ CORPUS_FORMATS = ("megatron", "npy", "bin")
                    "plus NAME.offsets.npy/.bin (document starts). megatron/npy/bin need -o.")
 @click.option("-o", "--output", "out_path", type=click.Path(path_type=Path), default=None, help="Write here instead of stdout (written atomically). For megatron, a prefix.")
 @click.option("--engine", type=click.Choice(["auto", "reference", "tokenizers", "tiktoken"]), default="auto", show_default=True,
-              help="megatron/npy/bin: who encodes. auto = the fastest engine proven to give the reference's ids for this tokenizer.")
+              help="Who encodes. auto = the fastest engine proven to give the reference's ids for this tokenizer "
+                   "(tiktoken gives ids only: tokens come from the vocabulary, jsonl offsets need tokenizers or reference).")
 @click.option("--document", "document_mode", type=click.Choice(["line", "blank-line", "file", "jsonl"]), default="line", show_default=True,
               help="megatron/npy/bin: what one document is (jsonl: one record's --field).")
 @click.option("--field", default=None, help="--document jsonl: the text field (default: text).")
@@ -40,7 +41,7 @@ CORPUS_FORMATS = ("megatron", "npy", "bin")
 @click.option("--prepend-bos", "prepend_bos", is_flag=False, flag_value="", default=None, metavar="[=TOKEN]",
               help="Start every document with BOS (the tokenizer's BOS or CLS), or with TOKEN.")
 @click.option("--shard-tokens", type=click.IntRange(min=1), default=None, help="Start a new shard PREFIX-00000… after this many tokens; writes PREFIX-manifest.json and resumes an interrupted run.")
-@click.option("--verify", type=click.IntRange(min=0), default=16, show_default=True, help="Re-encode this many documents spread over the input with the reference engine; stop at the first difference (0: off).")
+@click.option("--verify", type=click.IntRange(min=0), default=16, show_default=True, help="megatron/npy/bin: re-encode this many documents spread over the input with the reference engine; stop at the first difference (0: off).")
 @click.option("--force", is_flag=True, help="Overwrite existing outputs (and start a sharded run over).")
 @click.option("--dtype", type=click.Choice(["auto", "uint16", "uint32", "int32"]), default="auto", show_default=True, help="megatron/npy/bin: integer type (auto: uint16 if every id fits).")
 @click.option("--max-document-mb", type=click.IntRange(min=1), default=64, show_default=True, help="A document longer than this that cannot be cut safely is refused.")
@@ -95,12 +96,16 @@ def encode(tokenizer_path: str, files: tuple[str, ...], output_format: str, out_
         return
     if cluster is not None or block_bytes is not None:
         raise ToktoolsError(f"--{'cluster' if cluster is not None else 'block-size'} is for --format megatron, npy or bin")
-    for name, value in (("--engine", engine != "auto"), ("--document", document_mode != "line"), ("--field", field),
+    for name, value in (("--document", document_mode != "line"), ("--field", field),
                         ("--append-eos", append_eos is not None), ("--prepend-bos", prepend_bos is not None),
                         ("--shard-tokens", shard_tokens), ("--dtype", dtype != "auto")):
         if value:
             raise ToktoolsError(f"{name} is for --format megatron, npy or bin")
-    _encode_lines(tokenizer_path, files, output_format, out_path, pair, add_special_tokens, max_length, workers, batch_lines, force)
+    from toktools.encode_corpus import encode_corpus
+
+    encode_corpus(list(files) or ["-"], tokenizer_path, out_path, format=output_format, engine=engine, pair=pair,
+                  add_special_tokens=add_special_tokens, max_length=max_length, workers=workers, batch_lines=batch_lines,
+                  force=force)
 
 
 def _encode_corpus(tokenizer_path: str, files: tuple[str, ...], output_format: str, out_path: Path, engine: str, document_mode: str,
@@ -155,45 +160,6 @@ def _corpus_progress(enabled: bool) -> Any:
             yield update
 
     return bar()
-
-
-def _encode_lines(tokenizer_path: str, files: tuple[str, ...], output_format: str, out_path: Path | None, pair: bool,
-                  add_special_tokens: bool, max_length: int | None, workers: int | None, batch_lines: int, force: bool) -> None:
-    """ids/tokens/jsonl: one output line per input line, with the reference tokenizer."""
-    import json
-
-    from toktools.corpus import batched
-    from toktools.formats import load, resolve
-    from toktools.outputs import check_output_file, input_files
-
-    names = files or ("-",)
-    if out_path is not None:  # before any work: never over an input, never an existing file without --force
-        check_output_file(out_path, force=force, inputs=[*names, *input_files(resolve(tokenizer_path))])
-    tokenizer = load(tokenizer_path)
-    if max_length is not None:
-        tokenizer.enable_truncation(max_length)
-    with _output(out_path) as out:
-        for batch in batched(_input_lines(names), batch_lines):
-            inputs = [_as_pair(line) for line in batch] if pair else batch
-            encodings = tokenizer.encode_batch(inputs, add_special_tokens=add_special_tokens, workers=workers)
-            chunk = []
-            for encoding in encodings:
-                if output_format == "ids":
-                    chunk.append(" ".join(map(str, encoding.ids)))
-                elif output_format == "tokens":
-                    chunk.append(" ".join(encoding.tokens))
-                else:
-                    chunk.append(json.dumps({"ids": encoding.ids, "tokens": encoding.tokens,
-                                             "offsets": encoding.offsets, "type_ids": encoding.type_ids},
-                                            ensure_ascii=False, separators=(",", ":")))
-            out.write("\n".join(chunk) + "\n")
-
-
-def _as_pair(line: str) -> tuple[str, str]:
-    first, tab, second = line.partition("\t")
-    if not tab:
-        raise ToktoolsError(f"--pair expects two sequences separated by a TAB, got {line[:60]!r}")
-    return first, second
 
 
 @click.command()

@@ -1,0 +1,103 @@
+"""``toktools encode --format ids|tokens|jsonl --engine ...``: the same bytes on every engine.
+
+The text formats go through the engines too (:mod:`toktools.encode_text`). Expected output is
+``tokenizers`` itself (its ``encode_batch`` on the same lines), and every engine must print
+exactly the same lines; tiktoken, which gives ids only, takes tokens from the vocabulary and
+refuses offsets (``jsonl``) in one line.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from toktools.cli import main
+from toktools.encode_corpus import encode_corpus
+
+from conftest import read_corpus_sample, ref_vocab_dir
+
+
+@pytest.fixture(autouse=True)
+def no_analysis_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOKTOOLS_CACHE_DIR", "")
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """English and Chinese lines, an empty line, a special token and odd spacing (~25 KB)."""
+    lines = (read_corpus_sample("mixed_sample.txt", 15_000) + read_corpus_sample("zh_novels.txt", 8_000)).splitlines()
+    lines[3:3] = ["", "before <|endoftext|> after [SEP] tail", "  two  spaces\tand a tab  ", "Ünïcödé ﬁ ½ 123,456"]
+    path = tmp_path_factory.mktemp("text") / "lines.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def run(*args: str) -> str:
+    result = CliRunner().invoke(main, ["encode", *map(str, args)])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def hf_lines(tokenizer_dir: Path, sample: Path, field: str, **options) -> list[str]:
+    """What ``tokenizers`` gives for each line, rendered as the format does."""
+    import tokenizers
+
+    hf = tokenizers.Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
+    lines = sample.read_text(encoding="utf-8").split("\n")[:-1]
+    encodings = hf.encode_batch(lines, **options)
+    if field == "ids":
+        return [" ".join(map(str, e.ids)) for e in encodings]
+    return [" ".join(e.tokens) for e in encodings]
+
+
+@pytest.mark.parametrize("fmt", ["ids", "tokens"])
+def test_gpt2_ids_and_tokens_are_the_same_on_every_engine(sample: Path, fmt: str) -> None:
+    gpt2 = ref_vocab_dir("gpt2")
+    expected = hf_lines(gpt2, sample, fmt)
+    outputs = {engine: run("-t", gpt2, "--format", fmt, "--engine", engine, sample)
+               for engine in ("auto", "reference", "tokenizers", "tiktoken")}
+    for engine, text in outputs.items():
+        assert text.split("\n")[:-1] == expected, engine
+    assert len(set(outputs.values())) == 1
+
+
+def test_auto_takes_tiktoken_for_gpt2_ids_and_tokenizers_for_jsonl(sample: Path, tmp_path: Path) -> None:
+    gpt2 = ref_vocab_dir("gpt2")
+    assert encode_corpus([sample], gpt2, tmp_path / "ids.txt", format="ids").engine == "tiktoken"
+    assert encode_corpus([sample], gpt2, tmp_path / "out.jsonl", format="jsonl").engine == "tokenizers"
+    reference = encode_corpus([sample], gpt2, tmp_path / "ref.jsonl", format="jsonl", engine="reference")
+    assert reference.engine == "reference"
+    assert (tmp_path / "out.jsonl").read_bytes() == (tmp_path / "ref.jsonl").read_bytes()
+
+
+def test_bert_jsonl_with_template_pairs_and_truncation_is_the_same_on_every_engine(tmp_path: Path) -> None:
+    bert = ref_vocab_dir("bert-base-uncased")
+    lines = [line.replace(". ", ".\t", 1) for line in read_corpus_sample("mixed_sample.txt", 6_000).splitlines() if ". " in line]
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    for options in ((), ("--pair",), ("--pair", "--max-length", "24"), ("--no-add-special-tokens", "--max-length", "7")):
+        outputs = {engine: run("-t", bert, "--format", "jsonl", "--engine", engine, *options, pairs)
+                   for engine in ("auto", "reference", "tokenizers")}
+        assert len(set(outputs.values())) == 1, options
+        first = json.loads(outputs["auto"].split("\n")[0])
+        assert set(first) == {"ids", "tokens", "offsets", "type_ids"}
+
+
+def test_tiktoken_refuses_what_it_cannot_give_in_one_line(sample: Path) -> None:
+    gpt2, bert = ref_vocab_dir("gpt2"), ref_vocab_dir("bert-base-uncased")
+    for args, reason in (((gpt2, "--format", "jsonl"), "needs offsets"),
+                         ((gpt2, "--pair"), "pairs"),
+                         ((bert, "--format", "ids"), "not exact")):
+        result = CliRunner().invoke(main, ["encode", "-t", str(args[0]), "--engine", "tiktoken", *args[1:], str(sample)])
+        assert result.exit_code == 1
+        assert reason in result.output and result.output.startswith("toktools: error: ")
+        assert len(result.output.strip().splitlines()) == 1
+
+
+def test_gpt2_truncation_on_tiktoken_keeps_the_head(sample: Path) -> None:
+    gpt2 = ref_vocab_dir("gpt2")
+    expected = run("-t", gpt2, "--max-length", "5", "--engine", "tokenizers", sample)
+    assert run("-t", gpt2, "--max-length", "5", "--engine", "tiktoken", sample) == expected
+    assert all(len(line.split()) <= 5 for line in expected.splitlines())
