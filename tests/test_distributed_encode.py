@@ -212,10 +212,12 @@ def test_the_cluster_tests_pass_in_a_fresh_process() -> None:
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    """Two worker processes on the loopback."""
+def cluster(tmp_path_factory):
+    """Two worker processes on the loopback (which pause in each block while the test's pause
+    file exists)."""
     from distributed import Client, LocalCluster
 
+    os.environ[distributed_encode.TEST_PAUSE_VARIABLE] = str(tmp_path_factory.mktemp("pause") / "seconds")
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=":0") as local:
         with Client(local) as client:
             yield local, client
@@ -258,7 +260,8 @@ def test_a_killed_worker_is_replaced_and_the_output_is_still_identical(cluster, 
     ours = set(client.run(os.getpid).values())  # the worker processes this test started
     assert len(ours) == 2 and os.getpid() not in ours
     # each block pauses 0.3 s with its shard open, so that a worker can be caught mid-task
-    client.run(os.environ.__setitem__, distributed_encode.TEST_PAUSE_VARIABLE, "0.3")
+    pause = Path(os.environ[distributed_encode.TEST_PAUSE_VARIABLE])
+    pause.write_text("0.3")
     outcome: dict[str, object] = {}
 
     def run() -> None:
@@ -272,18 +275,18 @@ def test_a_killed_worker_is_replaced_and_the_output_is_still_identical(cluster, 
     thread.start()
     victim = None
     deadline = time.monotonic() + 120
-    while victim is None and time.monotonic() < deadline:
+    while victim is None and time.monotonic() < deadline and thread.is_alive():
         busy = [worker for worker, keys in client.processing().items() if any("_run_block" in str(k) for k in keys)]
         shards = [p for p in there.iterdir() if p.name.startswith(".out-")]  # a shard being written
         if busy and shards and len(list(there.glob("out-*.bin"))) >= 2:
             victim = client.run(os.getpid, workers=[busy[0]])[busy[0]]
         else:
             time.sleep(0.05)
-    assert victim in ours, "no worker was caught mid-task"
+    assert victim in ours, f"no worker was caught mid-task (run finished: {not thread.is_alive()}, {outcome})"
     os.kill(victim, signal.SIGKILL)
     thread.join(300)
     assert not thread.is_alive()
     assert "error" not in outcome, outcome.get("error")
     assert victim not in set(client.run(os.getpid).values())  # it really died (the nanny started a new one)
-    client.run(os.environ.pop, distributed_encode.TEST_PAUSE_VARIABLE, None)
+    pause.unlink()
     assert digests(there) == digests(here)  # complete, identical, and the dead worker's temporaries are gone

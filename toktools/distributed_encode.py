@@ -45,8 +45,10 @@ _WHOLE_FILES = 1 << 62
 _HASH_BYTES = 4 << 20
 #: The partial record is rewritten at most this often (and always when the run ends).
 PARTIAL_SECONDS = 1.0
-#: Test hook: seconds each block waits after opening its shard, so a test can kill a worker mid-task.
-TEST_PAUSE_VARIABLE = "TOKTOOLS_TEST_BLOCK_SECONDS"
+#: Test hook: a file; while it exists, each block waits the seconds written in it after opening
+#: its shard, so a test can kill a worker mid-task (a file, not a variable: it reaches every
+#: worker process, including one the nanny starts again).
+TEST_PAUSE_VARIABLE = "TOKTOOLS_TEST_BLOCK_PAUSE_FILE"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -269,9 +271,13 @@ def _engine(job: BlockJob) -> Any:
 
 
 def _test_pause() -> None:
-    seconds = os.environ.get(TEST_PAUSE_VARIABLE)
-    if seconds:
-        time.sleep(float(seconds))
+    flag = os.environ.get(TEST_PAUSE_VARIABLE)
+    if flag:
+        try:
+            seconds = float(Path(flag).read_text())
+        except (OSError, ValueError):
+            return
+        time.sleep(seconds)
 
 
 def encode_block(job: BlockJob, task: BlockTask, engine: Any = None,
