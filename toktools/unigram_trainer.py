@@ -19,7 +19,8 @@ the same input always gives the same vocabulary.
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterable, Mapping
+import os
+from typing import Any, Callable, Iterable, Mapping
 
 from toktools.errors import ToktoolsError
 from toktools.parts.unigram import UNK_PENALTY, Lattice, PieceIndex, Unigram
@@ -148,10 +149,17 @@ class _Model:
 
     def __init__(self, pieces: list[tuple[str, float]]) -> None:
         self.pieces = pieces
-        self.index = PieceIndex((p, i, s) for i, (p, s) in enumerate(pieces))
+        self._index: PieceIndex | None = None
         scores = [s for _, s in pieces if not math.isnan(s)]
         self.min_score = min(scores) if scores else math.inf
         self.unk_score = self.min_score - UNK_PENALTY
+
+    @property
+    def index(self) -> PieceIndex:
+        """The pieces by string (built on first use: the compiled steps do not need it)."""
+        if self._index is None:
+            self._index = PieceIndex((p, i, s) for i, (p, s) in enumerate(self.pieces))
+        return self._index
 
     def nodes(self, rows: list[list[tuple[int, str]]]) -> list[list[tuple[int, int, float]]]:
         """``begin[pos]`` = ``(end, id, score)`` in lattice insertion order, from the word's
@@ -268,12 +276,12 @@ class UnigramTrainer:
     def train(self, word_counts: Mapping[str, int]) -> Unigram:
         """Train on ``word -> count`` (the pre-tokenised words) and return the model."""
         words = sorted((w, c) for w, c in word_counts.items())
+        kernels = compiled_kernels()
+        if kernels is not None:
+            return self._train_compiled(words, kernels)
         pieces: list[tuple[str, float]] = [(TRAIN_UNK, NAN)] + seed_pieces(words, self.max_piece_length, self.seed_size)
         desired = self.vocab_size * 11 // 10
-        required = {ch for w, _ in words for ch in w} | self.initial_alphabet
-        if len(required) > self.vocab_size:
-            raise ToktoolsError(f"vocab size {self.vocab_size} is smaller than the {len(required)} characters "
-                                "the corpus needs")
+        required = self._required(words)
         seeds = PieceIndex((p, i, 0.0) for i, (p, _) in enumerate(pieces))
         rows = [[[(pos + length, word[pos:pos + length]) for length, _, _ in seeds.matches(word, pos)]
                  for pos in range(len(word))] for word, _ in words]
@@ -292,6 +300,86 @@ class UnigramTrainer:
             pieces = self._prune(model, pieces, words, rows)
             model = _Model(pieces)
         return self._finalize(model, required)
+
+    def _required(self, words: list[tuple[str, int]]) -> set[str]:
+        required = {ch for w, _ in words for ch in w} | self.initial_alphabet
+        if len(required) > self.vocab_size:
+            raise ToktoolsError(f"vocab size {self.vocab_size} is smaller than the {len(required)} characters "
+                                "the corpus needs")
+        return required
+
+    def _train_compiled(self, words: list[tuple[str, int]], kernels: Any) -> Unigram:
+        """:meth:`train` with the compiled steps of :mod:`toktools.unigram_kernels`: the same
+        operations in the same order over flat arrays, so the same vocabulary. The current
+        pieces are ``piece_seed`` (their seed ids) and ``scores``."""
+        import numpy as np
+
+        seeds: list[tuple[str, float]] = [(TRAIN_UNK, NAN)] + _seed_pieces_compiled(
+            words, self.max_piece_length, self.seed_size, kernels)
+        desired = self.vocab_size * 11 // 10
+        required = self._required(words)
+        lattice = _Candidates([p for p, _ in seeds], [w for w, _ in words], kernels)
+        counts = np.array([float(c) for _, c in words], dtype=np.float64)
+        piece_seed = np.arange(len(seeds), dtype=np.int64)
+        scores = np.array([sc for _, sc in seeds], dtype=np.float64)
+        step = 0
+        while True:
+            for _ in range(self.n_sub_iterations):
+                ids = lattice.current(piece_seed)
+                expected, nan = kernels.e_step(lattice.word_off, counts, lattice.starts, lattice.lengths, ids,
+                                               scores[ids], _unk_score(scores), len(piece_seed))
+                if nan:
+                    raise ToktoolsError("Unigram training: the likelihood is NaN (a word may be too long)")
+                keep, new_scores = kernels.m_step(expected)
+                piece_seed, scores = piece_seed[keep], new_scores[keep]
+                step += 1
+                if self.progress:
+                    self.progress("EM", step, len(piece_seed))
+            if len(piece_seed) <= desired:
+                break
+            order = self._prune_compiled(piece_seed, scores, counts, lattice, kernels)
+            piece_seed, scores = piece_seed[order], scores[order]
+        strings = lattice.seed_strings
+        return self._finalize(_Model([(strings[s], sc) for s, sc in zip(piece_seed.tolist(), scores.tolist())]),
+                              required)
+
+    def _prune_compiled(self, piece_seed: Any, scores: Any, counts: Any, lattice: "_Candidates",
+                        kernels: Any) -> Any:
+        """:meth:`_prune` compiled: the ids kept, in their new order."""
+        import numpy as np
+
+        ids = lattice.current(piece_seed)
+        unk_score = _unk_score(scores)
+        codes, offsets = kernels.gather_pieces(lattice.seed_codes, lattice.seed_off, piece_seed)
+        status, first_len, alt_off, alt = kernels.two_best(codes, offsets, lattice.children, lattice.terminal,
+                                                           lattice.seed_cur, scores, unk_score)
+        if (status < 0).any():  # agendas too large for the compiled 2-best: the Python lattice decides
+            alt_off, alt = self._two_best_fallback(piece_seed, scores, lattice, status, first_len, alt_off, alt)
+        always_keep = ~((status >= 1) & (first_len >= 2))
+        always_keep[0] = False
+        freq, vsum = kernels.viterbi_counts(lattice.word_off, counts, lattice.starts, lattice.lengths, ids,
+                                            scores[ids], unk_score, len(piece_seed))
+        desired = self.vocab_size * 11 // 10
+        pruned_size = max(desired, int(len(piece_seed) * self.shrinking_factor))
+        return kernels.prune_select(freq, always_keep, alt_off, alt, vsum, pruned_size)
+
+    @staticmethod
+    def _two_best_fallback(piece_seed: Any, scores: Any, lattice: "_Candidates", status: Any, first_len: Any,
+                           alt_off: Any, alt: Any) -> tuple[Any, Any]:
+        import numpy as np
+
+        strings = lattice.seed_strings
+        model = _Model([(strings[s], sc) for s, sc in zip(piece_seed.tolist(), scores.tolist())])
+        alternatives = [alt[alt_off[i]:alt_off[i + 1]].tolist() for i in range(len(piece_seed))]
+        for pid in np.flatnonzero(status < 0).tolist():
+            piece_lattice = model.lattice(model.pieces[pid][0])
+            nbests = piece_lattice.nbest(2)
+            status[pid], first_len[pid] = len(nbests), (len(nbests[0]) if nbests else 0)
+            if len(nbests) == 2 and len(nbests[0]) == 1:
+                alternatives[pid] = [piece_lattice.nodes[node][0] for node in nbests[1]]
+        new_off = np.zeros(len(alternatives) + 1, dtype=np.int64)
+        np.cumsum([len(a) for a in alternatives], out=new_off[1:])
+        return new_off, np.array([n for a in alternatives for n in a], dtype=np.int64)
 
     # -- the steps ------------------------------------------------------------------------------
     def _e_step(self, model: _Model, words: list[tuple[str, int]], rows: list) -> list[float]:
@@ -336,12 +424,18 @@ class UnigramTrainer:
                 alternatives[pid] = [lattice.nodes[node][0] for node in nbests[1]]
         vsum = 0.0
         freq = [0.0] * len(pieces)
-        inverted: list[list[int]] = [[] for _ in pieces]
-        for i, ((word, count), word_rows) in enumerate(zip(words, rows)):
+        for (word, count), word_rows in zip(words, rows):
             vsum += count
             for pid in _viterbi(model.nodes(word_rows), len(word)):
                 freq[pid] += count
-                inverted[pid].append(i)
+        return self._prune_by_loss(pieces, always_keep, alternatives, freq, vsum)
+
+    def _prune_by_loss(self, pieces: list[tuple[str, float]], always_keep: list[bool], alternatives: list[list[int]],
+                       freq: list[float], vsum: float) -> list[tuple[str, float]]:
+        """Keep the pieces whose removal would cost the most likelihood (``prune_sentence_pieces``).
+
+        ``tokenizers`` sums the counts of the words listed in ``inverted[id]`` (one entry per
+        occurrence on a best path): that is ``freq[id]`` itself, an exact sum of integers."""
         total = 0.0
         for f in freq:
             total += f
@@ -356,9 +450,7 @@ class UnigramTrainer:
             if not alternatives[pid]:
                 new_pieces.append((token, score))
                 continue
-            f = 0.0
-            for n in inverted[pid]:
-                f += words[n][1]
+            f = freq[pid]
             if f == 0.0 or math.isnan(f):
                 continue
             f /= vsum
@@ -410,3 +502,116 @@ class UnigramTrainer:
         if need_unk:
             specials.insert(0, (self.unk_token, 0.0))
         return Unigram(specials + final, unk_id, False)
+
+
+# -- the compiled steps ------------------------------------------------------------------------
+
+def compiled_kernels() -> Any:
+    """:mod:`toktools.unigram_kernels` when numba is installed (extra ``fast``), else None.
+    ``TOKTOOLS_PURE_PYTHON=1`` forces the pure-Python steps (same results, slower)."""
+    if os.environ.get("TOKTOOLS_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from toktools import unigram_kernels
+    except ImportError:
+        return None
+    return unigram_kernels
+
+
+def _code_points(strings: list[str]) -> tuple[Any, Any]:
+    """All the strings' code points in one ``int32`` array, and where each string starts."""
+    import numpy as np
+
+    codes = np.frombuffer("".join(strings).encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.int32)
+    offsets = np.zeros(len(strings) + 1, dtype=np.int64)
+    np.cumsum([len(s) for s in strings], out=offsets[1:])
+    return codes, offsets
+
+
+def _unk_score(scores: Any) -> float:
+    """``_Model.unk_score`` of these scores (the minimum over the non-NaN ones, minus 10)."""
+    import numpy as np
+
+    finite = scores[~np.isnan(scores)]
+    return (float(finite.min()) if len(finite) else math.inf) - UNK_PENALTY
+
+
+class _Candidates:
+    """Every word's lattice candidates ``(start, length, seed id)`` from the trie of the seed
+    pieces, kept to the live pieces.
+
+    Pieces are only ever removed, so the seed pieces' candidates are a superset of any later
+    model's. ``_Model.nodes`` looks pieces up by string; a string held by two seeds (a word
+    containing ``<UNK>``) maps to the last current piece with that string, as a dict would."""
+
+    def __init__(self, seed_strings: list[str], words: list[str], kernels: Any) -> None:
+        import numpy as np
+
+        self.seed_strings = seed_strings
+        self.seed_codes, self.seed_off = _code_points(seed_strings)
+        self.children, self.terminal = kernels.build_trie(self.seed_codes, self.seed_off)
+        codes, self.word_off = _code_points(words)
+        self.starts, self.lengths, self.seeds = kernels.lattice_candidates(codes, self.word_off, self.children,
+                                                                           self.terminal)
+        self.seed_cur = np.arange(len(seed_strings), dtype=np.int64)
+        first: dict[str, list[int]] = {}
+        for i, piece in enumerate(seed_strings):
+            first.setdefault(piece, []).append(i)
+        self.shared = [np.array(group, dtype=np.int64) for group in first.values() if len(group) > 1]
+
+    def current(self, piece_seed: Any) -> Any:
+        """Current ids of the live candidates (dropping the dead ones for good); sets ``seed_cur``."""
+        import numpy as np
+
+        seed_cur = np.full(len(self.seed_strings), -1, dtype=np.int64)
+        seed_cur[piece_seed] = np.arange(len(piece_seed), dtype=np.int64)
+        for group in self.shared:  # the trie's entry (the last seed) stands for the last live piece
+            seed_cur[group[-1]] = seed_cur[group].max()
+        self.seed_cur = seed_cur
+        ids = seed_cur[self.seeds]
+        live = ids >= 0
+        if not live.all():
+            self.starts, self.lengths, self.seeds, ids = (self.starts[live], self.lengths[live],
+                                                          self.seeds[live], ids[live])
+        return ids
+
+
+def _seed_pieces_compiled(words: list[tuple[str, int]], max_piece_length: int, seed_size: int,
+                          kernels: Any) -> list[tuple[str, float]]:
+    """:func:`seed_pieces` over a suffix array sorted on ``max_piece_length + 1`` characters
+    (the nodes no deeper than ``max_piece_length`` are all it keeps)."""
+    import numpy as np
+
+    chars: dict[str, int] = {}
+    parts = []
+    for word, count in words:
+        if not word:
+            continue
+        parts.append(word)
+        parts.append("\0")
+        for ch in word:
+            if ch != "\0":
+                chars[ch] = chars.get(ch, 0) + count
+    flat = "".join(parts)
+    seeds: list[tuple[str, float]] = [(ch, float(c)) for c, ch in sorted(((c, ch) for ch, c in chars.items()), reverse=True)]
+    room = max(0, seed_size - len(seeds))
+    text, _ = _code_points([flat])
+    order = kernels.prefix_sorted_suffixes(text, max_piece_length + 1)
+    starts, depths, freqs = kernels.suffix_tree_seeds(text, order, max_piece_length)
+    scores = freqs * depths
+    if room < len(scores):
+        if room == 0:
+            keep = np.zeros(0, dtype=np.int64)
+        else:
+            threshold = np.partition(scores, len(scores) - room)[len(scores) - room]
+            keep = np.flatnonzero(scores >= threshold)
+        starts, depths, scores = starts[keep], depths[keep], scores[keep]
+    substrings = sorted(zip(scores.tolist(), (flat[s:s + d] for s, d in zip(starts.tolist(), depths.tolist()))),
+                        reverse=True)
+    for score, piece in substrings[:room]:
+        seeds.append((piece, float(score)))
+    total = 0.0
+    for _, score in seeds:
+        total += score
+    logsum = math.log(total)
+    return [(piece, math.log(score) - logsum) for piece, score in seeds]
