@@ -43,6 +43,7 @@ class CharsMap:
         except UnicodeDecodeError:
             raise ToktoolsError("precompiled_charsmap: the replacement strings are not valid UTF-8") from None
         self._strings: dict[int, str] = {}
+        self._plain: dict[str, bool] = {}
 
     def prefix_matches(self, key: bytes, stop_at_nul: bool = True, start: int = 0) -> list[tuple[int, int]]:
         """``(length in bytes, pool offset)`` of every prefix of ``key[start:]`` in the trie,
@@ -68,6 +69,34 @@ class CharsMap:
                     break
                 out.append((k + 1 - start, units[node] & 0x7FFFFFFF))
         return out
+
+    def plain(self, ch: str) -> bool:
+        """Whether no rule can start with the character ``ch`` (cached per character)."""
+        found = self._plain.get(ch)
+        if found is None:
+            found = self._plain[ch] = self.starts_nothing(ch.encode("utf-8", "surrogatepass"))
+        return found
+
+    def starts_nothing(self, key: bytes) -> bool:
+        """True when the trie walk over ``key`` (one character's bytes) fails inside it without a
+        hit: then no match starts there, whatever follows (the walk of :meth:`prefix_matches`)."""
+        units = self.units
+        size = len(units)
+        node = _offset(units[0])
+        hit = False
+        for c in key:
+            node ^= c
+            if node >= size:
+                return not hit
+            unit = units[node]
+            if unit & 0x800000FF != c:
+                return not hit
+            node ^= _offset(unit)
+            if (unit >> 8) & 1:
+                if node >= size:
+                    return not hit
+                hit = True
+        return False
 
     def replacement(self, value: int) -> str:
         text = self._strings.get(value)
@@ -115,55 +144,71 @@ def spm_normalize(text: str, charsmap: CharsMap | None, *, add_dummy_prefix: boo
 
     Units are the *longest* trie match (user-defined symbols first, copied verbatim); spaces
     are collapsed and trimmed only as U+0020 *after* the charsmap; ``▁`` replaces spaces.
+    A character that no rule can start with (:meth:`CharsMap.starts_nothing`, cached) is
+    copied without walking the trie.
     """
     data = text.encode("utf-8")
-    char_at: dict[int, int] = {}
-    b = 0
-    for i, ch in enumerate(text):
-        char_at[b] = i
-        b += len(ch.encode("utf-8"))
-    char_at[b] = len(text)
     users = sorted(user_defined, key=len, reverse=True)
+    user_first = {symbol[0] for symbol in users if symbol}
+    plain = charsmap.plain if charsmap is not None else None
+    size = len(text)
 
-    def unit(pos: int) -> tuple[str, int]:
-        at = char_at[pos]
-        for symbol in users:
-            if symbol and text.startswith(symbol, at):
-                return symbol, len(symbol.encode("utf-8"))
-        hit = charsmap.longest(data, pos) if charsmap is not None else None
-        if hit is not None:
-            if pos + hit[0] not in char_at:
-                raise ToktoolsError("precompiled_charsmap: a rule ends inside a UTF-8 character")
-            return hit[1], hit[0]
-        ch = text[at]
-        return ch, len(ch.encode("utf-8"))
+    def unit(i: int, b: int) -> tuple[str, int, int]:
+        """The unit at character ``i`` (byte ``b``): output, characters and bytes consumed."""
+        ch = text[i]
+        if ch in user_first:
+            for symbol in users:
+                if symbol and text.startswith(symbol, i):
+                    return symbol, len(symbol), len(symbol.encode("utf-8"))
+        if charsmap is not None and not plain(ch):
+            hit = charsmap.longest(data, b)
+            if hit is not None:
+                try:
+                    consumed = data[b:b + hit[0]].decode("utf-8")
+                except UnicodeDecodeError:
+                    raise ToktoolsError("precompiled_charsmap: a rule ends inside a UTF-8 character") from None
+                return hit[1], len(consumed), hit[0]
+        return ch, 1, _utf8_len(ch)
 
-    pos = 0
+    i = b = 0
     if remove_extra_whitespaces:
-        while pos < len(data):
-            out, used = unit(pos)
+        while i < size:
+            out, used, used_bytes = unit(i, b)
             if out != " ":
                 break
-            pos += used
-    if pos >= len(data):
+            i += used
+            b += used_bytes
+    if i >= size:
         return "", []
     chars: list[str] = []
     origin: list[int] = []
     space = SPACE if escape_whitespaces else " "
     if add_dummy_prefix and not treat_whitespace_as_suffix:
         chars.append(space)
-        origin.append(char_at[pos])
+        origin.append(i)
     prev_space = remove_extra_whitespaces
-    while pos < len(data):
-        out, used = unit(pos)
+    add_char, add_origin = chars.append, origin.append
+    known = charsmap._plain.get if charsmap is not None else {}.get
+    while i < size:
+        ch = text[i]
+        if (ch != " " and ch not in user_first
+                and (plain is None or (known(ch) or (known(ch) is None and plain(ch))))):  # copied as it is
+            add_char(ch)
+            add_origin(i)
+            prev_space = False
+            i += 1
+            b += 1 if ch < "\x80" else 2 if ch < "\u0800" else 3 if ch < "\U00010000" else 4
+            continue
+        out, used, used_bytes = unit(i, b)
         if prev_space:
             out = out.lstrip(" ")
         if out:
             for ch in out:
-                chars.append(space if ch == " " and escape_whitespaces else ch)
-                origin.append(char_at[pos])
+                add_char(space if ch == " " and escape_whitespaces else ch)
+                add_origin(i)
             prev_space = out.endswith(" ")
-        pos += used
+        i += used
+        b += used_bytes
         if not remove_extra_whitespaces:
             prev_space = False
     if remove_extra_whitespaces:
@@ -174,6 +219,10 @@ def spm_normalize(text: str, charsmap: CharsMap | None, *, add_dummy_prefix: boo
         chars.append(space)
         origin.append(len(text))
     return "".join(chars), origin
+
+
+def _utf8_len(ch: str) -> int:
+    return 1 if ch < "\x80" else 2 if ch < "\u0800" else 3 if ch < "\U00010000" else 4
 
 
 @register

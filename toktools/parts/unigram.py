@@ -22,6 +22,7 @@ from toktools.parts.base import Model
 from toktools.parts.registry import register
 
 UNK_PENALTY = 10.0
+CACHE_CAPACITY = 100_000  # words whose tokens a Unigram model keeps (then it stops adding)
 Path = list[tuple[int, int, int]]  # (start, end, vocab id) in characters
 
 _F32 = struct.Struct("<f")
@@ -38,7 +39,10 @@ def byte_piece(byte: int) -> str:
 
 
 class PieceIndex:
-    """Which pieces start at a position: every piece and every prefix of one, for early stopping."""
+    """Which pieces start at a position: every piece and every prefix of one, for early stopping.
+
+    ``table`` maps each piece to ``(id, score)`` and each other prefix of a piece to ``None``:
+    one dict lookup per length tells both "is a piece" and "go on"."""
 
     def __init__(self, pieces: Iterable[tuple[str, int, float]]) -> None:
         self.lookup: dict[str, tuple[int, float]] = {}
@@ -51,44 +55,65 @@ class PieceIndex:
             self.max_len = max(self.max_len, len(piece))
             for k in range(1, len(piece)):
                 self.prefixes.add(piece[:k])
+        self.table: dict[str, tuple[int, float] | None] = dict.fromkeys(self.prefixes)
+        self.table.update(self.lookup)
 
     def matches(self, text: str, pos: int) -> list[tuple[int, int, float]]:
         """``(length, id, score)`` of the pieces that start at ``pos``, shortest first."""
         out = []
-        lookup, prefixes = self.lookup, self.prefixes
+        get = self.table.get
         limit = min(self.max_len, len(text) - pos)
         for length in range(1, limit + 1):
-            sub = text[pos:pos + length]
-            hit = lookup.get(sub)
-            if hit is not None:
-                out.append((length, hit[0], hit[1]))
-            elif sub not in prefixes:
+            hit = get(text[pos:pos + length], _MISSING)
+            if hit is None:
+                continue
+            if hit is _MISSING:
                 break
+            out.append((length, hit[0], hit[1]))
         return out
+
+
+_MISSING = (-1, math.nan)  # sentinel: neither a piece nor a prefix of one
 
 
 def viterbi(text: str, index: PieceIndex, unk_id: int | None, unk_score: float, *,
             float32: bool = False) -> Path:
     """The best path over ``text`` (sentencepiece's "optimized" encoder): strict ``>`` so the
-    first candidate reaching an end keeps a tie. ``float32`` rounds every sum as sentencepiece does."""
+    first candidate reaching an end keeps a tie. ``float32`` rounds every sum as sentencepiece does.
+
+    A sum is rounded only when it could win: rounding to float32 is monotonic and the score it
+    is compared with is already a float32 value, so a sum not above it is not above it rounded."""
     n = len(text)
     score = [0.0] * (n + 1)
-    start: list[int | None] = [None] * (n + 1)
+    start = [-1] * (n + 1)
     ids = [0] * (n + 1)
+    get = index.table.get
+    max_len = index.max_len
+    pack, unpack = _F32.pack, _F32.unpack
     for pos in range(n):
         base = score[pos]
         single = False
-        for length, piece_id, piece_score in index.matches(text, pos):
-            end = pos + length
-            cand = f32(piece_score + base) if float32 else piece_score + base
-            if start[end] is None or cand > score[end]:
-                score[end], start[end], ids[end] = cand, pos, piece_id
+        limit = n - pos if n - pos < max_len else max_len
+        for length in range(1, limit + 1):
+            hit = get(text[pos:pos + length], _MISSING)
+            if hit is None:
+                continue
+            if hit is _MISSING:
+                break
             if length == 1:
                 single = True
+            end = pos + length
+            cand = hit[1] + base
+            if start[end] < 0 or cand > score[end]:
+                if float32:
+                    cand = unpack(pack(cand))[0]
+                    if start[end] >= 0 and not cand > score[end]:
+                        continue
+                score[end], start[end], ids[end] = cand, pos, hit[0]
         if not single:
             end = pos + 1
-            cand = f32(unk_score + base) if float32 else unk_score + base
-            if start[end] is None or cand > score[end]:
+            cand = unpack(pack(unk_score + base))[0] if float32 else unk_score + base
+            if start[end] < 0 or cand > score[end]:
                 if unk_id is None:
                     raise ToktoolsError("Unigram: an unknown character but the model has no unk_id")
                 score[end], start[end], ids[end] = cand, pos, unk_id
@@ -96,7 +121,7 @@ def viterbi(text: str, index: PieceIndex, unk_id: int | None, unk_score: float, 
     end = n
     while end > 0:
         begin = start[end]
-        if begin is None:
+        if begin < 0:
             raise ToktoolsError("Unigram: no segmentation reaches the end of the word (no unk_id)")
         path.append((begin, end, ids[end]))
         end = begin
@@ -269,6 +294,7 @@ class Unigram(Model):
         self.index = PieceIndex((p, i, self.vocab[i][1]) for p, i in self.token_ids.items())
         self.min_score = min((s for _, s in self.vocab), default=math.inf)
         self.unk_score = self.min_score - UNK_PENALTY
+        self._cache: dict[str, tuple[tuple[int, str, int, int], ...]] = {}
 
     # -- tokenizer.json ---------------------------------------------------------------------
     @classmethod
@@ -357,6 +383,18 @@ class Unigram(Model):
         return spans
 
     def tokenize(self, word: str) -> list[tuple[int, str, int, int]]:
+        """``(id, token, start, end)`` of ``word``'s tokens; the Viterbi ones are cached per word
+        (as ``tokenizers`` does: a pure function of the word), sampled ones are not."""
+        if self.alpha:
+            return self._tokenize(word)
+        found = self._cache.get(word)
+        if found is None:
+            found = tuple(self._tokenize(word))
+            if len(self._cache) < CACHE_CAPACITY:
+                self._cache[word] = found
+        return list(found)
+
+    def _tokenize(self, word: str) -> list[tuple[int, str, int, int]]:
         out: list[tuple[int, str, int, int]] = []
         for start, end in self.encode(word):
             token = word[start:end]
