@@ -155,3 +155,21 @@ def test_compiled_seeds_are_the_suffix_array_seeds(max_piece_length, extra):
     size = len(chars) + extra  # a seed_size that cuts the substrings, ties at the cut included
     assert (_seed_pieces_compiled(words, max_piece_length, size, compiled_kernels())
             == seed_pieces(words, max_piece_length, size))
+
+
+@needs_numba
+def test_pieces_left_to_the_python_lattice_prune_the_same(monkeypatch):
+    """A piece whose 2-best agenda would need trimming is handed to the Python ``Lattice``: the
+    result is the same (here every other piece is handed over)."""
+    kernels = compiled_kernels()
+    two_best = kernels.two_best
+
+    def half_handed_over(*args):
+        status, first_len, alt_off, alt = two_best(*args)
+        status[1::2] = -1
+        return status, first_len, alt_off, alt
+
+    words = collections.Counter(read_corpus_sample("mixed_sample.txt", 12_000).split())
+    monkeypatch.setattr(kernels, "two_best", half_handed_over)
+    compiled, pure = _both_ways(monkeypatch, words, 500)
+    assert compiled == pure

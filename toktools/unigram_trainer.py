@@ -15,6 +15,12 @@ Determinism: ``tokenizers`` visits words in hash-map order and sums per thread, 
 (and, on near-ties, its vocabulary) vary from run to run. Here words are visited in code-point
 order of the word, sums are sequential, and required characters are taken in code-point order:
 the same input always gives the same vocabulary.
+
+Speed: with numba installed (extra ``fast``) the loops run compiled
+(:mod:`toktools.unigram_kernels`: the same floating-point operations in the same order, so the
+same vocabulary byte for byte; ``TOKTOOLS_PURE_PYTHON=1`` turns them off). The seeds then come
+from a suffix array sorted on ``max_piece_length + 1`` characters only, and every word's lattice
+candidates are found once, in a trie of the seed pieces, then filtered as pieces are dropped.
 """
 from __future__ import annotations
 
@@ -150,6 +156,7 @@ class _Model:
     def __init__(self, pieces: list[tuple[str, float]]) -> None:
         self.pieces = pieces
         self._index: PieceIndex | None = None
+        self._lookup: dict[str, tuple[int, float]] | None = None  # piece -> (id, score), as index.lookup
         scores = [s for _, s in pieces if not math.isnan(s)]
         self.min_score = min(scores) if scores else math.inf
         self.unk_score = self.min_score - UNK_PENALTY
@@ -164,7 +171,9 @@ class _Model:
     def nodes(self, rows: list[list[tuple[int, str]]]) -> list[list[tuple[int, int, float]]]:
         """``begin[pos]`` = ``(end, id, score)`` in lattice insertion order, from the word's
         matches against the seed pieces (pieces are only ever removed, so they are a superset)."""
-        lookup = self.index.lookup
+        if self._lookup is None:
+            self._lookup = {p: (i, s) for i, (p, s) in enumerate(self.pieces) if p}
+        lookup = self._lookup
         unk = self.unk_score
         begin: list[list[tuple[int, int, float]]] = []
         for pos, candidates in enumerate(rows):
