@@ -23,6 +23,9 @@ from toktools.parts.registry import register
 
 UNK_PENALTY = 10.0
 CACHE_CAPACITY = 100_000  # words whose tokens a Unigram model keeps (then it stops adding)
+WORD_CACHE_CAPACITY = 200_000  # words whose matches a PieceIndex keeps
+WORD_CACHE_LENGTH = 48  # longer words are matched in place, not cached
+WORD_START = "\u2581"  # "▁", which starts a word in SentencePiece pieces
 Path = list[tuple[int, int, int]]  # (start, end, vocab id) in characters
 
 _F32 = struct.Struct("<f")
@@ -57,6 +60,19 @@ class PieceIndex:
                 self.prefixes.add(piece[:k])
         self.table: dict[str, tuple[int, float] | None] = dict.fromkeys(self.prefixes)
         self.table.update(self.lookup)
+        # no piece holds a "▁" after its first character: then no piece crosses the start of a
+        # "▁word", and the pieces at each position of a word depend on the word alone
+        self.by_word = not any(WORD_START in piece[1:] for piece in self.lookup)
+        self._words: dict[str, tuple[list[tuple[int, int, float]], ...]] = {}
+
+    def word_matches(self, word: str) -> tuple[list[tuple[int, int, float]], ...]:
+        """:meth:`matches` at every position of ``word`` (cached)."""
+        found = self._words.get(word)
+        if found is None:
+            found = tuple(self.matches(word, pos) for pos in range(len(word)))
+            if len(self._words) < WORD_CACHE_CAPACITY:
+                self._words[word] = found
+        return found
 
     def matches(self, text: str, pos: int) -> list[tuple[int, int, float]]:
         """``(length, id, score)`` of the pieces that start at ``pos``, shortest first."""
@@ -81,19 +97,40 @@ def viterbi(text: str, index: PieceIndex, unk_id: int | None, unk_score: float, 
     """The best path over ``text`` (sentencepiece's "optimized" encoder): strict ``>`` so the
     first candidate reaching an end keeps a tie. ``float32`` rounds every sum as sentencepiece does.
 
-    A sum is rounded only when it could win: rounding to float32 is monotonic and the score it
-    is compared with is already a float32 value, so a sum not above it is not above it rounded."""
+    Speed without a change of result: a sum is rounded to float32 only when it could win
+    (rounding is monotonic and the score it is compared with is already a float32 value); when
+    no piece crosses the start of a ``▁word`` (:attr:`PieceIndex.by_word`), a short word's
+    matches come from a cache."""
     n = len(text)
     score = [0.0] * (n + 1)
     start = [-1] * (n + 1)
     ids = [0] * (n + 1)
+    if not index.by_word:
+        _forward(text, 0, n, index, unk_id, unk_score, float32, score, start, ids)
+        return _backtrack(start, ids, n)
+    a = 0
+    while a < n:
+        b = text.find(WORD_START, a + 1)
+        if b < 0:
+            b = n
+        if b - a > WORD_CACHE_LENGTH:
+            _forward(text, a, b, index, unk_id, unk_score, float32, score, start, ids)
+        else:
+            _forward_word(text, a, b, index, unk_id, unk_score, float32, score, start, ids)
+        a = b
+    return _backtrack(start, ids, n)
+
+
+def _forward(text: str, lo: int, hi: int, index: PieceIndex, unk_id: int | None, unk_score: float,
+             float32: bool, score: list[float], start: list[int], ids: list[int]) -> None:
+    """The forward pass over positions ``lo..hi-1``, pieces ending by ``hi``."""
     get = index.table.get
     max_len = index.max_len
     pack, unpack = _F32.pack, _F32.unpack
-    for pos in range(n):
+    for pos in range(lo, hi):
         base = score[pos]
         single = False
-        limit = n - pos if n - pos < max_len else max_len
+        limit = hi - pos if hi - pos < max_len else max_len
         for length in range(1, limit + 1):
             hit = get(text[pos:pos + length], _MISSING)
             if hit is None:
@@ -117,6 +154,37 @@ def viterbi(text: str, index: PieceIndex, unk_id: int | None, unk_score: float, 
                 if unk_id is None:
                     raise ToktoolsError("Unigram: an unknown character but the model has no unk_id")
                 score[end], start[end], ids[end] = cand, pos, unk_id
+
+
+def _forward_word(text: str, lo: int, hi: int, index: PieceIndex, unk_id: int | None, unk_score: float,
+                  float32: bool, score: list[float], start: list[int], ids: list[int]) -> None:
+    """:func:`_forward` over one ``▁word`` with its matches from the cache: the same candidates
+    in the same order, the same sums and comparisons."""
+    pack, unpack = _F32.pack, _F32.unpack
+    for pos, candidates in enumerate(index.word_matches(text[lo:hi]), lo):
+        base = score[pos]
+        single = False
+        for length, piece_id, piece_score in candidates:
+            if length == 1:
+                single = True
+            end = pos + length
+            cand = piece_score + base
+            if start[end] < 0 or cand > score[end]:
+                if float32:
+                    cand = unpack(pack(cand))[0]
+                    if start[end] >= 0 and not cand > score[end]:
+                        continue
+                score[end], start[end], ids[end] = cand, pos, piece_id
+        if not single:
+            end = pos + 1
+            cand = unpack(pack(unk_score + base))[0] if float32 else unk_score + base
+            if start[end] < 0 or cand > score[end]:
+                if unk_id is None:
+                    raise ToktoolsError("Unigram: an unknown character but the model has no unk_id")
+                score[end], start[end], ids[end] = cand, pos, unk_id
+
+
+def _backtrack(start: list[int], ids: list[int], n: int) -> Path:
     path: Path = []
     end = n
     while end > 0:
