@@ -117,26 +117,39 @@ def suffix_tree_nodes(text: list[int]) -> Iterable[tuple[int, int, int]]:
 def seed_pieces(words: list[tuple[str, int]], max_piece_length: int = 16,
                 seed_size: int = 1_000_000) -> list[tuple[str, float]]:
     """``make_seed_sentence_pieces``: characters, then suffix-tree substrings, as log-probs."""
+    seeds, flat = _char_seeds(words)
+    codes = list(map(ord, flat))
+    substrings = []
+    for start, depth, freq in suffix_tree_nodes(codes):
+        if depth <= 1 or depth > max_piece_length:
+            continue
+        if 0 in codes[start:start + depth]:
+            continue
+        substrings.append((freq * depth, flat[start:start + depth]))
+    substrings.sort(reverse=True)
+    return _log_probs(seeds, substrings, seed_size)
+
+
+def _char_seeds(words: list[tuple[str, int]]) -> tuple[list[tuple[str, float]], str]:
+    """Every character with its count (weighted by word count), most frequent first (ties:
+    higher code point first), and the text ``word\0word\0...`` of the suffix array."""
     chars: dict[str, int] = {}
-    flat: list[int] = []
+    parts = []
     for word, count in words:
         if not word:
             continue
-        flat.extend(map(ord, word))
-        flat.append(0)
+        parts.append(word)
+        parts.append("\0")
         for ch in word:
             if ch != "\0":
                 chars[ch] = chars.get(ch, 0) + count
-    seeds: list[tuple[str, float]] = [(ch, float(c)) for c, ch in sorted(((c, ch) for ch, c in chars.items()), reverse=True)]
-    substrings = []
-    for start, depth, freq in suffix_tree_nodes(flat):
-        if depth <= 1 or depth > max_piece_length:
-            continue
-        codes = flat[start:start + depth]
-        if 0 in codes:
-            continue
-        substrings.append((freq * depth, "".join(map(chr, codes))))
-    substrings.sort(reverse=True)
+    seeds = [(ch, float(c)) for c, ch in sorted(((c, ch) for ch, c in chars.items()), reverse=True)]
+    return seeds, "".join(parts)
+
+
+def _log_probs(seeds: list[tuple[str, float]], substrings: list[tuple[int, str]],
+               seed_size: int) -> list[tuple[str, float]]:
+    """The characters, then the best substrings up to ``seed_size`` seeds, as log-probabilities."""
     for score, piece in substrings:
         if len(seeds) >= seed_size:
             break
@@ -364,7 +377,7 @@ class UnigramTrainer:
                                                            lattice.seed_cur, scores, unk_score)
         if (status < 0).any():  # agendas too large for the compiled 2-best: the Python lattice decides
             alt_off, alt = self._two_best_fallback(piece_seed, scores, lattice, status, first_len, alt_off, alt)
-        always_keep = ~((status >= 1) & (first_len >= 2))
+        always_keep = ~((status == 2) & (first_len >= 2))  # only one path: the piece itself, kept
         always_keep[0] = False
         freq, vsum = kernels.viterbi_counts(lattice.word_off, counts, lattice.starts, lattice.lengths, ids,
                                             scores[ids], unk_score, len(piece_seed))
@@ -591,24 +604,13 @@ def _seed_pieces_compiled(words: list[tuple[str, int]], max_piece_length: int, s
     (the nodes no deeper than ``max_piece_length`` are all it keeps)."""
     import numpy as np
 
-    chars: dict[str, int] = {}
-    parts = []
-    for word, count in words:
-        if not word:
-            continue
-        parts.append(word)
-        parts.append("\0")
-        for ch in word:
-            if ch != "\0":
-                chars[ch] = chars.get(ch, 0) + count
-    flat = "".join(parts)
-    seeds: list[tuple[str, float]] = [(ch, float(c)) for c, ch in sorted(((c, ch) for ch, c in chars.items()), reverse=True)]
+    seeds, flat = _char_seeds(words)
     room = max(0, seed_size - len(seeds))
     text, _ = _code_points([flat])
     order = kernels.prefix_sorted_suffixes(text, max_piece_length + 1)
     starts, depths, freqs = kernels.suffix_tree_seeds(text, order, max_piece_length)
     scores = freqs * depths
-    if room < len(scores):
+    if room < len(scores):  # only the best `room` can be seeds: sort those with the ties at the cut
         if room == 0:
             keep = np.zeros(0, dtype=np.int64)
         else:
@@ -617,10 +619,4 @@ def _seed_pieces_compiled(words: list[tuple[str, int]], max_piece_length: int, s
         starts, depths, scores = starts[keep], depths[keep], scores[keep]
     substrings = sorted(zip(scores.tolist(), (flat[s:s + d] for s, d in zip(starts.tolist(), depths.tolist()))),
                         reverse=True)
-    for score, piece in substrings[:room]:
-        seeds.append((piece, float(score)))
-    total = 0.0
-    for _, score in seeds:
-        total += score
-    logsum = math.log(total)
-    return [(piece, math.log(score) - logsum) for piece, score in seeds]
+    return _log_probs(seeds, substrings, seed_size)
