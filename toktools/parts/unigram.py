@@ -64,6 +64,17 @@ class PieceIndex:
         # "▁word", and the pieces at each position of a word depend on the word alone
         self.by_word = not any(WORD_START in piece[1:] for piece in self.lookup)
         self._words: dict[str, tuple[list[tuple[int, int, float]], ...]] = {}
+        self._seen: set[str] = set()
+
+    def seen_before(self, word: str) -> bool:
+        """Whether ``word`` was met before (its matches are worth caching from the second time)."""
+        if word in self._words:
+            return True
+        if word in self._seen:
+            return True
+        if len(self._seen) < WORD_CACHE_CAPACITY:
+            self._seen.add(word)
+        return False
 
     def word_matches(self, word: str) -> tuple[list[tuple[int, int, float]], ...]:
         """:meth:`matches` at every position of ``word`` (cached)."""
@@ -99,8 +110,8 @@ def viterbi(text: str, index: PieceIndex, unk_id: int | None, unk_score: float, 
 
     Speed without a change of result: a sum is rounded to float32 only when it could win
     (rounding is monotonic and the score it is compared with is already a float32 value); when
-    no piece crosses the start of a ``▁word`` (:attr:`PieceIndex.by_word`), a short word's
-    matches come from a cache."""
+    no piece crosses the start of a ``▁word`` (:attr:`PieceIndex.by_word`), the matches of a
+    short word met before come from a cache."""
     n = len(text)
     score = [0.0] * (n + 1)
     start = [-1] * (n + 1)
@@ -113,10 +124,10 @@ def viterbi(text: str, index: PieceIndex, unk_id: int | None, unk_score: float, 
         b = text.find(WORD_START, a + 1)
         if b < 0:
             b = n
-        if b - a > WORD_CACHE_LENGTH:
-            _forward(text, a, b, index, unk_id, unk_score, float32, score, start, ids)
-        else:
+        if b - a <= WORD_CACHE_LENGTH and index.seen_before(text[a:b]):
             _forward_word(text, a, b, index, unk_id, unk_score, float32, score, start, ids)
+        else:
+            _forward(text, a, b, index, unk_id, unk_score, float32, score, start, ids)
         a = b
     return _backtrack(start, ids, n)
 
