@@ -137,3 +137,22 @@ def test_sampling_is_reproducible_given_a_seed_and_follows_the_scores():
     assert abs(counts[("a", "b", "a", "b")] / 4000 - math.exp(-4) / z) < 0.03
     nbest = Unigram(vocab, 0, alpha=1.0, nbest_size=1, seed=3)
     assert {tuple(t for _, t, _, _ in nbest.tokenize("abab")) for _ in range(20)} == {("ab", "ab")}
+
+
+@pytest.mark.parametrize("float32", [False, True])
+def test_cached_word_matches_give_the_same_path_as_matching_in_place(float32):
+    """When no piece crosses the start of a ``▁word``, Viterbi takes each word's matches from a
+    cache: the same candidates in the same order, so the same path (f64 and float32 sums)."""
+    from toktools.parts.unigram import PieceIndex, viterbi
+
+    vocab, unk_id = spm_vocab(train("uni_bf0", byte_fallback=False))
+    model = Unigram(vocab, unk_id)
+    cached = PieceIndex((p, i, s) for i, (p, s) in enumerate(model.vocab))
+    in_place = PieceIndex((p, i, s) for i, (p, s) in enumerate(model.vocab))
+    assert cached.by_word
+    in_place.by_word = False
+    lines = ["\u2581" + line.replace(" ", "\u2581") for line in held_out_lines() if line]
+    lines.append("\u2581" + "\u2581".join(["x" * 60, "word", "word", "x" * 60]))  # long words: matched in place
+    for line in lines * 2:  # the second time from the cache
+        assert (viterbi(line, cached, unk_id, model.unk_score, float32=float32)
+                == viterbi(line, in_place, unk_id, model.unk_score, float32=float32)), line

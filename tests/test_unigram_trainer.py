@@ -15,7 +15,7 @@ import pytest
 
 from conftest import read_corpus_sample
 from toktools.errors import ToktoolsError
-from toktools.unigram_trainer import UnigramTrainer, seed_pieces, suffix_tree_nodes
+from toktools.unigram_trainer import UnigramTrainer, compiled_kernels, seed_pieces, suffix_tree_nodes
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -106,3 +106,70 @@ def test_deterministic_whatever_the_order_of_the_words():
 def test_vocab_smaller_than_the_alphabet_is_one_clear_error():
     with pytest.raises(ToktoolsError, match="smaller than the 6 characters"):
         UnigramTrainer(5).train({"abcdef": 3})
+
+
+# -- the compiled steps (numba, extra "fast") give the same vocabulary as the pure-Python ones --
+
+needs_numba = pytest.mark.skipif(compiled_kernels() is None, reason="numba is not installed (extra 'fast')")
+
+
+def _both_ways(monkeypatch, words, vocab_size, **options):
+    monkeypatch.delenv("TOKTOOLS_PURE_PYTHON", raising=False)
+    compiled = UnigramTrainer(vocab_size, unk_token="<unk>", **options).train(words).to_json()
+    monkeypatch.setenv("TOKTOOLS_PURE_PYTHON", "1")
+    pure = UnigramTrainer(vocab_size, unk_token="<unk>", **options).train(words).to_json()
+    return json.dumps(compiled), json.dumps(pure)
+
+
+@needs_numba
+@pytest.mark.parametrize("corpus, size, vocab_size, options", [
+    ("zh_novels.txt", 12_000, 1600, {}),
+    ("mixed_sample.txt", 20_000, 700, {"n_sub_iterations": 3, "shrinking_factor": 0.6, "max_piece_length": 5,
+                                       "initial_alphabet": ["ẞ"], "special_tokens": ["<s>"]}),
+])
+def test_compiled_steps_give_the_pure_python_vocabulary(monkeypatch, corpus, size, vocab_size, options):
+    from tokenizers import pre_tokenizers
+
+    pre = pre_tokenizers.Metaspace()
+    words = collections.Counter(w for line in read_corpus_sample(corpus, size).splitlines()
+                                for w, _ in pre.pre_tokenize_str(line))
+    compiled, pure = _both_ways(monkeypatch, words, vocab_size, **options)
+    assert compiled == pure
+
+
+@needs_numba
+def test_compiled_steps_with_the_training_unk_spelled_in_the_text(monkeypatch):
+    # "<UNK>" is both the training-time unk piece (id 0) and a seed substring: looked up by string
+    words = {"a<UNK>b": 3, "<UNK>": 5, "x<UNK>": 2, "abab": 4, "xbxa": 1, "<UNK><UNK>": 2}
+    compiled, pure = _both_ways(monkeypatch, words, 30)
+    assert compiled == pure
+
+
+@needs_numba
+@pytest.mark.parametrize("max_piece_length, extra", [(16, 10**6), (4, 40), (2, 0)])
+def test_compiled_seeds_are_the_suffix_array_seeds(max_piece_length, extra):
+    from toktools.unigram_trainer import _seed_pieces_compiled
+
+    words = sorted(collections.Counter(read_corpus_sample("mixed_sample.txt", 30_000).split()).items())
+    chars = {ch for w, _ in words for ch in w}
+    size = len(chars) + extra  # a seed_size that cuts the substrings, ties at the cut included
+    assert (_seed_pieces_compiled(words, max_piece_length, size, compiled_kernels())
+            == seed_pieces(words, max_piece_length, size))
+
+
+@needs_numba
+def test_pieces_left_to_the_python_lattice_prune_the_same(monkeypatch):
+    """A piece whose 2-best agenda would need trimming is handed to the Python ``Lattice``: the
+    result is the same (here every other piece is handed over)."""
+    kernels = compiled_kernels()
+    two_best = kernels.two_best
+
+    def half_handed_over(*args):
+        status, first_len, alt_off, alt = two_best(*args)
+        status[1::2] = -1
+        return status, first_len, alt_off, alt
+
+    words = collections.Counter(read_corpus_sample("mixed_sample.txt", 12_000).split())
+    monkeypatch.setattr(kernels, "two_best", half_handed_over)
+    compiled, pure = _both_ways(monkeypatch, words, 500)
+    assert compiled == pure

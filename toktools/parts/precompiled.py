@@ -43,6 +43,7 @@ class CharsMap:
         except UnicodeDecodeError:
             raise ToktoolsError("precompiled_charsmap: the replacement strings are not valid UTF-8") from None
         self._strings: dict[int, str] = {}
+        self._plain: dict[str, Any] = {}  # character -> char_state
 
     def prefix_matches(self, key: bytes, stop_at_nul: bool = True, start: int = 0) -> list[tuple[int, int]]:
         """``(length in bytes, pool offset)`` of every prefix of ``key[start:]`` in the trie,
@@ -69,6 +70,65 @@ class CharsMap:
                 out.append((k + 1 - start, units[node] & 0x7FFFFFFF))
         return out
 
+    def plain(self, ch: str) -> bool:
+        """Whether no rule can start with the character ``ch`` (cached per character)."""
+        return self.char_state(ch) is None
+
+    def char_state(self, ch: str) -> tuple[int, list[tuple[int, int]], int] | None:
+        """The trie walk over ``ch``'s bytes, cached per character: None when it fails inside
+        them without a hit (no match starts at ``ch``, whatever follows), else ``(node or -1
+        if the walk ended, hits so far, bytes of ch)`` for :meth:`longest_at` to go on from."""
+        state = self._plain.get(ch, _UNSEEN)
+        if state is _UNSEEN:
+            key = ch.encode("utf-8", "surrogatepass")
+            units = self.units
+            size = len(units)
+            node = _offset(units[0])
+            hits: list[tuple[int, int]] = []
+            for k, c in enumerate(key):
+                node ^= c
+                if node >= size:
+                    node = -1
+                    break
+                unit = units[node]
+                if unit & 0x800000FF != c:
+                    node = -1
+                    break
+                node ^= _offset(unit)
+                if (unit >> 8) & 1:
+                    if node >= size:
+                        node = -1
+                        break
+                    hits.append((k + 1, units[node] & 0x7FFFFFFF))
+            state = None if node < 0 and not hits else (node, hits, len(key))
+            self._plain[ch] = state
+        return state
+
+    def longest_at(self, data: bytes, pos: int, state: tuple[int, list[tuple[int, int]], int]) -> tuple[int, str] | None:
+        """:meth:`longest` at ``pos``, where the character ``state`` (:meth:`char_state`) starts:
+        the walk goes on after that character's bytes."""
+        node, hits, skip = state
+        best = hits[-1] if hits else None
+        if node >= 0:
+            units = self.units
+            size = len(units)
+            for k in range(pos + skip, len(data)):
+                c = data[k]
+                node ^= c
+                if node >= size:
+                    break
+                unit = units[node]
+                if unit & 0x800000FF != c:
+                    break
+                node ^= _offset(unit)
+                if (unit >> 8) & 1:
+                    if node >= size:
+                        break
+                    best = (k + 1 - pos, units[node] & 0x7FFFFFFF)
+        if best is None:
+            return None
+        return best[0], self.replacement(best[1])
+
     def replacement(self, value: int) -> str:
         text = self._strings.get(value)
         if text is None:
@@ -90,6 +150,9 @@ class CharsMap:
             return None
         length, value = hits[-1]
         return length, self.replacement(value)
+
+
+_UNSEEN = object()
 
 
 def _offset(unit: int) -> int:
@@ -115,55 +178,74 @@ def spm_normalize(text: str, charsmap: CharsMap | None, *, add_dummy_prefix: boo
 
     Units are the *longest* trie match (user-defined symbols first, copied verbatim); spaces
     are collapsed and trimmed only as U+0020 *after* the charsmap; ``▁`` replaces spaces.
+    A character that no rule can start with (:meth:`CharsMap.char_state`, cached) is
+    copied without walking the trie.
     """
     data = text.encode("utf-8")
-    char_at: dict[int, int] = {}
-    b = 0
-    for i, ch in enumerate(text):
-        char_at[b] = i
-        b += len(ch.encode("utf-8"))
-    char_at[b] = len(text)
     users = sorted(user_defined, key=len, reverse=True)
+    user_first = {symbol[0] for symbol in users if symbol}
+    size = len(text)
 
-    def unit(pos: int) -> tuple[str, int]:
-        at = char_at[pos]
-        for symbol in users:
-            if symbol and text.startswith(symbol, at):
-                return symbol, len(symbol.encode("utf-8"))
-        hit = charsmap.longest(data, pos) if charsmap is not None else None
-        if hit is not None:
-            if pos + hit[0] not in char_at:
-                raise ToktoolsError("precompiled_charsmap: a rule ends inside a UTF-8 character")
-            return hit[1], hit[0]
-        ch = text[at]
-        return ch, len(ch.encode("utf-8"))
+    def unit(i: int, b: int) -> tuple[str, int, int]:
+        """The unit at character ``i`` (byte ``b``): output, characters and bytes consumed."""
+        ch = text[i]
+        if ch in user_first:
+            for symbol in users:
+                if symbol and text.startswith(symbol, i):
+                    return symbol, len(symbol), len(symbol.encode("utf-8"))
+        state = charsmap.char_state(ch) if charsmap is not None else None
+        if state is not None:
+            hit = charsmap.longest_at(data, b, state)
+            if hit is not None:
+                try:
+                    consumed = data[b:b + hit[0]].decode("utf-8")
+                except UnicodeDecodeError:
+                    raise ToktoolsError("precompiled_charsmap: a rule ends inside a UTF-8 character") from None
+                return hit[1], len(consumed), hit[0]
+        return ch, 1, _utf8_len(ch)
 
-    pos = 0
+    i = b = 0
     if remove_extra_whitespaces:
-        while pos < len(data):
-            out, used = unit(pos)
+        while i < size:
+            out, used, used_bytes = unit(i, b)
             if out != " ":
                 break
-            pos += used
-    if pos >= len(data):
+            i += used
+            b += used_bytes
+    if i >= size:
         return "", []
     chars: list[str] = []
     origin: list[int] = []
     space = SPACE if escape_whitespaces else " "
     if add_dummy_prefix and not treat_whitespace_as_suffix:
         chars.append(space)
-        origin.append(char_at[pos])
+        origin.append(i)
     prev_space = remove_extra_whitespaces
-    while pos < len(data):
-        out, used = unit(pos)
+    add_char, add_origin = chars.append, origin.append
+    known = charsmap._plain.get if charsmap is not None else None
+    while i < size:
+        ch = text[i]
+        if ch != " " and ch not in user_first:
+            state = known(ch, _UNSEEN) if known is not None else None
+            if state is _UNSEEN:
+                state = charsmap.char_state(ch)  # type: ignore[union-attr]
+            if state is None:  # no rule starts with it: copied as it is
+                add_char(ch)
+                add_origin(i)
+                prev_space = False
+                i += 1
+                b += 1 if ch < "\x80" else 2 if ch < "\u0800" else 3 if ch < "\U00010000" else 4
+                continue
+        out, used, used_bytes = unit(i, b)
         if prev_space:
             out = out.lstrip(" ")
         if out:
             for ch in out:
-                chars.append(space if ch == " " and escape_whitespaces else ch)
-                origin.append(char_at[pos])
+                add_char(space if ch == " " and escape_whitespaces else ch)
+                add_origin(i)
             prev_space = out.endswith(" ")
-        pos += used
+        i += used
+        b += used_bytes
         if not remove_extra_whitespaces:
             prev_space = False
     if remove_extra_whitespaces:
@@ -176,6 +258,10 @@ def spm_normalize(text: str, charsmap: CharsMap | None, *, add_dummy_prefix: boo
     return "".join(chars), origin
 
 
+def _utf8_len(ch: str) -> int:
+    return 1 if ch < "\x80" else 2 if ch < "\u0800" else 3 if ch < "\U00010000" else 4
+
+
 @register
 class Precompiled(Normalizer):
     """``{"type": "Precompiled", "precompiled_charsmap": base64}`` as ``tokenizers`` applies it."""
@@ -185,6 +271,7 @@ class Precompiled(Normalizer):
     def __init__(self, precompiled_charsmap: bytes | None) -> None:
         self.charsmap_bytes = bytes(precompiled_charsmap or b"")
         self.charsmap = CharsMap(self.charsmap_bytes) if self.charsmap_bytes else None
+        self._plans: dict[str, Any] = {}
 
     @classmethod
     def from_json(cls, node: dict[str, Any]) -> "Precompiled":
@@ -209,24 +296,43 @@ class Precompiled(Normalizer):
             return piece
         changes: list[list] = []  # [char, change] as tokenizers' NormalizedString.transform takes them
         modified = False
+        plans = self._plans
         for match in _grapheme_regex().finditer(piece.text):
             grapheme = match.group()
-            if len(grapheme.encode("utf-8")) < 6:
-                repl = cmap.shortest(grapheme)
-                if repl is not None:
-                    modified = True
-                    _replace(changes, repl, len(grapheme))
-                    continue
-            for ch in grapheme:
-                repl = cmap.shortest(ch)
-                if repl is not None:
-                    modified = True
-                    _replace(changes, repl, 1)
-                else:
+            plan = plans.get(grapheme)
+            if plan is None:
+                plan = plans[grapheme] = self._plan(grapheme)
+            if plan is _KEEP:
+                changes.extend([ch, 0] for ch in grapheme)
+                continue
+            modified = True
+            for repl, count, ch in plan:
+                if repl is None:
                     changes.append([ch, 0])
+                else:
+                    _replace(changes, repl, count)
         if not modified:
             return piece
         return _apply_changes(piece, changes)
+
+    def _plan(self, grapheme: str) -> Any:
+        """What becomes of one grapheme (cached: it depends on nothing else): ``_KEEP``, or
+        ``(replacement, characters replaced, None)`` / ``(None, 1, kept character)`` steps."""
+        cmap = self.charsmap
+        if len(grapheme.encode("utf-8")) < 6:
+            repl = cmap.shortest(grapheme)
+            if repl is not None:
+                return ((repl, len(grapheme), None),)
+        steps = []
+        found = False
+        for ch in grapheme:
+            repl = cmap.shortest(ch)
+            found = found or repl is not None
+            steps.append((repl, 1, None) if repl is not None else (None, 1, ch))
+        return tuple(steps) if found else _KEEP
+
+
+_KEEP = ()  # a grapheme the charsmap leaves as it is
 
 
 def _replace(changes: list[list], repl: str, count: int) -> None:

@@ -23,6 +23,10 @@ from toktools.parts.base import Model
 from toktools.parts.registry import register
 
 UNK_PENALTY = 10.0
+CACHE_CAPACITY = 100_000  # words whose tokens a Unigram model keeps (then it stops adding)
+WORD_CACHE_CAPACITY = 200_000  # words whose matches a PieceIndex keeps
+WORD_CACHE_LENGTH = 48  # longer words are matched in place, not cached
+WORD_START = "\u2581"  # "▁", which starts a word in SentencePiece pieces
 Path = list[tuple[int, int, int]]  # (start, end, vocab id) in characters
 
 _F32 = struct.Struct("<f")
@@ -39,7 +43,10 @@ def byte_piece(byte: int) -> str:
 
 
 class PieceIndex:
-    """Which pieces start at a position: every piece and every prefix of one, for early stopping."""
+    """Which pieces start at a position: every piece and every prefix of one, for early stopping.
+
+    ``table`` maps each piece to ``(id, score)`` and each other prefix of a piece to ``None``:
+    one dict lookup per length tells both "is a piece" and "go on"."""
 
     def __init__(self, pieces: Iterable[tuple[str, int, float]]) -> None:
         self.lookup: dict[str, tuple[int, float]] = {}
@@ -52,52 +59,149 @@ class PieceIndex:
             self.max_len = max(self.max_len, len(piece))
             for k in range(1, len(piece)):
                 self.prefixes.add(piece[:k])
+        self.table: dict[str, tuple[int, float] | None] = dict.fromkeys(self.prefixes)
+        self.table.update(self.lookup)
+        # no piece holds a "▁" after its first character: then no piece crosses the start of a
+        # "▁word", and the pieces at each position of a word depend on the word alone
+        self.by_word = not any(WORD_START in piece[1:] for piece in self.lookup)
+        self._words: dict[str, tuple[list[tuple[int, int, float]], ...]] = {}
+        self._seen: set[str] = set()
+
+    def seen_before(self, word: str) -> bool:
+        """Whether ``word`` was met before (its matches are worth caching from the second time)."""
+        if word in self._words:
+            return True
+        if word in self._seen:
+            return True
+        if len(self._seen) < WORD_CACHE_CAPACITY:
+            self._seen.add(word)
+        return False
+
+    def word_matches(self, word: str) -> tuple[list[tuple[int, int, float]], ...]:
+        """:meth:`matches` at every position of ``word`` (cached)."""
+        found = self._words.get(word)
+        if found is None:
+            found = tuple(self.matches(word, pos) for pos in range(len(word)))
+            if len(self._words) < WORD_CACHE_CAPACITY:
+                self._words[word] = found
+        return found
 
     def matches(self, text: str, pos: int) -> list[tuple[int, int, float]]:
         """``(length, id, score)`` of the pieces that start at ``pos``, shortest first."""
         out = []
-        lookup, prefixes = self.lookup, self.prefixes
+        get = self.table.get
         limit = min(self.max_len, len(text) - pos)
         for length in range(1, limit + 1):
-            sub = text[pos:pos + length]
-            hit = lookup.get(sub)
-            if hit is not None:
-                out.append((length, hit[0], hit[1]))
-            elif sub not in prefixes:
+            hit = get(text[pos:pos + length], _MISSING)
+            if hit is None:
+                continue
+            if hit is _MISSING:
                 break
+            out.append((length, hit[0], hit[1]))
         return out
+
+
+_MISSING = (-1, math.nan)  # sentinel: neither a piece nor a prefix of one
 
 
 def viterbi(text: str, index: PieceIndex, unk_id: int | None, unk_score: float, *,
             float32: bool = False) -> Path:
     """The best path over ``text`` (sentencepiece's "optimized" encoder): strict ``>`` so the
-    first candidate reaching an end keeps a tie. ``float32`` rounds every sum as sentencepiece does."""
+    first candidate reaching an end keeps a tie. ``float32`` rounds every sum as sentencepiece does.
+
+    Speed without a change of result: a sum is rounded to float32 only when it could win
+    (rounding is monotonic and the score it is compared with is already a float32 value); when
+    no piece crosses the start of a ``▁word`` (:attr:`PieceIndex.by_word`), the matches of a
+    short word met before come from a cache."""
     n = len(text)
     score = [0.0] * (n + 1)
-    start: list[int | None] = [None] * (n + 1)
+    start = [-1] * (n + 1)
     ids = [0] * (n + 1)
-    for pos in range(n):
+    if not index.by_word:
+        _forward(text, 0, n, index, unk_id, unk_score, float32, score, start, ids)
+        return _backtrack(start, ids, n)
+    a = 0
+    while a < n:
+        b = text.find(WORD_START, a + 1)
+        if b < 0:
+            b = n
+        if b - a <= WORD_CACHE_LENGTH and index.seen_before(text[a:b]):
+            _forward_word(text, a, b, index, unk_id, unk_score, float32, score, start, ids)
+        else:
+            _forward(text, a, b, index, unk_id, unk_score, float32, score, start, ids)
+        a = b
+    return _backtrack(start, ids, n)
+
+
+def _forward(text: str, lo: int, hi: int, index: PieceIndex, unk_id: int | None, unk_score: float,
+             float32: bool, score: list[float], start: list[int], ids: list[int]) -> None:
+    """The forward pass over positions ``lo..hi-1``, pieces ending by ``hi``."""
+    get = index.table.get
+    max_len = index.max_len
+    pack, unpack = _F32.pack, _F32.unpack
+    for pos in range(lo, hi):
         base = score[pos]
         single = False
-        for length, piece_id, piece_score in index.matches(text, pos):
-            end = pos + length
-            cand = f32(piece_score + base) if float32 else piece_score + base
-            if start[end] is None or cand > score[end]:
-                score[end], start[end], ids[end] = cand, pos, piece_id
+        limit = hi - pos if hi - pos < max_len else max_len
+        for length in range(1, limit + 1):
+            hit = get(text[pos:pos + length], _MISSING)
+            if hit is None:
+                continue
+            if hit is _MISSING:
+                break
             if length == 1:
                 single = True
+            end = pos + length
+            cand = hit[1] + base
+            if start[end] < 0 or cand > score[end]:
+                if float32:
+                    cand = unpack(pack(cand))[0]
+                    if start[end] >= 0 and not cand > score[end]:
+                        continue
+                score[end], start[end], ids[end] = cand, pos, hit[0]
         if not single:
             end = pos + 1
-            cand = f32(unk_score + base) if float32 else unk_score + base
-            if start[end] is None or cand > score[end]:
+            cand = unpack(pack(unk_score + base))[0] if float32 else unk_score + base
+            if start[end] < 0 or cand > score[end]:
                 if unk_id is None:
                     raise ToktoolsError("Unigram: an unknown character but the model has no unk_id")
                 score[end], start[end], ids[end] = cand, pos, unk_id
+
+
+def _forward_word(text: str, lo: int, hi: int, index: PieceIndex, unk_id: int | None, unk_score: float,
+                  float32: bool, score: list[float], start: list[int], ids: list[int]) -> None:
+    """:func:`_forward` over one ``▁word`` with its matches from the cache: the same candidates
+    in the same order, the same sums and comparisons."""
+    pack, unpack = _F32.pack, _F32.unpack
+    for pos, candidates in enumerate(index.word_matches(text[lo:hi]), lo):
+        base = score[pos]
+        single = False
+        for length, piece_id, piece_score in candidates:
+            if length == 1:
+                single = True
+            end = pos + length
+            cand = piece_score + base
+            if start[end] < 0 or cand > score[end]:
+                if float32:
+                    cand = unpack(pack(cand))[0]
+                    if start[end] >= 0 and not cand > score[end]:
+                        continue
+                score[end], start[end], ids[end] = cand, pos, piece_id
+        if not single:
+            end = pos + 1
+            cand = unpack(pack(unk_score + base))[0] if float32 else unk_score + base
+            if start[end] < 0 or cand > score[end]:
+                if unk_id is None:
+                    raise ToktoolsError("Unigram: an unknown character but the model has no unk_id")
+                score[end], start[end], ids[end] = cand, pos, unk_id
+
+
+def _backtrack(start: list[int], ids: list[int], n: int) -> Path:
     path: Path = []
     end = n
     while end > 0:
         begin = start[end]
-        if begin is None:
+        if begin < 0:
             raise ToktoolsError("Unigram: no segmentation reaches the end of the word (no unk_id)")
         path.append((begin, end, ids[end]))
         end = begin
@@ -272,6 +376,7 @@ class Unigram(Model):
         self.index = PieceIndex((p, i, self.vocab[i][1]) for p, i in self.token_ids.items())
         self.min_score = min((s for _, s in self.vocab), default=math.inf)
         self.unk_score = self.min_score - UNK_PENALTY
+        self._cache: dict[str, tuple[tuple[int, str, int, int], ...]] = {}
 
     # -- tokenizer.json ---------------------------------------------------------------------
     @classmethod
@@ -376,6 +481,18 @@ class Unigram(Model):
         return spans
 
     def tokenize(self, word: str) -> list[tuple[int, str, int, int]]:
+        """``(id, token, start, end)`` of ``word``'s tokens; the Viterbi ones are cached per word
+        (as ``tokenizers`` does: a pure function of the word), sampled ones are not."""
+        if self.alpha:
+            return self._tokenize(word)
+        found = self._cache.get(word)
+        if found is None:
+            found = tuple(self._tokenize(word))
+            if len(self._cache) < CACHE_CAPACITY:
+                self._cache[word] = found
+        return list(found)
+
+    def _tokenize(self, word: str) -> list[tuple[int, str, int, int]]:
         out: list[tuple[int, str, int, int]] = []
         for start, end in self.encode(word):
             token = word[start:end]
