@@ -46,7 +46,7 @@ def main() -> None:
     args = parser.parse_args()
 
     import toktools
-    from toktools import corpus_compare
+    from toktools import compare_chunks, corpus_compare
     from toktools.corpus import expand_sources
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -67,7 +67,7 @@ def main() -> None:
         # 256 KB chunks compare uses (in one process); the baseline is the faster. The machine
         # is shared and noisy: the three runs alternate for --rounds rounds, each keeping its best.
         plans = {"1 MB batches, worker processes": batches_of(1 << 20, 20_000),
-                 "256 KB batches, one process": batches_of(corpus_compare.CHUNK_CHARS, corpus_compare.CHUNK_DOCUMENTS)}
+                 "256 KB batches, one process": batches_of(compare_chunks.CHUNK_CHARS, compare_chunks.CHUNK_DOCUMENTS)}
         baselines: dict[str, float] = {}
         per_tokenizer: dict[str, list[float]] = {}
         compared = float("inf")

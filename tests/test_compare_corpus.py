@@ -106,7 +106,7 @@ def test_byte_pieces_are_counted_in_characters(tmp_path: Path):
 def test_same_result_for_any_number_of_workers(tmp_path: Path):
     path = tmp_path / "many.txt"
     path.write_text("".join(f"{DOCUMENTS[i % 4]} the\n" for i in range(3000)), encoding="utf-8")
-    import toktools.corpus_compare as cc
+    import toktools.compare_chunks as cc
 
     old = cc.CHUNK_DOCUMENTS
     cc.CHUNK_DOCUMENTS = 500  # several chunks, so the workers really share the work

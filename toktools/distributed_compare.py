@@ -35,7 +35,7 @@ def compare_block(block: Any, tokenizers: Sequence[Any], show: int, json_field: 
     results item by item)."""
     import pickle
 
-    from toktools import corpus, corpus_compare, distributed
+    from toktools import compare_chunks, corpus, distributed
     from toktools.segstats import SegmentStats
 
     source = corpus.CorpusSource(block.path)
@@ -43,7 +43,7 @@ def compare_block(block: Any, tokenizers: Sequence[Any], show: int, json_field: 
     try:
         texts = [corpus._decode(piece, source, 1, errors) for piece in pieces]  # type: ignore[arg-type]
         documents = [((block.path, number), text)
-                     for number, text in corpus_compare.documents_of(texts, block.path, json_field)]
+                     for number, text in compare_chunks.documents_of(texts, block.path, json_field)]
     except ToktoolsError:
         raise _relocated(block, pieces, errors, json_field) from None
     lines = sum(p.count(b"\n") + (0 if p.endswith(b"\n") or not p else 1) for p in pieces)
@@ -52,8 +52,8 @@ def compare_block(block: Any, tokenizers: Sequence[Any], show: int, json_field: 
     specials = [_specials(tok) for tok in tokenizers]
     totals = [SegmentStats.combined([], n) for n in specials]
     best: list[Any] = []
-    for chunk in corpus_compare._chunks(iter(documents)):
-        stats, candidates = corpus_compare.process_chunk(chunk, tokenizers, show, facts)
+    for chunk in compare_chunks.chunked(iter(documents)):
+        stats, candidates = compare_chunks.process_chunk(chunk, tokenizers, show, facts)
         totals = [SegmentStats.combined([t, part], n) for t, part, n in zip(totals, stats, specials)]
         best = heapq.nlargest(show, best + candidates) if show else []
     return pickle.dumps((totals, best, len(documents), lines), protocol=pickle.HIGHEST_PROTOCOL)
@@ -67,7 +67,7 @@ def _specials(tokenizer: Any) -> int:
 
 def _relocated(block: Any, pieces: list[bytes], errors: str, json_field: str | None) -> ToktoolsError:
     """The block's error again, now naming the line in the whole file."""
-    from toktools import corpus, corpus_compare, distributed
+    from toktools import compare_chunks, corpus, distributed
 
     source = corpus.CorpusSource(block.path)
     first = distributed._lines_before(block) + 1
@@ -77,7 +77,7 @@ def _relocated(block: Any, pieces: list[bytes], errors: str, json_field: str | N
         for piece in pieces:
             texts.append(corpus._decode(piece, source, line, errors))  # type: ignore[arg-type]
             line += piece.count(b"\n")
-        for _ in corpus_compare.documents_of(texts, block.path, json_field, first_line=first):
+        for _ in compare_chunks.documents_of(texts, block.path, json_field, first_line=first):
             pass
     except ToktoolsError as err:
         return err

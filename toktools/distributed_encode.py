@@ -11,7 +11,7 @@ per file. Block *i* becomes shard ``PREFIX-0000i``, whoever encodes it. So the s
 on the inputs, the settings and ``block_bytes`` only: ``encode_corpus(..., block_bytes=B)`` here
 and ``encode_corpus(..., block_bytes=B, cluster=...)`` on any cluster write the same bytes,
 manifest included — both call :func:`encode_block`, which runs the same document loop as every
-local run (:func:`toktools.encode_corpus.encode_documents`). ``shard_tokens`` cannot be
+local run (:func:`toktools.encode_shards.encode_documents`). ``shard_tokens`` cannot be
 combined with blocks: where a token-counted shard ends is only known after every document
 before it is encoded, which is what a cluster must not wait for. Without blocks, the ids are
 still those of a local run: the documents of the shards, in order, are the local output's.
@@ -288,7 +288,7 @@ def encode_block(job: BlockJob, task: BlockTask, engine: Any = None,
     from toktools.corpus_documents import DocumentReader
     from toktools.corpus_writers import DocumentWriter
     from toktools.corpus_verify import InlineChecker, Verifier
-    from toktools.encode_corpus import encode_documents, shard_base
+    from toktools.encode_shards import encode_documents, shard_base
 
     engine = engine if engine is not None else _engine(job)
     begin, end = _span(task, DELIMITERS[job.mode])
@@ -350,7 +350,7 @@ def input_entry(name: str, url: str) -> dict[str, Any]:
 
 
 def _read_record(path: Path) -> dict[str, Any]:
-    from toktools.encode_corpus import MANIFEST_FORMAT
+    from toktools.encode_shards import MANIFEST_FORMAT
 
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
@@ -367,7 +367,7 @@ def _kept_shards(record: dict[str, Any], path: Path, fingerprint: str, settings:
     """The shards of an earlier run of the same command whose files still match; a record from
     another tokenizer, other settings or changed inputs is refused in one line."""
     from toktools.corpus_writers import file_sha256, output_files
-    from toktools.encode_corpus import shard_base
+    from toktools.encode_shards import shard_base
 
     if record.get("tokenizer", {}).get("sha256") != fingerprint:
         raise ToktoolsError(f"{path} was written with another tokenizer; use --force to start over or choose another output")
@@ -393,7 +393,7 @@ def _kept_shards(record: dict[str, Any], path: Path, fingerprint: str, settings:
 
 
 def _write_record(path: Path, record: dict[str, Any]) -> None:
-    from toktools.encode_corpus import _write_manifest
+    from toktools.encode_shards import _write_manifest
 
     _write_manifest(path, record)
 
@@ -401,7 +401,7 @@ def _write_record(path: Path, record: dict[str, Any]) -> None:
 def _tidy(base: Path, suffix: str | None, shards: int) -> None:
     """Remove shards past the last block (of an older run, with force) and the temporaries a
     killed worker left behind."""
-    from toktools.encode_corpus import _shard_files
+    from toktools.encode_shards import _shard_files
 
     for stale in _shard_files(base, suffix):
         number = int(re.search(r"-(\d{5})(?:\.offsets)?\.?\w*$", stale.name).group(1))  # type: ignore[union-attr]
@@ -427,7 +427,7 @@ def encode_blocks(inputs: Sequence[str | Path], tokenizer: Any, output: str | Pa
     from toktools import engines
     from toktools.corpus_documents import DOCUMENT_MODES
     from toktools.clusters import DEFAULT_BLOCK_BYTES, as_cluster
-    from toktools.encode_corpus import (MANIFEST_FORMAT, CorpusResult, _bases, _output_settings, _shard_files,
+    from toktools.encode_shards import (MANIFEST_FORMAT, CorpusResult, _bases, _output_settings, _shard_files,
                                         load_document, manifest_path, shard_base)
     from toktools.corpus_writers import output_files
     from toktools.outputs import check_output_file, input_files

@@ -114,7 +114,7 @@ class _Tiktoken:
     name = "tiktoken"
 
     def __init__(self, engine: Any, doc: Mapping[str, Any], max_length: int | None) -> None:
-        from toktools.encode_corpus import _token_ids
+        from toktools.encode_shards import _token_ids
 
         self.engine = engine
         truncation = doc.get("truncation")
@@ -196,7 +196,7 @@ def encode_text(inputs: Sequence[str | Path], tokenizer: Any, output: str | Path
     """Encode every line of ``inputs`` (files or ``-``) to ``output`` (stdout when None), one
     line each: ids or tokens separated by spaces, or a JSON object (``jsonl``)."""
     from toktools.corpus import batched, read_lines
-    from toktools.encode_corpus import load_document
+    from toktools.encode_shards import load_document
     from toktools.outputs import check_output_file, input_files
 
     started = time.perf_counter()
