@@ -386,13 +386,35 @@ def _reference_encode(texts: Sequence[str]) -> tuple[bytes, bytes]:
     return flat.tobytes(), lengths.tobytes()
 
 
+_fast_worker: Any = None
+#: Characters in a batch below which the ids-only path stays in this process.
+FAST_PARALLEL_CHARS = 1 << 17
+
+
+def _fast_encode(texts: Sequence[str]) -> tuple[bytes, bytes]:
+    """Ids of a chunk by the ids-only path (:mod:`toktools.fast_ids`), packed like
+    :func:`_reference_encode`."""
+    from array import array
+
+    flat, lengths = array("q"), array("q")
+    for ids in _fast_worker.encode_batch(texts):
+        flat.extend(ids)
+        lengths.append(len(ids))
+    return flat.tobytes(), lengths.tobytes()
+
+
 class ReferenceEngine(Engine):
     """toktools' own tokenizer, in a pool of forked processes kept for the whole corpus
-    (forking per batch would cost more than small batches take)."""
+    (forking per batch would cost more than small batches take).
+
+    Tokenizers whose parts :mod:`toktools.fast_ids` knows (byte-level BPE, BERT WordPiece) take
+    its ids-only path, which gives the same ids without building encodings; large batches go
+    to worker processes from :func:`toktools.workers.process_pool`."""
 
     name = "reference"
 
     def __init__(self, document: Mapping[str, Any], workers: int | None = None) -> None:
+        from toktools.fast_ids import ids_encoder
         from toktools.formats import from_tokenizer_json
 
         try:
@@ -401,6 +423,44 @@ class ReferenceEngine(Engine):
             raise ToktoolsError(f"the reference engine cannot load this tokenizer ({err})") from None
         self.workers = workers or os.cpu_count() or 1
         self._pool: Any = None
+        self.fast = ids_encoder(self.tokenizer)
+        self._fast_pool: Any = None
+
+    def _encode_fast(self, texts: Sequence[str]) -> IdBatch:
+        from toktools.workers import process_pool, worth_starting
+
+        chars = sum(map(len, texts))
+        if worth_starting(self.workers, chars, FAST_PARALLEL_CHARS // 2) <= 1 or len(texts) < 2:
+            return self.fast.encode_batch(texts)  # type: ignore[union-attr]
+        if self._fast_pool is None:
+            from contextlib import ExitStack
+
+            global _fast_worker
+            _fast_worker = self.fast  # forked workers inherit it (and its warm caches)
+            stack = ExitStack()
+            self._fast_pool = (stack, stack.enter_context(process_pool(self.workers)))
+        pool = self._fast_pool[1]
+        # contiguous chunks of about equal characters, a few per worker
+        target = -(-chars // (self.workers * 2))
+        chunks, chunk, size = [], [], 0
+        for text in texts:
+            chunk.append(text)
+            size += len(text)
+            if size >= target:
+                chunks.append(chunk)
+                chunk, size = [], 0
+        if chunk:
+            chunks.append(chunk)
+        from array import array
+
+        out: IdBatch = []
+        for flat_bytes, length_bytes in pool.map(_fast_encode, chunks):
+            flat = array("q", flat_bytes).tolist()
+            start = 0
+            for length in array("q", length_bytes):
+                out.append(flat[start : start + length])
+                start += length
+        return out
 
     def _get_pool(self) -> Any:
         if self._pool is None:
@@ -411,6 +471,8 @@ class ReferenceEngine(Engine):
         return self._pool
 
     def encode_batch(self, texts: Sequence[str]) -> IdBatch:
+        if self.fast is not None:
+            return self._encode_fast(texts)
         if self.workers <= 1 or len(texts) < 2:
             return [e.ids for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False, workers=1)]
         size = max(1, -(-len(texts) // (self.workers * 4)))
@@ -431,6 +493,9 @@ class ReferenceEngine(Engine):
             self._pool.terminate()
             self._pool.join()
             self._pool = None
+        if self._fast_pool is not None:
+            self._fast_pool[0].close()
+            self._fast_pool = None
 
 
 def tiktoken_available() -> bool:
