@@ -432,11 +432,17 @@ class ReferenceEngine(Engine):
         chars = sum(map(len, texts))
         if worth_starting(self.workers, chars, FAST_PARALLEL_CHARS // 2) <= 1 or len(texts) < 2:
             return self.fast.encode_batch(texts)  # type: ignore[union-attr]
+        warm: IdBatch = []
         if self._fast_pool is None:
             from contextlib import ExitStack
 
+            # the first texts here: the workers are forked with the words they hold cached, so
+            # frequent words are not missed (and merged) once per worker
+            head = max(1, len(texts) // 16)
+            warm, texts = self.fast.encode_batch(texts[:head]), texts[head:]  # type: ignore[union-attr]
+            chars = sum(map(len, texts))
             global _fast_worker
-            _fast_worker = self.fast  # forked workers inherit it (and its warm caches)
+            _fast_worker = self.fast  # forked workers inherit it, caches included
             stack = ExitStack()
             self._fast_pool = (stack, stack.enter_context(process_pool(self.workers)))
         pool = self._fast_pool[1]
@@ -453,7 +459,7 @@ class ReferenceEngine(Engine):
             chunks.append(chunk)
         from array import array
 
-        out: IdBatch = []
+        out = warm
         for flat_bytes, length_bytes in pool.map(_fast_encode, chunks):
             flat = array("q", flat_bytes).tolist()
             start = 0

@@ -293,7 +293,7 @@ def _byte_level_ready(model: Any) -> bool:
         return False
     if len(set(vocab.values())) != len(vocab):
         return False
-    return all(ch in SYMBOL_TO_BYTE for a, b in model.merges for ch in a + b)
+    return set("".join(a + b for a, b in model.merges)) <= SYMBOL_TO_BYTE.keys()
 
 
 # ---------------------------------------------------------------------------------------------
