@@ -127,8 +127,14 @@ def test_odd_code_points_and_specials(name: str) -> None:
 def test_where_regex_and_oniguruma_disagree(name: str) -> None:
     """Every code point of the disagreement table (and the spec's extras), in the probe's
     six contexts: the ids-only split never relies on ``regex``'s own tables."""
-    points = engines.probe_code_points(full=name == "gpt2")
-    assert_same_ids(name, engines.probe_text(points))
+    assert_same_ids(name, engines.probe_text(engines.probe_code_points()))  # first, middle, last of each range
+
+
+def test_every_disagreeing_code_point_against_tokenizers() -> None:
+    """All of them (the reference is slow on these: tokenizers alone is the yardstick here)."""
+    _, fast, theirs = trio("gpt2")
+    texts = engines.probe_text(engines.probe_code_points(full=True))
+    assert fast.encode_batch(texts) == [e.ids for e in theirs.encode_batch(texts, add_special_tokens=False)]
 
 
 @pytest.mark.parametrize("name", ["gpt2", "bert-base-uncased"])
