@@ -171,9 +171,9 @@ def main() -> None:
     compile_toktools()
     wanted = args.engines.split(",")
     print("MB/s = wall-clock throughput; 'x best raw' = toktools end to end / the fastest exact library's raw batch call;")
-    print("'cpu x' = the same ratio in CPU seconds (all threads), steadier on a shared machine.")
+    print("'cpu x' = the same ratio in CPU seconds (all threads and worker processes), steadier on a shared machine.")
     print(f"{'tokenizer':<20}{'in':>8} {'raw tiktoken':>13}{'raw HF':>8} | {'engine':<17}{'MB/s':>7}{'x best raw':>11}"
-          f"{'x HF raw':>9}{'cpu x best':>11}{'peak MiB':>9}")
+          f"{'x HF raw':>9}{'cpu x best':>11}{'cpu x HF':>9}{'peak MiB':>9}")
     for lang in args.langs.split(","):
         for megabytes in map(int, args.sizes.split(",")):
             path = str(sample_file(lang, megabytes, directory))
@@ -205,6 +205,7 @@ def main() -> None:
                     shown = f"{engine}" + (f"→{used}" if engine == "auto" else "")
                     print(f"{label:<20}{size:>6.1f}MB {tt_text:>13}{hf_speed:>8.1f} | {shown:<17}{speed:>7.1f}"
                           f"{speed / best:>10.2f}x{speed / hf_speed:>8.2f}x{best_cpu / job['cpu']:>10.2f}x"
+                          f"{hf['cpu'] / job['cpu']:>8.2f}x"
                           f"{job['peak_mib']:>9.0f}", flush=True)
     if args.long_line:
         path = str(long_line_file(args.long_line, directory))

@@ -35,6 +35,14 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def long_corpus(corpus: Path) -> Path:
+    """The corpus four times over: counting it takes two workers seconds even on an idle machine."""
+    path = corpus.with_name("long.txt")
+    path.write_bytes(corpus.read_bytes() * 4)
+    return path
+
+
+@pytest.fixture(scope="module")
 def big_gz(corpus: Path) -> Path:
     """The corpus five times over, gzipped: long enough that tokenizers' training is under way."""
     path = corpus.with_name("big.txt.gz")
@@ -148,9 +156,9 @@ class Run:
     (["count", "{corpus}", "--model", "wordpiece", "-o", "{out}", "--workers", "2", "--no-progress"], signal.SIGINT, 130, "toktools: interrupted"),
     (["count", "{corpus}", "--model", "bytebpe", "-o", "{out}", "--workers", "2", "--no-progress"], signal.SIGTERM, 143, "toktools: terminated"),
 ], ids=["train-sigterm", "count-sigint", "count-sigterm"])
-def test_a_signal_stops_counting_with_one_line_and_no_survivors(tmp_path, corpus, command, signum, code, message):
+def test_a_signal_stops_counting_with_one_line_and_no_survivors(tmp_path, long_corpus, command, signum, code, message):
     out = tmp_path / "out"
-    run = Run(tmp_path, *[a.format(corpus=corpus, out=out) for a in command])
+    run = Run(tmp_path, *[a.format(corpus=long_corpus, out=out) for a in command])
     run.wait_for_workers(2)
     returncode, stderr = run.stop(signum)
     assert (returncode, stderr.strip()) == (code, message)
@@ -173,7 +181,7 @@ def test_sigterm_during_parallel_encode_leaves_no_partial_output(tmp_path, corpu
     reference engine's pool of processes (training data) and with the line encoder's."""
     out_dir = tmp_path / "encoded"
     out_dir.mkdir()
-    options = ["--engine", engine] if engine else ["--batch-lines", "20000"]
+    options = ["--engine", engine] if engine else ["--engine", "reference", "--batch-lines", "20000"]
     run = Run(tmp_path, "encode", "-t", str(tokenizer_dir), str(corpus), "--format", output_format,
               "-o", str(out_dir / f"out.{output_format}"), "--workers", "2", "--no-progress", *options)
     run.wait_for_workers(2)
@@ -226,7 +234,7 @@ def signal_inside_the_fork_hook():
         os.kill(os.getpid(), signum)
         sum(range(1000))  # the handler runs here, inside the hook
 os.register_at_fork(after_in_parent=signal_inside_the_fork_hook)
-sys.argv = ["toktools", "encode", "-t", sys.argv[1], sys.argv[2], "-o", sys.argv[3], "--workers", "2"]
+sys.argv = ["toktools", "encode", "-t", sys.argv[1], sys.argv[2], "-o", sys.argv[3], "--workers", "2", "--engine", "reference"]
 cli.main()
 """
 

@@ -413,13 +413,35 @@ def _reference_encode(texts: Sequence[str]) -> tuple[bytes, bytes]:
     return flat.tobytes(), lengths.tobytes()
 
 
+_fast_worker: Any = None
+#: Characters in a batch below which the ids-only path stays in this process.
+FAST_PARALLEL_CHARS = 1 << 17
+
+
+def _fast_encode(texts: Sequence[str]) -> tuple[bytes, bytes]:
+    """Ids of a chunk by the ids-only path (:mod:`toktools.fast_ids`), packed like
+    :func:`_reference_encode`."""
+    from array import array
+
+    flat, lengths = array("q"), array("q")
+    for ids in _fast_worker.encode_batch(texts):
+        flat.extend(ids)
+        lengths.append(len(ids))
+    return flat.tobytes(), lengths.tobytes()
+
+
 class ReferenceEngine(Engine):
     """toktools' own tokenizer, in a pool of forked processes kept for the whole corpus
-    (forking per batch would cost more than small batches take)."""
+    (forking per batch would cost more than small batches take).
+
+    Tokenizers whose parts :mod:`toktools.fast_ids` knows (byte-level BPE, BERT WordPiece) take
+    its ids-only path, which gives the same ids without building encodings; large batches go
+    to worker processes from :func:`toktools.workers.process_pool`."""
 
     name = "reference"
 
     def __init__(self, document: Mapping[str, Any], workers: int | None = None) -> None:
+        from toktools.fast_ids import ids_encoder
         from toktools.formats import from_tokenizer_json
 
         try:
@@ -429,6 +451,51 @@ class ReferenceEngine(Engine):
         self.workers = workers or os.cpu_count() or 1
         self._pool: Any = None
         self._closed = False
+        self.fast = ids_encoder(self.tokenizer)
+        self._fast_pool: Any = None
+
+    def _encode_fast(self, texts: Sequence[str]) -> IdBatch:
+        from toktools.workers import worth_starting
+
+        chars = sum(map(len, texts))
+        if worth_starting(self.workers, chars, FAST_PARALLEL_CHARS // 2) <= 1 or len(texts) < 2:
+            return self.fast.encode_batch(texts)  # type: ignore[union-attr]
+        warm: IdBatch = []
+        if self._fast_pool is None:
+            if self._closed:  # a batch that started after close (an interrupt) must not fork a new pool
+                raise RuntimeError("the reference engine is closed")
+            from toktools.workers import start_pool
+
+            # the first texts here: the workers are forked with the words they hold cached, so
+            # frequent words are not missed (and merged) once per worker
+            head = max(1, len(texts) // 16)
+            warm, texts = self.fast.encode_batch(texts[:head]), texts[head:]  # type: ignore[union-attr]
+            chars = sum(map(len, texts))
+            global _fast_worker
+            _fast_worker = self.fast  # forked workers inherit it, caches included
+            self._fast_pool = start_pool(self.workers)  # workers die with this process
+        pool = self._fast_pool
+        # contiguous chunks of about equal characters, a few per worker
+        target = -(-chars // (self.workers * 2))
+        chunks, chunk, size = [], [], 0
+        for text in texts:
+            chunk.append(text)
+            size += len(text)
+            if size >= target:
+                chunks.append(chunk)
+                chunk, size = [], 0
+        if chunk:
+            chunks.append(chunk)
+        from array import array
+
+        out = warm
+        for flat_bytes, length_bytes in pool.map(_fast_encode, chunks):
+            flat = array("q", flat_bytes).tolist()
+            start = 0
+            for length in array("q", length_bytes):
+                out.append(flat[start : start + length])
+                start += length
+        return out
 
     def _get_pool(self) -> Any:
         if self._closed:  # a batch that started after close (an interrupt) must not fork a new pool
@@ -440,6 +507,8 @@ class ReferenceEngine(Engine):
         return self._pool
 
     def encode_batch(self, texts: Sequence[str]) -> IdBatch:
+        if self.fast is not None:
+            return self._encode_fast(texts)
         if self.workers <= 1 or len(texts) < 2 or sum(map(len, texts)) < _REFERENCE_MIN_FORK_CHARS:
             return [e.ids for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False, workers=1)]
         size = max(1, -(-len(texts) // (self.workers * 4)))
@@ -464,6 +533,11 @@ class ReferenceEngine(Engine):
             from toktools.workers import stop_pool
 
             stop_pool(pool)
+        fast_pool, self._fast_pool = self._fast_pool, None
+        if fast_pool is not None:
+            from toktools.workers import stop_pool
+
+            stop_pool(fast_pool)
 
 
 def tiktoken_available() -> bool:

@@ -1,0 +1,241 @@
+"""The ids-only path (toktools.fast_ids) gives exactly the ids of the reference pipeline
+(``Tokenizer.encode(text, add_special_tokens=False).ids``) and of ``tokenizers``, on real
+English, Chinese and mixed text, on the odd code points (where the ``regex`` module's Unicode
+tables and Oniguruma's disagree, combining marks, whitespace runs, control characters, emoji,
+lone CR), on special tokens written in the text, and on random text (hypothesis)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import read_corpus_sample, ref_vocab_dir
+from toktools import engines
+from toktools.fast_ids import ids_encoder
+from toktools.formats import load
+from toktools.shipped import shipped_path
+
+tokenizers = pytest.importorskip("tokenizers")
+
+NAMES = ["gpt2", "bytebpe-50k", "bert-base-uncased", "bert-base-chinese", "wordpiece-30k"]
+_loaded: dict[str, tuple] = {}
+
+
+def _directory(name: str) -> Path:
+    shipped = shipped_path(name)
+    return shipped if shipped is not None else ref_vocab_dir(name)
+
+
+def trio(name: str) -> tuple:
+    """(the reference tokenizer, its ids-only encoder, tokenizers' own from the same files),
+    without truncation or padding (gpt2's tokenizer.json truncates at 50)."""
+    if name not in _loaded:
+        directory = _directory(name)
+        reference = load(directory)
+        reference.no_truncation()
+        reference.no_padding()
+        published = directory / "tokenizer.json"
+        if published.is_file():
+            theirs = tokenizers.Tokenizer.from_file(str(published))
+        else:  # bert-base-chinese ships vocab.txt + config only: tokenizers loads what toktools built
+            theirs = tokenizers.Tokenizer.from_str(json.dumps(reference.to_tokenizer_json()))
+        theirs.no_truncation()
+        theirs.no_padding()
+        _loaded[name] = (reference, ids_encoder(reference), theirs)
+    return _loaded[name]
+
+
+def assert_same_ids(name: str, texts: list[str]) -> None:
+    reference, fast, theirs = trio(name)
+    assert fast is not None, f"{name} is not recognised"
+    ours = fast.encode_batch(texts)
+    expected = [e.ids for e in reference.encode_batch(texts, add_special_tokens=False, workers=1)]
+    hf = [e.ids for e in theirs.encode_batch(texts, add_special_tokens=False)]
+    for text, a, b, c in zip(texts, ours, expected, hf):
+        assert a == b, f"{name}: fast ids differ from the reference on {text[:60]!r}"
+        assert a == c, f"{name}: fast ids differ from tokenizers on {text[:60]!r}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Which tokenizers it takes
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_five_vocabularies_are_recognised(name: str) -> None:
+    assert trio(name)[1] is not None
+
+
+def test_other_pipelines_and_settings_are_refused() -> None:
+    reference = load(_directory("gpt2"))
+    assert ids_encoder(reference) is None  # its tokenizer.json truncates: encode would cut
+    reference.no_truncation()
+    assert ids_encoder(reference) is not None
+    reference.enable_padding(length=8)
+    assert ids_encoder(reference) is None
+    # a Metaspace / NFKC pipeline is left to the reference
+    doc = {"version": "1.0", "added_tokens": [], "normalizer": {"type": "NFKC"},
+           "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True},
+           "model": {"type": "WordLevel", "vocab": {"[UNK]": 0, "\u2581a": 1}, "unk_token": "[UNK]"}}
+    from toktools.formats import from_tokenizer_json
+
+    assert ids_encoder(from_tokenizer_json(doc)) is None
+
+
+# ---------------------------------------------------------------------------------------------
+# Real text
+# ---------------------------------------------------------------------------------------------
+
+CORPORA = {"en": "en_wiki.txt.gz", "zh": "zh_wiki_sample.txt", "novels": "zh_novels.txt", "mixed": "mixed_sample.txt"}
+
+
+@pytest.mark.parametrize("corpus", list(CORPORA))
+@pytest.mark.parametrize("name", NAMES)
+def test_corpus_samples(name: str, corpus: str) -> None:
+    text = read_corpus_sample(CORPORA[corpus], 60_000, skip_lines=50)
+    lines = [line for line in text.split("\n") if line]
+    assert_same_ids(name, lines)
+    # whole multi-line documents too (blank-line and file documents keep their newlines)
+    assert_same_ids(name, [text[:20_000], text[20_000:40_000]])
+
+
+# ---------------------------------------------------------------------------------------------
+# Odd code points
+# ---------------------------------------------------------------------------------------------
+
+ODD_TEXTS = [
+    "", " ", "  ", "\n", "\r", "a\rb", "\r\n\r\n", "line\r", "\t\t x", "x   \n  y  ", "end with spaces   ",
+    "   leading", "\u00a0\u3000\u2028\u2029\u0085\u180e\u200b\ufeff", "a\x00b\x01c\x1fd\x7fe", "\x1c\x1d\x1e\x1f",
+    "e\u0301 e\u0301\u0327 \u0915\u094d\u0937 n\u0303o\u0308", "\u1e9b\u0323 \u00c5\u212b \u0130stanbul \u00df",
+    "emoji \U0001f600\U0001f468\u200d\U0001f469\u200d\U0001f467 \U0001f1ef\U0001f1f5 ok", "\U00020000\U0002a6d6 \U0001d400x",
+    "中文English混合123，测试。", "天地玄黄宇宙洪荒日月盈昃辰宿列张" * 3, "ｆｕｌｌ　ｗｉｄｔｈ　１２３", "한국어 텍스트 입니다",
+    "it's we've they'll I'd 'S 'LL", "$$$ ### 1,234.56 --- ...", "\u0660\u0661\u0662 \u00bd \u2460 \u2167",
+    "<|endoftext|>", "a<|endoftext|>b", " <|endoftext|> ", "<|endoftext|><|endoftext|>x",
+    "[CLS] hello [SEP] world [MASK]", "[cls] lower [Sep]", "x[PAD]y[UNK]z",
+]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_odd_code_points_and_specials(name: str) -> None:
+    assert_same_ids(name, ODD_TEXTS)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_where_regex_and_oniguruma_disagree(name: str) -> None:
+    """Every code point of the disagreement table (and the spec's extras), in the probe's
+    six contexts: the ids-only split never relies on ``regex``'s own tables."""
+    assert_same_ids(name, engines.probe_text(engines.probe_code_points()))  # first, middle, last of each range
+
+
+def test_every_disagreeing_code_point_against_tokenizers() -> None:
+    """All of them (the reference is slow on these: tokenizers alone is the yardstick here)."""
+    _, fast, theirs = trio("gpt2")
+    texts = engines.probe_text(engines.probe_code_points(full=True))
+    assert fast.encode_batch(texts) == [e.ids for e in theirs.encode_batch(texts, add_special_tokens=False)]
+
+
+@pytest.mark.parametrize("name", ["gpt2", "bert-base-uncased"])
+def test_a_lone_surrogate_is_refused_like_the_reference(name: str) -> None:
+    reference, fast, _ = trio(name)
+    with pytest.raises(TypeError):
+        reference.encode("bad \ud800", add_special_tokens=False)
+    with pytest.raises(TypeError):
+        fast.encode("bad \ud800")
+
+
+# ---------------------------------------------------------------------------------------------
+# Random text
+# ---------------------------------------------------------------------------------------------
+
+_POOL = ("abcxyz ABC 0129 '.,!?-_\t\n\r\x00\x1f\x7f\u00a0\u3000\u2028\u0301\u0327\u094d\u00e9\u00df\u0130\u212b"
+         "中国人民天地的了是不我你他们大小文字測試한국\u3002\uff0c\U0001f600\U00020000\u200d<|>[]CLSEPMAK"
+         "endoftxt")
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(st.sampled_from(list(_POOL)), st.sampled_from(["<|endoftext|>", "[SEP]", "[MASK]", "中国", " the", "'s"]),
+                          st.characters(blacklist_categories=("Cs",))), max_size=40).map("".join))
+def test_random_text(text: str) -> None:
+    for name in NAMES:
+        assert_same_ids(name, [text])
+
+
+# ---------------------------------------------------------------------------------------------
+# Cutting CJK words where no merge reaches across
+# ---------------------------------------------------------------------------------------------
+
+
+def _byte_level_doc(merges: list[tuple[bytes, bytes]]) -> dict:
+    from toktools.bytelevel import ALPHABET, bytes_to_symbols
+
+    vocab = {symbol: i for i, symbol in enumerate(ALPHABET)}
+    pairs = []
+    for a, b in merges:
+        left, right = bytes_to_symbols(a), bytes_to_symbols(b)
+        vocab.setdefault(left + right, len(vocab))
+        pairs.append([left, right])
+    return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
+            "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+            "post_processor": None, "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+            "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                      "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                      "vocab": vocab, "merges": pairs}}
+
+
+def test_merges_across_partial_characters_are_never_cut() -> None:
+    """A vocabulary whose merges join the last byte of 中 with the first of 国 (a token made
+    of two half characters), a whole 国中 token and merges inside characters: cutting at a
+    boundary such a merge can cross would change the ids."""
+    zhong, guo, min_ = "中".encode(), "国".encode(), "民".encode()  # E4 B8 AD, E5 9B BD, E6 B0 91
+    merges = [(zhong[2:], guo[:1]),                    # AD E5: across 中|国, half of each
+              (min_[2:], zhong[:1]),                   # 91 E4: across 民|中
+              (zhong[:1], zhong[1:2]), (guo[1:2], guo[2:]),
+              (zhong[:2], zhong[2:] + guo[:1]),         # E4 B8 + AD E5
+              (zhong + guo[:1], guo[1:]),               # 中国, whole
+              (min_[:1], min_[1:2]), (min_[:2], min_[2:]),
+              (guo[:1], guo[1:]), (zhong[1:2], zhong[2:])]
+    doc = _byte_level_doc(merges)
+    from toktools.formats import from_tokenizer_json
+
+    reference = from_tokenizer_json(doc)
+    fast = ids_encoder(reference)
+    assert fast is not None
+    theirs = tokenizers.Tokenizer.from_str(json.dumps(doc))
+    texts = ["中国", "国中", "中国中国国中民", "民中国民民国", "人中国人", "中民国", "x中国y", "国国中中"]
+    for text in texts:
+        expected = reference.encode(text, add_special_tokens=False).ids
+        assert fast.encode(text) == expected == theirs.encode(text, add_special_tokens=False).ids, text
+
+
+# ---------------------------------------------------------------------------------------------
+# The reference engine uses it, in worker processes for large batches
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["bytebpe-50k", "bert-base-uncased"])
+def test_reference_engine_in_workers(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(engines, "FAST_PARALLEL_CHARS", 2_000)  # workers even for this small batch
+    reference, _, theirs = trio(name)
+    document = engines.corpus_document(reference.to_tokenizer_json())
+    engine = engines.ReferenceEngine(document, workers=2)
+    try:
+        assert engine.fast is not None
+        lines = [line for line in read_corpus_sample("mixed_sample.txt", 40_000).split("\n") if line]
+        lines += ["", "<|endoftext|> [SEP]"]
+        expected = engines.TokenizersEngine(document).encode_batch(lines)
+        assert engine.encode_batch(lines) == expected
+        assert engine.encode_batch(lines[::-1]) == expected[::-1]  # the pool is kept and reused
+    finally:
+        engine.close()
+
+
+def test_reference_engine_without_a_fast_path_still_encodes() -> None:
+    doc = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": {"type": "NFKC"},
+           "pre_tokenizer": {"type": "Whitespace"}, "post_processor": None, "decoder": None,
+           "model": {"type": "WordLevel", "vocab": {"[UNK]": 0, "a": 1, "b": 2}, "unk_token": "[UNK]"}}
+    engine = engines.ReferenceEngine(doc, workers=1)
+    assert engine.fast is None
+    assert engine.encode_batch(["a b c", "ｂ"]) == [[1, 2, 0], [2]]
