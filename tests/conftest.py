@@ -58,3 +58,25 @@ def read_corpus_sample(name: str, max_bytes: int, *, skip_lines: int = 0) -> str
 @pytest.fixture
 def shared_dir() -> Path:
     return _require(SHARED_DIR, "the shared research folder")
+
+
+#: Set in the child pytest process that runs a module's Dask cluster tests.
+DASK_CHILD_VARIABLE = "TOKTOOLS_DASK_TEST_CHILD"
+IN_DASK_CHILD = os.environ.get(DASK_CHILD_VARIABLE) == "1"
+
+
+def run_in_fresh_process(test_file: str, expected_passed: int, timeout: float = 900) -> None:
+    """Run ``test_file``'s cluster tests in a fresh pytest process and check they all passed.
+
+    A LocalCluster started late in a long pytest process (after tests that fork worker pools
+    and install signal handlers) was seen to hang, and importing ``distributed`` made later
+    forked pools hang: so the parent process never imports Dask."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, DASK_CHILD_VARIABLE: "1"}
+    completed = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:logging", "-p", "no:cacheprovider", test_file],
+                               env=env, capture_output=True, text=True, timeout=timeout,
+                               cwd=Path(__file__).resolve().parent.parent)
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-2000:]
+    assert f"{expected_passed} passed" in completed.stdout, completed.stdout[-2000:]

@@ -10,33 +10,25 @@ from __future__ import annotations
 import functools
 import gzip
 import importlib.util
-import os
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from tests.conftest import read_corpus_sample, ref_vocab_dir
+from tests.conftest import IN_DASK_CHILD, read_corpus_sample, ref_vocab_dir, run_in_fresh_process
 from toktools.cli import main
 from toktools.errors import ToktoolsError
 
 if importlib.util.find_spec("distributed") is None:  # not imported here: the parent process stays free of Dask's threads
     pytest.skip("Dask is an optional extra: pip install 'toktools[dask]'", allow_module_level=True)
 
-IN_CHILD = os.environ.get("TOKTOOLS_DASK_TEST_CHILD") == "1"
+IN_CHILD = IN_DASK_CHILD
 CHILD_TESTS = 10
 
 
 @pytest.mark.skipif(IN_CHILD, reason="this is the child run")
 def test_the_cluster_tests_pass_in_a_fresh_process() -> None:
-    import subprocess
-    import sys
-
-    env = {**os.environ, "TOKTOOLS_DASK_TEST_CHILD": "1"}
-    completed = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:logging", "-p", "no:cacheprovider", __file__],
-                               env=env, capture_output=True, text=True, timeout=600, cwd=Path(__file__).resolve().parent.parent)
-    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-2000:]
-    assert f"{CHILD_TESTS} passed" in completed.stdout, completed.stdout[-2000:]
+    run_in_fresh_process(__file__, CHILD_TESTS, timeout=600)
 
 
 child_only = pytest.mark.skipif(not IN_CHILD, reason="runs in the fresh child process of the test above")

@@ -8,13 +8,12 @@ from __future__ import annotations
 import functools
 import importlib.util
 import gzip
-import os
 import random
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import read_corpus_sample
+from tests.conftest import IN_DASK_CHILD, read_corpus_sample, run_in_fresh_process
 from toktools import bytelevel, corpus, distributed
 from toktools.errors import ToktoolsError
 
@@ -23,19 +22,12 @@ if importlib.util.find_spec("distributed") is None:  # not imported here: the pa
 
 #: The cluster tests run in a fresh interpreter: a LocalCluster started late in a long pytest
 #: process (after tests that fork worker pools and install signal handlers) was seen to hang.
-IN_CHILD = os.environ.get("TOKTOOLS_DASK_TEST_CHILD") == "1"
+IN_CHILD = IN_DASK_CHILD
 
 
 @pytest.mark.skipif(IN_CHILD, reason="this is the child run")
 def test_the_cluster_tests_pass_in_a_fresh_process() -> None:
-    import subprocess
-    import sys
-
-    env = {**os.environ, "TOKTOOLS_DASK_TEST_CHILD": "1"}
-    completed = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:logging", "-p", "no:cacheprovider", __file__],
-                               env=env, capture_output=True, text=True, timeout=600, cwd=Path(__file__).resolve().parent.parent)
-    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-2000:]
-    assert "6 passed" in completed.stdout, completed.stdout[-2000:]
+    run_in_fresh_process(__file__, 6, timeout=600)
 
 
 child_only = pytest.mark.skipif(not IN_CHILD, reason="runs in the fresh child process of the test above")

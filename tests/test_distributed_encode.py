@@ -22,14 +22,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.conftest import read_corpus_sample
+from tests.conftest import IN_DASK_CHILD, read_corpus_sample, run_in_fresh_process
 from toktools import distributed_encode
 from toktools.cli import main
 from toktools.corpus_writers import read_megatron_documents
 from toktools.encode_corpus import encode_corpus
 from toktools.errors import ToktoolsError
 
-IN_CHILD = os.environ.get("TOKTOOLS_DASK_TEST_CHILD") == "1"
+IN_CHILD = IN_DASK_CHILD
 HAVE_DASK = importlib.util.find_spec("distributed") is not None  # never imported in the parent process
 TOKENIZER = "bytebpe-50k"
 CHILD_TESTS = 3
@@ -202,13 +202,7 @@ def test_an_error_names_the_line_in_the_whole_file(tmp_path: Path) -> None:
 @in_parent
 @pytest.mark.skipif(not HAVE_DASK, reason="Dask is an optional extra: pip install 'toktools[dask]'")
 def test_the_cluster_tests_pass_in_a_fresh_process() -> None:
-    import subprocess
-
-    env = {**os.environ, "TOKTOOLS_DASK_TEST_CHILD": "1"}
-    completed = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:logging", "-p", "no:cacheprovider", __file__],
-                               env=env, capture_output=True, text=True, timeout=900, cwd=Path(__file__).resolve().parent.parent)
-    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-2000:]
-    assert f"{CHILD_TESTS} passed" in completed.stdout, completed.stdout[-2000:]
+    run_in_fresh_process(__file__, CHILD_TESTS, timeout=900)
 
 
 @pytest.fixture(scope="module")

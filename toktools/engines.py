@@ -20,7 +20,7 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from toktools.errors import ToktoolsError
 
@@ -430,6 +430,20 @@ def _fast_encode(texts: Sequence[str]) -> tuple[bytes, bytes]:
     return flat.tobytes(), lengths.tobytes()
 
 
+def _unpacked(results: Iterable[tuple[bytes, bytes]]) -> IdBatch:
+    """The id lists of worker results packed as (all ids, lengths) int64 arrays (cheap to send)."""
+    from array import array
+
+    out: IdBatch = []
+    for flat_bytes, length_bytes in results:
+        flat = array("q", flat_bytes).tolist()
+        start = 0
+        for length in array("q", length_bytes):
+            out.append(flat[start : start + length])
+            start += length
+    return out
+
+
 class ReferenceEngine(Engine):
     """toktools' own tokenizer, in a pool of forked processes kept for the whole corpus
     (forking per batch would cost more than small batches take).
@@ -486,16 +500,7 @@ class ReferenceEngine(Engine):
                 chunk, size = [], 0
         if chunk:
             chunks.append(chunk)
-        from array import array
-
-        out = warm
-        for flat_bytes, length_bytes in pool.map(_fast_encode, chunks):
-            flat = array("q", flat_bytes).tolist()
-            start = 0
-            for length in array("q", length_bytes):
-                out.append(flat[start : start + length])
-                start += length
-        return out
+        return warm + _unpacked(pool.map(_fast_encode, chunks))
 
     def _get_pool(self) -> Any:
         if self._closed:  # a batch that started after close (an interrupt) must not fork a new pool
@@ -513,16 +518,7 @@ class ReferenceEngine(Engine):
             return [e.ids for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False, workers=1)]
         size = max(1, -(-len(texts) // (self.workers * 4)))
         chunks = [texts[i : i + size] for i in range(0, len(texts), size)]
-        from array import array
-
-        out: IdBatch = []
-        for flat_bytes, length_bytes in self._get_pool().map(_reference_encode, chunks):
-            flat = array("q", flat_bytes).tolist()
-            start = 0
-            for length in array("q", length_bytes):
-                out.append(flat[start : start + length])
-                start += length
-        return out
+        return _unpacked(self._get_pool().map(_reference_encode, chunks))
 
     def close(self) -> None:
         """Kill the workers (also from another thread while a batch is in flight: it then

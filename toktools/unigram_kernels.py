@@ -20,6 +20,8 @@ import numpy as np
 from numba import njit, types
 from numba.typed import Dict
 
+from toktools import unigram_trainer
+
 _BASE = 0x110000
 
 
@@ -363,19 +365,8 @@ def viterbi_counts(word_off, counts, starts, lengths, ids, scores, unk_score, n_
     return freq, vsum
 
 
-@njit(cache=True)
-def digamma(x):
-    result = 0.0
-    while x < 7.0:
-        result -= 1.0 / x
-        x += 1.0
-    x -= 1.0 / 2.0
-    xx = 1.0 / x
-    xx2 = xx * xx
-    xx4 = xx2 * xx2
-    result += (math.log(x) + (1.0 / 24.0) * xx2 - 7.0 / 960.0 * xx4 + (31.0 / 8064.0) * xx4 * xx2
-               - (127.0 / 30720.0) * xx4 * xx4)
-    return result
+#: the pure-Python digamma, compiled: the same operations in the same order
+digamma = njit(cache=True)(unigram_trainer.digamma)
 
 
 @njit(cache=True)
