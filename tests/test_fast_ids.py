@@ -217,7 +217,7 @@ def test_merges_across_partial_characters_are_never_cut() -> None:
 
 @pytest.mark.parametrize("name", ["bytebpe-50k", "bert-base-uncased"])
 def test_reference_engine_in_workers(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(engines, "FAST_PARALLEL_CHARS", 2_000)  # workers even for this small batch
+    monkeypatch.setattr(engines, "PARALLEL_CHARS", 2_000)  # workers even for this small batch
     reference, _, theirs = trio(name)
     document = engines.corpus_document(reference.to_tokenizer_json())
     engine = engines.ReferenceEngine(document, workers=2)
@@ -239,3 +239,18 @@ def test_reference_engine_without_a_fast_path_still_encodes() -> None:
     engine = engines.ReferenceEngine(doc, workers=1)
     assert engine.fast is None
     assert engine.encode_batch(["a b c", "ｂ"]) == [[1, 2, 0], [2]]
+
+
+def test_reference_engine_without_a_fast_path_in_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(engines, "PARALLEL_CHARS", 20)  # workers even for these few lines
+    doc = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": {"type": "NFKC"},
+           "pre_tokenizer": {"type": "Whitespace"}, "post_processor": None, "decoder": None,
+           "model": {"type": "WordLevel", "vocab": {"[UNK]": 0, "a": 1, "b": 2}, "unk_token": "[UNK]"}}
+    engine = engines.ReferenceEngine(doc, workers=2)
+    try:
+        assert engine.fast is None
+        lines = ["a b c", "ｂ", "b b a", "c"] * 50
+        assert engine.encode_batch(lines) == [[1, 2, 0], [2], [2, 2, 1], [0]] * 50
+        assert engine._pool is not None  # the batch really went to the workers
+    finally:
+        engine.close()

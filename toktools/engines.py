@@ -391,40 +391,25 @@ class TiktokenEngine(Engine):
             self._pool = None
 
 
-_reference_worker: Any = None
-#: Below this many characters a batch is encoded here: forking workers would cost more.
-_REFERENCE_MIN_FORK_CHARS = 1 << 16
+#: What a forked worker encodes with: the engine's ids function, inherited with its caches.
+_worker_ids: Callable[[list[str]], IdBatch] | None = None
+#: Characters in a batch below which the reference stays in this process (forking costs more).
+PARALLEL_CHARS = 1 << 17
 
 
-def _reference_init(tokenizer: Any) -> None:
-    global _reference_worker
-    _reference_worker = tokenizer
+def _set_worker_ids(ids: Callable[[list[str]], IdBatch]) -> None:
+    global _worker_ids
+    _worker_ids = ids
 
 
-def _reference_encode(texts: Sequence[str]) -> tuple[bytes, bytes]:
+def _encode_in_worker(texts: list[str]) -> tuple[bytes, bytes]:
     """Ids of a chunk, packed as two int64 arrays (all ids, lengths): pickling millions of
     small ints would cost more than a large share of the encoding."""
     from array import array
 
+    assert _worker_ids is not None
     flat, lengths = array("q"), array("q")
-    for encoding in _reference_worker.encode_batch(list(texts), add_special_tokens=False, workers=1):
-        flat.extend(encoding.ids)
-        lengths.append(len(encoding.ids))
-    return flat.tobytes(), lengths.tobytes()
-
-
-_fast_worker: Any = None
-#: Characters in a batch below which the ids-only path stays in this process.
-FAST_PARALLEL_CHARS = 1 << 17
-
-
-def _fast_encode(texts: Sequence[str]) -> tuple[bytes, bytes]:
-    """Ids of a chunk by the ids-only path (:mod:`toktools.fast_ids`), packed like
-    :func:`_reference_encode`."""
-    from array import array
-
-    flat, lengths = array("q"), array("q")
-    for ids in _fast_worker.encode_batch(texts):
+    for ids in _worker_ids(texts):
         flat.extend(ids)
         lengths.append(len(ids))
     return flat.tobytes(), lengths.tobytes()
@@ -449,8 +434,9 @@ class ReferenceEngine(Engine):
     (forking per batch would cost more than small batches take).
 
     Tokenizers whose parts :mod:`toktools.fast_ids` knows (byte-level BPE, BERT WordPiece) take
-    its ids-only path, which gives the same ids without building encodings; large batches go
-    to worker processes from :func:`toktools.workers.process_pool`."""
+    its ids-only path, which gives the same ids without building encodings; others encode
+    whole encodings and keep the ids. Large batches go to one pool of worker processes from
+    :func:`toktools.workers.start_pool`, whichever way the ids are made."""
 
     name = "reference"
 
@@ -466,16 +452,22 @@ class ReferenceEngine(Engine):
         self._pool: Any = None
         self._closed = False
         self.fast = ids_encoder(self.tokenizer)
-        self._fast_pool: Any = None
 
-    def _encode_fast(self, texts: Sequence[str]) -> IdBatch:
+    def _ids(self, texts: list[str]) -> IdBatch:
+        """The ids of ``texts`` in this process: the ids-only path where there is one."""
+        if self.fast is not None:
+            return self.fast.encode_batch(texts)  # type: ignore[no-any-return]
+        return [e.ids for e in self.tokenizer.encode_batch(texts, add_special_tokens=False, workers=1)]
+
+    def encode_batch(self, texts: Sequence[str]) -> IdBatch:
         from toktools.workers import worth_starting
 
+        texts = list(texts)
         chars = sum(map(len, texts))
-        if worth_starting(self.workers, chars, FAST_PARALLEL_CHARS // 2) <= 1 or len(texts) < 2:
-            return self.fast.encode_batch(texts)  # type: ignore[union-attr]
+        if len(texts) < 2 or worth_starting(self.workers, chars, PARALLEL_CHARS // 2) <= 1:
+            return self._ids(texts)
         warm: IdBatch = []
-        if self._fast_pool is None:
+        if self._pool is None:
             if self._closed:  # a batch that started after close (an interrupt) must not fork a new pool
                 raise RuntimeError("the reference engine is closed")
             from toktools.workers import start_pool
@@ -483,12 +475,10 @@ class ReferenceEngine(Engine):
             # the first texts here: the workers are forked with the words they hold cached, so
             # frequent words are not missed (and merged) once per worker
             head = max(1, len(texts) // 16)
-            warm, texts = self.fast.encode_batch(texts[:head]), texts[head:]  # type: ignore[union-attr]
+            warm, texts = self._ids(texts[:head]), texts[head:]
             chars = sum(map(len, texts))
-            global _fast_worker
-            _fast_worker = self.fast  # forked workers inherit it, caches included
-            self._fast_pool = start_pool(self.workers)  # workers die with this process
-        pool = self._fast_pool
+            # workers that die with this process and leave signals to it (forked on first use)
+            self._pool = start_pool(self.workers, initializer=_set_worker_ids, initargs=(self._ids,))
         # contiguous chunks of about equal characters, a few per worker
         target = -(-chars // (self.workers * 2))
         chunks, chunk, size = [], [], 0
@@ -500,25 +490,7 @@ class ReferenceEngine(Engine):
                 chunk, size = [], 0
         if chunk:
             chunks.append(chunk)
-        return warm + _unpacked(pool.map(_fast_encode, chunks))
-
-    def _get_pool(self) -> Any:
-        if self._closed:  # a batch that started after close (an interrupt) must not fork a new pool
-            raise RuntimeError("the reference engine is closed")
-        if self._pool is None:  # workers that die with this process and leave signals to it
-            from toktools.workers import start_pool
-
-            self._pool = start_pool(self.workers, initializer=_reference_init, initargs=(self.tokenizer,))
-        return self._pool
-
-    def encode_batch(self, texts: Sequence[str]) -> IdBatch:
-        if self.fast is not None:
-            return self._encode_fast(texts)
-        if self.workers <= 1 or len(texts) < 2 or sum(map(len, texts)) < _REFERENCE_MIN_FORK_CHARS:
-            return [e.ids for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False, workers=1)]
-        size = max(1, -(-len(texts) // (self.workers * 4)))
-        chunks = [texts[i : i + size] for i in range(0, len(texts), size)]
-        return _unpacked(self._get_pool().map(_reference_encode, chunks))
+        return warm + _unpacked(self._pool.map(_encode_in_worker, chunks))
 
     def close(self) -> None:
         """Kill the workers (also from another thread while a batch is in flight: it then
@@ -529,11 +501,6 @@ class ReferenceEngine(Engine):
             from toktools.workers import stop_pool
 
             stop_pool(pool)
-        fast_pool, self._fast_pool = self._fast_pool, None
-        if fast_pool is not None:
-            from toktools.workers import stop_pool
-
-            stop_pool(fast_pool)
 
 
 def tiktoken_available() -> bool:
