@@ -120,6 +120,29 @@ class Part(ABC):
         return {}
 
 
+class TypeOnly:
+    """For a part whose node is just ``{"type": ...}`` (other keys are ignored, as serde does):
+    put it before the part's base class. Two such parts are equal when their types are."""
+
+    type: ClassVar[str]
+
+    @classmethod
+    def from_json(cls, node: dict[str, Any]) -> Any:
+        return cls()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.type}
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self)
+
+    def __hash__(self) -> int:
+        return hash(self.type)
+
+    def __repr__(self) -> str:
+        return f"{self.type}()"
+
+
 class Normalizer(Part):
     category = "normalizer"
 

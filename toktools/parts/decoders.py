@@ -65,7 +65,7 @@ from toktools.errors import ToktoolsError as _ToktoolsError
 from toktools.parts._fields import char_field as _char_field, count as _count, field as _field
 from toktools.parts._onig import OnigPattern as _OnigPattern, pattern_from_json as _pattern_from_json
 from toktools.parts._onig import pattern_to_json as _pattern_to_json
-from toktools.parts.base import Decoder as _Decoder
+from toktools.parts.base import Decoder as _Decoder, TypeOnly as _TypeOnly
 
 
 @register
@@ -136,18 +136,11 @@ def _fallback_byte(token: str) -> int | None:
 
 
 @register
-class ByteFallback(_Decoder):
+class ByteFallback(_TypeOnly, _Decoder):
     """Runs of ``<0xNN>`` tokens become the text of their bytes; a run that is not valid UTF-8
     becomes one U+FFFD per token."""
 
     type = "ByteFallback"
-
-    @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> "ByteFallback":
-        return cls()
-
-    def to_json(self) -> dict[str, _Any]:
-        return {"type": "ByteFallback"}
 
     def decode_chain(self, tokens: list[str]) -> list[str]:
         out: list[str] = []
@@ -173,17 +166,10 @@ class ByteFallback(_Decoder):
 
 
 @register
-class Fuse(_Decoder):
+class Fuse(_TypeOnly, _Decoder):
     """All tokens into one."""
 
     type = "Fuse"
-
-    @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> "Fuse":
-        return cls()
-
-    def to_json(self) -> dict[str, _Any]:
-        return {"type": "Fuse"}
 
     def decode_chain(self, tokens: list[str]) -> list[str]:
         return ["".join(tokens)]

@@ -86,30 +86,10 @@ from toktools.parts import _normalized, _unicode
 from toktools.parts._fields import field as _field
 from toktools.parts._onig import OnigPattern as _OnigPattern, pattern_from_json as _pattern_from_json
 from toktools.parts._onig import pattern_to_json as _pattern_to_json, unpack as _unpack
-from toktools.parts.base import Normalizer as _Normalizer
+from toktools.parts.base import Normalizer as _Normalizer, TypeOnly as _TypeOnly
 
 
-class _TypeOnlyNormalizer(_Normalizer):
-    """A normaliser whose node is just ``{"type": ...}`` (other keys are ignored, as serde does)."""
-
-    @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> "_TypeOnlyNormalizer":
-        return cls()
-
-    def to_json(self) -> dict[str, _Any]:
-        return {"type": self.type}
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self)
-
-    def __hash__(self) -> int:
-        return hash(self.type)
-
-    def __repr__(self) -> str:
-        return f"{self.type}()"
-
-
-class _UnicodeForm(_TypeOnlyNormalizer):
+class _UnicodeForm(_TypeOnly, _Normalizer):
     compat: bool = False
     compose: bool = False
 
@@ -157,7 +137,7 @@ def _lower_differs() -> frozenset[str]:
 
 
 @register
-class Lowercase(_TypeOnlyNormalizer):
+class Lowercase(_TypeOnly, _Normalizer):
     """Rust's ``char::to_lowercase`` one char at a time (no final sigma); a char that becomes
     several (``İ`` → ``i̇``) gives them all its span."""
 
@@ -187,7 +167,7 @@ def _combining_marks() -> "_re.Pattern[str]":
 
 
 @register
-class StripAccents(_TypeOnlyNormalizer):
+class StripAccents(_TypeOnly, _Normalizer):
     """Removes combining marks (``is_combining_mark`` of tokenizers' normalisation crate) without
     decomposing first: put NFD or NFKD before it, as ``tokenizers`` users do."""
 
@@ -208,7 +188,7 @@ _NMT_SPACES = str.maketrans({chr(c): " " for c in [0x09, 0x0A, 0x0C, 0x0D, 0x168
 
 
 @register
-class Nmt(_TypeOnlyNormalizer):
+class Nmt(_TypeOnly, _Normalizer):
     """sentencepiece's NMT rules as ``tokenizers`` codes them (what ``SentencePieceUnigramTokenizer``
     puts before NFKC): ASCII/C1 control characters vanish; tabs, line breaks, zero-width
     spaces, ▁ and U+FFFD become a space (one char for one: spans unchanged)."""

@@ -1,12 +1,11 @@
 """pre-tokenizers: see toktools.parts.base for the interface."""
 from __future__ import annotations
 
-from typing import Any, Iterable, Match
+from typing import Iterable, Match
 
 from toktools import bert_text, bytelevel
-from toktools.errors import ToktoolsError
 from toktools.parts._fields import ByteLevelOptions, spelling_of
-from toktools.parts.base import WHOLE_TEXT, Piece, PreTokenizer, Words
+from toktools.parts.base import WHOLE_TEXT, Piece, PreTokenizer, TypeOnly, Words
 from toktools.parts.registry import register
 
 # ---------------------------------------------------------------------------------------------
@@ -15,17 +14,10 @@ from toktools.parts.registry import register
 
 
 @register
-class BertPreTokenizer(PreTokenizer):
+class BertPreTokenizer(TypeOnly, PreTokenizer):
     """Splits on whitespace (dropped) and on BERT punctuation (each mark a piece of its own)."""
 
     type = "BertPreTokenizer"
-
-    @classmethod
-    def from_json(cls, node: dict[str, Any]) -> "BertPreTokenizer":
-        return cls()
-
-    def to_json(self) -> dict[str, Any]:
-        return {"type": self.type}
 
     def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
         finditer = bert_text.PRE_TOKENIZER_RE.finditer
@@ -78,7 +70,7 @@ from toktools.parts._fields import char_field as _char_field, choice as _choice,
 from toktools.parts._normalized import BEHAVIORS as _BEHAVIORS
 from toktools.parts._onig import OnigPattern as _OnigPattern, pattern_from_json as _pattern_from_json
 from toktools.parts._onig import pattern_to_json as _pattern_to_json, unpack as _unpack
-from toktools.parts.base import PreTokenizer as _PreTokenizer
+from toktools.parts.base import PreTokenizer as _PreTokenizer, TypeOnly as _TypeOnly
 
 
 def _split_pieces(pieces: list[Piece], split: _Callable[[Piece], list[Piece]]) -> list[Piece]:
@@ -111,29 +103,11 @@ def _numeric_chars() -> frozenset[str]:
     return frozenset(chr(c) for a, b in _unpack(NUMERIC) for c in range(a, b + 1))
 
 
-class _TypeOnlyPreTokenizer(_PreTokenizer):
-    @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> "_TypeOnlyPreTokenizer":
-        return cls()
-
-    def to_json(self) -> dict[str, _Any]:
-        return {"type": self.type}
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self)
-
-    def __hash__(self) -> int:
-        return hash(self.type)
-
-    def __repr__(self) -> str:
-        return f"{self.type}()"
-
-
 _WHITESPACE_WORDS: _OnigPattern | None = None
 
 
 @register
-class Whitespace(_TypeOnlyPreTokenizer):
+class Whitespace(_TypeOnly, _PreTokenizer):
     """Keeps the matches of ``\\w+|[^\\w\\s]+``, with the classes of the Rust ``regex`` crate
     that ``tokenizers`` uses here (not Oniguruma's: ZWJ is a word char)."""
 
@@ -153,7 +127,7 @@ class Whitespace(_TypeOnlyPreTokenizer):
 
 
 @register
-class WhitespaceSplit(_TypeOnlyPreTokenizer):
+class WhitespaceSplit(_TypeOnly, _PreTokenizer):
     """Splits on whitespace (Rust ``char::is_whitespace``), dropping it."""
 
     type = "WhitespaceSplit"
