@@ -147,9 +147,12 @@ class Trainer(ABC):
 
     def check_settings(self, settings: Mapping[str, Any], *, backend: str = "reference", check: bool = False,
                        corpus: Sequence[str] = (), from_counts: bool = False, json_field: str | None = None,
-                       errors: str = "strict") -> None:
+                       errors: str = "strict", cluster: bool = False) -> None:
         """Every combination of settings, checked before any work: a conflict is an
-        :class:`OptionConflict` naming the options."""
+        :class:`OptionConflict` naming the options (``cluster``: words are to be counted on Dask)."""
+        if cluster and (backend == "fast" or from_counts):
+            raise OptionConflict("--cluster counts corpus files for the reference backend: not with --backend fast "
+                                 "or --from-counts")
         if from_counts and corpus:
             raise OptionConflict("give either CORPUS files or --from-counts, not both")
         if not from_counts and not corpus:
@@ -185,10 +188,7 @@ class Trainer(ABC):
         (an address or :class:`toktools.clusters.Cluster`) counts the words on Dask."""
         settings = self.settings(settings)
         self.check_settings(settings, backend=backend, corpus=list(files), from_counts=word_counts is not None,
-                            json_field=json_field, errors=errors)
-        if cluster is not None and (backend == "fast" or word_counts is not None):
-            raise ToktoolsError("a cluster counts corpus files for the reference backend: not with the fast backend "
-                                "or word counts")
+                            json_field=json_field, errors=errors, cluster=cluster is not None)
         if backend == "fast":
             from toktools import fast
 

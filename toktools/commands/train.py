@@ -95,14 +95,11 @@ def _train(trainer: Trainer, corpus: tuple[str, ...], counts_path: Path | None, 
            transformers_config: bool, check: bool, backend: str, workers: int | None, errors: str,
            json_field: str | None, force: bool, progress: bool, cluster: Any) -> None:
     """Check every option, refuse a bad output, train, write, summarise (and ``--check``)."""
-    if cluster is not None and (backend == "fast" or counts_path is not None):
-        raise click.UsageError("--cluster counts corpus files for the reference backend: not with --backend fast "
-                               "or --from-counts")
     settings = trainer.settings({name: _split_list(value) if _is_list(trainer, name) else value
                                  for name, value in given.items()})
     try:
         trainer.check_settings(settings, backend=backend, check=check, corpus=corpus, from_counts=counts_path is not None,
-                               json_field=json_field, errors=errors)
+                               json_field=json_field, errors=errors, cluster=cluster is not None)
     except OptionConflict as conflict:
         raise click.UsageError(str(conflict)) from None
     _prepare_output(out_dir, force, (*trainer.model_files, "tokenizer.json"), transformers_config, [*corpus, counts_path])
