@@ -351,12 +351,3 @@ def _counts_line(path: Path, number: int, raw: bytes) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError as err:
         raise ToktoolsError(f"{path}, line {number}: invalid UTF-8 (byte 0x{raw[err.start]:02X})") from None
-
-
-def ignore_interrupts() -> None:
-    """Leave Ctrl-C to the parent. Kept for callers from before :mod:`toktools.workers`: pools
-    should come from :func:`toktools.workers.process_pool` / ``start_pool``, whose workers also
-    die with the parent and do not wake its signal watcher."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
