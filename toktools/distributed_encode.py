@@ -427,10 +427,9 @@ def encode_blocks(inputs: Sequence[str | Path], tokenizer: Any, output: str | Pa
     from toktools import engines
     from toktools.corpus_documents import DOCUMENT_MODES
     from toktools.clusters import DEFAULT_BLOCK_BYTES, as_cluster
-    from toktools.encode_shards import (MANIFEST_FORMAT, CorpusResult, _bases, _output_settings, _shard_files,
-                                        load_document, manifest_path, shard_base)
+    from toktools.encode_shards import (MANIFEST_FORMAT, CorpusResult, _bases, _check_outputs, _output_settings,
+                                        _shard_files, load_document, manifest_path, shard_base)
     from toktools.corpus_writers import output_files
-    from toktools.outputs import check_output_file, input_files
 
     started = time.perf_counter()
     if shard_tokens is not None:
@@ -460,11 +459,8 @@ def encode_blocks(inputs: Sequence[str | Path], tokenizer: Any, output: str | Pa
     # outputs: never an input (nor a file of the tokenizer); existing ones need force, unless a
     # manifest or partial record says they are this run's own (then they are resumed)
     resuming = manifest_file.exists() or partial_file.exists()
-    own_inputs: list[Any] = [name for name in names if "://" not in name]
-    if isinstance(tokenizer, (str, Path)):
-        own_inputs += input_files(tokenizer)
-    for target in [*planned, *_shard_files(base, suffix)]:
-        check_output_file(target, force=force or resuming, inputs=own_inputs)
+    _check_outputs(planned, _shard_files(base, suffix), [name for name in names if "://" not in name], tokenizer,
+                   force=force or resuming)
     settings = {"format": format, "document": document, "field": field, "append_eos": eos_id, "prepend_bos": bos_id,
                 "shard_tokens": None, "dtype": dtype, "block_bytes": block_bytes}
     if force:

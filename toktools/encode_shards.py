@@ -158,15 +158,15 @@ def _shard_files(base: Path, suffix: str | None = None) -> list[Path]:
     return sorted(Path(p) for p in glob.glob(os.path.join(glob.escape(str(directory)), "*")) if pattern.match(Path(p).name))
 
 
-def _check_outputs(planned: Sequence[Path], earlier_shards: Sequence[Path], sources: Sequence[Any], tokenizer: Any,
-                   force: bool) -> None:
+def _check_outputs(planned: Sequence[Path], earlier_shards: Sequence[Path], inputs: Sequence[str | Path],
+                   tokenizer: Any, force: bool) -> None:
     """Before any work (:func:`toktools.outputs.check_output_file`): no output over an input
     or a file of the tokenizer, in a directory that exists and is writable; existing outputs
     (and shards of an earlier run) only with ``force`` (a resumed run passes it and checks its
     shards against the manifest instead)."""
     from toktools.outputs import check_output_file, input_files
 
-    inputs: list[Any] = [s.path for s in sources if not s.is_stdin]
+    inputs = list(inputs)
     if isinstance(tokenizer, (str, Path)):
         inputs += input_files(tokenizer)
     for target in planned:
@@ -262,7 +262,7 @@ def encode_shards(
     planned = [manifest_file] if sharded else list(output_files(format, base, suffix).values())
     if sharded:
         planned += list(output_files(format, shard_base(base, 0), suffix).values())
-    _check_outputs(planned, _shard_files(base, suffix) if sharded else [], sources, tokenizer,
+    _check_outputs(planned, _shard_files(base, suffix) if sharded else [], [s.path for s in sources if not s.is_stdin], tokenizer,
                    force=force or (sharded and manifest_file.exists()))  # type: ignore[union-attr]
 
     settings = {"format": format, "document": document, "field": field, "append_eos": eos_id, "prepend_bos": bos_id,
