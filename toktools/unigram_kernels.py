@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit, types
 from numba.typed import Dict
 
-from toktools import unigram_trainer
+from toktools import unigram_digamma
 
 _BASE = 0x110000
 
@@ -366,7 +366,7 @@ def viterbi_counts(word_off, counts, starts, lengths, ids, scores, unk_score, n_
 
 
 #: the pure-Python digamma, compiled: the same operations in the same order
-digamma = njit(cache=True)(unigram_trainer.digamma)
+digamma = njit(cache=True)(unigram_digamma.digamma)
 
 
 @njit(cache=True)

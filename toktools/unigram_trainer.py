@@ -30,23 +30,10 @@ from typing import Any, Callable, Iterable, Mapping
 
 from toktools.errors import ToktoolsError
 from toktools.parts.unigram import UNK_PENALTY, Lattice, PieceIndex, Unigram
+from toktools.unigram_digamma import digamma
 
 NAN = float("nan")
 TRAIN_UNK = "<UNK>"
-
-
-def digamma(x: float) -> float:
-    result = 0.0
-    while x < 7.0:
-        result -= 1.0 / x
-        x += 1.0
-    x -= 1.0 / 2.0
-    xx = 1.0 / x
-    xx2 = xx * xx
-    xx4 = xx2 * xx2
-    result += (math.log(x) + (1.0 / 24.0) * xx2 - 7.0 / 960.0 * xx4 + (31.0 / 8064.0) * xx4 * xx2
-               - (127.0 / 30720.0) * xx4 * xx4)
-    return result
 
 
 def _log(x: float) -> float:
