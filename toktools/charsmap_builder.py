@@ -101,10 +101,10 @@ def _double_array(keyed: list[tuple[bytes, int]]) -> array:
     units = array("I", [_LEAF]) * size
     used = bytearray(size)  # 1 where a unit is taken
     base_used = bytearray(size)  # 1 where a base is taken
-    used[0] = 1
+    blocked = bytearray(size)  # 1 where either is
+    used[0] = blocked[0] = 1
     units[0] = 0
     top = 1  # one past the highest unit taken
-    cursor = 1  # no free unit below it
     stack = [(0, 0, len(keyed), 0)]  # (unit of the node, keys from, keys to, depth)
     while stack:
         node, begin, end, depth = stack.pop()
@@ -126,12 +126,16 @@ def _double_array(keyed: list[tuple[bytes, int]]) -> array:
             ranges.append((i, j))
             i = j
         # the lowest base whose children's units are all free, looking only at the last
-        # OPEN_BLOCKS blocks (darts-clone's rule too): older holes are left unused
-        cursor = used.find(0, max(cursor, top - OPEN_BLOCKS * 256))
-        probe = cursor if cursor >= 0 else size
+        # OPEN_BLOCKS blocks (darts-clone's rule too): older holes are left unused. A node with a
+        # key ending at it needs the unit at its base itself: ``blocked`` finds those directly.
         first = labels[0]
         rest = labels[1:]
+        floor = max(1, top - OPEN_BLOCKS * 256)
+        free = blocked if first == 0 else used
+        probe = free.find(0, floor)
         while True:
+            if probe < 0:
+                probe = size
             base = probe ^ first
             if base and (base >= size or not base_used[base]):
                 for label in rest:
@@ -140,9 +144,7 @@ def _double_array(keyed: list[tuple[bytes, int]]) -> array:
                         break
                 else:
                     break
-            probe = used.find(0, probe + 1)
-            if probe < 0:
-                probe = size
+            probe = free.find(0, probe + 1)
         need = (base | 0xFF) + 1
         if need > MAX_UNITS:
             raise ToktoolsError(f"charsmap: the trie needs more than {MAX_UNITS} units, past what a unit "
@@ -151,8 +153,9 @@ def _double_array(keyed: list[tuple[bytes, int]]) -> array:
             units.extend(array("I", [_LEAF]) * size)
             used.extend(bytes(size))
             base_used.extend(bytes(size))
+            blocked.extend(bytes(size))
             size *= 2
-        base_used[base] = 1
+        base_used[base] = blocked[base] = 1
         units[node] |= (node ^ base) << 10
         if value is not None:
             if value > MAX_VALUE:
@@ -163,7 +166,7 @@ def _double_array(keyed: list[tuple[bytes, int]]) -> array:
         for label, (lo, hi) in zip(labels[1:] if value is not None else labels, ranges):
             child = base ^ label
             units[child] = label
-            used[child] = 1
+            used[child] = blocked[child] = 1
             stack.append((child, lo, hi, depth + 1))
         top = max(top, need)
     return units[:top]

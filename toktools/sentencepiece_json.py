@@ -153,13 +153,60 @@ def _model(model: SentencePieceModel, trainer, byte_fallback: bool, has_user_def
 
 
 
+def _charsmap(steps: list[dict[str, Any]], flags: dict[str, bool]) -> tuple[bytes, str]:
+    """The charsmap and rule name for the normaliser ``steps``, setting the whitespace ``flags``:
+
+    * a ``Precompiled`` charsmap is kept as it is;
+    * ``Nmt`` / ``NFKC`` / ``Lowercase`` become a charsmap of their own
+      (:func:`toktools.charsmap_rules.compile_charsmap`, sentencepiece's longest-match NFKC table);
+    * the whitespace ``Replace`` steps become ``remove_extra_whitespaces`` / ``escape_whitespaces``
+      (runs of spaces made one: ``remove_extra_whitespaces``, which also trims both ends).
+
+    Any other step, or a character step after a whitespace one, is one :class:`ToktoolsError`."""
+    from toktools.charsmap_rules import SUPPORTED, compile_charsmap, rule_name
+    from toktools.parts.registry import part_from_json
+
+    charsmap = b""
+    char_parts: list[Any] = []
+    whitespace_seen = False
+    for step in steps:
+        kind, pattern = step.get("type"), step.get("pattern", {})
+        if kind in SUPPORTED and not whitespace_seen and not charsmap:
+            char_parts.append(part_from_json("normalizer", step))
+            continue
+        if kind == "Precompiled" and not char_parts and not whitespace_seen:
+            charsmap = base64.b64decode(step.get("precompiled_charsmap") or "")
+            continue
+        whitespace_seen = True
+        if kind == "Replace" and pattern == {"Regex": r"\A +| +\z"}:
+            flags["remove_extra_whitespaces"] = True
+        elif kind == "Replace" and pattern == {"Regex": " {2,}"} and step.get("content") == " ":
+            flags["remove_extra_whitespaces"] = True
+        elif kind == "Replace" and (pattern == {"Regex": " {2,}"} or pattern == {"Regex": rf"\A{SPACE}"}):
+            continue
+        elif kind == "Replace" and pattern == {"String": " "} and step.get("content") == SPACE:
+            flags["escape_whitespaces"] = True
+        elif kind in SUPPORTED or kind == "Precompiled":
+            raise ToktoolsError(f"the normalizer step {kind!r} comes after {'a charsmap' if charsmap else 'whitespace'} "
+                                "steps: sentencepiece applies its charsmap first, once")
+        else:
+            raise ToktoolsError(f"the normalizer step {kind!r} ({json.dumps(step, ensure_ascii=False)[:60]}) has no "
+                                "sentencepiece equivalent")
+    if char_parts:
+        return compile_charsmap(char_parts), rule_name(char_parts)
+    return charsmap, "nmt_nfkc" if charsmap else "identity"
+
+
 def json_to_sentencepiece(doc: dict[str, Any]) -> SentencePieceModel:
     """The ``.model`` for a Unigram ``tokenizer.json`` that sentencepiece can express: the
-    documents :func:`load_sentencepiece` writes, or a plain ``Metaspace`` + ``Unigram`` tokenizer
-    (toktools' ``train unigram``). Anything else is one clear :class:`ToktoolsError`.
+    documents :func:`load_sentencepiece` writes, or a ``Metaspace`` + ``Unigram`` tokenizer
+    (``tokenizers``' ``UnigramTrainer``, toktools' ``train unigram`` with its ``Nmt`` + ``NFKC``
+    normaliser, see :func:`_charsmap`). Anything else is one clear :class:`ToktoolsError`.
 
-    A plain ``Metaspace`` adds no ``▁`` to text that already starts with one (a leading space);
-    sentencepiece's dummy prefix always does, so such lines may encode differently."""
+    Where sentencepiece cannot follow (``scripts/charsmap_agreement.py`` measures it): a plain
+    ``Metaspace`` adds no ``▁`` to text that already starts with one (a leading space), the dummy
+    prefix always does; trailing spaces are a ``▁`` piece for the tokenizer, trimmed by
+    ``remove_extra_whitespaces``; the charsmap is NFKC by longest match (no reordering of marks)."""
     from toktools.sentencepiece_model import BYTE, NORMALIZER_FIELDS, TRAINER_FIELDS, Message, SentencePiece
 
     model = doc.get("model") or {}
@@ -168,23 +215,10 @@ def json_to_sentencepiece(doc: dict[str, Any]) -> SentencePieceModel:
                             f"{model.get('type')!r})")
     spec = Message(NORMALIZER_FIELDS)
     flags = {"add_dummy_prefix": False, "remove_extra_whitespaces": False, "escape_whitespaces": False}
-    charsmap = b""
     normalizer = doc.get("normalizer")
     steps = normalizer.get("normalizers", []) if normalizer and normalizer.get("type") == "Sequence" else (
         [normalizer] if normalizer else [])
-    for step in steps:
-        kind, pattern = step.get("type"), step.get("pattern", {})
-        if kind == "Precompiled":
-            charsmap = base64.b64decode(step.get("precompiled_charsmap") or "")
-        elif kind == "Replace" and pattern == {"Regex": r"\A +| +\z"}:
-            flags["remove_extra_whitespaces"] = True
-        elif kind == "Replace" and (pattern == {"Regex": " {2,}"} or pattern == {"Regex": rf"\A{SPACE}"}):
-            continue
-        elif kind == "Replace" and pattern == {"String": " "} and step.get("content") == SPACE:
-            flags["escape_whitespaces"] = True
-        else:
-            raise ToktoolsError(f"the normalizer step {kind!r} ({json.dumps(step)[:60]}) has no sentencepiece "
-                                "equivalent")
+    charsmap, name = _charsmap(steps, flags)
     pre = doc.get("pre_tokenizer")
     pre_steps = pre.get("pretokenizers", []) if pre and pre.get("type") == "Sequence" else ([pre] if pre else [])
     user_defined = None
@@ -200,7 +234,7 @@ def json_to_sentencepiece(doc: dict[str, Any]) -> SentencePieceModel:
                 raise ToktoolsError("the Split pre-tokenizer is not a list of user-defined pieces") from None
         else:
             raise ToktoolsError(f"the pre-tokenizer {step.get('type')!r} has no sentencepiece equivalent")
-    spec.set("name", "nmt_nfkc" if charsmap else "identity")
+    spec.set("name", name)
     spec.set("precompiled_charsmap", charsmap)
     for name, value in flags.items():
         spec.set(name, value)

@@ -1,0 +1,151 @@
+"""The charsmap rules {source → normalised} that make sentencepiece normalise like toktools'
+character-level normalisers (``Nmt``, ``NFKC``, ``Lowercase``, in the tokenizer's order).
+
+sentencepiece can only apply a table by *longest match*, left to right. Its own builder
+(``builder.cc`` ``BuildNFKCMap``) turns NFKC into such a table, and so does this module:
+
+* every code point the parts change, mapped to what the parts make of it;
+* every multi-character NFKD sequence that composes (``NFC(nfkd) != nfkd``), in all spellings
+  that decompose to it character by character (``Ａ`` + U+0301 as well as ``A`` + U+0301),
+  mapped to what the parts make of it -- so decomposed text still composes;
+* then ``RemoveRedundantMap``: a rule that the shorter rules already give is dropped.
+
+Values come from the tokenizer's own parts (toktools' NFKC follows ``tokenizers``' Unicode 12
+tables), keys from Python's ``unicodedata``. What a longest-match table cannot do is left
+undone: canonical reordering of combining marks, a composition across characters the parts
+drop, sequences that are no NFKD of any one character. ``scripts/charsmap_agreement.py``
+measures how often that matters.
+"""
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+from functools import lru_cache
+from itertools import product
+from typing import Any
+
+from toktools.errors import ToktoolsError
+
+#: the part types a table can follow, and the name each contributes to ``NormalizerSpec.name``
+SUPPORTED = {"Nmt": "nmt", "NFKC": "nfkc", "Lowercase": "lowercase"}
+
+_SEPARATOR = "\x00"  # left alone by every supported part, and never a key
+
+
+def rule_name(parts: Sequence[Any]) -> str:
+    """The ``NormalizerSpec.name`` for these parts (``nmt_nfkc`` for ``Nmt`` + ``NFKC``)."""
+    return "_".join(SUPPORTED[part.type] for part in parts)
+
+
+def charsmap_rules(parts: Sequence[Any]) -> dict[str, str]:
+    """The rules for normaliser ``parts`` (each ``Nmt``, ``NFKC`` or ``Lowercase``); see the module
+    docstring. A part of another type is one :class:`ToktoolsError` naming it."""
+    for part in parts:
+        if part.type not in SUPPORTED:
+            raise ToktoolsError(f"the normalizer {part.type!r} has no sentencepiece charsmap equivalent "
+                                f"(supported: {', '.join(SUPPORTED)}, or a Precompiled charsmap)")
+
+    def apply(texts: list[str]) -> list[str]:
+        """The parts applied to each text (one pass over them all, joined by NUL)."""
+        joined = _SEPARATOR.join(texts)
+        for part in parts:
+            joined = part.normalize_str(joined)
+        out = joined.split(_SEPARATOR)
+        if len(out) != len(texts):  # cannot happen with the supported parts
+            raise ToktoolsError("charsmap rules: a normalizer changed the NUL separator")
+        return out
+
+    rules: dict[str, str] = {}
+    # single code points
+    singles = [chr(cp) for cp in _CANDIDATE_RANGE if _candidate(cp)] + [chr(cp) for cp in _NMT_EXTRA]
+    for source, target in zip(singles, apply(singles)):
+        if target != source:
+            rules[source] = target
+    # composing NFKD sequences, in every spelling that decomposes to them
+    spellings: dict[str, list[str]] = {}  # one character -> the characters whose NFKD it is
+    decomposed: set[str] = set()
+    normalize = unicodedata.normalize
+    for ch in singles:
+        if unicodedata.decomposition(ch) or "\uac00" <= ch <= "\ud7a3":
+            nfkd = normalize("NFKD", ch)
+            if len(nfkd) == 1:
+                spellings.setdefault(nfkd, [nfkd]).append(ch)
+            else:
+                decomposed.add(nfkd)
+    composing = sorted(d for d in decomposed if normalize("NFC", d) != d)
+    for nfkd, target in zip(composing, apply(composing)):
+        for chars in product(*[spellings.get(ch) or (ch,) for ch in nfkd]):
+            source = "".join(chars)
+            if source != target:
+                rules[source] = target
+    return _remove_redundant(rules)
+
+
+#: code points that may decompose or change case (Python's Unicode has none past plane 2), and
+#: the few ``Nmt`` characters above U+00A0 that do neither
+_CANDIDATE_RANGE = range(1, 0x30000)
+_NMT_EXTRA = (0x1680, 0x200B, 0x200C, 0x200D, 0x200E, 0x200F, 0x2028, 0x2029, 0x2581, 0xFEFF, 0xFFFD)
+
+
+def _candidate(cp: int) -> bool:
+    """Whether a supported part may change the code point alone: a control character, or one
+    that decomposes or changes case."""
+    if cp < 0xA0:
+        return True
+    if 0xD800 <= cp < 0xE000 or cp in _NMT_SET:
+        return False
+    ch = chr(cp)
+    return ch.lower() != ch or unicodedata.decomposition(ch) != "" or 0xAC00 <= cp <= 0xD7A3  # Hangul syllables
+
+
+_NMT_SET = frozenset(_NMT_EXTRA)
+
+
+def _remove_redundant(rules: dict[str, str]) -> dict[str, str]:
+    """sentencepiece's ``RemoveRedundantMap``: keep every one-character rule, and a longer rule
+    only when the rules shorter than it (kept so far) would not give the same result."""
+    kept = {k: v for k, v in rules.items() if len(k) == 1}
+    longest = max((len(k) for k in rules), default=0)
+    for size in range(2, longest + 1):
+        for source, target in rules.items():
+            if len(source) == size and _longest_match(kept, source, size - 1) != target:
+                kept[source] = target
+    return kept
+
+
+def _longest_match(rules: dict[str, str], text: str, max_len: int) -> str:
+    """``text`` normalised by longest match over ``rules`` (keys of at most ``max_len`` chars)."""
+    out = ""
+    i = 0
+    n = len(text)
+    get = rules.get
+    while i < n:
+        size = min(max_len, n - i)
+        while size:
+            target = get(text[i:i + size])
+            if target is not None:
+                out += target
+                i += size
+                break
+            size -= 1
+        else:
+            out += text[i]
+            i += 1
+    return out
+
+
+def compile_charsmap(parts: Sequence[Any]) -> bytes:
+    """The ``precompiled_charsmap`` blob for ``parts`` (:func:`charsmap_rules`, then
+    :func:`toktools.charsmap_builder.build_charsmap`); a second call in the process is free."""
+    for part in parts:
+        if part.type not in SUPPORTED:
+            charsmap_rules(parts)  # the error naming the part
+    return _compiled(tuple(part.type for part in parts))
+
+
+@lru_cache(maxsize=8)
+def _compiled(types: tuple[str, ...]) -> bytes:
+    from toktools.charsmap_builder import build_charsmap
+    from toktools.parts.registry import part_from_json
+
+    return build_charsmap(charsmap_rules([part_from_json("normalizer", {"type": t}) for t in types]))
