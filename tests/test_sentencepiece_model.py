@@ -232,10 +232,13 @@ def test_a_trained_unigram_tokenizer_written_as_model_gives_the_same_ids(tmp_pat
 def test_documents_sentencepiece_cannot_express_are_refused():
     from toktools.sentencepiece_json import json_to_sentencepiece
 
-    doc = {"model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0.0]]}, "normalizer": {"type": "Lowercase"},
+    digits = {"type": "Replace", "pattern": {"Regex": "[0-9]"}, "content": "#"}
+    doc = {"model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0.0]]}, "normalizer": digits,
            "pre_tokenizer": None}
-    with pytest.raises(ToktoolsError, match="Lowercase"):
+    with pytest.raises(ToktoolsError, match="'Replace'.*no sentencepiece equivalent"):
         json_to_sentencepiece(doc)
+    with pytest.raises(ToktoolsError, match="'NFD'.*no sentencepiece equivalent"):
+        json_to_sentencepiece({**doc, "normalizer": {"type": "Sequence", "normalizers": [{"type": "Nmt"}, {"type": "NFD"}]}})
     with pytest.raises(ToktoolsError, match="only Unigram"):
         json_to_sentencepiece({"model": {"type": "WordPiece"}})
     with pytest.raises(ToktoolsError, match="ByteLevel"):

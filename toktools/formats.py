@@ -105,18 +105,25 @@ def load_sentencepiece_model(path: str | Path, *, add_bos: bool | None = None, a
     ``tokenizers`` does rather than sentencepiece (``shared/spec/unigram.md`` §6): a control
     piece written in the text (``<s>``) is a special token, a combining mark after a
     compatibility character is normalised per grapheme, and a float32 near-tie may fall the
-    other way. :mod:`toktools.sentencepiece_encode` reproduces sentencepiece there too."""
-    from toktools.sentencepiece_json import load_sentencepiece
+    other way. :mod:`toktools.sentencepiece_encode` reproduces sentencepiece there too.
+    Decoding is sentencepiece's own (:class:`toktools.parts.spm_decoder.SentencePieceDecoder`)."""
+    from toktools.parts.spm_decoder import SentencePieceDecoder
+    from toktools.sentencepiece_json import sentencepiece_to_json
+    from toktools.sentencepiece_model import read_model
 
     path = Path(path)
     config = _read_config(path.parent)
     bos = bool(config.get("add_bos_token", False)) if add_bos is None else add_bos
     eos = bool(config.get("add_eos_token", False)) if add_eos is None else add_eos
-    document = load_sentencepiece(path, add_bos=bos, add_eos=eos)
+    model = read_model(path)
+    document = sentencepiece_to_json(model, add_bos=bos, add_eos=eos)
     try:
-        return from_tokenizer_json(document)
+        tokenizer = from_tokenizer_json(document)
     except ToktoolsError as err:
         raise ToktoolsError(f"{path}: {err}") from None
+    # decode as sentencepiece does (unk_surface, leading ▁, byte runs); tokenizer.json keeps the chain
+    tokenizer.decoder = SentencePieceDecoder.for_model(model, document["decoder"])
+    return tokenizer
 
 
 def _read_config(directory: Path) -> dict[str, Any]:
