@@ -164,3 +164,57 @@ def test_library_call_is_the_cli_training(corpus, trained):
     """``toktools.train("unigram", ...)`` is what the command runs."""
     tokenizer = toktools.train("unigram", [str(p) for p in corpus], vocab_size=VOCAB)
     assert tokenizer.to_tokenizer_json() == json.loads((trained / "tokenizer.json").read_text(encoding="utf-8"))
+
+
+# -- as a sentencepiece .model ---------------------------------------------------------------------
+
+def test_convert_to_spiece_model_gives_the_tokenizer_ids_in_sentencepiece(trained, heldout, tmp_path):
+    """``convert --to spiece.model`` turns Nmt + NFKC into a charsmap sentencepiece applies by
+    longest match, and runs of spaces into ``remove_extra_whitespaces``. The one rule it cannot
+    follow on real text: the tokenizer keeps a trailing space as a ``▁`` piece, sentencepiece trims
+    it (``toktools.sentencepiece_json.json_to_sentencepiece``)."""
+    spm = pytest.importorskip("sentencepiece", reason="sentencepiece is not installed (test extra)")
+    result = run("convert", trained, "--to", "spiece.model", "-o", tmp_path / "spm")
+    assert result.exit_code == 0, result.stderr
+    sp = spm.SentencePieceProcessor(model_file=str(tmp_path / "spm" / "spiece.model"))
+    ours = toktools.load(trained)
+    assert sp.get_piece_size() == VOCAB and sp.unk_id() == 0
+    odd = ["Ｆｕｌｌ ｗｉｄｔｈ", "cafe\u0301 nai\u0308ve", "\u1100\u1161\u11a8", "tab\there", "zero\u200bwidth", "\x01ctl\x7f"]
+    lines = heldout + odd
+    trailing = {line for line in lines if ours.normalizer.normalize_str(line).endswith(" ")}
+    assert trailing == {"  Two  spaces\tand a tab "}
+    differ = {line for line in lines if sp.encode(line) != ours.encode(line).ids}
+    assert differ == trailing
+    from toktools.sentencepiece_model import read_model
+
+    spec = read_model(tmp_path / "spm" / "spiece.model").normalizer_spec
+    assert spec.get("name") == "nmt_nfkc" and spec.get("remove_extra_whitespaces") and spec.get("add_dummy_prefix")
+
+
+def test_the_model_written_for_a_lowercasing_normalizer_lowercases(trained, tmp_path):
+    """A Lowercase step after NFKC goes into the charsmap too."""
+    spm = pytest.importorskip("sentencepiece", reason="sentencepiece is not installed (test extra)")
+    document = json.loads((trained / "tokenizer.json").read_text(encoding="utf-8"))
+    document["normalizer"]["normalizers"].insert(2, {"type": "Lowercase"})
+    (tmp_path / "lower").mkdir()
+    (tmp_path / "lower" / "tokenizer.json").write_text(json.dumps(document), encoding="utf-8")
+    result = run("convert", tmp_path / "lower", "--to", "spiece.model", "-o", tmp_path / "spm")
+    assert result.exit_code == 0, result.stderr
+    sp = spm.SentencePieceProcessor(model_file=str(tmp_path / "spm" / "spiece.model"))
+    ours = toktools.load(tmp_path / "lower")
+    for line in ["The QUICK Ｂｒｏｗｎ ÉCOLE", "ΣΊΣΥΦΟΣ and İstanbul", "ＡＢＣ ① Ⅻ"]:
+        assert sp.encode(line) == ours.encode(line).ids, line
+    assert sp.normalize("The QUICK") == "▁the▁quick"
+
+
+def test_a_normalizer_sentencepiece_cannot_express_is_one_line_error(trained, tmp_path):
+    document = json.loads((trained / "tokenizer.json").read_text(encoding="utf-8"))
+    document["normalizer"]["normalizers"].append({"type": "Replace", "pattern": {"Regex": "[0-9]+"}, "content": "0"})
+    (tmp_path / "digits").mkdir()
+    (tmp_path / "digits" / "tokenizer.json").write_text(json.dumps(document), encoding="utf-8")
+    result = run("convert", tmp_path / "digits", "--to", "spiece.model", "-o", tmp_path / "spm")
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("toktools: error: the normalizer step 'Replace'"), result.stderr
+    assert "no sentencepiece equivalent" in lines[0]
+    assert not (tmp_path / "spm").exists()
