@@ -83,7 +83,8 @@ def classify(tok, sp, line: str) -> str:
     at = next((i for i, (x, y) in enumerate(zip(ours, theirs)) if x != y), min(len(ours), len(theirs)))
     window = ours[max(0, at - 1):at + 2] + theirs[max(0, at - 1):at + 2]
     if any(unicodedata.combining(ch) for ch in window):
-        return "combining marks (NFKC reorders marks / composes across a dropped char; the table cannot)"
+        return ("combining marks (NFKC reorders several marks, or composes a mark with the end of a "
+                "multi-character replacement, e.g. ﬁ + U+0300 -> fì; a longest-match table cannot)")
     return "normalisation (other)"
 
 
