@@ -122,7 +122,7 @@ def load_sentencepiece_model(path: str | Path, *, add_bos: bool | None = None, a
     except ToktoolsError as err:
         raise ToktoolsError(f"{path}: {err}") from None
     # decode as sentencepiece does (unk_surface, leading ▁, byte runs); tokenizer.json keeps the chain
-    tokenizer.decoder = SentencePieceDecoder.for_model(model, document["decoder"])
+    tokenizer.decoder = SentencePieceDecoder.for_model(model, tokenizer.decoder)
     return tokenizer
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from toktools.errors import ToktoolsError
 from toktools.parts.base import Decoder
 
 SPACE = "\u2581"
@@ -30,18 +31,18 @@ class SentencePieceDecoder(Decoder):
     type = "SentencePiece"
 
     def __init__(self, *, unk_piece: str | None, unk_surface: str, byte_pieces: dict[str, int],
-                 add_dummy_prefix: bool, remove_extra_whitespaces: bool, tokenizers_json: dict[str, Any]) -> None:
+                 add_dummy_prefix: bool, remove_extra_whitespaces: bool, chain: Decoder) -> None:
         self.unk_piece = unk_piece
         self.unk_surface = unk_surface
         self.byte_pieces = byte_pieces  # "<0xNN>" -> NN, for the pieces of type BYTE
         self.add_dummy_prefix = add_dummy_prefix
         self.remove_extra_whitespaces = remove_extra_whitespaces
-        self.tokenizers_json = tokenizers_json
+        self.chain = chain  # the tokenizers decoder it stands for, in tokenizer.json and reports
 
     @classmethod
-    def for_model(cls, model: Any, tokenizers_json: dict[str, Any]) -> "SentencePieceDecoder":
-        """The decoder of a :class:`toktools.sentencepiece_model.SentencePieceModel`;
-        ``tokenizers_json`` is the decoder node written for ``tokenizer.json``."""
+    def for_model(cls, model: Any, chain: Decoder) -> "SentencePieceDecoder":
+        """The decoder of a :class:`toktools.sentencepiece_model.SentencePieceModel`; ``chain`` is
+        the ``tokenizers`` decoder written for it in ``tokenizer.json``."""
         from toktools.sentencepiece_model import BYTE, UNKNOWN
 
         spec = model.normalizer_spec
@@ -51,14 +52,17 @@ class SentencePieceDecoder(Decoder):
         return cls(unk_piece=unk, unk_surface=model.trainer_spec.get("unk_surface"), byte_pieces=byte_pieces,
                    add_dummy_prefix=bool(spec.get("add_dummy_prefix")),
                    remove_extra_whitespaces=bool(spec.get("remove_extra_whitespaces")),
-                   tokenizers_json=tokenizers_json)
+                   chain=chain)
 
     @classmethod
     def from_json(cls, node: dict[str, Any]) -> "SentencePieceDecoder":
-        raise NotImplementedError("SentencePieceDecoder is built from a .model file, not from tokenizer.json")
+        raise ToktoolsError("the sentencepiece decoder is built from a .model file, not from tokenizer.json")
 
     def to_json(self) -> dict[str, Any]:
-        return self.tokenizers_json
+        return self.chain.to_json()
+
+    def spelling(self) -> dict[str, Any]:
+        return self.chain.spelling()
 
     def decode_chain(self, tokens: list[str]) -> list[str]:
         text: list[str] = []
