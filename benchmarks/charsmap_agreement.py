@@ -111,6 +111,13 @@ def compare_ids(tok_dir: Path, fuzz: int) -> None:
         for kind, n in kinds.most_common():
             line = examples[kind]
             ours, theirs = toktools_form(tok, line), sp.normalize(line)
+            if kind.startswith("segmentation"):
+                mine, spms = tok.encode(line).ids, sp.encode(line)
+                at = next(i for i, (x, y) in enumerate(zip(mine, spms)) if x != y)
+                ours = " ".join(tok.id_to_token(i) for i in mine[at:at + 4])
+                theirs = " ".join(sp.id_to_piece(i) for i in spms[at:at + 4])
+                print(f"    {n:5d} {kind}\n          e.g. {line[:70]!r}\n          toktools {ours!r}\n          spm      {theirs!r}")
+                continue
             at = next((i for i, (x, y) in enumerate(zip(ours, theirs)) if x != y), min(len(ours), len(theirs)))
             lo = max(0, at - 3)
             print(f"    {n:5d} {kind}\n          e.g. {line[:70]!r}\n          toktools ...{ours[lo:at + 4]!r}"
