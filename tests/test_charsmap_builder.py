@@ -115,3 +115,11 @@ def test_a_trie_past_the_unit_offsets_is_one_error(monkeypatch):
     monkeypatch.setattr(charsmap_builder, "MAX_UNITS", 4 * 256)
     with pytest.raises(ToktoolsError, match="more than 1024 units"):
         build_charsmap(random_mapping(0, size=1000))
+
+
+def test_a_pool_past_the_unit_values_is_one_error(monkeypatch):
+    """A value is a 31-bit pool offset: a pool that grows past it cannot be pointed into."""
+    monkeypatch.setattr(charsmap_builder, "MAX_VALUE", 8)
+    with pytest.raises(ToktoolsError, match="replacement pool passes 8 bytes"):
+        build_charsmap({"a": "xxxx", "b": "yyyy", "c": "zzzz"})
+    assert build_charsmap({"a": "xxx", "b": "yyy"})  # offsets 0 and 4 fit
