@@ -10,15 +10,15 @@ sentencepiece can only apply a table by *longest match*, left to right. Its own 
   mapped to what the parts make of it -- so decomposed text still composes;
 * then ``RemoveRedundantMap``: a rule that the shorter rules already give is dropped.
 
-Values come from the tokenizer's own parts (toktools' NFKC follows ``tokenizers``' Unicode 12
-tables), keys from Python's ``unicodedata``. What a longest-match table cannot do is left
+Keys and values come from the tokenizer's own parts and tables (toktools' NFKC follows
+``tokenizers``' Unicode 12 tables, whatever Python's ``unicodedata`` version), so the charsmap
+is the same on every Python. What a longest-match table cannot do is left
 undone: canonical reordering of combining marks, a composition across characters the parts
 drop, sequences that are no NFKD of any one character. ``scripts/charsmap_agreement.py``
 measures how often that matters.
 """
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
 from itertools import product
@@ -45,34 +45,36 @@ def charsmap_rules(parts: Sequence[Any]) -> dict[str, str]:
             raise ToktoolsError(f"the normalizer {part.type!r} has no sentencepiece charsmap equivalent "
                                 f"(supported: {', '.join(SUPPORTED)}, or a Precompiled charsmap)")
 
-    def apply(texts: list[str]) -> list[str]:
-        """The parts applied to each text (one pass over them all, joined by NUL)."""
+    def apply(texts: list[str], steps: Sequence[Any] = parts) -> list[str]:
+        """``steps`` applied to each text (one pass over them all, joined by NUL)."""
         joined = _SEPARATOR.join(texts)
-        for part in parts:
-            joined = part.normalize_str(joined)
+        for step in steps:
+            joined = step.normalize_str(joined)
         out = joined.split(_SEPARATOR)
         if len(out) != len(texts):  # cannot happen with the supported parts
             raise ToktoolsError("charsmap rules: a normalizer changed the NUL separator")
         return out
 
+    from toktools.parts.normalizers import NFC, NFKD
+
     rules: dict[str, str] = {}
     # single code points
-    singles = [chr(cp) for cp in _CANDIDATE_RANGE if _candidate(cp)] + [chr(cp) for cp in _NMT_EXTRA]
+    singles = _candidates()
     for source, target in zip(singles, apply(singles)):
         if target != source:
             rules[source] = target
     # composing NFKD sequences, in every spelling that decomposes to them
     spellings: dict[str, list[str]] = {}  # one character -> the characters whose NFKD it is
     decomposed: set[str] = set()
-    normalize = unicodedata.normalize
-    for ch in singles:
-        if unicodedata.decomposition(ch) or "\uac00" <= ch <= "\ud7a3":
-            nfkd = normalize("NFKD", ch)
-            if len(nfkd) == 1:
-                spellings.setdefault(nfkd, [nfkd]).append(ch)
-            else:
-                decomposed.add(nfkd)
-    composing = sorted(d for d in decomposed if normalize("NFC", d) != d)
+    for ch, nfkd in zip(singles, apply(singles, [NFKD()])):
+        if nfkd == ch:
+            continue
+        if len(nfkd) == 1:
+            spellings.setdefault(nfkd, [nfkd]).append(ch)
+        else:
+            decomposed.add(nfkd)
+    ordered = sorted(decomposed)
+    composing = [d for d, nfc in zip(ordered, apply(ordered, [NFC()])) if nfc != d]
     for nfkd, target in zip(composing, apply(composing)):
         for chars in product(*[spellings.get(ch) or (ch,) for ch in nfkd]):
             source = "".join(chars)
@@ -81,24 +83,24 @@ def charsmap_rules(parts: Sequence[Any]) -> dict[str, str]:
     return _remove_redundant(rules)
 
 
-#: code points that may decompose or change case (Python's Unicode has none past plane 2), and
-#: the few ``Nmt`` characters above U+00A0 that do neither
-_CANDIDATE_RANGE = range(1, 0x30000)
-_NMT_EXTRA = (0x1680, 0x200B, 0x200C, 0x200D, 0x200E, 0x200F, 0x2028, 0x2029, 0x2581, 0xFEFF, 0xFFFD)
+#: the ``Nmt`` characters: controls it drops, spaces it maps (``toktools.parts.normalizers``)
+_NMT_CHARS = (*range(0x01, 0x20), 0x7F, 0x8F, 0x9F, 0x1680, *range(0x200B, 0x2010), 0x2028, 0x2029, 0x2581,
+              0xFEFF, 0xFFFD)
 
 
-def _candidate(cp: int) -> bool:
-    """Whether a supported part may change the code point alone: a control character, or one
-    that decomposes or changes case."""
-    if cp < 0xA0:
-        return True
-    if 0xD800 <= cp < 0xE000 or cp in _NMT_SET:
-        return False
-    ch = chr(cp)
-    return ch.lower() != ch or unicodedata.decomposition(ch) != "" or 0xAC00 <= cp <= 0xD7A3  # Hangul syllables
+def _candidates() -> list[str]:
+    """Every character a supported part may change alone, from toktools' own tables (so the
+    rules do not depend on Python's Unicode version): the ``Nmt`` characters, those with a
+    (compatibility) decomposition, Hangul syllables, and those with a lowercase mapping."""
+    from toktools import _bert_tables
+    from toktools.parts import _unicode
 
-
-_NMT_SET = frozenset(_NMT_EXTRA)
+    chars = {chr(cp) for cp in _NMT_CHARS}
+    chars.update(_unicode.tables().compat)
+    chars.update(chr(cp) for cp in range(0xAC00, 0xD7A4))
+    chars.update(chr(cp) for cp in _bert_tables.LOWERCASE)
+    chars.update(chr(cp) for cp in range(ord("A"), ord("Z") + 1))
+    return sorted(chars)
 
 
 def _remove_redundant(rules: dict[str, str]) -> dict[str, str]:
