@@ -12,9 +12,10 @@ sentencepiece can only apply a table by *longest match*, left to right. Its own 
 
 Keys and values come from the tokenizer's own parts and tables (toktools' NFKC follows
 ``tokenizers``' Unicode 12 tables, whatever Python's ``unicodedata`` version), so the charsmap
-is the same on every Python. What a longest-match table cannot do is left
-undone: canonical reordering of combining marks, a composition across characters the parts
-drop, sequences that are no NFKD of any one character. ``scripts/charsmap_agreement.py``
+is the same on every Python. What a longest-match table cannot do is left undone: canonical
+reordering of several combining marks (``a`` U+0302 U+0323 stays ``â`` U+0323, NFKC gives ``ậ``),
+a mark composing with the end of a multi-character replacement (``ﬁ`` U+0300: ``fi`` U+0300,
+NFKC ``fì``), a composition across a character ``Nmt`` drops. ``benchmarks/charsmap_agreement.py``
 measures how often that matters.
 """
 from __future__ import annotations
@@ -37,13 +38,17 @@ def rule_name(parts: Sequence[Any]) -> str:
     return "_".join(SUPPORTED[part.type] for part in parts)
 
 
-def charsmap_rules(parts: Sequence[Any]) -> dict[str, str]:
-    """The rules for normaliser ``parts`` (each ``Nmt``, ``NFKC`` or ``Lowercase``); see the module
-    docstring. A part of another type is one :class:`ToktoolsError` naming it."""
+def _check(parts: Sequence[Any]) -> None:
     for part in parts:
         if part.type not in SUPPORTED:
             raise ToktoolsError(f"the normalizer {part.type!r} has no sentencepiece charsmap equivalent "
                                 f"(supported: {', '.join(SUPPORTED)}, or a Precompiled charsmap)")
+
+
+def charsmap_rules(parts: Sequence[Any]) -> dict[str, str]:
+    """The rules for normaliser ``parts`` (each ``Nmt``, ``NFKC`` or ``Lowercase``); see the module
+    docstring. A part of another type is one :class:`ToktoolsError` naming it."""
+    _check(parts)
 
     def apply(texts: list[str], steps: Sequence[Any] = parts) -> list[str]:
         """``steps`` applied to each text (one pass over them all, joined by NUL)."""
@@ -139,9 +144,7 @@ def _longest_match(rules: dict[str, str], text: str, max_len: int) -> str:
 def compile_charsmap(parts: Sequence[Any]) -> bytes:
     """The ``precompiled_charsmap`` blob for ``parts`` (:func:`charsmap_rules`, then
     :func:`toktools.charsmap_builder.build_charsmap`); a second call in the process is free."""
-    for part in parts:
-        if part.type not in SUPPORTED:
-            charsmap_rules(parts)  # the error naming the part
+    _check(parts)
     return _compiled(tuple(part.type for part in parts))
 
 

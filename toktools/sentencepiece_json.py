@@ -203,7 +203,7 @@ def json_to_sentencepiece(doc: dict[str, Any]) -> SentencePieceModel:
     (``tokenizers``' ``UnigramTrainer``, toktools' ``train unigram`` with its ``Nmt`` + ``NFKC``
     normaliser, see :func:`_charsmap`). Anything else is one clear :class:`ToktoolsError`.
 
-    Where sentencepiece cannot follow (``scripts/charsmap_agreement.py`` measures it): a plain
+    Where sentencepiece cannot follow (``benchmarks/charsmap_agreement.py`` measures it): a plain
     ``Metaspace`` adds no ``▁`` to text that already starts with one (a leading space), the dummy
     prefix always does; trailing spaces are a ``▁`` piece for the tokenizer, trimmed by
     ``remove_extra_whitespaces``; the charsmap is NFKC by longest match (no reordering of marks)."""
