@@ -239,6 +239,9 @@ def test_documents_sentencepiece_cannot_express_are_refused():
         json_to_sentencepiece(doc)
     with pytest.raises(ToktoolsError, match="'NFD'.*no sentencepiece equivalent"):
         json_to_sentencepiece({**doc, "normalizer": {"type": "Sequence", "normalizers": [{"type": "Nmt"}, {"type": "NFD"}]}})
+    collapse = {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}
+    with pytest.raises(ToktoolsError, match="'NFKC' cannot follow the steps before it"):
+        json_to_sentencepiece({**doc, "normalizer": {"type": "Sequence", "normalizers": [collapse, {"type": "NFKC"}]}})
     with pytest.raises(ToktoolsError, match="only Unigram"):
         json_to_sentencepiece({"model": {"type": "WordPiece"}})
     with pytest.raises(ToktoolsError, match="ByteLevel"):

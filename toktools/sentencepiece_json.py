@@ -162,7 +162,7 @@ def _charsmap(steps: list[dict[str, Any]], flags: dict[str, bool]) -> tuple[byte
     * the whitespace ``Replace`` steps become ``remove_extra_whitespaces`` / ``escape_whitespaces``
       (runs of spaces made one: ``remove_extra_whitespaces``, which also trims both ends).
 
-    Any other step, or a character step after a whitespace one, is one :class:`ToktoolsError`."""
+    Any other step, or a charsmap step after another kind of step, is one :class:`ToktoolsError`."""
     from toktools.charsmap_rules import SUPPORTED, compile_charsmap, rule_name
     from toktools.parts.registry import part_from_json
 
@@ -187,8 +187,8 @@ def _charsmap(steps: list[dict[str, Any]], flags: dict[str, bool]) -> tuple[byte
         elif kind == "Replace" and pattern == {"String": " "} and step.get("content") == SPACE:
             flags["escape_whitespaces"] = True
         elif kind in SUPPORTED or kind == "Precompiled":
-            raise ToktoolsError(f"the normalizer step {kind!r} comes after {'a charsmap' if charsmap else 'whitespace'} "
-                                "steps: sentencepiece applies its charsmap first, once")
+            raise ToktoolsError(f"the normalizer step {kind!r} cannot follow the steps before it: sentencepiece "
+                                "applies one charsmap (Precompiled, or Nmt/NFKC/Lowercase), before any other step")
         else:
             raise ToktoolsError(f"the normalizer step {kind!r} ({json.dumps(step, ensure_ascii=False)[:60]}) has no "
                                 "sentencepiece equivalent")
