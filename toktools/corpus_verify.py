@@ -2,11 +2,14 @@
 the run, in a process of its own.
 
 Building the reference (its modules, its merge table) costs about as much as encoding 5 MB
-with tiktoken, so it is not done in the encoding process: a forked checker builds it while the
-main process encodes, receives the sampled texts, and sends back the reference's ids. The main
-process compares them with what its engine gave and stops at the first difference. It waits
-for every answer before it commits an output (:meth:`Verifier.sync`), so a difference still
-leaves no output behind.
+with tiktoken, so it is not done in the encoding process: a forked checker
+(:class:`CheckerProcess`) builds it while the main process encodes, receives the sampled texts,
+and sends back the reference's ids. The checker is forked as soon as the tokenizer is read
+(:func:`start_checker`), so that its build overlaps the main process's own preparation (output
+checks, input checksums, the engine), which leaves the second core idle. The main process
+compares the answers with what its engine gave and stops at the first difference. It waits for
+every answer before it commits an output (:meth:`Verifier.sync`), so a difference still leaves
+no output behind.
 """
 from __future__ import annotations
 
@@ -91,13 +94,63 @@ class InlineChecker:
         self._answers.clear()
 
 
+class CheckerProcess:
+    """The forked checker: it starts building the reference at once, then answers requests
+    (``send`` texts, ``recv`` their ids) until closed. Fork it before this process starts any
+    thread (the engines' pools)."""
+
+    def __init__(self, document: dict[str, Any]) -> None:
+        import multiprocessing
+        import os
+
+        context = multiprocessing.get_context("fork")
+        ours, theirs = context.Pipe()
+        self._process: Any = context.Process(target=_checker, args=(theirs, document, os.getpid()), daemon=True)
+        try:
+            self._process.start()
+        except OSError as err:
+            theirs.close()
+            ours.close()
+            raise ToktoolsError(f"cannot start the --verify process ({err.strerror or err}); use --verify 0") from None
+        theirs.close()
+        self._conn = ours
+
+    def send(self, texts: list[str]) -> None:
+        self._conn.send(texts)
+
+    def poll(self) -> bool:
+        return bool(self._conn.poll())
+
+    def recv(self) -> Any:
+        return self._conn.recv()
+
+    def close(self) -> None:
+        """Stop the checker at once: every answer that matters has been read (or the run
+        failed), and it may still be building the reference."""
+        if self._process is None:
+            return
+        self._conn.close()
+        self._process.kill()  # SIGKILL: no handler of the parent's runs in the child
+        self._process.join()
+        self._process = None
+
+
+def start_checker(document: dict[str, Any], count: int, engine_name: str) -> CheckerProcess | None:
+    """The checker for a run of ``engine_name`` that verifies ``count`` documents, forked now;
+    None when there is nothing to check (``count`` 0, or the reference checking itself)."""
+    if count <= 0 or engine_name == "reference":
+        return None
+    return CheckerProcess(document)
+
+
 class Verifier:
     """Picks ``count`` documents at evenly spaced marks over the input bytes and has the
     checker process re-encode them (no checker for the reference engine itself or ``count=0``)."""
 
     def __init__(self, engine_name: str, document: dict[str, Any], count: int, total: int, sources: Sequence[Any],
-                 inline: InlineChecker | None = None) -> None:
-        """``inline``: check in this process with that checker instead of a forked one."""
+                 inline: InlineChecker | None = None, process: CheckerProcess | None = None) -> None:
+        """``inline``: check in this process with that checker instead of a forked one;
+        ``process``: a checker forked earlier (:func:`start_checker`), closed with the verifier."""
         self.inline = inline
         self.active = count > 0 and engine_name != "reference"
         self.engine_name = engine_name
@@ -109,31 +162,18 @@ class Verifier:
         self.sent = 0
         self.done = 0
         self._waiting: list[list[tuple[Segment, list[int]]]] = []
-        self._process: Any = None
         self._conn: Any = None
+        if process is not None and not self.active:
+            process.close()  # forked for nothing (the engine turned out to be the reference)
+        elif process is not None:
+            self._conn = process
 
     def start(self) -> None:
-        """Fork the checker, which starts building the reference at once."""
+        """Fork the checker (unless it runs inline or was forked earlier), which starts
+        building the reference at once."""
         if not self.active or self._conn is not None:
             return
-        if self.inline is not None:
-            self._conn = self.inline
-            return
-        import multiprocessing
-        import os
-
-        context = multiprocessing.get_context("fork")
-        ours, theirs = context.Pipe()
-        self._process = context.Process(target=_checker, args=(theirs, self.document, os.getpid()), daemon=True)
-        try:
-            self._process.start()
-        except OSError as err:
-            self._process = None
-            theirs.close()
-            ours.close()
-            raise ToktoolsError(f"cannot start the --verify process ({err.strerror or err}); use --verify 0") from None
-        theirs.close()
-        self._conn = ours
+        self._conn = self.inline if self.inline is not None else CheckerProcess(self.document)
 
     def check(self, batch: list[Segment], ids: list[list[int]], bytes_done: int) -> None:
         """Send this batch's share of the sample; read any answers that have arrived."""
@@ -198,14 +238,7 @@ class Verifier:
                 self.done += 1
 
     def close(self) -> None:
-        """Stop the checker at once: every answer that matters has been read (or the run
-        failed), and it may still be building the reference."""
-        if self._process is None:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-            return
-        self._conn.close()
-        self._process.kill()  # SIGKILL: no handler of the parent's runs in the child
-        self._process.join()
-        self._process = None
+        """Stop the checker at once (see :meth:`CheckerProcess.close`)."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
