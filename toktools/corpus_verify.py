@@ -47,6 +47,7 @@ def _answer(reference: Any, problem: str, texts: list[str]) -> Any:
 def _checker(conn: Any, document: dict[str, Any], parent: int) -> None:
     """The checker process: the reference's ids for each list of texts received, or one line
     saying why the reference cannot run (then for every request)."""
+    import gc
     import signal
 
     from toktools.workers import _worker_init
@@ -58,7 +59,13 @@ def _checker(conn: Any, document: dict[str, Any], parent: int) -> None:
         signal.set_wakeup_fd(-1)
     except ValueError:
         pass
+    # the build makes ~10^5 containers: with the collector on, its full passes over them (and
+    # over the parent's heap inherited by the fork) cost a third of the build
+    gc.freeze()
+    gc.disable()
     reference, problem = _build_reference(document)
+    gc.freeze()
+    gc.enable()
     while True:
         try:
             texts = conn.recv()
