@@ -13,9 +13,8 @@ no output behind.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
-from toktools.corpus_documents import Segment
 from toktools.errors import ToktoolsError
 
 VERIFY_MAX_CHARS = 1 << 18
@@ -44,7 +43,11 @@ def _answer(reference: Any, problem: str, texts: list[str]) -> Any:
         return f"the reference engine failed during --verify ({type(err).__name__}: {err})"
 
 
-def _checker(conn: Any, document: dict[str, Any], parent: int) -> None:
+#: Builds what the checker answers with: ``(reference, "")``, or ``(None, why not)``.
+Build = Callable[[dict[str, Any]], tuple[Any, str]]
+
+
+def _checker(conn: Any, document: dict[str, Any], parent: int, build: Build) -> None:
     """The checker process: the reference's ids for each list of texts received, or one line
     saying why the reference cannot run (then for every request)."""
     import gc
@@ -63,7 +66,7 @@ def _checker(conn: Any, document: dict[str, Any], parent: int) -> None:
     # over the parent's heap inherited by the fork) cost a third of the build
     gc.freeze()
     gc.disable()
-    reference, problem = _build_reference(document)
+    reference, problem = build(document)
     gc.freeze()
     gc.enable()
     while True:
@@ -104,15 +107,17 @@ class InlineChecker:
 class CheckerProcess:
     """The forked checker: it starts building the reference at once, then answers requests
     (``send`` texts, ``recv`` their ids) until closed. Fork it before this process starts any
-    thread (the engines' pools)."""
+    thread (the engines' pools). ``build`` makes what answers (default: the reference engine's
+    ids)."""
 
-    def __init__(self, document: dict[str, Any]) -> None:
+    def __init__(self, document: dict[str, Any], build: Build | None = None) -> None:
         import multiprocessing
         import os
 
         context = multiprocessing.get_context("fork")
         ours, theirs = context.Pipe()
-        self._process: Any = context.Process(target=_checker, args=(theirs, document, os.getpid()), daemon=True)
+        self._process: Any = context.Process(target=_checker, args=(theirs, document, os.getpid(), build or _build_reference),
+                                                daemon=True)
         try:
             self._process.start()
         except OSError as err:
@@ -142,23 +147,29 @@ class CheckerProcess:
         self._process = None
 
 
-def start_checker(document: dict[str, Any], count: int, engine_name: str) -> CheckerProcess | None:
+def start_checker(document: dict[str, Any], count: int, engine_name: str, build: Build | None = None) -> CheckerProcess | None:
     """The checker for a run of ``engine_name`` that verifies ``count`` documents, forked now;
     None when there is nothing to check (``count`` 0, or the reference checking itself)."""
     if count <= 0 or engine_name == "reference":
         return None
-    return CheckerProcess(document)
+    return CheckerProcess(document, build)
 
 
 class Verifier:
     """Picks ``count`` documents at evenly spaced marks over the input bytes and has the
-    checker process re-encode them (no checker for the reference engine itself or ``count=0``)."""
+    checker process re-encode them (no checker for the reference engine itself or ``count=0``).
+
+    The items checked have ``text``, ``source`` (an index into ``sources``) and ``line``; the
+    results compared are id lists (documents) or output lines (``str``, the text formats)."""
 
     def __init__(self, engine_name: str, document: dict[str, Any], count: int, total: int, sources: Sequence[Any],
-                 inline: InlineChecker | None = None, process: CheckerProcess | None = None) -> None:
+                 inline: InlineChecker | None = None, process: CheckerProcess | None = None,
+                 build: Build | None = None) -> None:
         """``inline``: check in this process with that checker instead of a forked one;
-        ``process``: a checker forked earlier (:func:`start_checker`), closed with the verifier."""
+        ``process``: a checker forked earlier (:func:`start_checker`), closed with the verifier;
+        ``build``: what a checker forked later answers with (as :class:`CheckerProcess`)."""
         self.inline = inline
+        self.build = build
         self.active = count > 0 and engine_name != "reference"
         self.engine_name = engine_name
         self.document = document
@@ -168,7 +179,7 @@ class Verifier:
         self.next_mark = 0
         self.sent = 0
         self.done = 0
-        self._waiting: list[list[tuple[Segment, list[int]]]] = []
+        self._waiting: list[list[tuple[Any, Any]]] = []
         self._conn: Any = None
         if process is not None and not self.active:
             process.close()  # forked for nothing (the engine turned out to be the reference)
@@ -180,9 +191,9 @@ class Verifier:
         building the reference at once."""
         if not self.active or self._conn is not None:
             return
-        self._conn = self.inline if self.inline is not None else CheckerProcess(self.document)
+        self._conn = self.inline if self.inline is not None else CheckerProcess(self.document, self.build)
 
-    def check(self, batch: list[Segment], ids: list[list[int]], bytes_done: int) -> None:
+    def check(self, batch: Sequence[Any], ids: Sequence[Any], bytes_done: int) -> None:
         """Send this batch's share of the sample; read any answers that have arrived."""
         if not self.active:
             return
@@ -195,7 +206,7 @@ class Verifier:
                 self.sent += len(picks)
         self._collect(block=False)
 
-    def _picks(self, batch: list[Segment], bytes_done: int) -> list[int]:
+    def _picks(self, batch: Sequence[Any], bytes_done: int) -> list[int]:
         if self.marks is None:
             wanted = self.count - self.sent
         else:
@@ -238,10 +249,13 @@ class Verifier:
             for (segment, got), want in zip(sent, answer):
                 if got != want:
                     at = next((k for k, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+                    if isinstance(got, str):  # an output line
+                        where = f"line {segment.line} (character {at}: {got[at:at + 16]!r} vs {want[at:at + 16]!r})"
+                    else:
+                        where = f"document at line {segment.line} (token {at}: {got[at:at + 1]} vs {want[at:at + 1]})"
                     raise ToktoolsError(
                         f"engine {self.engine_name} disagrees with the reference on {self.sources[segment.source].path}, "
-                        f"document at line {segment.line} (token {at}: {got[at:at + 1]} vs {want[at:at + 1]}); "
-                        "use --engine reference (and please report it)")
+                        f"{where}; use --engine reference (and please report it)")
                 self.done += 1
 
     def close(self) -> None:
