@@ -262,7 +262,7 @@ def encode_text(inputs: Sequence[str | Path], tokenizer: Any, output: str | Path
 
     from toktools.corpus import batched
     from toktools.corpus_verify import Verifier, start_checker
-    from toktools.encode_shards import load_document
+    from toktools.encode_shards import CollectorPause, load_document
     from toktools.outputs import check_output_file, input_files
 
     started = time.perf_counter()
@@ -272,16 +272,19 @@ def encode_text(inputs: Sequence[str | Path], tokenizer: Any, output: str | Path
     if output is not None:  # before any work: never over an input, never an existing file without force
         tokenizer_files = input_files(tokenizer) if isinstance(tokenizer, (str, Path)) else []
         check_output_file(output, force=force, inputs=[*names, *tokenizer_files])
-    doc, fingerprint = load_document(tokenizer, whole=True, validate=True)
-    # the checker is forked before the engine starts threads: it builds the reference meanwhile
-    build = partial(_checker_build, fmt=format, pair=pair, add_special_tokens=add_special_tokens, max_length=max_length)
-    checker = start_checker(doc, verify, engine, build)
+    collector = CollectorPause()  # until the engine is built
+    checker: Any = None
     chosen: Any = None
     verifier: Verifier | None = None
     lines = tokens = 0
     try:
+        doc, fingerprint = load_document(tokenizer, whole=True, validate=True)
+        # the checker is forked before the engine starts threads: it builds the reference meanwhile
+        build = partial(_checker_build, fmt=format, pair=pair, add_special_tokens=add_special_tokens, max_length=max_length)
+        checker = start_checker(doc, verify, engine, build)
         chosen = _engine(engine, doc, fingerprint, fmt=format, pair=pair, add_special_tokens=add_special_tokens,
                          max_length=max_length, workers=workers)
+        collector.resume()
         reader = _Lines(names)
         verifier = Verifier(chosen.name, doc, verify, reader.total, reader.sources, process=checker, build=build)
         checker = None  # the verifier closes it
@@ -299,6 +302,7 @@ def encode_text(inputs: Sequence[str | Path], tokenizer: Any, output: str | Path
                 tokens += sum(len(row.ids) for row in rows)
             verifier.sync()  # every sampled line checked before the output file is renamed into place
     finally:
+        collector.resume()
         if checker is not None:
             checker.close()
         if verifier is not None:
