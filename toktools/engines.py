@@ -363,15 +363,27 @@ class TiktokenEngine(Engine):
         self.threads = threads or os.cpu_count() or 1
         self.remap = plan.rank_to_id
         self._pool: Any = None
-        if plan.special_tokens:  # tokenizers always splits added tokens out of the text
+        self._ordinary = self.encoding.encode_ordinary
+        # tokenizers always splits added tokens out of the text; tiktoken's encode does too, but
+        # scans every text for them: a text that holds none takes encode_ordinary (the same ids)
+        self._has_special: Callable[[str], Any] | None = None
+        if plan.special_tokens:
             encode, allowed = self.encoding.encode, frozenset(plan.special_tokens)
-            self._one: Callable[[str], list[int]] = lambda text: encode(text, allowed_special=allowed, disallowed_special=())
-        else:
-            self._one = self.encoding.encode_ordinary
+            self._special: Callable[[str], list[int]] = lambda text: encode(text, allowed_special=allowed, disallowed_special=())
+            if len(allowed) == 1:
+                token = next(iter(allowed))
+                self._has_special = lambda text: token in text
+            else:
+                import re
+
+                self._has_special = re.compile("|".join(map(re.escape, sorted(allowed)))).search
 
     def _chunk(self, texts: Sequence[str]) -> IdBatch:
-        one = self._one
-        return [one(text) for text in texts]
+        ordinary, has_special = self._ordinary, self._has_special
+        if has_special is None:
+            return [ordinary(text) for text in texts]
+        special = self._special
+        return [special(text) if has_special(text) else ordinary(text) for text in texts]
 
     def encode_batch(self, texts: Sequence[str]) -> IdBatch:
         """Contiguous chunks on a few threads (the Rust core releases the GIL): one Python call
