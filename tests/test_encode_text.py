@@ -167,3 +167,14 @@ def test_wrong_offsets_alone_are_found_in_jsonl_and_on_standard_output(sample: P
     assert len(result.output.strip().splitlines()) == 1, result.output[:300]
     line = int(re.search(r", line (\d+) ", result.output).group(1))
     assert line in _numbers_of_lines_with(sample, "和")
+
+
+def test_a_difference_on_standard_input_is_named_and_nothing_is_printed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from toktools import engines
+
+    _broken_where(monkeypatch, engines.TiktokenEngine, "encode_batch", "second", lambda ids: ids[::-1])
+    result = CliRunner().invoke(main, ["encode", "-t", str(ref_vocab_dir("gpt2"))],
+                                input="first line here\nthe second line here\n" * 20)
+    assert result.exit_code == 1
+    assert result.output.startswith("toktools: error: engine tiktoken disagrees with the reference on standard input, line ")
+    assert len(result.output.strip().splitlines()) == 1, result.output

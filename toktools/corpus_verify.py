@@ -253,8 +253,10 @@ class Verifier:
                         where = f"line {segment.line} (character {at}: {got[at:at + 16]!r} vs {want[at:at + 16]!r})"
                     else:
                         where = f"document at line {segment.line} (token {at}: {got[at:at + 1]} vs {want[at:at + 1]})"
+                    path = self.sources[segment.source].path
                     raise ToktoolsError(
-                        f"engine {self.engine_name} disagrees with the reference on {self.sources[segment.source].path}, "
+                        f"engine {self.engine_name} disagrees with the reference on "
+                        f"{'standard input' if path == '-' else path}, "
                         f"{where}; use --engine reference (and please report it)")
                 self.done += 1
 
