@@ -172,9 +172,9 @@ def test_wrong_offsets_alone_are_found_in_jsonl_and_on_standard_output(sample: P
 def test_a_difference_on_standard_input_is_named_and_nothing_is_printed(monkeypatch: pytest.MonkeyPatch) -> None:
     from toktools import engines
 
-    _broken_where(monkeypatch, engines.TiktokenEngine, "encode_batch", "second", lambda ids: ids[::-1])
+    _broken_where(monkeypatch, engines.TiktokenEngine, "encode_batch", "second", lambda ids: [i + 1 for i in ids])
     result = CliRunner().invoke(main, ["encode", "-t", str(ref_vocab_dir("gpt2"))],
-                                input="first line here\nthe second line here\n" * 20)
+                                input="the first line, a little longer\nthe second line\n" * 20)
     assert result.exit_code == 1
     assert result.output.startswith("toktools: error: engine tiktoken disagrees with the reference on standard input, line ")
     assert len(result.output.strip().splitlines()) == 1, result.output
