@@ -208,8 +208,10 @@ def _plan(doc: Mapping[str, Any], rank_of: Mapping[str, int] | None, rank_to_id:
     from toktools.byte_symbols import _SYMBOL_TO_LATIN1
 
     added = {t["content"]: t["id"] for t in doc.get("added_tokens") or []}
-    if rank_of is None:
-        rank_of = {s: i for s, i in (doc["model"].get("vocab") or {}).items() if s not in added}
+    if rank_of is None:  # the vocabulary without the added tokens, in its order (a copy in C)
+        rank_of = dict(doc["model"].get("vocab") or {})
+        for token in added:
+            rank_of.pop(token, None)
     symbols = list(rank_of)
     data = "".join(symbols).translate(_SYMBOL_TO_LATIN1).encode("latin-1")
     ends = list(accumulate(map(len, symbols)))
