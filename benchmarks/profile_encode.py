@@ -5,7 +5,9 @@ on the same lines.
     PYTHONPATH=. python benchmarks/profile_encode.py --tokenizers gpt2,bert-base-uncased --langs zh
     PYTHONPATH=. python benchmarks/profile_encode.py --verify 0 --repeat 5
 
-Each run is a fresh process (as in ``bench_encode.py``). The phases are wall seconds of the
+Each run is a fresh process (as in ``bench_encode.py``), which imports toktools from the current
+directory first: run it from the root of the checkout to profile (another checkout's code with
+``cd OTHER && PYTHONPATH=. python PATH/TO/profile_encode.py``). The phases are wall seconds of the
 functions named, wrapped with a timer: ``encode_batch`` runs on the encoding thread while the
 main thread reads the next batch and writes the last one, so the phases overlap and add up to
 more than the total. ``cpu`` is the whole process with its children (the ``--verify`` checker,
