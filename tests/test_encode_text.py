@@ -8,6 +8,7 @@ refuses offsets (``jsonl``) in one line.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,79 @@ def test_gpt2_truncation_on_tiktoken_keeps_the_head(sample: Path) -> None:
     expected = run("-t", gpt2, "--max-length", "5", "--engine", "tokenizers", sample)
     assert run("-t", gpt2, "--max-length", "5", "--engine", "tiktoken", sample) == expected
     assert all(len(line.split()) <= 5 for line in expected.splitlines())
+
+
+# ---------------------------------------------------------------------------------------------
+# --verify: a sample of lines re-encoded by the reference, output lines compared
+# ---------------------------------------------------------------------------------------------
+
+
+def test_verify_checks_a_sample_of_lines_against_the_reference(sample: Path, tmp_path: Path) -> None:
+    gpt2 = ref_vocab_dir("gpt2")
+    checked = encode_corpus([sample], gpt2, tmp_path / "ids.txt", format="ids", verify=8)
+    assert (checked.engine, checked.verified) == ("tiktoken", 8)
+    assert encode_corpus([sample], gpt2, tmp_path / "off.txt", format="ids", verify=0).verified == 0
+    # the reference is not checked against itself
+    assert encode_corpus([sample], gpt2, tmp_path / "ref.txt", format="ids", engine="reference", verify=8).verified == 0
+    assert (tmp_path / "ids.txt").read_bytes() == (tmp_path / "off.txt").read_bytes() == (tmp_path / "ref.txt").read_bytes()
+
+
+def _broken_where(monkeypatch: pytest.MonkeyPatch, cls: type, method: str, word: str, change) -> None:
+    """Make ``cls.method`` (an engine's batch call) wrong on the lines that contain ``word``."""
+    real = getattr(cls, method)
+
+    def broken(self, inputs, *args):
+        out = real(self, inputs, *args)
+        return [change(row) if word in text else row for text, row in zip(inputs, out)]
+
+    monkeypatch.setattr(cls, method, broken)
+
+
+def _numbers_of_lines_with(path: Path, word: str) -> set[int]:
+    return {n for n, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1) if word in line}
+
+
+def test_a_wrong_id_stops_the_run_naming_the_file_and_line_and_writes_nothing(sample: Path, tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from toktools import engines
+
+    _broken_where(monkeypatch, engines.TiktokenEngine, "encode_batch", " the ", lambda ids: [i + 1 for i in ids])
+    out = tmp_path / "ids.txt"
+    result = CliRunner().invoke(main, ["encode", "-t", str(ref_vocab_dir("gpt2")), "--format", "ids", "--verify", "200",
+                                       "-o", str(out), str(sample)])
+    assert result.exit_code == 1
+    assert len(result.output.strip().splitlines()) == 1, result.output
+    found = re.match(r"toktools: error: engine tiktoken disagrees with the reference on (.+), line (\d+) \(character \d+",
+                     result.output)
+    assert found, result.output
+    assert found.group(1) == str(sample) and int(found.group(2)) in _numbers_of_lines_with(sample, " the ")
+    assert not list(tmp_path.iterdir())  # no output, no temporary file
+
+
+def test_wrong_offsets_alone_are_found_in_jsonl_and_on_standard_output(sample: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The output lines are compared, not only the ids: a fast engine whose offsets are off is
+    stopped too; on standard output nothing of the batch holding the difference is printed."""
+    from toktools import encode_text
+
+    def shifted(row):
+        return encode_text._Row(row.ids, row.tokens, [[a + 1, b + 1] for a, b in row.offsets], row.type_ids)
+
+    _broken_where(monkeypatch, encode_text._Tokenizers, "encode", "和", shifted)
+    result = CliRunner().invoke(main, ["encode", "-t", str(ref_vocab_dir("bert-base-uncased")), "--format", "jsonl",
+                                       "--engine", "tokenizers", "--verify", "300", str(sample)])
+    assert result.exit_code == 1
+    assert result.output.startswith("toktools: error: engine tokenizers disagrees with the reference on ")
+    assert len(result.output.strip().splitlines()) == 1, result.output[:300]
+    line = int(re.search(r", line (\d+) ", result.output).group(1))
+    assert line in _numbers_of_lines_with(sample, "和")
+
+
+def test_a_difference_on_standard_input_is_named_and_nothing_is_printed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from toktools import engines
+
+    _broken_where(monkeypatch, engines.TiktokenEngine, "encode_batch", "second", lambda ids: [i + 1 for i in ids])
+    result = CliRunner().invoke(main, ["encode", "-t", str(ref_vocab_dir("gpt2"))],
+                                input="the first line, a little longer\nthe second line\n" * 20)
+    assert result.exit_code == 1
+    assert result.output.startswith("toktools: error: engine tiktoken disagrees with the reference on standard input, line ")
+    assert len(result.output.strip().splitlines()) == 1, result.output

@@ -43,17 +43,29 @@ def _samples() -> list[str]:
 
 @pytest.mark.shared
 @pytest.mark.parametrize("name, fastest", [("gpt2", "tiktoken"), ("bytebpe-50k", "tiktoken"),
-                                           ("wordpiece-30k", "tokenizers"), ("bert-base-uncased", "tokenizers")])
+                                           ("wordpiece-30k", "reference"), ("bert-base-uncased", "reference")])
 def test_every_engine_gives_the_reference_ids_on_english_and_chinese(name: str, fastest: str) -> None:
     doc = _doc(name)
     texts = _samples() + SPECIALS_TEXT
     reference = engines.make_engine("reference", doc, workers=1).encode_batch(texts)
-    auto = engines.make_engine("auto", doc)
+    auto = engines.make_engine("auto", doc, workers=2)
     assert auto.name == fastest
     assert auto.encode_batch(texts) == reference
+    auto.close()
     assert engines.make_engine("tokenizers", doc).encode_batch(texts) == reference
     if fastest == "tiktoken":
         assert engines.make_engine("tiktoken", doc, workers=1).encode_batch(texts) == reference
+
+
+@pytest.mark.shared
+def test_auto_takes_the_reference_for_bert_wordpiece_only_with_a_pool_of_workers() -> None:
+    """Its ids-only path on worker processes beats ``tokenizers`` there; on one worker it
+    would not (``tokenizers`` uses every core)."""
+    doc = _doc("bert-base-uncased")
+    assert engines.likely_engine("auto", doc, workers=2) == "reference"
+    assert engines.make_engine("auto", doc, workers=1).name == "tokenizers"
+    assert engines.likely_engine("auto", doc, workers=1) == "auto"
+    assert engines.likely_engine("auto", _doc("bytebpe-50k"), workers=2) == "auto"
 
 
 def test_special_tokens_in_text_are_tokens_on_every_engine() -> None:

@@ -7,6 +7,7 @@ Given ``vocab`` and the ranked ``merges`` (as :mod:`toktools.bpe` trains them or
 from __future__ import annotations
 
 import heapq
+from operator import add
 from typing import Mapping, Sequence
 
 from toktools.errors import ToktoolsError
@@ -20,6 +21,15 @@ def build_merge_map(
 ) -> MergeMap:
     """``(left id, right id) -> (rank, new id)``; a pair listed twice keeps its last rank."""
     prefix_length = len(continuing_subword_prefix or "")
+    if merges and set(map(len, merges)) == {2}:  # in C calls (a third of the time of the loop below, which only explains a missing token)
+        lefts, rights = zip(*merges)
+        get = vocab.__getitem__
+        try:
+            pairs = zip(map(get, lefts), map(get, rights))
+            results = map(get, map(add, lefts, [b[prefix_length:] for b in rights] if prefix_length else rights))
+            return dict(zip(list(pairs), zip(range(len(merges)), results)))
+        except KeyError:
+            pass
     merge_map: MergeMap = {}
     for rank, (a, b) in enumerate(merges):
         try:

@@ -160,10 +160,11 @@ def read_blocks(source: CorpusSource, block_bytes: int = CHUNK_BYTES,
             handle.close()
 
 
-def raw_lines(source: CorpusSource) -> Iterator[bytes]:
-    """The lines of one source as bytes, cut at ``\\n`` only (kept), like ``tokenizers``."""
+def raw_lines(source: CorpusSource, on_block: Callable[[BinaryIO, object], None] | None = None) -> Iterator[bytes]:
+    """The lines of one source as bytes, cut at ``\\n`` only (kept), like ``tokenizers``
+    (``on_block`` as :func:`read_blocks` takes it)."""
     pending: list[bytes] = []  # the pieces of an unfinished line (joined once: no quadratic copying)
-    for block in read_blocks(source, 1 << 16):
+    for block in read_blocks(source, 1 << 16, on_block):
         cut = block.rfind(b"\n") + 1
         if not cut:
             pending.append(block)

@@ -2,17 +2,19 @@
 the run, in a process of its own.
 
 Building the reference (its modules, its merge table) costs about as much as encoding 5 MB
-with tiktoken, so it is not done in the encoding process: a forked checker builds it while the
-main process encodes, receives the sampled texts, and sends back the reference's ids. The main
-process compares them with what its engine gave and stops at the first difference. It waits
-for every answer before it commits an output (:meth:`Verifier.sync`), so a difference still
-leaves no output behind.
+with tiktoken, so it is not done in the encoding process: a forked checker
+(:class:`CheckerProcess`) builds it while the main process encodes, receives the sampled texts,
+and sends back the reference's ids. The checker is forked as soon as the tokenizer is read
+(:func:`start_checker`), so that its build overlaps the main process's own preparation (output
+checks, input checksums, the engine), which leaves the second core idle. The main process
+compares the answers with what its engine gave and stops at the first difference. It waits for
+every answer before it commits an output (:meth:`Verifier.sync`), so a difference still leaves
+no output behind.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
-from toktools.corpus_documents import Segment
 from toktools.errors import ToktoolsError
 
 VERIFY_MAX_CHARS = 1 << 18
@@ -41,9 +43,14 @@ def _answer(reference: Any, problem: str, texts: list[str]) -> Any:
         return f"the reference engine failed during --verify ({type(err).__name__}: {err})"
 
 
-def _checker(conn: Any, document: dict[str, Any], parent: int) -> None:
+#: Builds what the checker answers with: ``(reference, "")``, or ``(None, why not)``.
+Build = Callable[[dict[str, Any]], tuple[Any, str]]
+
+
+def _checker(conn: Any, document: dict[str, Any], parent: int, build: Build) -> None:
     """The checker process: the reference's ids for each list of texts received, or one line
     saying why the reference cannot run (then for every request)."""
+    import gc
     import signal
 
     from toktools.workers import _worker_init
@@ -55,7 +62,13 @@ def _checker(conn: Any, document: dict[str, Any], parent: int) -> None:
         signal.set_wakeup_fd(-1)
     except ValueError:
         pass
-    reference, problem = _build_reference(document)
+    # the build makes ~10^5 containers: with the collector on, its full passes over them (and
+    # over the parent's heap inherited by the fork) cost a third of the build
+    gc.freeze()
+    gc.disable()
+    reference, problem = build(document)
+    gc.freeze()
+    gc.enable()
     while True:
         try:
             texts = conn.recv()
@@ -91,14 +104,72 @@ class InlineChecker:
         self._answers.clear()
 
 
+class CheckerProcess:
+    """The forked checker: it starts building the reference at once, then answers requests
+    (``send`` texts, ``recv`` their ids) until closed. Fork it before this process starts any
+    thread (the engines' pools). ``build`` makes what answers (default: the reference engine's
+    ids)."""
+
+    def __init__(self, document: dict[str, Any], build: Build | None = None) -> None:
+        import multiprocessing
+        import os
+
+        context = multiprocessing.get_context("fork")
+        ours, theirs = context.Pipe()
+        self._process: Any = context.Process(target=_checker, args=(theirs, document, os.getpid(), build or _build_reference),
+                                                daemon=True)
+        try:
+            self._process.start()
+        except OSError as err:
+            theirs.close()
+            ours.close()
+            raise ToktoolsError(f"cannot start the --verify process ({err.strerror or err}); use --verify 0") from None
+        theirs.close()
+        self._conn = ours
+
+    def send(self, texts: list[str]) -> None:
+        self._conn.send(texts)
+
+    def poll(self) -> bool:
+        return bool(self._conn.poll())
+
+    def recv(self) -> Any:
+        return self._conn.recv()
+
+    def close(self) -> None:
+        """Stop the checker at once: every answer that matters has been read (or the run
+        failed), and it may still be building the reference."""
+        if self._process is None:
+            return
+        self._conn.close()
+        self._process.kill()  # SIGKILL: no handler of the parent's runs in the child
+        self._process.join()
+        self._process = None
+
+
+def start_checker(document: dict[str, Any], count: int, engine_name: str, build: Build | None = None) -> CheckerProcess | None:
+    """The checker for a run of ``engine_name`` that verifies ``count`` documents, forked now;
+    None when there is nothing to check (``count`` 0, or the reference checking itself)."""
+    if count <= 0 or engine_name == "reference":
+        return None
+    return CheckerProcess(document, build)
+
+
 class Verifier:
     """Picks ``count`` documents at evenly spaced marks over the input bytes and has the
-    checker process re-encode them (no checker for the reference engine itself or ``count=0``)."""
+    checker process re-encode them (no checker for the reference engine itself or ``count=0``).
+
+    The items checked have ``text``, ``source`` (an index into ``sources``) and ``line``; the
+    results compared are id lists (documents) or output lines (``str``, the text formats)."""
 
     def __init__(self, engine_name: str, document: dict[str, Any], count: int, total: int, sources: Sequence[Any],
-                 inline: InlineChecker | None = None) -> None:
-        """``inline``: check in this process with that checker instead of a forked one."""
+                 inline: InlineChecker | None = None, process: CheckerProcess | None = None,
+                 build: Build | None = None) -> None:
+        """``inline``: check in this process with that checker instead of a forked one;
+        ``process``: a checker forked earlier (:func:`start_checker`), closed with the verifier;
+        ``build``: what a checker forked later answers with (as :class:`CheckerProcess`)."""
         self.inline = inline
+        self.build = build
         self.active = count > 0 and engine_name != "reference"
         self.engine_name = engine_name
         self.document = document
@@ -108,34 +179,21 @@ class Verifier:
         self.next_mark = 0
         self.sent = 0
         self.done = 0
-        self._waiting: list[list[tuple[Segment, list[int]]]] = []
-        self._process: Any = None
+        self._waiting: list[list[tuple[Any, Any]]] = []
         self._conn: Any = None
+        if process is not None and not self.active:
+            process.close()  # forked for nothing (the engine turned out to be the reference)
+        elif process is not None:
+            self._conn = process
 
     def start(self) -> None:
-        """Fork the checker, which starts building the reference at once."""
+        """Fork the checker (unless it runs inline or was forked earlier), which starts
+        building the reference at once."""
         if not self.active or self._conn is not None:
             return
-        if self.inline is not None:
-            self._conn = self.inline
-            return
-        import multiprocessing
-        import os
+        self._conn = self.inline if self.inline is not None else CheckerProcess(self.document, self.build)
 
-        context = multiprocessing.get_context("fork")
-        ours, theirs = context.Pipe()
-        self._process = context.Process(target=_checker, args=(theirs, self.document, os.getpid()), daemon=True)
-        try:
-            self._process.start()
-        except OSError as err:
-            self._process = None
-            theirs.close()
-            ours.close()
-            raise ToktoolsError(f"cannot start the --verify process ({err.strerror or err}); use --verify 0") from None
-        theirs.close()
-        self._conn = ours
-
-    def check(self, batch: list[Segment], ids: list[list[int]], bytes_done: int) -> None:
+    def check(self, batch: Sequence[Any], ids: Sequence[Any], bytes_done: int) -> None:
         """Send this batch's share of the sample; read any answers that have arrived."""
         if not self.active:
             return
@@ -148,7 +206,7 @@ class Verifier:
                 self.sent += len(picks)
         self._collect(block=False)
 
-    def _picks(self, batch: list[Segment], bytes_done: int) -> list[int]:
+    def _picks(self, batch: Sequence[Any], bytes_done: int) -> list[int]:
         if self.marks is None:
             wanted = self.count - self.sent
         else:
@@ -191,21 +249,19 @@ class Verifier:
             for (segment, got), want in zip(sent, answer):
                 if got != want:
                     at = next((k for k, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+                    if isinstance(got, str):  # an output line
+                        where = f"line {segment.line} (character {at}: {got[at:at + 16]!r} vs {want[at:at + 16]!r})"
+                    else:
+                        where = f"document at line {segment.line} (token {at}: {got[at:at + 1]} vs {want[at:at + 1]})"
+                    path = self.sources[segment.source].path
                     raise ToktoolsError(
-                        f"engine {self.engine_name} disagrees with the reference on {self.sources[segment.source].path}, "
-                        f"document at line {segment.line} (token {at}: {got[at:at + 1]} vs {want[at:at + 1]}); "
-                        "use --engine reference (and please report it)")
+                        f"engine {self.engine_name} disagrees with the reference on "
+                        f"{'standard input' if path == '-' else path}, "
+                        f"{where}; use --engine reference (and please report it)")
                 self.done += 1
 
     def close(self) -> None:
-        """Stop the checker at once: every answer that matters has been read (or the run
-        failed), and it may still be building the reference."""
-        if self._process is None:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-            return
-        self._conn.close()
-        self._process.kill()  # SIGKILL: no handler of the parent's runs in the child
-        self._process.join()
-        self._process = None
+        """Stop the checker at once (see :meth:`CheckerProcess.close`)."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None

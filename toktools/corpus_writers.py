@@ -182,8 +182,8 @@ class DocumentWriter:
         return handle
 
     def write(self, ids: Sequence[int]) -> None:
-        """Append ids to the open document. They are queued and written in large arrays: one
-        ``array(...)`` over many documents costs far less than one per document."""
+        """Append ids to the open document. They are queued and written in large blocks: one
+        write over many documents costs far less than one per document."""
         if ids:
             self._queue.append(ids)
             self._queued += len(ids)
@@ -193,13 +193,10 @@ class DocumentWriter:
 
     def flush(self) -> None:
         if self._queue:
-            data = array(self.typecode)
-            for ids in self._queue:  # fromlist: C speed, ~2x array(chain(...)) on millions of ids
-                if isinstance(ids, list):
-                    data.fromlist(ids)
-                else:
-                    data.extend(ids)
-            self.data.write(_little(data))
+            # one struct.pack per document, little-endian already: about half the time of
+            # array.fromlist + byteswap, on every id of the corpus
+            code = self.typecode
+            self.data.write(b"".join([struct.pack(f"<{len(ids)}{code}", *ids) for ids in self._queue]))
             self._queue = []
             self._queued = 0
 

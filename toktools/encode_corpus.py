@@ -63,7 +63,8 @@ def encode_corpus(
     megatron with the tokenizer's EOS (or SEP), off otherwise; ``True``/a token string/``False``.
     ``prepend_bos``: ``True`` (the tokenizer's BOS/CLS) or a token. ``shard_tokens``: start a new
     shard after the document that reaches this many tokens, with a resumable manifest.
-    ``verify``: documents re-encoded with the reference to check a fast engine (0: off).
+    ``verify``: documents (lines, for the text formats) re-encoded with the reference to check a
+    fast engine (0: off).
     Existing outputs need ``force`` unless they are this run's own shards under a manifest with
     the same settings (then finished shards are kept and the rest is written).
     ``cluster``: a Dask scheduler address (``tcp://host:8786``), ``local[:N]`` or a
@@ -87,9 +88,9 @@ def encode_corpus(
 
         text = encode_text(inputs, tokenizer, output, format=format, engine=engine, pair=pair,
                            add_special_tokens=add_special_tokens, max_length=max_length, workers=workers,
-                           batch_lines=batch_lines or BATCH_LINES, force=force)
+                           batch_lines=batch_lines or BATCH_LINES, force=force, verify=verify)
         return CorpusResult(text.engine, text.lines, text.tokens, [Path(output)] if output is not None else [], None,
-                            1, 0, 0, text.seconds)
+                            1, 0, 0, text.seconds, text.verified)
     if format not in FORMATS:
         raise ToktoolsError(f"unknown corpus format {format!r}; choose one of {', '.join((*FORMATS, *TEXT_FORMATS))}")
     if output is None:

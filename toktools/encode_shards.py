@@ -30,12 +30,14 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from toktools.corpus_documents import MAX_DOCUMENT_BYTES, SEGMENT_CHARS, DocumentReader, Position, Segment
-from toktools.corpus_verify import Verifier
+from toktools.corpus_verify import Verifier, start_checker
 from toktools.corpus_writers import DocumentWriter, ShardInfo, file_sha256, flat_dtype, megatron_dtype, output_files
 from toktools.errors import ToktoolsError
 
 DEFAULT_VERIFY = 16
-BATCH_BYTES = 1 << 20  # characters per batch: two batches are in flight; 1M Chinese characters already make ~1M tokens
+#: characters per batch at most (engines may take less: ``Engine.batch_chars``): two batches
+#: are in flight; 1M Chinese characters already make ~1M tokens
+BATCH_BYTES = 1 << 20
 MANIFEST_FORMAT = "toktools-corpus-manifest"
 #: (bytes of input read, total bytes or 0 if unknown, tokens written)
 CorpusProgress = Callable[[int, int, int], None]
@@ -251,82 +253,114 @@ def encode_shards(
     from toktools.corpus import expand_sources
 
     started = time.perf_counter()
-    doc, fingerprint = load_document(tokenizer)
-    sources = expand_sources([str(p) for p in inputs])
-    field, eos_id, bos_id, vocab_size, dtype = _output_settings(doc, format, document, field, append_eos, prepend_bos, dtype)
-
-    # outputs: never an input (nor a file of the tokenizer); existing ones need force (or are resumed)
-    base, suffix = _bases(format, Path(output))
-    sharded = shard_tokens is not None
-    manifest_file = manifest_path(base) if sharded else None
-    planned = [manifest_file] if sharded else list(output_files(format, base, suffix).values())
-    if sharded:
-        planned += list(output_files(format, shard_base(base, 0), suffix).values())
-    _check_outputs(planned, _shard_files(base, suffix) if sharded else [], [s.path for s in sources if not s.is_stdin], tokenizer,
-                   force=force or (sharded and manifest_file.exists()))  # type: ignore[union-attr]
-
-    settings = {"format": format, "document": document, "field": field, "append_eos": eos_id, "prepend_bos": bos_id,
-                "shard_tokens": shard_tokens, "dtype": dtype}
-    inputs_json = _input_entries(sources)
-    shards: list[dict[str, Any]] = []
-    start = Position(0, 0, 1)
-    if sharded and not force:
-        assert manifest_file is not None
-        if manifest_file.exists():
-            shards, start = _resume(manifest_file, fingerprint, settings, inputs_json, base, format, suffix)
-
-    manifest: dict[str, Any] = {
-        "format": MANIFEST_FORMAT, "version": 1, "complete": False,
-        "tokenizer": {"sha256": fingerprint, "vocab_size": vocab_size},
-        "engine": None, "settings": settings, "inputs": inputs_json, "shards": shards,
-    }
-    kept = len(shards)
-    if sharded and shards and start.source >= len(sources) and _complete(manifest_file):
-        return _result(manifest, base, suffix, format, manifest_file, 0, kept, sources, started, 0, "none")
-
-    if engine in ("auto", "tiktoken"):
-        analysis = engines.analyse(doc, fingerprint)
-    else:  # the tiktoken checks are not needed
-        analysis = engines.Analysis("not analysed", cuttable=engines.cuttable(doc))
-    chosen = engines.make_engine(engine, doc, workers=workers, analysis=analysis, fingerprint=fingerprint)
-    manifest["engine"] = chosen.name
-    reader = DocumentReader(sources, document, field, cuttable=analysis.cuttable, segment_chars=segment_chars,
-                            max_document_bytes=max_document_bytes, start=start)
-    verifier = Verifier(chosen.name, doc, verify, reader.total, sources)
-    verifier.start()  # before this process starts threads: the reference is built beside the encoding
-    written = 0
-
-    def new_writer() -> DocumentWriter:
-        target = shard_base(base, len(shards)) if sharded else base
-        return DocumentWriter(format, target, dtype, suffix)
-
-    def finish_shard(info: ShardInfo, end: Position | None) -> None:
-        nonlocal written
-        written += 1
-        shards.append({"index": len(shards), "documents": info.documents, "tokens": info.tokens, "engine": chosen.name,
-                       "files": info.files,
-                       "next": end.as_json() if end is not None else None})
-        if sharded:
-            _write_manifest(manifest_file, manifest)  # type: ignore[arg-type]
-
+    collector = CollectorPause()  # until the engine is built
+    checker = None
     try:
-        encode_documents(reader, chosen, verifier, new_writer, finish_shard, bos_id=bos_id, eos_id=eos_id,
-                         shard_tokens=shard_tokens, batch_bytes=batch_bytes, progress=progress,
-                         tokens_before=sum(s["tokens"] for s in shards), kept=len(shards))
+        doc, fingerprint = load_document(tokenizer)
+        # the --verify checker is forked now: it builds the reference on the other core while
+        # this process checks the outputs, hashes the inputs and builds its engine
+        checker = start_checker(doc, verify, engines.likely_engine(engine, doc, workers))
+        sources = expand_sources([str(p) for p in inputs])
+        field, eos_id, bos_id, vocab_size, dtype = _output_settings(doc, format, document, field, append_eos, prepend_bos, dtype)
+
+        # outputs: never an input (nor a file of the tokenizer); existing ones need force (or are resumed)
+        base, suffix = _bases(format, Path(output))
+        sharded = shard_tokens is not None
+        manifest_file = manifest_path(base) if sharded else None
+        planned = [manifest_file] if sharded else list(output_files(format, base, suffix).values())
+        if sharded:
+            planned += list(output_files(format, shard_base(base, 0), suffix).values())
+        _check_outputs(planned, _shard_files(base, suffix) if sharded else [], [s.path for s in sources if not s.is_stdin], tokenizer,
+                       force=force or (sharded and manifest_file.exists()))  # type: ignore[union-attr]
+
+        settings = {"format": format, "document": document, "field": field, "append_eos": eos_id, "prepend_bos": bos_id,
+                    "shard_tokens": shard_tokens, "dtype": dtype}
+        inputs_json = _input_entries(sources)
+        shards: list[dict[str, Any]] = []
+        start = Position(0, 0, 1)
+        if sharded and not force:
+            assert manifest_file is not None
+            if manifest_file.exists():
+                shards, start = _resume(manifest_file, fingerprint, settings, inputs_json, base, format, suffix)
+
+        manifest: dict[str, Any] = {
+            "format": MANIFEST_FORMAT, "version": 1, "complete": False,
+            "tokenizer": {"sha256": fingerprint, "vocab_size": vocab_size},
+            "engine": None, "settings": settings, "inputs": inputs_json, "shards": shards,
+        }
+        kept = len(shards)
+        if sharded and shards and start.source >= len(sources) and _complete(manifest_file):
+            return _result(manifest, base, suffix, format, manifest_file, 0, kept, sources, started, 0, "none")
+
+        if engine in ("auto", "tiktoken"):
+            analysis = engines.analyse(doc, fingerprint)
+        else:  # the tiktoken checks are not needed
+            analysis = engines.Analysis("not analysed", cuttable=engines.cuttable(doc))
+        chosen = engines.make_engine(engine, doc, workers=workers, analysis=analysis, fingerprint=fingerprint)
+        collector.resume()
+        manifest["engine"] = chosen.name
+        reader = DocumentReader(sources, document, field, cuttable=analysis.cuttable, segment_chars=segment_chars,
+                                max_document_bytes=max_document_bytes, start=start)
+        verifier = Verifier(chosen.name, doc, verify, reader.total, sources, process=checker)
+        checker = None  # the verifier closes it
+        verifier.start()  # before this process starts threads (unless the checker is already running)
+        written = 0
+
+        def new_writer() -> DocumentWriter:
+            target = shard_base(base, len(shards)) if sharded else base
+            return DocumentWriter(format, target, dtype, suffix)
+
+        def finish_shard(info: ShardInfo, end: Position | None) -> None:
+            nonlocal written
+            written += 1
+            shards.append({"index": len(shards), "documents": info.documents, "tokens": info.tokens, "engine": chosen.name,
+                           "files": info.files,
+                           "next": end.as_json() if end is not None else None})
+            if sharded:
+                _write_manifest(manifest_file, manifest)  # type: ignore[arg-type]
+
+        try:
+            encode_documents(reader, chosen, verifier, new_writer, finish_shard, bos_id=bos_id, eos_id=eos_id,
+                             shard_tokens=shard_tokens, batch_bytes=batch_bytes, progress=progress,
+                             tokens_before=sum(s["tokens"] for s in shards), kept=len(shards))
+        finally:
+            chosen.close()
+            verifier.close()
+        manifest["complete"] = True
+        manifest["documents"] = sum(s["documents"] for s in shards)
+        manifest["tokens"] = sum(s["tokens"] for s in shards)
+        if sharded:
+            assert manifest_file is not None
+            _write_manifest(manifest_file, manifest)
+            for stale in _shard_files(base, suffix):  # shards of an older, longer run (with force)
+                number = int(re.search(r"-(\d{5})(?:\.offsets)?\.?\w*$", stale.name).group(1))  # type: ignore[union-attr]
+                if number >= len(shards):
+                    stale.unlink()
+        return _result(manifest, base, suffix, format, manifest_file, written, kept, sources, started, verifier.done, chosen.name)
     finally:
-        chosen.close()
-        verifier.close()
-    manifest["complete"] = True
-    manifest["documents"] = sum(s["documents"] for s in shards)
-    manifest["tokens"] = sum(s["tokens"] for s in shards)
-    if sharded:
-        assert manifest_file is not None
-        _write_manifest(manifest_file, manifest)
-        for stale in _shard_files(base, suffix):  # shards of an older, longer run (with force)
-            number = int(re.search(r"-(\d{5})(?:\.offsets)?\.?\w*$", stale.name).group(1))  # type: ignore[union-attr]
-            if number >= len(shards):
-                stale.unlink()
-    return _result(manifest, base, suffix, format, manifest_file, written, kept, sources, started, verifier.done, chosen.name)
+        collector.resume()
+        if checker is not None:
+            checker.close()
+
+
+class CollectorPause:
+    """The cyclic garbage collector off from now until :meth:`resume` (if it was on). Start-up
+    builds ~10^5 containers (the parsed ``tokenizer.json``, the engine's tables) and makes no
+    garbage cycles; with the collector on, its full passes over them cost a tenth of a short
+    run. It is back on before the encoding loop, so a long run collects as usual."""
+
+    def __init__(self) -> None:
+        import gc
+
+        self._was_on = gc.isenabled()
+        gc.disable()
+
+    def resume(self) -> None:
+        import gc
+
+        if self._was_on:
+            gc.enable()
+            self._was_on = False
 
 
 def encode_documents(reader: DocumentReader, engine: Any, verifier: Verifier, new_writer: Callable[[], DocumentWriter],
@@ -356,7 +390,7 @@ def encode_documents(reader: DocumentReader, engine: Any, verifier: Verifier, ne
     executor = ThreadPoolExecutor(1)
     try:
         pending: tuple[list[Segment], Future[list[list[int]]]] | None = None
-        batches = _batches(iter(reader), batch_bytes)
+        batches = _batches(iter(reader), min(batch_bytes, getattr(engine, "batch_chars", None) or batch_bytes))
         while True:
             batch = next(batches, None)
             submitted = executor.submit(engine.encode_batch, [s.text for s in batch]) if batch is not None else None

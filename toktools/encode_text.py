@@ -12,6 +12,12 @@ padding, pairs (``a<TAB>b``), and for ``jsonl`` tokens, offsets and type ids. Th
 ``auto`` takes tiktoken when it is exact for the tokenizer (:func:`toktools.engines.analyse`)
 and can express the request, else ``tokenizers``, else the reference. The output is the same
 bytes on every engine.
+
+``verify``: as for the training formats (:mod:`toktools.corpus_verify`), lines spread over the
+input are re-encoded by the reference in a forked checker, and their output lines compared
+with the engine's; the first difference stops the run with one line naming the file and line,
+and the output file is not written. On standard output, a batch is written only once its
+sampled lines are checked.
 """
 from __future__ import annotations
 
@@ -26,6 +32,7 @@ from toktools.errors import ToktoolsError
 
 TEXT_FORMATS = ("ids", "tokens", "jsonl")
 BATCH_LINES = 20000
+DEFAULT_VERIFY = 16
 
 
 @dataclass
@@ -34,6 +41,47 @@ class TextResult:
     lines: int
     tokens: int
     seconds: float
+    verified: int = 0
+
+
+@dataclass
+class _Line:
+    """An input line (without its ``\\n``), with where it comes from, for --verify."""
+
+    text: str
+    source: int
+    line: int
+
+
+class _Lines:
+    """The lines of the inputs, as :func:`toktools.corpus.read_lines` reads them, numbered, with
+    how far into the inputs on disk the reading is (where --verify takes its sample)."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        from toktools.corpus import CorpusSource
+
+        self.sources = [CorpusSource(name) for name in names]
+        self.total = sum(s.size() for s in self.sources if not s.is_stdin and Path(s.path).is_file())
+        self.bytes_done = 0
+
+    def __iter__(self) -> Iterator[_Line]:
+        from toktools.corpus import _check_readable, _decode, _position, raw_lines
+
+        done_before = 0
+        for index, source in enumerate(self.sources):
+            if not source.is_stdin:
+                _check_readable(Path(source.path))
+
+            def note(handle: Any, raw: object, before: int = done_before) -> None:
+                position = _position(handle, raw)
+                if position is not None:
+                    self.bytes_done = before + position
+
+            for number, raw in enumerate(raw_lines(source, note), start=1):
+                line = _decode(raw, source, number, "strict", hint=False)
+                yield _Line(line[:-1] if line.endswith("\n") else line, index, number)
+            done_before += source.size()
+            self.bytes_done = done_before
 
 
 @dataclass
@@ -181,6 +229,19 @@ def _destination(output: str | Path | None) -> Iterator[Any]:
         yield out
 
 
+class _Rendered:
+    """What the --verify checker answers with: the reference's output lines for raw input lines
+    (built in the checker process, with the run's settings)."""
+
+    def __init__(self, doc: dict[str, Any], fmt: str, pair: bool, add_special_tokens: bool, max_length: int | None) -> None:
+        self.reference = _Reference(doc, max_length, workers=1)
+        self.fmt, self.pair, self.add_special_tokens = fmt, pair, add_special_tokens
+
+    def encode_batch(self, texts: list[str]) -> list[str]:
+        inputs = [_as_pair(text) for text in texts] if self.pair else texts
+        return [_render(self.fmt, row) for row in self.reference.encode(inputs, self.add_special_tokens)]
+
+
 def _render(fmt: str, row: _Row) -> str:
     if fmt == "ids":
         return " ".join(map(str, row.ids))
@@ -192,11 +253,16 @@ def _render(fmt: str, row: _Row) -> str:
 
 def encode_text(inputs: Sequence[str | Path], tokenizer: Any, output: str | Path | None = None, *, format: str = "ids",
                 engine: str = "auto", pair: bool = False, add_special_tokens: bool = True, max_length: int | None = None,
-                workers: int | None = None, batch_lines: int = BATCH_LINES, force: bool = False) -> TextResult:
+                workers: int | None = None, batch_lines: int = BATCH_LINES, force: bool = False,
+                verify: int = DEFAULT_VERIFY) -> TextResult:
     """Encode every line of ``inputs`` (files or ``-``) to ``output`` (stdout when None), one
-    line each: ids or tokens separated by spaces, or a JSON object (``jsonl``)."""
-    from toktools.corpus import batched, read_lines
-    from toktools.encode_shards import load_document
+    line each: ids or tokens separated by spaces, or a JSON object (``jsonl``). ``verify``:
+    lines re-encoded by the reference to check a faster engine (0: off)."""
+    from functools import partial
+
+    from toktools.corpus import batched
+    from toktools.corpus_verify import Verifier, start_checker
+    from toktools.encode_shards import CollectorPause, load_document
     from toktools.outputs import check_output_file, input_files
 
     started = time.perf_counter()
@@ -206,19 +272,53 @@ def encode_text(inputs: Sequence[str | Path], tokenizer: Any, output: str | Path
     if output is not None:  # before any work: never over an input, never an existing file without force
         tokenizer_files = input_files(tokenizer) if isinstance(tokenizer, (str, Path)) else []
         check_output_file(output, force=force, inputs=[*names, *tokenizer_files])
-    doc, fingerprint = load_document(tokenizer, whole=True, validate=True)
-    chosen = _engine(engine, doc, fingerprint, fmt=format, pair=pair, add_special_tokens=add_special_tokens,
-                     max_length=max_length, workers=workers)
+    collector = CollectorPause()  # until the engine is built
+    checker: Any = None
+    chosen: Any = None
+    verifier: Verifier | None = None
     lines = tokens = 0
     try:
+        doc, fingerprint = load_document(tokenizer, whole=True, validate=True)
+        # the checker is forked before the engine starts threads: it builds the reference meanwhile
+        build = partial(_checker_build, fmt=format, pair=pair, add_special_tokens=add_special_tokens, max_length=max_length)
+        checker = start_checker(doc, verify, engine, build)
+        chosen = _engine(engine, doc, fingerprint, fmt=format, pair=pair, add_special_tokens=add_special_tokens,
+                         max_length=max_length, workers=workers)
+        collector.resume()
+        reader = _Lines(names)
+        verifier = Verifier(chosen.name, doc, verify, reader.total, reader.sources, process=checker, build=build)
+        checker = None  # the verifier closes it
+        verifier.start()
         with _destination(output) as out:
-            for batch in batched(read_lines(names), batch_lines):
-                rows = chosen.encode([_as_pair(line) for line in batch] if pair else batch, add_special_tokens)
-                out.write("\n".join(_render(format, row) for row in rows) + "\n")
+            for batch in batched(reader, batch_lines):
+                texts = [line.text for line in batch]
+                rows = chosen.encode([_as_pair(text) for text in texts] if pair else texts, add_special_tokens)
+                rendered = [_render(format, row) for row in rows]
+                verifier.check(batch, rendered, reader.bytes_done)
+                if output is None:
+                    verifier.sync()  # standard output cannot be taken back: check before writing
+                out.write("\n".join(rendered) + "\n")
                 lines += len(rows)
                 tokens += sum(len(row.ids) for row in rows)
+            verifier.sync()  # every sampled line checked before the output file is renamed into place
     finally:
+        collector.resume()
+        if checker is not None:
+            checker.close()
+        if verifier is not None:
+            verifier.close()
         close = getattr(getattr(chosen, "engine", None), "close", None)
         if close is not None:
             close()
-    return TextResult(chosen.name, lines, tokens, time.perf_counter() - started)
+    return TextResult(chosen.name, lines, tokens, time.perf_counter() - started, verifier.done)
+
+
+def _checker_build(doc: dict[str, Any], *, fmt: str, pair: bool, add_special_tokens: bool,
+                   max_length: int | None) -> tuple[Any, str]:
+    """In the --verify checker: the reference rendering this run's output lines, or why not."""
+    try:
+        return _Rendered(doc, fmt, pair, add_special_tokens, max_length), ""
+    except ToktoolsError as err:
+        return None, str(err)
+    except Exception as err:  # a bug must still reach the user as one line
+        return None, f"the reference engine cannot be built for --verify ({type(err).__name__}: {err})"

@@ -12,7 +12,9 @@ truncation and no padding; special tokens written in the text are matched as tok
   points where Unicode tables are known to differ gives ``tokenizers``' ids;
 * the reference is toktools itself.
 
-``auto`` picks tiktoken when exact, else ``tokenizers``, else the reference.
+``auto`` picks the fastest of the exact ones: the reference for BERT WordPiece (see
+:func:`reference_is_fastest`), else tiktoken when exact, else ``tokenizers``, else the
+reference. Every engine gives the same ids, so the choice changes the speed, never the output.
 """
 from __future__ import annotations
 
@@ -206,8 +208,10 @@ def _plan(doc: Mapping[str, Any], rank_of: Mapping[str, int] | None, rank_to_id:
     from toktools.byte_symbols import _SYMBOL_TO_LATIN1
 
     added = {t["content"]: t["id"] for t in doc.get("added_tokens") or []}
-    if rank_of is None:
-        rank_of = {s: i for s, i in (doc["model"].get("vocab") or {}).items() if s not in added}
+    if rank_of is None:  # the vocabulary without the added tokens, in its order (a copy in C)
+        rank_of = dict(doc["model"].get("vocab") or {})
+        for token in added:
+            rank_of.pop(token, None)
     symbols = list(rank_of)
     data = "".join(symbols).translate(_SYMBOL_TO_LATIN1).encode("latin-1")
     ends = list(accumulate(map(len, symbols)))
@@ -320,6 +324,10 @@ class Engine:
     """Texts → lists of ids (no template, no truncation, special tokens in the text matched)."""
 
     name = ""
+    #: The characters of a batch this engine prefers at most (None: as large as the caller
+    #: allows). The libraries' threads need no large batch, and smaller ones overlap reading,
+    #: encoding and writing better (a 5 MB Chinese file is under 2 M characters).
+    batch_chars: int | None = None
 
     def encode_batch(self, texts: Sequence[str]) -> IdBatch:  # pragma: no cover - interface
         raise NotImplementedError
@@ -330,6 +338,7 @@ class Engine:
 
 class TokenizersEngine(Engine):
     name = "tokenizers"
+    batch_chars = 1 << 18
 
     def __init__(self, document: Mapping[str, Any]) -> None:
         import tokenizers
@@ -346,6 +355,7 @@ class TokenizersEngine(Engine):
 
 class TiktokenEngine(Engine):
     name = "tiktoken"
+    batch_chars = 1 << 18
 
     def __init__(self, plan: TiktokenPlan, threads: int | None = None) -> None:
         import tiktoken
@@ -355,15 +365,27 @@ class TiktokenEngine(Engine):
         self.threads = threads or os.cpu_count() or 1
         self.remap = plan.rank_to_id
         self._pool: Any = None
-        if plan.special_tokens:  # tokenizers always splits added tokens out of the text
+        self._ordinary = self.encoding.encode_ordinary
+        # tokenizers always splits added tokens out of the text; tiktoken's encode does too, but
+        # scans every text for them: a text that holds none takes encode_ordinary (the same ids)
+        self._has_special: Callable[[str], Any] | None = None
+        if plan.special_tokens:
             encode, allowed = self.encoding.encode, frozenset(plan.special_tokens)
-            self._one: Callable[[str], list[int]] = lambda text: encode(text, allowed_special=allowed, disallowed_special=())
-        else:
-            self._one = self.encoding.encode_ordinary
+            self._special: Callable[[str], list[int]] = lambda text: encode(text, allowed_special=allowed, disallowed_special=())
+            if len(allowed) == 1:
+                token = next(iter(allowed))
+                self._has_special = lambda text: token in text
+            else:
+                import re
+
+                self._has_special = re.compile("|".join(map(re.escape, sorted(allowed)))).search
 
     def _chunk(self, texts: Sequence[str]) -> IdBatch:
-        one = self._one
-        return [one(text) for text in texts]
+        ordinary, has_special = self._ordinary, self._has_special
+        if has_special is None:
+            return [ordinary(text) for text in texts]
+        special = self._special
+        return [special(text) if has_special(text) else ordinary(text) for text in texts]
 
     def encode_batch(self, texts: Sequence[str]) -> IdBatch:
         """Contiguous chunks on a few threads (the Rust core releases the GIL): one Python call
@@ -503,6 +525,28 @@ class ReferenceEngine(Engine):
             stop_pool(pool)
 
 
+def reference_is_fastest(document: Mapping[str, Any], workers: int | None = None) -> bool:
+    """True for the tokenizers whose ids the reference makes faster than ``tokenizers``: BERT
+    WordPiece (BertNormalizer or none, BertPreTokenizer), where the ids-only path
+    (:mod:`toktools.fast_ids`: one translate, one findall, cached words) on a pool of worker
+    processes beats ``encode_batch`` in wall and CPU time on English and Chinese, 5 MB and 40 MB
+    (``benchmarks/bench_encode.py``: 1.2-2.6x), and no ``--verify`` checker is needed. Not with a
+    single worker (``tokenizers`` always uses every core), and byte-level BPE stays with the
+    libraries (tiktoken is several times faster)."""
+    if (workers or os.cpu_count() or 1) < 2:
+        return False
+    model = (document.get("model") or {}).get("type")
+    pre = (document.get("pre_tokenizer") or {}).get("type")
+    normalizer = document.get("normalizer")
+    return model == "WordPiece" and pre == "BertPreTokenizer" and (normalizer is None or normalizer.get("type") == "BertNormalizer")
+
+
+def likely_engine(name: str, document: Mapping[str, Any], workers: int | None = None) -> str:
+    """The engine :func:`make_engine` is expected to give, from the document alone (cheap; no
+    analysis): ``reference`` when asked for or when ``auto`` takes it, else ``name``."""
+    return "reference" if name == "reference" or (name == "auto" and reference_is_fastest(document, workers)) else name
+
+
 def tiktoken_available() -> bool:
     try:
         import tiktoken  # noqa: F401
@@ -529,6 +573,15 @@ def make_engine(name: str, document: Mapping[str, Any], *, workers: int | None =
         return ReferenceEngine(document, workers)
     if name == "tokenizers":
         return TokenizersEngine(document)
+    if name == "auto" and reference_is_fastest(document, workers):
+        try:
+            reference = ReferenceEngine(document, workers)
+        except ToktoolsError:
+            reference = None
+        if reference is not None and reference.fast is not None:
+            return reference
+        if reference is not None:  # no ids-only path after all: the libraries are faster
+            reference.close()
     analysis = analysis or analyse(document, fingerprint)
     if name == "tiktoken" or (name == "auto" and analysis.tiktoken_reason is None and tiktoken_available()):
         if not tiktoken_available():

@@ -41,7 +41,7 @@ CORPUS_FORMATS = ("megatron", "npy", "bin")
 @click.option("--prepend-bos", "prepend_bos", is_flag=False, flag_value="", default=None, metavar="[=TOKEN]",
               help="Start every document with BOS (the tokenizer's BOS or CLS), or with TOKEN.")
 @click.option("--shard-tokens", type=click.IntRange(min=1), default=None, help="Start a new shard PREFIX-00000… after this many tokens; writes PREFIX-manifest.json and resumes an interrupted run.")
-@click.option("--verify", type=click.IntRange(min=0), default=16, show_default=True, help="megatron/npy/bin: re-encode this many documents spread over the input with the reference engine; stop at the first difference (0: off).")
+@click.option("--verify", type=click.IntRange(min=0), default=16, show_default=True, help="Re-encode this many documents (lines for ids/tokens/jsonl) spread over the input with the reference engine; stop at the first difference, writing no output (0: off).")
 @click.option("--force", is_flag=True, help="Overwrite existing outputs (and start a sharded run over).")
 @click.option("--dtype", type=click.Choice(["auto", "uint16", "uint32", "int32"]), default="auto", show_default=True, help="megatron/npy/bin: integer type (auto: uint16 if every id fits).")
 @click.option("--max-document-mb", type=click.IntRange(min=1), default=64, show_default=True, help="A document longer than this that cannot be cut safely is refused.")
@@ -105,7 +105,7 @@ def encode(tokenizer_path: str, files: tuple[str, ...], output_format: str, out_
 
     encode_corpus(list(files) or ["-"], tokenizer_path, out_path, format=output_format, engine=engine, pair=pair,
                   add_special_tokens=add_special_tokens, max_length=max_length, workers=workers, batch_lines=batch_lines,
-                  force=force)
+                  force=force, verify=verify)
 
 
 def _encode_corpus(tokenizer_path: str, files: tuple[str, ...], output_format: str, out_path: Path, engine: str, document_mode: str,
