@@ -379,11 +379,12 @@ _PIPELINE = ("encode", "encode_batch", "_encode_unpadded_batch", "_encode_unpadd
              "_encode_piece")
 
 
-def ids_encoder(tokenizer: Any) -> IdsEncoder | None:
+def ids_encoder(tokenizer: Any) -> Any:
     """An :class:`IdsEncoder` for ``tokenizer`` if its parts are ones this module knows, else
     ``None``: byte-level BPE (ByteLevel pre-tokeniser, no normaliser) or WordPiece after
-    BertPreTokenizer (BertNormalizer or none); no truncation or padding; a post-processor that
-    adds nothing without special tokens."""
+    BertPreTokenizer (BertNormalizer or none), or a Unigram after Metaspace
+    (:mod:`toktools.fast_unigram`); no truncation or padding; a post-processor that adds
+    nothing without special tokens."""
     from toktools.parts import models, normalizers, pre_tokenizers
     from toktools.tokenizer import Tokenizer
 
@@ -408,4 +409,6 @@ def ids_encoder(tokenizer: Any) -> IdsEncoder | None:
             return tuple([token_id for token_id, *_ in wordpiece.tokenize(word)])
 
         return IdsEncoder(tokenizer, bert, ids_of_word, bert.normalize, bert.pre_tokenize)
-    return None
+    from toktools.fast_unigram import unigram_ids_encoder
+
+    return unigram_ids_encoder(tokenizer)  # type: ignore[return-value]

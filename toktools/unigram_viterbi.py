@@ -184,10 +184,10 @@ class CompiledIndex:
         self.term_score = np.array(term_score, dtype=np.float64)
 
     def paths(self, texts: Sequence[str], unk_id: int | None, unk_score: float, *, float32: bool = False,
-              fuse: bool = False) -> tuple[list[int], list[int], list[int], list[int]]:
-        """Token ids, starts, ends (flat, text after text) and the count per text; runs of
-        ``unk_id`` nodes fused into one token with ``fuse``. Raises :class:`ToktoolsError` as
-        :func:`~toktools.parts.unigram.viterbi` does."""
+              fuse: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Token ids, starts, ends (flat arrays, text after text) and the count per text; runs
+        of ``unk_id`` nodes fused into one token with ``fuse``. Raises :class:`ToktoolsError`
+        as :func:`~toktools.parts.unigram.viterbi` does."""
         from toktools.errors import ToktoolsError
 
         joined = "".join(texts)
@@ -208,4 +208,4 @@ class CompiledIndex:
         if status == UNREACHABLE:
             raise ToktoolsError("Unigram: no segmentation reaches the end of the word (no unk_id)")
         total = int(counts.sum())
-        return out_id[:total].tolist(), out_start[:total].tolist(), out_end[:total].tolist(), counts.tolist()
+        return out_id[:total], out_start[:total], out_end[:total], counts

@@ -21,6 +21,8 @@ import math
 import os
 import random
 import struct
+from bisect import bisect_right
+from itertools import accumulate
 from typing import Any, Iterable
 
 from toktools.errors import ToktoolsError
@@ -170,13 +172,39 @@ def best_paths(texts: list[str], index: PieceIndex, unk_id: int | None, unk_scor
         paths = [viterbi(text, index, unk_id, unk_score, float32=float32) for text in texts]
         return [_fused(path, unk_id) for path in paths] if fuse and unk_id is not None else paths
     ids, starts, ends, counts = compiled.paths(texts, unk_id, unk_score, float32=float32, fuse=fuse)
-    steps = list(zip(starts, ends, ids))
+    steps = list(zip(starts.tolist(), ends.tolist(), ids.tolist()))
     out: list[Path] = []
     k = 0
-    for count in counts:
+    for count in counts.tolist():
         out.append(steps[k:k + count])
         k += count
     return out
+
+
+def best_ids(texts: list[str], index: PieceIndex, unk_id: int | None, unk_score: float, *,
+             float32: bool = False) -> tuple[list[tuple[int, ...]], dict[int, Path]]:
+    """The ids of each text's best path with runs of ``unk_id`` fused (as :func:`best_paths`
+    with ``fuse``), and the whole path of the texts that hold ``unk_id`` (their caller looks
+    the runs up): no per-token Python objects for the others."""
+    compiled = index.compiled()
+    if compiled is None:
+        paths = best_paths(texts, index, unk_id, unk_score, float32=float32, fuse=True)
+        out = [tuple([step[2] for step in path]) for path in paths]
+        return out, {i: path for i, path in enumerate(paths) if unk_id is not None and unk_id in out[i]}
+    ids, starts, ends, counts = compiled.paths(texts, unk_id, unk_score, float32=float32, fuse=True)
+    flat = ids.tolist()
+    bounds = [0, *accumulate(counts.tolist())]
+    out = list(map(tuple, map(flat.__getitem__, map(slice, bounds[:-1], bounds[1:]))))
+    unknown: dict[int, Path] = {}
+    if unk_id is not None:
+        import numpy as np
+
+        for k in np.flatnonzero(ids == unk_id).tolist():
+            i = bisect_right(bounds, k) - 1
+            if i not in unknown:
+                lo, hi = bounds[i], bounds[i + 1]
+                unknown[i] = list(zip(starts[lo:hi].tolist(), ends[lo:hi].tolist(), flat[lo:hi]))
+    return out, unknown
 
 
 def _fused(path: Path, unk_id: int) -> Path:
@@ -502,13 +530,9 @@ class Unigram(Model):
             raise ToktoolsError("Unigram.word_ids: sampling (alpha) is on; use tokenize")
         if not words:
             return []
-        out = []
-        unk_id = self.unk_id
-        for word, path in zip(words, best_paths(words, self.index, unk_id, self.unk_score, fuse=True)):
-            ids = tuple([step[2] for step in path])
-            if unk_id is not None and unk_id in ids:  # a fused run: its id is looked up by string
-                ids = tuple([token_id for token_id, *_ in self._tokens_of(word, [(a, b) for a, b, _ in path])])
-            out.append(ids)
+        out, unknown = best_ids(words, self.index, self.unk_id, self.unk_score)
+        for i, path in unknown.items():  # a fused run: its id is looked up by string
+            out[i] = tuple([token_id for token_id, *_ in self._tokens_of(words[i], [(a, b) for a, b, _ in path])])
         return out
 
     def nbest(self, word: str, size: int) -> list[tuple[list[str], float]]:
