@@ -154,21 +154,29 @@ class _MetaspaceWords:
     (always, or for ``first`` only to the fragment at the start of the text), then with
     ``split`` a new piece starts at every ``▁``. Empty fragments give no piece."""
 
-    def __init__(self, pre: Any) -> None:
-        rep = pre.replacement
+    def __init__(self, pre: Any | None, isolated: Sequence[Any] = ()) -> None:
+        self.metaspace = pre is not None  # without a pre-tokeniser the whole text is the word
+        rep = pre.replacement if pre is not None else "\u2581"
         self.replacement = rep
-        self.scheme = pre.prepend_scheme
+        self.scheme = pre.prepend_scheme if pre is not None else "never"
         escaped = re.escape(rep)
-        self.split = re.compile(f"{escaped}[^{escaped}]*|[^{escaped}]+").findall if pre.split else None
+        self.split = re.compile(f"{escaped}[^{escaped}]*|[^{escaped}]+").findall if pre is not None and pre.split else None
+        #: then ``Split`` pre-tokenisers with behaviour ``Isolated`` (the converter's user-defined
+        #: symbols): every match and every stretch between matches is a piece
+        self.isolated = [split.pattern for split in isolated]
 
     def __call__(self, text: str, at_start: bool) -> list[str]:
         if not text:
             return []
         rep = self.replacement
-        text = text.replace(" ", rep)
+        if self.metaspace:
+            text = text.replace(" ", rep)
         if not text.startswith(rep) and (self.scheme == "always" or (self.scheme == "first" and at_start)):
             text = rep + text
-        return self.split(text) if self.split is not None else [text]
+        words = self.split(text) if self.split is not None else [text]
+        for pattern in self.isolated:
+            words = [word[a:b] for w in words for (a, b), _ in pattern.find_matches(w) if a < b for word in (w,)]
+        return words
 
 
 class _WordIds(dict):  # type: ignore[type-arg]
@@ -233,8 +241,8 @@ class UnigramIdsEncoder:
 
 
 def unigram_ids_encoder(tokenizer: Any) -> UnigramIdsEncoder | None:
-    """An encoder for a Unigram tokenizer (no sampling) whose pre-tokeniser is Metaspace (alone
-    or the only one of a Sequence), whose added tokens are all matched in the raw text, and
+    """An encoder for a Unigram tokenizer (no sampling) whose pre-tokeniser is Metaspace (alone,
+    or first in a Sequence followed by ``Isolated`` Splits) or none, whose added tokens are all matched in the raw text, and
     whose normaliser's parts are any; None otherwise (the caller checks truncation, padding,
     the post-processor and subclasses, as :func:`toktools.fast_ids.ids_encoder` does)."""
     from toktools.parts import pre_tokenizers
@@ -243,10 +251,13 @@ def unigram_ids_encoder(tokenizer: Any) -> UnigramIdsEncoder | None:
     model, pre = tokenizer.model, tokenizer.pre_tokenizer
     if type(model) is not Unigram or model.alpha:
         return None
-    if type(pre) is pre_tokenizers.Sequence and len(pre.pretokenizers) == 1:
-        pre = pre.pretokenizers[0]
-    if type(pre) is not pre_tokenizers.Metaspace:
+    isolated: list[Any] = []
+    if type(pre) is pre_tokenizers.Sequence and pre.pretokenizers:
+        pre, *isolated = pre.pretokenizers
+    if pre is not None and type(pre) is not pre_tokenizers.Metaspace:
+        return None
+    if any(type(p) is not pre_tokenizers.Split or p.behavior != "Isolated" or p.invert for p in isolated):
         return None
     if tokenizer.added and tokenizer.added.has_normalized:
         return None
-    return UnigramIdsEncoder(tokenizer, string_normalizer(tokenizer.normalizer), _MetaspaceWords(pre))
+    return UnigramIdsEncoder(tokenizer, string_normalizer(tokenizer.normalizer), _MetaspaceWords(pre, isolated))
