@@ -12,7 +12,10 @@ truncation and no padding; special tokens written in the text are matched as tok
   points where Unicode tables are known to differ gives ``tokenizers``' ids;
 * the reference is toktools itself.
 
-``auto`` picks tiktoken when exact, else ``tokenizers``, else the reference.
+``auto`` picks tiktoken when exact, else ``tokenizers``, else the reference -- except for a
+Unigram model (:func:`compiled_unigram_reference`): there the reference with its compiled
+Viterbi is both exact (it *is* the reference) and faster than ``tokenizers``' ``encode_batch``
+(``benchmarks/bench_unigram.py``), so ``auto`` picks it.
 """
 from __future__ import annotations
 
@@ -519,6 +522,39 @@ def tokenizers_loads(document: Mapping[str, Any]) -> str | None:
     return None
 
 
+def compiled_unigram_reference(document: Mapping[str, Any], workers: int | None = None) -> ReferenceEngine | None:
+    """``auto``'s engine for a Unigram tokenizer: the reference, when its ids-only path takes
+    this tokenizer (:mod:`toktools.fast_unigram`) and the compiled Viterbi is installed (numba,
+    extra ``fast``); None otherwise (then ``auto`` goes on to ``tokenizers`` as for any model).
+
+    The rule, and why: ``auto`` is the fastest engine proven to give the reference's ids. The
+    reference is exact by definition, and ``tokenizers`` is exact by the premise of this module
+    (the reference follows it, tested on real text). For a tokenizer.json Unigram the two do run
+    the same algorithm (f64 sums, strict ``>`` ties, per-grapheme shortest-match Precompiled,
+    Metaspace), so ``tokenizers`` is exact except where its grapheme tables (the
+    unicode-segmentation crate) and ``regex``'s ``\\X`` differ, which no test has shown on
+    real text -- the reference has no such doubt at all. Speed settles it: measured side by side
+    (``benchmarks/bench_unigram.py``), the compiled ids path in the worker pool encodes faster
+    than ``tokenizers``' ``encode_batch`` with all threads, while the pure-Python reference is
+    ~10x slower. So: compiled reference when available, else ``tokenizers``."""
+    model = (document.get("model") or {}).get("type")
+    if model != "Unigram":
+        return None
+    from toktools.fast_unigram import UnigramIdsEncoder
+    from toktools.parts.unigram import compiled_viterbi
+
+    if compiled_viterbi() is None:
+        return None
+    try:
+        engine = ReferenceEngine(document, workers)
+    except ToktoolsError:
+        return None
+    if not isinstance(engine.fast, UnigramIdsEncoder):
+        engine.close()
+        return None
+    return engine
+
+
 def make_engine(name: str, document: Mapping[str, Any], *, workers: int | None = None,
                 analysis: Analysis | None = None, fingerprint: str | None = None) -> Engine:
     """The engine called ``name`` (``auto`` = the fastest exact one) for this tokenizer, or a
@@ -529,6 +565,10 @@ def make_engine(name: str, document: Mapping[str, Any], *, workers: int | None =
         return ReferenceEngine(document, workers)
     if name == "tokenizers":
         return TokenizersEngine(document)
+    if name == "auto":
+        unigram = compiled_unigram_reference(document, workers)
+        if unigram is not None:
+            return unigram
     analysis = analysis or analyse(document, fingerprint)
     if name == "tiktoken" or (name == "auto" and analysis.tiktoken_reason is None and tiktoken_available()):
         if not tiktoken_available():

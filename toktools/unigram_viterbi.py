@@ -34,17 +34,42 @@ def _slot(key, shift):
 
 
 @njit(cache=True)
-def _fill_table(parents, codes, children, table, shift):
-    """Insert the edges ``(parent, code) -> child`` (linear probing; slot ``s`` is
-    ``table[2s]`` = key, ``table[2s + 1]`` = child, one cache line; keys start all -1)."""
+def _build(codes, offsets, piece_ids, piece_scores, root, table, shift, term_id, term_score):
+    """Insert every piece ``codes[offsets[i]:offsets[i + 1]]`` into the trie; returns the node
+    count. Hash slot ``s`` is ``table[2s]`` = key (-1: free), ``table[2s + 1]`` = child: one
+    cache line per probe."""
     mask = table.size // 2 - 1
-    for k in range(parents.size):
-        key = parents[k] * _BASE + codes[k]
-        s = _slot(key, shift)
-        while table[2 * s] >= 0:
-            s = (s + 1) & mask
-        table[2 * s] = key
-        table[2 * s + 1] = children[k]
+    nodes = 1
+    for i in range(offsets.size - 1):
+        node = 0
+        for k in range(offsets[i], offsets[i + 1]):
+            code = codes[k]
+            if node == 0:
+                child = root[code]
+                if child < 0:
+                    child = nodes
+                    nodes += 1
+                    root[code] = child
+            else:
+                key = node * _BASE + code
+                s = _slot(key, shift)
+                while True:
+                    found = table[2 * s]
+                    if found == key:
+                        child = table[2 * s + 1]
+                        break
+                    if found < 0:
+                        child = nodes
+                        nodes += 1
+                        table[2 * s] = key
+                        table[2 * s + 1] = child
+                        break
+                    s = (s + 1) & mask
+            node = child
+        if offsets[i + 1] > offsets[i]:
+            term_id[node] = piece_ids[i]
+            term_score[node] = piece_scores[i]
+    return nodes
 
 
 @njit(cache=True, inline="always")
@@ -152,36 +177,20 @@ class CompiledIndex:
     """The pieces of a :class:`~toktools.parts.unigram.PieceIndex` as arrays for the kernel."""
 
     def __init__(self, lookup: Iterable[tuple[str, tuple[int, float]]]) -> None:
-        children: dict[tuple[int, int], int] = {}
-        term_id = [-1]
-        term_score = [0.0]
-        for piece, (piece_id, piece_score) in lookup:
-            if not piece:
-                continue
-            node = 0
-            for ch in piece:
-                key = (node, ord(ch))
-                child = children.get(key)
-                if child is None:
-                    child = children[key] = len(term_id)
-                    term_id.append(-1)
-                    term_score.append(0.0)
-                node = child
-            term_id[node] = piece_id
-            term_score[node] = piece_score
-        root_edges = {code: child for (parent, code), child in children.items() if parent == 0}
-        self.root = np.full(max(root_edges, default=-1) + 1, -1, dtype=np.int64)
-        for code, child in root_edges.items():
-            self.root[code] = child
-        deep = [(parent, code, child) for (parent, code), child in children.items() if parent != 0]
-        bits = max(4, (2 * len(deep) + 1).bit_length())
+        items = list(lookup)
+        pieces = [piece for piece, _ in items]
+        codes, offsets = _code_points(pieces)
+        ids = np.array([value[0] for _, value in items], dtype=np.int64)
+        scores = np.array([value[1] for _, value in items], dtype=np.float64)
+        bits = max(4, (2 * codes.size + 1).bit_length())
         self.shift = 64 - bits
         self.table = np.full(2 << bits, -1, dtype=np.int64)
-        if deep:
-            edges = np.array(deep, dtype=np.int64)
-            _fill_table(edges[:, 0].copy(), edges[:, 1].copy(), edges[:, 2].copy(), self.table, self.shift)
-        self.term_id = np.array(term_id, dtype=np.int64)
-        self.term_score = np.array(term_score, dtype=np.float64)
+        self.root = np.full(int(codes.max()) + 1 if codes.size else 1, -1, dtype=np.int64)
+        term_id = np.full(codes.size + 1, -1, dtype=np.int64)
+        term_score = np.zeros(codes.size + 1, dtype=np.float64)
+        nodes = _build(codes, offsets, ids, scores, self.root, self.table, self.shift, term_id, term_score)
+        self.term_id = term_id[:nodes].copy()
+        self.term_score = term_score[:nodes].copy()
 
     def paths(self, texts: Sequence[str], unk_id: int | None, unk_score: float, *, float32: bool = False,
               fuse: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -190,11 +199,8 @@ class CompiledIndex:
         as :func:`~toktools.parts.unigram.viterbi` does."""
         from toktools.errors import ToktoolsError
 
-        joined = "".join(texts)
-        codes = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.int32)
-        offsets = np.zeros(len(texts) + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), out=offsets[1:])
-        size = len(joined)
+        codes, offsets = _code_points(texts)
+        size = codes.size
         out_id = np.empty(size, dtype=np.int64)
         out_start = np.empty(size, dtype=np.int64)
         out_end = np.empty(size, dtype=np.int64)
@@ -209,3 +215,11 @@ class CompiledIndex:
             raise ToktoolsError("Unigram: no segmentation reaches the end of the word (no unk_id)")
         total = int(counts.sum())
         return out_id[:total], out_start[:total], out_end[:total], counts
+
+
+def _code_points(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """All the texts' code points in one ``int32`` array, and where each text starts."""
+    codes = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.int32)
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), out=offsets[1:])
+    return codes, offsets
