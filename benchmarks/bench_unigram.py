@@ -176,10 +176,13 @@ def end_to_end(model: str, held: str, engine: str, work) -> dict:
 
     from _common import REPO
 
-    prefix = str(work / f"unigram-cli-{engine}")
+    (work / "unigram-cli").mkdir(exist_ok=True)  # not beside the .model: its directory is the tokenizer's
+    prefix = str(work / "unigram-cli" / engine)
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "toktools.cli", "encode", "-t", model, held, "--format", "megatron",
-                    "-o", prefix, "--engine", engine, "--force"], check=True, cwd=REPO, capture_output=True)
+    done = subprocess.run([sys.executable, "-m", "toktools.cli", "encode", "-t", model, held, "--format", "megatron",
+                           "-o", prefix, "--engine", engine, "--force"], cwd=REPO, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"toktools encode --engine {engine} failed:\n{done.stderr}")
     seconds = time.perf_counter() - start
     with open(prefix + ".bin", "rb") as handle:
         return {"seconds": seconds, "bin": handle.read()}

@@ -139,3 +139,27 @@ def test_reference_engine_in_workers(monkeypatch):
         assert engine._pool is not None
     finally:
         engine.close()
+
+
+# -- auto -------------------------------------------------------------------------------------
+
+
+def test_auto_picks_the_compiled_reference_for_unigram_and_tokenizers_without_numba(monkeypatch):
+    from toktools.parts.unigram import compiled_viterbi
+
+    document = engines.corpus_document(converted("unigram"))
+    texts = lines()
+    expected = engines.TokenizersEngine(document).encode_batch(texts)
+    auto = engines.make_engine("auto", document, workers=1)
+    try:
+        assert auto.name == ("reference" if compiled_viterbi() is not None else "tokenizers")
+        assert auto.encode_batch(texts) == expected
+    finally:
+        auto.close()
+    monkeypatch.setenv("TOKTOOLS_PURE_PYTHON", "1")  # no compiled Viterbi: the reference is slower
+    assert engines.make_engine("auto", document).name == "tokenizers"
+
+
+def test_auto_keeps_tokenizers_for_a_unigram_pipeline_without_the_ids_path():
+    document = engines.corpus_document(dict(converted("unigram"), pre_tokenizer={"type": "WhitespaceSplit"}))
+    assert engines.make_engine("auto", document).name == "tokenizers"

@@ -107,6 +107,9 @@ def _replace_text(part: Any) -> Callable[[str], str]:
     def replace(text: str) -> str:
         if not text:
             return text
+        compiled, prepared = pattern.prepared(text)
+        if compiled.search(prepared) is None:  # the common case: one search in C
+            return text
         out, prev = [], 0
         for start, end in pattern.find_iter(text):
             out.append(text[prev:start])
