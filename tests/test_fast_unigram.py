@@ -163,3 +163,15 @@ def test_auto_picks_the_compiled_reference_for_unigram_and_tokenizers_without_nu
 def test_auto_keeps_tokenizers_for_a_unigram_pipeline_without_the_ids_path():
     document = engines.corpus_document(dict(converted("unigram"), pre_tokenizer={"type": "WhitespaceSplit"}))
     assert engines.make_engine("auto", document).name == "tokenizers"
+
+
+def test_text_that_is_not_unicode_is_refused_as_the_reference_refuses_it():
+    reference = from_tokenizer_json(converted("unigram"))
+    fast = ids_encoder(reference)
+    with pytest.raises(TypeError, match="lone surrogate U\\+D800") as ours:
+        fast.encode_batch(["fine", "a\ud800"])
+    with pytest.raises(TypeError) as theirs:
+        reference.encode("a\ud800")
+    assert str(ours.value) == str(theirs.value)
+    with pytest.raises(TypeError, match="must be str"):
+        fast.encode_batch(["fine", 3])

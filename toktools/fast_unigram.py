@@ -225,9 +225,17 @@ class UnigramIdsEncoder:
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         from toktools.tokenizer import _check_text
 
-        for text in texts:
-            _check_text(text)
-        pieces = [self._pieces(text) for text in texts]
+        try:  # every text is valid Unicode (no lone surrogate): one check in C for the batch
+            "".join(texts).encode("utf-8")
+        except (TypeError, UnicodeEncodeError):
+            for text in texts:
+                _check_text(text)  # the reference's error, for the first text that is not text
+        if self._raw_search is None:  # no added token to look for: normalise, then the words
+            normalize, words = self.normalize, self.words
+            normalized = texts if normalize is None else map(normalize, texts)
+            pieces = [words(text, True) for text in normalized]
+        else:
+            pieces = [self._pieces(text) for text in texts]
         cache = self.cache
         todo = list({w: None for ps in pieces for w in ps if type(w) is str and w not in cache})
         cache.batch = dict(zip(todo, self.model.word_ids(todo))) if todo else {}

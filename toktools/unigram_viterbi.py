@@ -72,6 +72,18 @@ def _build(codes, offsets, piece_ids, piece_scores, root, table, shift, term_id,
     return nodes
 
 
+@njit(cache=True)
+def _fill(keys, children, table, shift):
+    """Insert the edges ``keys[k] -> children[k]`` into an empty table (as :func:`_build` does)."""
+    mask = table.size // 2 - 1
+    for k in range(keys.size):
+        s = _slot(keys[k], shift)
+        while table[2 * s] >= 0:
+            s = (s + 1) & mask
+        table[2 * s] = keys[k]
+        table[2 * s + 1] = children[k]
+
+
 @njit(cache=True, inline="always")
 def _child(node, code, root, table, shift):
     if node == 0:
@@ -191,6 +203,19 @@ class CompiledIndex:
         nodes = _build(codes, offsets, ids, scores, self.root, self.table, self.shift, term_id, term_score)
         self.term_id = term_id[:nodes].copy()
         self.term_score = term_score[:nodes].copy()
+        self._compact()
+
+    def _compact(self) -> None:
+        """The edges again in a table sized for them (load <= 1/2) rather than for every
+        character: a smaller table stays in the CPU caches (the walk is one probe per step)."""
+        pairs = self.table.reshape(-1, 2)
+        edges = pairs[pairs[:, 0] >= 0]
+        bits = max(4, (2 * len(edges)).bit_length())
+        if 2 << bits >= self.table.size:
+            return
+        self.shift = 64 - bits
+        self.table = np.full(2 << bits, -1, dtype=np.int64)
+        _fill(edges[:, 0].copy(), edges[:, 1].copy(), self.table, self.shift)
 
     def paths(self, texts: Sequence[str], unk_id: int | None, unk_score: float, *, float32: bool = False,
               fuse: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
