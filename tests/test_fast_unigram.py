@@ -175,3 +175,27 @@ def test_text_that_is_not_unicode_is_refused_as_the_reference_refuses_it():
     assert str(ours.value) == str(theirs.value)
     with pytest.raises(TypeError, match="must be str"):
         fast.encode_batch(["fine", 3])
+
+
+def test_cli_megatron_from_a_model_file_is_the_same_with_auto_and_tokenizers(tmp_path):
+    """``toktools encode -t x.model FILE --format megatron``: auto (the compiled reference when
+    numba is there) writes the bytes ``--engine tokenizers`` writes."""
+    from click.testing import CliRunner
+
+    from toktools.cli import main
+
+    model = tmp_path / "model" / "x.model"
+    model.parent.mkdir()
+    model.write_bytes(train("unigram_bytes", **MODELS["unigram_bytes"]).read_bytes())
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(lines()) + "\n", encoding="utf-8")
+    outputs = {}
+    for engine in ("auto", "tokenizers"):
+        result = CliRunner().invoke(main, ["encode", "-t", str(model), str(corpus), "--format", "megatron",
+                                           "-o", str(tmp_path / engine), "--engine", engine, "--json"],
+                                    catch_exceptions=False)
+        assert result.exit_code == 0, result.stderr
+        outputs[engine] = json.loads(result.stdout)["engine"], (tmp_path / f"{engine}.bin").read_bytes()
+    assert outputs["auto"][1] == outputs["tokenizers"][1]
+    assert outputs["tokenizers"][0] == "tokenizers"
+    assert outputs["auto"][0] in ("reference", "tokenizers")
