@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import heapq
 from pathlib import Path
+from typing import Any
 
 from toktools.errors import ToktoolsError
-from toktools.parts.precompiled import CharsMap, spm_normalize
+from toktools.parts.precompiled import CharsMap
 from toktools.parts.unigram import UNK_PENALTY, PieceIndex, best_paths, byte_piece, f32
 from toktools.sentencepiece_model import (CONTROL, NORMAL, UNKNOWN, UNUSED, USER_DEFINED, SentencePieceModel,
                                           read_model)
@@ -48,14 +49,21 @@ class _SentencePieceEncoder:
         if self.unk_id is None:
             raise ToktoolsError("sentencepiece model has no <unk> piece")
         self.ids = {p.piece: i for i, p in enumerate(model.pieces)}
+        self._text: Any = None
 
     @classmethod
     def load(cls, path: str | Path):  # -> the subclass
         return cls(read_model(path))
 
     def normalize(self, text: str) -> str:
-        """sentencepiece's normalised text (``▁`` for spaces, the dummy prefix, longest charsmap match)."""
-        return spm_normalize(text, self.charsmap, user_defined=self.user_defined, **self.flags)[0]
+        """sentencepiece's normalised text (``▁`` for spaces, the dummy prefix, longest charsmap
+        match): :class:`~toktools.sentencepiece_normalize.SpmText`, the same text as
+        :func:`~toktools.parts.precompiled.spm_normalize`, fast where units are characters."""
+        if self._text is None:
+            from toktools.sentencepiece_normalize import SpmText
+
+            self._text = SpmText(self.charsmap, user_defined=self.user_defined, **self.flags)
+        return self._text(text)
 
     def encode(self, text: str, *, add_bos: bool = False, add_eos: bool = False) -> list[int]:
         normalized = self.normalize(text)
