@@ -534,9 +534,11 @@ def compiled_unigram_reference(document: Mapping[str, Any], workers: int | None 
     Metaspace), so ``tokenizers`` is exact except where its grapheme tables (the
     unicode-segmentation crate) and ``regex``'s ``\\X`` differ, which no test has shown on
     real text -- the reference has no such doubt at all. Speed settles it: measured side by side
-    (``benchmarks/bench_unigram.py``), the compiled ids path in the worker pool encodes faster
-    than ``tokenizers``' ``encode_batch`` with all threads, while the pure-Python reference is
-    ~10x slower. So: compiled reference when available, else ``tokenizers``."""
+    (``benchmarks/bench_unigram.py``, 10 MB of English and of Chinese), the compiled ids path
+    in the worker pool takes less CPU per MB than ``tokenizers``' ``encode_batch`` and less
+    time with every core, while without numba the reference runs at about half the speed of
+    ``tokenizers``. So: compiled reference when available, else ``tokenizers``. (numba's own
+    start, ~0.5 s once per process, makes ``tokenizers`` faster on inputs of a few hundred KB.)"""
     model = (document.get("model") or {}).get("type")
     if model != "Unigram":
         return None

@@ -57,23 +57,28 @@ class PieceIndex:
 
     def __init__(self, pieces: Iterable[tuple[str, int, float]]) -> None:
         self.lookup: dict[str, tuple[int, float]] = {}
-        self.prefixes: set[str] = set()
-        self.max_len = 0
         for piece, piece_id, score in pieces:
-            if not piece:
-                continue
-            self.lookup[piece] = (piece_id, score)
-            self.max_len = max(self.max_len, len(piece))
-            for k in range(1, len(piece)):
-                self.prefixes.add(piece[:k])
-        self.table: dict[str, tuple[int, float] | None] = dict.fromkeys(self.prefixes)
-        self.table.update(self.lookup)
+            if piece:
+                self.lookup[piece] = (piece_id, score)
+        self.max_len = max(map(len, self.lookup), default=0)
+        self._table: dict[str, tuple[int, float] | None] | None = None
         # no piece holds a "▁" after its first character: then no piece crosses the start of a
         # "▁word", and the pieces at each position of a word depend on the word alone
         self.by_word = not any(WORD_START in piece[1:] for piece in self.lookup)
         self._words: dict[str, tuple[list[tuple[int, int, float]], ...]] = {}
         self._seen: set[str] = set()
         self._compiled: Any = None
+
+    @property
+    def table(self) -> dict[str, tuple[int, float] | None]:
+        """Pieces → ``(id, score)``, other prefixes of pieces → None: what the pure-Python
+        Viterbi looks up (built on first use; the compiled one walks its own trie)."""
+        if self._table is None:
+            prefixes = {piece[:k] for piece in self.lookup for k in range(1, len(piece))}
+            table: dict[str, tuple[int, float] | None] = dict.fromkeys(prefixes)
+            table.update(self.lookup)
+            self._table = table
+        return self._table
 
     def compiled(self) -> Any:
         """The pieces as arrays for the compiled Viterbi (built on first use), or None
@@ -208,6 +213,7 @@ def best_ids(texts: list[str], index: PieceIndex, unk_id: int | None, unk_score:
 
 
 def _fused(path: Path, unk_id: int) -> Path:
+    """``path`` with each run of consecutive ``unk_id`` steps made one step (the kernel's ``fuse``)."""
     out: Path = []
     for step in path:
         if step[2] == unk_id and out and out[-1][2] == unk_id:
