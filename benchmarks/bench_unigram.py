@@ -211,12 +211,12 @@ def end_to_end(model: str, held: str, engine: str, work) -> dict:
     prefix = str(work / "unigram-cli" / engine)
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "toktools.cli", "encode", "-t", model, held, "--format", "megatron",
-                           "-o", prefix, "--engine", engine, "--force"], cwd=REPO, capture_output=True, text=True)
+                           "-o", prefix, "--engine", engine, "--force", "--json"], cwd=REPO, capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"toktools encode --engine {engine} failed:\n{done.stderr}")
     seconds = time.perf_counter() - start
     with open(prefix + ".bin", "rb") as handle:
-        return {"seconds": seconds, "bin": handle.read()}
+        return {"seconds": seconds, "bin": handle.read(), "engine": json.loads(done.stdout)["engine"]}
 
 
 def print_encode(rows: dict[str, dict], cli: dict[str, dict], encode_bytes: int, corpus: str, names: list[str],
@@ -242,7 +242,8 @@ def print_encode(rows: dict[str, dict], cli: dict[str, dict], encode_bytes: int,
     same = cli["auto"]["bin"] == cli["tokenizers"]["bin"]
     for engine, job in cli.items():
         rate = encode_bytes / 1e6 / job["seconds"]
-        print(f"{'CLI encode --format megatron, ' + engine:<34} {rate:>7.2f} {rate / spm_rate:>7.3f} {rate / hf_rate:>13.3f}"
+        label = f"CLI megatron, {engine} ({job['engine']})"
+        print(f"{label:<34} {rate:>7.2f} {rate / spm_rate:>7.3f} {rate / hf_rate:>13.3f}"
               f" {'':>9}   (end to end, startup included; .bin identical across engines: {same})")
 
 

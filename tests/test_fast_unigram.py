@@ -177,9 +177,9 @@ def test_text_that_is_not_unicode_is_refused_as_the_reference_refuses_it():
         fast.encode_batch(["fine", 3])
 
 
-def test_cli_megatron_from_a_model_file_is_the_same_with_auto_and_tokenizers(tmp_path):
-    """``toktools encode -t x.model FILE --format megatron``: auto (the compiled reference when
-    numba is there) writes the bytes ``--engine tokenizers`` writes."""
+def test_cli_megatron_from_a_model_file_is_the_same_with_every_engine(tmp_path):
+    """``toktools encode -t x.model FILE --format megatron`` writes the same bytes with every
+    engine (the reference through its Unigram ids path)."""
     from click.testing import CliRunner
 
     from toktools.cli import main
@@ -190,12 +190,23 @@ def test_cli_megatron_from_a_model_file_is_the_same_with_auto_and_tokenizers(tmp
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(lines()) + "\n", encoding="utf-8")
     outputs = {}
-    for engine in ("auto", "tokenizers"):
+    for engine in ("auto", "reference", "tokenizers"):
         result = CliRunner().invoke(main, ["encode", "-t", str(model), str(corpus), "--format", "megatron",
                                            "-o", str(tmp_path / engine), "--engine", engine, "--json"],
                                     catch_exceptions=False)
         assert result.exit_code == 0, result.stderr
         outputs[engine] = json.loads(result.stdout)["engine"], (tmp_path / f"{engine}.bin").read_bytes()
-    assert outputs["auto"][1] == outputs["tokenizers"][1]
-    assert outputs["tokenizers"][0] == "tokenizers"
-    assert outputs["auto"][0] in ("reference", "tokenizers")
+    assert outputs["auto"][1] == outputs["reference"][1] == outputs["tokenizers"][1]
+    assert outputs["tokenizers"][0] == "tokenizers" and outputs["reference"][0] == "reference"
+    assert outputs["auto"][0] == "tokenizers"  # a small input: see test_auto_keeps_tokenizers_for_small_inputs
+
+
+def test_auto_keeps_tokenizers_for_small_inputs():
+    """numba's start-up costs more than the compiled reference saves on a small input."""
+    from toktools.parts.unigram import compiled_viterbi
+
+    document = engines.corpus_document(converted("unigram"))
+    assert engines.make_engine("auto", document, input_bytes=100_000).name == "tokenizers"
+    large = engines.make_engine("auto", document, input_bytes=engines.UNIGRAM_REFERENCE_MIN_BYTES)
+    large.close()
+    assert large.name == ("reference" if compiled_viterbi() is not None else "tokenizers")

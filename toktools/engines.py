@@ -522,7 +522,13 @@ def tokenizers_loads(document: Mapping[str, Any]) -> str | None:
     return None
 
 
-def compiled_unigram_reference(document: Mapping[str, Any], workers: int | None = None) -> ReferenceEngine | None:
+#: Input below which ``auto`` keeps ``tokenizers`` for Unigram: numba's start (~0.5-1 s once per
+#: process) costs more than the compiled reference saves on less (bench_unigram, 1 and 10 MB).
+UNIGRAM_REFERENCE_MIN_BYTES = 8_000_000
+
+
+def compiled_unigram_reference(document: Mapping[str, Any], workers: int | None = None,
+                               input_bytes: int | None = None) -> ReferenceEngine | None:
     """``auto``'s engine for a Unigram tokenizer: the reference, when its ids-only path takes
     this tokenizer (:mod:`toktools.fast_unigram`) and the compiled Viterbi is installed (numba,
     extra ``fast``); None otherwise (then ``auto`` goes on to ``tokenizers`` as for any model).
@@ -537,10 +543,11 @@ def compiled_unigram_reference(document: Mapping[str, Any], workers: int | None 
     (``benchmarks/bench_unigram.py``, 10 MB of English and of Chinese), the compiled ids path
     in the worker pool takes less CPU per MB than ``tokenizers``' ``encode_batch`` and less
     time with every core, while without numba the reference runs at about half the speed of
-    ``tokenizers``. So: compiled reference when available, else ``tokenizers``. (numba's own
-    start, ~0.5 s once per process, makes ``tokenizers`` faster on inputs of a few hundred KB.)"""
+    ``tokenizers``. So: compiled reference when available, else ``tokenizers``; and
+    ``tokenizers`` too when the caller knows the input is small (``input_bytes`` below
+    :data:`UNIGRAM_REFERENCE_MIN_BYTES`), as numba's own start then costs more than it saves."""
     model = (document.get("model") or {}).get("type")
-    if model != "Unigram":
+    if model != "Unigram" or (input_bytes is not None and input_bytes < UNIGRAM_REFERENCE_MIN_BYTES):
         return None
     from toktools.fast_unigram import UnigramIdsEncoder
     from toktools.parts.unigram import compiled_viterbi
@@ -558,9 +565,11 @@ def compiled_unigram_reference(document: Mapping[str, Any], workers: int | None 
 
 
 def make_engine(name: str, document: Mapping[str, Any], *, workers: int | None = None,
-                analysis: Analysis | None = None, fingerprint: str | None = None) -> Engine:
+                analysis: Analysis | None = None, fingerprint: str | None = None,
+                input_bytes: int | None = None) -> Engine:
     """The engine called ``name`` (``auto`` = the fastest exact one) for this tokenizer, or a
-    one-line :class:`ToktoolsError` saying why it cannot be used."""
+    one-line :class:`ToktoolsError` saying why it cannot be used. ``input_bytes``, when known,
+    is the size of what will be encoded (``auto`` weighs start-up costs against it)."""
     if name not in ENGINES:
         raise ToktoolsError(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
     if name == "reference":
@@ -568,7 +577,7 @@ def make_engine(name: str, document: Mapping[str, Any], *, workers: int | None =
     if name == "tokenizers":
         return TokenizersEngine(document)
     if name == "auto":
-        unigram = compiled_unigram_reference(document, workers)
+        unigram = compiled_unigram_reference(document, workers, input_bytes)
         if unigram is not None:
             return unigram
     analysis = analysis or analyse(document, fingerprint)
