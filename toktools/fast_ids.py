@@ -11,7 +11,8 @@ merge engine, its added-token matcher), or is proved equal to it below; ``tests/
 checks it against the reference and against ``tokenizers`` on real and adversarial text.
 
 :func:`ids_encoder` recognises a tokenizer by its parts and returns ``None`` for anything else
-(the caller then uses the reference pipeline).
+(the caller then uses the reference pipeline); Unigram tokenizers after Metaspace have their
+own ids-only path in :mod:`toktools.fast_unigram`, which it hands them to.
 
 Byte-level BPE
     * The GPT-2 split runs on stdlib ``re`` with ``tokenizers``' own classes
