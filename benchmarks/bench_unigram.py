@@ -5,6 +5,7 @@ encoding throughput of toktools against ``sentencepiece``'s batch ``encode`` (ev
 
     python benchmarks/bench_unigram.py --corpus zh --train-mb 3 --vocab-size 30000 --encode-mb 1
     python benchmarks/bench_unigram.py --corpus en --train-mb 3 --vocab-size 30000 --encode-mb 1
+    python benchmarks/bench_unigram.py --corpus zh --encode-only --encode-mb 10 --repeat 3
 
 ``--corpus zh`` is the shared Chinese corpus (poetry, novels, wiki: an equal share of each);
 ``en`` is en_wiki; any other value is one file of the corpora directory. toktools trains with
@@ -21,15 +22,18 @@ the figure; ``--repeat N`` keeps the fastest of N runs):
   (ids-only path of :mod:`toktools.fast_unigram`, one worker process per core) on the
   ``tokenizer.json`` converted from the model, with the numba Viterbi or with
   ``TOKTOOLS_PURE_PYTHON=1``;
-* ``toktools auto``: the engine ``auto`` picks for that tokenizer (named in the row);
+* ``toktools auto``: the engine ``auto`` picks for that tokenizer when the input size is not
+  known (named in the row);
 * ``toktools spm``: the reimplementation of sentencepiece's own encode
   (:mod:`toktools.sentencepiece_encode`: float32 sums, longest-match normaliser), one process;
 * ``tokenizers encode_batch`` and ``sentencepiece encode`` (``num_threads=-1``).
 
 The reference/auto/tokenizers rows follow ``tokenizers``' rules, which part from sentencepiece's
 on a few lines (``spec/unigram.md`` §6): the "= tokenizers" and "= sentencepiece" columns count
-identical lines. Last, ``toktools encode FILE --format megatron`` end to end (startup included)
-with ``--engine auto`` and ``--engine tokenizers``.
+identical lines. A CPU-s/MB column adds the CPU time of threads and worker processes (less
+disturbed than wall time on a shared machine). Last, ``toktools encode FILE --format megatron``
+end to end (startup included) with ``--engine auto`` (under 8 MB it picks ``tokenizers``) and
+``--engine tokenizers``.
 """
 from __future__ import annotations
 
