@@ -296,7 +296,9 @@ def encode_shards(
             analysis = engines.analyse(doc, fingerprint)
         else:  # the tiktoken checks are not needed
             analysis = engines.Analysis("not analysed", cuttable=engines.cuttable(doc))
-        chosen = engines.make_engine(engine, doc, workers=workers, analysis=analysis, fingerprint=fingerprint)
+        sizes = [entry["size"] for entry in inputs_json]
+        chosen = engines.make_engine(engine, doc, workers=workers, analysis=analysis, fingerprint=fingerprint,
+                                     input_bytes=None if None in sizes else sum(sizes))
         collector.resume()
         manifest["engine"] = chosen.name
         reader = DocumentReader(sources, document, field, cuttable=analysis.cuttable, segment_chars=segment_chars,

@@ -12,8 +12,9 @@ truncation and no padding; special tokens written in the text are matched as tok
   points where Unicode tables are known to differ gives ``tokenizers``' ids;
 * the reference is toktools itself.
 
-``auto`` picks the fastest of the exact ones: the reference for BERT WordPiece (see
-:func:`reference_is_fastest`), else tiktoken when exact, else ``tokenizers``, else the
+``auto`` picks the fastest of the exact ones: the reference where it beats the libraries
+(BERT WordPiece, see :func:`reference_is_fastest`; Unigram with its compiled Viterbi, see
+:func:`compiled_unigram_reference`), else tiktoken when exact, else ``tokenizers``, else the
 reference. Every engine gives the same ids, so the choice changes the speed, never the output.
 """
 from __future__ import annotations
@@ -441,13 +442,13 @@ def _unpacked(results: Iterable[tuple[bytes, bytes]]) -> IdBatch:
     """The id lists of worker results packed as (all ids, lengths) int64 arrays (cheap to send)."""
     from array import array
 
+    from itertools import accumulate
+
     out: IdBatch = []
     for flat_bytes, length_bytes in results:
         flat = array("q", flat_bytes).tolist()
-        start = 0
-        for length in array("q", length_bytes):
-            out.append(flat[start : start + length])
-            start += length
+        bounds = list(accumulate(array("q", length_bytes), initial=0))
+        out.extend(map(flat.__getitem__, map(slice, bounds[:-1], bounds[1:])))  # in C, no loop per text
     return out
 
 
@@ -563,25 +564,81 @@ def tokenizers_loads(document: Mapping[str, Any]) -> str | None:
     return None
 
 
+#: Input below which ``auto`` keeps ``tokenizers`` for Unigram: numba's start (~0.5-1 s once per
+#: process) costs more than the compiled reference saves on less (bench_unigram, 1 and 10 MB).
+UNIGRAM_REFERENCE_MIN_BYTES = 8_000_000
+
+
+def compiled_unigram_reference(document: Mapping[str, Any], workers: int | None = None,
+                               input_bytes: int | None = None) -> ReferenceEngine | None:
+    """``auto``'s engine for a Unigram tokenizer: the reference, when its ids-only path takes
+    this tokenizer (:mod:`toktools.fast_unigram`) and the compiled Viterbi is installed (numba,
+    extra ``fast``); None otherwise (then ``auto`` goes on to ``tokenizers`` as for any model).
+
+    The rule, and why: ``auto`` is the fastest engine proven to give the reference's ids. The
+    reference is exact by definition, and ``tokenizers`` is exact by the premise of this module
+    (the reference follows it, tested on real text). For a tokenizer.json Unigram the two do run
+    the same algorithm (f64 sums, strict ``>`` ties, per-grapheme shortest-match Precompiled,
+    Metaspace), so ``tokenizers`` is exact except where its grapheme tables (the
+    unicode-segmentation crate) and ``regex``'s ``\\X`` differ, which no test has shown on
+    real text -- the reference has no such doubt at all. Speed settles it: measured side by side
+    (``benchmarks/bench_unigram.py``, 10 MB of English and of Chinese), the compiled ids path
+    in the worker pool takes less CPU per MB than ``tokenizers``' ``encode_batch`` and less
+    time with every core, while without numba the reference runs at about half the speed of
+    ``tokenizers``. So: compiled reference when available, else ``tokenizers``; and
+    ``tokenizers`` too when the caller knows the input is small (``input_bytes`` below
+    :data:`UNIGRAM_REFERENCE_MIN_BYTES`), as numba's own start then costs more than it saves."""
+    model = (document.get("model") or {}).get("type")
+    if model != "Unigram" or (input_bytes is not None and input_bytes < UNIGRAM_REFERENCE_MIN_BYTES):
+        return None
+    from toktools.fast_unigram import UnigramIdsEncoder
+    from toktools.parts.unigram import compiled_viterbi
+
+    if compiled_viterbi() is None:
+        return None
+    try:
+        engine = ReferenceEngine(document, workers)
+    except ToktoolsError:
+        return None
+    if not isinstance(engine.fast, UnigramIdsEncoder):
+        engine.close()
+        return None
+    return engine
+
+
+def fastest_reference(document: Mapping[str, Any], workers: int | None = None,
+                      input_bytes: int | None = None) -> ReferenceEngine | None:
+    """The reference engine when ``auto`` should take it (it beats the libraries for this
+    tokenizer: :func:`compiled_unigram_reference`, :func:`reference_is_fastest`), else None."""
+    unigram = compiled_unigram_reference(document, workers, input_bytes)
+    if unigram is not None or not reference_is_fastest(document, workers):
+        return unigram
+    try:
+        reference = ReferenceEngine(document, workers)
+    except ToktoolsError:
+        return None
+    if reference.fast is None:  # no ids-only path after all: the libraries are faster
+        reference.close()
+        return None
+    return reference
+
+
 def make_engine(name: str, document: Mapping[str, Any], *, workers: int | None = None,
-                analysis: Analysis | None = None, fingerprint: str | None = None) -> Engine:
+                analysis: Analysis | None = None, fingerprint: str | None = None,
+                input_bytes: int | None = None) -> Engine:
     """The engine called ``name`` (``auto`` = the fastest exact one) for this tokenizer, or a
-    one-line :class:`ToktoolsError` saying why it cannot be used."""
+    one-line :class:`ToktoolsError` saying why it cannot be used. ``input_bytes``, when known,
+    is the size of what will be encoded (``auto`` weighs start-up costs against it)."""
     if name not in ENGINES:
         raise ToktoolsError(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
     if name == "reference":
         return ReferenceEngine(document, workers)
     if name == "tokenizers":
         return TokenizersEngine(document)
-    if name == "auto" and reference_is_fastest(document, workers):
-        try:
-            reference = ReferenceEngine(document, workers)
-        except ToktoolsError:
-            reference = None
-        if reference is not None and reference.fast is not None:
+    if name == "auto":
+        reference = fastest_reference(document, workers, input_bytes)
+        if reference is not None:
             return reference
-        if reference is not None:  # no ids-only path after all: the libraries are faster
-            reference.close()
     analysis = analysis or analyse(document, fingerprint)
     if name == "tiktoken" or (name == "auto" and analysis.tiktoken_reason is None and tiktoken_available()):
         if not tiktoken_available():

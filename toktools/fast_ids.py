@@ -11,7 +11,8 @@ merge engine, its added-token matcher), or is proved equal to it below; ``tests/
 checks it against the reference and against ``tokenizers`` on real and adversarial text.
 
 :func:`ids_encoder` recognises a tokenizer by its parts and returns ``None`` for anything else
-(the caller then uses the reference pipeline).
+(the caller then uses the reference pipeline); Unigram tokenizers after Metaspace have their
+own ids-only path in :mod:`toktools.fast_unigram`, which it hands them to.
 
 Byte-level BPE
     * The GPT-2 split runs on stdlib ``re`` with ``tokenizers``' own classes
@@ -392,11 +393,12 @@ _PIPELINE = ("encode", "encode_batch", "_encode_unpadded_batch", "_encode_unpadd
              "_encode_piece")
 
 
-def ids_encoder(tokenizer: Any) -> IdsEncoder | None:
+def ids_encoder(tokenizer: Any) -> Any:
     """An :class:`IdsEncoder` for ``tokenizer`` if its parts are ones this module knows, else
     ``None``: byte-level BPE (ByteLevel pre-tokeniser, no normaliser) or WordPiece after
-    BertPreTokenizer (BertNormalizer or none); no truncation or padding; a post-processor that
-    adds nothing without special tokens."""
+    BertPreTokenizer (BertNormalizer or none), or a Unigram after Metaspace
+    (:mod:`toktools.fast_unigram`); no truncation or padding; a post-processor that adds
+    nothing without special tokens."""
     from toktools.parts import models, normalizers, pre_tokenizers
     from toktools.tokenizer import Tokenizer
 
@@ -421,4 +423,6 @@ def ids_encoder(tokenizer: Any) -> IdsEncoder | None:
             return tuple([token_id for token_id, *_ in wordpiece.tokenize(word)])
 
         return IdsEncoder(tokenizer, bert, ids_of_word, bert.normalize, bert.pre_tokenize)
-    return None
+    from toktools.fast_unigram import unigram_ids_encoder
+
+    return unigram_ids_encoder(tokenizer)  # type: ignore[return-value]

