@@ -396,3 +396,31 @@ def test_verification_runs_beside_the_encoding_and_commits_no_shard_it_has_not_c
     monkeypatch.setattr(engines.TokenizersEngine, "encode_batch", real)
     result = encode_corpus([corpus], bpe, tmp_path / "w", engine="tokenizers", verify=16, shard_tokens=6000)
     assert result.verified == 16
+
+
+def test_outputs_beside_a_tokenizer_file_can_be_written_again_but_not_its_own_files(tmp_path: Path) -> None:
+    """A tokenizer given as a file protects itself and the tokenizer files a loader reads beside
+    it (``tokenizer_config.json`` ...), not every file of its directory: an earlier run's output
+    there is overwritten with ``--force`` like any other."""
+    import shutil
+
+    shipped = Path(toktools.__file__).parent / "vocabs" / "bytebpe-50k"
+    if not shipped.is_dir():  # editable checkout: the vocabularies sit at the top level
+        shipped = Path(__file__).parent.parent / "vocabs" / "bytebpe-50k"
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(shipped / name, tmp_path / name)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("one document\nanother one\n", encoding="utf-8")
+    command = ["encode", "-t", str(tmp_path / "tokenizer.json"), str(corpus), "--format", "megatron",
+               "-o", str(tmp_path / "out"), "--force", "--no-progress"]
+    first = CliRunner().invoke(main, command)
+    assert first.exit_code == 0, first.output
+    written = (tmp_path / "out.bin").read_bytes()
+    again = CliRunner().invoke(main, command)
+    assert again.exit_code == 0, again.output
+    assert (tmp_path / "out.bin").read_bytes() == written
+    config = (tmp_path / "tokenizer_config.json").read_bytes()
+    refused = CliRunner().invoke(main, [*command[:-4], "--format", "ids", "-o", str(tmp_path / "tokenizer_config.json"), "--force"])
+    assert refused.exit_code == 1
+    assert "over the input" in refused.output
+    assert (tmp_path / "tokenizer_config.json").read_bytes() == config

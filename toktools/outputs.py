@@ -117,14 +117,26 @@ def check_output_dir(directory: str | os.PathLike[str], names: Sequence[str], *,
     return target
 
 
+#: the files :func:`toktools.formats.load` may read in a tokenizer's directory (besides a
+#: ``.model`` or ``.tiktoken`` file): the ones no output may be written over
+TOKENIZER_FILE_NAMES = frozenset({
+    "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+    "vocab.json", "merges.txt", "encoder.json", "vocab.bpe", "vocab.txt", "special_tokens.json"})
+
+
+def _tokenizer_file(path: Path) -> bool:
+    return path.is_file() and (path.name in TOKENIZER_FILE_NAMES or path.suffix in (".model", ".tiktoken"))
+
+
 def input_files(path: str | os.PathLike[str]) -> list[Path]:
-    """The files a tokenizer given as ``path`` may have been read from (the file, or the files
-    of the directory), to refuse writing over them."""
+    """The files a tokenizer given as ``path`` may have been read from (the file and the
+    tokenizer files beside it, or those of the directory), to refuse writing over them. Other
+    files there (an earlier run's outputs, a corpus) are not the tokenizer's."""
     candidate = Path(path)
     if candidate.is_file():  # loaders also read the files beside it (tokenizer_config.json ...)
-        return [candidate, *(p for p in candidate.parent.iterdir() if p.is_file())]
+        return [candidate, *(p for p in candidate.parent.iterdir() if p != candidate and _tokenizer_file(p))]
     if candidate.is_dir():
-        return [p for p in candidate.iterdir() if p.is_file()]
+        return [p for p in candidate.iterdir() if _tokenizer_file(p)]
     return []
 
 
