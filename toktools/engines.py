@@ -476,6 +476,8 @@ class ReferenceEngine(Engine):
             # frequent words are not missed (and merged) once per worker
             head = max(1, len(texts) // 16)
             warm, texts = self._ids(texts[:head]), texts[head:]
+            if self.fast is not None:  # bulk merges loaded once here, not once per worker
+                self.fast.prepare_for_volume((chars - sum(map(len, texts))) / max(chars, 1), self.workers)
             chars = sum(map(len, texts))
             # workers that die with this process and leave signals to it (forked on first use)
             self._pool = start_pool(self.workers, initializer=_set_worker_ids, initargs=(self._ids,))
