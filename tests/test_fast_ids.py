@@ -347,7 +347,7 @@ def test_batches_with_new_words_set_aside(name: str, compiled: bool, monkeypatch
         expected = [e.ids for e in theirs.encode_batch(batch, add_special_tokens=False)]
         assert fast.encode_batch(batch) == expected
     assert bool(fast.cache.compute.bulk()._compiled) is compiled  # the path meant was taken
-    assert fast.cache.compute.bulk().bulk_seconds > 0 or compiled
+    assert compiled or fast.cache.compute.bulk()._vector  # numpy merged the new words and parts
 
 
 _RANDOM_TEXT = st.lists(st.one_of(st.sampled_from(list(_POOL)), st.sampled_from(["<|endoftext|>", "中国", " the", "'s"]),

@@ -275,12 +275,12 @@ class _ByteLevelBPE:
         self._results = lambda: (symbols_to_bytes(a + b) for a, b in model.merges)
         self._cuts: _CutPoints | None = None
         self.parts = _Cache(self.merge)
-        #: CPU seconds this thread has spent merging words in Python (see :mod:`toktools.bpe_bulk`)
-        self.python_seconds = 0.0
+        #: CPU seconds this thread has spent merging new words (see :mod:`toktools.bpe_bulk`)
+        self.merge_seconds = 0.0
         self._bulk: Any = None
 
     def bulk(self) -> Any:
-        """The merge of many words at once (:class:`toktools.bpe_bulk.BulkMerge`)."""
+        """The bulk merges of this vocabulary (:class:`toktools.bpe_bulk.BulkMerge`)."""
         if self._bulk is None:
             from toktools.bpe_bulk import BulkMerge
             from toktools.bytelevel import BYTE_TO_SYMBOL
@@ -288,18 +288,45 @@ class _ByteLevelBPE:
             merge_map, merge_symbols = self.merge_map, self._merge_symbols
             self._bulk = BulkMerge([self.vocab[BYTE_TO_SYMBOL[b]] for b in range(256)], merge_map,
                                    lambda ids: [token_id for token_id, _ in merge_symbols(ids, merge_map)],
-                                   lambda: self.python_seconds)
+                                   lambda: self.merge_seconds)
         return self._bulk
 
-    def many(self, words: list[str]) -> Iterable[tuple[str, tuple[int, ...]]]:
+    def many(self, words: list[str]) -> list[tuple[str, tuple[int, ...]]]:
         """``(word, ids)`` for those of ``words`` a bulk merge takes now (the others are merged
-        one by one when looked up)."""
-        if not self.ignore_merges:
-            return self.bulk()(words)
-        vocab, symbols = self.vocab, self._symbols
-        whole = [(word, vocab.get(symbols(word))) for word in words]
-        found = [(word, (token_id,)) for word, token_id in whole if token_id is not None]
-        return chain(found, self.bulk()([word for word, token_id in whole if token_id is None]))
+        one by one when looked up).
+
+        With the compiled merge, every word as it is. Without it, numpy takes the short words
+        with no cut point and the parts of the others not seen before (see :class:`_CutPoints`;
+        a Chinese run is cut into parts that repeat far more often than it does)."""
+        bulk = self.bulk()
+        started, loading = thread_time(), bulk.load_seconds
+        try:
+            found: list[tuple[str, tuple[int, ...]]] = []
+            if self.ignore_merges:
+                vocab, symbols = self.vocab, self._symbols
+                whole = [(word, vocab.get(symbols(word))) for word in words]
+                found = [(word, (token_id,)) for word, token_id in whole if token_id is not None]
+                words = [word for word, token_id in whole if token_id is None]
+            compiled = bulk.compiled_now()
+            if compiled is not None:
+                found.extend(zip(words, compiled(words)))
+                return found
+            found.extend(bulk.short_words([word for word in words if len(word) < 3 or word.isascii()]))
+            runs = [word for word in words if len(word) >= 3 and not word.isascii()]
+            if runs:
+                parts = self.parts
+                cut = self.cut_points().parts
+                part_lists = [list(cut(word)) for word in runs]
+                new_parts = list(set(filterfalse(parts.__contains__, chain.from_iterable(part_lists))))
+                merged = list(bulk.short_words(new_parts))
+                if len(parts) + len(merged) > parts.capacity:
+                    parts.clear()  # as __missing__ does when full
+                parts.update(merged)
+                get = parts.__getitem__  # the parts left are merged in Python on lookup
+                found.extend(zip(runs, [tuple(chain.from_iterable(map(get, p))) for p in part_lists]))
+            return found
+        finally:
+            self.merge_seconds += thread_time() - started - (bulk.load_seconds - loading)
 
     def merge(self, text: str) -> tuple[int, ...]:
         """The plain merges of a piece of text (no ``ignore_merges`` shortcut)."""
@@ -317,7 +344,7 @@ class _ByteLevelBPE:
         try:
             return self._merge_word(word)
         finally:
-            self.python_seconds += thread_time() - started
+            self.merge_seconds += thread_time() - started
 
     def _merge_word(self, word: str) -> tuple[int, ...]:
         if self.ignore_merges:
@@ -451,11 +478,11 @@ class IdsEncoder:
         bulk = getattr(self.cache.compute, "bulk", None)
         if bulk is None:
             return
-        from toktools.bpe_bulk import COMPILED_AFTER_SECONDS
+        from toktools.bpe_bulk import COMPILED_LOAD_SECONDS
 
         merges = bulk()
         merges.vector()
-        if merges.seconds() / max(head_share, 1e-9) / max(workers, 1) >= COMPILED_AFTER_SECONDS:
+        if self.cache.compute.merge_seconds / max(head_share, 1e-9) / max(workers, 1) >= COMPILED_LOAD_SECONDS:
             merges.compiled()
 
     def _fragment(self, text: str) -> list[int]:
