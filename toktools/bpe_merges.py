@@ -7,6 +7,7 @@ Given ``vocab`` and the ranked ``merges`` (as :mod:`toktools.bpe` trains them or
 from __future__ import annotations
 
 import heapq
+from operator import add
 from typing import Mapping, Sequence
 
 from toktools.errors import ToktoolsError
@@ -20,6 +21,15 @@ def build_merge_map(
 ) -> MergeMap:
     """``(left id, right id) -> (rank, new id)``; a pair listed twice keeps its last rank."""
     prefix_length = len(continuing_subword_prefix or "")
+    if not prefix_length and merges:
+        # every lookup in C (a tokenizer's merges are loaded on every run); a missing token is
+        # then found one merge at a time below, for the error message
+        lefts, rights = zip(*merges)
+        get = vocab.__getitem__
+        try:
+            return dict(zip(zip(map(get, lefts), map(get, rights)), zip(range(len(merges)), map(get, map(add, lefts, rights)))))
+        except KeyError:
+            pass
     merge_map: MergeMap = {}
     for rank, (a, b) in enumerate(merges):
         try:

@@ -7,6 +7,7 @@ loop (:meth:`_CachedWords.encode_words`) only adds the word's position.
 """
 from __future__ import annotations
 
+from itertools import chain, repeat
 from typing import Any, Mapping, Sequence
 
 from toktools import bpe, bytelevel
@@ -23,10 +24,33 @@ CacheEntry = tuple[int, str] | WordTokens
 
 def _vocab_of(node: Mapping[str, Any], model: str) -> dict[str, int]:
     vocab = node.get("vocab", {})
-    if not isinstance(vocab, dict) or not all(isinstance(t, str) and isinstance(i, int) and not isinstance(i, bool)
-                                              for t, i in vocab.items()):
+    # one pass in C over keys and one over the types of the ids (bool is not int here)
+    if not isinstance(vocab, dict) or not all(map(isinstance, vocab, repeat(str))) or not set(map(type, vocab.values())) <= {int}:
         raise ToktoolsError(f"tokenizer.json: the {model} model's vocab must map token strings to integer ids")
     return dict(vocab)
+
+
+def _merge_pairs(merges_json: list[Any]) -> list[tuple[str, str]]:
+    """The merges of a tokenizer.json as pairs: ``["a b", ...]`` or ``[["a", "b"], ...]``.
+    All of one form are converted and checked in a few passes in C; the first bad one (or a
+    mix) is then looked for one by one, for the error message."""
+    kinds = set(map(type, merges_json))
+    if kinds == {str}:
+        pairs = [tuple(merge.split(" ")) for merge in merges_json]
+    elif kinds == {list}:
+        pairs = list(map(tuple, merges_json))
+    else:
+        pairs = []
+    if (pairs or not merges_json) and set(map(len, pairs)) <= {2} and \
+            all(map(isinstance, chain.from_iterable(pairs), repeat(str))):
+        return pairs  # type: ignore[return-value]
+    merges = []
+    for number, merge in enumerate(merges_json, start=1):
+        pair = tuple(merge) if isinstance(merge, list) else tuple(merge.split(" ")) if isinstance(merge, str) else ()
+        if len(pair) != 2 or not all(isinstance(p, str) for p in pair):
+            raise ToktoolsError(f"tokenizer.json: BPE merge {number} is not a pair of tokens: {merge!r}")
+        merges.append(pair)
+    return merges  # type: ignore[return-value]
 
 
 def _optional_str(node: Mapping[str, Any], name: str, model: str, default: str | None = None) -> str | None:
@@ -231,12 +255,7 @@ class BPE(_CachedWords):
         merges_json = node.get("merges", [])
         if not isinstance(merges_json, list):
             raise ToktoolsError("tokenizer.json: the BPE model's merges must be a list")
-        merges = []
-        for number, merge in enumerate(merges_json, start=1):
-            pair = tuple(merge) if isinstance(merge, list) else tuple(merge.split(" ")) if isinstance(merge, str) else ()
-            if len(pair) != 2 or not all(isinstance(p, str) for p in pair):
-                raise ToktoolsError(f"tokenizer.json: BPE merge {number} is not a pair of tokens: {merge!r}")
-            merges.append(pair)
+        merges = _merge_pairs(merges_json)
         dropout = node.get("dropout")
         if dropout is not None and (isinstance(dropout, bool) or not isinstance(dropout, (int, float))):
             raise ToktoolsError(f"tokenizer.json: the BPE model's dropout must be a number or null, not {dropout!r}")
