@@ -13,6 +13,8 @@ rarely repeat (Chinese runs of text) and on the cold caches of every worker.
 Layout: the words' UTF-8 bytes are one ``uint8`` array, word ``w`` being
 ``data[starts[w]:starts[w + 1]]``; ``byte_ids[b]`` is the id of byte ``b``'s symbol. The merges
 are an open-addressing hash table (:class:`MergeTable`) keyed by ``left id << 32 | right id``.
+Only :func:`merge_words` is compiled code to load (its helpers are inlined into it): loading
+each compiled function from numba's cache has a cost of its own.
 """
 from __future__ import annotations
 
@@ -21,11 +23,10 @@ from typing import Mapping
 import numpy as np
 from numba import njit
 
-_EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)  # never a key: ids are below 2**31
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+from toktools.bpe_vectorized import _EMPTY, _GOLDEN, PairTable  # the same hash table layout
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _slot(table_keys, key, shift):
     """Where ``key`` is (or would go) in the table: linear probing from its Fibonacci hash."""
     mask = len(table_keys) - 1
@@ -35,35 +36,22 @@ def _slot(table_keys, key, shift):
     return h
 
 
-@njit(cache=True)
-def _fill(keys, ranks, new_ids, bits):
-    size = 1 << bits
-    shift = np.uint64(64 - bits)
-    table_keys = np.full(size, _EMPTY, dtype=np.uint64)
-    table_ranks = np.zeros(size, dtype=np.int64)
-    table_new = np.zeros(size, dtype=np.int64)
-    for i in range(len(keys)):
-        h = _slot(table_keys, keys[i], shift)
-        table_keys[h] = keys[i]
-        table_ranks[h] = ranks[i]
-        table_new[h] = new_ids[i]
-    return table_keys, table_ranks, table_new
-
-
 class MergeTable:
-    """``(left id, right id) -> (rank, new id)`` as three arrays the kernel probes."""
+    """``(left id, right id) -> (rank, new id)`` as arrays the kernel probes: the hash table of
+    :class:`toktools.bpe_vectorized.PairTable` (built with numpy: one compiled function less
+    to load), its slots holding ranks and new ids."""
 
     def __init__(self, merge_map: Mapping[tuple[int, int], tuple[int, int]]) -> None:
         n = len(merge_map)
-        pairs = np.array(list(merge_map.keys()), dtype=np.uint64).reshape(n, 2)
+        pairs = np.array(list(merge_map.keys()), dtype=np.int64).reshape(n, 2)
         values = np.array(list(merge_map.values()), dtype=np.int64).reshape(n, 2)
-        keys = (pairs[:, 0] << np.uint64(32)) | pairs[:, 1]
-        bits = max(4, int(2 * n).bit_length())  # load factor at most 1/2
-        self.keys, self.ranks, self.new_ids = _fill(keys, values[:, 0].copy(), values[:, 1].copy(), bits)
-        self.shift = np.uint64(64 - bits)
+        table = PairTable((pairs[:, 0] << 32) | pairs[:, 1])
+        self.keys, self.shift = table.keys, table.shift
+        self.ranks = values[table.index, 0]  # empty slots hold merge 0's: never read, their key is _EMPTY
+        self.new_ids = values[table.index, 1]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _lookup(table_keys, shift, left, right):
     """The slot of pair ``(left, right)``, or -1 if it is no merge."""
     key = (np.uint64(left) << np.uint64(32)) | np.uint64(right)
@@ -71,7 +59,7 @@ def _lookup(table_keys, shift, left, right):
     return h if table_keys[h] == key else -1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _sift_down(heap_keys, heap_new, size, i):
     key, new = heap_keys[i], heap_new[i]
     while True:
@@ -87,7 +75,7 @@ def _sift_down(heap_keys, heap_new, size, i):
     heap_keys[i], heap_new[i] = key, new
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _push(heap_keys, heap_new, size, key, new):
     i = size
     while i > 0:
