@@ -375,3 +375,48 @@ def test_random_batches_merged_in_bulk(texts: list[str], compiled: bool) -> None
             fast._defer = True
             expected = [e.ids for e in theirs.encode_batch(texts, add_special_tokens=False)]
             assert fast.encode_batch(texts) == expected
+
+
+def _unpack(flat: bytes, counts: bytes) -> list[list[int]]:
+    from array import array
+
+    ids, out = array("q", flat).tolist(), []
+    for count in array("q", counts):
+        out.append(ids[:count])
+        ids = ids[count:]
+    return out
+
+
+@pytest.mark.parametrize("name", ["gpt2", "bytebpe-50k", "bert-base-uncased"])
+def test_packed_ids_of_whole_texts(name: str) -> None:
+    """What a worker sends back: with the compiled merge loaded, every word of the texts merged
+    by it, no cache (texts with an added token the usual way); WordPiece packs its lists."""
+    reference, _, theirs = trio(name)
+    fast = ids_encoder(reference)
+    if name != "bert-base-uncased":
+        pytest.importorskip("numba")
+        assert fast.cache.compute.bulk().compiled() is not None
+    lines = [line for line in read_corpus_sample("mixed_sample.txt", 30_000).split("\n") if line]
+    texts = lines + ODD_TEXTS + engines.probe_text(engines.probe_code_points())
+    expected = [e.ids for e in theirs.encode_batch(texts, add_special_tokens=False)]
+    assert _unpack(*fast.encode_packed(texts)) == expected
+    assert _unpack(*fast.encode_packed(lines)) == expected[: len(lines)]  # no added token: one kernel call
+    assert _unpack(*fast.encode_packed([])) == []
+
+
+def test_reference_engine_workers_with_the_compiled_merge(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("numba")
+    monkeypatch.setattr(engines, "PARALLEL_CHARS", 2_000)
+    monkeypatch.setattr(bpe_bulk, "COMPILED_LOAD_SECONDS", 0.0)  # loaded before forking
+    reference, _, _ = trio("bytebpe-50k")
+    document = engines.corpus_document(reference.to_tokenizer_json())
+    engine = engines.ReferenceEngine(document, workers=2)
+    try:
+        lines = [line for line in read_corpus_sample("zh_novels.txt", 40_000).split("\n") if line]
+        lines += ["", "<|endoftext|> 中文 <|endoftext|>"]
+        expected = engines.TokenizersEngine(document).encode_batch(lines)
+        assert engine.encode_batch(lines) == expected
+        assert engine.fast.cache.compute.bulk()._compiled  # the workers had it
+        assert engine.encode_batch(lines[::-1]) == expected[::-1]
+    finally:
+        engine.close()

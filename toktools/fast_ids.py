@@ -22,6 +22,10 @@ Byte-level BPE
     * A word not seen before is cut where no merge can reach across (see :class:`_CutPoints`),
       and each part is merged alone (and cached): long runs of CJK text, which rarely repeat
       whole, cost a few lookups instead of a merge run over every byte.
+    * The words (or parts) a batch meets for the first time are merged all at once
+      (:mod:`toktools.bpe_bulk`: numpy steps over all of them, or a numba kernel once merging
+      has cost about what loading it does): a cold cache, in every worker and in Chinese text,
+      is most of the cost of a Python merge per word.
 
 WordPiece
     * BertNormalizer is :func:`bert_text.normalize` (one ``str.translate``, exact with NFD
@@ -455,6 +459,33 @@ class IdsEncoder:
         for i, words in again:  # the words the bulk merge left are merged on lookup now
             out[i] = self.encode(texts[i]) if words is None else list(chain.from_iterable(map(get, words)))
         return out
+
+    def encode_packed(self, texts: Sequence[str]) -> tuple[bytes, bytes]:
+        """The ids of many texts as the bytes of two int64 arrays: all ids, and each text's
+        count (what a worker sends back). Once the compiled merge is loaded (a corpus whose words
+        rarely repeat: see :mod:`toktools.bpe_bulk`), every word is merged by it with no cache,
+        no id list per word or text; a text that may hold an added token goes the usual way."""
+        from array import array
+
+        bpe = self.cache.compute
+        compiled = bpe.bulk().compiled(load=False) if getattr(bpe, "bulk", None) and not bpe.ignore_merges else None
+        if compiled is None:
+            flat, counts = array("q"), array("q")
+            for ids in self.encode_batch(texts):
+                flat.extend(ids)
+                counts.append(len(ids))
+            return flat.tobytes(), counts.tobytes()
+        import numpy as np
+
+        words = [self._plain_words(text) for text in texts]
+        ids, counts = compiled.ids_of_texts([w if w is not None else [] for w in words])
+        if any(w is None for w in words):
+            ends = np.cumsum(counts).tolist()
+            parts = [ids[end - count:end] if w is not None else np.array(self.encode(text), dtype=np.int64)
+                     for text, w, count, end in zip(texts, words, counts.tolist(), ends)]
+            counts = np.array(list(map(len, parts)), dtype=np.int64)
+            ids = np.concatenate(parts) if parts else ids
+        return ids.astype(np.int64).tobytes(), counts.astype(np.int64).tobytes()
 
     def _plain_words(self, text: str) -> list[str] | None:
         """The words of a text that holds no added token (``None`` if it may hold one)."""
