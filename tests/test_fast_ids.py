@@ -407,7 +407,7 @@ def test_packed_ids_of_whole_texts(name: str) -> None:
 def test_reference_engine_workers_with_the_compiled_merge(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("numba")
     monkeypatch.setattr(engines, "PARALLEL_CHARS", 2_000)
-    monkeypatch.setattr(bpe_bulk, "COMPILED_LOAD_SECONDS", 0.0)  # loaded before forking
+    monkeypatch.setattr(bpe_bulk, "COMPILED_FORESEEN_SECONDS", 0.0)  # loaded before forking
     reference, _, _ = trio("bytebpe-50k")
     document = engines.corpus_document(reference.to_tokenizer_json())
     engine = engines.ReferenceEngine(document, workers=2)

@@ -28,6 +28,11 @@ COMPILED_LOAD_SECONDS = 0.7
 #: CPU seconds of merging new words after which a process loads the compiled merge: it is 2-10
 #: times faster, so this is where what it saves starts to pay for loading it.
 COMPILED_AFTER_SECONDS = 2 * COMPILED_LOAD_SECONDS
+#: Merging foreseen per worker in the first batch (from its first texts) for which the compiled
+#: merge is loaded before the workers are forked. Measured on 1 MB batches: English 0.4-0.6 s
+#: (GPT-2, bytebpe-50k), Chinese 1.2-2.0 s; between them, so that the load of a shared machine
+#: does not flip the choice.
+COMPILED_FORESEEN_SECONDS = 0.9
 #: Fewest words worth a numpy pass (each of its steps has a fixed cost of some tens of µs).
 VECTOR_MIN_WORDS = 512
 #: Longest word (in characters) given to numpy: one step per merge, over every word still merging.

@@ -509,11 +509,11 @@ class IdsEncoder:
         bulk = getattr(self.cache.compute, "bulk", None)
         if bulk is None:
             return
-        from toktools.bpe_bulk import COMPILED_LOAD_SECONDS
+        from toktools import bpe_bulk
 
         merges = bulk()
         merges.vector()
-        if self.cache.compute.merge_seconds / max(head_share, 1e-9) / max(workers, 1) >= COMPILED_LOAD_SECONDS:
+        if self.cache.compute.merge_seconds / max(head_share, 1e-9) / max(workers, 1) >= bpe_bulk.COMPILED_FORESEEN_SECONDS:
             merges.compiled()
 
     def _fragment(self, text: str) -> list[int]:
