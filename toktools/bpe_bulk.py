@@ -15,6 +15,8 @@ the Python merge's ids (``tests/test_fast_ids.py`` checks them against it and ``
   Python or numpy (``COMPILED_AFTER_SECONDS``, CPU time of the thread), so never for a short job
   such as a ``--verify`` sample; or before workers are forked, when the first texts foretell as
   much merging per worker in the first batch alone (see ``IdsEncoder.prepare_for_volume``).
+  Once loaded, workers merge every word of their texts with it, with no cache at all
+  (``IdsEncoder.encode_packed``): cheaper than caching words that rarely repeat.
 """
 from __future__ import annotations
 
