@@ -332,3 +332,22 @@ def test_strip_accents_none_follows_lowercase() -> None:
         explicit = BertNormalizerConfig(clean, chinese, lower, lower)
         assert unset.effective_strip_accents == lower
         assert normalize("Ÿé Σ", unset) == normalize("Ÿé Σ", explicit)
+
+
+def test_python_whitespace_is_what_str_isspace_says() -> None:
+    """The set str.split() splits on is found with re's \\s over all code points at once: the
+    same test as str.isspace (both are CPython's Py_UNICODE_ISSPACE), checked here on each."""
+    from toktools.bert_text import _python_whitespace
+
+    assert _python_whitespace() == frozenset(c for c in range(0x110000) if chr(c).isspace())
+
+
+def test_translate_table_fills_changed_chars_on_first_sight() -> None:
+    """The translate table is built without computing the tens of thousands of BMP chars a step
+    may change: each is computed the first time a text holds it, and kept."""
+    from toktools.bert_text import _Tables
+
+    table = _Tables(clean=True, chinese=True, strip=True, lower=True).char_map
+    assert 0xC9 not in table and 0x4E2D not in table  # É and 中: not computed yet
+    assert "\u00c9t\u00c9\u4e2d".translate(table) == "ete \u4e2d "
+    assert table[0xC9] == "e" and table[0x4E2D] == " \u4e2d " and table[ord("t")] == ord("t")

@@ -177,3 +177,36 @@ def test_byte_level_splits_a_chinese_character_into_its_bytes_by_hand(tmp_path: 
     assert toktools.load(tmp_path).decode([3, 2]) == "我"
     theirs = tokenizers.ByteLevelBPETokenizer(str(tmp_path / "vocab.json"), str(tmp_path / "merges.txt")).encode("我")
     assert (theirs.tokens, theirs.ids, theirs.offsets) == (encoding.tokens, encoding.ids, encoding.offsets)
+
+
+# --- Loading merges: the fast path (all in C) and the errors it leaves to the slow one ---------
+
+def test_merge_map_by_hand() -> None:
+    # vocab a=0 b=1 ab=2 ba=3; merges "a b" (rank 0), "b a" (rank 1), "a b" again (rank 2):
+    # a pair listed twice keeps its last rank, as tokenizers does
+    vocab = {"a": 0, "b": 1, "ab": 2, "ba": 3}
+    assert build_merge_map(vocab, [("a", "b"), ("b", "a"), ("a", "b")]) == {(0, 1): (2, 2), (1, 0): (1, 3)}
+    assert build_merge_map(vocab, []) == {}
+    # "##" prefix: the right side loses it in the result ("a" + "##b" -> "ab")
+    assert build_merge_map({"a": 0, "##b": 1, "ab": 2}, [("a", "##b")], "##") == {(0, 1): (0, 2)}
+
+
+def test_merges_with_unknown_tokens_or_bad_shapes_are_one_line_errors() -> None:
+    import pytest
+
+    from toktools.errors import ToktoolsError
+    from toktools.parts.models import BPE
+
+    vocab = {"a": 0, "b": 1, "ab": 2}
+    with pytest.raises(ToktoolsError, match=r"merge 2 \('b' 'c'\) uses a token missing from the vocabulary: 'bc'"):
+        build_merge_map(vocab, [("a", "b"), ("b", "c")])
+    with pytest.raises(ToktoolsError, match=r"BPE merge 2 is not a pair of tokens: 'a b c'"):
+        BPE.from_json({"vocab": vocab, "merges": ["a b", "a b c"]})
+    with pytest.raises(ToktoolsError, match=r"BPE merge 1 is not a pair of tokens: \['a', 1\]"):
+        BPE.from_json({"vocab": vocab, "merges": [["a", 1]]})
+    with pytest.raises(ToktoolsError, match="must map token strings to integer ids"):
+        BPE.from_json({"vocab": {"a": True}, "merges": []})
+    # both spellings, and a mix of them, give the same merges
+    for merges in (["a b"], [["a", "b"]]):
+        assert BPE.from_json({"vocab": vocab, "merges": merges}).merges == [("a", "b")]
+    assert BPE.from_json({"vocab": vocab, "merges": ["a b", ["a", "b"]]}).merges == [("a", "b"), ("a", "b")]

@@ -254,3 +254,169 @@ def test_reference_engine_without_a_fast_path_in_workers(monkeypatch: pytest.Mon
         assert engine._pool is not None  # the batch really went to the workers
     finally:
         engine.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# New words merged all at once (toktools.bpe_bulk): numpy steps and the numba kernel
+# ---------------------------------------------------------------------------------------------
+
+from toktools import bpe_bulk, bpe_vectorized, fast_ids  # noqa: E402
+
+
+def _corpus_words(name: str) -> list[str]:
+    """Distinct words of real English, Chinese and mixed text, and of the odd texts."""
+    _, fast, _ = trio(name)
+    words: set[str] = set()
+    for corpus in CORPORA.values():
+        words.update(fast.words(read_corpus_sample(corpus, 30_000, skip_lines=10)))
+    for text in ODD_TEXTS + engines.probe_text(engines.probe_code_points()):
+        words.update(fast.words(text))
+    words.add("a" * 300 + "中国人" * 100)  # long words: many numpy steps, finished in Python
+    return sorted(words)
+
+
+def _python_ids(name: str, words: list[str]) -> list[tuple[int, ...]]:
+    bpe = trio(name)[1].cache.compute
+    return [bpe.merge(word) for word in words]
+
+
+@pytest.mark.parametrize("name", ["gpt2", "bytebpe-50k"])
+@pytest.mark.parametrize("finish_below", [0, 2048])
+def test_numpy_steps_merge_like_python(name: str, finish_below: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("numpy")
+    monkeypatch.setattr(bpe_vectorized.VectorMerger, "FINISH_BELOW", finish_below)
+    words = _corpus_words(name)
+    merger = trio(name)[1].cache.compute.bulk().vector()
+    assert merger is not None and merger.plan.monotone  # both vocabularies were trained
+    assert merger(words) == _python_ids(name, words)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "bytebpe-50k"])
+def test_compiled_kernel_merges_like_python(name: str) -> None:
+    pytest.importorskip("numba")
+    words = _corpus_words(name)
+    merger = trio(name)[1].cache.compute.bulk().compiled()
+    assert merger is not None
+    assert merger(words) == _python_ids(name, words)
+    assert merger([]) == [] and merger(["a"]) == _python_ids(name, ["a"])
+
+
+def test_merges_out_of_rank_order_take_one_step_per_merge() -> None:
+    """A merge listed before the merge that makes its input (``a`` + ``bc`` before ``b`` +
+    ``c``: not monotone), so one numpy step may merge only the leftmost best pair of a word."""
+    pytest.importorskip("numpy")
+    doc = _byte_level_doc([(b"c", b"d"), (b"a", b"bc"), (b"b", b"c"), (b"bc", b"bc"), (b"a", b"a"), (b"aa", b"a")])
+    from toktools.formats import from_tokenizer_json
+
+    reference = from_tokenizer_json(doc)
+    bpe = ids_encoder(reference).cache.compute
+    merger = bpe.bulk().vector()
+    assert merger is not None and not merger.plan.monotone
+    theirs = tokenizers.Tokenizer.from_str(json.dumps(doc))
+    words = ["abcd", "abc", "bcbc", "abcabc", "aaaaaaa", "bcbcbcbca", "aabcaabcd", "dcba"] * 300  # past FINISH_BELOW
+    expected = [tuple(theirs.encode(w, add_special_tokens=False).ids) for w in words]
+    assert merger(words) == expected == [bpe.merge(w) for w in words]
+
+
+def test_two_merges_making_one_token_are_left_to_python() -> None:
+    """Not E2 (``ab`` from ``a b`` and from nothing else, ``abc`` from ``ab c`` and ``a bc``):
+    a stale heap entry may then merge another pair's token, so no step over all words."""
+    doc = _byte_level_doc([(b"a", b"b"), (b"b", b"c"), (b"ab", b"c"), (b"a", b"bc")])
+    from toktools.formats import from_tokenizer_json
+
+    bpe = ids_encoder(from_tokenizer_json(doc)).cache.compute
+    assert bpe_vectorized.plan(bpe.bulk().byte_ids, bpe.merge_map) is None
+    assert bpe.bulk().vector() is None
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("name", ["gpt2", "bytebpe-50k"])
+def test_batches_with_new_words_set_aside(name: str, compiled: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """encode_batch sets a batch's new words aside, merges them in bulk and encodes again the
+    texts that missed one (added tokens and all), batch after batch."""
+    pytest.importorskip("numba" if compiled else "numpy")
+    monkeypatch.setattr(bpe_bulk, "VECTOR_MIN_WORDS", 1)
+    monkeypatch.setattr(bpe_bulk, "COMPILED_AFTER_SECONDS", 0.0 if compiled else 1e9)
+    monkeypatch.setattr(fast_ids, "BULK_MIN_WORDS", 1)
+    reference, _, theirs = trio(name)
+    fast = ids_encoder(reference)  # a cold cache of its own
+    text = read_corpus_sample("mixed_sample.txt", 40_000)
+    lines = [line for line in text.split("\n") if line] + ODD_TEXTS
+    for batch in (lines[: len(lines) // 2], lines[len(lines) // 2 :], lines):
+        fast._defer = True
+        expected = [e.ids for e in theirs.encode_batch(batch, add_special_tokens=False)]
+        assert fast.encode_batch(batch) == expected
+    assert bool(fast.cache.compute.bulk()._compiled) is compiled  # the path meant was taken
+    assert compiled or fast.cache.compute.bulk()._vector  # numpy merged the new words and parts
+
+
+_RANDOM_TEXT = st.lists(st.one_of(st.sampled_from(list(_POOL)), st.sampled_from(["<|endoftext|>", "中国", " the", "'s"]),
+                                  st.characters(blacklist_categories=("Cs",))), max_size=40).map("".join)
+
+
+_bulk_encoders: dict[tuple[str, bool], object] = {}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_RANDOM_TEXT, min_size=1, max_size=30), st.booleans())
+def test_random_batches_merged_in_bulk(texts: list[str], compiled: bool) -> None:
+    if compiled:
+        pytest.importorskip("numba")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bpe_bulk, "VECTOR_MIN_WORDS", 1)
+        patch.setattr(bpe_bulk, "VECTOR_MAX_CHARS", 10_000)
+        patch.setattr(bpe_bulk, "COMPILED_AFTER_SECONDS", 0.0 if compiled else 1e9)
+        patch.setattr(bpe_vectorized.VectorMerger, "FINISH_BELOW", 0)
+        patch.setattr(fast_ids, "BULK_MIN_WORDS", 1)
+        for name in ("gpt2", "bytebpe-50k"):
+            reference, _, theirs = trio(name)
+            fast = _bulk_encoders.setdefault((name, compiled), ids_encoder(reference))
+            fast.cache.clear()  # every word new: all of them merged in bulk
+            fast._defer = True
+            expected = [e.ids for e in theirs.encode_batch(texts, add_special_tokens=False)]
+            assert fast.encode_batch(texts) == expected
+
+
+def _unpack(flat: bytes, counts: bytes) -> list[list[int]]:
+    from array import array
+
+    ids, out = array("q", flat).tolist(), []
+    for count in array("q", counts):
+        out.append(ids[:count])
+        ids = ids[count:]
+    return out
+
+
+@pytest.mark.parametrize("name", ["gpt2", "bytebpe-50k", "bert-base-uncased"])
+def test_packed_ids_of_whole_texts(name: str) -> None:
+    """What a worker sends back: with the compiled merge loaded, every word of the texts merged
+    by it, no cache (texts with an added token the usual way); WordPiece packs its lists."""
+    reference, _, theirs = trio(name)
+    fast = ids_encoder(reference)
+    if name != "bert-base-uncased":
+        pytest.importorskip("numba")
+        assert fast.cache.compute.bulk().compiled() is not None
+    lines = [line for line in read_corpus_sample("mixed_sample.txt", 30_000).split("\n") if line]
+    texts = lines + ODD_TEXTS + engines.probe_text(engines.probe_code_points())
+    expected = [e.ids for e in theirs.encode_batch(texts, add_special_tokens=False)]
+    assert _unpack(*fast.encode_packed(texts)) == expected
+    assert _unpack(*fast.encode_packed(lines)) == expected[: len(lines)]  # no added token: one kernel call
+    assert _unpack(*fast.encode_packed([])) == []
+
+
+def test_reference_engine_workers_with_the_compiled_merge(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("numba")
+    monkeypatch.setattr(engines, "PARALLEL_CHARS", 2_000)
+    monkeypatch.setattr(bpe_bulk, "COMPILED_FORESEEN_SECONDS", 0.0)  # loaded before forking
+    reference, _, _ = trio("bytebpe-50k")
+    document = engines.corpus_document(reference.to_tokenizer_json())
+    engine = engines.ReferenceEngine(document, workers=2)
+    try:
+        lines = [line for line in read_corpus_sample("zh_novels.txt", 40_000).split("\n") if line]
+        lines += ["", "<|endoftext|> 中文 <|endoftext|>"]
+        expected = engines.TokenizersEngine(document).encode_batch(lines)
+        assert engine.encode_batch(lines) == expected
+        assert engine.fast.cache.compute.bulk()._compiled  # the workers had it
+        assert engine.encode_batch(lines[::-1]) == expected[::-1]
+    finally:
+        engine.close()

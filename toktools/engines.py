@@ -416,13 +416,16 @@ class TiktokenEngine(Engine):
 
 #: What a forked worker encodes with: the engine's ids function, inherited with its caches.
 _worker_ids: Callable[[list[str]], IdBatch] | None = None
+#: Or, where the engine has one, its function giving the packed arrays directly.
+_worker_packed: Callable[[list[str]], tuple[bytes, bytes]] | None = None
 #: Characters in a batch below which the reference stays in this process (forking costs more).
 PARALLEL_CHARS = 1 << 17
 
 
-def _set_worker_ids(ids: Callable[[list[str]], IdBatch]) -> None:
-    global _worker_ids
-    _worker_ids = ids
+def _set_worker_ids(ids: Callable[[list[str]], IdBatch],
+                    packed: Callable[[list[str]], tuple[bytes, bytes]] | None = None) -> None:
+    global _worker_ids, _worker_packed
+    _worker_ids, _worker_packed = ids, packed
 
 
 def _encode_in_worker(texts: list[str]) -> tuple[bytes, bytes]:
@@ -430,6 +433,8 @@ def _encode_in_worker(texts: list[str]) -> tuple[bytes, bytes]:
     small ints would cost more than a large share of the encoding."""
     from array import array
 
+    if _worker_packed is not None:
+        return _worker_packed(texts)
     assert _worker_ids is not None
     flat, lengths = array("q"), array("q")
     for ids in _worker_ids(texts):
@@ -497,11 +502,14 @@ class ReferenceEngine(Engine):
 
             # the first texts here: the workers are forked with the words they hold cached, so
             # frequent words are not missed (and merged) once per worker
-            head = max(1, len(texts) // 16)
+            head = max(1, len(texts) // 32)
             warm, texts = self._ids(texts[:head]), texts[head:]
+            if self.fast is not None:  # bulk merges loaded once here, not once per worker
+                self.fast.prepare_for_volume((chars - sum(map(len, texts))) / max(chars, 1), self.workers)
             chars = sum(map(len, texts))
             # workers that die with this process and leave signals to it (forked on first use)
-            self._pool = start_pool(self.workers, initializer=_set_worker_ids, initargs=(self._ids,))
+            packed = getattr(self.fast, "encode_packed", None)  # an ids-only path that packs its own results
+            self._pool = start_pool(self.workers, initializer=_set_worker_ids, initargs=(self._ids, packed))
         # contiguous chunks of about equal characters, a few per worker
         target = -(-chars // (self.workers * 2))
         chunks, chunk, size = [], [], 0

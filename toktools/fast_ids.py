@@ -23,6 +23,10 @@ Byte-level BPE
     * A word not seen before is cut where no merge can reach across (see :class:`_CutPoints`),
       and each part is merged alone (and cached): long runs of CJK text, which rarely repeat
       whole, cost a few lookups instead of a merge run over every byte.
+    * The words (or parts) a batch meets for the first time are merged all at once
+      (:mod:`toktools.bpe_bulk`: numpy steps over all of them, or a numba kernel once merging
+      has cost about what loading it does): a cold cache, in every worker and in Chinese text,
+      is most of the cost of a Python merge per word.
 
 WordPiece
     * BertNormalizer is :func:`bert_text.normalize` (one ``str.translate``, exact with NFD
@@ -35,10 +39,17 @@ from __future__ import annotations
 import re
 from itertools import chain, compress, filterfalse
 from operator import add
+from time import thread_time
 from typing import Any, Callable, Iterable, Sequence
 
 #: Cached words per process before the caches start again (a bound on memory: ~150 bytes each).
 CACHE_WORDS = 1 << 19
+#: Fewest new words in a batch worth a bulk merge (:mod:`toktools.bpe_bulk`; below: one by one).
+BULK_MIN_WORDS = 64
+#: A batch sets its new words aside for a bulk merge when the batch before had one for every this
+#: many characters or fewer (the texts that missed a word are encoded twice: worth it only when
+#: merges are many).
+DEFER_BELOW_CHARS_PER_MISS = 150
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 
@@ -57,8 +68,17 @@ class _Cache(dict):  # type: ignore[type-arg]
         super().__init__()
         self.compute = compute
         self.capacity = capacity
+        #: words computed on lookup so far
+        self.misses = 0
+        #: when a list: missed words are put there, not computed, and give no ids (see
+        #: :meth:`IdsEncoder.encode_batch`, which then computes them all at once)
+        self.deferred: list[str] | None = None
 
     def __missing__(self, word: str) -> tuple[int, ...]:
+        if self.deferred is not None:
+            self.deferred.append(word)
+            return ()
+        self.misses += 1
         value = self.compute(word)
         if len(self) >= self.capacity:
             self.clear()
@@ -260,6 +280,58 @@ class _ByteLevelBPE:
         self._results = lambda: _merge_results(model.merges)
         self._cuts: _CutPoints | None = None
         self.parts = _Cache(self.merge)
+        #: CPU seconds this thread has spent merging new words (see :mod:`toktools.bpe_bulk`)
+        self.merge_seconds = 0.0
+        self._bulk: Any = None
+
+    def bulk(self) -> Any:
+        """The bulk merges of this vocabulary (:class:`toktools.bpe_bulk.BulkMerge`)."""
+        if self._bulk is None:
+            from toktools.bpe_bulk import BulkMerge
+            from toktools.bytelevel import BYTE_TO_SYMBOL
+
+            merge_map, merge_symbols = self.merge_map, self._merge_symbols
+            self._bulk = BulkMerge([self.vocab[BYTE_TO_SYMBOL[b]] for b in range(256)], merge_map,
+                                   lambda ids: [token_id for token_id, _ in merge_symbols(ids, merge_map)],
+                                   lambda: self.merge_seconds)
+        return self._bulk
+
+    def many(self, words: list[str]) -> list[tuple[str, tuple[int, ...]]]:
+        """``(word, ids)`` for those of ``words`` a bulk merge takes now (the others are merged
+        one by one when looked up).
+
+        With the compiled merge, every word as it is. Without it, numpy takes the short words
+        with no cut point and the parts of the others not seen before (see :class:`_CutPoints`;
+        a Chinese run is cut into parts that repeat far more often than it does)."""
+        bulk = self.bulk()
+        started, loading = thread_time(), bulk.load_seconds
+        try:
+            found: list[tuple[str, tuple[int, ...]]] = []
+            if self.ignore_merges:
+                vocab, symbols = self.vocab, self._symbols
+                whole = [(word, vocab.get(symbols(word))) for word in words]
+                found = [(word, (token_id,)) for word, token_id in whole if token_id is not None]
+                words = [word for word, token_id in whole if token_id is None]
+            compiled = bulk.compiled_now()
+            if compiled is not None:
+                found.extend(zip(words, compiled(words)))
+                return found
+            found.extend(bulk.short_words([word for word in words if len(word) < 3 or word.isascii()]))
+            runs = [word for word in words if len(word) >= 3 and not word.isascii()]
+            if runs:
+                parts = self.parts
+                cut = self.cut_points().parts
+                part_lists = [list(cut(word)) for word in runs]
+                new_parts = list(set(filterfalse(parts.__contains__, chain.from_iterable(part_lists))))
+                merged = list(bulk.short_words(new_parts))
+                if len(parts) + len(merged) > parts.capacity:
+                    parts.clear()  # as __missing__ does when full
+                parts.update(merged)
+                get = parts.__getitem__  # the parts left are merged in Python on lookup
+                found.extend(zip(runs, [tuple(chain.from_iterable(map(get, p))) for p in part_lists]))
+            return found
+        finally:
+            self.merge_seconds += thread_time() - started - (bulk.load_seconds - loading)
 
     def merge(self, text: str) -> tuple[int, ...]:
         """The plain merges of a piece of text (no ``ignore_merges`` shortcut)."""
@@ -273,6 +345,13 @@ class _ByteLevelBPE:
         return self._cuts
 
     def __call__(self, word: str) -> tuple[int, ...]:
+        started = thread_time()
+        try:
+            return self._merge_word(word)
+        finally:
+            self.merge_seconds += thread_time() - started
+
+    def _merge_word(self, word: str) -> tuple[int, ...]:
         if self.ignore_merges:
             whole = self.vocab.get(self._symbols(word))
             if whole is not None:
@@ -324,6 +403,7 @@ class IdsEncoder:
         self.tokenizer = tokenizer
         self.words = words
         self.cache = _Cache(ids_of_word)
+        self._defer = True  # the first batch meets a cold cache
         self._normalize = normalize
         self._pre_tokenize = pre_tokenize
         added = tokenizer.added
@@ -356,7 +436,99 @@ class IdsEncoder:
         return ids
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-        return [self.encode(text) for text in texts]
+        """The ids of many texts. Where the words are new to this process (a cold cache, Chinese),
+        the batch is encoded with its missed words set aside, these are merged all at once
+        (:mod:`toktools.bpe_bulk`), and the texts that missed one are encoded again; where few
+        are new (judged from the previous batch), each miss is merged on lookup."""
+        many = getattr(self.cache.compute, "many", None)
+        if many is None or not self._defer:
+            misses = self.cache.misses
+            out = [self.encode(text) for text in texts]
+            self._defer = (self.cache.misses - misses) * DEFER_BELOW_CHARS_PER_MISS >= sum(map(len, texts))
+            return out
+        cache = self.cache
+        get = cache.__getitem__
+        cache.deferred = deferred = []
+        out: list[list[int]] = []
+        again: list[tuple[int, list[str] | None]] = []  # (text, its words if plain) to look up again
+        try:
+            for text in texts:
+                missed = len(deferred)
+                words = self._plain_words(text)
+                out.append(self.encode(text) if words is None else list(chain.from_iterable(map(get, words))))
+                if len(deferred) != missed:
+                    again.append((len(out) - 1, words))
+        finally:
+            cache.deferred = None
+        if not again:
+            self._defer = False
+            return out
+        missing = list(set(deferred))
+        self._defer = len(missing) * DEFER_BELOW_CHARS_PER_MISS >= sum(map(len, texts))
+        if len(missing) >= BULK_MIN_WORDS:
+            found = list(many(missing))
+            if len(cache) + len(found) > cache.capacity:
+                cache.clear()  # as __missing__ does when full
+            cache.update(found)
+        for i, words in again:  # the words the bulk merge left are merged on lookup now
+            out[i] = self.encode(texts[i]) if words is None else list(chain.from_iterable(map(get, words)))
+        return out
+
+    def encode_packed(self, texts: Sequence[str]) -> tuple[bytes, bytes]:
+        """The ids of many texts as the bytes of two int64 arrays: all ids, and each text's
+        count (what a worker sends back). Once the compiled merge is loaded (a corpus whose words
+        rarely repeat: see :mod:`toktools.bpe_bulk`), every word is merged by it with no cache,
+        no id list per word or text; a text that may hold an added token goes the usual way."""
+        from array import array
+
+        bpe = self.cache.compute
+        compiled = bpe.bulk().compiled(load=False) if getattr(bpe, "bulk", None) and not bpe.ignore_merges else None
+        if compiled is None:
+            flat, counts = array("q"), array("q")
+            for ids in self.encode_batch(texts):
+                flat.extend(ids)
+                counts.append(len(ids))
+            return flat.tobytes(), counts.tobytes()
+        import numpy as np
+
+        words = [self._plain_words(text) for text in texts]
+        ids, counts = compiled.ids_of_texts([w if w is not None else [] for w in words])
+        if any(w is None for w in words):
+            ends = np.cumsum(counts).tolist()
+            parts = [ids[end - count:end] if w is not None else np.array(self.encode(text), dtype=np.int64)
+                     for text, w, count, end in zip(texts, words, counts.tolist(), ends)]
+            counts = np.array(list(map(len, parts)), dtype=np.int64)
+            ids = np.concatenate(parts) if parts else ids
+        return ids.astype(np.int64).tobytes(), counts.astype(np.int64).tobytes()
+
+    def _plain_words(self, text: str) -> list[str] | None:
+        """The words of a text that holds no added token (``None`` if it may hold one)."""
+        from toktools.tokenizer import _check_text
+
+        _check_text(text)
+        if self._raw_search is not None and self._raw_search(text) is not None:
+            return None
+        if not self._has_normalized:
+            return self.words(text)
+        normalized = self._normalize(text) if self._normalize is not None else text
+        if self._normalized_search is not None and self._normalized_search(normalized) is not None:
+            return None
+        return self._pre_tokenize(normalized)
+
+    def prepare_for_volume(self, head_share: float, workers: int) -> None:
+        """Before forking workers, which then inherit them instead of each loading its own: load
+        the bulk merges a corpus like the one just encoded will want, judged from its first
+        ``head_share`` (e.g. 1/16 of a batch), the Python merge time it took and the ``workers``
+        that will share the rest of the batch."""
+        bulk = getattr(self.cache.compute, "bulk", None)
+        if bulk is None:
+            return
+        from toktools import bpe_bulk
+
+        merges = bulk()
+        merges.vector()
+        if self.cache.compute.merge_seconds / max(head_share, 1e-9) / max(workers, 1) >= bpe_bulk.COMPILED_FORESEEN_SECONDS:
+            merges.compiled()
 
     def _fragment(self, text: str) -> list[int]:
         """Ids of text that holds no raw-matched added token."""

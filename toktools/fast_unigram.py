@@ -250,6 +250,10 @@ class UnigramIdsEncoder:
     def encode(self, text: str) -> list[int]:
         return self.encode_batch([text])[0]
 
+    def prepare_for_volume(self, head_share: float, workers: int) -> None:
+        """What the reference engine calls before forking its workers: nothing to load here, as
+        the head of the batch it has just encoded loaded the compiled Viterbi (if installed)."""
+
 
 def unigram_ids_encoder(tokenizer: Any) -> UnigramIdsEncoder | None:
     """An encoder for a Unigram tokenizer (no sampling) whose pre-tokeniser is Metaspace (alone,
