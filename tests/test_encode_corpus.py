@@ -424,3 +424,25 @@ def test_outputs_beside_a_tokenizer_file_can_be_written_again_but_not_its_own_fi
     assert refused.exit_code == 1
     assert "over the input" in refused.output
     assert (tmp_path / "tokenizer_config.json").read_bytes() == config
+
+
+def test_a_tokenizer_without_eos_says_how_to_go_on(tmp_path: Path) -> None:
+    """Megatron output ends documents with EOS by default; a tokenizer with none (a Unigram
+    trained with only ``<unk>``, say) gets one line naming both ways on: a token, or none."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    library = Tokenizer(models.WordLevel({"[UNK]": 0, "one": 1, "two": 2}, unk_token="[UNK]"))
+    library.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    library.add_special_tokens(["[UNK]"])
+    library.save(str(tmp_path / "tokenizer.json"))
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("one two\ntwo\n", encoding="utf-8")
+    command = ["encode", "-t", str(tmp_path / "tokenizer.json"), str(corpus), "--format", "megatron",
+               "-o", str(tmp_path / "out"), "--no-progress"]
+    refused = CliRunner().invoke(main, command)
+    assert refused.exit_code == 1
+    assert "has no EOS token" in refused.output and "--no-append-eos" in refused.output
+    assert not (tmp_path / "out.bin").exists()
+    without = CliRunner().invoke(main, [*command, "--no-append-eos"])
+    assert without.exit_code == 0, without.output
+    assert read_megatron_documents(tmp_path / "out") == [[1, 2], [2]]

@@ -127,8 +127,8 @@ def _special_id(doc: dict[str, Any], value: bool | str | None, names: Sequence[s
     for name in names:
         if name in specials:
             return specials[name]
-    raise ToktoolsError(f"this tokenizer has no {what} token ({' or '.join(names[:3])}…): name one, e.g. "
-                        f"--{'append-eos' if what == 'EOS' else 'prepend-bos'}=TOKEN")
+    hint = "--append-eos=TOKEN, or --no-append-eos" if what == "EOS" else "--prepend-bos=TOKEN"
+    raise ToktoolsError(f"this tokenizer has no {what} token ({' or '.join(names[:3])}…): name one, e.g. {hint}")
 
 
 def _bases(fmt: str, output: Path) -> tuple[Path, str | None]:
