@@ -181,13 +181,30 @@ def read_lines(paths: Sequence[str], *, keep_ends: bool = False) -> Iterator[str
     """The one reader of text lines (encode, decode, inspect, held-out files): lines of plain,
     .gz, .xz or .bz2 files or ``-`` (stdin), cut at ``\\n`` only (``\\r`` is text), strict UTF-8
     with errors that name the file and line."""
-    for path in paths:
-        source = CorpusSource(str(path))
+    for _source, _number, line in numbered_lines(CorpusSource(str(path)) for path in paths):
+        yield line if keep_ends or not line.endswith("\n") else line[:-1]
+
+
+def numbered_lines(sources: Iterable[CorpusSource], bytes_read: Callable[[int], None] | None = None
+                   ) -> Iterator[tuple[int, int, str]]:
+    """``(source index, line number, line)`` of every source, as :func:`read_lines` reads them
+    (the line keeps its ``\n``); ``bytes_read`` is told how far into the inputs on disk the
+    reading is (compressed bytes for compressed files)."""
+    done_before = 0
+    for index, source in enumerate(sources):
         if not source.is_stdin:
             _check_readable(Path(source.path))
-        for number, raw in enumerate(raw_lines(source), start=1):
-            line = _decode(raw, source, number, "strict", hint=False)
-            yield line if keep_ends or not line.endswith("\n") else line[:-1]
+        note = None
+        if bytes_read is not None:
+            def note(handle: BinaryIO, raw: object, before: int = done_before) -> None:
+                position = _position(handle, raw)
+                if position is not None:
+                    bytes_read(before + position)  # type: ignore[misc]
+        for number, raw in enumerate(raw_lines(source, note), start=1):
+            yield index, number, _decode(raw, source, number, "strict", hint=False)
+        if bytes_read is not None:
+            done_before += source.size()
+            bytes_read(done_before)
 
 
 def _check_readable(path: Path) -> None:

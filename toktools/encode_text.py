@@ -65,23 +65,13 @@ class _Lines:
         self.bytes_done = 0
 
     def __iter__(self) -> Iterator[_Line]:
-        from toktools.corpus import _check_readable, _decode, _position, raw_lines
+        from toktools.corpus import numbered_lines
 
-        done_before = 0
-        for index, source in enumerate(self.sources):
-            if not source.is_stdin:
-                _check_readable(Path(source.path))
+        for index, number, line in numbered_lines(self.sources, self._read):
+            yield _Line(line[:-1] if line.endswith("\n") else line, index, number)
 
-            def note(handle: Any, raw: object, before: int = done_before) -> None:
-                position = _position(handle, raw)
-                if position is not None:
-                    self.bytes_done = before + position
-
-            for number, raw in enumerate(raw_lines(source, note), start=1):
-                line = _decode(raw, source, number, "strict", hint=False)
-                yield _Line(line[:-1] if line.endswith("\n") else line, index, number)
-            done_before += source.size()
-            self.bytes_done = done_before
+    def _read(self, done: int) -> None:
+        self.bytes_done = done
 
 
 @dataclass
