@@ -15,7 +15,7 @@ import re
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from toktools.parts.precompiled import SPACE, CharsMap, spm_normalize
+from toktools.parts.precompiled import SPACE, CharsMap, _offset as offset, spm_normalize
 
 
 def second_characters(charsmap: CharsMap) -> frozenset[str] | None:
@@ -29,9 +29,6 @@ def second_characters(charsmap: CharsMap) -> frozenset[str] | None:
     rule, so a second character the walk gets through is one a rule holds."""
     units = charsmap.units
     size = len(units)
-
-    def offset(unit: int) -> int:
-        return (unit >> 10) << ((unit & 0x200) >> 6)
 
     def children(state: int, low: int, high: int) -> list[tuple[int, int, bool]]:
         """``(byte, next state, a rule ends here)`` for the labels ``low..high`` of ``state``."""
