@@ -56,7 +56,7 @@ started = time.perf_counter()
 import toktools.encode_corpus as api
 from toktools import corpus_verify, corpus_writers, encode_shards, engines
 times["import"] = time.perf_counter() - started
-timed(encode_shards, "load_document", "load tokenizer")
+timed(encode_shards, "load_corpus_tokenizer", "load tokenizer (cached: not parsed)")
 timed(encode_shards, "_check_outputs", "check outputs")
 timed(encode_shards, "_input_entries", "input sha256")
 timed(engines, "analyse", "exactness analysis")

@@ -26,7 +26,7 @@ def _build_reference(document: dict[str, Any]) -> tuple[Any, str]:
     try:
         from toktools.engines import ReferenceEngine
 
-        return ReferenceEngine(document, workers=1), ""
+        return ReferenceEngine(_document(document), workers=1), ""
     except ToktoolsError as err:
         return None, str(err)
     except Exception as err:  # a bug must still reach the user as one line
@@ -52,6 +52,12 @@ def _answer(reference: Any, problem: str, texts: list[str]) -> Any:
 Build = Callable[[dict[str, Any]], tuple[Any, str]]
 
 
+def _document(document: Any) -> Any:
+    """The document, from a :data:`toktools.engines.DocumentSource` (which may parse it: the
+    checker does that in its own process, after a cached start-up that did not)."""
+    return document() if callable(document) else document
+
+
 def _checker(conn: Any, document: dict[str, Any], parent: int, build: Build) -> None:
     """The checker process: the reference's ids for each list of texts received, or one line
     saying why the reference cannot run (then for every request)."""
@@ -71,7 +77,12 @@ def _checker(conn: Any, document: dict[str, Any], parent: int, build: Build) -> 
     # over the parent's heap inherited by the fork) cost a third of the build
     gc.freeze()
     gc.disable()
-    reference, problem = build(document)
+    try:
+        document = _document(document)
+    except Exception as err:  # the tokenizer read again: any failure reaches the user as one line
+        reference, problem = None, f"the tokenizer cannot be read for --verify ({type(err).__name__}: {err})"
+    else:
+        reference, problem = build(document)
     gc.freeze()
     gc.enable()
     while True:
