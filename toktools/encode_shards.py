@@ -23,6 +23,7 @@ import json
 import os
 import re
 import time
+from array import array
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,7 @@ from toktools.corpus_documents import MAX_DOCUMENT_BYTES, SEGMENT_CHARS, Documen
 from toktools.corpus_tokenizer import CorpusTokenizer, load_corpus_tokenizer, load_document, token_ids
 from toktools.corpus_verify import Verifier, start_checker
 from toktools.corpus_writers import DocumentWriter, ShardInfo, file_sha256, flat_dtype, megatron_dtype, output_files
+from toktools.engines import PackedIds
 from toktools.errors import ToktoolsError
 
 DEFAULT_VERIFY = 16
@@ -343,8 +345,12 @@ def encode_documents(reader: DocumentReader, engine: Any, verifier: Verifier, ne
     while the engine encodes the current one."""
     writer: DocumentWriter | None = None
     doc_has_tokens = False
+    doc_length = 0  # ids of the open document so far (packed batches: the writer does not count them)
     tokens_total = tokens_before
     finished = 0
+    packed_encode = getattr(engine, "encode_packed", None)
+    bos_word = b"" if bos_id is None else array("I", [bos_id]).tobytes()
+    eos_word = b"" if eos_id is None else array("I", [eos_id]).tobytes()
 
     def finish(end: Position | None) -> None:
         nonlocal writer, finished
@@ -361,11 +367,49 @@ def encode_documents(reader: DocumentReader, engine: Any, verifier: Verifier, ne
         batches = _batches(iter(reader), min(batch_bytes, getattr(engine, "batch_chars", None) or batch_bytes))
         while True:
             batch = next(batches, None)
-            submitted = executor.submit(engine.encode_batch, [s.text for s in batch]) if batch is not None else None
+            submitted = executor.submit(_encode, engine, packed_encode, [s.text for s in batch]) if batch is not None else None
             if pending is not None:
                 done_batch, future = pending
                 ids = future.result()
                 verifier.check(done_batch, ids, reader.bytes_done)
+                if isinstance(ids, PackedIds):
+                    # one document at a time as below, but the ids stay in one array: slices of it
+                    # (and BOS/EOS words) are joined and handed to the writer once per batch or shard
+                    view = memoryview(ids.data)
+                    pieces: list[Any] = []
+                    at = 0
+                    for segment, count in zip(done_batch, ids.counts):
+                        if writer is None:
+                            writer = new_writer()
+                        if count:
+                            if not doc_has_tokens and bos_word:
+                                pieces.append(bos_word)
+                                doc_length += 1
+                            doc_has_tokens = True
+                            pieces.append(view[4 * at : 4 * (at + count)])
+                            doc_length += count
+                            at += count
+                        if segment.last:
+                            if doc_has_tokens and eos_word:
+                                pieces.append(eos_word)
+                                doc_length += 1
+                            writer.add_document(doc_length)
+                            doc_has_tokens = False
+                            doc_length = 0
+                            if shard_tokens is not None and writer.tokens >= shard_tokens:
+                                writer.write_uint32(b"".join(pieces))
+                                pieces = []
+                                tokens_total += writer.tokens
+                                finish(segment.end)
+                    if pieces:
+                        assert writer is not None
+                        writer.write_uint32(b"".join(pieces))
+                    if progress is not None:
+                        progress(reader.bytes_done, reader.total, tokens_total + (writer.tokens if writer else 0))
+                    if submitted is None:
+                        break
+                    pending = (batch, submitted)  # type: ignore[assignment]
+                    continue
                 for segment, segment_ids in zip(done_batch, ids):
                     if writer is None:
                         writer = new_writer()
@@ -387,6 +431,8 @@ def encode_documents(reader: DocumentReader, engine: Any, verifier: Verifier, ne
             if submitted is None:
                 break
             pending = (batch, submitted)  # type: ignore[assignment]
+        if writer is not None and doc_length:  # a packed document left open (the reader closes them all)
+            writer.add_document(doc_length)
         if writer is not None or not (kept or finished):
             if writer is None:
                 writer = new_writer()
@@ -402,6 +448,15 @@ def encode_documents(reader: DocumentReader, engine: Any, verifier: Verifier, ne
         raise
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _encode(engine: Any, packed: Callable[[list[str]], Any] | None, texts: list[str]) -> Any:
+    """A batch's ids: packed in one array where the engine can (:class:`PackedIds`), else lists."""
+    if packed is not None:
+        ids = packed(texts)
+        if ids is not None:
+            return ids
+    return engine.encode_batch(texts)
 
 
 def _result(manifest: dict[str, Any], base: Path, suffix: str | None, fmt: str, manifest_file: Path | None, written: int, kept: int,

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from array import array
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence, Union
 
@@ -374,6 +375,12 @@ class TiktokenEngine(Engine):
         # tokenizers always splits added tokens out of the text; tiktoken's encode does too, but
         # scans every text for them: a text that holds none takes encode_ordinary (the same ids)
         self._has_special: Callable[[str], Any] | None = None
+        # tiktoken's encode into a buffer of uint32 (no list of ints), for encode_packed
+        core = getattr(self.encoding, "_core_bpe", None)
+        self._buffer: Callable[[str, Any], Any] | None = getattr(core, "encode_to_tiktoken_buffer", None)
+        self._allowed = set(plan.special_tokens)
+        if array("I").itemsize != 4:
+            self._buffer = None
         if plan.special_tokens:
             encode, allowed = self.encoding.encode, frozenset(plan.special_tokens)
             self._special: Callable[[str], list[int]] = lambda text: encode(text, allowed_special=allowed, disallowed_special=())
@@ -412,10 +419,68 @@ class TiktokenEngine(Engine):
             out = [[remap.get(i, i) for i in ids] for ids in out]
         return out
 
+    def encode_packed(self, texts: Sequence[str]) -> PackedIds | None:
+        """The ids of ``texts`` as one array of native uint32 (see :class:`PackedIds`), the
+        same ids as :meth:`encode_batch` without a Python int per id: tiktoken's own buffers
+        (``encode_to_tiktoken_buffer``, its ``encode`` with every special token allowed: what
+        :meth:`_chunk` gives) joined in C. None where that path does not apply (a rank remap,
+        or a tiktoken without it): then :meth:`encode_batch`."""
+        if self._buffer is None or self.remap:
+            return None
+        texts = list(texts)
+        if self.threads <= 1 or len(texts) < 2:
+            data, counts = self._packed_chunk(texts)
+            return PackedIds(data, counts)
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(self.threads)
+        size = max(1, -(-len(texts) // (self.threads * 4)))
+        parts = list(self._pool.map(self._packed_chunk, [texts[i : i + size] for i in range(0, len(texts), size)]))
+        return PackedIds(b"".join([data for data, _ in parts]), [n for _, counts in parts for n in counts])
+
+    def _packed_chunk(self, texts: Sequence[str]) -> tuple[bytes, list[int]]:
+        encode, allowed = self._buffer, self._allowed
+        try:
+            buffers = [encode(text, allowed) for text in texts]  # type: ignore[misc]
+        except UnicodeEncodeError:  # a lone surrogate: Encoding.encode's repair, text by text
+            buffers = [array("I", ids) for ids in self._chunk(texts)]
+        # only the buffers' byte length is sound (tiktoken 0.14 gives a shape in bytes, not ids):
+        # joined through the plain buffer interface, counted by nbytes
+        counts = [memoryview(buffer).nbytes >> 2 for buffer in buffers]
+        return b"".join(buffers), counts
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown()
             self._pool = None
+
+
+class PackedIds:
+    """The ids of a batch of texts as one array: ``data`` holds every id as a native uint32,
+    text after text, and ``counts`` how many each text has. Writers take ``data`` in one piece
+    (:meth:`toktools.corpus_writers.DocumentWriter.write_uint32`); indexing gives one text's
+    ids as a list (for the few that are checked)."""
+
+    def __init__(self, data: bytes, counts: list[int]) -> None:
+        self.data = data
+        self.counts = counts
+        self._starts: list[int] | None = None
+
+    def __len__(self) -> int:
+        return len(self.counts)
+
+    def __getitem__(self, index: int) -> list[int]:
+        if self._starts is None:
+            from itertools import accumulate
+
+            self._starts = list(accumulate(self.counts, initial=0))
+        start = self._starts[index]
+        return array("I", self.data[4 * start : 4 * self._starts[index + 1]]).tolist()
+
+    def lists(self) -> IdBatch:
+        """Every text's ids as a list."""
+        return [self[i] for i in range(len(self))]
 
 
 #: What a forked worker encodes with: the engine's ids function, inherited with its caches.
