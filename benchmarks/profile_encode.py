@@ -68,6 +68,7 @@ timed(corpus_writers.DocumentWriter, "finish", "finish shard (fsync, sha256, ind
 timed_iterator(encode_shards, "_batches", "read + split (main thread)")
 for engine in (engines.TokenizersEngine, engines.TiktokenEngine, engines.ReferenceEngine):
     timed(engine, "encode_batch", "encode_batch (encoding thread)")
+timed(engines.TiktokenEngine, "encode_packed", "encode_packed (encoding thread)")
 import shutil, tempfile
 out = tempfile.mkdtemp(prefix="profile-encode-")
 start = time.perf_counter()

@@ -652,6 +652,8 @@ def unigram_reference_likely(document: Mapping[str, Any], input_bytes: int | Non
         return False
     if input_bytes is None or input_bytes < UNIGRAM_REFERENCE_MIN_BYTES:
         return False
+    if os.environ.get("TOKTOOLS_PURE_PYTHON", "") not in ("", "0"):  # as compiled_viterbi says
+        return False
     import importlib.util
 
     try:
