@@ -23,7 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-#: Bumped when the entry's layout or the meaning of a field changes.
+#: Bumped when the entry's layout or the meaning of a field changes (e.g. how
+#: :func:`toktools.engines._plan` builds the ranks; the E1-E4 checks have their own
+#: ``engines._EXACT_VERSION``, which is part of the key).
 CACHE_FORMAT = 1
 
 
@@ -88,7 +90,7 @@ class CorpusTokenizer:
         plan = analysis.plan
         entry = {
             "format": CACHE_FORMAT, "shape": self.shape, "vocab_size": self.vocab_size,
-            "reason": analysis.tiktoken_reason, "cuttable": analysis.cuttable, "notes": list(analysis.notes),
+            "reason": analysis.tiktoken_reason, "notes": list(analysis.notes),
             "probed": analysis.probed, "probe": analysis.probe,
             "plan": None if plan is None else (plan.mergeable_ranks, plan.special_tokens, plan.pattern, plan.rank_to_id),
         }
@@ -248,7 +250,7 @@ def _read_entry(fingerprint: str) -> tuple[dict[str, Any], int, Any] | None:
         shape, vocab_size, reason, plan = entry["shape"], entry["vocab_size"], entry["reason"], entry["plan"]
         if not (isinstance(shape, dict) and isinstance(vocab_size, int) and (reason is None or isinstance(reason, str))):
             return None
-        from toktools.engines import Analysis, TiktokenPlan
+        from toktools.engines import Analysis, TiktokenPlan, cuttable
 
         if plan is not None:
             ranks, specials, pattern, rank_to_id = plan
@@ -258,7 +260,8 @@ def _read_entry(fingerprint: str) -> tuple[dict[str, Any], int, Any] | None:
             plan = TiktokenPlan(ranks, specials, pattern, rank_to_id)
         elif reason is None:
             return None
-        analysis = Analysis(reason, plan, cuttable=bool(entry["cuttable"]), notes=list(entry["notes"]),
+        # where documents may be cut is decided from the shape again (cheap), not kept
+        analysis = Analysis(reason, plan, cuttable=cuttable(shape), notes=list(entry["notes"]),
                             probed=bool(entry["probed"]), probe=entry["probe"])
     except (EOFError, ValueError, TypeError, KeyError):
         return None
