@@ -172,8 +172,11 @@ def load_corpus_tokenizer(tokenizer: Any) -> CorpusTokenizer:
     if cached is not None:
         shape, vocab_size, analysis = cached
         return CorpusTokenizer(fingerprint, shape, vocab_size, analysis, _raw=raw)
-    doc, fingerprint = load_document(tokenizer, text=_text(raw, path))
-    return CorpusTokenizer(fingerprint, document_shape(doc), _vocab_size(doc), _document=doc, _raw=raw)
+    doc, parsed_fingerprint = load_document(tokenizer, text=_text(raw, path))
+    # a file read through toktools.formats instead (not a tokenizer.json after all) is
+    # fingerprinted by its canonical JSON: no entry (a lookup would never find it)
+    keep = raw if parsed_fingerprint == fingerprint else None
+    return CorpusTokenizer(parsed_fingerprint, document_shape(doc), _vocab_size(doc), _document=doc, _raw=keep)
 
 
 def _read_bytes(path: Path) -> bytes:
