@@ -379,8 +379,11 @@ class TiktokenEngine(Engine):
         core = getattr(self.encoding, "_core_bpe", None)
         self._buffer: Callable[[str, Any], Any] | None = getattr(core, "encode_to_tiktoken_buffer", None)
         self._allowed = set(plan.special_tokens)
-        if array("I").itemsize != 4:
-            self._buffer = None
+        if self._buffer is not None:  # uint32 ids, as tiktoken 0.14 gives them (else: lists only)
+            view = memoryview(self._buffer("a", self._allowed))
+            if view.itemsize != 4 or view.format.lstrip("@=<") not in ("I", "L") or array("I").itemsize != 4:
+                self._buffer = None
+            view.release()
         if plan.special_tokens:
             encode, allowed = self.encoding.encode, frozenset(plan.special_tokens)
             self._special: Callable[[str], list[int]] = lambda text: encode(text, allowed_special=allowed, disallowed_special=())
@@ -471,6 +474,8 @@ class PackedIds:
         return len(self.counts)
 
     def __getitem__(self, index: int) -> list[int]:
+        if index < 0:
+            index += len(self.counts)
         if self._starts is None:
             from itertools import accumulate
 
