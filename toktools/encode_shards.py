@@ -2,13 +2,17 @@
 manifest that makes a sharded run resumable; the one encode loop every output goes through,
 local or on a cluster (:func:`encode_documents`).
 
+0. read the tokenizer: from the start-up cache when its ``tokenizer.json`` was seen before
+   (:mod:`toktools.corpus_tokenizer`: then it is parsed only if an engine needs it);
 1. read the inputs as documents (:mod:`toktools.corpus_documents`), in bounded segments;
 2. encode batches of them with the chosen engine (:mod:`toktools.engines`), while the next
    batch is being read; a sample of documents spread over the input is re-encoded with the
    reference (:mod:`toktools.corpus_verify`) and any difference stops the run;
 3. write documents (with ``prepend_bos`` / ``append_eos`` ids) into outputs
    (:mod:`toktools.corpus_writers`); with ``shard_tokens`` a new shard starts after the
-   document that reaches the count, so shard boundaries depend on token counts only;
+   document that reaches the count, so shard boundaries depend on token counts only. An
+   engine that gives a batch's ids as one packed array (tiktoken: :class:`PackedIds`) has
+   them written from it, with no Python int per id;
 4. with shards, a manifest (``PREFIX-manifest.json``) rewritten after every finished shard:
    tokenizer fingerprint, engine, settings, inputs (size, sha256), shards (documents, tokens,
    files with sha256, where in the input the next shard starts).
