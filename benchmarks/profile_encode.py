@@ -56,7 +56,7 @@ started = time.perf_counter()
 import toktools.encode_corpus as api
 from toktools import corpus_verify, corpus_writers, encode_shards, engines
 times["import"] = time.perf_counter() - started
-timed(encode_shards, "load_document", "load tokenizer")
+timed(encode_shards, "load_corpus_tokenizer", "load tokenizer (cached: not parsed)")
 timed(encode_shards, "_check_outputs", "check outputs")
 timed(encode_shards, "_input_entries", "input sha256")
 timed(engines, "analyse", "exactness analysis")
@@ -68,6 +68,7 @@ timed(corpus_writers.DocumentWriter, "finish", "finish shard (fsync, sha256, ind
 timed_iterator(encode_shards, "_batches", "read + split (main thread)")
 for engine in (engines.TokenizersEngine, engines.TiktokenEngine, engines.ReferenceEngine):
     timed(engine, "encode_batch", "encode_batch (encoding thread)")
+timed(engines.TiktokenEngine, "encode_packed", "encode_packed (encoding thread)")
 import shutil, tempfile
 out = tempfile.mkdtemp(prefix="profile-encode-")
 start = time.perf_counter()

@@ -68,6 +68,24 @@ def test_auto_takes_the_reference_for_bert_wordpiece_only_with_a_pool_of_workers
     assert engines.likely_engine("auto", _doc("bytebpe-50k"), workers=2) == "auto"
 
 
+@pytest.mark.shared
+@pytest.mark.parametrize("threads", [1, 2])
+def test_tiktoken_packed_ids_are_its_id_lists(threads: int) -> None:
+    """``encode_packed`` (tiktoken's uint32 buffers joined, what corpus outputs are written
+    from) holds exactly ``encode_batch``'s ids, text by text, special tokens and the repair of
+    a lone surrogate included."""
+    doc = _doc("gpt2")
+    engine = engines.make_engine("tiktoken", doc, workers=threads)
+    for texts in (_samples() + SPECIALS_TEXT + ["", "<|endoftext|>"], ["a\ud800b", "x", "<|endoftext|>"]):
+        packed = engine.encode_packed(texts)
+        lists = engine.encode_batch(texts)
+        assert len(packed) == len(texts) and sum(packed.counts) * 4 == len(packed.data)
+        assert packed.lists() == lists
+        assert packed[len(texts) - 1] == [doc["model"]["vocab"]["<|endoftext|>"]]
+    assert engine.encode_packed(_samples()).lists() == engines.make_engine("tokenizers", doc).encode_batch(_samples())
+    engine.close()
+
+
 def test_special_tokens_in_text_are_tokens_on_every_engine() -> None:
     doc = _doc("bytebpe-50k")
     ids = {name: engines.make_engine(name, doc, workers=1).encode_batch(SPECIALS_TEXT)

@@ -210,3 +210,43 @@ def test_auto_keeps_tokenizers_for_small_inputs():
     large = engines.make_engine("auto", document, input_bytes=engines.UNIGRAM_REFERENCE_MIN_BYTES)
     large.close()
     assert large.name == ("reference" if compiled_viterbi() is not None else "tokenizers")
+
+
+def test_no_verify_checker_is_forked_when_auto_takes_the_compiled_reference(tmp_path, monkeypatch):
+    """``likely_engine`` knows ``fastest_reference``'s Unigram rule: a run that ``auto`` gives
+    to the reference forks no ``--verify`` checker (it would build the reference and be closed
+    unused); a small input keeps ``tokenizers``, checked as usual. The output is the same."""
+    import importlib.util
+
+    from toktools import corpus_verify
+    from toktools.encode_corpus import encode_corpus
+    from toktools.parts.unigram import compiled_viterbi
+
+    document = engines.corpus_document(converted("unigram"))
+    numba = importlib.util.find_spec("numba") is not None
+    assert engines.likely_engine("auto", document, workers=2, input_bytes=100_000) == "auto"
+    assert engines.likely_engine("auto", document, workers=2, input_bytes=None) == "auto"
+    large = engines.likely_engine("auto", document, workers=2, input_bytes=engines.UNIGRAM_REFERENCE_MIN_BYTES)
+    assert large == ("reference" if numba else "auto")
+
+    tokenizer = tmp_path / "tokenizer.json"
+    tokenizer.write_text(json.dumps(document), encoding="utf-8")
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(lines()) + "\n", encoding="utf-8")
+    forked: list[str] = []
+    real = corpus_verify.CheckerProcess
+
+    def counted(*args, **kwargs):
+        forked.append("checker")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(corpus_verify, "CheckerProcess", counted)
+    small = encode_corpus([corpus], tokenizer, tmp_path / "small", format="megatron", workers=2)
+    assert small.engine == "tokenizers" and small.verified == 16 and forked == ["checker"]
+    forked.clear()
+    monkeypatch.setattr(engines, "UNIGRAM_REFERENCE_MIN_BYTES", corpus.stat().st_size)  # this input is "large"
+    big = encode_corpus([corpus], tokenizer, tmp_path / "big", format="megatron", workers=2)
+    if compiled_viterbi() is not None:
+        assert big.engine == "reference" and forked == [] and big.verified == 0
+    assert (tmp_path / "big.bin").read_bytes() == (tmp_path / "small.bin").read_bytes()
+    assert (tmp_path / "big.idx").read_bytes() == (tmp_path / "small.idx").read_bytes()

@@ -26,7 +26,7 @@ def _build_reference(document: dict[str, Any]) -> tuple[Any, str]:
     try:
         from toktools.engines import ReferenceEngine
 
-        return ReferenceEngine(document, workers=1), ""
+        return ReferenceEngine(_document(document), workers=1), ""
     except ToktoolsError as err:
         return None, str(err)
     except Exception as err:  # a bug must still reach the user as one line
@@ -38,6 +38,11 @@ def _answer(reference: Any, problem: str, texts: list[str]) -> Any:
     if reference is None:
         return problem
     try:
+        # a few texts: the ids-only path text by text, whose new words are merged as they are
+        # met; its batch call would set up bulk merges (numpy's import and tables, ~0.1 s) for them
+        fast = getattr(reference, "fast", None)
+        if fast is not None and getattr(reference, "name", None) == "reference":
+            return [fast.encode(text) for text in texts]
         return reference.encode_batch(texts)
     except Exception as err:
         return f"the reference engine failed during --verify ({type(err).__name__}: {err})"
@@ -45,6 +50,12 @@ def _answer(reference: Any, problem: str, texts: list[str]) -> Any:
 
 #: Builds what the checker answers with: ``(reference, "")``, or ``(None, why not)``.
 Build = Callable[[dict[str, Any]], tuple[Any, str]]
+
+
+def _document(document: Any) -> Any:
+    """The document, from a :data:`toktools.engines.DocumentSource` (which may parse it: the
+    checker does that in its own process, after a cached start-up that did not)."""
+    return document() if callable(document) else document
 
 
 def _checker(conn: Any, document: dict[str, Any], parent: int, build: Build) -> None:
@@ -66,7 +77,12 @@ def _checker(conn: Any, document: dict[str, Any], parent: int, build: Build) -> 
     # over the parent's heap inherited by the fork) cost a third of the build
     gc.freeze()
     gc.disable()
-    reference, problem = build(document)
+    try:
+        document = _document(document)
+    except Exception as err:  # the tokenizer read again: any failure reaches the user as one line
+        reference, problem = None, f"the tokenizer cannot be read for --verify ({type(err).__name__}: {err})"
+    else:
+        reference, problem = build(document)
     gc.freeze()
     gc.enable()
     while True:

@@ -71,6 +71,17 @@ def output_files(fmt: str, base: Path, suffix: str | None = None) -> dict[str, P
     return {"data": Path(f"{base}{suffix}"), "offsets": Path(f"{base}.offsets{suffix}")}
 
 
+def uint32_to_dtype(data: bytes, dtype: str) -> bytes:
+    """Native uint32 ids as little-endian ``dtype`` (every id fits: the dtype was chosen or
+    checked against the vocabulary size); C calls only on a little-endian machine: uint16 is
+    the low half of each id."""
+    if sys.byteorder != "little":
+        return _little(array(_ARRAY_CODES[dtype], array("I", data)))
+    if dtype == "uint16":
+        return array("H", data)[::2].tobytes()
+    return data  # uint32, or int32 below 2**31: the same bytes
+
+
 def _little(data: array) -> bytes:
     if sys.byteorder != "little":
         data = array(data.typecode, data)
@@ -169,7 +180,7 @@ class DocumentWriter:
         self.lengths = array("q")  # tokens per finished document
         self.open_tokens = 0
         self.tokens = 0
-        self._queue: list[Sequence[int]] = []
+        self._queue: list[Sequence[int] | bytes] = []  # id lists, or data already converted (bytes)
         self._queued = 0
         self._files: list[_AtomicFile] = []
         self.data = self._open(self.paths["bin" if fmt == "megatron" else "data"])
@@ -191,12 +202,29 @@ class DocumentWriter:
             if self._queued >= 1 << 20:
                 self.flush()
 
+    def write_uint32(self, data: bytes) -> None:
+        """Append ids given as native uint32 (:class:`toktools.engines.PackedIds` data: a batch
+        at once, converted to the dtype in C calls). Unlike :meth:`write`, no document is
+        counted: the caller ends them with :meth:`add_document`."""
+        if data:
+            self._queue.append(uint32_to_dtype(data, self.dtype))
+            self._queued += len(data) >> 2
+            if self._queued >= 1 << 20:
+                self.flush()
+
+    def add_document(self, length: int) -> None:
+        """Count a document of ``length`` ids written with :meth:`write_uint32` (none: dropped)."""
+        if length:
+            self.lengths.append(length)
+            self.tokens += length
+
     def flush(self) -> None:
         if self._queue:
             # one struct.pack per document, little-endian already: about half the time of
             # array.fromlist + byteswap, on every id of the corpus
             code = self.typecode
-            self.data.write(b"".join([struct.pack(f"<{len(ids)}{code}", *ids) for ids in self._queue]))
+            self.data.write(b"".join([ids if isinstance(ids, bytes) else struct.pack(f"<{len(ids)}{code}", *ids)
+                                      for ids in self._queue]))
             self._queue = []
             self._queued = 0
 

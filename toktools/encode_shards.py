@@ -2,13 +2,17 @@
 manifest that makes a sharded run resumable; the one encode loop every output goes through,
 local or on a cluster (:func:`encode_documents`).
 
+0. read the tokenizer: from the start-up cache when its ``tokenizer.json`` was seen before
+   (:mod:`toktools.corpus_tokenizer`: then it is parsed only if an engine needs it);
 1. read the inputs as documents (:mod:`toktools.corpus_documents`), in bounded segments;
 2. encode batches of them with the chosen engine (:mod:`toktools.engines`), while the next
    batch is being read; a sample of documents spread over the input is re-encoded with the
    reference (:mod:`toktools.corpus_verify`) and any difference stops the run;
 3. write documents (with ``prepend_bos`` / ``append_eos`` ids) into outputs
    (:mod:`toktools.corpus_writers`); with ``shard_tokens`` a new shard starts after the
-   document that reaches the count, so shard boundaries depend on token counts only;
+   document that reaches the count, so shard boundaries depend on token counts only. An
+   engine that gives a batch's ids as one packed array (tiktoken: :class:`PackedIds`) has
+   them written from it, with no Python int per id;
 4. with shards, a manifest (``PREFIX-manifest.json``) rewritten after every finished shard:
    tokenizer fingerprint, engine, settings, inputs (size, sha256), shards (documents, tokens,
    files with sha256, where in the input the next shard starts).
@@ -19,19 +23,21 @@ settings a resumed run must match. Documents with no token of their own are drop
 from __future__ import annotations
 
 import glob
-import hashlib
 import json
 import os
 import re
 import time
+from array import array
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from toktools.corpus_documents import MAX_DOCUMENT_BYTES, SEGMENT_CHARS, DocumentReader, Position, Segment
+from toktools.corpus_tokenizer import CorpusTokenizer, load_corpus_tokenizer, load_document, token_ids
 from toktools.corpus_verify import Verifier, start_checker
 from toktools.corpus_writers import DocumentWriter, ShardInfo, file_sha256, flat_dtype, megatron_dtype, output_files
+from toktools.engines import PackedIds
 from toktools.errors import ToktoolsError
 
 DEFAULT_VERIFY = 16
@@ -63,63 +69,19 @@ class CorpusResult:
     settings: dict[str, Any] = field(default_factory=dict)
 
 
-def load_document(tokenizer: Any, *, whole: bool = False, validate: bool = False) -> tuple[dict[str, Any], str]:
-    """The ``tokenizer.json`` document of a toktools tokenizer or of a path, and its fingerprint.
-
-    A ``tokenizer.json`` file is read as is (no model is built: engines build their own) and
-    fingerprinted by the sha256 of its bytes; other layouts and tokenizer objects are converted
-    and fingerprinted by the sha256 of their canonical JSON. Without ``whole``, truncation and
-    padding are dropped (whole documents); ``validate`` checks a ``tokenizer.json`` as
-    :func:`toktools.load` does, with the same one-line errors."""
-    from toktools.engines import corpus_document, document_fingerprint
-
-    finish: Any = (lambda d: d) if whole else corpus_document
-    if not isinstance(tokenizer, (str, Path)):
-        doc = finish(tokenizer.to_tokenizer_json())
-        return doc, document_fingerprint(doc)
-    # toktools.formats (and the reference's tables behind it) costs a large share of a short
-    # run's start-up: a tokenizer.json, the usual case, is read without it
-    target = Path(tokenizer)
-    if not target.exists():
-        from toktools.shipped import shipped_path
-
-        target = shipped_path(str(tokenizer)) or target
-    candidate = target / "tokenizer.json" if target.is_dir() else target
-    if candidate.is_file() and candidate.name.endswith(".json") and candidate.name not in ("vocab.json", "encoder.json"):
-        from toktools.bpe_files import read_text_file
-
-        text = read_text_file(candidate, "tokenizer file")
-        if validate:
-            from toktools.validate import parse_json, validate_tokenizer_json
-
-            document = validate_tokenizer_json(parse_json(text, str(candidate)), str(candidate))
-            return finish(document), hashlib.sha256(text.encode("utf-8")).hexdigest()
-        try:
-            document = json.loads(text)
-            if isinstance(document, dict) and isinstance(document.get("model"), dict):
-                return finish(document), hashlib.sha256(text.encode("utf-8")).hexdigest()
-        except json.JSONDecodeError:
-            pass  # load() gives the readable error
-    from toktools.formats import load
-
-    doc = finish(load(tokenizer).to_tokenizer_json())
-    return doc, document_fingerprint(doc)
-
-
 def _token_ids(doc: dict[str, Any]) -> dict[str, int]:
     """Every token's id: the model's vocabulary, then the added tokens (which win)."""
-    vocab = doc.get("model", {}).get("vocab") or {}
-    out = dict(vocab) if isinstance(vocab, dict) else {}
-    out.update({t["content"]: t["id"] for t in doc.get("added_tokens") or []})
-    return out
+    return token_ids(doc)
 
 
-def _special_id(doc: dict[str, Any], value: bool | str | None, names: Sequence[str], what: str) -> int | None:
-    """The id of the token the user named, or of the tokenizer's usual one (``True``)."""
+def _special_id(doc: dict[str, Any], value: bool | str | None, names: Sequence[str], what: str,
+                token_id_of: Callable[[str], int | None] | None = None) -> int | None:
+    """The id of the token the user named, or of the tokenizer's usual one (``True``).
+    ``token_id_of``: how to look a named token up (default: in ``doc``)."""
     if value is None or value is False:
         return None
     if isinstance(value, str) and value:
-        token_id = _token_ids(doc).get(value)
+        token_id = token_id_of(value) if token_id_of is not None else _token_ids(doc).get(value)
         if token_id is None:
             raise ToktoolsError(f"{what} token {value!r} is not in the vocabulary")
         return token_id
@@ -203,19 +165,24 @@ def _batches(reader: Iterator[Segment], batch_bytes: int) -> Iterator[list[Segme
         yield batch
 
 
-def _output_settings(doc: dict[str, Any], format: str, document: str, field: str | None, append_eos: bool | str | None,
+def _output_settings(doc: Any, format: str, document: str, field: str | None, append_eos: bool | str | None,
                      prepend_bos: bool | str, dtype: str) -> tuple[str | None, int | None, int | None, int, str]:
     """The settings every shard is written with: the JSON field, EOS and BOS ids, the vocabulary
-    size and the dtype (``auto`` resolved); bad combinations are refused in one line."""
+    size and the dtype (``auto`` resolved); bad combinations are refused in one line. ``doc``:
+    the document, or a :class:`toktools.corpus_tokenizer.CorpusTokenizer` (whose vocabulary is
+    then read only for a token named that is not an added one)."""
+    lookup = doc.token_id if isinstance(doc, CorpusTokenizer) else None
+    vocab_size = doc.vocab_size if isinstance(doc, CorpusTokenizer) else 1 + max(_token_ids(doc).values(), default=0)
+    if isinstance(doc, CorpusTokenizer):
+        doc = doc.shape
     if document == "jsonl":
         field = field or "text"
     elif field is not None:
         raise ToktoolsError("--field is for --document jsonl")
     if append_eos is None:
         append_eos = format == "megatron"
-    eos_id = _special_id(doc, append_eos, _EOS_NAMES, "EOS")
-    bos_id = _special_id(doc, prepend_bos, _BOS_NAMES, "BOS")
-    vocab_size = 1 + max(_token_ids(doc).values(), default=0)
+    eos_id = _special_id(doc, append_eos, _EOS_NAMES, "EOS", lookup)
+    bos_id = _special_id(doc, prepend_bos, _BOS_NAMES, "BOS", lookup)
     if dtype == "auto":
         dtype = megatron_dtype(vocab_size) if format == "megatron" else flat_dtype(vocab_size)
     limits = {"uint16": 1 << 16, "uint32": 1 << 32, "int32": 1 << 31}
@@ -256,12 +223,17 @@ def encode_shards(
     collector = CollectorPause()  # until the engine is built
     checker = None
     try:
-        doc, fingerprint = load_document(tokenizer)
-        # the --verify checker is forked now: it builds the reference on the other core while
-        # this process checks the outputs, hashes the inputs and builds its engine
-        checker = start_checker(doc, verify, engines.likely_engine(engine, doc, workers))
+        # the document itself is parsed only when needed, when start-up is cached (corpus_tokenizer)
+        tok = load_corpus_tokenizer(tokenizer)
+        fingerprint = tok.fingerprint
         sources = expand_sources([str(p) for p in inputs])
-        field, eos_id, bos_id, vocab_size, dtype = _output_settings(doc, format, document, field, append_eos, prepend_bos, dtype)
+        sizes = [None if s.is_stdin else s.size() for s in sources]
+        input_bytes = None if None in sizes else sum(sizes)  # type: ignore[arg-type]
+        # the --verify checker is forked now: it builds the reference on the other core while
+        # this process checks the outputs, hashes the inputs and builds its engine (not when
+        # auto will take the reference, which needs no checker)
+        checker = start_checker(tok.document, verify, engines.likely_engine(engine, tok.shape, workers, input_bytes))
+        field, eos_id, bos_id, vocab_size, dtype = _output_settings(tok, format, document, field, append_eos, prepend_bos, dtype)
 
         # outputs: never an input (nor a file of the tokenizer); existing ones need force (or are resumed)
         base, suffix = _bases(format, Path(output))
@@ -293,17 +265,17 @@ def encode_shards(
             return _result(manifest, base, suffix, format, manifest_file, 0, kept, sources, started, 0, "none")
 
         if engine in ("auto", "tiktoken"):
-            analysis = engines.analyse(doc, fingerprint)
+            analysis = tok.analysis or engines.analyse(tok.document(), fingerprint)
         else:  # the tiktoken checks are not needed
-            analysis = engines.Analysis("not analysed", cuttable=engines.cuttable(doc))
-        sizes = [entry["size"] for entry in inputs_json]
-        chosen = engines.make_engine(engine, doc, workers=workers, analysis=analysis, fingerprint=fingerprint,
-                                     input_bytes=None if None in sizes else sum(sizes))
+            analysis = engines.Analysis("not analysed", cuttable=engines.cuttable(tok.shape))
+        chosen = engines.make_engine(engine, tok.document, workers=workers, analysis=analysis, fingerprint=fingerprint,
+                                     input_bytes=input_bytes, shape=tok.shape)
+        tok.remember(analysis)  # for the next run on this tokenizer.json (no parse, no analysis)
         collector.resume()
         manifest["engine"] = chosen.name
         reader = DocumentReader(sources, document, field, cuttable=analysis.cuttable, segment_chars=segment_chars,
                                 max_document_bytes=max_document_bytes, start=start)
-        verifier = Verifier(chosen.name, doc, verify, reader.total, sources, process=checker)
+        verifier = Verifier(chosen.name, tok.document, verify, reader.total, sources, process=checker)
         checker = None  # the verifier closes it
         verifier.start()  # before this process starts threads (unless the checker is already running)
         written = 0
@@ -377,8 +349,12 @@ def encode_documents(reader: DocumentReader, engine: Any, verifier: Verifier, ne
     while the engine encodes the current one."""
     writer: DocumentWriter | None = None
     doc_has_tokens = False
+    doc_length = 0  # ids of the open document so far (packed batches: the writer does not count them)
     tokens_total = tokens_before
     finished = 0
+    packed_encode = getattr(engine, "encode_packed", None)
+    bos_word = b"" if bos_id is None else array("I", [bos_id]).tobytes()
+    eos_word = b"" if eos_id is None else array("I", [eos_id]).tobytes()
 
     def finish(end: Position | None) -> None:
         nonlocal writer, finished
@@ -395,11 +371,49 @@ def encode_documents(reader: DocumentReader, engine: Any, verifier: Verifier, ne
         batches = _batches(iter(reader), min(batch_bytes, getattr(engine, "batch_chars", None) or batch_bytes))
         while True:
             batch = next(batches, None)
-            submitted = executor.submit(engine.encode_batch, [s.text for s in batch]) if batch is not None else None
+            submitted = executor.submit(_encode, engine, packed_encode, [s.text for s in batch]) if batch is not None else None
             if pending is not None:
                 done_batch, future = pending
                 ids = future.result()
                 verifier.check(done_batch, ids, reader.bytes_done)
+                if isinstance(ids, PackedIds):
+                    # one document at a time as below, but the ids stay in one array: slices of it
+                    # (and BOS/EOS words) are joined and handed to the writer once per batch or shard
+                    view = memoryview(ids.data)
+                    pieces: list[Any] = []
+                    at = 0
+                    for segment, count in zip(done_batch, ids.counts):
+                        if writer is None:
+                            writer = new_writer()
+                        if count:
+                            if not doc_has_tokens and bos_word:
+                                pieces.append(bos_word)
+                                doc_length += 1
+                            doc_has_tokens = True
+                            pieces.append(view[4 * at : 4 * (at + count)])
+                            doc_length += count
+                            at += count
+                        if segment.last:
+                            if doc_has_tokens and eos_word:
+                                pieces.append(eos_word)
+                                doc_length += 1
+                            writer.add_document(doc_length)
+                            doc_has_tokens = False
+                            doc_length = 0
+                            if shard_tokens is not None and writer.tokens >= shard_tokens:
+                                writer.write_uint32(b"".join(pieces))
+                                pieces = []
+                                tokens_total += writer.tokens
+                                finish(segment.end)
+                    if pieces:
+                        assert writer is not None
+                        writer.write_uint32(b"".join(pieces))
+                    if progress is not None:
+                        progress(reader.bytes_done, reader.total, tokens_total + (writer.tokens if writer else 0))
+                    if submitted is None:
+                        break
+                    pending = (batch, submitted)  # type: ignore[assignment]
+                    continue
                 for segment, segment_ids in zip(done_batch, ids):
                     if writer is None:
                         writer = new_writer()
@@ -421,6 +435,8 @@ def encode_documents(reader: DocumentReader, engine: Any, verifier: Verifier, ne
             if submitted is None:
                 break
             pending = (batch, submitted)  # type: ignore[assignment]
+        if writer is not None and doc_length:  # a packed document left open (the reader closes them all)
+            writer.add_document(doc_length)
         if writer is not None or not (kept or finished):
             if writer is None:
                 writer = new_writer()
@@ -436,6 +452,15 @@ def encode_documents(reader: DocumentReader, engine: Any, verifier: Verifier, ne
         raise
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _encode(engine: Any, packed: Callable[[list[str]], Any] | None, texts: list[str]) -> Any:
+    """A batch's ids: packed in one array where the engine can (:class:`PackedIds`), else lists."""
+    if packed is not None:
+        ids = packed(texts)
+        if ids is not None:
+            return ids
+    return engine.encode_batch(texts)
 
 
 def _result(manifest: dict[str, Any], base: Path, suffix: str | None, fmt: str, manifest_file: Path | None, written: int, kept: int,

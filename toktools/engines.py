@@ -22,8 +22,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from array import array
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence, Union
 
 from toktools.errors import ToktoolsError
 
@@ -74,6 +75,10 @@ class Analysis:
     plan: TiktokenPlan | None = None
     cuttable: bool = False
     notes: list[str] = field(default_factory=list)
+    #: whether tiktoken's regular expression was probed (:func:`probe_tiktoken`), and where it
+    #: differed (None: nowhere); kept with the analysis so a cached one needs no probe
+    probed: bool = False
+    probe: str | None = None
 
 
 def _empty(value: Any) -> bool:
@@ -370,6 +375,15 @@ class TiktokenEngine(Engine):
         # tokenizers always splits added tokens out of the text; tiktoken's encode does too, but
         # scans every text for them: a text that holds none takes encode_ordinary (the same ids)
         self._has_special: Callable[[str], Any] | None = None
+        # tiktoken's encode into a buffer of uint32 (no list of ints), for encode_packed
+        core = getattr(self.encoding, "_core_bpe", None)
+        self._buffer: Callable[[str, Any], Any] | None = getattr(core, "encode_to_tiktoken_buffer", None)
+        self._allowed = set(plan.special_tokens)
+        if self._buffer is not None:  # uint32 ids, as tiktoken 0.14 gives them (else: lists only)
+            view = memoryview(self._buffer("a", self._allowed))
+            if view.itemsize != 4 or view.format.lstrip("@=<") not in ("I", "L") or array("I").itemsize != 4:
+                self._buffer = None
+            view.release()
         if plan.special_tokens:
             encode, allowed = self.encoding.encode, frozenset(plan.special_tokens)
             self._special: Callable[[str], list[int]] = lambda text: encode(text, allowed_special=allowed, disallowed_special=())
@@ -408,10 +422,70 @@ class TiktokenEngine(Engine):
             out = [[remap.get(i, i) for i in ids] for ids in out]
         return out
 
+    def encode_packed(self, texts: Sequence[str]) -> PackedIds | None:
+        """The ids of ``texts`` as one array of native uint32 (see :class:`PackedIds`), the
+        same ids as :meth:`encode_batch` without a Python int per id: tiktoken's own buffers
+        (``encode_to_tiktoken_buffer``, its ``encode`` with every special token allowed: what
+        :meth:`_chunk` gives) joined in C. None where that path does not apply (a rank remap,
+        or a tiktoken without it): then :meth:`encode_batch`."""
+        if self._buffer is None or self.remap:
+            return None
+        texts = list(texts)
+        if self.threads <= 1 or len(texts) < 2:
+            data, counts = self._packed_chunk(texts)
+            return PackedIds(data, counts)
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(self.threads)
+        size = max(1, -(-len(texts) // (self.threads * 4)))
+        parts = list(self._pool.map(self._packed_chunk, [texts[i : i + size] for i in range(0, len(texts), size)]))
+        return PackedIds(b"".join([data for data, _ in parts]), [n for _, counts in parts for n in counts])
+
+    def _packed_chunk(self, texts: Sequence[str]) -> tuple[bytes, list[int]]:
+        encode, allowed = self._buffer, self._allowed
+        try:
+            buffers = [encode(text, allowed) for text in texts]  # type: ignore[misc]
+        except UnicodeEncodeError:  # a lone surrogate: Encoding.encode's repair, text by text
+            buffers = [array("I", ids) for ids in self._chunk(texts)]
+        # only the buffers' byte length is sound (tiktoken 0.14 gives a shape in bytes, not ids):
+        # joined through the plain buffer interface, counted by nbytes
+        counts = [memoryview(buffer).nbytes >> 2 for buffer in buffers]
+        return b"".join(buffers), counts
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown()
             self._pool = None
+
+
+class PackedIds:
+    """The ids of a batch of texts as one array: ``data`` holds every id as a native uint32,
+    text after text, and ``counts`` how many each text has. Writers take ``data`` in one piece
+    (:meth:`toktools.corpus_writers.DocumentWriter.write_uint32`); indexing gives one text's
+    ids as a list (for the few that are checked)."""
+
+    def __init__(self, data: bytes, counts: list[int]) -> None:
+        self.data = data
+        self.counts = counts
+        self._starts: list[int] | None = None
+
+    def __len__(self) -> int:
+        return len(self.counts)
+
+    def __getitem__(self, index: int) -> list[int]:
+        if index < 0:
+            index += len(self.counts)
+        if self._starts is None:
+            from itertools import accumulate
+
+            self._starts = list(accumulate(self.counts, initial=0))
+        start = self._starts[index]
+        return array("I", self.data[4 * start : 4 * self._starts[index + 1]]).tolist()
+
+    def lists(self) -> IdBatch:
+        """Every text's ids as a list."""
+        return [self[i] for i in range(len(self))]
 
 
 #: What a forked worker encodes with: the engine's ids function, inherited with its caches.
@@ -534,6 +608,16 @@ class ReferenceEngine(Engine):
             stop_pool(pool)
 
 
+#: The tokenizer's document, or a function that gives it when first needed (a cached start-up
+#: parses ``tokenizer.json`` only when an engine needs more than its shape: see
+#: :mod:`toktools.corpus_tokenizer`).
+DocumentSource = Union[Mapping[str, Any], Callable[[], Mapping[str, Any]]]
+
+
+def _loaded(document: Any) -> Mapping[str, Any]:
+    return document() if callable(document) else document  # type: ignore[no-any-return]
+
+
 def reference_is_fastest(document: Mapping[str, Any], workers: int | None = None) -> bool:
     """True for the tokenizers whose ids the reference makes faster than ``tokenizers``: BERT
     WordPiece (BertNormalizer or none, BertPreTokenizer), where the ids-only path
@@ -550,10 +634,37 @@ def reference_is_fastest(document: Mapping[str, Any], workers: int | None = None
     return model == "WordPiece" and pre == "BertPreTokenizer" and (normalizer is None or normalizer.get("type") == "BertNormalizer")
 
 
-def likely_engine(name: str, document: Mapping[str, Any], workers: int | None = None) -> str:
-    """The engine :func:`make_engine` is expected to give, from the document alone (cheap; no
-    analysis): ``reference`` when asked for or when ``auto`` takes it, else ``name``."""
-    return "reference" if name == "reference" or (name == "auto" and reference_is_fastest(document, workers)) else name
+def likely_engine(name: str, document: Mapping[str, Any], workers: int | None = None,
+                  input_bytes: int | None = None) -> str:
+    """The engine :func:`make_engine` is expected to give, from the document's shape alone
+    (cheap: no analysis, no engine built): ``reference`` when asked for or when ``auto`` takes it
+    (:func:`fastest_reference`'s rules: BERT WordPiece; Unigram on ``input_bytes`` of at least
+    :data:`UNIGRAM_REFERENCE_MIN_BYTES` with numba installed), else ``name``. Used to fork the
+    ``--verify`` checker early, which the reference does not need."""
+    if name != "auto":
+        return name
+    if reference_is_fastest(document, workers) or unigram_reference_likely(document, input_bytes):
+        return "reference"
+    return name
+
+
+def unigram_reference_likely(document: Mapping[str, Any], input_bytes: int | None = None) -> bool:
+    """Whether :func:`compiled_unigram_reference` will take the reference, judged without loading
+    numba or building the engine: a Unigram model, input of known size large enough, numba
+    installed. (When its ids-only path then declines the tokenizer, ``auto`` goes on to
+    ``tokenizers`` and the ``--verify`` checker is forked at that point instead.)"""
+    if (document.get("model") or {}).get("type") != "Unigram":
+        return False
+    if input_bytes is None or input_bytes < UNIGRAM_REFERENCE_MIN_BYTES:
+        return False
+    if os.environ.get("TOKTOOLS_PURE_PYTHON", "") not in ("", "0"):  # as compiled_viterbi says
+        return False
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("numba") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def tiktoken_available() -> bool:
@@ -577,8 +688,8 @@ def tokenizers_loads(document: Mapping[str, Any]) -> str | None:
 UNIGRAM_REFERENCE_MIN_BYTES = 8_000_000
 
 
-def compiled_unigram_reference(document: Mapping[str, Any], workers: int | None = None,
-                               input_bytes: int | None = None) -> ReferenceEngine | None:
+def compiled_unigram_reference(document: DocumentSource, workers: int | None = None, input_bytes: int | None = None,
+                               shape: Mapping[str, Any] | None = None) -> ReferenceEngine | None:
     """``auto``'s engine for a Unigram tokenizer: the reference, when its ids-only path takes
     this tokenizer (:mod:`toktools.fast_unigram`) and the compiled Viterbi is installed (numba,
     extra ``fast``); None otherwise (then ``auto`` goes on to ``tokenizers`` as for any model).
@@ -595,8 +706,9 @@ def compiled_unigram_reference(document: Mapping[str, Any], workers: int | None 
     time with every core, while without numba the reference runs at about half the speed of
     ``tokenizers``. So: compiled reference when available, else ``tokenizers``; and
     ``tokenizers`` too when the caller knows the input is small (``input_bytes`` below
-    :data:`UNIGRAM_REFERENCE_MIN_BYTES`), as numba's own start then costs more than it saves."""
-    model = (document.get("model") or {}).get("type")
+    :data:`UNIGRAM_REFERENCE_MIN_BYTES`), as numba's own start then costs more than it saves.
+    ``document`` may be a :data:`DocumentSource`; ``shape``, when given, is checked instead."""
+    model = ((shape if shape is not None else _loaded(document)).get("model") or {}).get("type")
     if model != "Unigram" or (input_bytes is not None and input_bytes < UNIGRAM_REFERENCE_MIN_BYTES):
         return None
     from toktools.fast_unigram import UnigramIdsEncoder
@@ -605,7 +717,7 @@ def compiled_unigram_reference(document: Mapping[str, Any], workers: int | None 
     if compiled_viterbi() is None:
         return None
     try:
-        engine = ReferenceEngine(document, workers)
+        engine = ReferenceEngine(_loaded(document), workers)
     except ToktoolsError:
         return None
     if not isinstance(engine.fast, UnigramIdsEncoder):
@@ -614,15 +726,17 @@ def compiled_unigram_reference(document: Mapping[str, Any], workers: int | None 
     return engine
 
 
-def fastest_reference(document: Mapping[str, Any], workers: int | None = None,
-                      input_bytes: int | None = None) -> ReferenceEngine | None:
+def fastest_reference(document: DocumentSource, workers: int | None = None, input_bytes: int | None = None,
+                      shape: Mapping[str, Any] | None = None) -> ReferenceEngine | None:
     """The reference engine when ``auto`` should take it (it beats the libraries for this
-    tokenizer: :func:`compiled_unigram_reference`, :func:`reference_is_fastest`), else None."""
-    unigram = compiled_unigram_reference(document, workers, input_bytes)
-    if unigram is not None or not reference_is_fastest(document, workers):
+    tokenizer: :func:`compiled_unigram_reference`, :func:`reference_is_fastest`), else None.
+    ``document`` may be a :data:`DocumentSource`; ``shape``, when given, is checked instead."""
+    shape = shape if shape is not None else _loaded(document)
+    unigram = compiled_unigram_reference(document, workers, input_bytes, shape)
+    if unigram is not None or not reference_is_fastest(shape, workers):
         return unigram
     try:
-        reference = ReferenceEngine(document, workers)
+        reference = ReferenceEngine(_loaded(document), workers)
     except ToktoolsError:
         return None
     if reference.fast is None:  # no ids-only path after all: the libraries are faster
@@ -631,23 +745,27 @@ def fastest_reference(document: Mapping[str, Any], workers: int | None = None,
     return reference
 
 
-def make_engine(name: str, document: Mapping[str, Any], *, workers: int | None = None,
+def make_engine(name: str, document: DocumentSource, *, workers: int | None = None,
                 analysis: Analysis | None = None, fingerprint: str | None = None,
-                input_bytes: int | None = None) -> Engine:
+                input_bytes: int | None = None, shape: Mapping[str, Any] | None = None) -> Engine:
     """The engine called ``name`` (``auto`` = the fastest exact one) for this tokenizer, or a
     one-line :class:`ToktoolsError` saying why it cannot be used. ``input_bytes``, when known,
-    is the size of what will be encoded (``auto`` weighs start-up costs against it)."""
+    is the size of what will be encoded (``auto`` weighs start-up costs against it).
+
+    ``document`` may be a :data:`DocumentSource` (a function giving the document): with the
+    ``analysis`` (probed, see :class:`Analysis`) and the document's ``shape`` at hand, a tiktoken
+    engine is made without it."""
     if name not in ENGINES:
         raise ToktoolsError(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
     if name == "reference":
-        return ReferenceEngine(document, workers)
+        return ReferenceEngine(_loaded(document), workers)
     if name == "tokenizers":
-        return TokenizersEngine(document)
+        return TokenizersEngine(_loaded(document))
     if name == "auto":
-        reference = fastest_reference(document, workers, input_bytes)
+        reference = fastest_reference(document, workers, input_bytes, shape)
         if reference is not None:
             return reference
-    analysis = analysis or analyse(document, fingerprint)
+    analysis = analysis or analyse(_loaded(document), fingerprint)
     if name == "tiktoken" or (name == "auto" and analysis.tiktoken_reason is None and tiktoken_available()):
         if not tiktoken_available():
             raise ToktoolsError("engine tiktoken is not installed (pip install 'toktools[corpus]')")
@@ -655,15 +773,18 @@ def make_engine(name: str, document: Mapping[str, Any], *, workers: int | None =
             raise ToktoolsError(f"engine tiktoken is not exact for this tokenizer: {analysis.tiktoken_reason}")
         assert analysis.plan is not None
         engine = TiktokenEngine(analysis.plan, workers)
-        mismatch = probe_tiktoken(engine, document, fingerprint)
+        if not analysis.probed:
+            analysis.probe, analysis.probed = probe_tiktoken(engine, document, fingerprint), True
+        mismatch = analysis.probe
         if mismatch is None:
             return engine
+        engine.close()
         if name == "tiktoken":
             raise ToktoolsError(f"engine tiktoken is not exact for this tokenizer: {mismatch}")
     try:
-        return TokenizersEngine(document)
+        return TokenizersEngine(_loaded(document))
     except ToktoolsError:
-        return ReferenceEngine(document, workers)
+        return ReferenceEngine(_loaded(document), workers)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -699,13 +820,13 @@ def probe_text(points: Sequence[int]) -> list[str]:
     return out
 
 
-def probe_tiktoken(engine: TiktokenEngine, document: Mapping[str, Any], fingerprint: str | None = None) -> str | None:
+def probe_tiktoken(engine: TiktokenEngine, document: DocumentSource, fingerprint: str | None = None) -> str | None:
     """None when tiktoken gives ``tokenizers``' ids on the probe texts, else where it differs.
     Cached per (tokenizer, tiktoken version): the spec found no differing code point for
     tiktoken 0.14.0 against tokenizers 0.23.3, and this keeps checking that on every run."""
     import tiktoken
 
-    fingerprint = fingerprint or document_fingerprint(document)
+    fingerprint = fingerprint or document_fingerprint(_loaded(document))
     key = (fingerprint, getattr(tiktoken, "__version__", "?"))
     if key in _probe_cache:
         return _probe_cache[key]
@@ -715,7 +836,7 @@ def probe_tiktoken(engine: TiktokenEngine, document: Mapping[str, Any], fingerpr
         return cached["probe"]
     texts = probe_text(probe_code_points())
     try:
-        reference = TokenizersEngine(document).encode_batch(texts)
+        reference = TokenizersEngine(_loaded(document)).encode_batch(texts)
     except ToktoolsError:
         _probe_cache[key] = None  # cannot compare; the E1-E4 analysis stands
         return None

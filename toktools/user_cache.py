@@ -2,9 +2,10 @@
 
 Examples: which code points the installed ``regex`` classifies differently from ``tokenizers``
 (a scan of every code point, ~0.7 s), or whether tiktoken is exact for a tokenizer (one BPE
-run per token). Entries are JSON files under ``TOKTOOLS_CACHE_DIR`` or ``~/.cache/toktools``
-(``XDG_CACHE_HOME`` honoured); ``TOKTOOLS_CACHE_DIR=`` (empty) turns the cache off. A cache
-only: an unreadable or unwritable place is ignored, and each key names the versions it holds for.
+run per token). Entries are JSON files, or binary ones with a checksum (:func:`read_blob`),
+under ``TOKTOOLS_CACHE_DIR`` or ``~/.cache/toktools`` (``XDG_CACHE_HOME`` honoured);
+``TOKTOOLS_CACHE_DIR=`` (empty) turns the cache off. A cache only: an unreadable or unwritable
+place is ignored, and each key names the versions it holds for.
 """
 from __future__ import annotations
 
@@ -42,6 +43,10 @@ def read_json(path: Path | None) -> Any:
 
 def write_json(path: Path | None, value: Any) -> None:
     """Store ``value`` atomically (a temporary file renamed into place); failures are ignored."""
+    _write(path, json.dumps(value).encode("utf-8"))
+
+
+def _write(path: Path | None, data: bytes) -> None:
     if path is None:
         return
     import tempfile
@@ -50,11 +55,42 @@ def write_json(path: Path | None, value: Any) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         try:
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                json.dump(value, out)
+            with os.fdopen(handle, "wb") as out:
+                out.write(data)
             os.replace(temporary, path)
         finally:
             if os.path.exists(temporary):
                 os.unlink(temporary)
     except OSError:
         pass  # a read-only home is fine
+
+
+#: The head of a binary entry: this name, then the sha256 of the payload that follows.
+_BLOB_MAGIC = b"toktools-cache-blob-1\n"
+
+
+def read_blob(path: Path | None) -> bytes | None:
+    """The payload of a binary entry written by :func:`write_blob`, or None when it is absent,
+    unreadable, truncated or altered (its checksum no longer matches)."""
+    import hashlib
+
+    if path is None:
+        return None
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    head = len(_BLOB_MAGIC)
+    if not data.startswith(_BLOB_MAGIC) or len(data) < head + 32:
+        return None
+    payload = data[head + 32:]
+    if hashlib.sha256(payload).digest() != data[head:head + 32]:
+        return None
+    return payload
+
+
+def write_blob(path: Path | None, payload: bytes) -> None:
+    """Store ``payload`` atomically, with its sha256 in front; failures are ignored."""
+    import hashlib
+
+    _write(path, _BLOB_MAGIC + hashlib.sha256(payload).digest() + payload)
