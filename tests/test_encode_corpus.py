@@ -446,3 +446,32 @@ def test_a_tokenizer_without_eos_says_how_to_go_on(tmp_path: Path) -> None:
     without = CliRunner().invoke(main, [*command, "--no-append-eos"])
     assert without.exit_code == 0, without.output
     assert read_megatron_documents(tmp_path / "out") == [[1, 2], [2]]
+
+
+def test_a_unigram_vocabulary_past_uint16_gets_wider_ids_and_its_size_in_the_manifest(tmp_path: Path) -> None:
+    """A Unigram vocabulary is a list of ``[piece, score]`` (ids are positions), not a dict: XLM-R
+    and mT5 have 250K pieces. ``--dtype auto`` must see all of them and choose Megatron's int32
+    (uint32 for npy), and the manifest must state the real vocabulary size."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    pieces = [("<unk>", 0.0), ("</s>", 0.0)] + [(f"▁w{k}", -1.0 - k / 100_000) for k in range(70_000)]
+    tok = Tokenizer(models.Unigram(pieces, unk_id=0))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace()
+    tok.add_special_tokens(["</s>"])
+    tok.save(str(tmp_path / "tokenizer.json"))
+    text = tmp_path / "text.txt"
+    text.write_text("w1 w69999 w65536\nw0 w42\n", encoding="utf-8")
+    expected = [tok.encode(line, add_special_tokens=False).ids + [1] for line in text.read_text().splitlines()]
+    assert max(map(max, expected)) > 65_535  # the case: ids that uint16 cannot hold
+
+    result = CliRunner().invoke(main, ["encode", "-t", str(tmp_path / "tokenizer.json"), "--format", "megatron",
+                                       "-o", str(tmp_path / "out"), "--shard-tokens", "100", str(text)])
+    assert result.exit_code == 0, result.output
+    assert shard_docs(tmp_path / "out") == expected
+    manifest = json.loads((tmp_path / "out-manifest.json").read_text())
+    assert manifest["tokenizer"]["vocab_size"] == len(pieces)
+    assert manifest["settings"]["dtype"] == "int32"
+    np = pytest.importorskip("numpy")
+    encode_corpus([text], str(tmp_path / "tokenizer.json"), tmp_path / "flat.npy", format="npy")
+    assert np.load(tmp_path / "flat.npy").dtype == np.uint32
+    assert np.load(tmp_path / "flat.npy").tolist() == [i for doc in expected for i in doc[:-1]]

@@ -26,13 +26,20 @@ from typing import Any, Mapping
 #: Bumped when the entry's layout or the meaning of a field changes (e.g. how
 #: :func:`toktools.engines._plan` builds the ranks; the E1-E4 checks have their own
 #: ``engines._EXACT_VERSION``, which is part of the key).
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: Unigram vocabulary sizes (a list vocabulary was counted as empty)
 
 
 def token_ids(doc: Mapping[str, Any]) -> dict[str, int]:
-    """Every token's id: the model's vocabulary, then the added tokens (which win)."""
+    """Every token's id: the model's vocabulary, then the added tokens (which win). A Unigram
+    vocabulary is a list of ``[piece, score]`` whose ids are the positions (a repeated piece keeps
+    its last id, as in ``tokenizers``)."""
     vocab = doc.get("model", {}).get("vocab") or {}
-    out = dict(vocab) if isinstance(vocab, dict) else {}
+    if isinstance(vocab, dict):
+        out = dict(vocab)
+    elif isinstance(vocab, list):
+        out = {item[0]: i for i, item in enumerate(vocab) if isinstance(item, (list, tuple)) and item}
+    else:
+        out = {}
     out.update({t["content"]: t["id"] for t in doc.get("added_tokens") or []})
     return out
 
