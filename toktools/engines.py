@@ -424,13 +424,9 @@ PARALLEL_CHARS = 1 << 17
 
 
 def _set_worker_ids(ids: Callable[[list[str]], IdBatch],
-                    packed: Callable[[list[str]], tuple[bytes, bytes]] | None = None,
-                    prepare: Callable[[], None] | None = None) -> None:
-    """A worker's set-up: what it encodes with, and ``prepare`` run first (compiled code to load)."""
+                    packed: Callable[[list[str]], tuple[bytes, bytes]] | None = None) -> None:
     global _worker_ids, _worker_packed
     _worker_ids, _worker_packed = ids, packed
-    if prepare is not None:
-        prepare()
 
 
 def _ready() -> None:
@@ -445,11 +441,9 @@ def _start_zygote(ids: Callable[[list[str]], IdBatch], packed: Callable[[list[st
                   prepare: Callable[[], None], workers: int) -> None:
     """A zygote's set-up: load the compiled code, then fork the workers, which inherit it."""
     global _zygote_pool
-    from toktools.workers import start_pool
-
     from multiprocessing import util
 
-    from toktools.workers import stop_pool
+    from toktools.workers import start_pool, stop_pool
 
     prepare()
     _zygote_pool = start_pool(workers, initializer=_set_worker_ids, initargs=(ids, packed))
