@@ -68,8 +68,9 @@ def without_scipy_linalg() -> Iterator[None]:
     import of ``scipy.linalg`` is about 0.3 s, 40% of loading the compiled merge, and numba has no
     switch for it. Without it ``_HAVE_BLAS`` is False, which only makes jitted ``np.convolve`` /
     ``np.correlate`` on floats use a loop instead of BLAS (``arraymath._get_inner_prod``; linear
-    algebra checks again when it is used). Harmless in a worker that runs the BPE kernel only (it
-    uses no BLAS); never done in a caller's process, whose own numba code may use it."""
+    algebra checks again when it is used). Harmless in a process that runs the BPE kernel only
+    (the reference engine's zygote and the workers it forks: the kernel uses no BLAS); never done
+    in a caller's process, whose own numba code may use it."""
     import sys
 
     if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
@@ -102,8 +103,8 @@ class BulkMerge:
         self.load_seconds = 0.0
 
     def compiled(self, load: bool = True, own_process: bool = False) -> Callable[[list[str]], list[tuple[int, ...]]] | None:
-        """The numba merge (loaded now with ``load``), or ``None``. ``own_process``: this is a
-        worker process that runs toktools' kernels only (see :func:`without_scipy_linalg`)."""
+        """The numba merge (loaded now with ``load``), or ``None``. ``own_process``: this process
+        runs toktools' kernels only (see :func:`without_scipy_linalg`)."""
         if self._compiled is None and load:
             started = thread_time()
             with without_scipy_linalg() if own_process else nullcontext():

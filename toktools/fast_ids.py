@@ -410,11 +410,13 @@ class IdsPath(Protocol):
         what the rest will want, once, for the workers to inherit."""
 
     def plans_compiled(self, input_bytes: int) -> bool:
-        """True when an input this large wants compiled code (decided from the size alone), which
-        each worker then loads as it starts (:meth:`load_compiled`)."""
+        """True when an input this large wants compiled code (decided from the size alone): the
+        engine then has it loaded (:meth:`load_compiled`) in a process of its own, which forks
+        the workers."""
 
     def load_compiled(self, own_process: bool = False) -> None:
-        """Load that compiled code now (``own_process``: in a worker of toktools' own)."""
+        """Load that compiled code now (``own_process``: in a process of toktools' own, see
+        :func:`toktools.bpe_bulk.without_scipy_linalg`)."""
 
 
 class IdsEncoder:
