@@ -551,8 +551,8 @@ class ReferenceEngine(Engine):
 
         texts = list(texts)
         chars = sum(map(len, texts))
-        if len(texts) < 2 or worth_starting(self.workers, chars, PARALLEL_CHARS // 2) <= 1:
-            return self._ids(texts)
+        if not texts or (not self._zygote and (len(texts) < 2 or worth_starting(self.workers, chars, PARALLEL_CHARS // 2) <= 1)):
+            return self._ids(texts)  # small batches stay here, except with a zygote (its workers are ready; no cache here)
         warm: IdBatch = []
         if self._pool is None:
             if self._closed:  # a batch that started after close (an interrupt) must not fork a new pool
@@ -570,7 +570,7 @@ class ReferenceEngine(Engine):
             packed = self.fast.encode_packed if self.fast is not None else None
             self._pool = start_pool(self.workers, initializer=_set_worker_ids, initargs=(self._ids, packed))
         # contiguous chunks of about equal characters, a few per worker
-        target = -(-chars // (self.workers * 2))
+        target = max(1, -(-chars // (self.workers * 2)))
         chunks, chunk, size = [], [], 0
         for text in texts:
             chunk.append(text)
