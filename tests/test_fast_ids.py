@@ -420,3 +420,57 @@ def test_reference_engine_workers_with_the_compiled_merge(monkeypatch: pytest.Mo
         assert engine.encode_batch(lines[::-1]) == expected[::-1]
     finally:
         engine.close()
+
+
+def test_the_ids_paths_share_one_interface() -> None:
+    """The reference engine talks to every ids-only path through ``fast_ids.IdsPath``."""
+    from toktools.fast_ids import IdsPath
+
+    for name in ("gpt2", "bert-base-uncased"):
+        fast = trio(name)[1]
+        for method in IdsPath.__dict__:
+            if not method.startswith("_"):
+                assert callable(getattr(fast, method)), (name, method)
+    assert not trio("bert-base-uncased")[1].plans_compiled(10**12)  # WordPiece has no compiled merge
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_reference_engine_planned_for_a_large_input(workers: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An input of COMPILED_PLANNED_BYTES or more: a zygote loads the compiled merge and forks the
+    workers, with no timing involved and no first texts encoded here; the ids are tokenizers'
+    (English, Chinese, added tokens, empty texts), batch after batch, for any worker count."""
+    pytest.importorskip("numba")
+    monkeypatch.setattr(engines, "PARALLEL_CHARS", 2_000)
+    monkeypatch.setattr(bpe_bulk, "COMPILED_PLANNED_BYTES", 50_000)
+    reference, _, _ = trio("bytebpe-50k")
+    document = engines.corpus_document(reference.to_tokenizer_json())
+    lines = [line for line in (read_corpus_sample("zh_novels.txt", 40_000) + read_corpus_sample("en_wiki.txt.gz", 40_000)).split("\n")
+             if line]
+    lines += ["", "<|endoftext|> 中文 <|endoftext|>", *ODD_TEXTS]
+    expected = engines.TokenizersEngine(document).encode_batch(lines)
+    small = engines.ReferenceEngine(document, workers=workers, input_bytes=49_999)
+    assert small._pool is None  # below the size: the first texts decide, as before
+    small.close()
+    engine = engines.ReferenceEngine(document, workers=workers, input_bytes=60_000)
+    try:
+        assert engine._zygote is (workers > 1)
+        assert engine.encode_batch(lines) == expected
+        assert engine.encode_batch(lines[::-1]) == expected[::-1]
+        assert engine.encode_batch(lines[:1]) == expected[:1]  # a batch too small for the workers
+        assert not engine.fast.cache.compute.bulk()._compiled or workers == 1  # never loaded here
+    finally:
+        engine.close()
+    if workers > 1:
+        with pytest.raises(RuntimeError):  # a closed engine forks nothing again
+            engine.encode_batch(lines)
+
+
+def test_scipy_linalg_is_hidden_only_while_loading() -> None:
+    import sys
+
+    had = sys.modules.get("scipy.linalg", 0)
+    with bpe_bulk.without_scipy_linalg():
+        if had == 0 and "numba.np.arraymath" not in sys.modules:
+            with pytest.raises(ImportError):
+                import scipy.linalg  # noqa: F401
+    assert sys.modules.get("scipy.linalg", 0) is had

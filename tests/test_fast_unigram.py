@@ -117,6 +117,21 @@ def test_the_string_normaliser_is_the_references(text):
         assert string_normalizer(normalizer)(text) == normalizer.normalize_str(text)
 
 
+def test_packed_ids_are_the_batch_ids():
+    """What a worker sends back: the ids of encode_batch as two int64 arrays (all ids, counts)."""
+    from array import array
+
+    fast = ids_encoder(from_tokenizer_json(converted("unigram")))
+    texts = lines()
+    flat, counts = fast.encode_packed(texts)
+    ids, out = array("q", flat).tolist(), []
+    for count in array("q", counts):
+        out.append(ids[:count])
+        ids = ids[count:]
+    assert out == fast.encode_batch(texts)
+    assert not fast.plans_compiled(10**12)  # its compiled Viterbi is loaded by the first texts
+
+
 def test_sampling_and_other_pre_tokenizers_keep_the_reference_pipeline():
     doc = converted("unigram")
     sampling = from_tokenizer_json(doc)

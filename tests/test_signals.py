@@ -76,6 +76,17 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def _descendants(pid: int) -> list[int]:
+    """Children, their children...: the reference engine's workers for a large byte-level BPE
+    input are forked by one process of its own (a zygote), not by toktools' main process."""
+    found, todo = [], [pid]
+    while todo:
+        children = _children(todo.pop())
+        found += children
+        todo += children
+    return found
+
+
 def _alive(pid: int) -> bool:
     """Running (a zombie waiting for its parent's wait() counts as gone)."""
     try:
@@ -117,11 +128,11 @@ class Run:
 
     def wait_for_workers(self, count: int) -> None:
         def enough() -> bool:
-            self.workers = _children(self.process.pid)
+            self.workers = _descendants(self.process.pid)
             return len(self.workers) >= count
         self.wait_for(enough, f"{count} worker processes")
         time.sleep(0.5)  # let them get busy
-        self.workers = _children(self.process.pid)
+        self.workers = _descendants(self.process.pid)
 
     def stop(self, signum: int) -> tuple[int, str]:
         self.process.send_signal(signum)
@@ -176,13 +187,14 @@ def test_workers_die_with_a_killed_parent(tmp_path, corpus):
 
 
 @pytest.mark.parametrize("output_format, engine", [("npy", "reference"), ("ids", None)], ids=["npy-reference", "ids"])
-def test_sigterm_during_parallel_encode_leaves_no_partial_output(tmp_path, corpus, tokenizer_dir, output_format, engine):
-    """No ``.out.XXXX.tmp`` beside the output, no BrokenPipeError from the workers: with the
-    reference engine's pool of processes (training data) and with the line encoder's."""
+def test_sigterm_during_parallel_encode_leaves_no_partial_output(tmp_path, long_corpus, tokenizer_dir, output_format, engine):
+    """No ``.out.XXXX.tmp`` beside the output, no BrokenPipeError from the workers, no worker
+    left: with the reference engine's pool of processes (training data; on this much byte-level
+    BPE, forked by a zygote loading the compiled merge) and with the line encoder's."""
     out_dir = tmp_path / "encoded"
     out_dir.mkdir()
     options = ["--engine", engine] if engine else ["--engine", "reference", "--batch-lines", "20000"]
-    run = Run(tmp_path, "encode", "-t", str(tokenizer_dir), str(corpus), "--format", output_format,
+    run = Run(tmp_path, "encode", "-t", str(tokenizer_dir), str(long_corpus), "--format", output_format,
               "-o", str(out_dir / f"out.{output_format}"), "--workers", "2", "--no-progress", *options)
     run.wait_for_workers(2)
     returncode, stderr = run.stop(signal.SIGTERM)

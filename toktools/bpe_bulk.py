@@ -10,18 +10,23 @@ the Python merge's ids (``tests/test_fast_ids.py`` checks them against it and ``
   start-up cost beyond numpy. Longer words need many steps over few symbols: they stay in
   Python (where :class:`toktools.fast_ids._CutPoints` cuts Chinese runs into parts merged alone).
 * :mod:`toktools.bpe_kernels` (numba, optional extra ``fast``): any word, well under a
-  microsecond a byte, 2-10 times faster than numpy, but loading it costs ~0.5-1 s. It is loaded
-  as a ski is bought after renting: once a process has spent about twice that long merging in
-  Python or numpy (``COMPILED_AFTER_SECONDS``, CPU time of the thread), so never for a short job
-  such as a ``--verify`` sample; or before workers are forked, when the first texts foretell as
-  much merging per worker in the first batch alone (see ``IdsEncoder.prepare_for_volume``).
-  Once loaded, workers merge every word of their texts with it, with no cache at all
-  (``IdsEncoder.encode_packed``): cheaper than caching words that rarely repeat.
+  microsecond a byte, 2-10 times faster than numpy, but loading it costs ~0.5-1 s. When the
+  reference engine knows its input holds at least ``COMPILED_PLANNED_BYTES``, it is planned from
+  the size alone, and loaded once in a process of its own that then forks the workers
+  (``IdsEncoder.plans_compiled``, ``ReferenceEngine``): no timing decides, so a loaded machine
+  changes nothing. Otherwise it is loaded as a ski is bought after renting: once a process has
+  spent about twice that long merging in Python or numpy (``COMPILED_AFTER_SECONDS``, CPU time
+  of the thread), so never for a short job such as a ``--verify`` sample; or before workers are
+  forked, when the first texts foretell as much merging per worker in the first batch alone
+  (see ``IdsEncoder.prepare_for_volume``). Once loaded, workers merge every word of their texts
+  with it, with no cache at all (``IdsEncoder.encode_packed``): cheaper than caching words that
+  rarely repeat.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager, nullcontext
 from time import thread_time
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 Pair = tuple[int, int]
 
@@ -35,10 +40,48 @@ COMPILED_AFTER_SECONDS = 2 * COMPILED_LOAD_SECONDS
 #: (GPT-2, bytebpe-50k), Chinese 1.2-2.0 s; between them, so that the load of a shared machine
 #: does not flip the choice.
 COMPILED_FORESEEN_SECONDS = 0.9
+#: Input (bytes) from which the reference engine plans the compiled merge from the start, with no
+#: timing: its workers merge every word with it. Measured with ``benchmarks/bench_encode.py``
+#: (5 MB, English and Chinese, GPT-2 and bytebpe-50k): the Python and numpy merges of the
+#: workers' cold caches then cost 2-7 times what loading the compiled merge does.
+COMPILED_PLANNED_BYTES = 4_000_000
 #: Fewest words worth a numpy pass (each of its steps has a fixed cost of some tens of µs).
 VECTOR_MIN_WORDS = 512
 #: Longest word (in characters) given to numpy: one step per merge, over every word still merging.
 VECTOR_MAX_CHARS = 48
+
+
+def compiled_installed() -> bool:
+    """numba is there to be imported (found, not imported: that is the expensive part)."""
+    from importlib.util import find_spec
+
+    return find_spec("numba") is not None
+
+
+@contextmanager
+def without_scipy_linalg() -> Iterator[None]:
+    """``scipy.linalg`` unimportable while numba starts, in a process of toktools' own.
+
+    Numba's CPU target, on the first call of any compiled function, imports
+    ``numba.np.arraymath``, which asks at import whether a BLAS is there (``_HAVE_BLAS =
+    _check_blas()`` → ``numba.np.linalg.ensure_blas`` → ``import scipy.linalg.cython_blas``): that
+    import of ``scipy.linalg`` is about 0.3 s, 40% of loading the compiled merge, and numba has no
+    switch for it. Without it ``_HAVE_BLAS`` is False, which only makes jitted ``np.convolve`` /
+    ``np.correlate`` on floats use a loop instead of BLAS (``arraymath._get_inner_prod``; linear
+    algebra checks again when it is used). Harmless in a process that runs the BPE kernel only
+    (the reference engine's zygote and the workers it forks: the kernel uses no BLAS); never done
+    in a caller's process, whose own numba code may use it."""
+    import sys
+
+    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
+        yield
+        return
+    sys.modules["scipy.linalg"] = None  # type: ignore[assignment]  # import raises ImportError
+    try:
+        yield
+    finally:
+        if sys.modules.get("scipy.linalg", 0) is None:
+            del sys.modules["scipy.linalg"]
 
 
 class BulkMerge:
@@ -59,16 +102,18 @@ class BulkMerge:
         #: CPU seconds spent loading the merges (not merging: callers leave it out of their count)
         self.load_seconds = 0.0
 
-    def compiled(self, load: bool = True) -> Callable[[list[str]], list[tuple[int, ...]]] | None:
-        """The numba merge (loaded now with ``load``), or ``None``."""
+    def compiled(self, load: bool = True, own_process: bool = False) -> Callable[[list[str]], list[tuple[int, ...]]] | None:
+        """The numba merge (loaded now with ``load``), or ``None``. ``own_process``: this process
+        runs toktools' kernels only (see :func:`without_scipy_linalg`)."""
         if self._compiled is None and load:
             started = thread_time()
-            try:
-                from toktools.bpe_kernels import BulkMerger
-            except ImportError:
-                self._compiled = False
-            else:
-                self._compiled = BulkMerger(self.byte_ids, self.merge_map)
+            with without_scipy_linalg() if own_process else nullcontext():
+                try:
+                    from toktools.bpe_kernels import BulkMerger
+                except ImportError:
+                    self._compiled = False
+                else:
+                    self._compiled = BulkMerger(self.byte_ids, self.merge_map)
             self.load_seconds += thread_time() - started
         return self._compiled or None
 

@@ -24,9 +24,9 @@ Byte-level BPE
       and each part is merged alone (and cached): long runs of CJK text, which rarely repeat
       whole, cost a few lookups instead of a merge run over every byte.
     * The words (or parts) a batch meets for the first time are merged all at once
-      (:mod:`toktools.bpe_bulk`: numpy steps over all of them, or a numba kernel once merging
-      has cost about what loading it does): a cold cache, in every worker and in Chinese text,
-      is most of the cost of a Python merge per word.
+      (:mod:`toktools.bpe_bulk`: numpy steps over all of them, or a numba kernel, planned for a
+      large input or loaded once merging has cost about what loading it does): a cold cache, in
+      every worker and in Chinese text, is most of the cost of a Python merge per word.
 
 WordPiece
     * BertNormalizer is :func:`bert_text.normalize` (one ``str.translate``, exact with NFD
@@ -40,7 +40,7 @@ import re
 from itertools import chain, compress, filterfalse
 from operator import add
 from time import thread_time
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Protocol, Sequence
 
 #: Cached words per process before the caches start again (a bound on memory: ~150 bytes each).
 CACHE_WORDS = 1 << 19
@@ -394,6 +394,31 @@ def _byte_level_ready(model: Any) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 
+class IdsPath(Protocol):
+    """What the reference engine (:class:`toktools.engines.ReferenceEngine`) asks of an ids-only
+    path: :class:`IdsEncoder` here, :class:`toktools.fast_unigram.UnigramIdsEncoder`."""
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        """The ids of each text (as the reference, without special tokens added)."""
+
+    def encode_packed(self, texts: Sequence[str]) -> tuple[bytes, bytes]:
+        """The same ids as the bytes of two int64 arrays, all ids and each text's count (what a
+        worker sends back)."""
+
+    def prepare_for_volume(self, head_share: float, workers: int) -> None:
+        """Before forking workers, after encoding the first ``head_share`` of a batch here: load
+        what the rest will want, once, for the workers to inherit."""
+
+    def plans_compiled(self, input_bytes: int) -> bool:
+        """True when an input this large wants compiled code (decided from the size alone): the
+        engine then has it loaded (:meth:`load_compiled`) in a process of its own, which forks
+        the workers."""
+
+    def load_compiled(self, own_process: bool = False) -> None:
+        """Load that compiled code now (``own_process``: in a process of toktools' own, see
+        :func:`toktools.bpe_bulk.without_scipy_linalg`)."""
+
+
 class IdsEncoder:
     """Texts → ids, equal to ``[e.ids for e in tokenizer.encode_batch(texts,
     add_special_tokens=False)]`` (see :func:`ids_encoder` for which tokenizers)."""
@@ -482,7 +507,7 @@ class IdsEncoder:
         from array import array
 
         bpe = self.cache.compute
-        compiled = bpe.bulk().compiled(load=False) if getattr(bpe, "bulk", None) and not bpe.ignore_merges else None
+        compiled = bpe.bulk().compiled(load=False) if isinstance(bpe, _ByteLevelBPE) and not bpe.ignore_merges else None
         if compiled is None:
             flat, counts = array("q"), array("q")
             for ids in self.encode_batch(texts):
@@ -520,15 +545,29 @@ class IdsEncoder:
         the bulk merges a corpus like the one just encoded will want, judged from its first
         ``head_share`` (e.g. 1/16 of a batch), the Python merge time it took and the ``workers``
         that will share the rest of the batch."""
-        bulk = getattr(self.cache.compute, "bulk", None)
-        if bulk is None:
+        if not isinstance(self.cache.compute, _ByteLevelBPE):
             return
         from toktools import bpe_bulk
 
-        merges = bulk()
+        merges = self.cache.compute.bulk()
         merges.vector()
         if self.cache.compute.merge_seconds / max(head_share, 1e-9) / max(workers, 1) >= bpe_bulk.COMPILED_FORESEEN_SECONDS:
             merges.compiled()
+
+    def plans_compiled(self, input_bytes: int) -> bool:
+        """Byte-level BPE (without ``ignore_merges``: its workers would still merge through the
+        cache) on at least :data:`toktools.bpe_bulk.COMPILED_PLANNED_BYTES` of input, with numba
+        installed. A rule on the size, not on timing, so that a loaded machine never changes it."""
+        from toktools import bpe_bulk
+
+        bpe = self.cache.compute
+        return (isinstance(bpe, _ByteLevelBPE) and not bpe.ignore_merges
+                and input_bytes >= bpe_bulk.COMPILED_PLANNED_BYTES and bpe_bulk.compiled_installed())
+
+    def load_compiled(self, own_process: bool = False) -> None:
+        bpe = self.cache.compute
+        if isinstance(bpe, _ByteLevelBPE):
+            bpe.bulk().compiled(own_process=own_process)
 
     def _fragment(self, text: str) -> list[int]:
         """Ids of text that holds no raw-matched added token."""

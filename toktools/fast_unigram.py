@@ -250,9 +250,27 @@ class UnigramIdsEncoder:
     def encode(self, text: str) -> list[int]:
         return self.encode_batch([text])[0]
 
+    def encode_packed(self, texts: Sequence[str]) -> tuple[bytes, bytes]:
+        """The ids as the bytes of two int64 arrays, all ids and each text's count (what a
+        worker sends back)."""
+        from array import array
+
+        flat, counts = array("q"), array("q")
+        for ids in self.encode_batch(texts):
+            flat.extend(ids)
+            counts.append(len(ids))
+        return flat.tobytes(), counts.tobytes()
+
     def prepare_for_volume(self, head_share: float, workers: int) -> None:
         """What the reference engine calls before forking its workers: nothing to load here, as
         the head of the batch it has just encoded loaded the compiled Viterbi (if installed)."""
+
+    def plans_compiled(self, input_bytes: int) -> bool:
+        """Never: the compiled Viterbi is loaded by the first texts encoded here, before forking."""
+        return False
+
+    def load_compiled(self, own_process: bool = False) -> None:
+        """Nothing to load (see :meth:`plans_compiled`)."""
 
 
 def unigram_ids_encoder(tokenizer: Any) -> UnigramIdsEncoder | None:
