@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -66,8 +67,56 @@ IN_DASK_CHILD = os.environ.get(DASK_CHILD_VARIABLE) == "1"
 #: The test, in each Dask test module, that checks the module's cluster tests in the child run.
 CHILD_RUNNER = "test_the_cluster_tests_pass_in_a_fresh_process"
 
-#: Outcomes of the child runs made in this session: files run → (outcome → node ids, output).
+#: The child run of this session, started when collection finishes: files → (process, output file).
+#: (Test modules import this module as ``conftest``, the name pytest loads it under: as
+#: ``tests.conftest`` it would be a second module with its own, empty, state.)
+_CHILD_PROCESSES: dict[tuple[str, ...], tuple[Any, Any]] = {}
+#: Its outcomes once it has finished: files → (outcome → node ids, output).
 _CHILD_RUNS: dict[tuple[str, ...], tuple[dict[str, list[str]], str]] = {}
+
+
+def _child_files(items: list[pytest.Item]) -> tuple[str, ...]:
+    """The Dask test modules among ``items``: those whose runner test was collected."""
+    return tuple(sorted({item.path.relative_to(REPO_ROOT).as_posix() for item in items
+                         if getattr(item, "originalname", None) == CHILD_RUNNER}))
+
+
+def _start_child(files: tuple[str, ...]) -> None:
+    """Start one child pytest process for the cluster tests of ``files``, in its own session
+    (so that an aborted parent run can stop it and its Dask workers together)."""
+    import subprocess
+    import sys
+    import tempfile
+
+    output = tempfile.TemporaryFile("w+", encoding="utf-8")
+    process = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:logging", "-p", "no:cacheprovider",
+                                *files], env={**os.environ, DASK_CHILD_VARIABLE: "1"}, stdout=output,
+                               stderr=subprocess.STDOUT, text=True, cwd=REPO_ROOT, start_new_session=True)
+    _CHILD_PROCESSES[files] = (process, output)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the cluster tests' child run now: it then runs alongside the tests before the first
+    runner test (the parent mostly keeps one core busy), which only waits for its outcomes."""
+    files = _child_files(session.items)
+    if files and not IN_DASK_CHILD and not session.config.option.collectonly \
+            and os.environ.get("TOKTOOLS_DASK_CHILD_LATE") != "1":
+        _start_child(files)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A child run still going (the parent run was cut short) is stopped with its workers."""
+    import signal
+
+    for process, output in _CHILD_PROCESSES.values():
+        if process.poll() is None:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            process.wait()
+        output.close()
+    _CHILD_PROCESSES.clear()
 
 
 def run_in_fresh_process(request: pytest.FixtureRequest, expected_passed: int, timeout: float = 900) -> None:
@@ -77,11 +126,14 @@ def run_in_fresh_process(request: pytest.FixtureRequest, expected_passed: int, t
     and install signal handlers) was seen to hang, and importing ``distributed`` made later
     forked pools hang: so the parent process never imports Dask. One child process runs the
     cluster tests of every Dask module collected in this session (they share one cluster, the
-    ``dask_client`` fixture); each module's runner test then checks its own module's outcomes."""
-    files = tuple(sorted({item.path.relative_to(REPO_ROOT).as_posix() for item in request.session.items
-                          if getattr(item, "originalname", None) == CHILD_RUNNER}))
+    ``dask_client`` fixture), started as soon as collection finishes (unless
+    ``TOKTOOLS_DASK_CHILD_LATE=1``: then by the first runner test); each module's runner test
+    checks its own module's outcomes."""
+    files = _child_files(request.session.items)
     if files not in _CHILD_RUNS:
-        _CHILD_RUNS[files] = _run_child(files, timeout)
+        if files not in _CHILD_PROCESSES:
+            _start_child(files)
+        _CHILD_RUNS[files] = _finish_child(files, timeout)
     outcomes, output = _CHILD_RUNS[files]
     module = request.path.relative_to(REPO_ROOT).as_posix()
     mine = {outcome: [node for node in nodes if node.startswith(module + "::")] for outcome, nodes in outcomes.items()}
@@ -90,22 +142,27 @@ def run_in_fresh_process(request: pytest.FixtureRequest, expected_passed: int, t
     assert len(mine.get("PASSED", [])) == expected_passed, (mine.get("PASSED"), output[-3000:])
 
 
-def _run_child(files: tuple[str, ...], timeout: float) -> tuple[dict[str, list[str]], str]:
-    """Run ``files`` in one child pytest process; its outcomes by node id (from ``-rA``)."""
+def _finish_child(files: tuple[str, ...], timeout: float) -> tuple[dict[str, list[str]], str]:
+    """Wait for the child run of ``files``; its outcomes by node id (from ``-rA``) and output."""
+    import signal
     import subprocess
-    import sys
 
-    env = {**os.environ, DASK_CHILD_VARIABLE: "1"}
-    completed = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:logging", "-p", "no:cacheprovider",
-                                *files], env=env, capture_output=True, text=True, timeout=timeout, cwd=REPO_ROOT)
-    output = completed.stdout + completed.stderr
+    process, output_file = _CHILD_PROCESSES.pop(files)
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    output_file.seek(0)
+    output = output_file.read()
+    output_file.close()
     outcomes: dict[str, list[str]] = {}
-    for line in completed.stdout.splitlines():
+    for line in output.splitlines():
         outcome, _, node = line.partition(" ")
         if outcome in ("PASSED", "FAILED", "ERROR", "SKIPPED", "XFAIL", "XPASS") and "::" in node:
             outcomes.setdefault(outcome, []).append(node.split(" - ")[0])
-    if completed.returncode not in (0, 1) or not outcomes:  # 1: some tests failed, reported per module
-        raise AssertionError(f"the child pytest run exited with {completed.returncode}:\n" + output[-5000:])
+    if process.returncode not in (0, 1) or not outcomes:  # 1: some tests failed, reported per module
+        raise AssertionError(f"the child pytest run exited with {process.returncode}:\n" + output[-5000:])
     return outcomes, output
 
 

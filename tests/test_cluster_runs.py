@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.conftest import IN_DASK_CHILD, read_corpus_sample, ref_vocab_dir, run_in_fresh_process
+from conftest import IN_DASK_CHILD, read_corpus_sample, ref_vocab_dir, run_in_fresh_process
 from toktools.cli import main
 from toktools.errors import ToktoolsError
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import IN_DASK_CHILD, read_corpus_sample, run_in_fresh_process
+from conftest import IN_DASK_CHILD, read_corpus_sample, run_in_fresh_process
 from toktools import bytelevel, corpus, distributed
 from toktools.errors import ToktoolsError
 

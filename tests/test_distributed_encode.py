@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.conftest import IN_DASK_CHILD, read_corpus_sample, run_in_fresh_process
+from conftest import IN_DASK_CHILD, read_corpus_sample, run_in_fresh_process
 from toktools import distributed_encode
 from toktools.cli import main
 from toktools.corpus_writers import read_megatron_documents
