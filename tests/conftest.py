@@ -178,3 +178,17 @@ def dask_client(tmp_path_factory: pytest.TempPathFactory):
     os.environ[distributed_encode.TEST_PAUSE_VARIABLE] = str(tmp_path_factory.mktemp("pause") / "seconds")
     with distributed.cluster_client("local:2", timeout=60) as client:
         yield client
+
+
+@pytest.fixture(scope="session")
+def side_process():
+    """One spawned helper process for ``tokenizers``' side of the training parity tests: it
+    trains there while toktools trains in the test process, so on two cores a comparison takes
+    about as long as the slower side instead of both added up. Spawned, not forked: a fork
+    would inherit ``tokenizers``' thread pool and run it single-threaded (or hang).
+    Submit module-level functions (they are pickled by name); results come back pickled."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        yield pool
