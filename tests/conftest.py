@@ -180,12 +180,13 @@ def dask_client(tmp_path_factory: pytest.TempPathFactory):
         yield client
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def side_process():
     """One spawned helper process for ``tokenizers``' side of the training parity tests: it
     trains there while toktools trains in the test process, so on two cores a comparison takes
     about as long as the slower side instead of both added up. Spawned, not forked: a fork
-    would inherit ``tokenizers``' thread pool and run it single-threaded (or hang).
+    would inherit ``tokenizers``' thread pool and run it single-threaded (or hang). Module
+    scoped, so that the executor's thread is gone before later modules fork worker pools.
     Submit module-level functions (they are pickled by name); results come back pickled."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
