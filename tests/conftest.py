@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -60,23 +61,135 @@ def shared_dir() -> Path:
     return _require(SHARED_DIR, "the shared research folder")
 
 
-#: Set in the child pytest process that runs a module's Dask cluster tests.
+#: Set in the child pytest process that runs the Dask cluster tests.
 DASK_CHILD_VARIABLE = "TOKTOOLS_DASK_TEST_CHILD"
 IN_DASK_CHILD = os.environ.get(DASK_CHILD_VARIABLE) == "1"
+#: The test, in each Dask test module, that checks the module's cluster tests in the child run.
+CHILD_RUNNER = "test_the_cluster_tests_pass_in_a_fresh_process"
+
+#: The child run of this session, started when collection finishes: files → (process, output file).
+#: (Test modules import this module as ``conftest``, the name pytest loads it under: as
+#: ``tests.conftest`` it would be a second module with its own, empty, state.)
+_CHILD_PROCESSES: dict[tuple[str, ...], tuple[Any, Any]] = {}
+#: Its outcomes once it has finished: files → (outcome → node ids, output).
+_CHILD_RUNS: dict[tuple[str, ...], tuple[dict[str, list[str]], str]] = {}
 
 
-def run_in_fresh_process(test_file: str, expected_passed: int, timeout: float = 900) -> None:
-    """Run ``test_file``'s cluster tests in a fresh pytest process and check they all passed.
+def _child_files(items: list[pytest.Item]) -> tuple[str, ...]:
+    """The Dask test modules among ``items``: those whose runner test was collected."""
+    return tuple(sorted({item.path.relative_to(REPO_ROOT).as_posix() for item in items
+                         if getattr(item, "originalname", None) == CHILD_RUNNER}))
+
+
+def _start_child(files: tuple[str, ...]) -> None:
+    """Start one child pytest process for the cluster tests of ``files``, in its own session
+    (so that an aborted parent run can stop it and its Dask workers together)."""
+    import subprocess
+    import sys
+    import tempfile
+
+    output = tempfile.TemporaryFile("w+", encoding="utf-8")
+    process = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:logging", "-p", "no:cacheprovider",
+                                *files], env={**os.environ, DASK_CHILD_VARIABLE: "1"}, stdout=output,
+                               stderr=subprocess.STDOUT, text=True, cwd=REPO_ROOT, start_new_session=True)
+    _CHILD_PROCESSES[files] = (process, output)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the cluster tests' child run now: it then runs alongside the tests before the first
+    runner test (the parent mostly keeps one core busy), which only waits for its outcomes."""
+    files = _child_files(session.items)
+    if files and not IN_DASK_CHILD and not session.config.option.collectonly \
+            and os.environ.get("TOKTOOLS_DASK_CHILD_LATE") != "1":
+        _start_child(files)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A child run still going (the parent run was cut short) is stopped with its workers."""
+    import signal
+
+    for process, output in _CHILD_PROCESSES.values():
+        if process.poll() is None:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            process.wait()
+        output.close()
+    _CHILD_PROCESSES.clear()
+
+
+def run_in_fresh_process(request: pytest.FixtureRequest, expected_passed: int, timeout: float = 900) -> None:
+    """Check that the cluster tests of the calling test's module passed in a fresh pytest process.
 
     A LocalCluster started late in a long pytest process (after tests that fork worker pools
     and install signal handlers) was seen to hang, and importing ``distributed`` made later
-    forked pools hang: so the parent process never imports Dask."""
-    import subprocess
-    import sys
+    forked pools hang: so the parent process never imports Dask. One child process runs the
+    cluster tests of every Dask module collected in this session (they share one cluster, the
+    ``dask_client`` fixture), started as soon as collection finishes (unless
+    ``TOKTOOLS_DASK_CHILD_LATE=1``: then by the first runner test); each module's runner test
+    checks its own module's outcomes."""
+    files = _child_files(request.session.items)
+    if files not in _CHILD_RUNS:
+        if files not in _CHILD_PROCESSES:
+            _start_child(files)
+        _CHILD_RUNS[files] = _finish_child(files, timeout)
+    outcomes, output = _CHILD_RUNS[files]
+    module = request.path.relative_to(REPO_ROOT).as_posix()
+    mine = {outcome: [node for node in nodes if node.startswith(module + "::")] for outcome, nodes in outcomes.items()}
+    bad = mine.get("FAILED", []) + mine.get("ERROR", [])
+    assert not bad, f"failed in the child run: {bad}\n" + output[-5000:]
+    assert len(mine.get("PASSED", [])) == expected_passed, (mine.get("PASSED"), output[-3000:])
 
-    env = {**os.environ, DASK_CHILD_VARIABLE: "1"}
-    completed = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:logging", "-p", "no:cacheprovider", test_file],
-                               env=env, capture_output=True, text=True, timeout=timeout,
-                               cwd=Path(__file__).resolve().parent.parent)
-    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-2000:]
-    assert f"{expected_passed} passed" in completed.stdout, completed.stdout[-2000:]
+
+def _finish_child(files: tuple[str, ...], timeout: float) -> tuple[dict[str, list[str]], str]:
+    """Wait for the child run of ``files``; its outcomes by node id (from ``-rA``) and output."""
+    import signal
+    import subprocess
+
+    process, output_file = _CHILD_PROCESSES.pop(files)
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    output_file.seek(0)
+    output = output_file.read()
+    output_file.close()
+    outcomes: dict[str, list[str]] = {}
+    for line in output.splitlines():
+        outcome, _, node = line.partition(" ")
+        if outcome in ("PASSED", "FAILED", "ERROR", "SKIPPED", "XFAIL", "XPASS") and "::" in node:
+            outcomes.setdefault(outcome, []).append(node.split(" - ")[0])
+    if process.returncode not in (0, 1) or not outcomes:  # 1: some tests failed, reported per module
+        raise AssertionError(f"the child pytest run exited with {process.returncode}:\n" + output[-5000:])
+    return outcomes, output
+
+
+@pytest.fixture(scope="session")
+def dask_client(tmp_path_factory: pytest.TempPathFactory):
+    """One LocalCluster for the whole child run: two worker processes (one thread each) on the
+    loopback, no other address. Its workers pause in each encoded block while the file named
+    by ``distributed_encode.TEST_PAUSE_VARIABLE`` holds a number of seconds (set before the
+    workers start, so that the workers a nanny restarts see it too)."""
+    assert IN_DASK_CHILD, "Dask is only imported in the child pytest process"
+    from toktools import distributed, distributed_encode
+
+    os.environ[distributed_encode.TEST_PAUSE_VARIABLE] = str(tmp_path_factory.mktemp("pause") / "seconds")
+    with distributed.cluster_client("local:2", timeout=60) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def side_process():
+    """One spawned helper process for ``tokenizers``' side of the training parity tests: it
+    trains there while toktools trains in the test process, so on two cores a comparison takes
+    about as long as the slower side instead of both added up. Spawned, not forked: a fork
+    would inherit ``tokenizers``' thread pool and run it single-threaded (or hang). Module
+    scoped, so that the executor's thread is gone before later modules fork worker pools.
+    Submit module-level functions (they are pickled by name); results come back pickled."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        yield pool

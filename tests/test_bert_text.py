@@ -95,6 +95,22 @@ def our_char_offsets(text: str, config: BertNormalizerConfig) -> list[tuple[int,
             for _, start, end in pre_tokenize(normalized) for i in range(start, end)]
 
 
+#: The options of ``test_words_of_every_code_point``: HF's normalized text of every code point
+#: under them is computed once (~1 s each) for it and ``test_normalize_every_code_point``.
+WORD_CONFIGS = [DEFAULT, BertNormalizerConfig(clean_text=False)]
+_HF_NORMALIZED_ALL: dict[BertNormalizerConfig, str] = {}
+
+
+def hf_normalized_all_chars(config: BertNormalizerConfig) -> str:
+    """HF's normalized ``ALL_CHARS``, kept for the ``WORD_CONFIGS`` only (4 MB each)."""
+    if config in _HF_NORMALIZED_ALL:
+        return _HF_NORMALIZED_ALL[config]
+    normalized = hf_normalizer(config).normalize_str(ALL_CHARS)
+    if config in WORD_CONFIGS:
+        _HF_NORMALIZED_ALL[config] = normalized
+    return normalized
+
+
 def first_difference(ours: str, theirs: str) -> str:
     i = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs)))
     return f"first difference at output index {i}: ours {ours[i - 8:i + 8]!r}, HF {theirs[i - 8:i + 8]!r}"
@@ -106,7 +122,7 @@ def first_difference(ours: str, theirs: str) -> str:
 @pytest.mark.parametrize("config", CONFIGS, ids=str)
 def test_normalize_every_code_point(config: BertNormalizerConfig) -> None:
     """All 1,112,064 scalar values in one string: the normalized text is identical to HF's."""
-    ours, theirs = normalize(ALL_CHARS, config), hf_normalizer(config).normalize_str(ALL_CHARS)
+    ours, theirs = normalize(ALL_CHARS, config), hf_normalized_all_chars(config)
     assert ours == theirs, first_difference(ours, theirs)
 
 
@@ -126,11 +142,11 @@ def test_pre_tokenize_every_code_point() -> None:
     assert pre_tokenize(ALL_CHARS) == hf_pre_tokenize(ALL_CHARS)
 
 
-@pytest.mark.parametrize("config", [DEFAULT, BertNormalizerConfig(clean_text=False)], ids=str)
+@pytest.mark.parametrize("config", WORD_CONFIGS, ids=str)
 def test_words_of_every_code_point(config: BertNormalizerConfig) -> None:
     """``iter_words`` (the training fast path: str.split with clean_text, the regex without)
     gives HF's pieces of the normalized text of all code points."""
-    theirs = [piece for piece, _ in HF_PRE.pre_tokenize_str(hf_normalizer(config).normalize_str(ALL_CHARS))]
+    theirs = [piece for piece, _ in HF_PRE.pre_tokenize_str(hf_normalized_all_chars(config))]
     assert list(iter_words(ALL_CHARS, config)) == theirs
 
 

@@ -77,9 +77,9 @@ def small_file(workdir) -> Path:
 class Trained:
     """One configuration trained on both sides, with the saved files."""
 
-    def __init__(self, ours: Path, theirs: Path, tokenizer, hf_tokenizer) -> None:
+    def __init__(self, ours: Path, theirs: Path, tokenizer) -> None:
         self.ours, self.theirs = ours, theirs
-        self.tokenizer, self.hf = tokenizer, hf_tokenizer
+        self.tokenizer = tokenizer
 
     def read(self, side: str, name: str) -> bytes:
         return ((self.ours if side == "ours" else self.theirs) / name).read_bytes()
@@ -91,24 +91,29 @@ class Trained:
         return json.loads(self.read(side, "vocab.json"))
 
 
+def train_theirs(files: list[str] | None, vocab_size: int, texts: list[str] | None, options: dict, directory: Path) -> None:
+    """``toktools.fast.train_bytebpe`` (``tokenizers``) and its files; runs in ``side_process``."""
+    theirs = fast.train_bytebpe(files, vocab_size, texts=texts, **options)
+    fast.save_bytebpe(theirs, directory)
+
+
 @pytest.fixture(scope="module")
-def train_both(workdir):
-    """``train_both(key, files=..., texts=..., **options)``: train once per key, on both sides."""
+def train_both(workdir, side_process):
+    """``train_both(key, files=..., texts=..., **options)``: train once per key, on both sides
+    (``tokenizers`` in the ``side_process`` meanwhile)."""
     cache: dict[str, Trained] = {}
 
     def run(key: str, files=None, vocab_size: int = 3000, *, texts=None, **options) -> Trained:
         if key not in cache:
             ours_dir, theirs_dir = workdir / f"{key}-toktools", workdir / f"{key}-tokenizers"
-            ours = toktools.train_bytebpe(
-                [str(f) for f in files] if files else None, vocab_size, texts=list(texts) if texts else None, **options
-            )
+            files = [str(f) for f in files] if files else None
+            texts = list(texts) if texts else None
+            theirs = side_process.submit(train_theirs, files, vocab_size, texts,
+                                         {k: v for k, v in options.items() if k != "workers"}, theirs_dir)
+            ours = toktools.train_bytebpe(files, vocab_size, texts=texts, **options)
             ours.save(ours_dir)
-            theirs = fast.train_bytebpe(
-                [str(f) for f in files] if files else None, vocab_size, texts=list(texts) if texts else None,
-                **{k: v for k, v in options.items() if k != "workers"},
-            )
-            fast.save_bytebpe(theirs, theirs_dir)
-            cache[key] = Trained(ours_dir, theirs_dir, ours, theirs)
+            theirs.result()
+            cache[key] = Trained(ours_dir, theirs_dir, ours)
         return cache[key]
 
     return run

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.conftest import IN_DASK_CHILD, read_corpus_sample, ref_vocab_dir, run_in_fresh_process
+from conftest import IN_DASK_CHILD, read_corpus_sample, ref_vocab_dir, run_in_fresh_process
 from toktools.cli import main
 from toktools.errors import ToktoolsError
 
@@ -27,19 +27,17 @@ CHILD_TESTS = 10
 
 
 @pytest.mark.skipif(IN_CHILD, reason="this is the child run")
-def test_the_cluster_tests_pass_in_a_fresh_process() -> None:
-    run_in_fresh_process(__file__, CHILD_TESTS, timeout=600)
+def test_the_cluster_tests_pass_in_a_fresh_process(request: pytest.FixtureRequest) -> None:
+    run_in_fresh_process(request, CHILD_TESTS)
 
 
 child_only = pytest.mark.skipif(not IN_CHILD, reason="runs in the fresh child process of the test above")
 
 
-@pytest.fixture(scope="module")
-def client():
-    from toktools import distributed
-
-    with distributed.cluster_client("local:2", timeout=60) as client:
-        yield client
+@pytest.fixture
+def client(dask_client):
+    """The child run's one LocalCluster (conftest ``dask_client``: ``cluster_client("local:2")``)."""
+    return dask_client
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import IN_DASK_CHILD, read_corpus_sample, run_in_fresh_process
+from conftest import IN_DASK_CHILD, read_corpus_sample, run_in_fresh_process
 from toktools import bytelevel, corpus, distributed
 from toktools.errors import ToktoolsError
 
@@ -26,17 +26,17 @@ IN_CHILD = IN_DASK_CHILD
 
 
 @pytest.mark.skipif(IN_CHILD, reason="this is the child run")
-def test_the_cluster_tests_pass_in_a_fresh_process() -> None:
-    run_in_fresh_process(__file__, 6, timeout=600)
+def test_the_cluster_tests_pass_in_a_fresh_process(request: pytest.FixtureRequest) -> None:
+    run_in_fresh_process(request, 6)
 
 
 child_only = pytest.mark.skipif(not IN_CHILD, reason="runs in the fresh child process of the test above")
 
 
-@pytest.fixture(scope="module")
-def client():
-    with distributed.cluster_client("local:2", timeout=60) as client:
-        yield client
+@pytest.fixture
+def client(dask_client):
+    """The child run's one LocalCluster (conftest ``dask_client``: ``cluster_client("local:2")``)."""
+    return dask_client
 
 
 def _local_counts(paths, splitter, **options):

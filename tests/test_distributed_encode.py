@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.conftest import IN_DASK_CHILD, read_corpus_sample, run_in_fresh_process
+from conftest import IN_DASK_CHILD, read_corpus_sample, run_in_fresh_process
 from toktools import distributed_encode
 from toktools.cli import main
 from toktools.corpus_writers import read_megatron_documents
@@ -201,20 +201,15 @@ def test_an_error_names_the_line_in_the_whole_file(tmp_path: Path) -> None:
 
 @in_parent
 @pytest.mark.skipif(not HAVE_DASK, reason="Dask is an optional extra: pip install 'toktools[dask]'")
-def test_the_cluster_tests_pass_in_a_fresh_process() -> None:
-    run_in_fresh_process(__file__, CHILD_TESTS, timeout=900)
+def test_the_cluster_tests_pass_in_a_fresh_process(request: pytest.FixtureRequest) -> None:
+    run_in_fresh_process(request, CHILD_TESTS)
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    """Two worker processes on the loopback (which pause in each block while the test's pause
-    file exists)."""
-    from distributed import Client, LocalCluster
-
-    os.environ[distributed_encode.TEST_PAUSE_VARIABLE] = str(tmp_path_factory.mktemp("pause") / "seconds")
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=":0") as local:
-        with Client(local) as client:
-            yield local, client
+@pytest.fixture
+def cluster(dask_client):
+    """The child run's one LocalCluster (conftest ``dask_client``): two worker processes on the
+    loopback, which pause in each block while the pause file exists."""
+    return dask_client.cluster, dask_client
 
 
 @child_only

@@ -9,6 +9,7 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 
 from conftest import ref_vocab_dir
 from parts_parity import assert_same_encodings, check_all, corpus_lines, load_in_toktools
+from toktools.tokenizer import Tokenizer as OurTokenizer
 from toktools.wordpiece import read_vocab_txt
 
 
@@ -31,9 +32,9 @@ def _gpt2(add_prefix_space: bool = True) -> Tokenizer:
     return hf
 
 
-def _check_without_specials_and_truncated(hf: Tokenizer) -> None:
-    """The same with ``add_special_tokens=False`` and with truncation leaving room for them."""
-    ours = load_in_toktools(hf)
+def _check_without_specials_and_truncated(hf: Tokenizer, ours: OurTokenizer) -> None:
+    """The same with ``add_special_tokens=False`` and with truncation leaving room for them
+    (``ours``: ``hf`` as ``check_all`` loaded it, so not loaded a second time)."""
     lines = corpus_lines(5_000)
     pairs = list(zip(lines[::2], lines[1::2]))
     for item in lines[:50] + pairs[:50]:
@@ -48,8 +49,7 @@ def _check_without_specials_and_truncated(hf: Tokenizer) -> None:
 def test_bert_processing():
     hf = _bert()
     hf.post_processor = processors.BertProcessing(("[SEP]", hf.token_to_id("[SEP]")), ("[CLS]", hf.token_to_id("[CLS]")))
-    check_all(hf)
-    _check_without_specials_and_truncated(hf)
+    _check_without_specials_and_truncated(hf, check_all(hf))
 
 
 @pytest.mark.parametrize("trim_offsets", [True, False])
@@ -60,8 +60,7 @@ def test_roberta_processing(trim_offsets, add_prefix_space):
     hf.add_special_tokens(["<s>", "</s>"])
     hf.post_processor = processors.RobertaProcessing(("</s>", hf.token_to_id("</s>")), ("<s>", hf.token_to_id("<s>")),
                                                      trim_offsets=trim_offsets, add_prefix_space=add_prefix_space)
-    check_all(hf)
-    _check_without_specials_and_truncated(hf)
+    _check_without_specials_and_truncated(hf, check_all(hf))
 
 
 @pytest.mark.parametrize("trim_offsets", [True, False])
@@ -81,8 +80,7 @@ def test_template_processing_of_any_shape():
         pair="[CLS] $A [SEP] [TWO]:1 $B:1 [SEP]:1",
         special_tokens=[("[CLS]", cls), ("[SEP]", sep), {"id": "[TWO]", "ids": [mask, sep], "tokens": ["[MASK]", "[SEP]"]}],
     )
-    check_all(hf)
-    _check_without_specials_and_truncated(hf)
+    _check_without_specials_and_truncated(hf, check_all(hf))
 
 
 def test_sequence_of_byte_level_and_template():
@@ -94,5 +92,4 @@ def test_sequence_of_byte_level_and_template():
         processors.TemplateProcessing(single="$A <|endoftext|>", pair="$A <|endoftext|> $B:1 <|endoftext|>:1",
                                       special_tokens=[("<|endoftext|>", eot)]),
     ])
-    check_all(hf)
-    _check_without_specials_and_truncated(hf)
+    _check_without_specials_and_truncated(hf, check_all(hf))

@@ -156,19 +156,21 @@ def word_counts(corpora):
 
 
 @pytest.fixture(scope="module")
-def train_both(corpora, workdir, word_counts):
-    """``train_both(name, corpus, **options)``: once per name — ours from the file, HF twice,
-    and ours in forced mode replaying each HF run."""
+def train_both(corpora, workdir, word_counts, side_process):
+    """``train_both(name, corpus, **options)``: once per name — ours from the file, HF twice
+    (in the ``side_process``, meanwhile), and ours in forced mode replaying each HF run."""
     cache: dict[str, Run] = {}
 
     def run(name: str, corpus: str, **options) -> Run:
         if name not in cache:
             vocab_size = options.get("vocab_size", 30000)
+            hf_runs = [side_process.submit(hf_train, [corpora[corpus]], options, workdir / f"{name}-hf{i}") for i in range(2)]
             ours = toktools.train_wordpiece([str(corpora[corpus])], vocab_size, workers=1, **our_options(options))
-            hf = [hf_train([corpora[corpus]], options, workdir / f"{name}-hf{i}") for i in range(2)]
-            result = Run(name, options, dumps_vocab_txt(ours.vocab), hf)
+            result = Run(name, options, dumps_vocab_txt(ours.vocab), [])
             counts = word_counts(corpus, options)
-            for text in hf:
+            for hf_run in hf_runs:  # replaying the first HF run while the second one trains
+                text = hf_run.result()
+                result.hf.append(text)
                 forced_order = training.forced_order_from_vocab(lines_of(text), result.specials)
                 replay = toktools.train_wordpiece(None, vocab_size, word_counts=counts, forced_order=forced_order,
                                                   **our_options(options))
