@@ -161,7 +161,7 @@ if root != '':
 """
 RUN_ENCODE = """
 import shutil, tempfile
-from toktools.encode_corpus import encode_corpus
+from toktools.encode_dispatch import encode_corpus
 out = tempfile.mkdtemp(prefix='bench-encode-')
 r = encode_corpus([{path!r}], {tokenizer!r}, out + '/shard', format='megatron', engine={engine!r}, shard_tokens=2_000_000,
                   append_eos=False)

@@ -53,7 +53,7 @@ def timed_iterator(owner, attr, name):
             yield item
     setattr(owner, attr, wrapper)
 started = time.perf_counter()
-import toktools.encode_corpus as api
+import toktools.encode_dispatch as api
 from toktools import corpus_verify, corpus_writers, encode_shards, engines
 times["import"] = time.perf_counter() - started
 timed(encode_shards, "load_corpus_tokenizer", "load tokenizer (cached: not parsed)")

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from toktools import corpus_tokenizer, engines
 from toktools.cli import main
-from toktools.encode_corpus import encode_corpus
+from toktools.encode_dispatch import encode_corpus
 from toktools.shipped import shipped_path
 
 from conftest import read_corpus_sample

@@ -26,7 +26,7 @@ from conftest import IN_DASK_CHILD, read_corpus_sample, run_in_fresh_process
 from toktools import distributed_encode
 from toktools.cli import main
 from toktools.corpus_writers import read_megatron_documents
-from toktools.encode_corpus import encode_corpus
+from toktools.encode_dispatch import encode_corpus
 from toktools.errors import ToktoolsError
 
 IN_CHILD = IN_DASK_CHILD

@@ -18,7 +18,7 @@ from toktools import corpus_writers, engines
 from toktools.cli import main
 from toktools.corpus_documents import safe_cut
 from toktools.corpus_writers import read_megatron_documents
-from toktools.encode_corpus import encode_corpus
+from toktools.encode_dispatch import encode_corpus
 from toktools.errors import ToktoolsError
 
 from conftest import read_corpus_sample

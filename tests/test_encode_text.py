@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from toktools.cli import main
-from toktools.encode_corpus import encode_corpus
+from toktools.encode_dispatch import encode_corpus
 
 from conftest import read_corpus_sample, ref_vocab_dir
 

@@ -234,7 +234,7 @@ def test_no_verify_checker_is_forked_when_auto_takes_the_compiled_reference(tmp_
     import importlib.util
 
     from toktools import corpus_verify
-    from toktools.encode_corpus import encode_corpus
+    from toktools.encode_dispatch import encode_corpus
     from toktools.parts.unigram import compiled_viterbi
 
     document = engines.corpus_document(converted("unigram"))

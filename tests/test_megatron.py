@@ -17,7 +17,7 @@ import pytest
 
 import toktools
 from toktools.corpus_writers import read_megatron_documents, read_megatron_index
-from toktools.encode_corpus import encode_corpus
+from toktools.encode_dispatch import encode_corpus
 
 FIXTURE = Path(__file__).parent / "fixtures" / "sample.txt"
 

@@ -38,3 +38,19 @@ def test_import_and_dir_load_no_heavy_module() -> None:
             "if m in sys.modules))")
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert completed.stdout.strip() == "[]"
+
+
+def test_public_functions_stay_functions_after_their_modules_are_imported() -> None:
+    """A submodule named like a public function would replace it: importing ``toktools.X``
+    sets the attribute ``toktools.X`` to the module (the CLI and the engines import modules
+    before a user may first touch ``toktools.encode_corpus``). No lazy name is a submodule's."""
+    import importlib
+
+    code = ("import importlib, toktools; "
+            + "; ".join(f"importlib.import_module({module!r})" for module in sorted(set(toktools._LAZY.values())))
+            + "; import toktools.commands.encode; "
+            + "print(sorted(n for n in toktools.__all__ if not callable(getattr(toktools, n)) and n != '__version__'))")
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert completed.stdout.strip() == "[]"
+    for name, module in toktools._LAZY.items():
+        assert importlib.util.find_spec(f"toktools.{name}") is None, f"toktools.{name} is a module name"

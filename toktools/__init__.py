@@ -29,7 +29,7 @@ _LAZY = {
     "Tokenizer": "toktools.tokenizer",
     "byte_level_bpe": "toktools.presets",
     "bert_wordpiece": "toktools.presets",
-    "encode_corpus": "toktools.encode_corpus",
+    "encode_corpus": "toktools.encode_dispatch",
     "make_pretraining_data": "toktools.pretrain",
 }
 
@@ -37,7 +37,7 @@ __all__ = ["ToktoolsError", "__version__", *_LAZY]
 
 if TYPE_CHECKING:  # pragma: no cover
     from toktools.formats import load
-    from toktools.encode_corpus import encode_corpus
+    from toktools.encode_dispatch import encode_corpus
     from toktools.presets import bert_wordpiece, byte_level_bpe
     from toktools.pretrain import make_pretraining_data
     from toktools.shipped import shipped_names

@@ -215,7 +215,7 @@ def encode_shards(
     segment_chars: int = SEGMENT_CHARS,
 ) -> CorpusResult:
     """Encode ``inputs`` here into one output or into ``shard_tokens`` shards with a resumable
-    manifest (the options as :func:`toktools.encode_corpus.encode_corpus` takes them)."""
+    manifest (the options as :func:`toktools.encode_dispatch.encode_corpus` takes them)."""
     from toktools import engines
     from toktools.corpus import expand_sources
 
