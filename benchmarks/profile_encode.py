@@ -86,7 +86,7 @@ _RAW = r"""
 import json, os, resource, sys, time
 job = json.loads(sys.argv[1])
 from toktools import engines
-from toktools.encode_shards import load_document
+from toktools.corpus_tokenizer import load_document
 doc, fingerprint = load_document(job["tokenizer"])
 lines = [line for line in open(job["path"], encoding="utf-8").read().split("\n") if line]
 analysis = engines.analyse(doc, fingerprint)

@@ -168,11 +168,11 @@ def load_document(tokenizer: Any, *, whole: bool = False, validate: bool = False
 def load_corpus_tokenizer(tokenizer: Any) -> CorpusTokenizer:
     """The tokenizer (a path, a shipped name or a toktools tokenizer) as corpus encoding reads it:
     from the cache when its ``tokenizer.json`` was seen before, else parsed (see
-    :func:`toktools.encode_shards.load_document`, whose errors it gives)."""
+    :func:`load_document`, whose errors it gives)."""
     path = tokenizer_json_file(tokenizer)
     if path is None:
         doc, fingerprint = load_document(tokenizer)
-        return CorpusTokenizer(fingerprint, document_shape(doc), _vocab_size(doc), _document=doc)
+        return CorpusTokenizer(fingerprint, document_shape(doc), vocab_size_of(doc), _document=doc)
     raw = _read_bytes(path)
     fingerprint = hashlib.sha256(raw).hexdigest()
     cached = _read_entry(fingerprint)
@@ -183,7 +183,7 @@ def load_corpus_tokenizer(tokenizer: Any) -> CorpusTokenizer:
     # a file read through toktools.formats instead (not a tokenizer.json after all) is
     # fingerprinted by its canonical JSON: no entry (a lookup would never find it)
     keep = raw if parsed_fingerprint == fingerprint else None
-    return CorpusTokenizer(parsed_fingerprint, document_shape(doc), _vocab_size(doc), _document=doc, _raw=keep)
+    return CorpusTokenizer(parsed_fingerprint, document_shape(doc), vocab_size_of(doc), _document=doc, _raw=keep)
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -206,7 +206,8 @@ def _text(raw: bytes, path: Path) -> str:
         raise ToktoolsError(f"{path}: not valid UTF-8 at byte {err.start}") from None
 
 
-def _vocab_size(doc: Mapping[str, Any]) -> int:
+def vocab_size_of(doc: Mapping[str, Any]) -> int:
+    """How many ids the tokenizer can give: one past the largest in :func:`token_ids`."""
     return 1 + max(token_ids(doc).values(), default=0)
 
 

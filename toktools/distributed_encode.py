@@ -427,8 +427,9 @@ def encode_blocks(inputs: Sequence[str | Path], tokenizer: Any, output: str | Pa
     from toktools import engines
     from toktools.corpus_documents import DOCUMENT_MODES
     from toktools.clusters import DEFAULT_BLOCK_BYTES, as_cluster
+    from toktools.corpus_tokenizer import load_document
     from toktools.encode_shards import (MANIFEST_FORMAT, CorpusResult, _bases, _check_outputs, _output_settings,
-                                        _shard_files, load_document, manifest_path, shard_base)
+                                        _shard_files, manifest_path, shard_base)
     from toktools.corpus_writers import output_files
 
     started = time.perf_counter()

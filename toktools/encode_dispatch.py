@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from toktools.corpus_documents import MAX_DOCUMENT_BYTES, SEGMENT_CHARS
+from toktools.corpus_tokenizer import load_document
 from toktools.corpus_writers import FORMATS
 from toktools.encode_shards import (BATCH_BYTES, DEFAULT_VERIFY, MANIFEST_FORMAT, CorpusProgress, CorpusResult,
-                                    encode_documents, encode_shards, load_document, manifest_path, shard_base)
+                                    encode_documents, encode_shards, manifest_path, shard_base)
 from toktools.errors import ToktoolsError
 
 __all__ = ["BATCH_BYTES", "DEFAULT_VERIFY", "MANIFEST_FORMAT", "CorpusResult", "encode_corpus", "encode_documents",

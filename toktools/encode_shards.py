@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from toktools.corpus_documents import MAX_DOCUMENT_BYTES, SEGMENT_CHARS, DocumentReader, Position, Segment
-from toktools.corpus_tokenizer import CorpusTokenizer, load_corpus_tokenizer, load_document, token_ids
+from toktools.corpus_tokenizer import CorpusTokenizer, load_corpus_tokenizer, token_ids, vocab_size_of
 from toktools.corpus_verify import Verifier, start_checker
 from toktools.corpus_writers import DocumentWriter, ShardInfo, file_sha256, flat_dtype, megatron_dtype, output_files
 from toktools.engines import PackedIds
@@ -69,11 +69,6 @@ class CorpusResult:
     settings: dict[str, Any] = field(default_factory=dict)
 
 
-def _token_ids(doc: dict[str, Any]) -> dict[str, int]:
-    """Every token's id: the model's vocabulary, then the added tokens (which win)."""
-    return token_ids(doc)
-
-
 def _special_id(doc: dict[str, Any], value: bool | str | None, names: Sequence[str], what: str,
                 token_id_of: Callable[[str], int | None] | None = None) -> int | None:
     """The id of the token the user named, or of the tokenizer's usual one (``True``).
@@ -81,7 +76,7 @@ def _special_id(doc: dict[str, Any], value: bool | str | None, names: Sequence[s
     if value is None or value is False:
         return None
     if isinstance(value, str) and value:
-        token_id = token_id_of(value) if token_id_of is not None else _token_ids(doc).get(value)
+        token_id = token_id_of(value) if token_id_of is not None else token_ids(doc).get(value)
         if token_id is None:
             raise ToktoolsError(f"{what} token {value!r} is not in the vocabulary")
         return token_id
@@ -172,7 +167,7 @@ def _output_settings(doc: Any, format: str, document: str, field: str | None, ap
     the document, or a :class:`toktools.corpus_tokenizer.CorpusTokenizer` (whose vocabulary is
     then read only for a token named that is not an added one)."""
     lookup = doc.token_id if isinstance(doc, CorpusTokenizer) else None
-    vocab_size = doc.vocab_size if isinstance(doc, CorpusTokenizer) else 1 + max(_token_ids(doc).values(), default=0)
+    vocab_size = doc.vocab_size if isinstance(doc, CorpusTokenizer) else vocab_size_of(doc)
     if isinstance(doc, CorpusTokenizer):
         doc = doc.shape
     if document == "jsonl":

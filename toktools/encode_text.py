@@ -152,12 +152,12 @@ class _Tiktoken:
     name = "tiktoken"
 
     def __init__(self, engine: Any, doc: Mapping[str, Any], max_length: int | None) -> None:
-        from toktools.encode_shards import _token_ids
+        from toktools.corpus_tokenizer import token_ids
 
         self.engine = engine
         truncation = doc.get("truncation")
         self.limit = max_length if max_length is not None else (truncation or {}).get("max_length")
-        self.id_to_token = {i: t for t, i in _token_ids(dict(doc)).items()}
+        self.id_to_token = {i: t for t, i in token_ids(doc).items()}
 
     def encode(self, inputs: Sequence[Any], add_special_tokens: bool) -> list[_Row]:
         rows = self.engine.encode_batch(inputs)
@@ -252,7 +252,8 @@ def encode_text(inputs: Sequence[str | Path], tokenizer: Any, output: str | Path
 
     from toktools.corpus import batched
     from toktools.corpus_verify import Verifier, start_checker
-    from toktools.encode_shards import CollectorPause, load_document
+    from toktools.corpus_tokenizer import load_document
+    from toktools.encode_shards import CollectorPause
     from toktools.outputs import check_output_file, input_files
 
     started = time.perf_counter()
