@@ -51,13 +51,6 @@ VECTOR_MIN_WORDS = 512
 VECTOR_MAX_CHARS = 48
 
 
-def compiled_installed() -> bool:
-    """numba is there to be imported (found, not imported: that is the expensive part)."""
-    from importlib.util import find_spec
-
-    return find_spec("numba") is not None
-
-
 @contextmanager
 def without_scipy_linalg() -> Iterator[None]:
     """``scipy.linalg`` unimportable while numba starts, in a process of toktools' own.

@@ -729,14 +729,9 @@ def unigram_reference_likely(document: Mapping[str, Any], input_bytes: int | Non
         return False
     if input_bytes is None or input_bytes < UNIGRAM_REFERENCE_MIN_BYTES:
         return False
-    if os.environ.get("TOKTOOLS_PURE_PYTHON", "") not in ("", "0"):  # as compiled_viterbi says
-        return False
-    import importlib.util
+    from toktools.compiled import numba_installed, pure_python_forced
 
-    try:
-        return importlib.util.find_spec("numba") is not None
-    except (ImportError, ValueError):
-        return False
+    return not pure_python_forced() and numba_installed()  # what compiled_viterbi will say
 
 
 def tiktoken_available() -> bool:

@@ -559,10 +559,11 @@ class IdsEncoder:
         cache) on at least :data:`toktools.bpe_bulk.COMPILED_PLANNED_BYTES` of input, with numba
         installed. A rule on the size, not on timing, so that a loaded machine never changes it."""
         from toktools import bpe_bulk
+        from toktools.compiled import numba_installed
 
         bpe = self.cache.compute
         return (isinstance(bpe, _ByteLevelBPE) and not bpe.ignore_merges
-                and input_bytes >= bpe_bulk.COMPILED_PLANNED_BYTES and bpe_bulk.compiled_installed())
+                and input_bytes >= bpe_bulk.COMPILED_PLANNED_BYTES and numba_installed())
 
     def load_compiled(self, own_process: bool = False) -> None:
         bpe = self.cache.compute

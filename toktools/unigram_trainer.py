@@ -25,7 +25,6 @@ candidates are found once, in a trie of the seed pieces, then filtered as pieces
 from __future__ import annotations
 
 import math
-import os
 from typing import Any, Callable, Iterable, Mapping
 
 from toktools.errors import ToktoolsError
@@ -518,7 +517,9 @@ class UnigramTrainer:
 def compiled_kernels() -> Any:
     """:mod:`toktools.unigram_kernels` when numba is installed (extra ``fast``), else None.
     ``TOKTOOLS_PURE_PYTHON=1`` forces the pure-Python steps (same results, slower)."""
-    if os.environ.get("TOKTOOLS_PURE_PYTHON", "") not in ("", "0"):
+    from toktools.compiled import pure_python_forced
+
+    if pure_python_forced():
         return None
     try:
         from toktools import unigram_kernels

@@ -18,7 +18,6 @@ from __future__ import annotations
 import heapq
 import json
 import math
-import os
 import random
 import struct
 from bisect import bisect_right
@@ -159,7 +158,9 @@ def viterbi(text: str, index: PieceIndex, unk_id: int | None, unk_score: float, 
 def compiled_viterbi() -> Any:
     """:mod:`toktools.unigram_viterbi` when numba is installed (extra ``fast``), else None.
     ``TOKTOOLS_PURE_PYTHON=1`` forces the pure-Python :func:`viterbi` (same paths, slower)."""
-    if os.environ.get("TOKTOOLS_PURE_PYTHON", "") not in ("", "0"):
+    from toktools.compiled import pure_python_forced
+
+    if pure_python_forced():
         return None
     try:
         from toktools import unigram_viterbi
