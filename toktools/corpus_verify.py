@@ -24,9 +24,9 @@ VERIFY_PREFERRED_CHARS = 4096
 def _build_reference(document: dict[str, Any]) -> tuple[Any, str]:
     """The reference engine, or why it cannot be built (one line)."""
     try:
-        from toktools.engines import ReferenceEngine
+        from toktools.engines import ReferenceEngine, loaded_document
 
-        return ReferenceEngine(_document(document), workers=1), ""
+        return ReferenceEngine(loaded_document(document), workers=1), ""
     except ToktoolsError as err:
         return None, str(err)
     except Exception as err:  # a bug must still reach the user as one line
@@ -52,12 +52,6 @@ def _answer(reference: Any, problem: str, texts: list[str]) -> Any:
 Build = Callable[[dict[str, Any]], tuple[Any, str]]
 
 
-def _document(document: Any) -> Any:
-    """The document, from a :data:`toktools.engines.DocumentSource` (which may parse it: the
-    checker does that in its own process, after a cached start-up that did not)."""
-    return document() if callable(document) else document
-
-
 def _checker(conn: Any, document: dict[str, Any], parent: int, build: Build) -> None:
     """The checker process: the reference's ids for each list of texts received, or one line
     saying why the reference cannot run (then for every request)."""
@@ -77,8 +71,10 @@ def _checker(conn: Any, document: dict[str, Any], parent: int, build: Build) -> 
     # over the parent's heap inherited by the fork) cost a third of the build
     gc.freeze()
     gc.disable()
-    try:
-        document = _document(document)
+    from toktools.engines import loaded_document
+
+    try:  # the document from a DocumentSource: parsed here, after a cached start-up that did not
+        document = loaded_document(document)
     except Exception as err:  # the tokenizer read again: any failure reaches the user as one line
         reference, problem = None, f"the tokenizer cannot be read for --verify ({type(err).__name__}: {err})"
     else:

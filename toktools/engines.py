@@ -686,7 +686,8 @@ class ReferenceEngine(Engine):
 DocumentSource = Union[Mapping[str, Any], Callable[[], Mapping[str, Any]]]
 
 
-def _loaded(document: Any) -> Mapping[str, Any]:
+def loaded_document(document: DocumentSource) -> Mapping[str, Any]:
+    """The document a :data:`DocumentSource` stands for (calling it parses it, the first time)."""
     return document() if callable(document) else document  # type: ignore[no-any-return]
 
 
@@ -775,7 +776,7 @@ def compiled_unigram_reference(document: DocumentSource, workers: int | None = N
     ``tokenizers`` too when the caller knows the input is small (``input_bytes`` below
     :data:`UNIGRAM_REFERENCE_MIN_BYTES`), as numba's own start then costs more than it saves.
     ``document`` may be a :data:`DocumentSource`; ``shape``, when given, is checked instead."""
-    model = ((shape if shape is not None else _loaded(document)).get("model") or {}).get("type")
+    model = ((shape if shape is not None else loaded_document(document)).get("model") or {}).get("type")
     if model != "Unigram" or (input_bytes is not None and input_bytes < UNIGRAM_REFERENCE_MIN_BYTES):
         return None
     from toktools.fast_unigram import UnigramIdsEncoder
@@ -784,7 +785,7 @@ def compiled_unigram_reference(document: DocumentSource, workers: int | None = N
     if compiled_viterbi() is None:
         return None
     try:
-        engine = ReferenceEngine(_loaded(document), workers)
+        engine = ReferenceEngine(loaded_document(document), workers)
     except ToktoolsError:
         return None
     if not isinstance(engine.fast, UnigramIdsEncoder):
@@ -798,12 +799,12 @@ def fastest_reference(document: DocumentSource, workers: int | None = None, inpu
     """The reference engine when ``auto`` should take it (it beats the libraries for this
     tokenizer: :func:`compiled_unigram_reference`, :func:`reference_is_fastest`), else None.
     ``document`` may be a :data:`DocumentSource`; ``shape``, when given, is checked instead."""
-    shape = shape if shape is not None else _loaded(document)
+    shape = shape if shape is not None else loaded_document(document)
     unigram = compiled_unigram_reference(document, workers, input_bytes, shape)
     if unigram is not None or not reference_is_fastest(shape, workers):
         return unigram
     try:
-        reference = ReferenceEngine(_loaded(document), workers)
+        reference = ReferenceEngine(loaded_document(document), workers)
     except ToktoolsError:
         return None
     if reference.fast is None:  # no ids-only path after all: the libraries are faster
@@ -825,14 +826,14 @@ def make_engine(name: str, document: DocumentSource, *, workers: int | None = No
     if name not in ENGINES:
         raise ToktoolsError(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
     if name == "reference":
-        return ReferenceEngine(_loaded(document), workers, input_bytes)
+        return ReferenceEngine(loaded_document(document), workers, input_bytes)
     if name == "tokenizers":
-        return TokenizersEngine(_loaded(document))
+        return TokenizersEngine(loaded_document(document))
     if name == "auto":
         reference = fastest_reference(document, workers, input_bytes, shape)
         if reference is not None:
             return reference
-    analysis = analysis or analyse(_loaded(document), fingerprint)
+    analysis = analysis or analyse(loaded_document(document), fingerprint)
     if name == "tiktoken" or (name == "auto" and analysis.tiktoken_reason is None and tiktoken_available()):
         if not tiktoken_available():
             raise ToktoolsError("engine tiktoken is not installed (pip install 'toktools[corpus]')")
@@ -849,9 +850,9 @@ def make_engine(name: str, document: DocumentSource, *, workers: int | None = No
         if name == "tiktoken":
             raise ToktoolsError(f"engine tiktoken is not exact for this tokenizer: {mismatch}")
     try:
-        return TokenizersEngine(_loaded(document))
+        return TokenizersEngine(loaded_document(document))
     except ToktoolsError:
-        return ReferenceEngine(_loaded(document), workers)
+        return ReferenceEngine(loaded_document(document), workers)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -893,7 +894,7 @@ def probe_tiktoken(engine: TiktokenEngine, document: DocumentSource, fingerprint
     tiktoken 0.14.0 against tokenizers 0.23.3, and this keeps checking that on every run."""
     import tiktoken
 
-    fingerprint = fingerprint or document_fingerprint(_loaded(document))
+    fingerprint = fingerprint or document_fingerprint(loaded_document(document))
     key = (fingerprint, getattr(tiktoken, "__version__", "?"))
     if key in _probe_cache:
         return _probe_cache[key]
@@ -903,7 +904,7 @@ def probe_tiktoken(engine: TiktokenEngine, document: DocumentSource, fingerprint
         return cached["probe"]
     texts = probe_text(probe_code_points())
     try:
-        reference = TokenizersEngine(_loaded(document)).encode_batch(texts)
+        reference = TokenizersEngine(loaded_document(document)).encode_batch(texts)
     except ToktoolsError:
         _probe_cache[key] = None  # cannot compare; the E1-E4 analysis stands
         return None
