@@ -25,9 +25,10 @@ import os
 from array import array
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Callable, Iterable, Mapping, Sequence, Union
+from typing import Any, Callable, Mapping, Sequence, Union
 
 from toktools.errors import ToktoolsError
+from toktools.id_packing import unpack_id_lists
 
 ENGINES = ("auto", "reference", "tokenizers", "tiktoken")
 IdBatch = list[list[int]]
@@ -540,32 +541,13 @@ def _stop_zygote() -> None:
 
 
 def _encode_in_worker(texts: list[str]) -> tuple[bytes, bytes]:
-    """Ids of a chunk, packed as two int64 arrays (all ids, lengths): pickling millions of
-    small ints would cost more than a large share of the encoding."""
-    from array import array
+    """Ids of a chunk, packed (:mod:`toktools.id_packing`) to be sent back cheaply."""
+    from toktools.id_packing import pack_id_lists
 
     if _worker_packed is not None:
         return _worker_packed(texts)
     assert _worker_ids is not None
-    flat, lengths = array("q"), array("q")
-    for ids in _worker_ids(texts):
-        flat.extend(ids)
-        lengths.append(len(ids))
-    return flat.tobytes(), lengths.tobytes()
-
-
-def _unpacked(results: Iterable[tuple[bytes, bytes]]) -> IdBatch:
-    """The id lists of worker results packed as (all ids, lengths) int64 arrays (cheap to send)."""
-    from array import array
-
-    from itertools import accumulate
-
-    out: IdBatch = []
-    for flat_bytes, length_bytes in results:
-        flat = array("q", flat_bytes).tolist()
-        bounds = list(accumulate(array("q", length_bytes), initial=0))
-        out.extend(map(flat.__getitem__, map(slice, bounds[:-1], bounds[1:])))  # in C, no loop per text
-    return out
+    return pack_id_lists(_worker_ids(texts))
 
 
 class ReferenceEngine(Engine):
@@ -657,10 +639,10 @@ class ReferenceEngine(Engine):
         if self._zygote:
             self._busy = True
             try:
-                return _unpacked(self._pool.submit(_encode_in_zygote, chunks).result())
+                return unpack_id_lists(self._pool.submit(_encode_in_zygote, chunks).result())
             finally:
                 self._busy = False
-        return warm + _unpacked(self._pool.map(_encode_in_worker, chunks))
+        return warm + unpack_id_lists(self._pool.map(_encode_in_worker, chunks))
 
     def close(self) -> None:
         """Kill the workers (also from another thread while a batch is in flight: it then

@@ -504,16 +504,13 @@ class IdsEncoder:
         count (what a worker sends back). Once the compiled merge is loaded (a corpus whose words
         rarely repeat: see :mod:`toktools.bpe_bulk`), every word is merged by it with no cache,
         no id list per word or text; a text that may hold an added token goes the usual way."""
-        from array import array
 
         bpe = self.cache.compute
         compiled = bpe.bulk().compiled(load=False) if isinstance(bpe, _ByteLevelBPE) and not bpe.ignore_merges else None
         if compiled is None:
-            flat, counts = array("q"), array("q")
-            for ids in self.encode_batch(texts):
-                flat.extend(ids)
-                counts.append(len(ids))
-            return flat.tobytes(), counts.tobytes()
+            from toktools.id_packing import pack_id_lists
+
+            return pack_id_lists(self.encode_batch(texts))
         import numpy as np
 
         words = [self._plain_words(text) for text in texts]

@@ -253,13 +253,9 @@ class UnigramIdsEncoder:
     def encode_packed(self, texts: Sequence[str]) -> tuple[bytes, bytes]:
         """The ids as the bytes of two int64 arrays, all ids and each text's count (what a
         worker sends back)."""
-        from array import array
+        from toktools.id_packing import pack_id_lists
 
-        flat, counts = array("q"), array("q")
-        for ids in self.encode_batch(texts):
-            flat.extend(ids)
-            counts.append(len(ids))
-        return flat.tobytes(), counts.tobytes()
+        return pack_id_lists(self.encode_batch(texts))
 
     def prepare_for_volume(self, head_share: float, workers: int) -> None:
         """What the reference engine calls before forking its workers: nothing to load here, as
