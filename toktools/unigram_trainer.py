@@ -517,15 +517,9 @@ class UnigramTrainer:
 def compiled_kernels() -> Any:
     """:mod:`toktools.unigram_kernels` when numba is installed (extra ``fast``), else None.
     ``TOKTOOLS_PURE_PYTHON=1`` forces the pure-Python steps (same results, slower)."""
-    from toktools.compiled import pure_python_forced
+    from toktools.compiled import compiled_module
 
-    if pure_python_forced():
-        return None
-    try:
-        from toktools import unigram_kernels
-    except ImportError:
-        return None
-    return unigram_kernels
+    return compiled_module("toktools.unigram_kernels")
 
 
 def _code_points(strings: list[str]) -> tuple[Any, Any]:

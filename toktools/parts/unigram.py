@@ -158,15 +158,9 @@ def viterbi(text: str, index: PieceIndex, unk_id: int | None, unk_score: float, 
 def compiled_viterbi() -> Any:
     """:mod:`toktools.unigram_viterbi` when numba is installed (extra ``fast``), else None.
     ``TOKTOOLS_PURE_PYTHON=1`` forces the pure-Python :func:`viterbi` (same paths, slower)."""
-    from toktools.compiled import pure_python_forced
+    from toktools.compiled import compiled_module
 
-    if pure_python_forced():
-        return None
-    try:
-        from toktools import unigram_viterbi
-    except ImportError:
-        return None
-    return unigram_viterbi
+    return compiled_module("toktools.unigram_viterbi")
 
 
 def best_paths(texts: list[str], index: PieceIndex, unk_id: int | None, unk_score: float, *,
