@@ -45,11 +45,22 @@ def loads_merges_txt(text: str, source: str = "merges.txt") -> list[tuple[str, s
 
 def read_text_file(path: Path, what: str) -> str:
     """A UTF-8 text file, or a :class:`ToktoolsError` that says which file and why."""
+    return decode_utf8(read_file_bytes(path, what), path)
+
+
+def read_file_bytes(path: Path, what: str) -> bytes:
+    """A file's bytes, or a :class:`ToktoolsError` that says which file (``what``) and why."""
     try:
-        return path.read_bytes().decode("utf-8")
+        return path.read_bytes()
     except FileNotFoundError:
         raise ToktoolsError(f"{what} not found: {path}") from None
-    except UnicodeDecodeError as err:
-        raise ToktoolsError(f"{path}: not valid UTF-8 at byte {err.start}") from None
     except OSError as err:
         raise ToktoolsError(f"cannot read {path}: {err.strerror}") from None
+
+
+def decode_utf8(raw: bytes, path: Path) -> str:
+    """The text of ``path``'s bytes, or a :class:`ToktoolsError` naming the first bad byte."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ToktoolsError(f"{path}: not valid UTF-8 at byte {err.start}") from None

@@ -173,37 +173,19 @@ def load_corpus_tokenizer(tokenizer: Any) -> CorpusTokenizer:
     if path is None:
         doc, fingerprint = load_document(tokenizer)
         return CorpusTokenizer(fingerprint, document_shape(doc), vocab_size_of(doc), _document=doc)
-    raw = _read_bytes(path)
+    from toktools.bpe_files import decode_utf8, read_file_bytes
+
+    raw = read_file_bytes(path, "tokenizer file")
     fingerprint = hashlib.sha256(raw).hexdigest()
     cached = _read_entry(fingerprint)
     if cached is not None:
         shape, vocab_size, analysis = cached
         return CorpusTokenizer(fingerprint, shape, vocab_size, analysis, _raw=raw)
-    doc, parsed_fingerprint = load_document(tokenizer, text=_text(raw, path))
+    doc, parsed_fingerprint = load_document(tokenizer, text=decode_utf8(raw, path))
     # a file read through toktools.formats instead (not a tokenizer.json after all) is
     # fingerprinted by its canonical JSON: no entry (a lookup would never find it)
     keep = raw if parsed_fingerprint == fingerprint else None
     return CorpusTokenizer(parsed_fingerprint, document_shape(doc), vocab_size_of(doc), _document=doc, _raw=keep)
-
-
-def _read_bytes(path: Path) -> bytes:
-    from toktools.errors import ToktoolsError
-
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise ToktoolsError(f"tokenizer file not found: {path}") from None
-    except OSError as err:
-        raise ToktoolsError(f"cannot read {path}: {err.strerror}") from None
-
-
-def _text(raw: bytes, path: Path) -> str:
-    from toktools.errors import ToktoolsError
-
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise ToktoolsError(f"{path}: not valid UTF-8 at byte {err.start}") from None
 
 
 def vocab_size_of(doc: Mapping[str, Any]) -> int:
