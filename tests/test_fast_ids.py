@@ -380,7 +380,7 @@ def test_random_batches_merged_in_bulk(texts: list[str], compiled: bool) -> None
 def _unpack(flat: bytes, counts: bytes) -> list[list[int]]:
     from array import array
 
-    ids, out = array("q", flat).tolist(), []
+    ids, out = array("I", flat).tolist(), []  # ids: uint32; counts: int64
     for count in array("q", counts):
         out.append(ids[:count])
         ids = ids[count:]

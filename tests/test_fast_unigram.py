@@ -124,7 +124,7 @@ def test_packed_ids_are_the_batch_ids():
     fast = ids_encoder(from_tokenizer_json(converted("unigram")))
     texts = lines()
     flat, counts = fast.encode_packed(texts)
-    ids, out = array("q", flat).tolist(), []
+    ids, out = array("I", flat).tolist(), []  # ids: uint32; counts: int64
     for count in array("q", counts):
         out.append(ids[:count])
         ids = ids[count:]

@@ -101,12 +101,12 @@ class BulkMerge:
         if self._compiled is None and load:
             started = thread_time()
             with without_scipy_linalg() if own_process else nullcontext():
+                from toktools.bpe_compiled import BulkMerger
+
                 try:
-                    from toktools.bpe_kernels import BulkMerger
-                except ImportError:
-                    self._compiled = False
-                else:
                     self._compiled = BulkMerger(self.byte_ids, self.merge_map)
+                except ImportError:  # no numba, and no machine code cached
+                    self._compiled = False
             self.load_seconds += thread_time() - started
         return self._compiled or None
 

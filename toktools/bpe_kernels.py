@@ -1,6 +1,7 @@
-"""Compiled BPE merges for the ids-only path of the reference engine (optional: needs
-``numba``, extra ``fast``; importing this module fails without it and :mod:`toktools.fast_ids`
-then merges in Python).
+"""The compiled BPE merge of the reference engine's ids-only path, as numba source (optional:
+needs ``numba``, extra ``fast``). :mod:`toktools.native_code` compiles :func:`merge_words_at` once
+and keeps its machine code; :class:`toktools.bpe_compiled.BulkMerger` calls it. Only that
+compilation imports this module.
 
 :func:`toktools.bpe_merges.merge_symbols` written over flat arrays, for many words in one call:
 the same min-heap of ``(rank, position)`` (lowest rank first, ties to the leftmost), the same
@@ -12,22 +13,20 @@ rarely repeat (Chinese runs of text) and on the cold caches of every worker.
 
 Layout: the words' UTF-8 bytes are one ``uint8`` array, word ``w`` being
 ``data[starts[w]:starts[w + 1]]``; ``byte_ids[b]`` is the id of byte ``b``'s symbol. The merges
-are an open-addressing hash table (:class:`MergeTable`) keyed by ``left id << 32 | right id``.
-Only :func:`merge_words` is compiled code to load (its helpers are inlined into it): loading
-each compiled function from numba's cache has a cost of its own.
+are an open-addressing hash table (:class:`toktools.bpe_compiled.MergeTable`) keyed by
+``left id << 32 | right id``. The caller gives every array, the scratch ones included, so the
+kernel allocates nothing and raises nothing: its machine code needs nothing from numba at run
+time (see :mod:`toktools.native_code`).
 """
 from __future__ import annotations
 
-from itertools import chain
-from typing import Mapping
-
 import numpy as np
-from numba import njit
+from numba import carray, njit
 
-from toktools.bpe_vectorized import _EMPTY, _GOLDEN, PairTable  # the same hash table layout
+from toktools.bpe_vectorized import _EMPTY, _GOLDEN  # the same hash table layout
 
 
-@njit(cache=True, inline="always")
+@njit(inline="always")
 def _slot(table_keys, key, shift):
     """Where ``key`` is (or would go) in the table: linear probing from its Fibonacci hash."""
     mask = len(table_keys) - 1
@@ -37,22 +36,7 @@ def _slot(table_keys, key, shift):
     return h
 
 
-class MergeTable:
-    """``(left id, right id) -> (rank, new id)`` as arrays the kernel probes: the hash table of
-    :class:`toktools.bpe_vectorized.PairTable` (built with numpy: one compiled function less
-    to load), its slots holding ranks and new ids."""
-
-    def __init__(self, merge_map: Mapping[tuple[int, int], tuple[int, int]]) -> None:
-        n = len(merge_map)
-        pairs = np.array(list(merge_map.keys()), dtype=np.int64).reshape(n, 2)
-        values = np.array(list(merge_map.values()), dtype=np.int64).reshape(n, 2)
-        table = PairTable((pairs[:, 0] << 32) | pairs[:, 1])
-        self.keys, self.shift = table.keys, table.shift
-        self.ranks = values[table.index, 0]  # empty slots hold merge 0's: never read, their key is _EMPTY
-        self.new_ids = values[table.index, 1]
-
-
-@njit(cache=True, inline="always")
+@njit(inline="always")
 def _lookup(table_keys, shift, left, right):
     """The slot of pair ``(left, right)``, or -1 if it is no merge."""
     key = (np.uint64(left) << np.uint64(32)) | np.uint64(right)
@@ -60,7 +44,7 @@ def _lookup(table_keys, shift, left, right):
     return h if table_keys[h] == key else -1
 
 
-@njit(cache=True, inline="always")
+@njit(inline="always")
 def _sift_down(heap_keys, heap_new, size, i):
     key, new = heap_keys[i], heap_new[i]
     while True:
@@ -76,7 +60,7 @@ def _sift_down(heap_keys, heap_new, size, i):
     heap_keys[i], heap_new[i] = key, new
 
 
-@njit(cache=True, inline="always")
+@njit(inline="always")
 def _push(heap_keys, heap_new, size, key, new):
     i = size
     while i > 0:
@@ -88,23 +72,15 @@ def _push(heap_keys, heap_new, size, key, new):
     heap_keys[i], heap_new[i] = key, new
 
 
-@njit(cache=True)
-def merge_words(data, starts, byte_ids, table_keys, table_ranks, table_new, shift):
-    """The merged ids of every word: ``(ids, id_starts)``, word ``w``'s ids being
-    ``ids[id_starts[w]:id_starts[w + 1]]``. A heap key is ``rank << 32 | position``, so
-    ordering keys orders by rank, then position, as ``tokenizers`` pops them."""
+@njit(inline="always")
+def merge_into(data, starts, byte_ids, table_keys, table_ranks, table_new, shift,
+               symbols, following, previous, alive, heap_keys, heap_new, ids, id_starts):
+    """Merge every word; returns how many ids it wrote. Word ``w``'s ids are
+    ``ids[id_starts[w]:id_starts[w + 1]]``. A heap key is ``rank << 32 | position``, so ordering
+    keys orders by rank, then position, as ``tokenizers`` pops them. The scratch arrays hold
+    the longest word: ``symbols``, ``following``, ``previous``, ``alive`` one slot a byte, the heap
+    three (n - 1 pairs, then at most 2 per merge); ``ids`` one a byte of ``data``."""
     n_words = len(starts) - 1
-    longest = 1
-    for w in range(n_words):
-        longest = max(longest, starts[w + 1] - starts[w])
-    symbols = np.empty(longest, dtype=np.int64)
-    following = np.empty(longest, dtype=np.int64)
-    previous = np.empty(longest, dtype=np.int64)
-    alive = np.empty(longest, dtype=np.bool_)
-    heap_keys = np.empty(3 * longest, dtype=np.int64)  # n - 1 pairs, then at most 2 per merge
-    heap_new = np.empty(3 * longest, dtype=np.int64)
-    ids = np.empty(len(data), dtype=np.int64)  # never more tokens than bytes
-    id_starts = np.empty(n_words + 1, dtype=np.int64)
     low = np.int64(0xFFFFFFFF)
     out = 0
     for w in range(n_words):
@@ -163,45 +139,17 @@ def merge_words(data, starts, byte_ids, table_keys, table_ranks, table_new, shif
             out += 1
             i = following[i]
     id_starts[n_words] = out
-    return ids[:out], id_starts
+    return out
 
 
-class BulkMerger:
-    """Words → their merged id tuples, many per call (one kernel call for all of them)."""
-
-    def __init__(self, byte_ids: list[int], merge_map: Mapping[tuple[int, int], tuple[int, int]]) -> None:
-        self.byte_ids = np.array(byte_ids, dtype=np.int64)
-        self.table = MergeTable(merge_map)
-        self(["a"])  # load the compiled code now (~0.5 s), in the process that forks the workers
-
-    def __call__(self, words: list[str]) -> list[tuple[int, ...]]:
-        encoded = [word.encode("utf-8") for word in words]
-        starts = np.zeros(len(encoded) + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=starts[1:])
-        data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
-        table = self.table
-        ids, id_starts = merge_words(data, starts, self.byte_ids, table.keys, table.ranks, table.new_ids, table.shift)
-        flat, bounds = ids.tolist(), id_starts.tolist()
-        return list(map(tuple, map(flat.__getitem__, map(slice, bounds, bounds[1:]))))
-
-    def ids_of_texts(self, word_lists: list[list[str]]) -> tuple[np.ndarray, np.ndarray]:
-        """Every word of many texts merged, no cache: ``(ids, counts)``, text ``t``'s ids being
-        the ``counts[t]`` ids after those of the texts before it. Where words rarely repeat
-        (Chinese), a cache costs more than merging again; and nothing here is done per word in
-        Python: the words' bounds come from their lengths in characters and the UTF-8 length
-        of every character."""
-        words = list(chain.from_iterable(word_lists))
-        text = "".join(words)
-        points = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-        char_bytes = 1 + (points >= 0x80).astype(np.int64) + (points >= 0x800) + (points >= 0x10000)
-        byte_at = np.zeros(len(points) + 1, dtype=np.int64)
-        np.cumsum(char_bytes, out=byte_at[1:])
-        char_ends = np.zeros(len(words) + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, words), dtype=np.int64, count=len(words)), out=char_ends[1:])
-        data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-        table = self.table
-        ids, id_starts = merge_words(data, byte_at[char_ends], self.byte_ids, table.keys, table.ranks, table.new_ids,
-                                     table.shift)
-        word_ends = np.cumsum(np.fromiter(map(len, word_lists), dtype=np.int64, count=len(word_lists)))
-        id_ends = id_starts[word_ends]
-        return ids, np.diff(id_ends, prepend=0)
+def merge_words_at(n_words, n_data, data, starts, byte_ids, table_size, table_keys, table_ranks, table_new, shift,
+                   longest, symbols, following, previous, alive, heap_keys, heap_new, ids, id_starts):
+    """:func:`merge_into` over raw pointers (the compiled entry point; its parameter types are
+    listed in :data:`toktools.bpe_compiled._KERNEL`): the arrays' lengths come from the counts
+    given, ``longest`` being the longest word in bytes."""
+    return merge_into(
+        carray(data, (n_data,)), carray(starts, (n_words + 1,)), carray(byte_ids, (256,)),
+        carray(table_keys, (table_size,)), carray(table_ranks, (table_size,)), carray(table_new, (table_size,)),
+        shift, carray(symbols, (longest,)), carray(following, (longest,)), carray(previous, (longest,)),
+        carray(alive, (longest,)), carray(heap_keys, (3 * longest,)), carray(heap_new, (3 * longest,)),
+        carray(ids, (n_data,)), carray(id_starts, (n_words + 1,)))

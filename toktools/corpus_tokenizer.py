@@ -193,37 +193,12 @@ def vocab_size_of(doc: Mapping[str, Any]) -> int:
     return 1 + max(token_ids(doc).values(), default=0)
 
 
-def _library_version(name: str) -> str:
-    """A library's version without importing it where its metadata says it (the key of every
-    run: ``tokenizers``' import alone is ~10 ms that a tiktoken run does not otherwise pay)."""
-    module = sys.modules.get(name)
-    if module is not None:
-        return str(getattr(module, "__version__", "?"))
-    try:
-        import importlib.util
-
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError):
-        return "none"
-    if spec is None or spec.origin is None:
-        return "none"
-    site = Path(spec.origin).parent.parent
-    found = sorted(site.glob(f"{name}-*.dist-info"))
-    if len(found) == 1:
-        return found[0].name[len(name) + 1:-len(".dist-info")]
-    try:
-        module = __import__(name)
-    except ImportError:
-        return "none"
-    return str(getattr(module, "__version__", "?"))
-
-
 def _entry_path(fingerprint: str) -> Path | None:
     from toktools import __version__
     from toktools.engines import _EXACT_VERSION
-    from toktools.user_cache import cache_file
+    from toktools.user_cache import cache_file, library_version
 
-    versions = (f"toktools{__version__}-tokenizers{_library_version('tokenizers')}-tiktoken{_library_version('tiktoken')}"
+    versions = (f"toktools{__version__}-tokenizers{library_version('tokenizers')}-tiktoken{library_version('tiktoken')}"
                 f"-py{sys.version_info[0]}.{sys.version_info[1]}-exact{_EXACT_VERSION}")
     return cache_file(f"corpus-tokenizer-v{CACHE_FORMAT}", f"{fingerprint}-{versions}.bin")
 

@@ -28,7 +28,7 @@ from functools import partial
 from typing import Any, Callable, Mapping, Sequence, Union
 
 from toktools.errors import ToktoolsError
-from toktools.id_packing import unpack_id_lists
+from toktools.id_packing import Packed, joined, pack_id_lists, unpack_id_lists
 
 ENGINES = ("auto", "reference", "tokenizers", "tiktoken")
 IdBatch = list[list[int]]
@@ -542,8 +542,6 @@ def _stop_zygote() -> None:
 
 def _encode_in_worker(texts: list[str]) -> tuple[bytes, bytes]:
     """Ids of a chunk, packed (:mod:`toktools.id_packing`) to be sent back cheaply."""
-    from toktools.id_packing import pack_id_lists
-
     if _worker_packed is not None:
         return _worker_packed(texts)
     assert _worker_ids is not None
@@ -603,12 +601,25 @@ class ReferenceEngine(Engine):
         return [e.ids for e in self.tokenizer.encode_batch(texts, add_special_tokens=False, workers=1)]
 
     def encode_batch(self, texts: Sequence[str]) -> IdBatch:
+        here, packed = self._encode(texts)
+        return here + unpack_id_lists(packed)
+
+    def encode_packed(self, texts: Sequence[str]) -> PackedIds:
+        """The same ids as :meth:`encode_batch` in one array (:class:`PackedIds`): the workers'
+        packed uint32 ids joined as they come, with no Python int made per id."""
+        here, packed = self._encode(texts)
+        data, counts = joined([pack_id_lists(here), *packed] if here else packed)
+        return PackedIds(data, counts)
+
+    def _encode(self, texts: Sequence[str]) -> tuple[IdBatch, list[Packed]]:
+        """The ids of ``texts``: those of the first ones encoded here, then the packed results
+        of the workers for the rest, in order."""
         from toktools.workers import worth_starting
 
         texts = list(texts)
         chars = sum(map(len, texts))
         if not texts or (not self._zygote and (len(texts) < 2 or worth_starting(self.workers, chars, PARALLEL_CHARS // 2) <= 1)):
-            return self._ids(texts)  # small batches stay here, except with a zygote (its workers are ready; no cache here)
+            return self._ids(texts), []  # small batches stay here, except with a zygote (its workers are ready; no cache here)
         warm: IdBatch = []
         if self._pool is None:
             if self._closed:  # a batch that started after close (an interrupt) must not fork a new pool
@@ -639,10 +650,10 @@ class ReferenceEngine(Engine):
         if self._zygote:
             self._busy = True
             try:
-                return unpack_id_lists(self._pool.submit(_encode_in_zygote, chunks).result())
+                return [], self._pool.submit(_encode_in_zygote, chunks).result()
             finally:
                 self._busy = False
-        return warm + unpack_id_lists(self._pool.map(_encode_in_worker, chunks))
+        return warm, list(self._pool.map(_encode_in_worker, chunks))
 
     def close(self) -> None:
         """Kill the workers (also from another thread while a batch is in flight: it then

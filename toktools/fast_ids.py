@@ -402,8 +402,7 @@ class IdsPath(Protocol):
         """The ids of each text (as the reference, without special tokens added)."""
 
     def encode_packed(self, texts: Sequence[str]) -> tuple[bytes, bytes]:
-        """The same ids as the bytes of two int64 arrays, all ids and each text's count (what a
-        worker sends back)."""
+        """The same ids packed as a worker sends them back (:data:`toktools.id_packing.Packed`)."""
 
     def prepare_for_volume(self, head_share: float, workers: int) -> None:
         """Before forking workers, after encoding the first ``head_share`` of a batch here: load
@@ -500,10 +499,11 @@ class IdsEncoder:
         return out
 
     def encode_packed(self, texts: Sequence[str]) -> tuple[bytes, bytes]:
-        """The ids of many texts as the bytes of two int64 arrays: all ids, and each text's
-        count (what a worker sends back). Once the compiled merge is loaded (a corpus whose words
-        rarely repeat: see :mod:`toktools.bpe_bulk`), every word is merged by it with no cache,
-        no id list per word or text; a text that may hold an added token goes the usual way."""
+        """The ids of many texts packed as a worker sends them back
+        (:data:`toktools.id_packing.Packed`: all ids as uint32, each text's count). Once the
+        compiled merge is loaded (a corpus whose words rarely repeat: see :mod:`toktools.bpe_bulk`),
+        every word is merged by it with no cache, no id list per word or text; a text that may
+        hold an added token goes the usual way."""
 
         bpe = self.cache.compute
         compiled = bpe.bulk().compiled(load=False) if isinstance(bpe, _ByteLevelBPE) and not bpe.ignore_merges else None
@@ -521,7 +521,7 @@ class IdsEncoder:
                      for text, w, count, end in zip(texts, words, counts.tolist(), ends)]
             counts = np.array(list(map(len, parts)), dtype=np.int64)
             ids = np.concatenate(parts) if parts else ids
-        return ids.astype(np.int64).tobytes(), counts.astype(np.int64).tobytes()
+        return ids.astype(np.uint32).tobytes(), counts.astype(np.int64).tobytes()
 
     def _plain_words(self, text: str) -> list[str] | None:
         """The words of a text that holds no added token (``None`` if it may hold one)."""

@@ -251,8 +251,7 @@ class UnigramIdsEncoder:
         return self.encode_batch([text])[0]
 
     def encode_packed(self, texts: Sequence[str]) -> tuple[bytes, bytes]:
-        """The ids as the bytes of two int64 arrays, all ids and each text's count (what a
-        worker sends back)."""
+        """The ids packed as a worker sends them back (:data:`toktools.id_packing.Packed`)."""
         from toktools.id_packing import pack_id_lists
 
         return pack_id_lists(self.encode_batch(texts))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,32 @@ def cache_root() -> Path | None:
     if root:
         return Path(root)
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "toktools"
+
+
+def library_version(name: str) -> str:
+    """A library's version (``"none"`` if it is not installed), read from its metadata without
+    importing it where possible: entries are keyed by versions on every run, and importing
+    ``tokenizers`` or numba only to ask costs more than the cache saves."""
+    module = sys.modules.get(name)
+    if module is not None:
+        return str(getattr(module, "__version__", "?"))
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return "none"
+    if spec is None or spec.origin is None:
+        return "none"
+    site = Path(spec.origin).parent.parent
+    found = sorted(site.glob(f"{name}-*.dist-info"))
+    if len(found) == 1:
+        return found[0].name[len(name) + 1:-len(".dist-info")]
+    try:
+        module = __import__(name)
+    except ImportError:
+        return "none"
+    return str(getattr(module, "__version__", "?"))
 
 
 def cache_file(*parts: str) -> Path | None:
