@@ -211,7 +211,7 @@ def _numba_cfunc(module: str, function: str, parameters: tuple[str, ...]) -> Cal
         return None
     pyfunc = getattr(importlib.import_module(module), function)
     compiled = cfunc(_numba_signature(parameters), cache=True)(pyfunc)
-    native = compiled.ctypes
+    native = ctypes.CFUNCTYPE(ctypes.c_int64, *map(_CTYPES.get, parameters))(compiled.address)  # addresses as ints
 
     def call(*args: int) -> int:
         return native(*args)

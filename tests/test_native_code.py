@@ -1,0 +1,144 @@
+"""Compiled kernels kept as machine code (toktools.native_code): the first process compiles the
+BPE merge with numba and stores its object code in the user cache; later processes load it with
+llvmlite alone, without importing numba, and merge to the same ids as ``tokenizers``. A damaged
+entry is compiled again, and where there is no cache or the object cannot be loaded, numba's own
+``cfunc`` of the same kernel gives the same ids."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("numba")
+pytest.importorskip("llvmlite")
+tokenizers = pytest.importorskip("tokenizers")
+
+from toktools import native_code  # noqa: E402
+from toktools.bpe_compiled import _KERNEL  # noqa: E402
+from toktools.shipped import shipped_path  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+TEXTS = [
+    "Tokenizers cut unaffable words differently, don't they? 1,000,000 tokens…",
+    "我是中国人，我爱北京天安门。",
+    "  leading spaces\tand\ttabs\n\nnew lines   ",
+    "émigré naïve façade — Ελληνικά русский 日本語のテキスト 한국어",
+    "emoji 👩‍👩‍👧‍👦 and combining a\u0302\u0323 marks",
+    "x" * 3000,  # one long word: the kernel's scratch arrays hold it
+    "",
+]
+
+#: Run in a fresh interpreter: merge TEXTS with the compiled kernel of the shipped byte-level
+#: vocabulary, and report the ids, whether numba was imported, and where the code came from.
+_PROBE = r"""
+import json, sys
+from toktools import native_code
+from toktools.formats import load
+from toktools.fast_ids import ids_encoder
+texts = json.loads(sys.argv[1])
+encoder = ids_encoder(load(sys.argv[2]))
+encoder.load_compiled()
+merge = encoder.cache.compute.bulk().compiled(load=False)
+assert merge is not None, "no compiled merge"
+ids, counts = merge.ids_of_texts([encoder._plain_words(t) for t in texts])
+ids, counts = ids.tolist(), counts.tolist()
+out, at = [], 0
+for n in counts:
+    out.append(ids[at:at + n]); at += n
+kind = "object" if native_code._engines else "cfunc"
+print(json.dumps({"ids": out, "numba": "numba" in sys.modules, "kind": kind}))
+"""
+
+
+def _vocab() -> Path:
+    path = shipped_path("bytebpe-50k")
+    assert path is not None, "the shipped bytebpe-50k is part of the package"
+    return path
+
+
+def _expected() -> list[list[int]]:
+    theirs = tokenizers.Tokenizer.from_file(str(_vocab() / "tokenizer.json"))
+    theirs.no_truncation()
+    theirs.no_padding()
+    return [e.ids for e in theirs.encode_batch(TEXTS, add_special_tokens=False)]
+
+
+def _probe(cache: str) -> dict:
+    env = dict(os.environ, TOKTOOLS_CACHE_DIR=cache, PYTHONPATH=str(REPO))
+    done = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(TEXTS), str(_vocab())], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _entries(cache: Path) -> list[Path]:
+    return sorted((cache / "native-code-v1").glob("toktools.bpe_kernels.merge_words_at-*.bin"))
+
+
+def test_first_run_compiles_and_stores_then_later_runs_load_without_numba(tmp_path: Path) -> None:
+    expected = _expected()
+    first = _probe(str(tmp_path))
+    assert first["kind"] == "object" and first["numba"], "the first run compiles with numba"
+    assert first["ids"] == expected
+    [entry] = _entries(tmp_path)
+    stored = entry.read_bytes()
+    later = _probe(str(tmp_path))
+    assert later == {"ids": expected, "numba": False, "kind": "object"}
+    assert entry.read_bytes() == stored, "a hit is read, not rewritten"
+
+
+def test_a_damaged_entry_is_compiled_again(tmp_path: Path) -> None:
+    _probe(str(tmp_path))
+    [entry] = _entries(tmp_path)
+    good = entry.read_bytes()
+    entry.write_bytes(good[: len(good) // 2] + b"\0" * (len(good) - len(good) // 2))
+    again = _probe(str(tmp_path))
+    assert again["ids"] == _expected() and again["kind"] == "object"
+    assert entry.read_bytes() == good, "the entry is written anew, as the first run wrote it"
+
+
+def test_without_a_cache_numba_cfunc_gives_the_same_ids() -> None:
+    result = _probe("")
+    assert result["kind"] == "cfunc" and result["ids"] == _expected()
+
+
+def test_where_the_object_cannot_be_loaded_numba_cfunc_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
+
+    from toktools.bpe_compiled import BulkMerger
+    from toktools.fast_ids import ids_encoder
+    from toktools.formats import load
+
+    def refuse(code: bytes, symbol: str) -> int:
+        raise RuntimeError("this llvmlite cannot load object code")
+
+    monkeypatch.setenv("TOKTOOLS_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(native_code, "_load", refuse)
+    monkeypatch.setattr(native_code, "_loaded", {})
+    encoder = ids_encoder(load(_vocab()))
+    bulk = encoder.cache.compute.bulk()
+    merger = BulkMerger(bulk.byte_ids, bulk.merge_map)
+    assert merger._kernel.native.__class__.__name__ == "CFunc"
+    ids, counts = merger.ids_of_texts([encoder._plain_words(t) for t in TEXTS])
+    assert [part.tolist() for part in np.split(ids, np.cumsum(counts)[:-1])] == _expected()
+
+
+def test_the_entry_is_keyed_by_what_the_code_depends_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from toktools import user_cache
+
+    monkeypatch.setenv("TOKTOOLS_CACHE_DIR", str(tmp_path))
+    here = native_code._entry_path(*_KERNEL[:2], _KERNEL[2])
+    assert here is not None and here.parent == tmp_path / "native-code-v1"
+    monkeypatch.setattr(user_cache, "library_version", lambda name: "0.0-other" if name == "numba" else "x")
+    assert native_code._entry_path(*_KERNEL[:2], _KERNEL[2]) != here, "another numba compiles its own"
+    monkeypatch.setenv("TOKTOOLS_CACHE_DIR", "")
+    assert native_code._entry_path(*_KERNEL[:2], _KERNEL[2]) is None
+
+
+def test_an_unknown_parameter_type_is_refused() -> None:
+    with pytest.raises(ValueError, match="float32"):
+        native_code.kernel("toktools.bpe_kernels", "merge_words_at", ["int64", "float32"])
