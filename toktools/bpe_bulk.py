@@ -10,7 +10,9 @@ the Python merge's ids (``tests/test_fast_ids.py`` checks them against it and ``
   start-up cost beyond numpy. Longer words need many steps over few symbols: they stay in
   Python (where :class:`toktools.fast_ids._CutPoints` cuts Chinese runs into parts merged alone).
 * :mod:`toktools.bpe_kernels` (numba, optional extra ``fast``): any word, well under a
-  microsecond a byte, 2-10 times faster than numpy, but loading it costs ~0.5-1 s. When the
+  microsecond a byte, 2-10 times faster than numpy. numba compiles it once per machine (1-3 s)
+  and :mod:`toktools.native_code` keeps its machine code, which later processes load in ~0.05 s
+  without numba (~0.4 s through numba's own cache when the user cache is off). When the
   reference engine knows its input holds at least ``COMPILED_PLANNED_BYTES``, it is planned from
   the size alone, and loaded once in a process of its own that then forks the workers
   (``IdsEncoder.plans_compiled``, ``ReferenceEngine``): no timing decides, so a loaded machine
@@ -30,7 +32,9 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 Pair = tuple[int, int]
 
-#: About what loading the compiled merge costs (CPU seconds: importing numba, loading its code).
+#: What loading the compiled merge may cost (CPU seconds): ~0.05 s from the machine code kept in
+#: the user cache, ~0.4 s through numba's own cache, 1-3 s the first time (numba compiles it).
+#: The rules below assume the slow case, so that a machine without the user cache never loses.
 COMPILED_LOAD_SECONDS = 0.7
 #: CPU seconds of merging new words after which a process loads the compiled merge: it is 2-10
 #: times faster, so this is where what it saves starts to pay for loading it.
