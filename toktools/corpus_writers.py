@@ -28,7 +28,6 @@ import hashlib
 import os
 import struct
 import sys
-import tempfile
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,13 +96,12 @@ class _AtomicFile:
         directory = target.parent if str(target.parent) else Path(".")
         if not directory.is_dir():
             raise ToktoolsError(f"output directory {directory} does not exist")
-        try:
-            handle, self.temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+        from toktools.outputs import temporary_beside
+
+        try:  # registered: a SIGTERM during a long native call removes it too
+            handle, self.temporary = temporary_beside(target)
         except OSError as err:
             raise ToktoolsError(f"cannot write into {directory}: {err.strerror}") from None
-        from toktools.outputs import register_temporary
-
-        register_temporary(self.temporary)  # a SIGTERM during a long native call removes it too
         self.out: BinaryIO = os.fdopen(handle, "wb")
         self.bytes = 0
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
 from toktools.errors import ToktoolsError
-from toktools.outputs import check_output_dir, register_temporary, unregister_temporary
+from toktools.outputs import check_output_dir, temporary_beside, unregister_temporary
 
 
 def dumps_tokenizer_json(document: Mapping[str, Any]) -> str:
@@ -30,9 +29,8 @@ def write_files_atomically(directory: Path, files: Mapping[str, str | bytes], *,
     mode = 0o666 & ~_umask()  # mkstemp makes 0600 files; give them the usual permissions
     try:
         for name, text in files.items():
-            handle, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+            handle, temporary = temporary_beside(directory / name)  # registered: a SIGTERM stuck in native code removes it too
             temporaries.append((temporary, directory / name))
-            register_temporary(temporary)  # a SIGTERM stuck in native code removes it too
             os.chmod(temporary, mode)
             with (os.fdopen(handle, "wb") if isinstance(text, bytes)
                   else os.fdopen(handle, "w", encoding="utf-8", newline="")) as out:

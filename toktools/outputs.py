@@ -145,14 +145,115 @@ def input_files(path: str | os.PathLike[str]) -> list[Path]:
 # ---------------------------------------------------------------------------------------------
 
 
+#: In the name of every temporary file made by :func:`temporary_beside`, so that orphans are found.
+TEMPORARY_TAG = "toktools-tmp"
+#: An orphan younger than this (seconds since its last write) is left alone: its writer may be
+#: between creating it and locking it.
+ORPHAN_MIN_AGE = 10.0
+#: Temporary file → the descriptor holding its lock (closed when it is unregistered).
+_locks: dict[str, int] = {}
+#: (process id, directory) already swept of orphans.
+_swept: set[tuple[int, str]] = set()
+
+
+def temporary_beside(target: Path) -> tuple[int, str]:
+    """A new temporary file beside ``target``, ``(descriptor open for writing, path)``, named
+    ``.NAME.toktools-tmp.XXXXXXXX.tmp`` and registered (:func:`register_temporary`).
+
+    An interrupt or an error removes it; SIGKILL or a lost machine cannot. So the file is also
+    locked (``flock``) until it is unregistered, which the kernel releases when its process
+    dies, however it dies. The first temporary file a process makes in a directory removes the
+    orphans there first (:func:`remove_orphans`), so that a run killed with ``kill -9`` does
+    not leave gigabytes of half-written shards hidden in the output directory. Raises
+    ``OSError`` as ``mkstemp`` does."""
+    directory = target.parent if str(target.parent) else Path(".")
+    key = (os.getpid(), os.path.abspath(directory))
+    if key not in _swept:
+        _swept.add(key)
+        remove_orphans(directory)
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.{TEMPORARY_TAG}.", suffix=".tmp", dir=directory)
+    lock = _lock(temporary)
+    with _registry_lock:
+        _registered.add(temporary)
+        if lock is not None:
+            _locks[temporary] = lock
+    return handle, temporary
+
+
+def _lock(path: str) -> int | None:
+    """A descriptor of ``path`` holding an exclusive ``flock`` on it, or None where this
+    platform or file system has no such locks."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no locks, no sweeping
+        return None
+    try:
+        handle = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(handle)
+        return None
+    return handle
+
+
+def remove_orphans(directory: Path) -> list[str]:
+    """Remove the temporary files of :func:`temporary_beside` in ``directory`` whose process is
+    gone: unlocked (the kernel dropped the lock with the process) and not written to for
+    :data:`ORPHAN_MIN_AGE` seconds. A file whose lock cannot be tested is kept. Returns the
+    names removed."""
+    import time
+
+    try:
+        import fcntl
+    except ImportError:
+        return []
+    marker = f".{TEMPORARY_TAG}."
+    removed: list[str] = []
+    try:
+        entries = [e for e in os.scandir(directory) if e.name.startswith(".") and marker in e.name
+                   and e.name.endswith(".tmp")]
+    except OSError:
+        return removed
+    now = time.time()
+    for entry in entries:
+        with _registry_lock:
+            if entry.path in _registered or os.path.abspath(entry.path) in _registered:
+                continue  # ours, being written
+        try:
+            if not entry.is_file(follow_symlinks=False) or now - entry.stat(follow_symlinks=False).st_mtime < ORPHAN_MIN_AGE:
+                continue
+            handle = os.open(entry.path, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises while its writer lives
+            os.unlink(entry.path)
+            removed.append(entry.name)
+        except OSError:
+            pass
+        finally:
+            os.close(handle)
+    return removed
+
+
 def register_temporary(path: str | os.PathLike[str]) -> None:
     with _registry_lock:
         _registered.add(str(path))
 
 
 def unregister_temporary(path: str | os.PathLike[str]) -> None:
+    """Forget ``path`` (renamed into place or removed); its lock, if any, is released."""
     with _registry_lock:
         _registered.discard(str(path))
+        lock = _locks.pop(str(path), None)
+    if lock is not None:
+        try:
+            os.close(lock)
+        except OSError:
+            pass
 
 
 def remove_registered_temporaries() -> None:
@@ -195,10 +296,9 @@ def atomic_file(path: str | os.PathLike[str], binary: bool = False) -> Iterator[
     target = Path(path)
     directory = target.parent if str(target.parent) else Path(".")
     try:
-        handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+        handle, temporary = temporary_beside(target)
     except OSError as err:
         raise ToktoolsError(f"cannot write {target}: {err.strerror or err}") from None
-    register_temporary(temporary)
     try:
         os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes 0600 files
         options: dict[str, Any] = {} if binary else {"encoding": "utf-8", "newline": "\n"}
