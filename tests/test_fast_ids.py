@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import read_corpus_sample, ref_vocab_dir
-from toktools import engines
+from toktools import engines, fast_ids
 from toktools.fast_ids import ids_encoder
 from toktools.formats import load
 from toktools.shipped import shipped_path
@@ -185,10 +185,13 @@ def _byte_level_doc(merges: list[tuple[bytes, bytes]]) -> dict:
                       "vocab": vocab, "merges": pairs}}
 
 
-def test_merges_across_partial_characters_are_never_cut() -> None:
+@pytest.mark.parametrize("cuts_after", [0.0, float("inf")], ids=["cut-at-once", "never-cut"])
+def test_merges_across_partial_characters_are_never_cut(cuts_after: float, monkeypatch: pytest.MonkeyPatch) -> None:
     """A vocabulary whose merges join the last byte of 中 with the first of 国 (a token made
     of two half characters), a whole 国中 token and merges inside characters: cutting at a
-    boundary such a merge can cross would change the ids."""
+    boundary such a merge can cross would change the ids. The same ids whether the words are
+    cut (as once merging has cost ``CUTS_AFTER_SECONDS``) or merged whole (a short job)."""
+    monkeypatch.setattr(fast_ids, "CUTS_AFTER_SECONDS", cuts_after)
     zhong, guo, min_ = "中".encode(), "国".encode(), "民".encode()  # E4 B8 AD, E5 9B BD, E6 B0 91
     merges = [(zhong[2:], guo[:1]),                    # AD E5: across 中|国, half of each
               (min_[2:], zhong[:1]),                   # 91 E4: across 民|中
@@ -208,6 +211,23 @@ def test_merges_across_partial_characters_are_never_cut() -> None:
     for text in texts:
         expected = reference.encode(text, add_special_tokens=False).ids
         assert fast.encode(text) == expected == theirs.encode(text, add_special_tokens=False).ids, text
+
+
+@pytest.mark.parametrize("cuts_after", [0.0, float("inf")], ids=["cut-at-once", "never-cut"])
+@pytest.mark.parametrize("name", ["gpt2", "bytebpe-50k"])
+def test_chinese_runs_cut_or_whole_give_the_same_ids(name: str, cuts_after: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs of CJK text are merged whole until a process has merged for ``CUTS_AFTER_SECONDS``,
+    then in the parts no merge crosses: both give tokenizers' ids (a fresh encoder each time,
+    so the threshold decides from the first word)."""
+    monkeypatch.setattr(fast_ids, "CUTS_AFTER_SECONDS", cuts_after)
+    _, _, theirs = trio(name)
+    reference = load(_directory(name))
+    reference.no_truncation()  # gpt2's tokenizer.json truncates at 50
+    fast = ids_encoder(reference)
+    text = read_corpus_sample("zh_novels.txt", 20_000) + read_corpus_sample("zh_wiki_sample.txt", 20_000)
+    lines = [line for line in text.split("\n") if line] + ODD_TEXTS
+    assert [fast.encode(line) for line in lines] == [e.ids for e in theirs.encode_batch(lines, add_special_tokens=False)]
+    assert (fast.cache.compute._cuts is not None) == (cuts_after == 0.0)
 
 
 # ---------------------------------------------------------------------------------------------

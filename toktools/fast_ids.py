@@ -163,6 +163,13 @@ class _BertWords:
 # ---------------------------------------------------------------------------------------------
 
 
+#: CPU seconds a process merges whole words before it builds the cut tables of
+#: :class:`_CutPoints` (~0.1 s per vocabulary; then runs of CJK text are merged in parts that
+#: repeat): the same ids either way, so a short job, such as a ``--verify`` checker's few
+#: texts, never pays for them.
+CUTS_AFTER_SECONDS = 0.1
+
+
 def _utf8_length(lead: int) -> int:
     return 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
 
@@ -356,7 +363,7 @@ class _ByteLevelBPE:
             whole = self.vocab.get(self._symbols(word))
             if whole is not None:
                 return (whole,)
-        if len(word) < 3 or word.isascii():
+        if len(word) < 3 or word.isascii() or (self._cuts is None and self.merge_seconds < CUTS_AFTER_SECONDS):
             return self.merge(word)
         return tuple(chain.from_iterable(map(self.parts.__getitem__, self.cut_points().parts(word))))
 
