@@ -12,7 +12,9 @@ Warm or cold start-up: the first encode job of a tokenizer writes its start-up c
 (:mod:`toktools.corpus_tokenizer`: the parsed shape, the exactness analysis and tiktoken's ranks,
 in the user cache), which every later job reads; the figures are then warm. ``--cold`` deletes
 those entries before every encode job (untimed), so each one parses and analyses the tokenizer
-(the exactness verdicts of ``engines.analyse``, kept since earlier versions, stay).
+(the exactness verdicts of ``engines.analyse``, kept since earlier versions, stay). In both modes
+the compiled BPE merge's machine code (:mod:`toktools.native_code`, ``native-code-v1/`` in the
+user cache) stays: the first run on a machine compiles it with numba (~1.5 s more, once).
 Targets (issue 12): auto ≥ 0.9× the fastest exact library's raw batch; reference ≥ 1.0×
 ``tokenizers`` ``encode_batch``. The machine is shared and noisy: quote ratios with sizes.
 """
