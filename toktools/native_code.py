@@ -47,8 +47,9 @@ _engines: list[Any] = []
 
 def kernel(module: str, function: str, parameters: Sequence[str]) -> Callable[..., int] | None:
     """``module.function`` compiled, as a callable taking Python ints (addresses for pointers)
-    and returning the kernel's ``int64``; ``None`` when numba is not installed and no compiled
-    code for it is cached. Loaded once per process."""
+    and returning the kernel's ``int64``; ``None`` when numba is not installed (the key names
+    numba's version, so code it compiled is not used without it) or cannot compile the kernel.
+    Loaded once per process."""
     key = (module, function, tuple(parameters))
     if key not in _loaded:
         unknown = [p for p in parameters if p not in _CTYPES]
@@ -202,15 +203,19 @@ def _load(code: bytes, symbol: str) -> int:
 
 
 def _numba_cfunc(module: str, function: str, parameters: tuple[str, ...]) -> Callable[..., int] | None:
-    """The kernel as numba's ``cfunc`` (its own on-disk cache), or None without numba."""
+    """The kernel as numba's ``cfunc`` (its own on-disk cache), or None without numba, or with a
+    numba that cannot compile it (the callers then run their Python steps: same results)."""
     import importlib
 
     try:
         from numba import cfunc
     except ImportError:
         return None
-    pyfunc = getattr(importlib.import_module(module), function)
-    compiled = cfunc(_numba_signature(parameters), cache=True)(pyfunc)
+    try:
+        pyfunc = getattr(importlib.import_module(module), function)
+        compiled = cfunc(_numba_signature(parameters), cache=True)(pyfunc)
+    except Exception:  # noqa: BLE001 - numba's errors have no common base worth naming
+        return None
     native = ctypes.CFUNCTYPE(ctypes.c_int64, *map(_CTYPES.get, parameters))(compiled.address)  # addresses as ints
 
     def call(*args: int) -> int:
