@@ -139,6 +139,25 @@ def test_the_entry_is_keyed_by_what_the_code_depends_on(tmp_path: Path, monkeypa
     assert native_code._entry_path(*_KERNEL[:2], _KERNEL[2]) is None
 
 
+def test_the_key_covers_the_modules_the_kernel_imports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel reads the hash table's constants from toktools.bpe_vectorized: code compiled
+    against another version of that module must not be loaded."""
+    import importlib.util
+
+    before = native_code._source_hash("toktools.bpe_kernels")
+    real = importlib.util.find_spec
+    changed = tmp_path / "bpe_vectorized.py"
+    changed.write_bytes(Path(real("toktools.bpe_vectorized").origin).read_bytes() + b"\n# another layout\n")
+
+    def find_spec(name: str, *args: object) -> object:
+        if name == "toktools.bpe_vectorized":
+            return importlib.util.spec_from_file_location(name, changed)
+        return real(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    assert native_code._source_hash("toktools.bpe_kernels") != before
+
+
 def test_an_unknown_parameter_type_is_refused() -> None:
     with pytest.raises(ValueError, match="float32"):
         native_code.kernel("toktools.bpe_kernels", "merge_words_at", ["int64", "float32"])

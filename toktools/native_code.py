@@ -112,9 +112,7 @@ def _entry_path(module: str, function: str, parameters: tuple[str, ...]) -> Any:
     if cache_root() is None:
         return None
     try:
-        spec = importlib.util.find_spec(module)
-        with open(spec.origin, "rb") as source:  # type: ignore[union-attr, arg-type]
-            source_hash = hashlib.sha256(source.read()).hexdigest()
+        source_hash = _source_hash(module)
         llvm = _llvm()
         host = (llvm.get_process_triple(), llvm.get_host_cpu_name(), _host_features(llvm))
     except (ImportError, OSError, AttributeError, TypeError, ValueError):
@@ -122,6 +120,24 @@ def _entry_path(module: str, function: str, parameters: tuple[str, ...]) -> Any:
     key = repr((FORMAT, module, function, parameters, source_hash, library_version("numba"),
                 library_version("llvmlite"), host, sys.version_info[:2]))
     return cache_file("native-code-v1", f"{module}.{function}-{hashlib.sha256(key.encode()).hexdigest()[:32]}.bin")
+
+
+def _source_hash(module: str) -> str:
+    """sha256 over the source of ``module`` and of the toktools modules it imports (numba
+    compiles their constants into the code, e.g. a hash table's layout)."""
+    import re
+
+    def source(name: str) -> bytes:
+        spec = importlib.util.find_spec(name)
+        with open(spec.origin, "rb") as handle:  # type: ignore[union-attr, arg-type]
+            return handle.read()
+
+    text = source(module)
+    imported = sorted(set(re.findall(r"^(?:from|import) (toktools[\w.]*)", text.decode("utf-8"), re.M)) - {module})
+    digest = hashlib.sha256()
+    for name, data in [(module, text), *((name, source(name)) for name in imported)]:
+        digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    return digest.hexdigest()
 
 
 def _llvm() -> Any:
