@@ -94,14 +94,15 @@ class BulkMerge:
         self.merge_map = merge_map
         self.finish = finish
         self.seconds = seconds
-        self._compiled: Any = None  # False: numba is not installed
+        self._compiled: Any = None  # False: no compiled merge here (numba not installed)
         self._vector: Any = None  # False: numpy missing or the merges not fit (bpe_vectorized.plan)
         #: CPU seconds spent loading the merges (not merging: callers leave it out of their count)
         self.load_seconds = 0.0
 
     def compiled(self, load: bool = True, own_process: bool = False) -> Callable[[list[str]], list[tuple[int, ...]]] | None:
-        """The numba merge (loaded now with ``load``), or ``None``. ``own_process``: this process
-        runs toktools' kernels only (see :func:`without_scipy_linalg`)."""
+        """The compiled merge (loaded now with ``load``: see :mod:`toktools.native_code`), or
+        ``None``. ``own_process``: this process runs toktools' kernels only, so numba, if it must
+        compile them, starts without ``scipy.linalg`` (see :func:`without_scipy_linalg`)."""
         if self._compiled is None and load:
             started = thread_time()
             with without_scipy_linalg() if own_process else nullcontext():
@@ -109,13 +110,13 @@ class BulkMerge:
 
                 try:
                     self._compiled = BulkMerger(self.byte_ids, self.merge_map)
-                except ImportError:  # no numba, and no machine code cached
+                except ImportError:  # numba not installed, or it cannot compile the kernel
                     self._compiled = False
             self.load_seconds += thread_time() - started
         return self._compiled or None
 
     def compiled_now(self) -> Callable[[list[str]], list[tuple[int, ...]]] | None:
-        """The numba merge if it is loaded or merging has now cost about what loading it does."""
+        """The compiled merge if it is loaded or merging has now cost about what loading it does."""
         return self.compiled(load=self.seconds() >= COMPILED_AFTER_SECONDS)
 
     def vector(self) -> Callable[[list[str]], list[tuple[int, ...]]] | None:
