@@ -13,6 +13,7 @@ no output behind.
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Callable, Sequence
 
 from toktools.errors import ToktoolsError
@@ -21,12 +22,14 @@ VERIFY_MAX_CHARS = 1 << 18
 VERIFY_PREFERRED_CHARS = 4096
 
 
-def _build_reference(document: dict[str, Any]) -> tuple[Any, str]:
-    """The reference engine, or why it cannot be built (one line)."""
+def _build_reference(document: Any, fingerprint: str | None = None) -> tuple[Any, str]:
+    """The reference engine, or why it cannot be built (one line). ``document`` may be a
+    :data:`toktools.engines.DocumentSource`: with a ``fingerprint`` whose built tokenizer is in
+    the user cache (:mod:`toktools.reference_cache`), it is never read."""
     try:
-        from toktools.engines import ReferenceEngine, loaded_document
+        from toktools.engines import ReferenceEngine
 
-        return ReferenceEngine(loaded_document(document), workers=1), ""
+        return ReferenceEngine(document, workers=1, fingerprint=fingerprint), ""
     except ToktoolsError as err:
         return None, str(err)
     except Exception as err:  # a bug must still reach the user as one line
@@ -49,10 +52,10 @@ def _answer(reference: Any, problem: str, texts: list[str]) -> Any:
 
 
 #: Builds what the checker answers with: ``(reference, "")``, or ``(None, why not)``.
-Build = Callable[[dict[str, Any]], tuple[Any, str]]
+Build = Callable[[Any], tuple[Any, str]]
 
 
-def _checker(conn: Any, document: dict[str, Any], parent: int, build: Build) -> None:
+def _checker(conn: Any, document: Any, parent: int, build: Build) -> None:
     """The checker process: the reference's ids for each list of texts received, or one line
     saying why the reference cannot run (then for every request)."""
     import gc
@@ -71,14 +74,9 @@ def _checker(conn: Any, document: dict[str, Any], parent: int, build: Build) -> 
     # over the parent's heap inherited by the fork) cost a third of the build
     gc.freeze()
     gc.disable()
-    from toktools.engines import loaded_document
-
-    try:  # the document from a DocumentSource: parsed here, after a cached start-up that did not
-        document = loaded_document(document)
-    except Exception as err:  # the tokenizer read again: any failure reaches the user as one line
-        reference, problem = None, f"the tokenizer cannot be read for --verify ({type(err).__name__}: {err})"
-    else:
-        reference, problem = build(document)
+    # the document may be a DocumentSource: read by the build if it needs it (after a cached
+    # start-up, which did not read it), never when the built reference is cached
+    reference, problem = build(document)
     gc.freeze()
     gc.enable()
     while True:
@@ -159,12 +157,14 @@ class CheckerProcess:
         self._process = None
 
 
-def start_checker(document: dict[str, Any], count: int, engine_name: str, build: Build | None = None) -> CheckerProcess | None:
+def start_checker(document: Any, count: int, engine_name: str, build: Build | None = None,
+                  fingerprint: str | None = None) -> CheckerProcess | None:
     """The checker for a run of ``engine_name`` that verifies ``count`` documents, forked now;
-    None when there is nothing to check (``count`` 0, or the reference checking itself)."""
+    None when there is nothing to check (``count`` 0, or the reference checking itself).
+    ``fingerprint`` names the document, for the default build (see :func:`_build_reference`)."""
     if count <= 0 or engine_name == "reference":
         return None
-    return CheckerProcess(document, build)
+    return CheckerProcess(document, build or partial(_build_reference, fingerprint=fingerprint))
 
 
 class Verifier:

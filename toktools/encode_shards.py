@@ -227,7 +227,8 @@ def encode_shards(
         # the --verify checker is forked now: it builds the reference on the other core while
         # this process checks the outputs, hashes the inputs and builds its engine (not when
         # auto will take the reference, which needs no checker)
-        checker = start_checker(tok.document, verify, engines.likely_engine(engine, tok.shape, workers, input_bytes))
+        checker = start_checker(tok.document, verify, engines.likely_engine(engine, tok.shape, workers, input_bytes),
+                                fingerprint=fingerprint)
         field, eos_id, bos_id, vocab_size, dtype = _output_settings(tok, format, document, field, append_eos, prepend_bos, dtype)
 
         # outputs: never an input (nor a file of the tokenizer); existing ones need force (or are resumed)

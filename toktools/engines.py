@@ -571,12 +571,15 @@ class ReferenceEngine(Engine):
 
     name = "reference"
 
-    def __init__(self, document: Mapping[str, Any], workers: int | None = None, input_bytes: int | None = None) -> None:
+    def __init__(self, document: DocumentSource, workers: int | None = None, input_bytes: int | None = None,
+                 fingerprint: str | None = None) -> None:
+        """``fingerprint``, when given, names ``document`` (the sha256 of its file): the built
+        tokenizer is then kept in, or taken from, the user cache (:mod:`toktools.reference_cache`)."""
         from toktools.fast_ids import IdsPath, ids_encoder
-        from toktools.formats import from_tokenizer_json
+        from toktools.reference_cache import reference_tokenizer
 
         try:
-            self.tokenizer = from_tokenizer_json(corpus_document(document))
+            self.tokenizer = reference_tokenizer(document, fingerprint)
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise ToktoolsError(f"the reference engine cannot load this tokenizer ({err})") from None
         self.workers = workers or os.cpu_count() or 1
@@ -752,7 +755,7 @@ UNIGRAM_REFERENCE_MIN_BYTES = 8_000_000
 
 
 def compiled_unigram_reference(document: DocumentSource, workers: int | None = None, input_bytes: int | None = None,
-                               shape: Mapping[str, Any] | None = None) -> ReferenceEngine | None:
+                               shape: Mapping[str, Any] | None = None, fingerprint: str | None = None) -> ReferenceEngine | None:
     """``auto``'s engine for a Unigram tokenizer: the reference, when its ids-only path takes
     this tokenizer (:mod:`toktools.fast_unigram`) and the compiled Viterbi is installed (numba,
     extra ``fast``); None otherwise (then ``auto`` goes on to ``tokenizers`` as for any model).
@@ -780,7 +783,7 @@ def compiled_unigram_reference(document: DocumentSource, workers: int | None = N
     if compiled_viterbi() is None:
         return None
     try:
-        engine = ReferenceEngine(loaded_document(document), workers)
+        engine = ReferenceEngine(document, workers, fingerprint=fingerprint)
     except ToktoolsError:
         return None
     if not isinstance(engine.fast, UnigramIdsEncoder):
@@ -790,16 +793,17 @@ def compiled_unigram_reference(document: DocumentSource, workers: int | None = N
 
 
 def fastest_reference(document: DocumentSource, workers: int | None = None, input_bytes: int | None = None,
-                      shape: Mapping[str, Any] | None = None) -> ReferenceEngine | None:
+                      shape: Mapping[str, Any] | None = None, fingerprint: str | None = None) -> ReferenceEngine | None:
     """The reference engine when ``auto`` should take it (it beats the libraries for this
     tokenizer: :func:`compiled_unigram_reference`, :func:`reference_is_fastest`), else None.
-    ``document`` may be a :data:`DocumentSource`; ``shape``, when given, is checked instead."""
+    ``document`` may be a :data:`DocumentSource`; ``shape``, when given, is checked instead;
+    ``fingerprint`` as :class:`ReferenceEngine` takes it."""
     shape = shape if shape is not None else loaded_document(document)
-    unigram = compiled_unigram_reference(document, workers, input_bytes, shape)
+    unigram = compiled_unigram_reference(document, workers, input_bytes, shape, fingerprint)
     if unigram is not None or not reference_is_fastest(shape, workers):
         return unigram
     try:
-        reference = ReferenceEngine(loaded_document(document), workers)
+        reference = ReferenceEngine(document, workers, fingerprint=fingerprint)
     except ToktoolsError:
         return None
     if reference.fast is None:  # no ids-only path after all: the libraries are faster
@@ -821,11 +825,11 @@ def make_engine(name: str, document: DocumentSource, *, workers: int | None = No
     if name not in ENGINES:
         raise ToktoolsError(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
     if name == "reference":
-        return ReferenceEngine(loaded_document(document), workers, input_bytes)
+        return ReferenceEngine(document, workers, input_bytes, fingerprint)
     if name == "tokenizers":
         return TokenizersEngine(loaded_document(document))
     if name == "auto":
-        reference = fastest_reference(document, workers, input_bytes, shape)
+        reference = fastest_reference(document, workers, input_bytes, shape, fingerprint)
         if reference is not None:
             return reference
     analysis = analysis or analyse(loaded_document(document), fingerprint)
@@ -847,7 +851,7 @@ def make_engine(name: str, document: DocumentSource, *, workers: int | None = No
     try:
         return TokenizersEngine(loaded_document(document))
     except ToktoolsError:
-        return ReferenceEngine(loaded_document(document), workers)
+        return ReferenceEngine(document, workers, fingerprint=fingerprint)
 
 
 # ---------------------------------------------------------------------------------------------
