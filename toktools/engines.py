@@ -579,7 +579,7 @@ class ReferenceEngine(Engine):
         from toktools.reference_cache import reference_tokenizer
 
         try:
-            self.tokenizer = reference_tokenizer(document, fingerprint)
+            self.tokenizer = reference_tokenizer(lambda: corpus_document(loaded_document(document)), fingerprint)
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise ToktoolsError(f"the reference engine cannot load this tokenizer ({err})") from None
         self.workers = workers or os.cpu_count() or 1

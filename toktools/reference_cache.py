@@ -21,17 +21,16 @@ import pickle
 import sys
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Mapping
 
 #: Bump when what is pickled changes in a way the code key would not see.
 FORMAT = 1
 
 
-def reference_tokenizer(document: Any, fingerprint: str | None = None) -> Any:
-    """The reference :class:`~toktools.tokenizer.Tokenizer` for corpus encoding, built as
-    ``from_tokenizer_json(corpus_document(document))`` (no truncation or padding). It comes from
-    the user cache when an entry exists for ``fingerprint``, which must name this document.
-    ``document`` may be a :data:`toktools.engines.DocumentSource`; it is read only on a miss."""
+def reference_tokenizer(document: Callable[[], Mapping[str, Any]], fingerprint: str | None = None) -> Any:
+    """The reference :class:`~toktools.tokenizer.Tokenizer` built as
+    ``from_tokenizer_json(document())``. It comes from the user cache when an entry exists for
+    ``fingerprint``, which must name that document, so ``document`` is called only on a miss."""
     from toktools.user_cache import read_blob, write_blob
 
     path = _entry_path(fingerprint) if fingerprint else None
@@ -51,16 +50,15 @@ def reference_tokenizer(document: Any, fingerprint: str | None = None) -> Any:
     return tokenizer
 
 
-def _build(document: Any) -> Any:
+def _build(document: Callable[[], Mapping[str, Any]]) -> Any:
     import gc
 
-    from toktools.engines import corpus_document, loaded_document
     from toktools.formats import from_tokenizer_json
 
     paused = gc.isenabled()
     gc.disable()  # ~10^5 containers, none of them cyclic garbage: the collector's passes are waste
     try:
-        return from_tokenizer_json(corpus_document(loaded_document(document)))
+        return from_tokenizer_json(document())
     finally:
         if paused:
             gc.enable()
