@@ -588,10 +588,14 @@ def make_pretraining_data(
                       settings={**asdict(settings), "tokenizer": tokenizer_name})
     global _JOB
     _JOB = _Job(corpus, info, settings, blocks)
-    temporary = output.parent / f".{output.name}.{os.getpid()}.tmp"
-    from toktools.outputs import register_temporary, unregister_temporary
+    from toktools.outputs import temporary_beside, unregister_temporary
 
-    register_temporary(temporary)  # a SIGTERM stuck in native code removes it too
+    try:  # registered (a SIGTERM stuck in native code removes it) and locked (a later run removes it after a SIGKILL)
+        handle, name = temporary_beside(output)
+    except OSError as err:
+        raise ToktoolsError(f"cannot write {output}: {err.strerror or err}") from None
+    os.close(handle)  # pyarrow opens it by name
+    temporary = Path(name)
     try:
         writer = _ParquetRows(temporary, settings, pyarrow, json.dumps(summary.settings, sort_keys=True))
         try:
