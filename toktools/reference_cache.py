@@ -51,17 +51,11 @@ def reference_tokenizer(document: Callable[[], Mapping[str, Any]], fingerprint: 
 
 
 def _build(document: Callable[[], Mapping[str, Any]]) -> Any:
-    import gc
-
+    # the collector is already paused by the callers that build at start-up (encode_shards'
+    # CollectorPause, the --verify checker)
     from toktools.formats import from_tokenizer_json
 
-    paused = gc.isenabled()
-    gc.disable()  # ~10^5 containers, none of them cyclic garbage: the collector's passes are waste
-    try:
-        return from_tokenizer_json(document())
-    finally:
-        if paused:
-            gc.enable()
+    return from_tokenizer_json(document())
 
 
 def _entry_path(fingerprint: str) -> Path | None:
