@@ -20,7 +20,7 @@ from _common import CORPORA, SHARED  # noqa: E402
 
 def main() -> None:
     import toktools
-    from toktools import report
+    from toktools.analysis import report
 
     with gzip.open(CORPORA / "en_wiki.txt.gz", "rt", encoding="utf-8") as handle:
         text = " ".join(line.strip() for _, line in zip(range(2000), handle))

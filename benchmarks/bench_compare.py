@@ -46,8 +46,9 @@ def main() -> None:
     args = parser.parse_args()
 
     import toktools
-    from toktools import compare_chunks, corpus_compare
-    from toktools.corpus import expand_sources
+    from toktools.analysis import compare_chunks
+    from toktools.analysis import corpus_compare
+    from toktools.corpus.reading import expand_sources
 
     with tempfile.TemporaryDirectory() as tmp:
         path = _sample(args.corpus, args.mb, Path(tmp))

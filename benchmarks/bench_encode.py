@@ -9,11 +9,11 @@ calls of the libraries: tiktoken ``encode_ordinary_batch`` (all threads) and ``t
 
 Each measurement runs in a fresh process (peak RSS is that process's and its workers').
 Warm or cold start-up: the first encode job of a tokenizer writes its start-up cache entry
-(:mod:`toktools.corpus_tokenizer`: the parsed shape, the exactness analysis and tiktoken's ranks,
+(:mod:`toktools.corpus.prepared_tokenizer`: the parsed shape, the exactness analysis and tiktoken's ranks,
 in the user cache), which every later job reads; the figures are then warm. ``--cold`` deletes
 those entries before every encode job (untimed), so each one parses and analyses the tokenizer
 (the exactness verdicts of ``engines.analyse``, kept since earlier versions, stay). In both modes
-the compiled BPE merge's machine code (:mod:`toktools.native_code`, ``native-code-v1/`` in the
+the compiled BPE merge's machine code (:mod:`toktools.runtime.machine_code`, ``native-code-v1/`` in the
 user cache) stays: the first run on a machine compiles it with numba (~1.5 s more, once).
 Targets (issue 12): auto ≥ 0.9× the fastest exact library's raw batch; reference ≥ 1.0×
 ``tokenizers`` ``encode_batch``. The machine is shared and noisy: quote ratios with sizes.
@@ -137,8 +137,8 @@ def long_line_file(megabytes: int, directory: Path) -> Path:
 
 SETUP_LINES = """
 import json
-from toktools.formats import load
-from toktools import engines
+from toktools.io.formats import load
+from toktools.engines import core as engines
 tok = load({tokenizer!r})
 doc = engines.corpus_document(tok.to_tokenizer_json())
 lines = [l for l in open({path!r}, encoding='utf-8').read().split('\\n') if l]
@@ -151,7 +151,7 @@ a = engines.analyse(doc)
 enc = tiktoken.Encoding('x', pat_str=a.plan.pattern, mergeable_ranks=a.plan.mergeable_ranks, special_tokens=a.plan.special_tokens)"""
 RUN_RAW_TIKTOKEN = "import os; out = enc.encode_ordinary_batch(lines, num_threads=os.cpu_count()); result = sum(map(len, out))"
 #: --cold: the setup of every encode job removes the start-up cache entries (same place as
-#: toktools.user_cache.cache_root, found without importing toktools, whose import is timed)
+#: toktools.io.user_cache.cache_root, found without importing toktools, whose import is timed)
 COLD_SETUP = """
 import os, shutil
 from pathlib import Path
@@ -163,7 +163,7 @@ if root != '':
 """
 RUN_ENCODE = """
 import shutil, tempfile
-from toktools.encode_dispatch import encode_corpus
+from toktools.corpus.encode import encode_corpus
 out = tempfile.mkdtemp(prefix='bench-encode-')
 r = encode_corpus([{path!r}], {tokenizer!r}, out + '/shard', format='megatron', engine={engine!r}, shard_tokens=2_000_000,
                   append_eos=False)

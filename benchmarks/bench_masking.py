@@ -43,8 +43,8 @@ def main() -> None:
     import numpy as np
     import transformers
 
-    from toktools.formats import load
-    from toktools.masking import MaskingCollator, mask_tokens, masking_info
+    from toktools.io.formats import load
+    from toktools.pretraining.masking import MaskingCollator, mask_tokens, masking_info
 
     with gzip.open(CORPORA / "en_wiki.txt.gz", "rt", encoding="utf-8") as handle:
         text = handle.read(int(args.mb * 1e6))

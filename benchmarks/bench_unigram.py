@@ -19,13 +19,13 @@ encodes the first 100 lines once, so numba's start-up and the compiled piece tri
 the figure; ``--repeat N`` keeps the fastest of N runs):
 
 * ``toktools reference, compiled`` / ``pure Python``: the reference engine of ``toktools encode``
-  (ids-only path of :mod:`toktools.fast_unigram`, one worker process per core) on the
+  (ids-only path of :mod:`toktools.engines.ids_only_unigram`, one worker process per core) on the
   ``tokenizer.json`` converted from the model, with the numba Viterbi or with
   ``TOKTOOLS_PURE_PYTHON=1``;
 * ``toktools auto``: the engine ``auto`` picks for that tokenizer when the input size is not
   known (named in the row);
 * ``toktools spm``: the reimplementation of sentencepiece's own encode
-  (:mod:`toktools.sentencepiece_encode`: float32 sums, longest-match normaliser), one process;
+  (:mod:`toktools.sentencepiece.encode`: float32 sums, longest-match normaliser), one process;
 * ``tokenizers encode_batch`` and ``sentencepiece encode`` (``num_threads=-1``).
 
 The reference/auto/tokenizers rows follow ``tokenizers``' rules, which part from sentencepiece's
@@ -94,7 +94,7 @@ def main() -> None:
                      f"m = UnigramTrainer({vocab}, unk_token='<unk>', special_tokens=['<unk>']).train(counts)\n"
                      "result = m.to_json()['vocab']")
         ours_setup = (read_lines + "import collections\nfrom tokenizers import pre_tokenizers\n"
-                      "from toktools.unigram_trainer import UnigramTrainer, compiled_kernels\npre = pre_tokenizers.Metaspace()\n")
+                      "from toktools.models.unigram.trainer import UnigramTrainer, compiled_kernels\npre = pre_tokenizers.Metaspace()\n")
         ours = run_job(ours_setup, ours_code + "\nresult = [result, compiled_kernels() is not None]")
         ours["result"], compiled = ours["result"]
         pure = None
@@ -170,10 +170,10 @@ def encode_rows(model: str, read_encode: str, cores: int, repeat: int = 1) -> di
     not timed, builds the encoder and encodes the first 100 lines once (what a long run pays
     once: numba's start, the compiled piece trie, caches); the CLI rows pay everything."""
     warm = "\n_ = {}(lines[:100])\n"
-    json_setup = (f"import json\nfrom toktools.sentencepiece_json import load_sentencepiece\n"
+    json_setup = (f"import json\nfrom toktools.sentencepiece.to_json import load_sentencepiece\n"
                   f"document = json.dumps(load_sentencepiece({model!r}))\n" + read_encode)
     engine_setup = json_setup + "from toktools import engines\ndoc = json.loads(document)\n"
-    spm_setup = "from toktools.sentencepiece_encode import SentencePieceUnigram\n" + read_encode
+    spm_setup = "from toktools.sentencepiece.encode import SentencePieceUnigram\n" + read_encode
     rows = {
         "sentencepiece encode": best_of(repeat, "import sentencepiece as spm\n" + read_encode
                                         + f"sp = spm.SentencePieceProcessor(model_file={model!r})"

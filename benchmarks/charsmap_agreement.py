@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import sentencepiece as spm  # noqa: E402
 
 from conftest import read_corpus_sample  # noqa: E402
-from toktools.sentencepiece_model import read_model  # noqa: E402
+from toktools.sentencepiece.model_file import read_model  # noqa: E402
 
 SPACE = "\u2581"
 
@@ -54,8 +54,8 @@ def fuzz_lines(count: int, seed: int = 13) -> list[str]:
 
 
 def timing() -> None:
-    from toktools.charsmap_builder import build_charsmap
-    from toktools.charsmap_rules import charsmap_rules
+    from toktools.sentencepiece.charsmap_builder import build_charsmap
+    from toktools.sentencepiece.charsmap_rules import charsmap_rules
     from toktools.parts.normalizers import NFKC, Nmt
 
     start = time.perf_counter()
@@ -90,7 +90,7 @@ def classify(tok, sp, line: str) -> str:
 
 def compare_ids(tok_dir: Path, fuzz: int) -> None:
     import toktools
-    from toktools.formats import export
+    from toktools.io.formats import export
 
     tok = toktools.load(str(tok_dir))
     out = Path(tempfile.mkdtemp(prefix="charsmap-agree-"))
@@ -135,7 +135,7 @@ def raw_processor(model_path: Path, blob: bytes):
 
 
 def compare_builtin(work: Path) -> None:
-    from toktools.charsmap_rules import compile_charsmap
+    from toktools.sentencepiece.charsmap_rules import compile_charsmap
     from toktools.parts.normalizers import NFKC, Nmt
     from toktools.parts.registry import part_from_json
 
@@ -187,7 +187,7 @@ def main() -> None:
     timing()
     tok_dir = args.tokenizer
     if tok_dir is None:
-        from toktools.training import train_unigram
+        from toktools.training.pipeline import train_unigram
 
         corpus = work / "corpus.txt"
         corpus.write_text(read_corpus_sample("mixed_sample.txt", 300_000)

@@ -61,7 +61,7 @@ def main() -> None:
     args = parser.parse_args()
     train = read_lines(args.corpus, 0, args.train_mb)
     heldout = read_lines(args.corpus, args.train_mb + 1, args.heldout_mb)
-    from toktools import training
+    from toktools.training import pipeline as training
 
     counts = training.count_wordpiece_words(texts=train)
     results = {}

@@ -17,8 +17,8 @@ def main() -> None:
     import tiktoken
     import tokenizers
 
-    from toktools import engines
-    from toktools.bytelevel import BYTE_TO_SYMBOL, text_to_symbols
+    from toktools.engines import core as engines
+    from toktools.models.bpe.bytelevel import BYTE_TO_SYMBOL, text_to_symbols
 
     symbols = sorted(BYTE_TO_SYMBOL)
     vocab = {s: i for i, s in enumerate(symbols)}

@@ -53,8 +53,11 @@ def timed_iterator(owner, attr, name):
             yield item
     setattr(owner, attr, wrapper)
 started = time.perf_counter()
-import toktools.encode_dispatch as api
-from toktools import corpus_verify, corpus_writers, encode_shards, engines
+import toktools.corpus.encode as api
+from toktools.corpus import verify as corpus_verify
+from toktools.corpus import writers as corpus_writers
+from toktools.corpus import shards as encode_shards
+from toktools.engines import core as engines
 times["import"] = time.perf_counter() - started
 timed(encode_shards, "load_corpus_tokenizer", "load tokenizer (cached: not parsed)")
 timed(encode_shards, "_check_outputs", "check outputs")
@@ -85,8 +88,8 @@ print(json.dumps({"engine": result.engine, "total": times["import"] + total,
 _RAW = r"""
 import json, os, resource, sys, time
 job = json.loads(sys.argv[1])
-from toktools import engines
-from toktools.corpus_tokenizer import load_document
+from toktools.engines import core as engines
+from toktools.corpus.prepared_tokenizer import load_document
 doc, fingerprint = load_document(job["tokenizer"])
 lines = [line for line in open(job["path"], encoding="utf-8").read().split("\n") if line]
 analysis = engines.analyse(doc, fingerprint)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerate ``toktools/_bert_tables.py`` from HuggingFace ``tokenizers``.
+"""Regenerate ``toktools/tables/bert.py`` from HuggingFace ``tokenizers``.
 
 ``tokenizers`` builds BertNormalizer/BertPreTokenizer on Unicode tables of several vintages (old
 ``unicode_categories`` for Cc/Cf/Co/Mn/P*, an old NFD table, Rust std's Unicode 16 for whitespace
@@ -13,7 +13,7 @@ a canonical starter (ccc 0), so NFD reordering cannot cross it. Splitting the ou
 separator must then give exactly one result per code point (checked), and a random sample plus all
 "interesting" code points are re-checked one call per code point.
 
-Usage:  python scripts/gen_bert_tables.py [--output toktools/_bert_tables.py]
+Usage:  python scripts/gen_bert_tables.py [--output toktools/tables/bert.py]
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Regenerate ``toktools/_bytelevel_tables.py``: the character classes of the GPT-2 split pattern
+"""Regenerate ``toktools/tables/bytelevel.py``: the character classes of the GPT-2 split pattern
 exactly as the Oniguruma build inside ``tokenizers`` sees them.
 
 Why: ``\\p{L}``, ``\\p{N}`` and ``\\s`` follow the Unicode version of whichever regex engine runs
@@ -48,7 +48,7 @@ def to_ranges(points: list[int]) -> list[tuple[int, int]]:
 def _earlier_disagreements() -> dict[str, list[tuple[int, int]]]:
     """The entries of the current table (measured with other ``regex`` versions)."""
     try:
-        from toktools._bytelevel_tables import REGEX_DISAGREEMENTS
+        from toktools.tables.bytelevel import REGEX_DISAGREEMENTS
     except ImportError:
         return {}
     return {version: list(ranges) for version, ranges in REGEX_DISAGREEMENTS.items()}
@@ -81,12 +81,12 @@ def main() -> int:
 
     import regex
 
-    import toktools._bytelevel_tables
-    import toktools.bytelevel
+    import toktools.tables.bytelevel
+    import toktools.models.bpe.bytelevel
 
-    importlib.reload(toktools._bytelevel_tables)
-    importlib.reload(toktools.bytelevel)
-    earlier[regex.__version__] = toktools.bytelevel._disagreements()
+    importlib.reload(toktools.tables.bytelevel)
+    importlib.reload(toktools.models.bpe.bytelevel)
+    earlier[regex.__version__] = toktools.models.bpe.bytelevel._disagreements()
     for version in sorted(earlier):
         lines.append(f"    {version!r}: [")
         lines.extend(f"        (0x{lo:X}, 0x{hi:X})," for lo, hi in earlier[version])

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerate ``toktools/_parts_tables.py``: the Unicode facts of the generic ``tokenizers`` parts
+"""Regenerate ``toktools/tables/parts.py``: the Unicode facts of the generic ``tokenizers`` parts
 (NFC/NFD/NFKC/NFKD, StripAccents, Digits, the Oniguruma classes of Split/Whitespace patterns),
 measured from ``tokenizers`` itself.
 
@@ -33,7 +33,7 @@ import regex
 import tokenizers
 from tokenizers import Regex, normalizers, pre_tokenizers
 
-from toktools import _bert_tables as BT
+from toktools.tables import bert as BT
 
 OUT = Path(__file__).resolve().parent.parent / "toktools" / "_parts_tables.py"
 SEP = "\x00"

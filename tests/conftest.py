@@ -173,7 +173,8 @@ def dask_client(tmp_path_factory: pytest.TempPathFactory):
     by ``distributed_encode.TEST_PAUSE_VARIABLE`` holds a number of seconds (set before the
     workers start, so that the workers a nanny restarts see it too)."""
     assert IN_DASK_CHILD, "Dask is only imported in the child pytest process"
-    from toktools import distributed, distributed_encode
+    from toktools.cluster import blocks as distributed
+    from toktools.cluster import encode as distributed_encode
 
     os.environ[distributed_encode.TEST_PAUSE_VARIABLE] = str(tmp_path_factory.mktemp("pause") / "seconds")
     with distributed.cluster_client("local:2", timeout=60) as client:

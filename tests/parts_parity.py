@@ -10,7 +10,7 @@ from functools import lru_cache
 from tokenizers import Tokenizer as HFTokenizer
 
 from conftest import read_corpus_sample
-from toktools.formats import from_tokenizer_json
+from toktools.io.formats import from_tokenizer_json
 from toktools.tokenizer import Tokenizer
 
 FIELDS = ("ids", "tokens", "offsets", "type_ids", "attention_mask", "special_tokens_mask")

@@ -3,7 +3,7 @@
 Reference: ``tokenizers.normalizers.BertNormalizer`` and ``tokenizers.pre_tokenizers.BertPreTokenizer``
 (pinned 0.23.3). The tests go from the exhaustive (every Unicode code point, under many option
 combinations) to the concrete (the examples of ``spec/wordpiece.md``), then real corpora and
-random text. ``tokenizers`` is only the oracle here; ``toktools.bert_text`` never imports it.
+random text. ``tokenizers`` is only the oracle here; ``toktools.parts.bert_text`` never imports it.
 """
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import read_corpus_sample
-from toktools import _bert_tables
-from toktools.bert_text import (
+from toktools.tables import bert as _bert_tables
+from toktools.parts.bert_text import (
     BertNormalizerConfig,
     iter_words,
     normalize,
@@ -353,7 +353,7 @@ def test_strip_accents_none_follows_lowercase() -> None:
 def test_python_whitespace_is_what_str_isspace_says() -> None:
     """The set str.split() splits on is found with re's \\s over all code points at once: the
     same test as str.isspace (both are CPython's Py_UNICODE_ISSPACE), checked here on each."""
-    from toktools.bert_text import _python_whitespace
+    from toktools.parts.bert_text import _python_whitespace
 
     assert _python_whitespace() == frozenset(c for c in range(0x110000) if chr(c).isspace())
 
@@ -361,7 +361,7 @@ def test_python_whitespace_is_what_str_isspace_says() -> None:
 def test_translate_table_fills_changed_chars_on_first_sight() -> None:
     """The translate table is built without computing the tens of thousands of BMP chars a step
     may change: each is computed the first time a text holds it, and kept."""
-    from toktools.bert_text import _Tables
+    from toktools.parts.bert_text import _Tables
 
     table = _Tables(clean=True, chinese=True, strip=True, lower=True).char_map
     assert 0xC9 not in table and 0x4E2D not in table  # É and 中: not computed yet

@@ -13,9 +13,9 @@ from pathlib import Path
 import tokenizers
 
 import toktools
-from toktools import bpe
-from toktools.bpe_merges import build_merge_map, merge_symbols
-from toktools.bpe_naive import train_bpe_naive
+from toktools.models.bpe import trainer as bpe
+from toktools.models.bpe.merges import build_merge_map, merge_symbols
+from toktools.models.bpe.naive import train_bpe_naive
 
 # --- 1. Training: "low lower lowest newer wider", each word once ----------------------------------
 #

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from toktools import bpe
+from toktools.models.bpe import trainer as bpe
 
 
 def _random_case(seed: int):

@@ -1,8 +1,8 @@
 """The fast merge engine equals the naive oracle, and both equal ``tokenizers``.
 
-``toktools.bpe_naive.train_bpe_naive`` recounts every pair at every merge and takes the best
+``toktools.models.bpe.naive.train_bpe_naive`` recounts every pair at every merge and takes the best
 with ``tokenizers``' tie-break (highest count, then the smallest ``(left id, right id)``); it is
-short enough to check by reading. ``toktools.bpe.train_bpe`` must give the same vocabulary, merges
+short enough to check by reading. ``toktools.models.bpe.trainer.train_bpe`` must give the same vocabulary, merges
 and merge counts on many small random corpora (Chinese, emoji, many ties, every option the oracle
 has), and on a few of them ``tokenizers``' ``BpeTrainer`` must too.
 """
@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toktools import bpe
-from toktools.bpe_naive import ReusedToken, train_bpe_naive
+from toktools.models.bpe import trainer as bpe
+from toktools.models.bpe.naive import ReusedToken, train_bpe_naive
 
 ALPHABETS = ["ab", "abc", "lowerstind", "aab", "我是中国人你好们", "😀😃🎉ab", "ab#", "é\u0301e", "x😀中"]
 

@@ -1,4 +1,4 @@
-"""The byte <-> symbol map and the GPT-2 split of ``toktools.bytelevel``.
+"""The byte <-> symbol map and the GPT-2 split of ``toktools.models.bpe.bytelevel``.
 
 What is pinned here, and where the expected values come from:
 
@@ -26,8 +26,8 @@ import pytest
 from tokenizers import decoders, pre_tokenizers
 
 from conftest import read_corpus_sample, ref_vocab_dir
-from toktools import bytelevel
-from toktools.bytelevel import BYTE_TO_SYMBOL, byte_view, split, split_lines, symbols_to_bytes, text_to_symbols
+from toktools.models.bpe import bytelevel
+from toktools.models.bpe.bytelevel import BYTE_TO_SYMBOL, byte_view, split, split_lines, symbols_to_bytes, text_to_symbols
 
 
 def hf_pieces(text: str, add_prefix_space: bool = False) -> list[str]:
@@ -322,7 +322,7 @@ def test_an_unlisted_regex_version_is_measured_once_and_cached_on_disk(tmp_path,
     (~0.7 s), then is read from the user cache; the answer is the same scan the table holds."""
     import regex
 
-    from toktools import bytelevel
+    from toktools.models.bpe import bytelevel
 
     monkeypatch.setenv("TOKTOOLS_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(bytelevel, "REGEX_DISAGREEMENTS", {})
@@ -330,7 +330,7 @@ def test_an_unlisted_regex_version_is_measured_once_and_cached_on_disk(tmp_path,
     assert list(tmp_path.glob("regex-disagreements-v1/bytelevel-*.json"))
     monkeypatch.setattr(bytelevel, "_disagreements", lambda: pytest.fail("measured again"))
     assert bytelevel._Splitters().risky == measured
-    from toktools._bytelevel_tables import REGEX_DISAGREEMENTS
+    from toktools.tables.bytelevel import REGEX_DISAGREEMENTS
 
     listed = REGEX_DISAGREEMENTS.get(regex.__version__)
     if listed is not None:  # the generated table holds the installed version: it must agree

@@ -1,7 +1,7 @@
 """Training parity: ``toktools.train_bytebpe`` writes the same files as HuggingFace ``tokenizers``.
 
 For the same corpus and settings, ``toktools`` (pure Python) and ``tokenizers`` 0.23.3
-(``toktools.fast.train_bytebpe``, i.e. ``BpeTrainer`` with ``ByteLevelBPETokenizer``'s defaults)
+(``toktools.training.tokenizers_backend.train_bytebpe``, i.e. ``BpeTrainer`` with ``ByteLevelBPETokenizer``'s defaults)
 must produce byte-identical ``vocab.json`` and ``merges.txt`` and the same ``model`` object in
 ``tokenizer.json``. The whole ``tokenizer.json`` turned out byte-identical too, so that is pinned.
 
@@ -29,7 +29,10 @@ from tokenizers import pre_tokenizers
 
 import toktools
 from conftest import read_corpus_sample
-from toktools import bpe, bytelevel, fast, training
+from toktools.models.bpe import trainer as bpe
+from toktools.models.bpe import bytelevel
+from toktools.training import tokenizers_backend as fast
+from toktools.training import pipeline as training
 
 FILES = ("vocab.json", "merges.txt", "tokenizer.json")
 ROBERTA_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
@@ -92,7 +95,7 @@ class Trained:
 
 
 def train_theirs(files: list[str] | None, vocab_size: int, texts: list[str] | None, options: dict, directory: Path) -> None:
-    """``toktools.fast.train_bytebpe`` (``tokenizers``) and its files; runs in ``side_process``."""
+    """``toktools.training.tokenizers_backend.train_bytebpe`` (``tokenizers``) and its files; runs in ``side_process``."""
     theirs = fast.train_bytebpe(files, vocab_size, texts=texts, **options)
     fast.save_bytebpe(theirs, directory)
 

@@ -1,4 +1,4 @@
-"""``toktools.charsmap_builder`` writes sentencepiece ``precompiled_charsmap`` blobs in pure Python:
+"""``toktools.sentencepiece.charsmap_builder`` writes sentencepiece ``precompiled_charsmap`` blobs in pure Python:
 
 * our reader (:class:`toktools.parts.precompiled.CharsMap`) finds every rule of the mapping, with
   its replacement, at its length, and nothing else: random mappings with keys that are prefixes
@@ -14,11 +14,11 @@ import struct
 
 import pytest
 
-from toktools import charsmap_builder
-from toktools.charsmap_builder import build_charsmap
+from toktools.sentencepiece import charsmap_builder
+from toktools.sentencepiece.charsmap_builder import build_charsmap
 from toktools.errors import ToktoolsError
 from toktools.parts.precompiled import CharsMap, spm_normalize
-from toktools.sentencepiece_model import NORMALIZER_FIELDS, Message
+from toktools.sentencepiece.model_file import NORMALIZER_FIELDS, Message
 
 ALPHABET = list("abcab ") + ["é", "中", "\u0301", "😀", "𝔘", "\U00010348", "\t", "\u3000", "ß"]
 

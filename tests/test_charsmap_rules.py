@@ -1,4 +1,4 @@
-"""``toktools.charsmap_rules`` turns toktools' character normalisers (``Nmt``, ``NFKC``,
+"""``toktools.sentencepiece.charsmap_rules`` turns toktools' character normalisers (``Nmt``, ``NFKC``,
 ``Lowercase``) into a table sentencepiece applies by longest match, as sentencepiece's own
 builder does for NFKC (``BuildNFKCMap``):
 
@@ -15,12 +15,12 @@ import unicodedata
 import pytest
 
 from conftest import read_corpus_sample
-from toktools.charsmap_builder import build_charsmap
-from toktools.charsmap_rules import charsmap_rules, compile_charsmap, rule_name
+from toktools.sentencepiece.charsmap_builder import build_charsmap
+from toktools.sentencepiece.charsmap_rules import charsmap_rules, compile_charsmap, rule_name
 from toktools.errors import ToktoolsError
 from toktools.parts.normalizers import NFKC, Lowercase, Nmt
 from toktools.parts.precompiled import CharsMap, spm_normalize
-from toktools.sentencepiece_model import NORMALIZER_FIELDS, Message
+from toktools.sentencepiece.model_file import NORMALIZER_FIELDS, Message
 
 PARTS = [Nmt(), NFKC()]
 

@@ -25,7 +25,7 @@ from tokenizers import Tokenizer
 
 import toktools
 from conftest import ref_vocab_dir
-from toktools import fast
+from toktools.training import tokenizers_backend as fast
 from toktools.cli import main
 
 CORPUS = Path(__file__).parent / "fixtures" / "bytebpe_cli_corpus.txt"

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 import toktools
-from toktools import report
+from toktools.analysis import report
 from toktools.cli import main
 
 FIXTURE = Path(__file__).parent / "fixtures" / "sample.txt"

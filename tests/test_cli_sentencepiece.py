@@ -20,7 +20,7 @@ from click.testing import CliRunner
 import toktools
 from _spm_models import MODELS, held_out_lines, processor, train
 from toktools.cli import main
-from toktools.sentencepiece_model import CONTROL, NORMAL, read_model, write_model
+from toktools.sentencepiece.model_file import CONTROL, NORMAL, read_model, write_model
 
 spm = pytest.importorskip("sentencepiece")
 tokenizers = pytest.importorskip("tokenizers")

@@ -172,7 +172,7 @@ def test_convert_to_spiece_model_gives_the_tokenizer_ids_in_sentencepiece(traine
     """``convert --to spiece.model`` turns Nmt + NFKC into a charsmap sentencepiece applies by
     longest match, and runs of spaces into ``remove_extra_whitespaces``. The one rule it cannot
     follow on real text: the tokenizer keeps a trailing space as a ``▁`` piece, sentencepiece trims
-    it (``toktools.sentencepiece_json.json_to_sentencepiece``)."""
+    it (``toktools.sentencepiece.to_json.json_to_sentencepiece``)."""
     spm = pytest.importorskip("sentencepiece", reason="sentencepiece is not installed (test extra)")
     result = run("convert", trained, "--to", "spiece.model", "-o", tmp_path / "spm")
     assert result.exit_code == 0, result.stderr
@@ -185,7 +185,7 @@ def test_convert_to_spiece_model_gives_the_tokenizer_ids_in_sentencepiece(traine
     assert trailing == {"  Two  spaces\tand a tab "}
     differ = {line for line in lines if sp.encode(line) != ours.encode(line).ids}
     assert differ == trailing
-    from toktools.sentencepiece_model import read_model
+    from toktools.sentencepiece.model_file import read_model
 
     spec = read_model(tmp_path / "spm" / "spiece.model").normalizer_spec
     assert spec.get("name") == "nmt_nfkc" and spec.get("remove_extra_whitespaces") and spec.get("add_dummy_prefix")

@@ -37,7 +37,7 @@ from tokenizers import BertWordPieceTokenizer, Tokenizer
 import toktools
 from conftest import ref_vocab_dir
 from toktools.cli import main
-from toktools.wordpiece import dumps_vocab_txt
+from toktools.models.wordpiece.model import dumps_vocab_txt
 
 CORPUS = Path(__file__).parent / "fixtures" / "wordpiece_cli_corpus.txt"
 FILES = ("vocab.txt", "tokenizer.json")

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from toktools.cli import main
-from toktools.clusters import Cluster, as_cluster, parse_size
+from toktools.cluster.settings import Cluster, as_cluster, parse_size
 from toktools.errors import ToktoolsError
 
 
@@ -68,7 +68,7 @@ def test_without_dask_cluster_says_what_to_install(tmp_path: Path, monkeypatch: 
 
 
 def test_without_dask_the_python_api_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from toktools import training
+    from toktools.training import pipeline as training
 
     if "distributed" in sys.modules:  # pragma: no cover - the parent pytest process never imports it
         pytest.skip("distributed is already imported in this process")

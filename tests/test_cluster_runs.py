@@ -97,7 +97,9 @@ def test_the_python_api_takes_the_cluster_as_one_argument(client, corpus_files: 
 def test_merges_on_the_workers_keep_the_first_occurrence_order(client, corpus_files: list[Path],
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """Past a few dozen blocks the workers merge neighbours in a tree before the client does."""
-    from toktools import bert_text, distributed, training
+    from toktools.parts import bert_text
+    from toktools.cluster import blocks as distributed
+    from toktools.training import pipeline as training
 
     monkeypatch.setattr(distributed, "CLIENT_MERGES", 3)
     splitter = functools.partial(bert_text.iter_words, config=bert_text.BertNormalizerConfig())
@@ -124,7 +126,7 @@ def test_memory_filesystem_on_a_cluster_that_shares_the_process(corpus_files: li
     import fsspec
     from distributed import Client, LocalCluster
 
-    from toktools import training
+    from toktools.training import pipeline as training
 
     text = corpus_files[0].read_bytes()
     cut = text.index(b"\n", len(text) // 2) + 1  # two files of whole lines: together, the corpus
@@ -147,7 +149,7 @@ def test_a_path_the_workers_cannot_read_is_one_line(client, tmp_path: Path) -> N
 
     with fsspec.open("memory://only-here/corpus.txt", "wb") as handle:  # this process sees it, the workers do not
         handle.write(b"hello world\n")
-    from toktools import training
+    from toktools.training import pipeline as training
 
     with pytest.raises(ToktoolsError, match=r"^memory:///only-here/corpus.txt: cannot read \(.*\)$"):
         training.count_bytebpe_words(["memory://only-here/corpus.txt"], cluster=client)

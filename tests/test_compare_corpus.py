@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 from test_report import hand_bpe, hand_wordpiece
-from toktools import token_view
+from toktools.analysis import token_view
 from toktools.cli import main
-from toktools.corpus_compare import compare_corpus
-from toktools.segstats import percentile
+from toktools.analysis.corpus_compare import compare_corpus
+from toktools.analysis.segstats import percentile
 
 #: Four documents (the blank line is none). By hand, with the tokenizers of test_report:
 #:   line 1 "the unaffable xyz"          wp: the | un ##aff ##able | [UNK]       bpe: the | Ġunaff able | Ġ x y z
@@ -106,7 +106,7 @@ def test_byte_pieces_are_counted_in_characters(tmp_path: Path):
 def test_same_result_for_any_number_of_workers(tmp_path: Path):
     path = tmp_path / "many.txt"
     path.write_text("".join(f"{DOCUMENTS[i % 4]} the\n" for i in range(3000)), encoding="utf-8")
-    import toktools.compare_chunks as cc
+    import toktools.analysis.compare_chunks as cc
 
     old = cc.CHUNK_DOCUMENTS
     cc.CHUNK_DOCUMENTS = 500  # several chunks, so the workers really share the work

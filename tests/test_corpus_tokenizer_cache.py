@@ -1,4 +1,4 @@
-"""The start-up cache of corpus encoding (:mod:`toktools.corpus_tokenizer`): a second run on the
+"""The start-up cache of corpus encoding (:mod:`toktools.corpus.prepared_tokenizer`): a second run on the
 same ``tokenizer.json`` takes the document's shape, the exactness analysis and tiktoken's byte
 ranks from the user cache instead of parsing and analysing the file, and writes the same bytes.
 A corrupt entry is ignored and written again, a changed file misses, and a cache that cannot be
@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from toktools import corpus_tokenizer, engines
+from toktools.corpus import prepared_tokenizer as corpus_tokenizer
+
+from toktools.engines import core as engines
 from toktools.cli import main
-from toktools.encode_dispatch import encode_corpus
-from toktools.shipped import shipped_path
+from toktools.corpus.encode import encode_corpus
+from toktools.io.shipped import shipped_path
 
 from conftest import read_corpus_sample
 
@@ -106,7 +108,7 @@ def test_an_entry_that_checks_out_but_holds_nonsense_is_ignored(tmp_path, monkey
     """The checksum guards against damage; the layout check against an entry of another shape."""
     import marshal
 
-    from toktools.user_cache import write_blob
+    from toktools.io.user_cache import write_blob
 
     monkeypatch.setenv("TOKTOOLS_CACHE_DIR", str(tmp_path / "cache"))
     first = encoded(corpus, tokenizer, tmp_path / "first")

@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from conftest import IN_DASK_CHILD, read_corpus_sample, run_in_fresh_process
-from toktools import bytelevel, corpus, distributed
+from toktools.models.bpe import bytelevel
+from toktools.corpus import reading as corpus
+from toktools.cluster import blocks as distributed
 from toktools.errors import ToktoolsError
 
 if importlib.util.find_spec("distributed") is None:  # not imported here: the parent process stays free of Dask's threads

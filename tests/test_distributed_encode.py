@@ -23,10 +23,10 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import IN_DASK_CHILD, read_corpus_sample, run_in_fresh_process
-from toktools import distributed_encode
+from toktools.cluster import encode as distributed_encode
 from toktools.cli import main
-from toktools.corpus_writers import read_megatron_documents
-from toktools.encode_dispatch import encode_corpus
+from toktools.corpus.writers import read_megatron_documents
+from toktools.corpus.encode import encode_corpus
 from toktools.errors import ToktoolsError
 
 IN_CHILD = IN_DASK_CHILD

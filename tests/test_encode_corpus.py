@@ -14,11 +14,12 @@ import pytest
 from click.testing import CliRunner
 
 import toktools
-from toktools import corpus_writers, engines
+from toktools.corpus import writers as corpus_writers
+from toktools.engines import core as engines
 from toktools.cli import main
-from toktools.corpus_documents import safe_cut
-from toktools.corpus_writers import read_megatron_documents
-from toktools.encode_dispatch import encode_corpus
+from toktools.corpus.documents import safe_cut
+from toktools.corpus.writers import read_megatron_documents
+from toktools.corpus.encode import encode_corpus
 from toktools.errors import ToktoolsError
 
 from conftest import read_corpus_sample
@@ -36,8 +37,8 @@ def no_analysis_cache(monkeypatch: pytest.MonkeyPatch) -> None:
 def bpe():
     """A small byte-level BPE with RoBERTa's special tokens, trained on the fixture and the
     samples (a 50K vocabulary would only make every run slower to set up)."""
-    from toktools import fast
-    from toktools.formats import from_tokenizer_json
+    from toktools.training import tokenizers_backend as fast
+    from toktools.io.formats import from_tokenizer_json
 
     text = FIXTURE.read_text(encoding="utf-8") + read_corpus_sample("mixed_sample.txt", 30_000) + read_corpus_sample("zh_novels.txt", 10_000)
     trained = fast.train_bytebpe(texts=text.splitlines(), vocab_size=1200, min_frequency=2,
@@ -315,7 +316,7 @@ def run(*args: str):
 
 
 def test_cli_megatron_shards_and_json_summary(tmp_path: Path, bpe) -> None:
-    from toktools.formats import dumps_tokenizer_json
+    from toktools.io.formats import dumps_tokenizer_json
 
     (tmp_path / "tok").mkdir()
     (tmp_path / "tok" / "tokenizer.json").write_text(dumps_tokenizer_json(bpe.to_tokenizer_json()), encoding="utf-8")
@@ -353,7 +354,7 @@ def test_progress_reports_bytes_of_the_total_and_tokens(tmp_path: Path, corpus: 
 
 
 def test_standard_input_and_the_cli_defaults(tmp_path: Path, bpe) -> None:
-    from toktools.formats import dumps_tokenizer_json
+    from toktools.io.formats import dumps_tokenizer_json
 
     (tmp_path / "tok.json").write_text(dumps_tokenizer_json(bpe.to_tokenizer_json()), encoding="utf-8")
     result = CliRunner().invoke(main, ["encode", "-t", str(tmp_path / "tok.json"), "--format", "megatron", "-o",
@@ -368,7 +369,7 @@ def test_standard_input_and_the_cli_defaults(tmp_path: Path, bpe) -> None:
 def test_lines_longer_than_a_read_block_are_streamed(tmp_path: Path, bpe, monkeypatch, mode: str) -> None:
     """Read blocks of 4 KB so that one line spans many blocks (and UTF-8 characters are cut
     between blocks): the documents and their ids are those of the whole text."""
-    from toktools import corpus_documents
+    from toktools.corpus import documents as corpus_documents
 
     monkeypatch.setattr(corpus_documents, "READ_BYTES", 4096)
     rng = random.Random(mode)

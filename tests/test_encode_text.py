@@ -1,6 +1,6 @@
 """``toktools encode --format ids|tokens|jsonl --engine ...``: the same bytes on every engine.
 
-The text formats go through the engines too (:mod:`toktools.encode_text`). Expected output is
+The text formats go through the engines too (:mod:`toktools.corpus.text_outputs`). Expected output is
 ``tokenizers`` itself (its ``encode_batch`` on the same lines), and every engine must print
 exactly the same lines; tiktoken, which gives ids only, takes tokens from the vocabulary and
 refuses offsets (``jsonl``) in one line.
@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from toktools.cli import main
-from toktools.encode_dispatch import encode_corpus
+from toktools.corpus.encode import encode_corpus
 
 from conftest import read_corpus_sample, ref_vocab_dir
 
@@ -136,7 +136,7 @@ def _numbers_of_lines_with(path: Path, word: str) -> set[int]:
 
 def test_a_wrong_id_stops_the_run_naming_the_file_and_line_and_writes_nothing(sample: Path, tmp_path: Path,
                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    from toktools import engines
+    from toktools.engines import core as engines
 
     _broken_where(monkeypatch, engines.TiktokenEngine, "encode_batch", " the ", lambda ids: [i + 1 for i in ids])
     out = tmp_path / "ids.txt"
@@ -154,7 +154,7 @@ def test_a_wrong_id_stops_the_run_naming_the_file_and_line_and_writes_nothing(sa
 def test_wrong_offsets_alone_are_found_in_jsonl_and_on_standard_output(sample: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The output lines are compared, not only the ids: a fast engine whose offsets are off is
     stopped too; on standard output nothing of the batch holding the difference is printed."""
-    from toktools import encode_text
+    from toktools.corpus import text_outputs as encode_text
 
     def shifted(row):
         return encode_text._Row(row.ids, row.tokens, [[a + 1, b + 1] for a, b in row.offsets], row.type_ids)
@@ -170,7 +170,7 @@ def test_wrong_offsets_alone_are_found_in_jsonl_and_on_standard_output(sample: P
 
 
 def test_a_difference_on_standard_input_is_named_and_nothing_is_printed(monkeypatch: pytest.MonkeyPatch) -> None:
-    from toktools import engines
+    from toktools.engines import core as engines
 
     _broken_where(monkeypatch, engines.TiktokenEngine, "encode_batch", "second", lambda ids: [i + 1 for i in ids])
     result = CliRunner().invoke(main, ["encode", "-t", str(ref_vocab_dir("gpt2"))],

@@ -13,8 +13,8 @@ import random
 import pytest
 
 import toktools
-from toktools import engines
-from toktools.bytelevel import BYTE_TO_SYMBOL, text_to_symbols
+from toktools.engines import core as engines
+from toktools.models.bpe.bytelevel import BYTE_TO_SYMBOL, text_to_symbols
 from toktools.errors import ToktoolsError
 
 from conftest import read_corpus_sample, ref_vocab_dir
@@ -131,7 +131,7 @@ def bpe_doc(merges: list[tuple[str, str]], *, ids: dict[str, int] | None = None,
 def raw_tiktoken_ids(doc: dict, text: str) -> list[int]:
     """What tiktoken makes of ``text`` with ranks = the document's ids, ignoring the checker."""
     added = {t["content"]: t["id"] for t in doc["added_tokens"]}
-    from toktools.bytelevel import symbols_to_bytes
+    from toktools.models.bpe.bytelevel import symbols_to_bytes
 
     ranks = {symbols_to_bytes(s): i for s, i in doc["model"]["vocab"].items() if s not in added}
     encoding = tiktoken.Encoding("probe", pat_str=engines.GPT2_PATTERN, mergeable_ranks=ranks, special_tokens=added)
@@ -191,7 +191,7 @@ def test_no_false_positive_on_trained_and_perturbed_vocabularies() -> None:
     """Vocabularies trained by ``tokenizers`` and then perturbed (merge lines swapped, as the
     spec did): whenever the checker says exact, tiktoken's ids equal ``tokenizers``' on every
     test line; and at least one perturbation is caught."""
-    from toktools import fast
+    from toktools.training import tokenizers_backend as fast
 
     text = read_corpus_sample("mixed_sample.txt", 40_000) + read_corpus_sample("zh_novels.txt", 20_000)
     lines = [line for line in text.splitlines() if line]

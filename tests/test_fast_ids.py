@@ -1,4 +1,4 @@
-"""The ids-only path (toktools.fast_ids) gives exactly the ids of the reference pipeline
+"""The ids-only path (toktools.engines.ids_only) gives exactly the ids of the reference pipeline
 (``Tokenizer.encode(text, add_special_tokens=False).ids``) and of ``tokenizers``, on real
 English, Chinese and mixed text, on the odd code points (where the ``regex`` module's Unicode
 tables and Oniguruma's disagree, combining marks, whitespace runs, control characters, emoji,
@@ -13,10 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import read_corpus_sample, ref_vocab_dir
-from toktools import engines, fast_ids
-from toktools.fast_ids import ids_encoder
-from toktools.formats import load
-from toktools.shipped import shipped_path
+from toktools.engines import core as engines
+from toktools.engines import ids_only as fast_ids
+from toktools.engines.ids_only import ids_encoder
+from toktools.io.formats import load
+from toktools.io.shipped import shipped_path
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -80,7 +81,7 @@ def test_other_pipelines_and_settings_are_refused() -> None:
     doc = {"version": "1.0", "added_tokens": [], "normalizer": {"type": "NFKC"},
            "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True},
            "model": {"type": "WordLevel", "vocab": {"[UNK]": 0, "\u2581a": 1}, "unk_token": "[UNK]"}}
-    from toktools.formats import from_tokenizer_json
+    from toktools.io.formats import from_tokenizer_json
 
     assert ids_encoder(from_tokenizer_json(doc)) is None
 
@@ -169,7 +170,7 @@ def test_random_text(text: str) -> None:
 
 
 def _byte_level_doc(merges: list[tuple[bytes, bytes]]) -> dict:
-    from toktools.bytelevel import ALPHABET, bytes_to_symbols
+    from toktools.models.bpe.bytelevel import ALPHABET, bytes_to_symbols
 
     vocab = {symbol: i for i, symbol in enumerate(ALPHABET)}
     pairs = []
@@ -201,7 +202,7 @@ def test_merges_across_partial_characters_are_never_cut(cuts_after: float, monke
               (min_[:1], min_[1:2]), (min_[:2], min_[2:]),
               (guo[:1], guo[1:]), (zhong[1:2], zhong[2:])]
     doc = _byte_level_doc(merges)
-    from toktools.formats import from_tokenizer_json
+    from toktools.io.formats import from_tokenizer_json
 
     reference = from_tokenizer_json(doc)
     fast = ids_encoder(reference)
@@ -277,10 +278,14 @@ def test_reference_engine_without_a_fast_path_in_workers(monkeypatch: pytest.Mon
 
 
 # ---------------------------------------------------------------------------------------------
-# New words merged all at once (toktools.bpe_bulk): numpy steps and the numba kernel
+# New words merged all at once (toktools.models.bpe.bulk_merge): numpy steps and the numba kernel
 # ---------------------------------------------------------------------------------------------
 
-from toktools import bpe_bulk, bpe_vectorized, fast_ids  # noqa: E402
+from toktools.models.bpe import bulk_merge as bpe_bulk  # noqa: E402
+
+from toktools.models.bpe import vectorized_merge as bpe_vectorized
+
+from toktools.engines import ids_only as fast_ids
 
 
 def _corpus_words(name: str) -> list[str]:
@@ -326,7 +331,7 @@ def test_merges_out_of_rank_order_take_one_step_per_merge() -> None:
     ``c``: not monotone), so one numpy step may merge only the leftmost best pair of a word."""
     pytest.importorskip("numpy")
     doc = _byte_level_doc([(b"c", b"d"), (b"a", b"bc"), (b"b", b"c"), (b"bc", b"bc"), (b"a", b"a"), (b"aa", b"a")])
-    from toktools.formats import from_tokenizer_json
+    from toktools.io.formats import from_tokenizer_json
 
     reference = from_tokenizer_json(doc)
     bpe = ids_encoder(reference).cache.compute
@@ -342,7 +347,7 @@ def test_two_merges_making_one_token_are_left_to_python() -> None:
     """Not E2 (``ab`` from ``a b`` and from nothing else, ``abc`` from ``ab c`` and ``a bc``):
     a stale heap entry may then merge another pair's token, so no step over all words."""
     doc = _byte_level_doc([(b"a", b"b"), (b"b", b"c"), (b"ab", b"c"), (b"a", b"bc")])
-    from toktools.formats import from_tokenizer_json
+    from toktools.io.formats import from_tokenizer_json
 
     bpe = ids_encoder(from_tokenizer_json(doc)).cache.compute
     assert bpe_vectorized.plan(bpe.bulk().byte_ids, bpe.merge_map) is None
@@ -444,7 +449,7 @@ def test_reference_engine_workers_with_the_compiled_merge(monkeypatch: pytest.Mo
 
 def test_the_ids_paths_share_one_interface() -> None:
     """The reference engine talks to every ids-only path through ``fast_ids.IdsPath``."""
-    from toktools.fast_ids import IdsPath
+    from toktools.engines.ids_only import IdsPath
 
     for name in ("gpt2", "bert-base-uncased"):
         fast = trio(name)[1]

@@ -1,4 +1,4 @@
-"""The ids-only path for Unigram tokenizers (:mod:`toktools.fast_unigram`) gives the reference
+"""The ids-only path for Unigram tokenizers (:mod:`toktools.engines.ids_only_unigram`) gives the reference
 ``Tokenizer.encode(text, add_special_tokens=False).ids`` and ``tokenizers``' ids.
 
 Tokenizers: the ``spm_train`` models of the tests converted to ``tokenizer.json`` (Precompiled,
@@ -18,10 +18,11 @@ from hypothesis import strategies as st
 
 from _spm_models import MODELS, held_out_lines, train
 from conftest import read_corpus_sample
-from toktools import engines, presets
-from toktools.fast_ids import ids_encoder
-from toktools.fast_unigram import UnigramIdsEncoder, string_normalizer
-from toktools.formats import from_tokenizer_json
+from toktools import presets
+from toktools.engines import core as engines
+from toktools.engines.ids_only import ids_encoder
+from toktools.engines.ids_only_unigram import UnigramIdsEncoder, string_normalizer
+from toktools.io.formats import from_tokenizer_json
 from toktools.parts.unigram import Unigram
 
 tokenizers = pytest.importorskip("tokenizers")
@@ -35,7 +36,7 @@ odd_text = st.lists(st.sampled_from(list(ODD) + ["<s>", "</s>", "  ", "x"]), max
 
 
 def converted(name: str) -> dict:
-    from toktools.sentencepiece_json import load_sentencepiece
+    from toktools.sentencepiece.to_json import load_sentencepiece
 
     return load_sentencepiece(train(name, **MODELS[name]))
 
@@ -233,8 +234,8 @@ def test_no_verify_checker_is_forked_when_auto_takes_the_compiled_reference(tmp_
     unused); a small input keeps ``tokenizers``, checked as usual. The output is the same."""
     import importlib.util
 
-    from toktools import corpus_verify
-    from toktools.encode_dispatch import encode_corpus
+    from toktools.corpus import verify as corpus_verify
+    from toktools.corpus.encode import encode_corpus
     from toktools.parts.unigram import compiled_viterbi
 
     document = engines.corpus_document(converted("unigram"))

@@ -15,8 +15,8 @@ import pytest
 
 from conftest import read_corpus_sample, ref_vocab_dir
 from toktools.errors import ToktoolsError
-from toktools.formats import load
-from toktools.masking import ChineseWords, MaskingCollator, mask_tokens, masking_info, pad_batch, word_rule
+from toktools.io.formats import load
+from toktools.pretraining.masking import ChineseWords, MaskingCollator, mask_tokens, masking_info, pad_batch, word_rule
 
 SEQUENCE = 128
 VOCABS = Path(__file__).resolve().parent.parent / "vocabs"

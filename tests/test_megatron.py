@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 import toktools
-from toktools.corpus_writers import read_megatron_documents, read_megatron_index
-from toktools.encode_dispatch import encode_corpus
+from toktools.corpus.writers import read_megatron_documents, read_megatron_index
+from toktools.corpus.encode import encode_corpus
 
 FIXTURE = Path(__file__).parent / "fixtures" / "sample.txt"
 

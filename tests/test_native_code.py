@@ -1,4 +1,4 @@
-"""Compiled kernels kept as machine code (toktools.native_code): the first process compiles the
+"""Compiled kernels kept as machine code (toktools.runtime.machine_code): the first process compiles the
 BPE merge with numba and stores its object code in the user cache; later processes load it with
 llvmlite alone, without importing numba, and merge to the same ids as ``tokenizers``. A damaged
 entry is compiled again, and where there is no cache or the object cannot be loaded, numba's own
@@ -17,9 +17,9 @@ pytest.importorskip("numba")
 pytest.importorskip("llvmlite")
 tokenizers = pytest.importorskip("tokenizers")
 
-from toktools import native_code  # noqa: E402
-from toktools.bpe_compiled import _KERNEL  # noqa: E402
-from toktools.shipped import shipped_path  # noqa: E402
+from toktools.runtime import machine_code as native_code  # noqa: E402
+from toktools.models.bpe.compiled_merge import _KERNEL  # noqa: E402
+from toktools.io.shipped import shipped_path  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 TEXTS = [
@@ -36,9 +36,9 @@ TEXTS = [
 #: vocabulary, and report the ids, whether numba was imported, and where the code came from.
 _PROBE = r"""
 import json, sys
-from toktools import native_code
-from toktools.formats import load
-from toktools.fast_ids import ids_encoder
+from toktools.runtime import machine_code as native_code
+from toktools.io.formats import load
+from toktools.engines.ids_only import ids_encoder
 texts = json.loads(sys.argv[1])
 encoder = ids_encoder(load(sys.argv[2]))
 encoder.load_compiled()
@@ -76,7 +76,7 @@ def _probe(cache: str) -> dict:
 
 
 def _entries(cache: Path) -> list[Path]:
-    return sorted((cache / "native-code-v1").glob("toktools.bpe_kernels.merge_words_at-*.bin"))
+    return sorted((cache / "native-code-v1").glob("toktools.models.bpe.kernels.merge_words_at-*.bin"))
 
 
 def test_first_run_compiles_and_stores_later_runs_load_without_numba_and_damage_compiles_again(tmp_path: Path) -> None:
@@ -103,9 +103,9 @@ def test_without_a_cache_numba_cfunc_gives_the_same_ids() -> None:
 def test_where_the_object_cannot_be_loaded_numba_cfunc_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import numpy as np
 
-    from toktools.bpe_compiled import BulkMerger
-    from toktools.fast_ids import ids_encoder
-    from toktools.formats import load
+    from toktools.models.bpe.compiled_merge import BulkMerger
+    from toktools.engines.ids_only import ids_encoder
+    from toktools.io.formats import load
 
     def refuse(code: bytes, symbol: str) -> int:
         raise RuntimeError("this llvmlite cannot load object code")
@@ -122,7 +122,7 @@ def test_where_the_object_cannot_be_loaded_numba_cfunc_is_used(tmp_path: Path, m
 
 
 def test_the_entry_is_keyed_by_what_the_code_depends_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from toktools import user_cache
+    from toktools.io import user_cache
 
     monkeypatch.setenv("TOKTOOLS_CACHE_DIR", str(tmp_path))
     here = native_code._entry_path(*_KERNEL[:2], _KERNEL[2])
@@ -134,24 +134,24 @@ def test_the_entry_is_keyed_by_what_the_code_depends_on(tmp_path: Path, monkeypa
 
 
 def test_the_key_covers_the_modules_the_kernel_imports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The kernel reads the hash table's constants from toktools.bpe_vectorized: code compiled
+    """The kernel reads the hash table's constants from toktools.models.bpe.vectorized_merge: code compiled
     against another version of that module must not be loaded."""
     import importlib.util
 
-    before = native_code._source_hash("toktools.bpe_kernels")
+    before = native_code._source_hash("toktools.models.bpe.kernels")
     real = importlib.util.find_spec
     changed = tmp_path / "bpe_vectorized.py"
-    changed.write_bytes(Path(real("toktools.bpe_vectorized").origin).read_bytes() + b"\n# another layout\n")
+    changed.write_bytes(Path(real("toktools.models.bpe.vectorized_merge").origin).read_bytes() + b"\n# another layout\n")
 
     def find_spec(name: str, *args: object) -> object:
-        if name == "toktools.bpe_vectorized":
+        if name == "toktools.models.bpe.vectorized_merge":
             return importlib.util.spec_from_file_location(name, changed)
         return real(name, *args)
 
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
-    assert native_code._source_hash("toktools.bpe_kernels") != before
+    assert native_code._source_hash("toktools.models.bpe.kernels") != before
 
 
 def test_an_unknown_parameter_type_is_refused() -> None:
     with pytest.raises(ValueError, match="float32"):
-        native_code.kernel("toktools.bpe_kernels", "merge_words_at", ["int64", "float32"])
+        native_code.kernel("toktools.models.bpe.kernels", "merge_words_at", ["int64", "float32"])

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 pytest.importorskip("fcntl")  # no flock (Windows): nothing is swept
 
 from toktools.cli import main  # noqa: E402
-from toktools.outputs import TEMPORARY_TAG, remove_orphans  # noqa: E402
+from toktools.io.outputs import TEMPORARY_TAG, remove_orphans  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 _WRITER = r"""
 import os, sys, time
 from pathlib import Path
-from toktools.outputs import temporary_beside
+from toktools.io.outputs import temporary_beside
 handle, path = temporary_beside(Path(sys.argv[1]))
 os.write(handle, b"half a shard")
 print(path, flush=True)

@@ -1,4 +1,4 @@
-"""``toktools.parity``: train with both backends and explain any difference.
+"""``toktools.parity.core``: train with both backends and explain any difference.
 
 What the parity report promises, checked here:
 
@@ -23,7 +23,10 @@ from pathlib import Path
 import pytest
 
 from conftest import read_corpus_sample
-from toktools import bytelevel, parity, presets, training
+from toktools import presets
+from toktools.models.bpe import bytelevel
+from toktools.parity import core as parity
+from toktools.training import pipeline as training
 from toktools.errors import ToktoolsError
 
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from conftest import read_corpus_sample
 from toktools.cli import main
-from toktools.parity import Agreement, Tolerance, compare_scores
+from toktools.parity.core import Agreement, Tolerance, compare_scores
 
 pytest.importorskip("tokenizers")
 

@@ -12,7 +12,7 @@ from parts_parity import check_all, corpus_lines, load_in_toktools
 from toktools.parts.base import Piece
 from toktools.parts.normalizers import BertNormalizer
 from toktools.parts.pre_tokenizers import BertPreTokenizer, ByteLevel
-from toktools.wordpiece import read_vocab_txt
+from toktools.models.wordpiece.model import read_vocab_txt
 
 
 def _gpt2_bpe() -> models.BPE:

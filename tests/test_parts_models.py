@@ -12,9 +12,9 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 from conftest import read_corpus_sample, ref_vocab_dir
 from parts_parity import check_all, corpus_lines, load_in_toktools
 from toktools.errors import ToktoolsError
-from toktools.formats import from_tokenizer_json
+from toktools.io.formats import from_tokenizer_json
 from toktools.parts.models import BPE
-from toktools.wordpiece import read_vocab_txt
+from toktools.models.wordpiece.model import read_vocab_txt
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 from conftest import ref_vocab_dir
 from parts_parity import assert_same_encodings, check_all, corpus_lines, load_in_toktools
 from toktools.tokenizer import Tokenizer as OurTokenizer
-from toktools.wordpiece import read_vocab_txt
+from toktools.models.wordpiece.model import read_vocab_txt
 
 
 def _bert() -> Tokenizer:

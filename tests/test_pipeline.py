@@ -13,14 +13,14 @@ from conftest import ref_vocab_dir
 from parts_parity import assert_same_encodings, check_all, corpus_lines, load_in_toktools
 from toktools.cli import main
 from toktools.errors import ToktoolsError
-from toktools.formats import from_tokenizer_json
+from toktools.io.formats import from_tokenizer_json
 from toktools.parts import decoders as our_decoders
 from toktools.parts import models as our_models
 from toktools.parts import post_processors as our_post_processors
 from toktools.parts import pre_tokenizers as our_pre_tokenizers
 from toktools.parts.registry import supported
 from toktools.presets import bert_wordpiece, byte_level_bpe
-from toktools.wordpiece import read_vocab_txt
+from toktools.models.wordpiece.model import read_vocab_txt
 
 
 def _bert() -> Tokenizer:

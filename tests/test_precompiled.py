@@ -15,7 +15,7 @@ from toktools.errors import ToktoolsError
 from toktools.parts.base import Piece
 from toktools.parts.precompiled import CharsMap, Precompiled, spm_normalize
 from toktools.parts.registry import part_from_json
-from toktools.sentencepiece_model import NORMALIZER_FIELDS, Message
+from toktools.sentencepiece.model_file import NORMALIZER_FIELDS, Message
 
 spm = pytest.importorskip("sentencepiece")
 tokenizers = pytest.importorskip("tokenizers")

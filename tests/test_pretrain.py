@@ -19,10 +19,10 @@ from click.testing import CliRunner
 
 from conftest import corpus_path, read_corpus_sample, ref_vocab_dir
 from toktools.cli import main
-from toktools.corpus import expand_sources
-from toktools.formats import load
-from toktools.masking import MaskingCollator, masking_info, pad_batch
-from toktools.pretrain import encode_documents, iter_documents, pack_blocks, pair_instances, truncate_seq_pair
+from toktools.corpus.reading import expand_sources
+from toktools.io.formats import load
+from toktools.pretraining.masking import MaskingCollator, masking_info, pad_batch
+from toktools.pretraining.examples import encode_documents, iter_documents, pack_blocks, pair_instances, truncate_seq_pair
 
 pq = pytest.importorskip("pyarrow.parquet")
 
@@ -88,7 +88,7 @@ def test_nsp_negatives_come_from_another_document_about_half_the_time(encoded):
 
 def test_sop_negatives_are_exact_swaps(encoded, monkeypatch):
     """Before truncation, a swapped pair is (B, A) with B starting exactly where A ended."""
-    import toktools.pretrain as pretrain
+    import toktools.pretraining.examples as pretrain
 
     tokenizer, corpus = encoded
     monkeypatch.setattr(pretrain, "truncate_seq_pair", lambda a, b, limit, rng: (a, b))

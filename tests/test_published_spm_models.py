@@ -11,7 +11,7 @@ distribution carries two that Google trained and ships (``test/test_model.model`
 Nothing is downloaded here, so without the variable these tests skip. Two things are checked on
 every model found, on held-out English, mixed and Chinese lines:
 
-* toktools' sentencepiece encoder (:mod:`toktools.sentencepiece_encode`) gives sentencepiece's
+* toktools' sentencepiece encoder (:mod:`toktools.sentencepiece.encode`) gives sentencepiece's
   ids on every line;
 * ``toktools.load`` (the ``tokenizer.json`` pipeline, ``tokenizers``' rules) gives them too,
   except on lines where the two libraries' rules differ (spec/unigram.md §6): there the ids
@@ -44,7 +44,7 @@ def _lines() -> list[str]:
 
 @pytest.mark.parametrize("model", MODELS, ids=[m.name for m in MODELS])
 def test_the_sentencepiece_encoder_gives_sentencepiece_ids_on_every_line(model: Path) -> None:
-    from toktools.sentencepiece_encode import load_encoder
+    from toktools.sentencepiece.encode import load_encoder
 
     processor = spm.SentencePieceProcessor(model_file=str(model))
     ours = load_encoder(model)

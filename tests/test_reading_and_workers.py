@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 import toktools
-from toktools import corpus, workers
+from toktools.corpus import reading as corpus
+from toktools.runtime import workers
 from toktools.errors import ToktoolsError
 
 TEXT = "first line\r\nsecond, with a tab\there\n\nlast line without newline"

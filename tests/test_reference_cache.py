@@ -1,4 +1,4 @@
-"""The reference tokenizer kept in the user cache (toktools.reference_cache): the second
+"""The reference tokenizer kept in the user cache (toktools.engines.reference_cache): the second
 process that needs it for a tokenizer.json unpickles it instead of reading and building, and
 gets the same ids; the document is then not even read. An entry from other code, a damaged
 entry or a cache turned off means building it again."""
@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from toktools import reference_cache
-from toktools.corpus_tokenizer import load_corpus_tokenizer
-from toktools.engines import ReferenceEngine
+from toktools.engines import reference_cache
+from toktools.corpus.prepared_tokenizer import load_corpus_tokenizer
+from toktools.engines.core import ReferenceEngine
 
 TEXTS = ["Tokenizers cut unaffable words differently.", "我是中国人，我爱北京天安门。", "  odd\tspacing \n", ""]
 
@@ -85,7 +85,7 @@ def test_the_code_key_changes_when_a_module_changes(tmp_path: Path, monkeypatch:
         before = reference_cache.code_key()
         reference_cache.code_key.cache_clear()
         assert reference_cache.code_key() == before
-        (copy / "bpe_merges.py").write_text((copy / "bpe_merges.py").read_text(encoding="utf-8") + "\n# edited\n",
+        (copy / "models" / "bpe" / "merges.py").write_text((copy / "models" / "bpe" / "merges.py").read_text(encoding="utf-8") + "\n# edited\n",
                                             encoding="utf-8")
         reference_cache.code_key.cache_clear()
         assert reference_cache.code_key() != before

@@ -1,4 +1,4 @@
-"""``toktools.report``: vocabulary statistics, one token's anatomy, corpus usage, segmentation
+"""``toktools.analysis.report``: vocabulary statistics, one token's anatomy, corpus usage, segmentation
 metrics and the side-by-side alignment behind ``toktools inspect`` and ``toktools compare``.
 
 Where the expected values come from:
@@ -9,7 +9,7 @@ Where the expected values come from:
   it is absent): GPT-2 has 50,257 tokens, 50,000 merges, all 256 bytes, `` Hello`` is one token and
   ``我`` (E6 88 91) two; BERT cuts ``unaffable`` into ``una ##ffa ##ble`` (its paper's example).
 
-No expected value is read back from ``toktools.report`` itself.
+No expected value is read back from ``toktools.analysis.report`` itself.
 """
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 import toktools
 from conftest import ref_vocab_dir
-from toktools import report
-from toktools.bytelevel import ALPHABET, BYTE_TO_SYMBOL, text_to_symbols
+from toktools.analysis import report
+from toktools.models.bpe.bytelevel import ALPHABET, BYTE_TO_SYMBOL, text_to_symbols
 from toktools.presets import ByteLevelBPETokenizer
 from toktools.errors import ToktoolsError
 from toktools.presets import WordPieceTokenizer

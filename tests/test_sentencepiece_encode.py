@@ -6,8 +6,8 @@ import pytest
 
 from _spm_models import EDGE_LINES, MODELS, held_out_lines, processor, train
 from toktools.errors import ToktoolsError
-from toktools.sentencepiece_encode import SentencePieceBPE, SentencePieceUnigram, load_encoder
-from toktools.sentencepiece_model import NORMAL, UNUSED, read_model, write_model
+from toktools.sentencepiece.encode import SentencePieceBPE, SentencePieceUnigram, load_encoder
+from toktools.sentencepiece.model_file import NORMAL, UNUSED, read_model, write_model
 
 LINES = EDGE_LINES + ["<mask>中文[SEP]<mask> x", "<cls> <s>", "  ", ""]
 

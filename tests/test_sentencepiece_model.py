@@ -15,8 +15,8 @@ from _spm_models import MODELS, held_out_lines, processor, train
 from toktools.errors import ToktoolsError
 from toktools.parts.base import Piece
 from toktools.parts.registry import part_from_json
-from toktools.sentencepiece_json import load_sentencepiece
-from toktools.sentencepiece_model import (BYTE, CONTROL, NORMAL, UNKNOWN, USER_DEFINED, SentencePieceModel,
+from toktools.sentencepiece.to_json import load_sentencepiece
+from toktools.sentencepiece.model_file import (BYTE, CONTROL, NORMAL, UNKNOWN, USER_DEFINED, SentencePieceModel,
                                           read_model, write_model)
 
 spm = pytest.importorskip("sentencepiece")
@@ -57,7 +57,7 @@ def test_pieces_scores_types_and_specs_are_what_sentencepiece_reads(name, tmp_pa
 
 
 def test_a_model_written_from_scratch_loads_in_sentencepiece(tmp_path):
-    from toktools.sentencepiece_model import SentencePiece
+    from toktools.sentencepiece.model_file import SentencePiece
 
     pieces = [SentencePiece("<unk>", 0.0, UNKNOWN), SentencePiece("<s>", 0.0, CONTROL), SentencePiece("</s>", 0.0, CONTROL)]
     pieces += [SentencePiece(p, -float(k), NORMAL) for k, p in enumerate(["▁", "a", "b", "▁ab", "ab", "c"], 1)]
@@ -197,7 +197,7 @@ def test_our_parts_give_the_documents_ids(name):
 
 @pytest.mark.parametrize("name", ["unigram", "unigram_bytes", "unigram_user", "unigram_cf"])
 def test_model_to_document_to_model_keeps_pieces_and_ids(name, tmp_path):
-    from toktools.sentencepiece_json import json_to_sentencepiece
+    from toktools.sentencepiece.to_json import json_to_sentencepiece
 
     original = read_model(model_path(name))
     back = json_to_sentencepiece(load_sentencepiece(model_path(name)))
@@ -212,7 +212,7 @@ def test_model_to_document_to_model_keeps_pieces_and_ids(name, tmp_path):
 
 def test_a_trained_unigram_tokenizer_written_as_model_gives_the_same_ids(tmp_path):
     from conftest import read_corpus_sample
-    from toktools.sentencepiece_json import json_to_sentencepiece
+    from toktools.sentencepiece.to_json import json_to_sentencepiece
 
     trainer = tokenizers.trainers.UnigramTrainer(vocab_size=1200, unk_token="<unk>", special_tokens=["<unk>", "<s>", "</s>"],
                                                  show_progress=False)
@@ -230,7 +230,7 @@ def test_a_trained_unigram_tokenizer_written_as_model_gives_the_same_ids(tmp_pat
 
 
 def test_documents_sentencepiece_cannot_express_are_refused():
-    from toktools.sentencepiece_json import json_to_sentencepiece
+    from toktools.sentencepiece.to_json import json_to_sentencepiece
 
     digits = {"type": "Replace", "pattern": {"Regex": "[0-9]"}, "content": "#"}
     doc = {"model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0.0]]}, "normalizer": digits,

@@ -1,4 +1,4 @@
-"""The fast sentencepiece normaliser (:class:`toktools.sentencepiece_normalize.SpmText`) gives
+"""The fast sentencepiece normaliser (:class:`toktools.sentencepiece.normalize.SpmText`) gives
 :func:`toktools.parts.precompiled.spm_normalize`'s text: on held-out lines, and on generated
 text around everything that makes units longer than a character or moves spaces (combining
 marks after letters, half-width kana and their voicing marks, Hangul jamo, runs of spaces and
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from _spm_models import MODELS, held_out_lines, train
 from toktools.parts.precompiled import spm_normalize
-from toktools.sentencepiece_normalize import SpmText, second_characters
+from toktools.sentencepiece.normalize import SpmText, second_characters
 
 pytest.importorskip("sentencepiece")
 
@@ -25,7 +25,7 @@ FLAGS = [dict(), dict(remove_extra_whitespaces=False), dict(escape_whitespaces=F
 
 
 def encoder(name):
-    from toktools.sentencepiece_encode import SentencePieceUnigram
+    from toktools.sentencepiece.encode import SentencePieceUnigram
 
     return SentencePieceUnigram.load(train(name, **MODELS[name]))
 

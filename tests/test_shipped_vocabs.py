@@ -71,7 +71,7 @@ def test_transformers_autotokenizer_gives_the_same_ids(name: str, expected_class
 
 
 def test_shipped_names_are_the_folders_with_a_tokenizer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from toktools.shipped import shipped_names, shipped_path
+    from toktools.io.shipped import shipped_names, shipped_path
 
     assert shipped_names() == sorted(SHIPPED)
     assert shipped_path("wordpiece-30k") == VOCABS / "wordpiece-30k"

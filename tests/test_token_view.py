@@ -6,8 +6,8 @@ import pytest
 
 import toktools
 from test_report import hand_bpe, hand_wordpiece
-from toktools import token_view
-from toktools.bytelevel import text_to_symbols
+from toktools.analysis import token_view
+from toktools.models.bpe.bytelevel import text_to_symbols
 from toktools.presets import ByteLevelBPETokenizer
 
 

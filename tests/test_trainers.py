@@ -7,7 +7,7 @@ import pytest
 from toktools.errors import ToktoolsError
 from toktools.parts.models import BPE, WordPiece
 from toktools.parts.unigram import Unigram
-from toktools.trainers import TRAINERS, get_trainer
+from toktools.training.trainers import TRAINERS, get_trainer
 
 WORDS = {"low": 5, "lower": 2, "newest": 6, "widest": 3, "low,": 1}
 

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import read_corpus_sample
 from toktools.errors import ToktoolsError
-from toktools.unigram_trainer import UnigramTrainer, compiled_kernels, seed_pieces, suffix_tree_nodes
+from toktools.models.unigram.trainer import UnigramTrainer, compiled_kernels, seed_pieces, suffix_tree_nodes
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -148,7 +148,7 @@ def test_compiled_steps_with_the_training_unk_spelled_in_the_text(monkeypatch):
 @needs_numba
 @pytest.mark.parametrize("max_piece_length, extra", [(16, 10**6), (4, 40), (2, 0)])
 def test_compiled_seeds_are_the_suffix_array_seeds(max_piece_length, extra):
-    from toktools.unigram_trainer import _seed_pieces_compiled
+    from toktools.models.unigram.trainer import _seed_pieces_compiled
 
     words = sorted(collections.Counter(read_corpus_sample("mixed_sample.txt", 30_000).split()).items())
     chars = {ch for w, _ in words for ch in w}

@@ -1,4 +1,4 @@
-"""The compiled Viterbi (:mod:`toktools.unigram_viterbi`, numba) gives the pure-Python
+"""The compiled Viterbi (:mod:`toktools.models.unigram.compiled_viterbi`, numba) gives the pure-Python
 :func:`~toktools.parts.unigram.viterbi`'s paths exactly: the same pieces, the same ties (strict
 ``>``, first candidate kept), in f64 as ``tokenizers`` adds and in float32 as sentencepiece
 does, the same unknown-character nodes and the same errors.
@@ -86,7 +86,7 @@ UNIGRAM_MODELS = [name for name, options in MODELS.items() if options.get("model
 
 @pytest.mark.parametrize("name", UNIGRAM_MODELS)
 def test_spm_models_compiled_pure_and_sentencepiece_agree(name, monkeypatch):
-    from toktools.sentencepiece_encode import SentencePieceUnigram
+    from toktools.sentencepiece.encode import SentencePieceUnigram
 
     path = train(name, **MODELS[name])
     lines = held_out_lines(400)
@@ -104,7 +104,7 @@ def test_spm_models_compiled_pure_and_sentencepiece_agree(name, monkeypatch):
 @pytest.mark.parametrize("name", UNIGRAM_MODELS)
 def test_spm_models_in_f64_as_tokenizers_adds(name):
     """The converted model's Unigram (f64): every normalised line, compiled against pure Python."""
-    from toktools.sentencepiece_encode import SentencePieceUnigram
+    from toktools.sentencepiece.encode import SentencePieceUnigram
 
     encoder = SentencePieceUnigram.load(train(name, **MODELS[name]))
     model = Unigram([(p.piece, p.score) for p in encoder.model.pieces], unk_id=encoder.unk_id)

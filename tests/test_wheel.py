@@ -125,7 +125,7 @@ def test_the_readme_main_job_runs_from_another_directory(venv_bin: Path, tmp_pat
 
 
 def test_the_installed_package_finds_its_own_copy(venv_bin: Path, tmp_path: Path) -> None:
-    script = ("import toktools, toktools.shipped as s, toktools.formats as f; "
+    script = ("import toktools, toktools.io.shipped as s, toktools.io.formats as f; "
               "print(toktools.__file__); print(s.shipped_names()); print(f.resolve('wordpiece-30k'))")
     completed = subprocess.run([str(venv_bin / "python"), "-c", script], cwd=tmp_path, capture_output=True, text=True,
                                env=clean_env())

@@ -25,11 +25,11 @@ come from hash-map order and break ties between equal pair counts, and ties at t
 
 Also the ``algorithm="likelihood"`` variant (not what HF trains, spec §10): deterministic,
 respects ``vocab_size`` and ``min_pair_frequency``, and equals a naive recompute-everything
-implementation written below from the docstring of ``toktools/likelihood.py``.
+implementation written below from the docstring of ``toktools/models/wordpiece/likelihood_trainer.py``.
 
 Corpora are sampled (English 1.5 MB, Chinese 1.4 MB, a 0.45 MB multilingual mix) into a
 module-scoped temporary directory; each configuration is trained once and reused. The HF side
-calls ``tokenizers.BertWordPieceTokenizer`` directly (not ``toktools.fast``) and reads the
+calls ``tokenizers.BertWordPieceTokenizer`` directly (not ``toktools.training.tokenizers_backend``) and reads the
 ``vocab.txt`` that ``save_model`` writes.
 """
 from __future__ import annotations
@@ -50,9 +50,11 @@ from tokenizers import normalizers, pre_tokenizers, trainers
 
 import toktools
 from conftest import read_corpus_sample
-from toktools import fast, likelihood, training
-from toktools.bert_text import BertNormalizerConfig
-from toktools.wordpiece import dumps_vocab_txt
+from toktools.training import tokenizers_backend as fast
+from toktools.models.wordpiece import likelihood_trainer as likelihood
+from toktools.training import pipeline as training
+from toktools.parts.bert_text import BertNormalizerConfig
+from toktools.models.wordpiece.model import dumps_vocab_txt
 
 BERT_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
@@ -233,7 +235,7 @@ def hf_char_frequencies(path: Path, lowercase: bool = True, strip_accents=None) 
 
 
 def cut_of(frequency: Counter, limit: int):
-    """Our rule (toktools.bpe.compute_alphabet): keep the ``limit`` most frequent characters,
+    """Our rule (toktools.models.bpe.trainer.compute_alphabet): keep the ``limit`` most frequent characters,
     ties to the lower code point. Returns (kept, cut frequency, chars tied at the cut)."""
     ranked = sorted(frequency, key=lambda ch: (-frequency[ch], ord(ch)))
     if len(ranked) <= limit:
@@ -362,7 +364,7 @@ def test_word_counts_match_tokenizers_pre_tokenizer(corpora, word_counts):
 
 
 def test_fast_twin_is_tokenizers(train_both, corpora, workdir):
-    """``toktools.fast.train_wordpiece`` (the CLI's fast backend) is the same trainer: its
+    """``toktools.training.tokenizers_backend.train_wordpiece`` (the CLI's fast backend) is the same trainer: its
     ``wordpiece_vocab_txt`` equals ``save_model``'s file, and forced replay reproduces it."""
     hf = fast.train_wordpiece([str(corpora["en"])], 8000)
     hf.model.save(str(workdir))
@@ -406,7 +408,7 @@ def test_word_count_order_is_independent_of_workers(corpora):
 _SEED_SCRIPT = textwrap.dedent("""
     import json, sys
     import toktools
-    from toktools.wordpiece import dumps_vocab_txt
+    from toktools.models.wordpiece.model import dumps_vocab_txt
     out = [dumps_vocab_txt(toktools.train_wordpiece([sys.argv[1]], 8000, workers=1).vocab),
            dumps_vocab_txt(toktools.train_wordpiece([sys.argv[2]], 2000, workers=1, algorithm="likelihood").vocab)]
     sys.stdout.write(json.dumps(out))
@@ -513,7 +515,7 @@ def test_special_tokens_in_training_text_are_plain_text(workdir):
 def naive_likelihood(word_counts: dict[str, int], vocab_size: int, specials, min_pair_frequency: int,
                      limit_alphabet: int | None = None, initial_alphabet=(), prefix: str = "##") -> list[str]:
     """The HuggingFace course's WordPiece, recomputing everything after every merge, with the
-    deviations listed in ``toktools/likelihood.py``:
+    deviations listed in ``toktools/models/wordpiece/likelihood_trainer.py``:
 
     * alphabet: (optionally) the ``limit_alphabet`` most frequent characters, ties to the lower
       code point, initial ones always kept; words are split into the first character and

@@ -31,7 +31,7 @@ import toktools
 from conftest import read_corpus_sample, ref_vocab_dir
 from toktools.errors import ToktoolsError
 from toktools.presets import WordPieceTokenizer
-from toktools.wordpiece import dumps_vocab_txt, loads_vocab_txt, read_vocab_txt
+from toktools.models.wordpiece.model import dumps_vocab_txt, loads_vocab_txt, read_vocab_txt
 
 BERT_TAIL = b"[PAD]\n[CLS]\n[SEP]\n[MASK]\n"  # so that BertWordPieceTokenizer accepts the file
 

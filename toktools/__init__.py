@@ -1,5 +1,5 @@
-"""toktools: reference WordPiece, byte-level BPE and Unigram tokenizers in pure Python, checked
-against HuggingFace ``tokenizers``.
+"""toktools: reference WordPiece, byte-level BPE and Unigram (SentencePiece) tokenizers in pure
+Python, checked against HuggingFace ``tokenizers`` and sentencepiece.
 
     >>> import toktools
     >>> tok = toktools.train_bytebpe(["corpus.txt"], vocab_size=8000)   # doctest: +SKIP
@@ -12,38 +12,40 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from toktools import _moved
+from toktools._version import __version__
 from toktools.errors import ToktoolsError
 
-__version__ = "0.1.0"
+_moved.install()  # the module paths from before 0.2.0 (toktools.masking, ...) still import
 
 #: The public API imported on first use, name -> module, so that ``import toktools`` and
 #: ``toktools --help`` stay fast. A new public name goes here (and under TYPE_CHECKING below).
 _LAZY = {
-    "load": "toktools.formats",
-    "train_bytebpe": "toktools.training",
-    "train_wordpiece": "toktools.training",
-    "train_unigram": "toktools.training",
-    "train": "toktools.trainers",
-    "trainer_names": "toktools.trainers",
-    "shipped_names": "toktools.shipped",
+    "load": "toktools.io.formats",
+    "train_bytebpe": "toktools.training.pipeline",
+    "train_wordpiece": "toktools.training.pipeline",
+    "train_unigram": "toktools.training.pipeline",
+    "train": "toktools.training.trainers",
+    "trainer_names": "toktools.training.trainers",
+    "shipped_names": "toktools.io.shipped",
     "Tokenizer": "toktools.tokenizer",
     "byte_level_bpe": "toktools.presets",
     "bert_wordpiece": "toktools.presets",
-    "encode_corpus": "toktools.encode_dispatch",
-    "make_pretraining_data": "toktools.pretrain",
+    "encode_corpus": "toktools.corpus.encode",
+    "make_pretraining_data": "toktools.pretraining.examples",
 }
 
 __all__ = ["ToktoolsError", "__version__", *_LAZY]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from toktools.formats import load
-    from toktools.encode_dispatch import encode_corpus
+    from toktools.io.formats import load
+    from toktools.corpus.encode import encode_corpus
     from toktools.presets import bert_wordpiece, byte_level_bpe
-    from toktools.pretrain import make_pretraining_data
-    from toktools.shipped import shipped_names
+    from toktools.pretraining.examples import make_pretraining_data
+    from toktools.io.shipped import shipped_names
     from toktools.tokenizer import Tokenizer
-    from toktools.trainers import train, trainer_names
-    from toktools.training import train_bytebpe, train_unigram, train_wordpiece
+    from toktools.training.trainers import train, trainer_names
+    from toktools.training.pipeline import train_bytebpe, train_unigram, train_wordpiece
 
 
 def __getattr__(name: str) -> Any:

@@ -19,13 +19,13 @@ def _running_as_the_program() -> bool:
 
 
 if _running_as_the_program():  # before importing click: a SIGTERM while it loads is one line too
-    from toktools import interrupts as _interrupts
+    from toktools.runtime import interrupts as _interrupts
 
     _interrupts.install()
 
 import click  # noqa: E402
 
-from toktools import __version__
+from toktools._version import __version__
 from toktools.errors import ToktoolsError
 
 
@@ -34,13 +34,13 @@ class ToktoolsGroup(click.Group):
 
     def main(self, args: Any = None, *rest: Any, **options: Any) -> Any:
         if args is None:  # run as the program (not from a test's CliRunner): SIGTERM like Ctrl-C
-            from toktools import interrupts
+            from toktools.runtime import interrupts
 
             interrupts.install()
         return super().main(args, *rest, **options)
 
     def invoke(self, ctx: click.Context) -> Any:
-        from toktools import interrupts
+        from toktools.runtime import interrupts
 
         try:
             with interrupts.working():  # a signal raises from here on (before: reported at once)

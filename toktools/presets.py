@@ -18,7 +18,7 @@ from toktools.parts._onig import OnigPattern
 from toktools.parts.base import PostProcessor
 from toktools.parts.unigram import Unigram
 from toktools.tokenizer import Tokenizer
-from toktools.wordpiece import read_vocab_txt
+from toktools.models.wordpiece.model import read_vocab_txt
 
 BERT_SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 

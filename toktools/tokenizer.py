@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from toktools.encoding import _FIELDS, AddedToken, AddedTokens, Encoding, Padding, Truncation
-from toktools.files import dumps_tokenizer_json, write_files_atomically
+from toktools.io.outputs import dumps_tokenizer_json, write_files_atomically
 from toktools.parts.base import WHOLE_TEXT, Decoder, Model, Normalizer, Piece, PostProcessor, PreTokenizer, Span, Words
 
 #: Model settings that older code reads from the tokenizer itself (``tokenizer.merges`` …).
@@ -374,7 +374,7 @@ def _encode_in_processes(tokenizer: Tokenizer, inputs: Sequence[str | tuple[str,
     chunks come back in order, so the result is the same as a single process's."""
     import multiprocessing
 
-    from toktools.workers import process_pool, worth_starting
+    from toktools.runtime.workers import process_pool, worth_starting
 
     global _worker_tokenizer
     try:

@@ -80,27 +80,27 @@ def _echo_plain_or_rich(text: str, styles: Sequence[tuple[str, str]] = ()) -> No
 @contextmanager
 def _output(path: Path | None, binary: bool = False) -> Iterator[Any]:
     """stdout, or a temporary file renamed over ``path`` only when everything was written
-    (check ``path`` first with :func:`toktools.outputs.check_output_file`)."""
+    (check ``path`` first with :func:`toktools.io.outputs.check_output_file`)."""
     if path is None:
         yield sys.stdout.buffer if binary else sys.stdout
         sys.stdout.flush()
         return
-    from toktools.outputs import atomic_file
+    from toktools.io.outputs import atomic_file
 
     with atomic_file(path, binary=binary) as out:
         yield out
 
 
 def _input_lines(files: Sequence[str]) -> Iterator[str]:
-    """Lines of the inputs without their ``\\n`` (see :func:`toktools.corpus.read_lines`)."""
-    from toktools.corpus import read_lines
+    """Lines of the inputs without their ``\\n`` (see :func:`toktools.corpus.reading.read_lines`)."""
+    from toktools.corpus.reading import read_lines
 
     return read_lines(files)
 
 
 def _cap_workers(ctx: Any, param: Any, value: int | None) -> int | None:
     """``--workers`` callback: more processes than cores only slow things down, so cap with a note."""
-    from toktools.workers import available_cores
+    from toktools.runtime.workers import available_cores
 
     cores = available_cores()
     if value is not None and value > cores:
@@ -113,7 +113,7 @@ def _cap_workers(ctx: Any, param: Any, value: int | None) -> int | None:
 
 def cluster_options(command: Any) -> Any:
     """Adds ``--cluster``, ``--cluster-timeout`` and ``--block-size`` to a command, which gets
-    them as one argument ``cluster``: a :class:`toktools.clusters.Cluster`, or None for the
+    them as one argument ``cluster``: a :class:`toktools.cluster.settings.Cluster`, or None for the
     local process pool. Put it below ``@click.command()`` (and below ``--workers``, if any).
 
     The two tuning options without ``--cluster``, or ``--workers`` with it, are usage errors —
@@ -130,7 +130,7 @@ def cluster_options(command: Any) -> Any:
         if cluster is None:
             given = [flag for flag, value in (("--cluster-timeout", cluster_timeout), ("--block-size", block_size)) if value is not None]
             if given == ["--block-size"] and getattr(command, "blocks_without_cluster", False):
-                from toktools.clusters import parse_size  # encode: the same shards, written here
+                from toktools.cluster.settings import parse_size  # encode: the same shards, written here
 
                 try:
                     block_bytes = parse_size(block_size)  # type: ignore[arg-type]
@@ -144,7 +144,7 @@ def cluster_options(command: Any) -> Any:
             raise click.UsageError("--workers does not apply with --cluster (local:N sets the number of local workers)")
         import importlib.util
 
-        from toktools.clusters import DEFAULT_BLOCK_BYTES, DEFAULT_TIMEOUT, Cluster, parse_size
+        from toktools.cluster.settings import DEFAULT_BLOCK_BYTES, DEFAULT_TIMEOUT, Cluster, parse_size
 
         if importlib.util.find_spec("distributed") is None:
             raise ToktoolsError("--cluster needs Dask: pip install 'toktools[dask]'")

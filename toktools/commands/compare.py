@@ -23,7 +23,7 @@ def _labels(names: list[str]) -> list[str]:
 
 
 def _looks_like_tokenizer(argument: str) -> bool:
-    from toktools.formats import resolve
+    from toktools.io.formats import resolve
 
     try:
         resolve(argument)
@@ -99,7 +99,7 @@ def compare(arguments: tuple[str, ...], corpus_paths: tuple[str, ...], file_path
     """
     import json
 
-    from toktools.formats import load
+    from toktools.io.formats import load
 
     corpus = list(corpus_paths) + list(file_paths)
     names = list(arguments)
@@ -111,18 +111,18 @@ def compare(arguments: tuple[str, ...], corpus_paths: tuple[str, ...], file_path
         if len(names) < 1:
             raise click.UsageError("give at least one tokenizer to compare")
         if plot_path is not None:
-            from toktools.plots import require_matplotlib
+            from toktools.analysis.plots import require_matplotlib
 
             require_matplotlib()
         loaded = [(label, load(name)) for label, name in zip(_labels(names), names)]
-        from toktools.corpus_compare import compare_corpus
+        from toktools.analysis.corpus_compare import compare_corpus
 
         with _progress(progress) as callback:
             result = compare_corpus(loaded, corpus, json_field=json_field, errors=errors,  # type: ignore[arg-type]
                                     show=show, sample=sample, workers=workers, cluster=cluster,
                                     progress=None if callback is None else lambda d, t: callback("read", d, t))
         if plot_path is not None:
-            from toktools.plots import plot_comparison
+            from toktools.analysis.plots import plot_comparison
 
             plot_comparison(result.metrics, plot_path)
             click.echo(f"wrote {plot_path}", err=True)
@@ -138,13 +138,13 @@ def compare(arguments: tuple[str, ...], corpus_paths: tuple[str, ...], file_path
                                "input, or --corpus FILE")
     text = names.pop()
     if text == "-":  # strict UTF-8, with the line of a bad byte
-        from toktools.corpus import read_lines
+        from toktools.corpus.reading import read_lines
 
         text = "".join(read_lines(["-"], keep_ends=True))
         text = text[:-1] if text.endswith("\n") else text
     else:
         _check_argument_text(text)
-    from toktools import report
+    from toktools.analysis import report
 
     loaded = [(label, load(name)) for label, name in zip(_labels(names), names)]
     comparison = report.compare(loaded, text)

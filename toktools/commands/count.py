@@ -8,11 +8,11 @@ import click
 
 from toktools.errors import ToktoolsError
 from toktools.commands._shared import _cap_workers, _progress, cluster_options
-from toktools.outputs import check_output_file
-from toktools.trainers import TRAINERS, get_trainer
+from toktools.io.outputs import check_output_file
+from toktools.training.trainers import TRAINERS, get_trainer
 
 if TYPE_CHECKING:  # pragma: no cover
-    from toktools.clusters import Cluster
+    from toktools.cluster.settings import Cluster
 
 
 @click.command()
@@ -48,8 +48,8 @@ def count(corpus: tuple[str, ...], out_path: Path, kind: str, lowercase: bool, s
       toktools count 'corpus/*.txt' --model bytebpe -o corpus.counts --cluster tcp://scheduler:8786
       toktools count big.txt --model bytebpe -o big.counts --cluster local:8 --block-size 128MB
     """
-    from toktools.corpus import dumps_counts
-    from toktools.formats import write_files_atomically
+    from toktools.corpus.reading import dumps_counts
+    from toktools.io.formats import write_files_atomically
 
     _check_model_options(kind)
     check_output_file(out_path, force=force, inputs=corpus)
@@ -83,7 +83,7 @@ def _check_model_options(kind: str) -> None:
 
 
 def _load_counts(path: Path, kind: str, expected: dict[str, object]) -> dict[str, int]:
-    from toktools.corpus import read_counts
+    from toktools.corpus.reading import read_counts
 
     found_kind, settings, counts = read_counts(path)
     if found_kind != kind:

@@ -101,7 +101,7 @@ def encode(tokenizer_path: str, files: tuple[str, ...], output_format: str, out_
                         ("--shard-tokens", shard_tokens), ("--dtype", dtype != "auto")):
         if value:
             raise ToktoolsError(f"{name} is for --format megatron, npy or bin")
-    from toktools.encode_dispatch import encode_corpus
+    from toktools.corpus.encode import encode_corpus
 
     encode_corpus(list(files) or ["-"], tokenizer_path, out_path, format=output_format, engine=engine, pair=pair,
                   add_special_tokens=add_special_tokens, max_length=max_length, workers=workers, batch_lines=batch_lines,
@@ -115,7 +115,7 @@ def _encode_corpus(tokenizer_path: str, files: tuple[str, ...], output_format: s
     """megatron/npy/bin: an adapter over :func:`toktools.encode_corpus`."""
     import json
 
-    from toktools.encode_dispatch import encode_corpus
+    from toktools.corpus.encode import encode_corpus
 
     if no_append_eos and append_eos is not None:
         raise ToktoolsError("--append-eos and --no-append-eos contradict each other")
@@ -174,7 +174,7 @@ def decode(tokenizer_path: str, files: tuple[str, ...], skip_special_tokens: boo
       echo "15496 995" | toktools decode -t my-bpe
       toktools encode -t my-bert notes.txt | toktools decode -t my-bert
     """
-    from toktools.formats import load
+    from toktools.io.formats import load
 
     tokenizer = load(tokenizer_path)
     for number, line in enumerate(_input_lines(files or ("-",)), start=1):

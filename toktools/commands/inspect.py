@@ -46,13 +46,13 @@ def inspect(tokenizer_path: str, token: str | None, token_id: int | None, corpus
     """
     import json
 
-    from toktools import report
-    from toktools.formats import load
+    from toktools.analysis import report
+    from toktools.io.formats import load
 
     if token is not None and token_id is not None:
         raise click.UsageError("give --token or --id, not both")
     if plot_path is not None:
-        from toktools.plots import require_matplotlib
+        from toktools.analysis.plots import require_matplotlib
 
         require_matplotlib()
     tokenizer = load(tokenizer_path)
@@ -68,7 +68,7 @@ def inspect(tokenizer_path: str, token: str | None, token_id: int | None, corpus
     if corpus_files:
         usage = report.corpus_usage(tokenizer, _input_lines(corpus_files), top=top)
     if plot_path is not None:
-        from toktools.plots import plot_vocab
+        from toktools.analysis.plots import plot_vocab
 
         plot_vocab(stats, plot_path, name=tokenizer_path)
         click.echo(f"wrote {plot_path}", err=True)

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from toktools.commands._shared import _echo_plain_or_rich, _split_list
-from toktools.trainers import TRAINERS
+from toktools.training.trainers import TRAINERS
 
 
 @click.command()
@@ -42,8 +42,8 @@ def parity(kind: str, corpus: tuple[str, ...], vocab_size: int, min_frequency: i
     """
     import json
 
-    from toktools import parity as parity_module
-    from toktools.outputs import check_output_dir
+    from toktools.parity import core as parity_module
+    from toktools.io.outputs import check_output_dir
 
     if force and output_dir is None:
         raise click.UsageError("--force replaces the directories of --keep: give --keep DIR")

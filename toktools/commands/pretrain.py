@@ -23,7 +23,7 @@ import click
               help="pieces: mask every piece of a word together (## for WordPiece, Ġ/▁ word starts otherwise); zh: also Chinese words found by jieba.")
 @click.option("--zh-dict", type=click.Path(exists=True, dir_okay=False), default=None, help="jieba dictionary for --whole-word zh (plain or .gz; default: jieba's own).")
 @click.option("--dupe-factor", type=int, default=1, show_default=True, help="Write each example this many times with different masks (BERT uses 10).")
-@click.option("--dynamic", is_flag=True, help="Write unmasked examples; mask at load time with toktools.masking.MaskingCollator (RoBERTa).")
+@click.option("--dynamic", is_flag=True, help="Write unmasked examples; mask at load time with toktools.pretraining.masking.MaskingCollator (RoBERTa).")
 @click.option("--short-seq-prob", type=float, default=0.1, show_default=True, help="mlm+nsp/sop: chance of a shorter random target length, as BERT.")
 @click.option("--seed", type=int, default=12345, show_default=True, help="Random seed: same seed, same output, for any --workers.")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Processes (default: all cores for big inputs). Output is identical for any value.")
@@ -50,9 +50,9 @@ def pretrain_data(corpus: tuple[str, ...], tokenizer_path: str, out_path: Path, 
       toktools pretrain-data docs.jsonl --field text -t bytebpe-50k -o roberta.parquet --dynamic
       toktools pretrain-data zh.txt -t my-bert-zh -o wwm.parquet --whole-word zh
     """
-    from toktools.corpus import expand_sources
-    from toktools.formats import load
-    from toktools.pretrain import PretrainSettings, make_pretraining_data
+    from toktools.corpus.reading import expand_sources
+    from toktools.io.formats import load
+    from toktools.pretraining.examples import PretrainSettings, make_pretraining_data
 
     settings = PretrainSettings(objective=objective, max_length=max_length, mask_prob=mask_prob,  # type: ignore[arg-type]
                                 max_predictions=max_predictions, whole_word=whole_word, dupe_factor=dupe_factor,  # type: ignore[arg-type]
@@ -78,7 +78,7 @@ def pretrain_data(corpus: tuple[str, ...], tokenizer_path: str, out_path: Path, 
                      f"{summary.masked_as_mask / masked:.1%} mask, {summary.masked_as_random / masked:.1%} random, "
                      f"{summary.masked_kept / masked:.1%} kept")
     else:
-        lines.append("unmasked (--dynamic): mask at load time with toktools.masking.MaskingCollator"
+        lines.append("unmasked (--dynamic): mask at load time with toktools.pretraining.masking.MaskingCollator"
                      + (" (whole_word=True)" if whole_word != "off" else ""))
     if settings.label_name:
         share = summary.negatives / summary.examples if summary.examples else 0.0

@@ -1,6 +1,6 @@
-"""`toktools train NAME`: one subcommand per trainer of :mod:`toktools.trainers`, built from the
+"""`toktools train NAME`: one subcommand per trainer of :mod:`toktools.training.trainers`, built from the
 settings it describes. This module only parses options and renders: the training is
-:meth:`toktools.trainers.Trainer.run`."""
+:meth:`toktools.training.trainers.Trainer.run`."""
 from __future__ import annotations
 
 import sys
@@ -13,7 +13,7 @@ import click
 from toktools.errors import ToktoolsError
 from toktools.commands._shared import _cap_workers, _progress, _split_list, cluster_options
 from toktools.commands.count import _load_counts
-from toktools.trainers import TRAINERS, Option, OptionConflict, Trainer
+from toktools.training.trainers import TRAINERS, Option, OptionConflict, Trainer
 
 #: What ``--transformers-config`` (the default) adds to the output directory.
 _CONFIG_FILES = ("tokenizer_config.json", "special_tokens_map.json")
@@ -126,7 +126,7 @@ def _prepare_output(out_dir: Path, force: bool, names: Sequence[str], transforme
                     inputs: Sequence[str | Path | None]) -> None:
     """Refuse, before training, an output directory that cannot be written, holds the files
     already (without --force) or would overwrite an input."""
-    from toktools.outputs import check_output_dir
+    from toktools.io.outputs import check_output_dir
 
     extra = _CONFIG_FILES if transformers_config else ()
     check_output_dir(out_dir, [*names, *extra], force=force, inputs=inputs)
@@ -156,7 +156,7 @@ def _finish_training(tokenizer: Any, out_dir: Path, started: float, backend: str
 def _check(tokenizer: Any, kind: str, corpus: Sequence[str], backend: str, seconds: float, vocab_size: int,
            min_frequency: int | None, specials: list[str], options: dict[str, Any]) -> None:
     """``train --check``: train the other way too and print the parity report."""
-    from toktools import parity
+    from toktools.parity import core as parity
 
     report = parity.check_trained(kind, tokenizer, list(corpus), vocab_size, min_frequency=min_frequency,
                                   special_tokens=specials, reference_seconds=seconds, **options)
@@ -169,7 +169,7 @@ def _check(tokenizer: Any, kind: str, corpus: Sequence[str], backend: str, secon
 def _save(tokenizer: Any, out_dir: Path, transformers_config: bool) -> list[Path]:
     written = list(tokenizer.save(out_dir))
     if transformers_config:
-        from toktools.formats import transformers_config_files, write_files_atomically
+        from toktools.io.formats import transformers_config_files, write_files_atomically
 
         written += write_files_atomically(out_dir, transformers_config_files(tokenizer))
     return written
@@ -179,7 +179,7 @@ def _summary(tokenizer: Any, written: Sequence[Path], elapsed: float, backend: s
              settings: dict[str, Any] | None = None) -> None:
     """What training made, on stderr; when the vocabulary came out smaller than asked, why
     (and which option changes it)."""
-    from toktools import token_view
+    from toktools.analysis import token_view
 
     result = getattr(tokenizer, "training_result", None)  # what training.py attaches (None: fast backend)
     merges = result.merges if result is not None else token_view.merges(tokenizer)

@@ -6,7 +6,7 @@ Three things differ between the engines and are handled here:
   classes are spelled out as code-point ranges measured from ``tokenizers``
   (``_parts_tables.ONIG_CLASSES``) in an *exact* variant of the pattern; since ``regex`` runs long
   range lists slowly, text that holds none of the code points where the built-ins disagree (nearly
-  all text) uses the built-ins, as :mod:`toktools.bytelevel` does for the GPT-2 split.
+  all text) uses the built-ins, as :mod:`toktools.models.bpe.bytelevel` does for the GPT-2 split.
 - **Ruby syntax.** ``^``/``$`` always match at line ends (``regex.MULTILINE``), ``(?m)`` means
   dot-all, ``\\Z`` may stop before a final newline, ``\\z`` is the very end, ``\\h`` a hex digit.
 - **Empty matches.** Oniguruma's ``find_iter`` never returns an empty match right where the
@@ -39,7 +39,7 @@ def unpack(packed: str) -> Ranges:
 def onig_class(name: str) -> Ranges:
     """Members of a class (``"L"``, ``"s"``, …; ``"rust_w"``/``"rust_s"`` for the Rust
     ``regex`` crate's ``\\w``/``\\s``)."""
-    from toktools._parts_tables import ONIG_CLASSES, RUST_CLASSES
+    from toktools.tables.parts import ONIG_CLASSES, RUST_CLASSES
     if name.startswith("rust_"):
         return unpack(RUST_CLASSES[name.removeprefix("rust_")])
     return unpack(ONIG_CLASSES[name])
@@ -49,7 +49,7 @@ def onig_class(name: str) -> Ranges:
 def regex_disagreements(name: str) -> frozenset[str]:
     """Chars where ``regex``'s built-in class differs from Oniguruma's (measured once per
     process for a ``regex`` version the generated table does not list)."""
-    from toktools._parts_tables import REGEX_DISAGREEMENTS
+    from toktools.tables.parts import REGEX_DISAGREEMENTS
     known = REGEX_DISAGREEMENTS.get(regex.__version__)
     if known is not None:
         return frozenset(chr(c) for lo, hi in unpack(known[name]) for c in range(lo, hi + 1))
@@ -95,7 +95,7 @@ _GC_ALIASES = {
 
 def _class_name(prop: str) -> str | None:
     """An Oniguruma property name → the ``ONIG_CLASSES`` key it denotes, if toktools has it."""
-    from toktools._parts_tables import ONIG_CLASSES
+    from toktools.tables.parts import ONIG_CLASSES
     key = prop.replace("_", "").replace(" ", "").replace("-", "")
     for prefix in ("generalcategory=", "gc="):
         if key.lower().startswith(prefix):

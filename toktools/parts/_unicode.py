@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from toktools import _bert_tables as _BT
+from toktools.tables import bert as _BT
 from toktools.parts._normalized import Change
 
 _S_BASE, _L_BASE, _V_BASE, _T_BASE = 0xAC00, 0x1100, 0x1161, 0x11A7
@@ -28,7 +28,7 @@ _S_COUNT = _L_COUNT * _N_COUNT
 
 class _Tables:
     def __init__(self) -> None:
-        from toktools import _parts_tables as PT
+        from toktools.tables import parts as PT
 
         self.ccc = {c: k for lo, hi, k in _BT.CCC for c in range(lo, hi + 1)}
         self.canonical = {chr(c): d for c, d in _BT.NFD.items()}

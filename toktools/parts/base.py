@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar, Iterable, Match, Sequence
 
-from toktools.bytelevel import text_to_symbols
+from toktools.models.bpe.bytelevel import text_to_symbols
 
 Span = tuple[int, int]
 #: One match of the whole text (none for an empty one): the words of a piece that is not split.
@@ -114,7 +114,7 @@ class Part(ABC):
 
     def spelling(self) -> dict[str, Any]:
         """What this part tells about how tokens are spelled, for reports
-        (:mod:`toktools.token_view`): ``byte_level``, ``metaspace`` (the ▁ character),
+        (:mod:`toktools.analysis.token_view`): ``byte_level``, ``metaspace`` (the ▁ character),
         ``continuing_subword_prefix``, ``end_of_word_suffix``, ``byte_fallback``, ``unk_token``,
         ``merges``. Nothing by default."""
         return {}
@@ -231,7 +231,7 @@ class Model(Part):
     (for byte-level BPE the word is already in byte symbols, one character per byte)."""
 
     category = "model"
-    #: the name of the trainer that makes this model (:mod:`toktools.trainers`), "" if none
+    #: the name of the trainer that makes this model (:mod:`toktools.training.trainers`), "" if none
     kind: ClassVar[str] = ""
 
     @abstractmethod

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from toktools.bytelevel import is_byte_symbols, symbols_to_bytes
+from toktools.models.bpe.bytelevel import is_byte_symbols, symbols_to_bytes
 from toktools.errors import ToktoolsError
 from toktools.parts._fields import ByteLevelOptions, spelling_of
 from toktools.parts.base import Decoder, Piece  # noqa: F401 (used by the other parts)
 from toktools.parts.registry import register
-from toktools.wordpiece import wordpiece_decode_chain
+from toktools.models.wordpiece.model import wordpiece_decode_chain
 
 # ---------------------------------------------------------------------------------------------
 # BERT and byte-level parts (the presets' own)

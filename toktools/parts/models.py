@@ -10,11 +10,13 @@ from __future__ import annotations
 from itertools import chain
 from typing import Any, Mapping, Sequence
 
-from toktools import bpe, bytelevel
+from toktools.models.bpe import trainer as bpe
+
+from toktools.models.bpe import bytelevel
 from toktools.errors import ToktoolsError
 from toktools.parts.base import CharSpans, Model, Piece, Span, Words
 from toktools.parts.registry import register
-from toktools.wordpiece import dumps_vocab_txt, wordpiece_split
+from toktools.models.wordpiece.model import dumps_vocab_txt, wordpiece_split
 
 #: A word's tokens: (id, token, start, end), offsets in characters of the word.
 WordTokens = list[tuple[int, str, int, int]]
@@ -219,7 +221,7 @@ class BPE(_CachedWords):
     """
 
     type = "BPE"
-    #: the trainer that makes this model (see :mod:`toktools.trainers`)
+    #: the trainer that makes this model (see :mod:`toktools.training.trainers`)
     kind = "bytebpe"
 
     def __init__(

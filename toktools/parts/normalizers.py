@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from toktools import bert_text
-from toktools.bert_text import BertNormalizerConfig
+from toktools.parts import bert_text
+from toktools.parts.bert_text import BertNormalizerConfig
 from toktools.errors import ToktoolsError
 from toktools.parts.base import CharSpans, Normalizer, Piece
 from toktools.parts.registry import register
@@ -17,7 +17,7 @@ from toktools.parts.registry import register
 @register
 class BertNormalizer(Normalizer):
     """BERT's normaliser (clean text, spaces around CJK, strip accents, lower-case), exact on
-    every code point (:mod:`toktools.bert_text`)."""
+    every code point (:mod:`toktools.parts.bert_text`)."""
 
     type = "BertNormalizer"
 
@@ -80,7 +80,7 @@ import re as _re
 from functools import lru_cache as _lru_cache
 from typing import Any as _Any
 
-from toktools import _bert_tables as _BT
+from toktools.tables import bert as _BT
 from toktools.errors import ToktoolsError as _ToktoolsError
 from toktools.parts import _normalized, _unicode
 from toktools.parts._fields import field as _field
@@ -161,7 +161,7 @@ class Lowercase(_TypeOnly, _Normalizer):
 
 @_lru_cache(maxsize=None)
 def _combining_marks() -> "_re.Pattern[str]":
-    from toktools._parts_tables import COMBINING_MARKS
+    from toktools.tables.parts import COMBINING_MARKS
     body = "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in _unpack(COMBINING_MARKS))
     return _re.compile(f"[{body}]")
 

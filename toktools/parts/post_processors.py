@@ -11,7 +11,7 @@ from toktools.errors import ToktoolsError
 from toktools.parts._fields import ByteLevelOptions
 from toktools.parts.base import PostProcessor
 from toktools.parts.registry import part_from_json, register
-from toktools.wordpiece import RUST_WHITESPACE
+from toktools.models.wordpiece.model import RUST_WHITESPACE
 
 _SPACE_SYMBOL = "\u0120"  # the byte-level symbol of " "
 _TRIMMED = _SPACE_SYMBOL + RUST_WHITESPACE

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from typing import Iterable, Match
 
-from toktools import bert_text, bytelevel
+from toktools.parts import bert_text
+
+from toktools.models.bpe import bytelevel
 from toktools.parts._fields import ByteLevelOptions, spelling_of
 from toktools.parts.base import WHOLE_TEXT, Piece, PreTokenizer, TypeOnly, Words
 from toktools.parts.registry import register
@@ -63,7 +65,7 @@ class ByteLevel(ByteLevelOptions, PreTokenizer):
 from functools import lru_cache as _lru_cache
 from typing import Any as _Any, Callable as _Callable
 
-from toktools import _bert_tables as _BT
+from toktools.tables import bert as _BT
 from toktools.errors import ToktoolsError as _ToktoolsError
 from toktools.parts import _normalized
 from toktools.parts._fields import char_field as _char_field, choice as _choice, field as _field
@@ -99,7 +101,7 @@ _PUNCTUATION_CHARS = frozenset(chr(c) for a, b in _BT.PRETOKENIZER_PUNCTUATION f
 
 @_lru_cache(maxsize=None)
 def _numeric_chars() -> frozenset[str]:
-    from toktools._parts_tables import NUMERIC
+    from toktools.tables.parts import NUMERIC
     return frozenset(chr(c) for a, b in _unpack(NUMERIC) for c in range(a, b + 1))
 
 

@@ -41,9 +41,9 @@ class SentencePieceDecoder(Decoder):
 
     @classmethod
     def for_model(cls, model: Any, chain: Decoder) -> "SentencePieceDecoder":
-        """The decoder of a :class:`toktools.sentencepiece_model.SentencePieceModel`; ``chain`` is
+        """The decoder of a :class:`toktools.sentencepiece.model_file.SentencePieceModel`; ``chain`` is
         the ``tokenizers`` decoder written for it in ``tokenizer.json``."""
-        from toktools.sentencepiece_model import BYTE, UNKNOWN
+        from toktools.sentencepiece.model_file import BYTE, UNKNOWN
 
         spec = model.normalizer_spec
         unk = next((p.piece for p in model.pieces if p.type == UNKNOWN), None)

@@ -10,7 +10,7 @@ fused into one token, which byte fallback spells as ``<0xNN>`` pieces when all o
 :func:`viterbi` does either, so the sentencepiece reader can reuse it.
 
 :func:`viterbi` is the readable reference. With numba installed (extra ``fast``) the models run
-the same loop compiled (:mod:`toktools.unigram_viterbi`, through :func:`best_paths`), which
+the same loop compiled (:mod:`toktools.models.unigram.compiled_viterbi`, through :func:`best_paths`), which
 gives the same paths, ties included; ``TOKTOOLS_PURE_PYTHON=1`` turns it off.
 """
 from __future__ import annotations
@@ -156,11 +156,11 @@ def viterbi(text: str, index: PieceIndex, unk_id: int | None, unk_score: float, 
 
 
 def compiled_viterbi() -> Any:
-    """:mod:`toktools.unigram_viterbi` when numba is installed (extra ``fast``), else None.
+    """:mod:`toktools.models.unigram.compiled_viterbi` when numba is installed (extra ``fast``), else None.
     ``TOKTOOLS_PURE_PYTHON=1`` forces the pure-Python :func:`viterbi` (same paths, slower)."""
-    from toktools.compiled import compiled_module
+    from toktools.runtime.compiled_switch import compiled_module
 
-    return compiled_module("toktools.unigram_viterbi")
+    return compiled_module("toktools.models.unigram.compiled_viterbi")
 
 
 def best_paths(texts: list[str], index: PieceIndex, unk_id: int | None, unk_score: float, *,
@@ -435,7 +435,7 @@ class Unigram(Model):
     """
 
     type = "Unigram"
-    #: the trainer that makes this model (see :mod:`toktools.trainers`)
+    #: the trainer that makes this model (see :mod:`toktools.training.trainers`)
     kind = "unigram"
 
     def __init__(self, vocab: list[tuple[str, float]] | None = None, unk_id: int | None = None,

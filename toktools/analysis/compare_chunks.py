@@ -1,0 +1,118 @@
+"""One chunk of a corpus comparison: the documents of some text, and every tokenizer's
+statistics on them (the unit of work of a local worker process or of a Dask task).
+"""
+from __future__ import annotations
+
+import heapq
+import json
+from typing import Any, Iterable, Iterator, Sequence
+
+from toktools.errors import ToktoolsError
+from toktools.analysis.segstats import Document, SegmentStats, Tally
+
+#: Text per chunk of work (one task of a worker process).
+CHUNK_CHARS = 256 * 1024
+CHUNK_DOCUMENTS = 5_000
+#: Documents shorter than this are not shown (one odd word would always disagree "most").
+MIN_WORDS_SHOWN = 5
+
+Located = tuple[str, int]  # (source path, line number in it)
+
+
+#: (share of differing boundaries, differing, -document index, (source, line), text): the
+#: largest wins; on a tie, the earlier document.
+Candidate = tuple[float, int, int, Located, str]
+Item = tuple[int, Located, str]  # (document index, where, text)
+
+
+def documents_of(chunks: Iterable[str], path: str, json_field: str | None = None,
+                 first_line: int = 1) -> Iterator[tuple[int, str]]:
+    """``(line number, document)`` of text chunks of whole lines, the first line numbered
+    ``first_line``: the rule of :func:`toktools.analysis.corpus_compare.iter_documents` for one source (or one block of it)."""
+    number = first_line - 1
+    for chunk in chunks:
+        lines = chunk.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        for line in lines:
+            number += 1
+            if line.endswith("\r"):
+                line = line[:-1]
+            if not line.strip():
+                continue
+            if json_field is not None:
+                line = _json_field(line, json_field, path, number)
+                if not line.strip():
+                    continue
+            yield number, line
+
+
+def _json_field(line: str, field_name: str, path: str, number: int) -> str:
+    try:
+        value = json.loads(line)[field_name]
+    except (json.JSONDecodeError, KeyError, TypeError):
+        raise ToktoolsError(f"{path}, line {number}: not a JSON object with a {field_name!r} field") from None
+    if not isinstance(value, str):
+        raise ToktoolsError(f"{path}, line {number}: field {field_name!r} is not a string")
+    return value
+
+
+def _score(facts: Sequence[tuple[list[int], set[tuple[int, int]]]]) -> tuple[int, int]:
+    """(differing boundaries, all boundaries) of one document, from each tokenizer's token
+    ends and byte-piece ranges (what :meth:`Tally.add` returns)."""
+    ends = [set(lasts) for lasts, _ in facts]
+    union = set.union(*ends)
+    score = len(union) - len(set.intersection(*ends))
+    total = len(union)
+    cuts = [covered for _, covered in facts]
+    if any(cuts):
+        every_cut = set.union(*cuts)
+        score += len(every_cut) - len(set.intersection(*cuts))
+        total += len(every_cut)
+    return score, total
+
+
+def process_chunk(chunk: list[Item], tokenizers: Sequence[Any], show: int,
+                  facts_cache: dict[int, Any]) -> tuple[list[SegmentStats], list[Candidate]]:
+    """The statistics per tokenizer and the chunk's
+    ``show`` most disputed documents. ``facts_cache`` keeps each tokenizer's token facts
+    (index → :class:`~toktools.analysis.segstats._TokenFacts`) from chunk to chunk."""
+    from toktools.analysis.segstats import _TokenFacts
+
+    docs = [Document(text) for _, _, text in chunk]
+    texts = [text for _, _, text in chunk]
+    scoring = show > 0 and len(tokenizers) > 1
+    per_tokenizer = []
+    stats = []
+    for index, tokenizer in enumerate(tokenizers):
+        facts = facts_cache.get(index)
+        if facts is None:
+            facts = facts_cache[index] = _TokenFacts(tokenizer)
+        tally = Tally(tokenizer, facts)
+        encodings = tokenizer.encode_batch(texts, add_special_tokens=False, workers=1)
+        found = [tally.add(document, encoding.ids, encoding.offsets) for document, encoding in zip(docs, encodings)]
+        per_tokenizer.append(found if scoring else None)
+        stats.append(tally.stats())
+    candidates: list[Candidate] = []
+    if scoring:
+        for k, ((index, where, text), document) in enumerate(zip(chunk, docs)):
+            if len(document.starts) < MIN_WORDS_SHOWN:
+                continue
+            differing, total = _score([found[k] for found in per_tokenizer])  # type: ignore[index]
+            if differing > 0:
+                candidates.append((differing / total, differing, -index, where, text))
+        candidates = heapq.nlargest(show, candidates)
+    return stats, candidates
+
+
+def chunked(documents: Iterator[tuple[Located, str]]) -> Iterator[list[Item]]:
+    chunk: list[Item] = []
+    size = 0
+    for index, (where, text) in enumerate(documents):
+        chunk.append((index, where, text))
+        size += len(text)
+        if size >= CHUNK_CHARS or len(chunk) >= CHUNK_DOCUMENTS:
+            yield chunk
+            chunk, size = [], 0
+    if chunk:
+        yield chunk

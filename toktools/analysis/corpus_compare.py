@@ -1,0 +1,244 @@
+"""Several tokenizers on one corpus, in one streaming pass.
+
+The corpus is read once, in chunks of documents; each chunk is encoded by every tokenizer and
+counted into a :class:`~toktools.analysis.segstats.Tally` per tokenizer, in forked worker processes that
+keep their caches from chunk to chunk (results are combined in chunk order, so they do not
+depend on the number of workers). Memory stays flat: the tallies are histograms,
+and only the ``show`` documents where the tokenizers disagree most are kept (a bounded heap),
+to be aligned at the end. Time is linear in the corpus: the disagreement score of a document
+is a set difference of token ends, and the alignment (see :mod:`toktools.analysis.report`) is linear too.
+"""
+from __future__ import annotations
+
+import heapq
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from toktools.corpus import reading as corpus
+
+from toktools.analysis import token_view
+from toktools.errors import ToktoolsError
+from toktools.analysis.report import Alignment, _align, _items, render_metrics_plain
+from toktools.analysis.compare_chunks import Candidate, Item, Located, chunked, documents_of, process_chunk
+from toktools.analysis.segstats import SegmentStats
+
+__all__ = ["CorpusComparison", "ShownLine", "compare_corpus", "iter_documents"]
+
+ProgressCallback = Callable[[int, int], None]
+
+
+
+def iter_documents(sources: Sequence[corpus.CorpusSource], json_field: str | None = None,
+                   errors: corpus.ErrorPolicy = "strict",
+                   progress: ProgressCallback | None = None) -> Iterator[tuple[Located, str]]:
+    """``((path, line number), text)`` of every document: non-blank lines without their line
+    ending (``\n`` or ``\r\n``), or with ``json_field`` the field of each JSON Lines record
+    (one record is one document, newlines inside it included). Progress is in bytes read over
+    all sources."""
+    plain = [corpus.CorpusSource(s.path) for s in sources]
+    total = sum(s.size() for s in plain)
+    done = 0
+    for source in plain:
+        callback = None if progress is None else (lambda d, _t, base=done: progress(base + d, total))
+        chunks = corpus.iter_chunks([source], errors=errors, progress=callback)
+        for number, line in documents_of(chunks, source.path, json_field):
+            yield (source.path, number), line
+        done += source.size()
+
+
+def _sampled(documents: Iterator[tuple[Located, str]], total: int | None, n: int) -> Iterator[tuple[Located, str]]:
+    """``n`` documents spread evenly over ``total`` (every k-th), or, when the total is unknown
+    (standard input), a reservoir sample with a fixed seed, in corpus order."""
+    if total is not None:
+        if total <= n:
+            yield from documents
+            return
+        wanted = {i * total // n for i in range(n)}
+        for index, document in enumerate(documents):
+            if index in wanted:
+                yield document
+        return
+    rng = random.Random(0)
+    reservoir: list[tuple[int, tuple[Located, str]]] = []
+    for index, document in enumerate(documents):
+        if index < n:
+            reservoir.append((index, document))
+        else:
+            j = rng.randrange(index + 1)
+            if j < n:
+                reservoir[j] = (index, document)
+    for _, document in sorted(reservoir, key=lambda item: item[0]):
+        yield document
+
+
+@dataclass
+class ShownLine:
+    """A document where the tokenizers disagree, aligned. ``differing``: token boundaries not
+    shared by every tokenizer (token ends, plus characters cut into byte pieces by some but not
+    all); ``share``: differing / all boundaries, the rank (documents of fewer than
+    ``compare_chunks.MIN_WORDS_SHOWN`` words are left out)."""
+
+    source: str
+    line: int
+    differing: int
+    share: float
+    alignment: Alignment
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "line": self.line, "differing": self.differing, "share": self.share,
+                "alignment": self.alignment.to_dict()}
+
+
+@dataclass
+class CorpusComparison:
+    """What ``toktools compare --corpus`` reports: statistics per tokenizer, the most disputed
+    documents, and how the corpus was read."""
+
+    sources: list[str]
+    sampled: int | None
+    metrics: dict[str, SegmentStats]
+    shown: list[ShownLine] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"sources": self.sources, "sample": self.sampled,
+                "metrics": {name: m.to_dict() for name, m in self.metrics.items()},
+                "shown": [s.to_dict() for s in self.shown]}
+
+    def render_plain(self, width: int | None = None, byte_view: bool = False) -> str:
+        parts = []
+        for index, shown in enumerate(self.shown):
+            where = f"{shown.source}, line {shown.line}" if len(self.sources) > 1 else f"line {shown.line}"
+            title = f"{where}: {shown.differing} boundaries differ ({shown.share:.0%} of them)"
+            legend = index == len(self.shown) - 1
+            parts.append(title + "\n" + shown.alignment.render_plain(width, byte_view, legend=legend))
+        first = next(iter(self.metrics.values()), None)
+        what = (f"{first.documents} documents, {first.words} words, {first.characters} characters"
+                if first is not None else "no documents")
+        if self.sampled is not None:
+            what += f" (a sample of {self.sampled} spread over the corpus)"
+        parts.append(what + "\n\n" + render_metrics_plain(self.metrics, lengths=True))
+        return "\n".join(parts)
+
+
+#: What forked workers inherit: the tokenizers (no truncation) and how many lines to keep.
+_job: "tuple[list[Any], int] | None" = None
+_worker_facts: dict[int, Any] = {}
+
+def _process(chunk: list[Item]) -> tuple[list[SegmentStats], list[Candidate]]:
+    """Encode one chunk of documents with every tokenizer and count it: the statistics per
+    tokenizer and the chunk's ``show`` most disputed documents. Runs in a worker (or inline)."""
+    assert _job is not None
+    tokenizers, show = _job
+    return process_chunk(chunk, tokenizers, show, _worker_facts)
+
+
+def _run(chunks: Iterator[list[Item]], workers: int) -> Iterator[tuple[list[SegmentStats], list[Candidate]]]:
+    """Results of :func:`_process` in chunk order: inline, or in forked workers that keep their
+    caches across chunks, with a bounded number of chunks in flight (flat memory)."""
+    from toktools.runtime.workers import fork_available, process_pool
+
+    if workers <= 1 or not fork_available():  # workers must inherit the tokenizers (_job)
+        for chunk in chunks:
+            yield _process(chunk)
+        return
+    first = next(chunks, None)
+    if first is None:
+        return
+    second = next(chunks, None)
+    if second is None:  # one chunk: starting processes would cost more than it saves
+        yield _process(first)
+        return
+    with process_pool(workers) as pool:
+        in_flight = [pool.submit(_process, first), pool.submit(_process, second)]
+        for chunk in chunks:
+            in_flight.append(pool.submit(_process, chunk))
+            if len(in_flight) >= 2 * workers:
+                yield in_flight.pop(0).result()
+        for result in in_flight:
+            yield result.result()
+
+
+def compare_corpus(tokenizers: Mapping[str, Any] | Sequence[tuple[str, Any]], paths: Sequence[str], *,
+                   json_field: str | None = None, errors: corpus.ErrorPolicy = "strict", show: int = 0,
+                   sample: int | None = None, workers: int | None = None,
+                   progress: ProgressCallback | None = None, cluster: Any = None) -> CorpusComparison:
+    """Statistics of every tokenizer on the corpus ``paths`` (files, directories, globs, ``-``;
+    plain or compressed), read once; ``show`` keeps the documents where the largest share of
+    token boundaries differ (ties: more differing boundaries, then the earlier document) and
+    aligns them;
+    ``sample`` reads only that many documents, spread evenly over the corpus (for files, a first
+    pass counts the documents). Chunks of documents are encoded and counted in ``workers``
+    processes (default: every core); the result is the same for any number of workers.
+    ``cluster`` (an address such as ``"tcp://host:8786"`` or ``"local:4"``, a
+    :class:`toktools.cluster.settings.Cluster` or a ``distributed.Client``) does the work on a Dask
+    cluster instead, with the same result; ``paths`` may then be fsspec URLs."""
+    import os
+
+    global _job
+    items = _items(tokenizers)
+    if not items:
+        raise ToktoolsError("give at least one tokenizer to compare")
+    plain = [(name, token_view.without_truncation(tok)) for name, tok in items]
+    if cluster is not None:
+        return _compare_on_cluster(plain, paths, cluster, json_field=json_field, errors=errors, show=show,
+                                   sample=sample, progress=progress)
+    sources = corpus.expand_sources(list(paths))
+    documents = iter_documents(sources, json_field, errors, progress)
+    if sample is not None:
+        total = None
+        if not any(s.is_stdin for s in sources):
+            total = sum(1 for _ in iter_documents(sources, json_field, errors))
+        documents = _sampled(documents, total, sample)
+    specials = [token_view.specials_added(tok) for _, tok in plain]
+    totals = [SegmentStats.combined([], n) for n in specials]  # running totals: memory stays flat
+    best: list[Candidate] = []
+    _job = ([tok for _, tok in plain], show)
+    _worker_facts.clear()
+    try:
+        for stats, candidates in _run(chunked(documents), workers or os.cpu_count() or 1):
+            totals = [SegmentStats.combined([total, part], n) for total, part, n in zip(totals, stats, specials)]
+            best = heapq.nlargest(show, best + candidates) if show else []
+    finally:
+        _job = None
+        _worker_facts.clear()
+    return _comparison(plain, totals, best, [s.path for s in sources], sample)
+
+
+def _comparison(plain: Sequence[tuple[str, Any]], totals: Sequence[SegmentStats], best: Sequence[Candidate],
+                sources: list[str], sample: int | None) -> CorpusComparison:
+    metrics = {name: total for (name, _), total in zip(plain, totals)}
+    shown = []
+    for share, differing, _, (source, line), text in best:
+        encoded = [(name, tok, tok.encode(text, add_special_tokens=False)) for name, tok in plain]
+        shown.append(ShownLine(source, line, differing, round(share, 6), _align(text, encoded)))
+    return CorpusComparison(sources, sample, metrics, shown)
+
+
+def _compare_on_cluster(plain: Sequence[tuple[str, Any]], paths: Sequence[str], cluster: Any, *,
+                        json_field: str | None, errors: str, show: int, sample: int | None,
+                        progress: ProgressCallback | None) -> CorpusComparison:
+    """:func:`compare_corpus` on a Dask cluster (see :mod:`toktools.cluster.compare`)."""
+    from contextlib import nullcontext
+
+    from toktools.cluster import blocks as distributed
+    from toktools.cluster.settings import DEFAULT_BLOCK_BYTES, as_cluster
+    from toktools.cluster.compare import compare_on_cluster
+
+    if sample is not None:
+        raise ToktoolsError("a sample is read here, not on a cluster: drop the sample or the cluster")
+    if distributed._is_client(cluster):
+        distributed._check_workers(cluster, str(cluster.scheduler.address))
+        connection: Any = nullcontext(cluster)
+        largest = DEFAULT_BLOCK_BYTES
+    else:
+        chosen = as_cluster(cluster)
+        assert chosen is not None
+        connection = distributed.cluster_client(chosen.address, chosen.timeout)
+        largest = chosen.block_bytes
+    tokenizers = [tok for _, tok in plain]
+    with connection as client:
+        totals, best, sources = compare_on_cluster(
+            client, tokenizers, list(paths), show=show, json_field=json_field, errors=errors,
+            block_bytes=distributed.balanced_block_bytes(client, list(paths), largest), progress=progress)
+    return _comparison(plain, totals, best, sources, sample)

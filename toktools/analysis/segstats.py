@@ -1,0 +1,250 @@
+"""Segmentation statistics of one tokenizer over documents, accumulated in one pass.
+
+One definition for each number, used by ``toktools compare`` on one text and on a corpus:
+
+* **document**: one line of a text file without its line ending (or one JSON Lines record's
+  field); empty and blank lines are not documents.
+* **characters**: the documents' code points, spaces included, line endings excluded;
+  **bytes**: their UTF-8 bytes. **word**: a run of non-whitespace characters (``str.split()``).
+* **tokens**: tokens of the documents encoded without special tokens, truncation or padding.
+* **chars/token** = characters / tokens; **bytes/token** = bytes / tokens;
+  **tokens/word** = tokens / words.
+* **split words**: words that got more than one token. A token belongs to the word holding its
+  last character (GPT-2's ``" world"`` belongs to ``world``; a token of whitespace only belongs
+  to no word); the byte pieces of one character count as several tokens of its word.
+* **UNK rate**: unknown tokens (``[UNK]``) / tokens.
+* **byte pieces**: characters / all characters that end up in byte pieces, i.e. tokens holding
+  only part of a character's UTF-8 bytes (GPT-2 cuts ``我`` into two tokens).
+* **sequence length**: tokens of a document plus the special tokens the tokenizer adds to one
+  sequence (BERT's ``[CLS]`` and ``[SEP]``), without truncation. Percentiles are nearest-rank
+  (p90: the smallest length that at least 90% of the documents do not exceed); **over N** is
+  the share of documents longer than N tokens, i.e. that a model of N positions truncates.
+* **token length**: characters of the text a token stands for, without surrounding whitespace,
+  counted once per occurrence (a token of whitespace only: its own length); byte pieces have
+  length 0; unknown tokens are not counted.
+
+Memory stays flat: lengths are kept as histograms, never as lists.
+"""
+from __future__ import annotations
+
+import math
+import re
+from bisect import bisect_right
+from collections import Counter
+from dataclasses import dataclass, field
+from itertools import repeat
+from typing import Any, Mapping
+
+from toktools.analysis import token_view
+
+__all__ = ["Document", "SegmentStats", "Tally", "percentile", "THRESHOLDS"]
+
+#: Sequence lengths whose overflow is reported (BERT-family models stop at 512).
+THRESHOLDS = (128, 256, 512)
+_WORD = re.compile(r"\S+")
+
+
+class Document:
+    """A document's text with what every tokenizer's tally needs: word spans, sizes."""
+
+    __slots__ = ("text", "starts", "ends", "characters", "bytes")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        spans = [m.span() for m in _WORD.finditer(text)]
+        self.starts = [s for s, _ in spans]
+        self.ends = [e for _, e in spans]
+        self.characters = len(text)
+        self.bytes = len(text.encode("utf-8"))
+
+
+def percentile(histogram: Mapping[int, int], p: float) -> int | None:
+    """Nearest-rank percentile of a ``value -> count`` histogram (None when empty)."""
+    total = sum(histogram.values())
+    if not total:
+        return None
+    rank = max(1, math.ceil(p / 100 * total))
+    seen = 0
+    for value in sorted(histogram):
+        seen += histogram[value]
+        if seen >= rank:
+            return value
+    return max(histogram)  # pragma: no cover - unreachable
+
+
+def _ratio(numerator: float, denominator: float) -> float | None:
+    return numerator / denominator if denominator else None
+
+
+def _round(value: Any) -> Any:
+    if isinstance(value, float):
+        return round(value, 6) if math.isfinite(value) else None
+    return value
+
+
+@dataclass
+class SegmentStats:
+    """How one tokenizer cuts a set of documents (see the module docstring for definitions)."""
+
+    documents: int
+    tokens: int
+    characters: int
+    bytes: int
+    words: int
+    split_words: int
+    unk_count: int
+    byte_piece_chars: int
+    specials_per_sequence: int
+    sequence_lengths: dict[int, int] = field(default_factory=dict)
+    tokens_per_word_histogram: dict[int, int] = field(default_factory=dict)
+    token_lengths: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def chars_per_token(self) -> float | None:
+        return _ratio(self.characters, self.tokens)
+
+    @property
+    def bytes_per_token(self) -> float | None:
+        return _ratio(self.bytes, self.tokens)
+
+    @property
+    def tokens_per_word(self) -> float | None:
+        return _ratio(self.tokens, self.words)
+
+    @property
+    def split_share(self) -> float | None:
+        return _ratio(self.split_words, self.words)
+
+    @property
+    def unk_rate(self) -> float | None:
+        return _ratio(self.unk_count, self.tokens)
+
+    @property
+    def byte_piece_share(self) -> float | None:
+        return _ratio(self.byte_piece_chars, self.characters)
+
+    def length_percentile(self, p: float) -> int | None:
+        return percentile(self.sequence_lengths, p)
+
+    def over(self, limit: int) -> float | None:
+        """Share of documents longer than ``limit`` tokens (special tokens included)."""
+        return _ratio(sum(c for length, c in self.sequence_lengths.items() if length > limit), self.documents)
+
+    @classmethod
+    def combined(cls, parts: "list[SegmentStats]", specials: int) -> "SegmentStats":
+        """The statistics of several disjoint sets of documents together."""
+        total = cls(0, 0, 0, 0, 0, 0, 0, 0, specials)
+        lengths: Counter[int] = Counter()
+        per_word: Counter[int] = Counter()
+        token_lengths: Counter[int] = Counter()
+        for part in parts:
+            for name in ("documents", "tokens", "characters", "bytes", "words", "split_words", "unk_count",
+                         "byte_piece_chars"):
+                setattr(total, name, getattr(total, name) + getattr(part, name))
+            lengths.update(part.sequence_lengths)
+            per_word.update(part.tokens_per_word_histogram)
+            token_lengths.update(part.token_lengths)
+        total.sequence_lengths = dict(sorted(lengths.items()))
+        total.tokens_per_word_histogram = dict(sorted(per_word.items()))
+        total.token_lengths = dict(sorted(token_lengths.items()))
+        return total
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "documents": self.documents, "tokens": self.tokens, "characters": self.characters, "bytes": self.bytes,
+            "words": self.words, "chars_per_token": self.chars_per_token, "bytes_per_token": self.bytes_per_token,
+            "tokens_per_word": self.tokens_per_word, "split_words": self.split_words, "split_share": self.split_share,
+            "unk_count": self.unk_count, "unk_rate": self.unk_rate, "byte_piece_chars": self.byte_piece_chars,
+            "byte_piece_share": self.byte_piece_share, "specials_per_sequence": self.specials_per_sequence,
+            "sequence_length": {"p50": self.length_percentile(50), "p90": self.length_percentile(90),
+                                "p99": self.length_percentile(99), "max": max(self.sequence_lengths, default=None)},
+            "over": {str(n): self.over(n) for n in THRESHOLDS},
+            "histograms": {
+                "sequence_length": {str(k): v for k, v in sorted(self.sequence_lengths.items())},
+                "tokens_per_word": {str(k): v for k, v in sorted(self.tokens_per_word_histogram.items())},
+                "token_length": {str(k): v for k, v in sorted(self.token_lengths.items())},
+            },
+        }
+        return {k: ({kk: _round(vv) for kk, vv in v.items()} if k in ("sequence_length", "over") else _round(v))
+                for k, v in data.items()}
+
+
+class _TokenFacts(dict):
+    """token id -> length in characters, computed on first sight; ``partial`` collects the ids
+    of byte pieces (tokens that are not whole characters) seen so far."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        super().__init__()
+        self.tokenizer = tokenizer
+        self.partial: set[int] = set()
+
+    def __missing__(self, token_id: int) -> int:
+        token = self.tokenizer.id_to_token(token_id) or ""
+        text = token_view.token_text(self.tokenizer, token)
+        if text is None:
+            self.partial.add(token_id)
+            length = 0
+        else:
+            length = len(text.strip()) or len(text)
+        self[token_id] = length
+        return length
+
+
+class Tally:
+    """Accumulates :class:`SegmentStats` for one tokenizer, one document at a time."""
+
+    def __init__(self, tokenizer: Any, facts: "_TokenFacts | None" = None) -> None:
+        self.tokenizer = tokenizer
+        self.unk_id = token_view.unk_id(tokenizer)
+        self.specials = token_view.specials_added(tokenizer)
+        self.facts = facts if facts is not None else _TokenFacts(tokenizer)
+        self.documents = self.tokens = self.characters = self.bytes = self.words = 0
+        self.split_words = self.unk_count = self.byte_piece_chars = 0
+        self.sequence_lengths: Counter[int] = Counter()
+        self.per_word: Counter[int] = Counter()
+        self.token_lengths: Counter[int] = Counter()
+
+    def add(self, document: Document, ids: list[int], offsets: list[tuple[int, int]]) -> tuple[list[int], set[tuple[int, int]]]:
+        """Count one document's encoding (no special tokens). Returns what a disagreement
+        score needs: the last character of each token inside a word, and the character
+        ranges of its byte pieces."""
+        n = len(ids)
+        text = document.text
+        self.documents += 1
+        self.tokens += n
+        self.characters += document.characters
+        self.bytes += document.bytes
+        self.words += len(document.starts)
+        self.sequence_lengths[n + self.specials] += 1
+        if self.unk_id is not None:
+            self.unk_count += ids.count(self.unk_id)
+        facts = self.facts
+        self.token_lengths.update(map(facts.__getitem__, ids))
+        if self.unk_id is not None and self.unk_id in facts and self.unk_id in ids:
+            # "[UNK]" stands for text it lost: its 5 characters are not a token length
+            self.token_lengths[facts[self.unk_id]] -= ids.count(self.unk_id)
+        covered: set[tuple[int, int]] = set()
+        if not facts.partial.isdisjoint(ids):
+            partial = facts.partial
+            covered = {offset for offset, token_id in zip(offsets, ids) if token_id in partial}
+            self.byte_piece_chars += len({c for s, e in covered for c in range(s, e)})
+        # each token to the word of its last character
+        lasts = [e - 1 for s, e in offsets if e > s and not text[e - 1].isspace()]
+        owners = Counter(map(bisect_right, repeat(document.starts, len(lasts)), lasts))
+        counts = Counter(owners.values())
+        counts[0] += len(document.starts) - len(owners)
+        if not counts[0]:
+            del counts[0]
+        self.per_word.update(counts)
+        self.split_words += sum(c for k, c in counts.items() if k > 1)
+        return lasts, covered
+
+    def stats(self) -> SegmentStats:
+        return SegmentStats(
+            documents=self.documents, tokens=self.tokens, characters=self.characters, bytes=self.bytes,
+            words=self.words, split_words=self.split_words, unk_count=self.unk_count,
+            byte_piece_chars=self.byte_piece_chars, specials_per_sequence=self.specials,
+            sequence_lengths=dict(sorted(self.sequence_lengths.items())),
+            tokens_per_word_histogram=dict(sorted(self.per_word.items())),
+            token_lengths=dict(sorted((k, v) for k, v in self.token_lengths.items() if v)),
+        )

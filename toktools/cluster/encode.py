@@ -1,0 +1,641 @@
+"""Encode a corpus in blocks: each block of the input becomes one shard, here or on a Dask cluster.
+
+    >>> toktools.encode_corpus(["s3://bucket/web/*.jsonl"], "gpt2/", "/shared/out/web", format="megatron",
+    ...                        document="jsonl", cluster="tcp://scheduler:8786")   # doctest: +SKIP
+
+**Shards are blocks.** The inputs are cut into blocks of ``block_bytes`` (default 64 MB) by
+:func:`toktools.cluster.blocks.plan_blocks`; a block is widened to document boundaries when it is
+read — to whole lines for ``line`` and ``jsonl`` documents, to just after an empty line
+(``\\n\\n``) for ``blank-line``, and ``file`` documents (like compressed files) are one block
+per file. Block *i* becomes shard ``PREFIX-0000i``, whoever encodes it. So the shards depend
+on the inputs, the settings and ``block_bytes`` only: ``encode_corpus(..., block_bytes=B)`` here
+and ``encode_corpus(..., block_bytes=B, cluster=...)`` on any cluster write the same bytes,
+manifest included — both call :func:`encode_block`, which runs the same document loop as every
+local run (:func:`toktools.corpus.shards.encode_documents`). ``shard_tokens`` cannot be
+combined with blocks: where a token-counted shard ends is only known after every document
+before it is encoded, which is what a cluster must not wait for. Without blocks, the ids are
+still those of a local run: the documents of the shards, in order, are the local output's.
+
+**Manifest last.** Workers write their shard's files in place (each file atomically) and
+return its manifest entry. The client records finished shards in ``PREFIX-manifest.partial.json``
+as they come in (so it only ever names shards whose files exist) and, when every block is done,
+writes ``PREFIX-manifest.json`` atomically and removes the partial record. Re-running the same
+command resumes: shards listed in either file whose files still match their size and sha256
+are kept, the other blocks are encoded. A worker that dies is the scheduler's business: it
+runs the block again elsewhere, and the shard comes out the same.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+from toktools.corpus.reading import CorpusSource
+from toktools.cluster.blocks import _is_client
+from toktools.errors import ToktoolsError
+
+#: The byte sequence a block may start after, per document mode (None: whole files only).
+DELIMITERS: dict[str, bytes | None] = {"line": b"\n", "jsonl": b"\n", "blank-line": b"\n\n", "file": None}
+_WHOLE_FILES = 1 << 62
+_HASH_BYTES = 4 << 20
+#: The partial record is rewritten at most this often (and always when the run ends).
+PARTIAL_SECONDS = 1.0
+#: Test hook: a file; while it exists, each block waits the seconds written in it after opening
+#: its shard, so a test can kill a worker mid-task (a file, not a variable: it reaches every
+#: worker process, including one the nanny starts again).
+TEST_PAUSE_VARIABLE = "TOKTOOLS_TEST_BLOCK_PAUSE_FILE"
+
+
+# ---------------------------------------------------------------------------------------------
+# What a task needs
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BlockJob:
+    """Everything every block shares (sent to each worker once)."""
+
+    document: dict[str, Any]
+    fingerprint: str
+    analysis: Any
+    engine: str
+    format: str
+    dtype: str
+    mode: str
+    field: str | None
+    eos_id: int | None
+    bos_id: int | None
+    base: str
+    suffix: str | None
+    batch_bytes: int
+    segment_chars: int
+    max_document_bytes: int
+    threads: int | None = 1
+
+
+@dataclass(frozen=True)
+class BlockTask:
+    """Block ``index`` of the plan (the shard's number), from input ``input``, and how many of
+    its documents to check against the reference engine."""
+
+    index: int
+    input: int
+    name: str
+    path: str
+    start: int
+    length: int | None
+    compression: str | None
+    verify: int
+    size: int
+
+
+def _absolute(path: str) -> str:
+    return path if "://" in path else os.path.abspath(path)
+
+
+def plan_tasks(inputs: Sequence[str], block_bytes: int, mode: str, verify: int) -> tuple[list[str], list[BlockTask]]:
+    """The inputs (as named, one entry per file) and one task per block, in order. ``verify``
+    documents are spread over the input bytes as a local run spreads them, each block taking
+    the ones that fall inside it."""
+    import fsspec
+
+    from toktools.cluster.blocks import plan_blocks
+
+    if any(str(item) == "-" for item in inputs):
+        raise ToktoolsError("standard input cannot be cut into blocks: name files")
+    blocks = plan_blocks([str(item) for item in inputs], _WHOLE_FILES if DELIMITERS[mode] is None else block_bytes)
+    paths: list[str] = []
+    sizes: list[int] = []
+    for block in blocks:
+        if block.start == 0:
+            fs, local = fsspec.core.url_to_fs(block.path)
+            paths.append(block.path)
+            sizes.append(fs.size(local))
+    spans: list[tuple[int, int]] = []  # each block's share of the bytes on disk, in the whole input
+    offset, number = 0, -1
+    for block in blocks:
+        if block.start == 0:
+            number += 1
+            offset = sum(sizes[:number])
+        size = sizes[number]
+        length = size if block.length is None else max(0, min(block.length, size - block.start))
+        spans.append((offset + block.start, length))
+    total = sum(sizes)
+    marks = [total * (k + 0.5) / verify for k in range(verify)] if total and verify else []
+    tasks: list[BlockTask] = []
+    number = -1
+    for index, (block, (at, length)) in enumerate(zip(blocks, spans)):
+        number += block.start == 0
+        checks = sum(1 for mark in marks if at <= mark < at + length)
+        tasks.append(BlockTask(index, number, block.path, _absolute(block.path), block.start, block.length, block.compression,
+                               checks, length))
+    return paths, tasks
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading one block
+# ---------------------------------------------------------------------------------------------
+
+
+def _span(task: BlockTask, delimiter: bytes | None) -> tuple[int, int | None]:
+    """The bytes ``[begin, end)`` of the block: from just after the first delimiter at or after
+    its start (or the file's start) to just after the first delimiter at or after its end (or
+    the file's end). Neighbouring blocks meet exactly; ``end`` None: the whole (compressed) file."""
+    import fsspec
+    from fsspec.utils import seek_delimiter
+
+    if task.length is None:
+        return 0, None
+    fs, local = fsspec.core.url_to_fs(task.path)
+    size = fs.size(local)
+    if delimiter is None:  # whole files
+        return 0, size
+    with fs.open(local, "rb") as handle:
+        points = []
+        for at in (task.start, task.start + task.length):
+            if at >= size:
+                points.append(size)
+                continue
+            handle.seek(at)
+            seek_delimiter(handle, delimiter, 1 << 16)
+            points.append(min(handle.tell(), size))
+    begin, end = points
+    return begin, max(begin, end)
+
+
+class _RangeFile:
+    """Reads ``[begin, end)`` of an open file; ``tell`` counts from ``begin``."""
+
+    def __init__(self, handle: Any, begin: int, end: int) -> None:
+        self.handle = handle
+        handle.seek(begin)
+        self.left = end - begin
+        self.done = 0
+
+    def read(self, size: int = -1) -> bytes:
+        size = self.left if size < 0 else min(size, self.left)
+        data = self.handle.read(size) if size else b""
+        self.left -= len(data)
+        self.done += len(data)
+        return data
+
+    def tell(self) -> int:
+        return self.done
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+@dataclass(frozen=True)
+class _BlockSource(CorpusSource):
+    """A :class:`~toktools.corpus.reading.CorpusSource` over one block, read through fsspec (named by the
+    input's path in messages)."""
+
+    url: str = ""
+    begin: int = 0
+    end: int | None = None
+    compression: str | None = None
+
+    def size(self) -> int:
+        if self.end is not None:
+            return self.end - self.begin
+        import fsspec
+
+        fs, local = fsspec.core.url_to_fs(self.url)
+        return fs.size(local)
+
+    def open(self) -> Any:
+        import fsspec
+
+        try:
+            if self.end is None:
+                return fsspec.open(self.url, "rb", compression=self.compression).open()
+            fs, local = fsspec.core.url_to_fs(self.url)
+            return _RangeFile(fs.open(local, "rb"), self.begin, self.end)
+        except FileNotFoundError:
+            raise ToktoolsError(f"corpus file not found: {self.path}") from None
+        except OSError as err:
+            raise ToktoolsError(f"{self.path}: cannot read ({err})") from None
+
+
+def _lines_before(url: str, begin: int) -> int:
+    """Newlines before byte ``begin`` (counted only to name a line in an error)."""
+    import fsspec
+
+    fs, local = fsspec.core.url_to_fs(url)
+    lines = 0
+    with fs.open(local, "rb") as handle:
+        left = begin
+        while left > 0:
+            data = handle.read(min(left, _HASH_BYTES))
+            if not data:
+                break
+            lines += data.count(b"\n")
+            left -= len(data)
+    return lines
+
+
+def _relocated(err: ToktoolsError, path: str, url: str, begin: int) -> ToktoolsError:
+    """The same message, with the line counted from the start of the file, not of the block."""
+    pattern = re.compile(re.escape(path) + r", (document at )?line (\d+)")
+    message = str(err)
+    match = pattern.search(message)
+    if not match or not begin:
+        return err
+    line = int(match.group(2)) + _lines_before(url, begin)
+    return ToktoolsError(message[: match.start(2)] + str(line) + message[match.end(2):])
+
+
+# ---------------------------------------------------------------------------------------------
+# Encoding one block (the task)
+# ---------------------------------------------------------------------------------------------
+
+#: Per process: engines and reference tokenizers, built once and reused by every block.
+_ENGINES: dict[tuple[str, str, int | None], Any] = {}
+_REFERENCES: dict[str, Any] = {}
+
+
+def _engine(job: BlockJob) -> Any:
+    key = (job.fingerprint, job.engine, job.threads)
+    if key not in _ENGINES:
+        from toktools.engines.core import make_engine
+
+        _ENGINES[key] = make_engine(job.engine, job.document, workers=job.threads, analysis=job.analysis,
+                                    fingerprint=job.fingerprint)
+    return _ENGINES[key]
+
+
+def _test_pause() -> None:
+    flag = os.environ.get(TEST_PAUSE_VARIABLE)
+    if flag:
+        try:
+            seconds = float(Path(flag).read_text())
+        except (OSError, ValueError):
+            return
+        time.sleep(seconds)
+
+
+def encode_block(job: BlockJob, task: BlockTask, engine: Any = None,
+                 progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Block ``task`` of the input → shard ``PREFIX-{task.index:05d}`` written in place; returns
+    ``{"shard": its manifest entry, "verified": documents checked}``. Runs on a worker (with this
+    process's cached engine) or here (with ``engine``)."""
+    from toktools.corpus.documents import DocumentReader
+    from toktools.corpus.writers import DocumentWriter
+    from toktools.corpus.verify import InlineChecker, Verifier
+    from toktools.corpus.shards import encode_documents, shard_base
+
+    engine = engine if engine is not None else _engine(job)
+    begin, end = _span(task, DELIMITERS[job.mode])
+    source = _BlockSource(task.name, None, url=task.path, begin=begin, end=end, compression=task.compression)
+    reader = DocumentReader([source], job.mode, job.field, cuttable=job.analysis.cuttable, segment_chars=job.segment_chars,
+                            max_document_bytes=job.max_document_bytes)
+    checker = InlineChecker(job.document, _REFERENCES.get(job.fingerprint))  # one block: no process of its own
+    verifier = Verifier(job.engine, job.document, task.verify, reader.total, [source], inline=checker)
+    finished: list[Any] = []
+
+    def new_writer() -> DocumentWriter:
+        writer = DocumentWriter(job.format, shard_base(Path(job.base), task.index), job.dtype, job.suffix)
+        _test_pause()
+        return writer
+
+    def report(done: int, total: int, tokens: int) -> None:
+        if progress is not None:
+            progress(done, tokens)
+
+    try:
+        encode_documents(reader, engine, verifier, new_writer, lambda info, _end: finished.append(info),
+                         bos_id=job.bos_id, eos_id=job.eos_id, shard_tokens=None, batch_bytes=job.batch_bytes,
+                         progress=report)
+    except ToktoolsError as err:
+        raise _relocated(err, source.path, task.path, begin) from None
+    finally:
+        verifier.close()
+        if checker.reference is not None:
+            _REFERENCES[job.fingerprint] = checker.reference
+    (info,) = finished
+    entry = {"index": task.index, "documents": info.documents, "tokens": info.tokens, "engine": job.engine,
+             "files": info.files, "block": {"input": task.input, "bytes": [begin, end] if end is not None else None}}
+    return {"shard": entry, "verified": verifier.done}
+
+
+# ---------------------------------------------------------------------------------------------
+# The run: plan, resume, encode the missing blocks, manifest last
+# ---------------------------------------------------------------------------------------------
+
+
+def partial_path(base: Path) -> Path:
+    return Path(f"{base}-manifest.partial.json")
+
+
+def input_entry(name: str, url: str) -> dict[str, Any]:
+    """An input as the manifest lists it: path as named, size and sha256 of its bytes on disk."""
+    import fsspec
+
+    fs, local = fsspec.core.url_to_fs(url)
+    digest = hashlib.sha256()
+    try:
+        with fs.open(local, "rb") as handle:
+            for data in iter(lambda: handle.read(_HASH_BYTES), b""):
+                digest.update(data)
+        size = fs.size(local)
+    except OSError as err:
+        raise ToktoolsError(f"{name}: cannot read ({err})") from None
+    return {"path": name, "size": size, "sha256": digest.hexdigest()}
+
+
+def _read_record(path: Path) -> dict[str, Any]:
+    from toktools.corpus.shards import MANIFEST_FORMAT
+
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(record, dict) or record.get("format") != MANIFEST_FORMAT:
+            raise ValueError
+    except (ValueError, OSError):
+        raise ToktoolsError(f"{path} is not a toktools corpus manifest (use --force to overwrite)") from None
+    return record
+
+
+def _kept_shards(record: dict[str, Any], path: Path, fingerprint: str, settings: dict[str, Any],
+                 inputs: list[dict[str, Any]], tasks: Sequence[BlockTask], base: Path, fmt: str,
+                 suffix: str | None) -> dict[int, dict[str, Any]]:
+    """The shards of an earlier run of the same command whose files still match; a record from
+    another tokenizer, other settings or changed inputs is refused in one line."""
+    from toktools.corpus.writers import file_sha256, output_files
+    from toktools.corpus.shards import shard_base
+
+    if record.get("tokenizer", {}).get("sha256") != fingerprint:
+        raise ToktoolsError(f"{path} was written with another tokenizer; use --force to start over or choose another output")
+    old = record.get("settings", {})
+    for key in sorted(set(settings) | set(old)):
+        if old.get(key) != settings.get(key):
+            raise ToktoolsError(f"{path} was written with other settings ({key}: {old.get(key)!r}, now "
+                                f"{settings.get(key)!r}); use --force to start over or choose another output")
+    if [(e["path"], e["size"], e["sha256"]) for e in record.get("inputs", [])] != [(e["path"], e["size"], e["sha256"]) for e in inputs]:
+        raise ToktoolsError(f"{path} was written from other inputs (names, sizes or checksums differ); "
+                            "use --force to start over or choose another output")
+    kept: dict[int, dict[str, Any]] = {}
+    for shard in record.get("shards", []):
+        index = shard.get("index")
+        if not isinstance(index, int) or not 0 <= index < len(tasks) or index in kept:
+            continue
+        files = output_files(fmt, shard_base(base, index), suffix)
+        if set(files) == set(shard.get("files", {})) and all(
+                files[role].is_file() and files[role].stat().st_size == entry["bytes"] and file_sha256(files[role]) == entry["sha256"]
+                for role, entry in shard["files"].items()):
+            kept[index] = shard
+    return kept
+
+
+def _write_record(path: Path, record: dict[str, Any]) -> None:
+    from toktools.corpus.shards import _write_manifest
+
+    _write_manifest(path, record)
+
+
+def _tidy(base: Path, suffix: str | None, shards: int) -> None:
+    """Remove shards past the last block (of an older run, with force) and the temporaries a
+    killed worker left behind."""
+    from toktools.corpus.shards import _shard_files
+
+    for stale in _shard_files(base, suffix):
+        number = int(re.search(r"-(\d{5})(?:\.offsets)?\.?\w*$", stale.name).group(1))  # type: ignore[union-attr]
+        if number >= shards:
+            stale.unlink()
+    directory = base.parent if str(base.parent) else Path(".")
+    leftover = re.compile(r"\." + re.escape(base.name) + r"-\d{5}(\.offsets)?\.\w+\..+\.tmp$")
+    for name in os.listdir(directory):
+        if leftover.match(name):
+            try:
+                os.unlink(directory / name)
+            except OSError:
+                pass
+
+
+def encode_blocks(inputs: Sequence[str | Path], tokenizer: Any, output: str | Path, *, format: str, engine: str,
+                  document: str, field: str | None, append_eos: bool | str | None, prepend_bos: bool | str,
+                  shard_tokens: int | None, workers: int | None, verify: int, progress: Any, force: bool, dtype: str,
+                  batch_bytes: int, max_document_bytes: int, segment_chars: int, cluster: Any,
+                  block_bytes: int | None) -> Any:
+    """:func:`toktools.encode_corpus` with shards made of blocks of the input (see the module
+    docstring); on ``cluster`` when given, else in this process."""
+    from toktools.engines import core as engines
+    from toktools.corpus.documents import DOCUMENT_MODES
+    from toktools.cluster.settings import DEFAULT_BLOCK_BYTES, as_cluster
+    from toktools.corpus.prepared_tokenizer import load_document
+    from toktools.corpus.shards import (MANIFEST_FORMAT, CorpusResult, _bases, _check_outputs, _output_settings,
+                                        _shard_files, manifest_path, shard_base)
+    from toktools.corpus.writers import output_files
+
+    started = time.perf_counter()
+    if shard_tokens is not None:
+        raise ToktoolsError("--shard-tokens cannot be combined with --cluster or --block-size: there, each block of the "
+                            "input is one shard (size shards with --block-size)")
+    client = cluster if _is_client(cluster) else None
+    cluster = None if client is not None else as_cluster(cluster)
+    remote = cluster is not None or client is not None
+    if remote and workers is not None:
+        raise ToktoolsError("--workers is for local runs: on a cluster each worker process encodes one block at a time "
+                            "(choose local:N, or the workers' --nthreads)")
+    if block_bytes is None:
+        block_bytes = cluster.block_bytes if cluster is not None else DEFAULT_BLOCK_BYTES
+    if block_bytes < 1:
+        raise ToktoolsError("the block size must be at least one byte")
+    if document not in DOCUMENT_MODES:
+        raise ToktoolsError(f"unknown document mode {document!r}; choose one of {', '.join(DOCUMENT_MODES)}")
+    if "://" in str(output):
+        raise ToktoolsError(f"output {output}: shards are written to a filesystem path every worker can reach, not a URL")
+    doc, fingerprint = load_document(tokenizer)
+    field, eos_id, bos_id, vocab_size, dtype = _output_settings(doc, format, document, field, append_eos, prepend_bos, dtype)
+    names, tasks = plan_tasks([str(p) for p in inputs], block_bytes, document, verify)
+
+    base, suffix = _bases(format, Path(output))
+    manifest_file, partial_file = manifest_path(base), partial_path(base)
+    planned = [manifest_file, partial_file, *(p for t in tasks for p in output_files(format, shard_base(base, t.index), suffix).values())]
+    # outputs: never an input (nor a file of the tokenizer); existing ones need force, unless a
+    # manifest or partial record says they are this run's own (then they are resumed)
+    resuming = manifest_file.exists() or partial_file.exists()
+    _check_outputs(planned, _shard_files(base, suffix), [name for name in names if "://" not in name], tokenizer,
+                   force=force or resuming)
+    settings = {"format": format, "document": document, "field": field, "append_eos": eos_id, "prepend_bos": bos_id,
+                "shard_tokens": None, "dtype": dtype, "block_bytes": block_bytes}
+    if force:
+        for record in (manifest_file, partial_file):  # never leave a record that claims shards being rewritten
+            if record.exists():
+                record.unlink()
+
+    runner: Any = _ClusterRunner(cluster, client) if remote else _LocalRunner(workers)
+    with runner:
+        inputs_json = runner.input_entries(names, [_absolute(n) for n in names])
+        kept: dict[int, dict[str, Any]] = {}
+        for record_file in (manifest_file, partial_file):
+            if not force and record_file.exists():
+                found = _kept_shards(_read_record(record_file), record_file, fingerprint, settings, inputs_json, tasks,
+                                     base, format, suffix)
+                kept.update({i: s for i, s in found.items() if i not in kept})
+        manifest: dict[str, Any] = {
+            "format": MANIFEST_FORMAT, "version": 1, "complete": False,
+            "tokenizer": {"sha256": fingerprint, "vocab_size": vocab_size},
+            "engine": None, "settings": settings, "inputs": inputs_json, "shards": [],
+        }
+        missing = [t for t in tasks if t.index not in kept]
+        shards = dict(kept)
+        verified = 0
+        if missing or not manifest_file.exists():
+            if engine in ("auto", "tiktoken"):
+                analysis = engines.analyse(doc, fingerprint)
+            else:
+                analysis = engines.Analysis("not analysed", cuttable=engines.cuttable(doc))
+            chosen = runner.engine(engine, doc, analysis, fingerprint)
+            manifest["engine"] = chosen
+            job = BlockJob(doc, fingerprint, analysis, chosen, format, dtype, document, field, eos_id, bos_id,
+                           str(base.absolute()), suffix, batch_bytes, segment_chars, max_document_bytes,
+                           1 if remote else workers)
+
+            def record() -> None:
+                manifest["shards"] = [shards[i] for i in sorted(shards)]
+                _write_record(partial_file, manifest)
+
+            record()
+            if manifest_file.exists():  # a finished run with damaged shards: the partial record now speaks
+                manifest_file.unlink()
+            total = sum(e["size"] for e in inputs_json)
+            done_bytes = sum(t.size for t in tasks if t.index in kept)
+            tokens = sum(s["tokens"] for s in kept.values())
+            last_write = time.monotonic()
+            try:
+                for task, result in runner.run(job, missing, progress, done_bytes, total, tokens):
+                    shards[task.index] = result["shard"]
+                    verified += result["verified"]
+                    done_bytes += task.size
+                    tokens += result["shard"]["tokens"]
+                    if progress is not None:
+                        progress(min(done_bytes, total), total, tokens)
+                    if time.monotonic() - last_write >= PARTIAL_SECONDS:
+                        record()
+                        last_write = time.monotonic()
+            finally:
+                record()
+        else:
+            manifest["engine"] = _read_record(manifest_file).get("engine")
+        manifest["shards"] = [shards[i] for i in sorted(shards)]
+        manifest["complete"] = True
+        manifest["documents"] = sum(s["documents"] for s in manifest["shards"])
+        manifest["tokens"] = sum(s["tokens"] for s in manifest["shards"])
+        _write_record(manifest_file, manifest)
+        if partial_file.exists():
+            partial_file.unlink()
+        _tidy(base, suffix, len(tasks))
+    outputs = [p for t in tasks for p in output_files(format, shard_base(base, t.index), suffix).values()]
+    return CorpusResult(str(manifest["engine"]), manifest["documents"], manifest["tokens"], outputs, manifest_file,
+                        len(missing), len(kept), sum(e["size"] for e in inputs_json), time.perf_counter() - started,
+                        verified, settings)
+
+
+class _LocalRunner:
+    """Blocks one after another in this process, with one engine for all of them."""
+
+    def __init__(self, workers: int | None) -> None:
+        self.workers = workers
+        self._engine: Any = None
+
+    def __enter__(self) -> "_LocalRunner":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._engine is not None:
+            self._engine.close()
+        _REFERENCES.clear()
+
+    def input_entries(self, names: Sequence[str], urls: Sequence[str]) -> list[dict[str, Any]]:
+        return [input_entry(n, u) for n, u in zip(names, urls)]
+
+    def engine(self, name: str, doc: dict[str, Any], analysis: Any, fingerprint: str) -> str:
+        from toktools.engines.core import make_engine
+
+        self._engine = make_engine(name, doc, workers=self.workers, analysis=analysis, fingerprint=fingerprint)
+        return str(self._engine.name)
+
+    def run(self, job: BlockJob, tasks: Sequence[BlockTask], progress: Any, done: int, total: int,
+            tokens: int) -> Iterator[tuple[BlockTask, dict[str, Any]]]:
+        def within(at: int, had: int) -> Callable[[int, int], None] | None:
+            if progress is None:
+                return None
+            return lambda block_done, block_tokens: progress(min(at + block_done, total), total, had + block_tokens)
+
+        for task in tasks:
+            result = encode_block(job, task, self._engine, within(done, tokens))
+            done += task.size
+            tokens += result["shard"]["tokens"]
+            yield task, result
+
+
+def _run_block(task: BlockTask, job: BlockJob) -> dict[str, Any]:
+    """The task a worker runs (block first: ``Client.map`` maps over it)."""
+    return encode_block(job, task)
+
+
+class _ClusterRunner:
+    """Blocks as tasks on a Dask cluster: one task per block, results as they finish."""
+
+    def __init__(self, cluster: Any, client: Any = None) -> None:
+        """``cluster``: a :class:`toktools.cluster.settings.Cluster` (connected to, then closed), or
+        ``client``: a ``distributed.Client`` the caller holds (used, and left open)."""
+        from toktools.cluster.blocks import _check_workers, cluster_client
+
+        self._context = cluster_client(cluster.address, cluster.timeout) if client is None else None
+        self.client: Any = client
+        if client is not None:
+            _check_workers(client, str(client.scheduler.address))
+
+    def __enter__(self) -> "_ClusterRunner":
+        if self._context is not None:
+            self.client = self._context.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._context is not None:
+            self._context.__exit__(*exc)
+
+    def _results(self, futures: Sequence[Any]) -> Iterator[tuple[Any, Any]]:
+        from distributed import as_completed
+
+        try:
+            for future in as_completed(list(futures)):
+                yield future, future.result()
+        except ToktoolsError:
+            raise
+        except Exception as err:  # a task failed on a worker, or the cluster gave up on it
+            raise ToktoolsError(f"the cluster failed: {type(err).__name__}: {err}") from None
+        finally:
+            for future in futures:
+                future.cancel()
+
+    def input_entries(self, names: Sequence[str], urls: Sequence[str]) -> list[dict[str, Any]]:
+        futures = self.client.map(input_entry, list(names), list(urls), pure=False)
+        found = {future.key: entry for future, entry in self._results(futures)}
+        return [found[future.key] for future in futures]
+
+    def engine(self, name: str, doc: dict[str, Any], analysis: Any, fingerprint: str) -> str:
+        """Which engine the workers run: chosen here by the rules of a local run (so the manifest
+        names the same one), then built by each worker once."""
+        from toktools.engines.core import make_engine
+
+        chosen = make_engine(name, doc, workers=1, analysis=analysis, fingerprint=fingerprint)
+        chosen.close()
+        return str(chosen.name)
+
+    def run(self, job: BlockJob, tasks: Sequence[BlockTask], progress: Any, done: int, total: int,
+            tokens: int) -> Iterator[tuple[BlockTask, dict[str, Any]]]:
+        if not tasks:
+            return
+        shared = self.client.scatter(job, broadcast=True, hash=False)
+        futures = self.client.map(_run_block, list(tasks), job=shared, pure=False)
+        by_key = {future.key: task for future, task in zip(futures, tasks)}
+        for future, result in self._results(futures):
+            yield by_key[future.key], result

@@ -1,0 +1,236 @@
+"""The tokenizer as corpus encoding reads it, with what start-up derives from it kept between runs.
+
+On a short run start-up weighs: parsing a ``tokenizer.json`` (GPT-2: 2 MB of JSON, 20-40 ms),
+deciding whether tiktoken is exact for it (:func:`toktools.engines.core.analyse`) and building
+tiktoken's byte ranks (20-50 ms), against a tiktoken call of well under a second on 5 MB. For a
+``tokenizer.json`` file all of it is kept in the user cache (:mod:`toktools.io.user_cache`): one
+binary entry per sha256 of the file's bytes, toktools, ``tokenizers``, tiktoken and Python
+versions. On a hit the file is read and hashed but not parsed: the document is parsed only when
+something asks for it (:meth:`CorpusTokenizer.document`: the reference engine, ``tokenizers``,
+the ``--verify`` checker, which does it in its own process from the bytes read here).
+
+A cache only: an entry that is missing, truncated or altered (its checksum), or of another
+layout, is ignored and written again; one that cannot be written is skipped; a file with other
+bytes has another key.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import marshal
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+#: Bumped when the entry's layout or the meaning of a field changes (e.g. how
+#: :func:`toktools.engines.core._plan` builds the ranks; the E1-E4 checks have their own
+#: ``engines._EXACT_VERSION``, which is part of the key).
+CACHE_FORMAT = 2  # 2: Unigram vocabulary sizes (a list vocabulary was counted as empty)
+
+
+def token_ids(doc: Mapping[str, Any]) -> dict[str, int]:
+    """Every token's id: the model's vocabulary, then the added tokens (which win). A Unigram
+    vocabulary is a list of ``[piece, score]`` whose ids are the positions (a repeated piece keeps
+    its last id, as in ``tokenizers``)."""
+    vocab = doc.get("model", {}).get("vocab") or {}
+    if isinstance(vocab, dict):
+        out = dict(vocab)
+    elif isinstance(vocab, list):
+        out = {item[0]: i for i, item in enumerate(vocab) if isinstance(item, (list, tuple)) and item}
+    else:
+        out = {}
+    out.update({t["content"]: t["id"] for t in doc.get("added_tokens") or []})
+    return out
+
+
+def document_shape(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The document without the model's vocabulary and merges: its parts and their options,
+    the added tokens (what engines check to choose, and what start-up reads)."""
+    model = doc.get("model")
+    if not isinstance(model, dict):
+        return dict(doc)
+    return {**doc, "model": {k: v for k, v in model.items() if k not in ("vocab", "merges")}}
+
+
+@dataclass
+class CorpusTokenizer:
+    """A tokenizer for corpus encoding: its fingerprint, the shape of its document (no vocabulary),
+    its vocabulary size and, from the cache, the exactness analysis; the whole document on
+    demand."""
+
+    fingerprint: str
+    shape: dict[str, Any]
+    vocab_size: int
+    #: the analysis of :func:`toktools.engines.core.analyse` (with tiktoken's plan), when cached
+    analysis: Any = None
+    #: the parsed document (None until asked for, after a cache hit)
+    _document: dict[str, Any] | None = field(default=None, repr=False)
+    #: the bytes of the ``tokenizer.json`` read (to parse on demand and to key the cache)
+    _raw: bytes | None = field(default=None, repr=False)
+    _written: bool = False
+
+    def document(self) -> dict[str, Any]:
+        """The whole document (truncation and padding off), parsed on first use."""
+        if self._document is None:
+            from toktools.engines.core import corpus_document
+
+            assert self._raw is not None
+            self._document = corpus_document(json.loads(self._raw.decode("utf-8")))
+        return self._document
+
+    def token_id(self, token: str) -> int | None:
+        """The id of ``token``: an added token's without parsing, else from the vocabulary."""
+        added = {t["content"]: t["id"] for t in self.shape.get("added_tokens") or []}
+        return added[token] if token in added else token_ids(self.document()).get(token)
+
+    def remember(self, analysis: Any) -> None:
+        """Keep what this run derived (the analysis, once tiktoken's probe has run when it
+        applies) for the next run on the same file; nothing when it came from the cache."""
+        if self._raw is None or self._written or self.analysis is not None or analysis is None:
+            return
+        if analysis.tiktoken_reason == "not analysed" or (analysis.tiktoken_reason is None and not analysis.probed):
+            return
+        self._written = True
+        from toktools.io.user_cache import write_blob
+
+        plan = analysis.plan
+        entry = {
+            "format": CACHE_FORMAT, "shape": self.shape, "vocab_size": self.vocab_size,
+            "reason": analysis.tiktoken_reason, "notes": list(analysis.notes),
+            "probed": analysis.probed, "probe": analysis.probe,
+            "plan": None if plan is None else (plan.mergeable_ranks, plan.special_tokens, plan.pattern, plan.rank_to_id),
+        }
+        try:
+            payload = marshal.dumps(entry)
+        except ValueError:  # a value marshal cannot hold (not from JSON): no entry
+            return
+        write_blob(_entry_path(self.fingerprint), payload)
+
+
+def tokenizer_json_file(tokenizer: Any) -> Path | None:
+    """The ``tokenizer.json`` file a path or shipped name stands for (a file, or the one in a
+    directory), or None when the tokenizer comes in another layout or as an object."""
+    if not isinstance(tokenizer, (str, Path)):
+        return None
+    target = Path(tokenizer)
+    if not target.exists():
+        from toktools.io.shipped import shipped_path
+
+        target = shipped_path(str(tokenizer)) or target
+    candidate = target / "tokenizer.json" if target.is_dir() else target
+    if candidate.is_file() and candidate.name.endswith(".json") and candidate.name not in ("vocab.json", "encoder.json"):
+        return candidate
+    return None
+
+
+def load_document(tokenizer: Any, *, whole: bool = False, validate: bool = False,
+                  text: str | None = None) -> tuple[dict[str, Any], str]:
+    """The ``tokenizer.json`` document of a toktools tokenizer or of a path, and its fingerprint.
+
+    A ``tokenizer.json`` file is read as is (no model is built: engines build their own) and
+    fingerprinted by the sha256 of its bytes; other layouts and tokenizer objects are converted
+    and fingerprinted by the sha256 of their canonical JSON. Without ``whole``, truncation and
+    padding are dropped (whole documents); ``validate`` checks a ``tokenizer.json`` as
+    :func:`toktools.load` does, with the same one-line errors. ``text``: the file's text, when
+    the caller has read it already."""
+    from toktools.engines.core import corpus_document, document_fingerprint
+
+    finish: Any = (lambda d: d) if whole else corpus_document
+    if not isinstance(tokenizer, (str, Path)):
+        doc = finish(tokenizer.to_tokenizer_json())
+        return doc, document_fingerprint(doc)
+    # toktools.io.formats (and the reference's tables behind it) costs a large share of a short
+    # run's start-up: a tokenizer.json, the usual case, is read without it
+    candidate = tokenizer_json_file(tokenizer)
+    if candidate is not None:
+        if text is None:
+            from toktools.models.bpe.files import read_text_file
+
+            text = read_text_file(candidate, "tokenizer file")
+        if validate:
+            from toktools.io.validate import parse_json, validate_tokenizer_json
+
+            document = validate_tokenizer_json(parse_json(text, str(candidate)), str(candidate))
+            return finish(document), hashlib.sha256(text.encode("utf-8")).hexdigest()
+        try:
+            document = json.loads(text)
+            if isinstance(document, dict) and isinstance(document.get("model"), dict):
+                return finish(document), hashlib.sha256(text.encode("utf-8")).hexdigest()
+        except json.JSONDecodeError:
+            pass  # load() gives the readable error
+    from toktools.io.formats import load
+
+    doc = finish(load(tokenizer).to_tokenizer_json())
+    return doc, document_fingerprint(doc)
+
+
+def load_corpus_tokenizer(tokenizer: Any) -> CorpusTokenizer:
+    """The tokenizer (a path, a shipped name or a toktools tokenizer) as corpus encoding reads it:
+    from the cache when its ``tokenizer.json`` was seen before, else parsed (see
+    :func:`load_document`, whose errors it gives)."""
+    path = tokenizer_json_file(tokenizer)
+    if path is None:
+        doc, fingerprint = load_document(tokenizer)
+        return CorpusTokenizer(fingerprint, document_shape(doc), vocab_size_of(doc), _document=doc)
+    from toktools.models.bpe.files import decode_utf8, read_file_bytes
+
+    raw = read_file_bytes(path, "tokenizer file")
+    fingerprint = hashlib.sha256(raw).hexdigest()
+    cached = _read_entry(fingerprint)
+    if cached is not None:
+        shape, vocab_size, analysis = cached
+        return CorpusTokenizer(fingerprint, shape, vocab_size, analysis, _raw=raw)
+    doc, parsed_fingerprint = load_document(tokenizer, text=decode_utf8(raw, path))
+    # a file read through toktools.io.formats instead (not a tokenizer.json after all) is
+    # fingerprinted by its canonical JSON: no entry (a lookup would never find it)
+    keep = raw if parsed_fingerprint == fingerprint else None
+    return CorpusTokenizer(parsed_fingerprint, document_shape(doc), vocab_size_of(doc), _document=doc, _raw=keep)
+
+
+def vocab_size_of(doc: Mapping[str, Any]) -> int:
+    """How many ids the tokenizer can give: one past the largest in :func:`token_ids`."""
+    return 1 + max(token_ids(doc).values(), default=0)
+
+
+def _entry_path(fingerprint: str) -> Path | None:
+    from toktools._version import __version__
+    from toktools.engines.core import _EXACT_VERSION
+    from toktools.io.user_cache import cache_file, library_version
+
+    versions = (f"toktools{__version__}-tokenizers{library_version('tokenizers')}-tiktoken{library_version('tiktoken')}"
+                f"-py{sys.version_info[0]}.{sys.version_info[1]}-exact{_EXACT_VERSION}")
+    return cache_file(f"corpus-tokenizer-v{CACHE_FORMAT}", f"{fingerprint}-{versions}.bin")
+
+
+def _read_entry(fingerprint: str) -> tuple[dict[str, Any], int, Any] | None:
+    """The shape, vocabulary size and analysis kept for this fingerprint, or None (no entry, or
+    one that does not check out: then it is written again after this run)."""
+    from toktools.io.user_cache import read_blob
+
+    payload = read_blob(_entry_path(fingerprint))
+    if payload is None:
+        return None
+    try:
+        entry = marshal.loads(payload)
+        if not isinstance(entry, dict) or entry.get("format") != CACHE_FORMAT:
+            return None
+        shape, vocab_size, reason, plan = entry["shape"], entry["vocab_size"], entry["reason"], entry["plan"]
+        if not (isinstance(shape, dict) and isinstance(vocab_size, int) and (reason is None or isinstance(reason, str))):
+            return None
+        from toktools.engines.core import Analysis, TiktokenPlan, cuttable
+
+        if plan is not None:
+            ranks, specials, pattern, rank_to_id = plan
+            if not (isinstance(ranks, dict) and isinstance(specials, dict) and isinstance(pattern, str)
+                    and (rank_to_id is None or isinstance(rank_to_id, dict))):
+                return None
+            plan = TiktokenPlan(ranks, specials, pattern, rank_to_id)
+        elif reason is None:
+            return None
+        # where documents may be cut is decided from the shape again (cheap), not kept
+        analysis = Analysis(reason, plan, cuttable=cuttable(shape), notes=list(entry["notes"]),
+                            probed=bool(entry["probed"]), probe=entry["probe"])
+    except (EOFError, ValueError, TypeError, KeyError):
+        return None
+    return shape, vocab_size, analysis

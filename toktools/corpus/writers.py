@@ -1,0 +1,361 @@
+"""Binary outputs of corpus encoding, one document at a time, written atomically.
+
+* ``megatron``: ``PREFIX.bin`` (the ids, back to back) + ``PREFIX.idx`` in Megatron-LM's
+  ``MMIDIDX`` layout (``megatron/core/datasets/indexed_dataset.py``, ``_IndexWriter``):
+
+  ====================  ================================================================
+  9 bytes               ``b"MMIDIDX\\x00\\x00"``
+  uint64 (LE)           version, 1
+  uint8                 dtype code (Megatron's ``DType``: 8 = uint16, 4 = int32)
+  uint64 (LE)           sequence count S (one sequence per document here)
+  uint64 (LE)           document count D = S + 1 (document indices start with 0)
+  int32 x S             sequence lengths in tokens
+  int64 x S             byte offset of each sequence in ``.bin``
+  int64 x D             document indices: ``0, 1, ..., S`` (sequence index ending each document)
+  ====================  ================================================================
+
+  The dtype follows Megatron's ``DType.optimal_dtype``: uint16 below 65,500 ids, else int32.
+* ``npy`` / ``bin``: the ids as one flat array (NumPy file or raw little-endian), as ``toktools
+  encode`` always wrote them, plus ``NAME.offsets.npy`` / ``NAME.offsets.bin``: int64 token
+  offsets of each document start, then the total (documents + 1 values).
+
+Every file is written under a temporary name in the target directory and renamed into place
+only when complete; any failure (a full disk included) removes the temporaries.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+import sys
+from array import array
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO, Sequence
+
+from toktools.errors import ToktoolsError
+
+MEGATRON_HEADER = b"MMIDIDX\x00\x00"
+MEGATRON_DTYPE_CODES = {"uint16": 8, "int32": 4}
+_ARRAY_CODES = {"uint16": "H", "uint32": "I", "int32": "i"}
+_NPY_DESCR = {"uint16": "<u2", "uint32": "<u4", "int32": "<i4", "int64": "<i8"}
+_NPY_HEADER_BYTES = 128
+FORMATS = ("megatron", "npy", "bin")
+
+
+def megatron_dtype(vocab_size: int) -> str:
+    """Megatron's ``DType.optimal_dtype(cardinality)``: uint16 below 65,500, else int32."""
+    return "uint16" if vocab_size < 65500 else "int32"
+
+
+def flat_dtype(vocab_size: int) -> str:
+    """npy/bin: uint16 when every id fits (up to 65,536 ids), else uint32 (as before)."""
+    return "uint16" if vocab_size <= 1 << 16 else "uint32"
+
+
+def npy_header(descr: str, length: int) -> bytes:
+    body = f"{{'descr': '{descr}', 'fortran_order': False, 'shape': ({length},), }}"
+    prefix = b"\x93NUMPY\x01\x00"
+    room = _NPY_HEADER_BYTES - len(prefix) - 2
+    text = body.ljust(room - 1) + "\n"
+    return prefix + len(text).to_bytes(2, "little") + text.encode("latin-1")
+
+
+def output_files(fmt: str, base: Path, suffix: str | None = None) -> dict[str, Path]:
+    """The files one output (or one shard) is made of, by role. npy/bin: ``base + suffix``
+    (the extension the user gave, ``.npy``/``.bin`` by default) and ``base.offsets + suffix``."""
+    if fmt == "megatron":
+        return {"bin": Path(f"{base}.bin"), "idx": Path(f"{base}.idx")}
+    suffix = f".{fmt}" if suffix is None else suffix
+    return {"data": Path(f"{base}{suffix}"), "offsets": Path(f"{base}.offsets{suffix}")}
+
+
+def uint32_to_dtype(data: bytes, dtype: str) -> bytes:
+    """Native uint32 ids as little-endian ``dtype`` (every id fits: the dtype was chosen or
+    checked against the vocabulary size); C calls only on a little-endian machine: uint16 is
+    the low half of each id."""
+    if sys.byteorder != "little":
+        return _little(array(_ARRAY_CODES[dtype], array("I", data)))
+    if dtype == "uint16":
+        return array("H", data)[::2].tobytes()
+    return data  # uint32, or int32 below 2**31: the same bytes
+
+
+def _little(data: array) -> bytes:
+    if sys.byteorder != "little":
+        data = array(data.typecode, data)
+        data.byteswap()
+    return data.tobytes()
+
+
+class _AtomicFile:
+    """A temporary file beside ``target`` that hashes what is written; ``commit`` renames it."""
+
+    def __init__(self, target: Path) -> None:
+        self.target = target
+        directory = target.parent if str(target.parent) else Path(".")
+        if not directory.is_dir():
+            raise ToktoolsError(f"output directory {directory} does not exist")
+        from toktools.io.outputs import temporary_beside
+
+        try:  # registered: a SIGTERM during a long native call removes it too
+            handle, self.temporary = temporary_beside(target)
+        except OSError as err:
+            raise ToktoolsError(f"cannot write into {directory}: {err.strerror}") from None
+        self.out: BinaryIO = os.fdopen(handle, "wb")
+        self.bytes = 0
+
+    def write(self, data: bytes) -> None:
+        try:
+            self.out.write(data)
+        except OSError as err:
+            raise ToktoolsError(f"cannot write {self.target}: {err.strerror or err}") from None
+        self.bytes += len(data)
+
+    def close_and_hash(self) -> str:
+        """Flush to disk and return the sha256 of the whole file (re-read: headers are patched)."""
+        try:
+            self.out.flush()
+            os.fsync(self.out.fileno())
+            self.out.close()
+        except OSError as err:
+            raise ToktoolsError(f"cannot write {self.target}: {err.strerror or err}") from None
+        return file_sha256(Path(self.temporary))
+
+    def commit(self) -> None:
+        from toktools.io.outputs import _umask  # not formats: it would load the whole reference
+
+        from toktools.io.outputs import unregister_temporary
+
+        os.chmod(self.temporary, 0o666 & ~_umask())
+        os.replace(self.temporary, self.target)
+        unregister_temporary(self.temporary)
+
+    def discard(self) -> None:
+        from toktools.io.outputs import unregister_temporary
+
+        try:
+            self.out.close()
+        except OSError:
+            pass
+        if os.path.exists(self.temporary):
+            os.unlink(self.temporary)
+        unregister_temporary(self.temporary)
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@dataclass
+class ShardInfo:
+    """What the manifest says about one finished output: counts and each file's checksum."""
+
+    documents: int
+    tokens: int
+    files: dict[str, dict[str, Any]]
+
+
+class DocumentWriter:
+    """Documents in, one output (megatron pair, or flat array + offsets) out.
+
+    ``write(ids)`` appends to the open document; ``end_document()`` closes it (a document with
+    no token is dropped); ``finish()`` writes the index, renames everything into place and
+    returns the counts and checksums. ``discard()`` leaves nothing behind."""
+
+    def __init__(self, fmt: str, base: Path, dtype: str, suffix: str | None = None) -> None:
+        if fmt not in FORMATS:
+            raise ToktoolsError(f"unknown corpus format {fmt!r}; choose one of {', '.join(FORMATS)}")
+        self.fmt = fmt
+        self.dtype = dtype
+        self.typecode = _ARRAY_CODES[dtype]
+        self.itemsize = array(self.typecode).itemsize
+        self.paths = output_files(fmt, base, suffix)
+        self.lengths = array("q")  # tokens per finished document
+        self.open_tokens = 0
+        self.tokens = 0
+        self._queue: list[Sequence[int] | bytes] = []  # id lists, or data already converted (bytes)
+        self._queued = 0
+        self._files: list[_AtomicFile] = []
+        self.data = self._open(self.paths["bin" if fmt == "megatron" else "data"])
+        if fmt == "npy":
+            self.data.write(npy_header(_NPY_DESCR[dtype], 0))
+
+    def _open(self, target: Path) -> _AtomicFile:
+        handle = _AtomicFile(target)
+        self._files.append(handle)
+        return handle
+
+    def write(self, ids: Sequence[int]) -> None:
+        """Append ids to the open document. They are queued and written in large blocks: one
+        write over many documents costs far less than one per document."""
+        if ids:
+            self._queue.append(ids)
+            self._queued += len(ids)
+            self.open_tokens += len(ids)
+            if self._queued >= 1 << 20:
+                self.flush()
+
+    def write_uint32(self, data: bytes) -> None:
+        """Append ids given as native uint32 (:class:`toktools.engines.core.PackedIds` data: a batch
+        at once, converted to the dtype in C calls). Unlike :meth:`write`, no document is
+        counted: the caller ends them with :meth:`add_document`."""
+        if data:
+            self._queue.append(uint32_to_dtype(data, self.dtype))
+            self._queued += len(data) >> 2
+            if self._queued >= 1 << 20:
+                self.flush()
+
+    def add_document(self, length: int) -> None:
+        """Count a document of ``length`` ids written with :meth:`write_uint32` (none: dropped)."""
+        if length:
+            self.lengths.append(length)
+            self.tokens += length
+
+    def flush(self) -> None:
+        if self._queue:
+            # one struct.pack per document, little-endian already: about half the time of
+            # array.fromlist + byteswap, on every id of the corpus
+            code = self.typecode
+            self.data.write(b"".join([ids if isinstance(ids, bytes) else struct.pack(f"<{len(ids)}{code}", *ids)
+                                      for ids in self._queue]))
+            self._queue = []
+            self._queued = 0
+
+    def end_document(self) -> None:
+        if self.open_tokens:
+            self.lengths.append(self.open_tokens)
+            self.tokens += self.open_tokens
+            self.open_tokens = 0
+
+    @property
+    def documents(self) -> int:
+        return len(self.lengths)
+
+    def finish(self) -> ShardInfo:
+        try:
+            self.end_document()
+            self.flush()
+            hashes = {}
+            if self.fmt == "megatron":
+                index = self._open(self.paths["idx"])
+                self._write_megatron_index(index)
+                hashes["idx"] = index.close_and_hash()
+                hashes["bin"] = self.data.close_and_hash()
+            else:
+                if self.fmt == "npy":
+                    self.data.out.seek(0)
+                    self.data.out.write(npy_header(_NPY_DESCR[self.dtype], self.tokens))
+                    self.data.out.seek(0, 2)
+                offsets = self._open(self.paths["offsets"])
+                self._write_offsets(offsets)
+                hashes["offsets"] = offsets.close_and_hash()
+                hashes["data"] = self.data.close_and_hash()
+            files = {}
+            for role in self.paths:
+                handle = next(f for f in self._files if f.target == self.paths[role])
+                files[role] = {"name": self.paths[role].name, "bytes": os.path.getsize(handle.temporary), "sha256": hashes[role]}
+            for handle in self._files:  # data first, index last: an index never points at nothing
+                handle.commit()
+        except BaseException:
+            self.discard()
+            raise
+        return ShardInfo(self.documents, self.tokens, files)
+
+    def _write_megatron_index(self, out: _AtomicFile) -> None:
+        count = len(self.lengths)
+        out.write(MEGATRON_HEADER + struct.pack("<Q", 1) + struct.pack("<B", MEGATRON_DTYPE_CODES[self.dtype]))
+        out.write(struct.pack("<Q", count) + struct.pack("<Q", count + 1))
+        step = 1 << 20  # write in slices: flat memory for any number of documents
+        for start in range(0, count, step):
+            if max(self.lengths[start : start + step], default=0) > 0x7FFFFFFF:
+                raise ToktoolsError("a document longer than 2**31 tokens does not fit Megatron's int32 lengths")
+            out.write(_little(array("i", self.lengths[start : start + step])))
+        pointer = 0
+        for start in range(0, count, step):
+            pointers = array("q")
+            for length in self.lengths[start : start + step]:
+                pointers.append(pointer)
+                pointer += length * self.itemsize
+            out.write(_little(pointers))
+        for start in range(0, count + 1, step):
+            out.write(_little(array("q", range(start, min(start + step, count + 1)))))
+
+    def _write_offsets(self, out: _AtomicFile) -> None:
+        count = len(self.lengths)
+        if self.fmt == "npy":
+            out.write(npy_header(_NPY_DESCR["int64"], count + 1))
+        position = 0
+        step = 1 << 20
+        out.write(_little(array("q", [0])))
+        for start in range(0, count, step):
+            chunk = array("q")
+            for length in self.lengths[start : start + step]:
+                position += length
+                chunk.append(position)
+            out.write(_little(chunk))
+
+    def discard(self) -> None:
+        for handle in self._files:
+            handle.discard()
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading (for tests, verification and users without megatron-core)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class MegatronIndex:
+    dtype_code: int
+    sequence_lengths: list[int]
+    sequence_pointers: list[int]
+    document_indices: list[int]
+
+
+_CODE_TO_TYPE = {1: "B", 2: "b", 3: "h", 4: "i", 5: "q", 8: "H"}
+
+
+def read_megatron_index(path: str | Path) -> MegatronIndex:
+    """Parse an ``.idx`` file from the published layout (no NumPy, no Megatron needed)."""
+    data = Path(path).read_bytes()
+    if data[:9] != MEGATRON_HEADER:
+        raise ToktoolsError(f"{path}: not a Megatron index (bad header)")
+    (version,) = struct.unpack_from("<Q", data, 9)
+    if version != 1:
+        raise ToktoolsError(f"{path}: Megatron index version {version}, expected 1")
+    code = data[17]
+    sequences, documents = struct.unpack_from("<QQ", data, 18)
+    offset = 34
+    lengths = array("i", data[offset : offset + 4 * sequences])
+    offset += 4 * sequences
+    pointers = array("q", data[offset : offset + 8 * sequences])
+    offset += 8 * sequences
+    indices = array("q", data[offset : offset + 8 * documents])
+    offset += 8 * documents
+    if sys.byteorder != "little":
+        for part in (lengths, pointers, indices):
+            part.byteswap()
+    if offset != len(data):
+        raise ToktoolsError(f"{path}: {len(data) - offset} unexpected bytes after the index")
+    return MegatronIndex(code, lengths.tolist(), pointers.tolist(), indices.tolist())
+
+
+def read_megatron_documents(prefix: str | Path) -> list[list[int]]:
+    """All documents of ``PREFIX.bin`` + ``PREFIX.idx`` as id lists."""
+    index = read_megatron_index(f"{prefix}.idx")
+    typecode = _CODE_TO_TYPE[index.dtype_code]
+    data = Path(f"{prefix}.bin").read_bytes()
+    size = array(typecode).itemsize
+    sequences = []
+    for pointer, length in zip(index.sequence_pointers, index.sequence_lengths):
+        values = array(typecode, data[pointer : pointer + length * size])
+        if sys.byteorder != "little":
+            values.byteswap()
+        sequences.append(values.tolist())
+    bounds = index.document_indices
+    return [[i for seq in sequences[a:b] for i in seq] for a, b in zip(bounds, bounds[1:])]

@@ -1,0 +1,241 @@
+"""Compiled kernels kept as machine code in the user cache, and loaded again without numba.
+
+numba compiles a kernel in 1-3 s, and even from its own cache, loading one costs each process
+about 0.4 s: importing numba (~0.2 s), then setting up its typing and target contexts on the
+first call (~0.2 s). That is most of what encoding 5 MB of text takes. This module avoids the
+cost for kernels written over raw pointers and integers:
+
+* **Compile once** (numba, in :func:`_compile`). The kernel is compiled without numba's
+  wrappers. It makes no array and raises no exception, so it never calls back into numba's
+  runtime: the function is self-contained machine code. Its object code is stored in the user
+  cache (:mod:`toktools.io.user_cache`). The key covers the kernel module's source, the numba and
+  llvmlite versions, and this CPU, so a home shared by several machines keeps one entry each.
+* **Load many times** (llvmlite alone, in :func:`_load`, ~0.03 s). The stored object is loaded
+  into an MCJIT engine, as numba loads its own cache, and the function is called through
+  ctypes, which releases the GIL during the call.
+
+Where the cache is off (``TOKTOOLS_CACHE_DIR=``) or the object path fails on some platform,
+numba's ``cfunc`` of the same kernel is used instead: the same code, loaded the slow way (numba
+``cache=True``).
+
+A kernel is a plain Python function in a module that imports numba (e.g.
+:mod:`toktools.models.bpe.kernels`). Its parameters are ``int64`` and ``uint64`` scalars and pointers
+(``"int64*"``, ``"uint64*"``, ``"uint8*"``; the kernel wraps them with ``numba.carray``), and it
+returns an ``int64``. The caller states these parameter types, so a cache hit never imports the
+kernel's module.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import importlib.util
+import marshal
+import sys
+from typing import Any, Callable, Sequence
+
+#: Bump when the entry's layout or the way it is compiled changes.
+FORMAT = 1
+
+_CTYPES = {"int64": ctypes.c_int64, "uint64": ctypes.c_uint64, "int64*": ctypes.c_void_p,
+           "uint64*": ctypes.c_void_p, "uint8*": ctypes.c_void_p}
+
+#: Kernels loaded in this process, by (module, function, parameters).
+_loaded: dict[tuple[str, str, tuple[str, ...]], Callable[..., int] | None] = {}
+#: The MCJIT engines holding loaded code: the code lives as long as its engine.
+_engines: list[Any] = []
+
+
+def kernel(module: str, function: str, parameters: Sequence[str]) -> Callable[..., int] | None:
+    """``module.function`` compiled, as a callable taking Python ints (addresses for pointers)
+    and returning the kernel's ``int64``; ``None`` when numba is not installed (the key names
+    numba's version, so code it compiled is not used without it) or cannot compile the kernel.
+    Loaded once per process."""
+    key = (module, function, tuple(parameters))
+    if key not in _loaded:
+        unknown = [p for p in parameters if p not in _CTYPES]
+        if unknown:
+            raise ValueError(f"kernel parameter types {unknown} are not among {sorted(_CTYPES)}")
+        _loaded[key] = _cached_kernel(*key) or _numba_cfunc(*key)
+    return _loaded[key]
+
+
+def _cached_kernel(module: str, function: str, parameters: tuple[str, ...]) -> Callable[..., int] | None:
+    """The kernel from its cached object code (compiled and stored first on a miss), or None
+    when the cache is off or the object path fails here."""
+    from toktools.io.user_cache import read_blob, write_blob
+
+    path = _entry_path(module, function, parameters)
+    if path is None:
+        return None
+    entry = _read_entry(read_blob(path))
+    if entry is None:
+        try:
+            entry = _compile(module, function, parameters)
+        except Exception:  # noqa: BLE001 - no numba, or an LLVM that cannot do this: numba's own way
+            return None
+        write_blob(path, marshal.dumps(entry))
+    symbol, code = entry
+    try:
+        address = _load(code, symbol)
+    except Exception:  # noqa: BLE001 - an llvmlite that cannot load it: numba's own way
+        return None
+    native = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, *map(_CTYPES.get, parameters))(address)
+
+    def call(*args: int) -> int:
+        result = ctypes.c_int64()
+        status = native(ctypes.byref(result), None, *args)
+        if status != 0:  # numba's status of a raised exception: the kernels raise none
+            raise RuntimeError(f"compiled kernel {module}.{function} failed (status {status})")
+        return result.value
+
+    call.native = native  # type: ignore[attr-defined]  # kept alive with the callable
+    return call
+
+
+def _read_entry(payload: bytes | None) -> tuple[str, bytes] | None:
+    if payload is None:
+        return None
+    try:
+        entry = marshal.loads(payload)
+    except (EOFError, ValueError, TypeError):
+        return None
+    if (isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[0], str) and isinstance(entry[1], bytes)):
+        return entry
+    return None
+
+
+def _entry_path(module: str, function: str, parameters: tuple[str, ...]) -> Any:
+    """Where the kernel's object code is kept, or None (cache off, module or llvmlite missing).
+    The name is a hash of everything the code depends on."""
+    from toktools.io.user_cache import cache_file, cache_root, library_version
+
+    if cache_root() is None:
+        return None
+    try:
+        source_hash = _source_hash(module)
+        llvm = _llvm()
+        host = (llvm.get_process_triple(), llvm.get_host_cpu_name(), _host_features(llvm))
+    except (ImportError, OSError, AttributeError, TypeError, ValueError):
+        return None
+    key = repr((FORMAT, module, function, parameters, source_hash, library_version("numba"),
+                library_version("llvmlite"), host, sys.version_info[:2]))
+    return cache_file("native-code-v1", f"{module}.{function}-{hashlib.sha256(key.encode()).hexdigest()[:32]}.bin")
+
+
+def _source_hash(module: str) -> str:
+    """sha256 over the source of ``module`` and of the toktools modules it imports (numba
+    compiles their constants into the code, e.g. a hash table's layout)."""
+    import re
+
+    def source(name: str) -> bytes:
+        spec = importlib.util.find_spec(name)
+        with open(spec.origin, "rb") as handle:  # type: ignore[union-attr, arg-type]
+            return handle.read()
+
+    text = source(module)
+    imported = sorted(set(re.findall(r"^(?:from|import) (toktools[\w.]*)", text.decode("utf-8"), re.M)) - {module})
+    digest = hashlib.sha256()
+    for name, data in [(module, text), *((name, source(name)) for name in imported)]:
+        digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    return digest.hexdigest()
+
+
+def _llvm() -> Any:
+    import llvmlite.binding as llvm
+
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    return llvm
+
+
+def _host_features(llvm: Any) -> str:
+    try:
+        return llvm.get_host_cpu_features().flatten()
+    except RuntimeError:  # some platforms cannot list them: the CPU name decides
+        return ""
+
+
+def _target_machine(llvm: Any) -> Any:
+    """A target machine for this CPU with the options numba's JIT uses (static relocation on
+    x86, position-independent code on POWER), for both emitting and loading object code."""
+    target = llvm.Target.from_triple(llvm.get_process_triple())
+    arch = target.name
+    reloc = "static" if arch.startswith("x86") else "pic" if arch.startswith("ppc") else "default"
+    return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=_host_features(llvm), opt=3,
+                                        reloc=reloc, codemodel="jitdefault", jit=True)
+
+
+def _numba_signature(parameters: Sequence[str]) -> Any:
+    from numba import types
+
+    scalar = {"int64": types.int64, "uint64": types.uint64}
+    pointer = {"int64*": types.int64, "uint64*": types.uint64, "uint8*": types.uint8}
+    return types.int64(*[scalar[p] if p in scalar else types.CPointer(pointer[p]) for p in parameters])
+
+
+def _compile(module: str, function: str, parameters: tuple[str, ...]) -> tuple[str, bytes]:
+    """``(symbol, object code)`` of the kernel compiled by numba for this CPU, stripped to the
+    one function and what it calls; raises where that function needs anything from outside."""
+    import importlib
+    import re
+
+    from numba import njit
+
+    pyfunc = getattr(importlib.import_module(module), function)
+    signature = _numba_signature(parameters)
+    dispatcher = njit(signature, no_cpython_wrapper=True, no_cfunc_wrapper=True)(pyfunc)
+    compiled = dispatcher.overloads[signature.args]
+    symbol = compiled.fndesc.mangled_name
+    llvm = _llvm()
+    ir_module = llvm.parse_assembly(compiled.library.get_llvm_str())
+    for defined in ir_module.functions:  # numba's helpers that the kernel never calls (NRT_decref) go
+        if defined.name != symbol and not defined.is_declaration:
+            defined.linkage = "internal"
+    machine = _target_machine(llvm)
+    passes = llvm.create_new_module_pass_manager()
+    passes.add_global_dead_code_eliminate_pass()
+    passes.add_strip_dead_prototype_pass()
+    passes.run(ir_module, llvm.create_pass_builder(machine, llvm.create_pipeline_tuning_options(speed_level=0)))
+    ir_module.verify()
+    outside = [name for name in re.findall(r"^declare [^@]*@\"?([^\"(]+)", str(ir_module), re.M)
+               if not name.startswith("llvm.")]
+    if outside:
+        raise RuntimeError(f"kernel {module}.{function} calls {outside}: not self-contained")
+    return symbol, machine.emit_object(ir_module)
+
+
+def _load(code: bytes, symbol: str) -> int:
+    """The address of ``symbol`` in ``code`` loaded into a new MCJIT engine (kept alive)."""
+    llvm = _llvm()
+    machine = _target_machine(llvm)
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), machine)
+    engine.add_object_file(llvm.ObjectFileRef.from_data(code))
+    engine.finalize_object()
+    address = engine.get_function_address(symbol)
+    if not address:
+        raise RuntimeError(f"{symbol} not found in the cached object code")
+    _engines.append(engine)
+    return address
+
+
+def _numba_cfunc(module: str, function: str, parameters: tuple[str, ...]) -> Callable[..., int] | None:
+    """The kernel as numba's ``cfunc`` (its own on-disk cache), or None without numba, or with a
+    numba that cannot compile it (the callers then run their Python steps: same results)."""
+    import importlib
+
+    try:
+        from numba import cfunc
+    except ImportError:
+        return None
+    try:
+        pyfunc = getattr(importlib.import_module(module), function)
+        compiled = cfunc(_numba_signature(parameters), cache=True)(pyfunc)
+    except Exception:  # noqa: BLE001 - numba's errors have no common base worth naming
+        return None
+    native = ctypes.CFUNCTYPE(ctypes.c_int64, *map(_CTYPES.get, parameters))(compiled.address)  # addresses as ints
+
+    def call(*args: int) -> int:
+        return native(*args)
+
+    call.native = compiled  # type: ignore[attr-defined]
+    return call

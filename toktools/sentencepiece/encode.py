@@ -1,0 +1,238 @@
+"""sentencepiece's own ``encode`` for Unigram and BPE models, in pure Python: the reference for
+the places where a ``tokenizer.json`` cannot follow it (``spec/unigram.md`` §6):
+
+* normalisation by the *longest* charsmap match (``spm_normalize``), user-defined symbols verbatim;
+* Viterbi sums in float32; ``min_score`` over NORMAL pieces only;
+* only NORMAL and USER_DEFINED pieces are matched from text (never ``<s>``, ``<unk>``, bytes);
+  USER_DEFINED pieces get a score that always wins;
+* runs of unknown characters give one ``<unk>``, or their UTF-8 bytes with byte fallback;
+* BPE (``bpe_model.cc``): from characters (user-defined symbols whole and frozen), merge the
+  adjacent pair whose concatenation is a piece with the highest score (ties: leftmost), then
+  split UNUSED pieces back into the pair they were merged from.
+"""
+from __future__ import annotations
+
+import heapq
+from pathlib import Path
+from typing import Any
+
+from toktools.errors import ToktoolsError
+from toktools.parts.precompiled import CharsMap
+from toktools.parts.unigram import UNK_PENALTY, PieceIndex, best_paths, byte_piece, f32
+from toktools.sentencepiece.model_file import (CONTROL, NORMAL, UNKNOWN, UNUSED, USER_DEFINED, SentencePieceModel,
+                                          read_model)
+
+FLT_MIN = 1.1754943508222875e-38
+USER_DEFINED_EPSILON = 0.1
+
+
+class _SentencePieceEncoder:
+    """What both model types share: the normaliser (charsmap, whitespace flags, user-defined
+    symbols kept verbatim), the ``<unk>`` piece, and ``<s>``/``</s>`` around the pieces."""
+
+    #: the ``model_type`` this encoder reproduces
+    model_type = ""
+
+    def __init__(self, model: SentencePieceModel) -> None:
+        if model.model_type != self.model_type:
+            raise ToktoolsError(f"sentencepiece_encode: a {model.model_type} model is not a {self.model_type} model")
+        self.model = model
+        spec = model.normalizer_spec
+        blob = spec.get("precompiled_charsmap")
+        self.charsmap = CharsMap(blob) if blob else None
+        self.flags = dict(add_dummy_prefix=spec.get("add_dummy_prefix"),
+                          remove_extra_whitespaces=spec.get("remove_extra_whitespaces"),
+                          escape_whitespaces=spec.get("escape_whitespaces"),
+                          treat_whitespace_as_suffix=model.trainer_spec.get("treat_whitespace_as_suffix"))
+        self.user_defined = tuple(p.piece for p in model.pieces if p.type == USER_DEFINED)
+        self.unk_id = next((i for i, p in enumerate(model.pieces) if p.type == UNKNOWN), None)
+        if self.unk_id is None:
+            raise ToktoolsError("sentencepiece model has no <unk> piece")
+        self.ids = {p.piece: i for i, p in enumerate(model.pieces)}
+        self._text: Any = None
+
+    @classmethod
+    def load(cls, path: str | Path):  # -> the subclass
+        return cls(read_model(path))
+
+    def normalize(self, text: str) -> str:
+        """sentencepiece's normalised text (``▁`` for spaces, the dummy prefix, longest charsmap
+        match): :class:`~toktools.sentencepiece.normalize.SpmText`, the same text as
+        :func:`~toktools.parts.precompiled.spm_normalize`, fast where units are characters."""
+        if self._text is None:
+            from toktools.sentencepiece.normalize import SpmText
+
+            self._text = SpmText(self.charsmap, user_defined=self.user_defined, **self.flags)
+        return self._text(text)
+
+    def encode(self, text: str, *, add_bos: bool = False, add_eos: bool = False) -> list[int]:
+        normalized = self.normalize(text)
+        out: list[int] = [_special(self.model, "bos")] if add_bos else []
+        if normalized:
+            out.extend(self._piece_ids(normalized))
+        if add_eos:
+            out.append(_special(self.model, "eos"))
+        return out
+
+    def _piece_ids(self, normalized: str) -> list[int]:
+        """The ids of one non-empty normalised text."""
+        raise NotImplementedError
+
+    def _bytes(self, text: str) -> list[int]:
+        """Byte fallback: the ``<0xNN>`` pieces of ``text``'s UTF-8 bytes."""
+        return [self.ids[byte_piece(b)] for b in text.encode("utf-8")]
+
+
+class SentencePieceUnigram(_SentencePieceEncoder):
+    """``SentencePieceProcessor.encode`` for a Unigram ``.model``."""
+
+    model_type = "unigram"
+
+    def __init__(self, model: SentencePieceModel) -> None:
+        super().__init__(model)
+        normal = [p.score for p in model.pieces if p.type == NORMAL]
+        self.min_score = f32(min(normal)) if normal else 0.0
+        max_score = max([FLT_MIN] + normal)
+        entries = []
+        for i, p in enumerate(model.pieces):
+            if p.type == NORMAL:
+                entries.append((p.piece, i, p.score))
+            elif p.type == USER_DEFINED:
+                entries.append((p.piece, i, f32(len(p.piece.encode("utf-8")) * max_score - USER_DEFINED_EPSILON)))
+        self.index = PieceIndex(entries)
+        self.unk_score = f32(self.min_score - UNK_PENALTY)
+
+    def _piece_ids(self, normalized: str) -> list[int]:
+        return self._batch_piece_ids([normalized])[0]
+
+    def _batch_piece_ids(self, texts: list[str]) -> list[list[int]]:
+        """Ids of non-empty normalised texts, one compiled Viterbi call for all when numba is
+        there (:func:`~toktools.parts.unigram.best_paths`). Runs of unknown characters are one
+        ``<unk>`` (their UTF-8 bytes with byte fallback): only unk nodes carry ``unk_id``, as
+        the ``<unk>`` piece is never matched from text here."""
+        out = []
+        unk_id = self.unk_id
+        for text, path in zip(texts, best_paths(texts, self.index, unk_id, self.unk_score, float32=True, fuse=True)):
+            ids = [piece_id for _, _, piece_id in path]
+            if self.model.byte_fallback and unk_id in ids:
+                ids = []
+                for start, end, piece_id in path:
+                    if piece_id == unk_id:
+                        ids.extend(self._bytes(text[start:end]))
+                    else:
+                        ids.append(piece_id)
+            out.append(ids)
+        return out
+
+    def encode_batch(self, texts: list[str], *, add_bos: bool = False, add_eos: bool = False) -> list[list[int]]:
+        """:meth:`encode` of each text, with one Viterbi call for the whole batch."""
+        normalized = [self.normalize(text) for text in texts]
+        found = iter(self._batch_piece_ids([n for n in normalized if n]))
+        bos = [_special(self.model, "bos")] if add_bos else []
+        eos = [_special(self.model, "eos")] if add_eos else []
+        return [bos + (next(found) if n else []) + eos for n in normalized]
+
+
+class SentencePieceBPE(_SentencePieceEncoder):
+    """``SentencePieceProcessor.encode`` for a BPE ``.model``."""
+
+    model_type = "bpe"
+
+    def __init__(self, model: SentencePieceModel) -> None:
+        super().__init__(model)
+        # pieces that text can form (NORMAL, USER_DEFINED, UNUSED); reserved ones by name only
+        self.pieces = {p.piece: i for i, p in enumerate(model.pieces) if p.type in (NORMAL, USER_DEFINED, UNUSED)}
+        self.reserved = {p.piece: i for i, p in enumerate(model.pieces) if p.type not in (NORMAL, USER_DEFINED, UNUSED)}
+
+    def _symbols(self, text: str) -> list[tuple[str, bool]]:
+        """Characters, with user-defined symbols (longest first) kept whole and frozen."""
+        users = sorted(self.user_defined, key=len, reverse=True)
+        out, pos = [], 0
+        while pos < len(text):
+            symbol = next((u for u in users if u and text.startswith(u, pos)), None)
+            if symbol is None:
+                out.append((text[pos], False))
+                pos += 1
+            else:
+                out.append((symbol, True))
+                pos += len(symbol)
+        return out
+
+    def pieces_of(self, text: str) -> list[str]:
+        """The merged pieces of one normalised text (before unknown handling)."""
+        symbols = self._symbols(text)
+        piece = [s for s, _ in symbols]
+        frozen = [f for _, f in symbols]
+        prev = list(range(-1, len(symbols) - 1))
+        nxt = list(range(1, len(symbols))) + [-1]
+        model = self.model.pieces
+        agenda: list[tuple[float, int, int, int]] = []
+        rev_merge: dict[str, tuple[str, str]] = {}
+
+        def maybe_add(left: int, right: int) -> None:
+            if left == -1 or right == -1 or frozen[left] or frozen[right]:
+                return
+            merged = piece[left] + piece[right]
+            pid = self.pieces.get(merged)
+            if pid is None:
+                return
+            heapq.heappush(agenda, (-model[pid].score, left, right, len(merged)))
+            if model[pid].type == UNUSED:
+                rev_merge[merged] = (piece[left], piece[right])
+
+        for i in range(1, len(symbols)):
+            maybe_add(i - 1, i)
+        while agenda:
+            _, left, right, size = heapq.heappop(agenda)
+            if not piece[left] or not piece[right] or len(piece[left]) + len(piece[right]) != size:
+                continue
+            piece[left] += piece[right]
+            nxt[left] = nxt[right]
+            if nxt[right] >= 0:
+                prev[nxt[right]] = left
+            piece[right] = ""
+            maybe_add(prev[left], left)
+            maybe_add(left, nxt[left])
+
+        out: list[str] = []
+
+        def resegment(word: str) -> None:
+            pid = self.reserved.get(word, self.pieces.get(word))
+            if pid is None or model[pid].type != UNUSED or word not in rev_merge:
+                out.append(word)
+                return
+            resegment(rev_merge[word][0])
+            resegment(rev_merge[word][1])
+
+        for p in piece:
+            if p:
+                resegment(p)
+        return out
+
+    def _piece_ids(self, normalized: str) -> list[int]:
+        out: list[int] = []
+        prev_unk = False
+        for p in self.pieces_of(normalized):
+            pid = self.reserved.get(p, self.pieces.get(p, self.unk_id))
+            unk = pid == self.unk_id
+            if self.model.pieces[pid].type == CONTROL:
+                pass  # sentencepiece drops control pieces from the output
+            elif unk and self.model.byte_fallback:
+                out.extend(self._bytes(p))
+            elif not (unk and prev_unk):
+                out.append(pid)
+            prev_unk = unk
+        return out
+
+
+def _special(model: SentencePieceModel, which: str) -> int:
+    token_id = model.special_id(which)
+    if token_id is None:
+        raise ToktoolsError(f"the sentencepiece model has no {which} piece")
+    return token_id
+
+
+def load_encoder(path: str | Path) -> SentencePieceUnigram | SentencePieceBPE:
+    """The pure-Python sentencepiece encoder for a ``.model`` of either type."""
+    model = read_model(path)
+    return SentencePieceBPE(model) if model.model_type == "bpe" else SentencePieceUnigram(model)
