@@ -4,6 +4,7 @@ measure its wall time and peak memory, print ratios.
 Each job runs in its own subprocess so that peak memory (ru_maxrss of the process and of its
 worker processes) belongs to that job alone, and so that no cache is shared between backends.
 """
+
 from __future__ import annotations
 
 import json
@@ -59,7 +60,9 @@ def run_job(setup: str, run: str) -> dict:
     """Run ``setup`` then time ``run`` in a fresh interpreter; ``result`` may be set by ``run``."""
     completed = subprocess.run(
         [sys.executable, "-c", _RUNNER, json.dumps({"setup": setup, "run": run})],
-        capture_output=True, text=True, cwd=REPO,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
     )
     if completed.returncode != 0:
         sys.exit(f"benchmark job failed:\n{completed.stderr}")

@@ -6,6 +6,7 @@ and 120 KB of English Wikipedia with BERT and GPT-2 and prints the time per KB.
 
     python benchmarks/bench_align.py
 """
+
 from __future__ import annotations
 
 import gzip
@@ -24,8 +25,10 @@ def main() -> None:
 
     with gzip.open(CORPORA / "en_wiki.txt.gz", "rt", encoding="utf-8") as handle:
         text = " ".join(line.strip() for _, line in zip(range(2000), handle))
-    tokenizers = {"bert": toktools.load(SHARED / "vocabs-ref" / "bert-base-uncased"),
-                  "gpt2": toktools.load(SHARED / "vocabs-ref" / "gpt2")}
+    tokenizers = {
+        "bert": toktools.load(SHARED / "vocabs-ref" / "bert-base-uncased"),
+        "gpt2": toktools.load(SHARED / "vocabs-ref" / "gpt2"),
+    }
     report.align_segmentations(text[:1000], tokenizers).render_plain(width=120)  # warm up
     for kb in (30, 60, 120):
         line = text[: kb * 1000]
@@ -34,8 +37,10 @@ def main() -> None:
         aligned = time.perf_counter() - started
         alignment.render_plain(width=120)
         total = time.perf_counter() - started
-        print(f"{kb:4d} KB line: align {aligned:6.2f} s, align + render {total:6.2f} s "
-              f"({total / kb * 1000:6.1f} ms per KB, {len(alignment.diffs)} differing regions)")
+        print(
+            f"{kb:4d} KB line: align {aligned:6.2f} s, align + render {total:6.2f} s "
+            f"({total / kb * 1000:6.1f} ms per KB, {len(alignment.diffs)} differing regions)"
+        )
 
 
 if __name__ == "__main__":

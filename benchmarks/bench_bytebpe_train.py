@@ -6,6 +6,7 @@ wrote byte-identical files.
 
     python benchmarks/bench_bytebpe_train.py [--vocab-size 50000] [--workers N] [--only english|chinese]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,12 +41,30 @@ def main() -> None:
         identical = all(filecmp.cmp(out_ref / f, out_fast / f, shallow=False) for f in ("vocab.json", "merges.txt"))
         rows.append((name, ref, fast, identical))
     print(f"byte-level BPE, vocab {args.vocab_size}")
-    print(f"{'corpus':<8} {'reference s':>11} {'fast s':>8} {'ratio':>6} {'ref MiB':>8} {'fast MiB':>9}  files identical")
+    print(
+        f"{'corpus':<8} {'reference s':>11} {'fast s':>8} {'ratio':>6} {'ref MiB':>8} {'fast MiB':>9}  files identical"
+    )
     for name, ref, fast, identical in rows:
-        print(f"{name:<8} {ref['seconds']:>11.1f} {fast['seconds']:>8.1f} {ref['seconds'] / fast['seconds']:>6.2f} "
-              f"{ref['peak_mib']:>8.0f} {fast['peak_mib']:>9.0f}  {identical}")
-    print(json.dumps([{"corpus": n, "reference_s": r["seconds"], "fast_s": f["seconds"], "ratio": r["seconds"] / f["seconds"],
-                       "reference_peak_mib": r["peak_mib"], "fast_peak_mib": f["peak_mib"], "identical": i} for n, r, f, i in rows]))
+        print(
+            f"{name:<8} {ref['seconds']:>11.1f} {fast['seconds']:>8.1f} {ref['seconds'] / fast['seconds']:>6.2f} "
+            f"{ref['peak_mib']:>8.0f} {fast['peak_mib']:>9.0f}  {identical}"
+        )
+    print(
+        json.dumps(
+            [
+                {
+                    "corpus": n,
+                    "reference_s": r["seconds"],
+                    "fast_s": f["seconds"],
+                    "ratio": r["seconds"] / f["seconds"],
+                    "reference_peak_mib": r["peak_mib"],
+                    "fast_peak_mib": f["peak_mib"],
+                    "identical": i,
+                }
+                for n, r, f, i in rows
+            ]
+        )
+    )
 
 
 if __name__ == "__main__":

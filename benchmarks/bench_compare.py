@@ -9,6 +9,7 @@ fresh tokenizers so that no word cache carries over. Target: ratio ≤ 1.5.
     python benchmarks/bench_compare.py                  # 5 MB of English Wikipedia, 4 tokenizers
     python benchmarks/bench_compare.py --mb 1 --corpus zh_wiki_sample.txt
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,8 +23,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _common import CORPORA, SHARED  # noqa: E402
 
-TOKENIZERS = ["wordpiece-30k", "bytebpe-50k", str(SHARED / "vocabs-ref" / "bert-base-uncased"),
-              str(SHARED / "vocabs-ref" / "gpt2")]
+TOKENIZERS = [
+    "wordpiece-30k",
+    "bytebpe-50k",
+    str(SHARED / "vocabs-ref" / "bert-base-uncased"),
+    str(SHARED / "vocabs-ref" / "gpt2"),
+]
 
 
 def _sample(name: str, megabytes: float, directory: Path) -> Path:
@@ -46,8 +51,7 @@ def main() -> None:
     args = parser.parse_args()
 
     import toktools
-    from toktools.analysis import compare_chunks
-    from toktools.analysis import corpus_compare
+    from toktools.analysis import compare_chunks, corpus_compare
     from toktools.corpus.reading import expand_sources
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -67,8 +71,10 @@ def main() -> None:
         # two ways to encode: 1 MB batches (encode_batch uses worker processes), and the
         # 256 KB chunks compare uses (in one process); the baseline is the faster. The machine
         # is shared and noisy: the three runs alternate for --rounds rounds, each keeping its best.
-        plans = {"1 MB batches, worker processes": batches_of(1 << 20, 20_000),
-                 "256 KB batches, one process": batches_of(compare_chunks.CHUNK_CHARS, compare_chunks.CHUNK_DOCUMENTS)}
+        plans = {
+            "1 MB batches, worker processes": batches_of(1 << 20, 20_000),
+            "256 KB batches, one process": batches_of(compare_chunks.CHUNK_CHARS, compare_chunks.CHUNK_DOCUMENTS),
+        }
         baselines: dict[str, float] = {}
         per_tokenizer: dict[str, list[float]] = {}
         compared = float("inf")
@@ -87,14 +93,17 @@ def main() -> None:
                     baselines[label], per_tokenizer[label] = elapsed, times
             tokenizers = [toktools.load(name) for name in TOKENIZERS]
             started = time.perf_counter()
-            result = corpus_compare.compare_corpus([(Path(n).name, t) for n, t in zip(TOKENIZERS, tokenizers)],
-                                                   [str(path)], show=args.show)
+            result = corpus_compare.compare_corpus(
+                [(Path(n).name, t) for n, t in zip(TOKENIZERS, tokenizers)], [str(path)], show=args.show
+            )
             compared = min(compared, time.perf_counter() - started)
         best = min(baselines, key=baselines.get)
         baseline = baselines[best]
 
-    print(f"corpus: {args.corpus}, {path.stat().st_size if path.exists() else args.mb * 1e6:.0f} bytes read, "
-          f"{len(documents)} documents")
+    print(
+        f"corpus: {args.corpus}, {path.stat().st_size if path.exists() else args.mb * 1e6:.0f} bytes read, "
+        f"{len(documents)} documents"
+    )
     for label, seconds in baselines.items():
         detail = ", ".join(f"{Path(n).name} {t:.1f}" for n, t in zip(TOKENIZERS, per_tokenizer[label]))
         print(f"encode with the {len(TOKENIZERS)} one after another ({label}): {seconds:7.2f} s  ({detail})")

@@ -11,6 +11,7 @@ block run's files byte for byte and that their ids, back to back, are the local 
 ``.bin``. Issue 10's target: cluster wall time at most 1.15x the local pool's. The machine is
 shared and noisy: quote the ratio with the input size.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,8 +30,11 @@ from _common import CORPORA, REPO, SHARED, workdir  # noqa: E402
 def build_corpus(target: Path, megabytes: int) -> Path:
     if target.exists() and target.stat().st_size >= megabytes * 10**6 * 0.99:
         return target
-    parts = [gzip.open(CORPORA / "en_wiki.txt.gz", "rb").read(), (CORPORA / "zh_novels.txt").read_bytes(),
-             (CORPORA / "zh_wiki_sample.txt").read_bytes()]
+    parts = [
+        gzip.open(CORPORA / "en_wiki.txt.gz", "rb").read(),
+        (CORPORA / "zh_novels.txt").read_bytes(),
+        (CORPORA / "zh_wiki_sample.txt").read_bytes(),
+    ]
     data = bytearray()
     while len(data) < megabytes * 10**6:
         for part in parts:
@@ -43,8 +47,21 @@ def encode(tokenizer: str, corpus: Path, output: Path, *extra: str) -> float:
     if output.parent.exists():
         shutil.rmtree(output.parent)
     output.parent.mkdir(parents=True)
-    command = [sys.executable, "-m", "toktools.cli", "encode", "-t", tokenizer, "--format", "megatron", "-o", str(output),
-               "--no-progress", *extra, str(corpus)]
+    command = [
+        sys.executable,
+        "-m",
+        "toktools.cli",
+        "encode",
+        "-t",
+        tokenizer,
+        "--format",
+        "megatron",
+        "-o",
+        str(output),
+        "--no-progress",
+        *extra,
+        str(corpus),
+    ]
     start = time.perf_counter()
     completed = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
     seconds = time.perf_counter() - start
@@ -65,10 +82,13 @@ def main() -> None:
     corpus = build_corpus(root / f"corpus-{args.mb}mb.txt", args.mb)
     local = encode(args.tokenizer, corpus, root / "local" / "web", "--workers", "2")
     blocks = encode(args.tokenizer, corpus, root / "blocks" / "web", "--workers", "2", "--block-size", args.block_size)
-    remote = encode(args.tokenizer, corpus, root / "cluster" / "web", "--cluster", args.cluster, "--block-size", args.block_size)
+    remote = encode(
+        args.tokenizer, corpus, root / "cluster" / "web", "--cluster", args.cluster, "--block-size", args.block_size
+    )
     names = sorted(p.name for p in (root / "blocks").iterdir())
     same_files = names == sorted(p.name for p in (root / "cluster").iterdir()) and filecmp.cmpfiles(
-        root / "blocks", root / "cluster", names, shallow=False)[1:] == ([], [])
+        root / "blocks", root / "cluster", names, shallow=False
+    )[1:] == ([], [])
     shards = sorted((root / "cluster").glob("web-[0-9]*.bin"))
     same_ids = b"".join(p.read_bytes() for p in shards) == (root / "local" / "web.bin").read_bytes()
     print(f"{args.mb} MB, {Path(args.tokenizer).name}, blocks of {args.block_size}")

@@ -18,6 +18,7 @@ user cache) stays: the first run on a machine compiles it with numba (~1.5 s mor
 Targets (issue 12): auto ≥ 0.9× the fastest exact library's raw batch; reference ≥ 1.0×
 ``tokenizers`` ``encode_batch``. The machine is shared and noisy: quote ratios with sizes.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -71,8 +72,12 @@ def best_job(setup: str, run: str) -> dict:
     """:func:`run_job` ``--repeat`` times: the least wall and CPU seconds, the largest peak
     (a shared machine only ever makes a run slower, never faster)."""
     jobs = [run_job(setup, run) for _ in range(REPEAT)]
-    return {"seconds": min(j["seconds"] for j in jobs), "cpu": min(j["cpu"] for j in jobs),
-            "peak_mib": max(j["peak_mib"] for j in jobs), "result": jobs[0]["result"]}
+    return {
+        "seconds": min(j["seconds"] for j in jobs),
+        "cpu": min(j["cpu"] for j in jobs),
+        "peak_mib": max(j["peak_mib"] for j in jobs),
+        "result": jobs[0]["result"],
+    }
 
 
 def run_job(setup: str, run: str) -> dict:
@@ -82,11 +87,16 @@ def run_job(setup: str, run: str) -> dict:
     import json
     import subprocess
 
-    completed = subprocess.run([sys.executable, "-c", _RUNNER, json.dumps({"setup": setup, "run": run})],
-                               capture_output=True, text=True, env=job_environment())
+    completed = subprocess.run(
+        [sys.executable, "-c", _RUNNER, json.dumps({"setup": setup, "run": run})],
+        capture_output=True,
+        text=True,
+        env=job_environment(),
+    )
     if completed.returncode != 0:
         sys.exit(f"benchmark job failed:\n{completed.stderr}")
     return json.loads(completed.stdout.strip().splitlines()[-1])
+
 
 TOKENIZERS = {
     "gpt2": str(SHARED / "vocabs-ref" / "gpt2"),
@@ -149,7 +159,9 @@ RUN_RAW_TOKENIZERS = "out = t.encode_batch(lines, add_special_tokens=False); res
 RAW_TIKTOKEN = """import tiktoken
 a = engines.analyse(doc)
 enc = tiktoken.Encoding('x', pat_str=a.plan.pattern, mergeable_ranks=a.plan.mergeable_ranks, special_tokens=a.plan.special_tokens)"""
-RUN_RAW_TIKTOKEN = "import os; out = enc.encode_ordinary_batch(lines, num_threads=os.cpu_count()); result = sum(map(len, out))"
+RUN_RAW_TIKTOKEN = (
+    "import os; out = enc.encode_ordinary_batch(lines, num_threads=os.cpu_count()); result = sum(map(len, out))"
+)
 #: --cold: the setup of every encode job removes the start-up cache entries (same place as
 #: toktools.io.user_cache.cache_root, found without importing toktools, whose import is timed)
 COLD_SETUP = """
@@ -181,19 +193,30 @@ def main() -> None:
     parser.add_argument("--reference-max-mb", type=int, default=5, help="above this size, run only the auto engine")
     parser.add_argument("--long-line", type=int, default=0, help="also encode one line of this many MB (peak RSS)")
     parser.add_argument("--cold", action="store_true", help="no start-up cache entry for any encode job (see above)")
-    parser.add_argument("--repeat", type=int, default=1, help="run every timed job N times and keep the fastest "
-                        "(for the library calls and toktools alike): steadier on a shared machine")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="run every timed job N times and keep the fastest "
+        "(for the library calls and toktools alike): steadier on a shared machine",
+    )
     args = parser.parse_args()
     global REPEAT
     REPEAT = max(1, args.repeat)
     directory = workdir()
     compile_toktools()
     wanted = args.engines.split(",")
-    print(f"start-up: {'cold (no start-up cache entry)' if args.cold else 'warm (the first encode job writes the start-up cache)'}")
-    print("MB/s = wall-clock throughput; 'x best raw' = toktools end to end / the fastest exact library's raw batch call;")
+    print(
+        f"start-up: {'cold (no start-up cache entry)' if args.cold else 'warm (the first encode job writes the start-up cache)'}"
+    )
+    print(
+        "MB/s = wall-clock throughput; 'x best raw' = toktools end to end / the fastest exact library's raw batch call;"
+    )
     print("'cpu x' = the same ratio in CPU seconds (all threads and worker processes), steadier on a shared machine.")
-    print(f"{'tokenizer':<20}{'in':>8} {'raw tiktoken':>13}{'raw HF':>8} | {'engine':<17}{'MB/s':>7}{'x best raw':>11}"
-          f"{'x HF raw':>9}{'cpu x best':>11}{'cpu x HF':>9}{'peak MiB':>9}")
+    print(
+        f"{'tokenizer':<20}{'in':>8} {'raw tiktoken':>13}{'raw HF':>8} | {'engine':<17}{'MB/s':>7}{'x best raw':>11}"
+        f"{'x HF raw':>9}{'cpu x best':>11}{'cpu x HF':>9}{'peak MiB':>9}"
+    )
     for lang in args.langs.split(","):
         for megabytes in map(int, args.sizes.split(",")):
             path = str(sample_file(lang, megabytes, directory))
@@ -215,25 +238,38 @@ def main() -> None:
                 for engine in wanted:
                     if engine == "tiktoken" and tt_speed is None:
                         continue
-                    if engine in ("reference", "tiktoken", "tokenizers") and megabytes > args.reference_max_mb and engine != "auto":
+                    if (
+                        engine in ("reference", "tiktoken", "tokenizers")
+                        and megabytes > args.reference_max_mb
+                        and engine != "auto"
+                    ):
                         continue
-                    job = best_job(COLD_SETUP if args.cold else "", RUN_ENCODE.format(path=path, tokenizer=tokenizer, engine=engine))
+                    job = best_job(
+                        COLD_SETUP if args.cold else "",
+                        RUN_ENCODE.format(path=path, tokenizer=tokenizer, engine=engine),
+                    )
                     tokens, used = job["result"]
                     assert tokens == hf["result"], f"{engine}: {tokens} tokens, tokenizers {hf['result']}"
                     speed = size / job["seconds"]
                     tt_text = f"{tt_speed:.1f}" if tt_speed else "—"
                     shown = f"{engine}" + (f"→{used}" if engine == "auto" else "")
-                    print(f"{label:<20}{size:>6.1f}MB {tt_text:>13}{hf_speed:>8.1f} | {shown:<17}{speed:>7.1f}"
-                          f"{speed / best:>10.2f}x{speed / hf_speed:>8.2f}x{best_cpu / job['cpu']:>10.2f}x"
-                          f"{hf['cpu'] / job['cpu']:>8.2f}x"
-                          f"{job['peak_mib']:>9.0f}", flush=True)
+                    print(
+                        f"{label:<20}{size:>6.1f}MB {tt_text:>13}{hf_speed:>8.1f} | {shown:<17}{speed:>7.1f}"
+                        f"{speed / best:>10.2f}x{speed / hf_speed:>8.2f}x{best_cpu / job['cpu']:>10.2f}x"
+                        f"{hf['cpu'] / job['cpu']:>8.2f}x"
+                        f"{job['peak_mib']:>9.0f}",
+                        flush=True,
+                    )
     if args.long_line:
         path = str(long_line_file(args.long_line, directory))
         size = Path(path).stat().st_size / 1e6
         for engine in ("auto", "tokenizers"):
             job = run_job("", RUN_ENCODE.format(path=path, tokenizer="bytebpe-50k", engine=engine))
-            print(f"one {size:.0f} MB line, bytebpe-50k, {engine}→{job['result'][1]}: {size / job['seconds']:.1f} MB/s, "
-                  f"{job['result'][0]:,} tokens, peak {job['peak_mib']:.0f} MiB", flush=True)
+            print(
+                f"one {size:.0f} MB line, bytebpe-50k, {engine}→{job['result'][1]}: {size / job['seconds']:.1f} MB/s, "
+                f"{job['result'][0]:,} tokens, peak {job['peak_mib']:.0f} MiB",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

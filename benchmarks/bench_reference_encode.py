@@ -6,6 +6,7 @@ one process against ``tokenizers`` in one run, on the first MB of the English an
 Prints MB/s per corpus and tokenizer and the ratio toktools / tokenizers (the machine is noisy:
 compare ratios, best of ``--repeat`` runs).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,6 +48,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     import tokenizers
+
     import toktools
 
     rows = []
@@ -58,11 +60,21 @@ def main() -> None:
             size = sum(len(line.encode("utf-8")) for line in lines) / 1e6
             mine = _best(lambda: [e.ids for e in ours.encode_batch(lines, workers=1)], args.repeat)
             fast = _best(lambda: [e.ids for e in theirs.encode_batch(lines)], args.repeat)
-            rows.append({"tokenizer": vocab, "corpus": corpus, "mb": round(size, 2),
-                         "toktools_mb_s": round(size / mine, 3), "tokenizers_mb_s": round(size / fast, 3),
-                         "ratio": round(fast / mine, 4)})
-            print(f"{vocab:<14} {corpus:<20} {size:6.2f} MB  toktools {size / mine:7.3f} MB/s  "
-                  f"tokenizers {size / fast:7.2f} MB/s  ratio {fast / mine:.4f}", flush=True)
+            rows.append(
+                {
+                    "tokenizer": vocab,
+                    "corpus": corpus,
+                    "mb": round(size, 2),
+                    "toktools_mb_s": round(size / mine, 3),
+                    "tokenizers_mb_s": round(size / fast, 3),
+                    "ratio": round(fast / mine, 4),
+                }
+            )
+            print(
+                f"{vocab:<14} {corpus:<20} {size:6.2f} MB  toktools {size / mine:7.3f} MB/s  "
+                f"tokenizers {size / fast:7.2f} MB/s  ratio {fast / mine:.4f}",
+                flush=True,
+            )
     print(json.dumps(rows))
 
 

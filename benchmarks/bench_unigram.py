@@ -35,6 +35,7 @@ disturbed than wall time on a shared machine). Last, ``toktools encode FILE --fo
 end to end (startup included) with ``--engine auto`` (under 8 MB it picks ``tokenizers``) and
 ``--engine tokenizers``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -76,8 +77,11 @@ def main() -> None:
     parser.add_argument("--encode-mb", type=float, default=1.0)
     parser.add_argument("--pure", action="store_true", help="also time the pure-Python trainer")
     parser.add_argument("--repeat", type=int, default=1, help="encode rows: the fastest of this many runs")
-    parser.add_argument("--encode-only", action="store_true",
-                        help="skip the toktools and tokenizers trainers (spm_train still makes the model)")
+    parser.add_argument(
+        "--encode-only",
+        action="store_true",
+        help="skip the toktools and tokenizers trainers (spm_train still makes the model)",
+    )
     args = parser.parse_args()
     work = workdir()
     names = CORPUS_SETS.get(args.corpus, [args.corpus])
@@ -90,11 +94,15 @@ def main() -> None:
 
     if not args.encode_only:
         read_lines = f"lines = open({sample!r}, encoding='utf-8').read().splitlines()\n"
-        ours_code = ("counts = collections.Counter(w for l in lines for w, _ in pre.pre_tokenize_str(l))\n"
-                     f"m = UnigramTrainer({vocab}, unk_token='<unk>', special_tokens=['<unk>']).train(counts)\n"
-                     "result = m.to_json()['vocab']")
-        ours_setup = (read_lines + "import collections\nfrom tokenizers import pre_tokenizers\n"
-                      "from toktools.models.unigram.trainer import UnigramTrainer, compiled_kernels\npre = pre_tokenizers.Metaspace()\n")
+        ours_code = (
+            "counts = collections.Counter(w for l in lines for w, _ in pre.pre_tokenize_str(l))\n"
+            f"m = UnigramTrainer({vocab}, unk_token='<unk>', special_tokens=['<unk>']).train(counts)\n"
+            "result = m.to_json()['vocab']"
+        )
+        ours_setup = (
+            read_lines + "import collections\nfrom tokenizers import pre_tokenizers\n"
+            "from toktools.models.unigram.trainer import UnigramTrainer, compiled_kernels\npre = pre_tokenizers.Metaspace()\n"
+        )
         ours = run_job(ours_setup, ours_code + "\nresult = [result, compiled_kernels() is not None]")
         ours["result"], compiled = ours["result"]
         pure = None
@@ -105,12 +113,14 @@ def main() -> None:
             "tok = Tokenizer(models.Unigram()); tok.pre_tokenizer = pre_tokenizers.Metaspace()",
             f"tok.train_from_iterator(lines, trainers.UnigramTrainer(vocab_size={vocab}, unk_token='<unk>', "
             "special_tokens=['<unk>'], show_progress=False))\n"
-            "import json; result = json.loads(tok.to_str())['model']['vocab']")
+            "import json; result = json.loads(tok.to_str())['model']['vocab']",
+        )
     model_prefix = str(work / f"unigram-spm-{args.corpus}-{vocab}")
     spm = run_job(
         "import sentencepiece as spm",
         f"spm.SentencePieceTrainer.train(input={sample!r}, model_prefix={model_prefix!r}, vocab_size={vocab}, "
-        f"model_type='unigram', character_coverage=0.9995, num_threads={cores}, minloglevel=2)")
+        f"model_type='unigram', character_coverage=0.9995, num_threads={cores}, minloglevel=2)",
+    )
     if not args.encode_only:
         ours_set = {p for p, _ in ours["result"]}
         hf_set = {p for p, _ in hf["result"]}
@@ -120,8 +130,10 @@ def main() -> None:
     model = f"{model_prefix}.model"
     read_encode = f"lines = open({held!r}, encoding='utf-8').read().splitlines()\n"
     encoders = encode_rows(model, read_encode, cores, args.repeat)
-    cli = {engine: min((end_to_end(model, held, engine, work) for _ in range(args.repeat)), key=lambda job: job["seconds"])
-           for engine in ("auto", "tokenizers")}
+    cli = {
+        engine: min((end_to_end(model, held, engine, work) for _ in range(args.repeat)), key=lambda job: job["seconds"])
+        for engine in ("auto", "tokenizers")
+    }
 
     if not args.encode_only:
         trainer = "compiled (numba)" if compiled else "pure Python"
@@ -135,23 +147,33 @@ def main() -> None:
         if pure is not None:
             print(f"pure-Python vocabulary identical to the compiled one: {pure['result'] == ours['result']}")
     print_encode(encoders, cli, encode_bytes, args.corpus, names, vocab, cores, args.repeat)
-    summary = {"corpus": args.corpus, "encode_mb": encode_bytes / 1e6, "vocab_size": vocab,
-               "encode_seconds": {name: job["seconds"] for name, job in encoders.items()},
-               "encode_cpu_seconds": {name: job["cpu"] for name, job in encoders.items()},
-               "cli_seconds": {engine: job["seconds"] for engine, job in cli.items()}}
+    summary = {
+        "corpus": args.corpus,
+        "encode_mb": encode_bytes / 1e6,
+        "vocab_size": vocab,
+        "encode_seconds": {name: job["seconds"] for name, job in encoders.items()},
+        "encode_cpu_seconds": {name: job["cpu"] for name, job in encoders.items()},
+        "cli_seconds": {engine: job["seconds"] for engine, job in cli.items()},
+    }
     if not args.encode_only:
-        summary.update(train_mb=train_bytes / 1e6, trainer=trainer, jaccard=jaccard,
-                       train_seconds={name: job["seconds"] for name, job in rows if job is not None})
+        summary.update(
+            train_mb=train_bytes / 1e6,
+            trainer=trainer,
+            jaccard=jaccard,
+            train_seconds={name: job["seconds"] for name, job in rows if job is not None},
+        )
     print(json.dumps(summary))
 
 
 PURE = "import os\nos.environ['TOKTOOLS_PURE_PYTHON'] = '1'\n"
 
 
-CPU = ("import resource as _resource\n"
-       "def _cpu():\n"
-       "    return sum(u.ru_utime + u.ru_stime for u in (_resource.getrusage(_resource.RUSAGE_SELF),"
-       " _resource.getrusage(_resource.RUSAGE_CHILDREN)))\n")
+CPU = (
+    "import resource as _resource\n"
+    "def _cpu():\n"
+    "    return sum(u.ru_utime + u.ru_stime for u in (_resource.getrusage(_resource.RUSAGE_SELF),"
+    " _resource.getrusage(_resource.RUSAGE_CHILDREN)))\n"
+)
 
 
 def best_of(repeat: int, setup: str, run: str) -> dict:
@@ -170,34 +192,60 @@ def encode_rows(model: str, read_encode: str, cores: int, repeat: int = 1) -> di
     not timed, builds the encoder and encodes the first 100 lines once (what a long run pays
     once: numba's start, the compiled piece trie, caches); the CLI rows pay everything."""
     warm = "\n_ = {}(lines[:100])\n"
-    json_setup = (f"import json\nfrom toktools.sentencepiece.to_json import load_sentencepiece\n"
-                  f"document = json.dumps(load_sentencepiece({model!r}))\n" + read_encode)
+    json_setup = (
+        f"import json\nfrom toktools.sentencepiece.to_json import load_sentencepiece\n"
+        f"document = json.dumps(load_sentencepiece({model!r}))\n" + read_encode
+    )
     engine_setup = json_setup + "from toktools import engines\ndoc = json.loads(document)\n"
     spm_setup = "from toktools.sentencepiece.encode import SentencePieceUnigram\n" + read_encode
     rows = {
-        "sentencepiece encode": best_of(repeat, "import sentencepiece as spm\n" + read_encode
-                                        + f"sp = spm.SentencePieceProcessor(model_file={model!r})"
-                                        + warm.format("sp.encode"),
-                                        "result = sp.encode(lines, num_threads=-1)"),
-        "tokenizers encode_batch": best_of(repeat, json_setup + "from tokenizers import Tokenizer\ntok = Tokenizer.from_str(document)"
-                                           + warm.format("tok.encode_batch"),
-                                           "result = [e.ids for e in tok.encode_batch(lines, add_special_tokens=False)]"),
-        "toktools auto": best_of(repeat, engine_setup + f"engine = engines.make_engine('auto', doc, workers={cores})"
-                                 + warm.format("engine.encode_batch"),
-                                 "result = [engine.encode_batch(lines), engine.name]; engine.close()"),
-        "toktools reference, compiled": best_of(repeat, engine_setup
-                                                + f"engine = engines.make_engine('reference', doc, workers={cores})"
-                                                + warm.format("engine.encode_batch"),
-                                                "result = engine.encode_batch(lines); engine.close()"),
-        "toktools reference, pure Python": best_of(repeat, PURE + engine_setup
-                                                   + f"engine = engines.make_engine('reference', doc, workers={cores})"
-                                                   + warm.format("engine.encode_batch"),
-                                                   "result = engine.encode_batch(lines); engine.close()"),
-        "toktools spm, compiled": best_of(repeat, spm_setup + f"sp = SentencePieceUnigram.load({model!r})"
-                                          + warm.format("sp.encode_batch"), "result = sp.encode_batch(lines)"),
-        "toktools spm, pure Python": best_of(repeat, PURE + spm_setup + f"sp = SentencePieceUnigram.load({model!r})"
-                                             + warm.format("sp.encode_batch"),
-                                             "result = [sp.encode(line) for line in lines]"),
+        "sentencepiece encode": best_of(
+            repeat,
+            "import sentencepiece as spm\n"
+            + read_encode
+            + f"sp = spm.SentencePieceProcessor(model_file={model!r})"
+            + warm.format("sp.encode"),
+            "result = sp.encode(lines, num_threads=-1)",
+        ),
+        "tokenizers encode_batch": best_of(
+            repeat,
+            json_setup
+            + "from tokenizers import Tokenizer\ntok = Tokenizer.from_str(document)"
+            + warm.format("tok.encode_batch"),
+            "result = [e.ids for e in tok.encode_batch(lines, add_special_tokens=False)]",
+        ),
+        "toktools auto": best_of(
+            repeat,
+            engine_setup
+            + f"engine = engines.make_engine('auto', doc, workers={cores})"
+            + warm.format("engine.encode_batch"),
+            "result = [engine.encode_batch(lines), engine.name]; engine.close()",
+        ),
+        "toktools reference, compiled": best_of(
+            repeat,
+            engine_setup
+            + f"engine = engines.make_engine('reference', doc, workers={cores})"
+            + warm.format("engine.encode_batch"),
+            "result = engine.encode_batch(lines); engine.close()",
+        ),
+        "toktools reference, pure Python": best_of(
+            repeat,
+            PURE
+            + engine_setup
+            + f"engine = engines.make_engine('reference', doc, workers={cores})"
+            + warm.format("engine.encode_batch"),
+            "result = engine.encode_batch(lines); engine.close()",
+        ),
+        "toktools spm, compiled": best_of(
+            repeat,
+            spm_setup + f"sp = SentencePieceUnigram.load({model!r})" + warm.format("sp.encode_batch"),
+            "result = sp.encode_batch(lines)",
+        ),
+        "toktools spm, pure Python": best_of(
+            repeat,
+            PURE + spm_setup + f"sp = SentencePieceUnigram.load({model!r})" + warm.format("sp.encode_batch"),
+            "result = [sp.encode(line) for line in lines]",
+        ),
     }
     rows["toktools auto"]["result"], rows["toktools auto"]["engine"] = rows["toktools auto"]["result"]
     return rows
@@ -214,8 +262,28 @@ def end_to_end(model: str, held: str, engine: str, work) -> dict:
     (work / "unigram-cli").mkdir(exist_ok=True)  # not beside the .model: its directory is the tokenizer's
     prefix = str(work / "unigram-cli" / engine)
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "toktools.cli", "encode", "-t", model, held, "--format", "megatron",
-                           "-o", prefix, "--engine", engine, "--force", "--json"], cwd=REPO, capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "toktools.cli",
+            "encode",
+            "-t",
+            model,
+            held,
+            "--format",
+            "megatron",
+            "-o",
+            prefix,
+            "--engine",
+            engine,
+            "--force",
+            "--json",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         sys.exit(f"toktools encode --engine {engine} failed:\n{done.stderr}")
     seconds = time.perf_counter() - start
@@ -223,17 +291,31 @@ def end_to_end(model: str, held: str, engine: str, work) -> dict:
         return {"seconds": seconds, "bin": handle.read(), "engine": json.loads(done.stdout)["engine"]}
 
 
-def print_encode(rows: dict[str, dict], cli: dict[str, dict], encode_bytes: int, corpus: str, names: list[str],
-                 vocab: int, cores: int, repeat: int) -> None:
+def print_encode(
+    rows: dict[str, dict],
+    cli: dict[str, dict],
+    encode_bytes: int,
+    corpus: str,
+    names: list[str],
+    vocab: int,
+    cores: int,
+    repeat: int,
+) -> None:
     spm_ids = rows["sentencepiece encode"]["result"]
     hf_ids = rows["tokenizers encode_batch"]["result"]
     spm_rate = encode_bytes / 1e6 / rows["sentencepiece encode"]["seconds"]
-    print(f"encode: {corpus} ({', '.join(names)}), {encode_bytes / 1e6:.2f} MB, {len(spm_ids)} lines, "
-          f"spm_train unigram model of {vocab} pieces, {cores} cores")
-    print("toktools reference/auto/tokenizers run the tokenizer.json converted from the model (tokenizers' rules);"
-          " toktools spm is the sentencepiece reimplementation (float32, longest match).")
+    print(
+        f"encode: {corpus} ({', '.join(names)}), {encode_bytes / 1e6:.2f} MB, {len(spm_ids)} lines, "
+        f"spm_train unigram model of {vocab} pieces, {cores} cores"
+    )
+    print(
+        "toktools reference/auto/tokenizers run the tokenizer.json converted from the model (tokenizers' rules);"
+        " toktools spm is the sentencepiece reimplementation (float32, longest match)."
+    )
     print(f"Rows above the CLI ones: encoder built and first 100 lines encoded before timing; best of {repeat} run(s).")
-    print(f"{'encoder':<34} {'MB/s':>7} {'x spm':>7} {'x tokenizers':>13} {'CPU-s/MB':>9} {'= sentencepiece':>16} {'= tokenizers':>13}")
+    print(
+        f"{'encoder':<34} {'MB/s':>7} {'x spm':>7} {'x tokenizers':>13} {'CPU-s/MB':>9} {'= sentencepiece':>16} {'= tokenizers':>13}"
+    )
     hf_rate = encode_bytes / 1e6 / rows["tokenizers encode_batch"]["seconds"]
     for name, job in rows.items():
         rate = encode_bytes / 1e6 / job["seconds"]
@@ -241,14 +323,18 @@ def print_encode(rows: dict[str, dict], cli: dict[str, dict], encode_bytes: int,
         same_spm = sum(a == b for a, b in zip(job["result"], spm_ids))
         same_hf = sum(a == b for a, b in zip(job["result"], hf_ids))
         cpu = job["cpu"] / (encode_bytes / 1e6)
-        print(f"{label:<34} {rate:>7.2f} {rate / spm_rate:>7.3f} {rate / hf_rate:>13.3f} {cpu:>9.3f} {same_spm:>10}/{len(spm_ids)}"
-              f" {same_hf:>7}/{len(hf_ids)}")
+        print(
+            f"{label:<34} {rate:>7.2f} {rate / spm_rate:>7.3f} {rate / hf_rate:>13.3f} {cpu:>9.3f} {same_spm:>10}/{len(spm_ids)}"
+            f" {same_hf:>7}/{len(hf_ids)}"
+        )
     same = cli["auto"]["bin"] == cli["tokenizers"]["bin"]
     for engine, job in cli.items():
         rate = encode_bytes / 1e6 / job["seconds"]
         label = f"CLI megatron, {engine} ({job['engine']})"
-        print(f"{label:<34} {rate:>7.2f} {rate / spm_rate:>7.3f} {rate / hf_rate:>13.3f}"
-              f" {'':>9}   (end to end, startup included; .bin identical across engines: {same})")
+        print(
+            f"{label:<34} {rate:>7.2f} {rate / spm_rate:>7.3f} {rate / hf_rate:>13.3f}"
+            f" {'':>9}   (end to end, startup included; .bin identical across engines: {same})"
+        )
 
 
 if __name__ == "__main__":

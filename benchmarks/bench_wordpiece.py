@@ -4,6 +4,7 @@ corpus with both backends in one run (wall time, peak memory, ratio), then encod
 
     python benchmarks/bench_wordpiece.py [--vocab-size 30000] [--only english|chinese] [--encode-mb 20]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,30 +41,49 @@ def main() -> None:
         overlap = len(ours & theirs) / max(len(ours | theirs), 1)
         # encoding throughput on the first N MB of the corpus, same vocabulary (ours) on both sides;
         # both sides read the ids of every encoding (both build Python lists lazily)
-        read = (f"import itertools; lines = []; size = 0\n"
-                f"for path in {paths!r}:\n"
-                f"    for line in open(path, encoding='utf-8'):\n"
-                f"        lines.append(line.rstrip('\\n')); size += len(line.encode('utf-8'))\n"
-                f"        if size > {args.encode_mb} * 1e6: break\n"
-                f"    if size > {args.encode_mb} * 1e6: break\n")
-        enc_fast = run_job("from tokenizers import BertWordPieceTokenizer\n" + read +
-                           f"tok = BertWordPieceTokenizer({str(out_ref / 'vocab.txt')!r})",
-                           "ids = [e.ids for e in tok.encode_batch(lines)]; result = size")
-        enc_ref = run_job("import toktools\n" + read + f"tok = toktools.load({str(out_ref)!r})",
-                          f"ids = [e.ids for e in tok.encode_batch(lines, workers={args.workers!r})]; result = size")
+        read = (
+            f"import itertools; lines = []; size = 0\n"
+            f"for path in {paths!r}:\n"
+            f"    for line in open(path, encoding='utf-8'):\n"
+            f"        lines.append(line.rstrip('\\n')); size += len(line.encode('utf-8'))\n"
+            f"        if size > {args.encode_mb} * 1e6: break\n"
+            f"    if size > {args.encode_mb} * 1e6: break\n"
+        )
+        enc_fast = run_job(
+            "from tokenizers import BertWordPieceTokenizer\n"
+            + read
+            + f"tok = BertWordPieceTokenizer({str(out_ref / 'vocab.txt')!r})",
+            "ids = [e.ids for e in tok.encode_batch(lines)]; result = size",
+        )
+        enc_ref = run_job(
+            "import toktools\n" + read + f"tok = toktools.load({str(out_ref)!r})",
+            f"ids = [e.ids for e in tok.encode_batch(lines, workers={args.workers!r})]; result = size",
+        )
         rows.append((name, ref, fast, overlap, enc_ref, enc_fast))
     print(f"WordPiece, vocab {args.vocab_size}")
-    print(f"{'corpus':<8} {'train ref s':>11} {'fast s':>7} {'ratio':>6} {'ref MiB':>8} {'fast MiB':>9} {'token overlap':>13}"
-          f" {'enc ref MB/s':>12} {'enc fast MB/s':>13} {'speed ref/fast':>14}")
+    print(
+        f"{'corpus':<8} {'train ref s':>11} {'fast s':>7} {'ratio':>6} {'ref MiB':>8} {'fast MiB':>9} {'token overlap':>13}"
+        f" {'enc ref MB/s':>12} {'enc fast MB/s':>13} {'speed ref/fast':>14}"
+    )
     out = []
     for name, ref, fast, overlap, enc_ref, enc_fast in rows:
         ref_mbs = enc_ref["result"] / 1e6 / enc_ref["seconds"]
         fast_mbs = enc_fast["result"] / 1e6 / enc_fast["seconds"]
-        print(f"{name:<8} {ref['seconds']:>11.1f} {fast['seconds']:>7.1f} {ref['seconds'] / fast['seconds']:>6.2f} "
-              f"{ref['peak_mib']:>8.0f} {fast['peak_mib']:>9.0f} {overlap:>13.4f} {ref_mbs:>12.2f} {fast_mbs:>13.2f} {ref_mbs / fast_mbs:>14.2f}")
-        out.append({"corpus": name, "train_reference_s": ref["seconds"], "train_fast_s": fast["seconds"],
-                    "train_ratio": ref["seconds"] / fast["seconds"], "token_overlap": overlap,
-                    "encode_reference_mb_s": ref_mbs, "encode_fast_mb_s": fast_mbs})
+        print(
+            f"{name:<8} {ref['seconds']:>11.1f} {fast['seconds']:>7.1f} {ref['seconds'] / fast['seconds']:>6.2f} "
+            f"{ref['peak_mib']:>8.0f} {fast['peak_mib']:>9.0f} {overlap:>13.4f} {ref_mbs:>12.2f} {fast_mbs:>13.2f} {ref_mbs / fast_mbs:>14.2f}"
+        )
+        out.append(
+            {
+                "corpus": name,
+                "train_reference_s": ref["seconds"],
+                "train_fast_s": fast["seconds"],
+                "train_ratio": ref["seconds"] / fast["seconds"],
+                "token_overlap": overlap,
+                "encode_reference_mb_s": ref_mbs,
+                "encode_fast_mb_s": fast_mbs,
+            }
+        )
     print(json.dumps(out))
 
 

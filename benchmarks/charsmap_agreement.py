@@ -12,6 +12,7 @@ sentencepiece's own built-in ``nmt_nfkc``.
    normalisation with ours on every code point and on the corpus lines.
 Needs ``sentencepiece`` and the shared corpora.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,26 +27,33 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import sentencepiece as spm  # noqa: E402
-
 from conftest import read_corpus_sample  # noqa: E402
+
 from toktools.sentencepiece.model_file import read_model  # noqa: E402
 
 SPACE = "\u2581"
 
 
 def held_out() -> dict[str, list[str]]:
-    return {"mixed": read_corpus_sample("mixed_sample.txt", 300_000, skip_lines=5000).splitlines(),
-            "en_wiki": read_corpus_sample("en_wiki.txt.gz", 250_000).splitlines(),
-            "zh_wiki": read_corpus_sample("zh_wiki_sample.txt", 250_000).splitlines(),
-            "zh_novels": read_corpus_sample("zh_novels.txt", 200_000, skip_lines=5000).splitlines()}
+    return {
+        "mixed": read_corpus_sample("mixed_sample.txt", 300_000, skip_lines=5000).splitlines(),
+        "en_wiki": read_corpus_sample("en_wiki.txt.gz", 250_000).splitlines(),
+        "zh_wiki": read_corpus_sample("zh_wiki_sample.txt", 250_000).splitlines(),
+        "zh_novels": read_corpus_sample("zh_novels.txt", 200_000, skip_lines=5000).splitlines(),
+    }
 
 
-_ODD = ([chr(c) for c in range(0x300, 0x370)]  # combining marks
-        + list("ﬁﬂ①②⑴㍻㈱™½²³ｶﾞﾊﾟ㌀ℌℍ𝐀𝐁ǅĲ") + [chr(c) for c in range(0xFF01, 0xFF5F)]  # compatibility, full width
-        + [" ", "  ", "\t", "\n", "\r", "\u3000", "\u00a0", "\u200b", "\u200d", "\u2028", "\ufeff", "\u2581"]
-        + [chr(c) for c in range(1, 0x20)] + ["\x7f", "\x85", "\x9f"]  # controls
-        + ["😀", "🎉", "👩\u200d👩\u200d👧", "❤\ufe0f", "🇫🇷", "👍🏽"]  # emoji
-        + list("áéÅçñöØßΩωЖж中文字가각ᄀ\u1161\u11a8ঘোষণা") + list("abcdefgh xyz ABC 012"))
+_ODD = (
+    [chr(c) for c in range(0x300, 0x370)]  # combining marks
+    + list("ﬁﬂ①②⑴㍻㈱™½²³ｶﾞﾊﾟ㌀ℌℍ𝐀𝐁ǅĲ")
+    + [chr(c) for c in range(0xFF01, 0xFF5F)]  # compatibility, full width
+    + [" ", "  ", "\t", "\n", "\r", "\u3000", "\u00a0", "\u200b", "\u200d", "\u2028", "\ufeff", "\u2581"]
+    + [chr(c) for c in range(1, 0x20)]
+    + ["\x7f", "\x85", "\x9f"]  # controls
+    + ["😀", "🎉", "👩\u200d👩\u200d👧", "❤\ufe0f", "🇫🇷", "👍🏽"]  # emoji
+    + list("áéÅçñöØßΩωЖж中文字가각ᄀ\u1161\u11a8ঘোষণা")
+    + list("abcdefgh xyz ABC 012")
+)
 
 
 def fuzz_lines(count: int, seed: int = 13) -> list[str]:
@@ -54,17 +62,19 @@ def fuzz_lines(count: int, seed: int = 13) -> list[str]:
 
 
 def timing() -> None:
+    from toktools.parts.normalizers import NFKC, Nmt
     from toktools.sentencepiece.charsmap_builder import build_charsmap
     from toktools.sentencepiece.charsmap_rules import charsmap_rules
-    from toktools.parts.normalizers import NFKC, Nmt
 
     start = time.perf_counter()
     rules = charsmap_rules([Nmt(), NFKC()])
     middle = time.perf_counter()
     blob = build_charsmap(rules)
     end = time.perf_counter()
-    print(f"charsmap Nmt+NFKC: {len(rules)} rules in {middle - start:.2f}s, double array in {end - middle:.2f}s, "
-          f"total {end - start:.2f}s; blob {len(blob)} bytes")
+    print(
+        f"charsmap Nmt+NFKC: {len(rules)} rules in {middle - start:.2f}s, double array in {end - middle:.2f}s, "
+        f"total {end - start:.2f}s; blob {len(blob)} bytes"
+    )
 
 
 def toktools_form(tok, line: str) -> str:
@@ -81,10 +91,12 @@ def classify(tok, sp, line: str) -> str:
     if ours.strip(SPACE) == theirs.strip(SPACE):
         return "leading whitespace / empty line"
     at = next((i for i, (x, y) in enumerate(zip(ours, theirs)) if x != y), min(len(ours), len(theirs)))
-    window = ours[max(0, at - 1):at + 2] + theirs[max(0, at - 1):at + 2]
+    window = ours[max(0, at - 1) : at + 2] + theirs[max(0, at - 1) : at + 2]
     if any(unicodedata.combining(ch) for ch in window):
-        return ("combining marks (NFKC reorders several marks, or composes a mark with the end of a "
-                "multi-character replacement, e.g. ﬁ + U+0300 -> fì; a longest-match table cannot)")
+        return (
+            "combining marks (NFKC reorders several marks, or composes a mark with the end of a "
+            "multi-character replacement, e.g. ﬁ + U+0300 -> fì; a longest-match table cannot)"
+        )
     return "normalisation (other)"
 
 
@@ -114,14 +126,18 @@ def compare_ids(tok_dir: Path, fuzz: int) -> None:
             if kind.startswith("segmentation"):
                 mine, spms = tok.encode(line).ids, sp.encode(line)
                 at = next(i for i, (x, y) in enumerate(zip(mine, spms)) if x != y)
-                ours = " ".join(tok.id_to_token(i) for i in mine[at:at + 4])
-                theirs = " ".join(sp.id_to_piece(i) for i in spms[at:at + 4])
-                print(f"    {n:5d} {kind}\n          e.g. {line[:70]!r}\n          toktools {ours!r}\n          spm      {theirs!r}")
+                ours = " ".join(tok.id_to_token(i) for i in mine[at : at + 4])
+                theirs = " ".join(sp.id_to_piece(i) for i in spms[at : at + 4])
+                print(
+                    f"    {n:5d} {kind}\n          e.g. {line[:70]!r}\n          toktools {ours!r}\n          spm      {theirs!r}"
+                )
                 continue
             at = next((i for i, (x, y) in enumerate(zip(ours, theirs)) if x != y), min(len(ours), len(theirs)))
             lo = max(0, at - 3)
-            print(f"    {n:5d} {kind}\n          e.g. {line[:70]!r}\n          toktools ...{ours[lo:at + 4]!r}"
-                  f"\n          spm      ...{theirs[lo:at + 4]!r}")
+            print(
+                f"    {n:5d} {kind}\n          e.g. {line[:70]!r}\n          toktools ...{ours[lo : at + 4]!r}"
+                f"\n          spm      ...{theirs[lo : at + 4]!r}"
+            )
 
 
 def raw_processor(model_path: Path, blob: bytes):
@@ -135,14 +151,19 @@ def raw_processor(model_path: Path, blob: bytes):
 
 
 def compare_builtin(work: Path) -> None:
-    from toktools.sentencepiece.charsmap_rules import compile_charsmap
     from toktools.parts.normalizers import NFKC, Nmt
     from toktools.parts.registry import part_from_json
+    from toktools.sentencepiece.charsmap_rules import compile_charsmap
 
     corpus = work / "train.txt"
     corpus.write_text(read_corpus_sample("mixed_sample.txt", 100_000), encoding="utf-8")
-    spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=str(work / "nmt"), vocab_size=1000, minloglevel=2,
-                                   normalization_rule_name="nmt_nfkc")
+    spm.SentencePieceTrainer.train(
+        input=str(corpus),
+        model_prefix=str(work / "nmt"),
+        vocab_size=1000,
+        minloglevel=2,
+        normalization_rule_name="nmt_nfkc",
+    )
     model_path = work / "nmt.model"
     builtin = read_model(model_path).normalizer_spec.get("precompiled_charsmap")
     theirs = raw_processor(model_path, builtin)
@@ -163,8 +184,10 @@ def compare_builtin(work: Path) -> None:
             kind = "Unicode version (toktools NFKC = tokenizers' Unicode 12 tables; spm's table is newer)"
         kinds[kind] += 1
         examples.setdefault(kind, []).append(f"U+{ord(ch):04X} spm {x!r} ours {y!r}")
-    print(f"built-in nmt_nfkc ({len(builtin)} bytes) vs ours: {sum(kinds.values())} of {len(chars)} code points "
-          "normalise differently")
+    print(
+        f"built-in nmt_nfkc ({len(builtin)} bytes) vs ours: {sum(kinds.values())} of {len(chars)} code points "
+        "normalise differently"
+    )
     for kind, n in kinds.most_common():
         print(f"    {n:5d} {kind}: {', '.join(examples[kind][:6])}")
     for name, lines in held_out().items():
@@ -174,8 +197,10 @@ def compare_builtin(work: Path) -> None:
             if x != y:
                 differ += 1
                 chars_differ.update(ch for ch in set(line) if theirs.normalize(ch) != ours.normalize(ch))
-        print(f"    corpus {name}: {len(lines)} lines, {differ} normalise differently"
-              + (f", because of {dict(chars_differ.most_common(5))}" if differ else ""))
+        print(
+            f"    corpus {name}: {len(lines)} lines, {differ} normalise differently"
+            + (f", because of {dict(chars_differ.most_common(5))}" if differ else "")
+        )
 
 
 def main() -> None:
@@ -190,8 +215,10 @@ def main() -> None:
         from toktools.training.pipeline import train_unigram
 
         corpus = work / "corpus.txt"
-        corpus.write_text(read_corpus_sample("mixed_sample.txt", 300_000)
-                          + read_corpus_sample("zh_novels.txt", 150_000), encoding="utf-8")
+        corpus.write_text(
+            read_corpus_sample("mixed_sample.txt", 300_000) + read_corpus_sample("zh_novels.txt", 150_000),
+            encoding="utf-8",
+        )
         start = time.perf_counter()
         tok = train_unigram([str(corpus)], vocab_size=6000, special_tokens=["<unk>"], unk_token="<unk>")
         tok_dir = work / "unigram"

@@ -6,6 +6,7 @@ Trains both on the same corpus sample and measures, on held-out text: tokens per
     python benchmarks/compare_wordpiece_algorithms.py [--corpus en_wiki.txt.gz] [--train-mb 10]
         [--vocab-size 30000] [--min-pair-frequency 5]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -68,17 +69,25 @@ def main() -> None:
     vocabs = {}
     for algorithm in ("bpe", "likelihood"):
         started = time.perf_counter()
-        tok = training.train_wordpiece(word_counts=dict(counts), vocab_size=args.vocab_size, algorithm=algorithm,
-                                       min_pair_frequency=args.min_pair_frequency)
+        tok = training.train_wordpiece(
+            word_counts=dict(counts),
+            vocab_size=args.vocab_size,
+            algorithm=algorithm,
+            min_pair_frequency=args.min_pair_frequency,
+        )
         seconds = time.perf_counter() - started
         vocabs[algorithm] = set(tok.vocab)
         results[algorithm] = {"train_s": seconds, "vocab": len(tok.vocab), **measure(tok, heldout)}
     overlap = len(vocabs["bpe"] & vocabs["likelihood"]) / len(vocabs["bpe"] | vocabs["likelihood"])
-    print(f"corpus {args.corpus}: train {args.train_mb} MB, held-out {args.heldout_mb} MB, vocab {args.vocab_size}, "
-          f"likelihood min pair frequency {args.min_pair_frequency}")
+    print(
+        f"corpus {args.corpus}: train {args.train_mb} MB, held-out {args.heldout_mb} MB, vocab {args.vocab_size}, "
+        f"likelihood min pair frequency {args.min_pair_frequency}"
+    )
     print(f"{'algorithm':<11} {'vocab':>6} {'train s':>8} {'tokens/word':>11} {'words split':>11} {'UNK rate':>9}")
     for name, r in results.items():
-        print(f"{name:<11} {r['vocab']:>6} {r['train_s']:>8.1f} {r['tokens_per_word']:>11.3f} {r['split_share']:>11.3f} {r['unk_rate']:>9.5f}")
+        print(
+            f"{name:<11} {r['vocab']:>6} {r['train_s']:>8.1f} {r['tokens_per_word']:>11.3f} {r['split_share']:>11.3f} {r['unk_rate']:>9.5f}"
+        )
     print(f"vocabulary overlap (Jaccard): {overlap:.3f}")
     print(json.dumps({"results": results, "overlap": overlap}))
 

@@ -7,6 +7,7 @@ A probe vocabulary merges each context character with the following byte and eac
 following ``a``, so any difference in piece boundaries changes the ids. Run it whenever tiktoken
 or tokenizers changes version (``spec/tiktoken-equivalence.md`` section 3).
 """
+
 from __future__ import annotations
 
 import sys
@@ -29,12 +30,28 @@ def main() -> None:
                 if a + b not in vocab:
                     vocab[a + b] = len(vocab)
                     merges.append(f"{a} {b}")
-    doc = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
-           "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
-           "post_processor": None, "decoder": None,
-           "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-                     "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
-                     "vocab": vocab, "merges": merges}}
+    doc = {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [],
+        "normalizer": None,
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+        "post_processor": None,
+        "decoder": None,
+        "model": {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": False,
+            "vocab": vocab,
+            "merges": merges,
+        },
+    }
     analysis = engines.analyse(doc)
     assert analysis.tiktoken_reason is None, analysis.tiktoken_reason
     points = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
@@ -47,9 +64,11 @@ def main() -> None:
         for text, a, b in zip(texts, ours.encode_batch(texts), theirs.encode_batch(texts)):
             if a != b:
                 differing.append(ord(text[1]))
-    print(f"tiktoken {tiktoken.__version__} vs tokenizers {tokenizers.__version__}: {len(points):,} code points x 10 "
-          f"contexts, {len(differing)} differ ({time.perf_counter() - start:.0f} s)"
-          + (f": {', '.join(f'U+{c:04X}' for c in differing[:20])}" if differing else ""))
+    print(
+        f"tiktoken {tiktoken.__version__} vs tokenizers {tokenizers.__version__}: {len(points):,} code points x 10 "
+        f"contexts, {len(differing)} differ ({time.perf_counter() - start:.0f} s)"
+        + (f": {', '.join(f'U+{c:04X}' for c in differing[:20])}" if differing else "")
+    )
     sys.exit(1 if differing else 0)
 
 

@@ -14,6 +14,7 @@ more than the total. ``cpu`` is the whole process with its children (the ``--ver
 the reference's workers); ``checker+workers`` is the children's share. The run with the least
 wall time is shown. The machine is shared: compare CPU seconds, and runs made side by side.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,8 +25,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_encode import TOKENIZERS, compile_toktools, job_environment, sample_file  # noqa: E402
 from _common import workdir  # noqa: E402
+from bench_encode import TOKENIZERS, compile_toktools, job_environment, sample_file  # noqa: E402
 
 _PROFILED = r"""
 import json, resource, sys, time
@@ -114,8 +115,9 @@ print(json.dumps({"engine": name, "total": time.perf_counter() - start, "cpu": c
 
 
 def run(script: str, job: dict) -> dict:
-    completed = subprocess.run([sys.executable, "-c", script, json.dumps(job)], capture_output=True, text=True,
-                               env=job_environment())
+    completed = subprocess.run(
+        [sys.executable, "-c", script, json.dumps(job)], capture_output=True, text=True, env=job_environment()
+    )
     if completed.returncode != 0:
         sys.exit(f"profile job failed:\n{completed.stderr}")
     return json.loads(completed.stdout.strip().splitlines()[-1])
@@ -140,12 +142,16 @@ def main() -> None:
                 raws.append(run(_RAW, job))
                 runs.append(run(_PROFILED, job))
             raw, best = min(raws, key=lambda r: r["total"]), min(runs, key=lambda r: r["total"])
-            print(f"{name} {lang} {args.size} MB, engine {args.engine}→{best['engine']}, verify {args.verify} "
-                  f"(load {os.getloadavg()[0]:.1f})")
+            print(
+                f"{name} {lang} {args.size} MB, engine {args.engine}→{best['engine']}, verify {args.verify} "
+                f"(load {os.getloadavg()[0]:.1f})"
+            )
             print(f"  raw {raw['engine']}: {raw['total']:.3f} s, cpu {min(r['cpu'] for r in raws):.3f} s")
-            print(f"  toktools end to end: {best['total']:.3f} s, cpu {min(r['cpu'] for r in runs):.3f} s "
-                  f"(checker+workers {best['checker+workers']:.3f} s) → {raw['total'] / best['total']:.2f}x wall, "
-                  f"{min(r['cpu'] for r in raws) / min(r['cpu'] for r in runs):.2f}x cpu")
+            print(
+                f"  toktools end to end: {best['total']:.3f} s, cpu {min(r['cpu'] for r in runs):.3f} s "
+                f"(checker+workers {best['checker+workers']:.3f} s) → {raw['total'] / best['total']:.2f}x wall, "
+                f"{min(r['cpu'] for r in raws) / min(r['cpu'] for r in runs):.2f}x cpu"
+            )
             for phase, seconds in best["phases"].items():
                 print(f"    {phase:<38}{seconds:>7.3f} s")
 

@@ -15,6 +15,7 @@ separator must then give exactly one result per code point (checked), and a rand
 
 Usage:  python scripts/gen_bert_tables.py [--output toktools/tables/bert.py]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -104,8 +105,14 @@ def scan_normalizer() -> dict[str, object]:
     decomp = {c: nfd[c] for c in cps if nfd[c] != chr(c) and not HANGUL_FIRST <= c <= HANGUL_LAST}
     lowercase = {c: lower[c] for c in cps if lower[c] != chr(c)}
     return {
-        "removed": removed, "to_space": to_space, "cjk": cjk, "stable": stable, "mn": mn,
-        "decomp": decomp, "lowercase": lowercase, "_single": (clean, chinese, strip, lower, nfd),
+        "removed": removed,
+        "to_space": to_space,
+        "cjk": cjk,
+        "stable": stable,
+        "mn": mn,
+        "decomp": decomp,
+        "lowercase": lowercase,
+        "_single": (clean, chinese, strip, lower, nfd),
     }
 
 
@@ -140,8 +147,10 @@ def scan_ccc(stable: set[int]) -> list[tuple[int, int, int]]:
     py = {c: unicodedata.combining(chr(c)) for c in marks}
     bad = [(hex(a), hex(b)) for (a, b), gt in greater.items() if gt != (py[a] > py[b])]
     if bad or any(v == 0 for v in py.values()):
-        raise SystemExit(f"HF combining classes disagree with unicodedata {unicodedata.unidata_version}: "
-                         f"{bad[:10]}; run this script on a Python whose Unicode is at least HF's")
+        raise SystemExit(
+            f"HF combining classes disagree with unicodedata {unicodedata.unidata_version}: "
+            f"{bad[:10]}; run this script on a Python whose Unicode is at least HF's"
+        )
     out: list[tuple[int, int, int]] = []
     for c in marks:
         if out and out[-1][1] == c - 1 and out[-1][2] == py[c]:
@@ -178,10 +187,19 @@ def spot_check(norm: dict[str, object], whitespace: list[int], punct: list[int])
     rng = random.Random(20240601)
     interesting = set(norm["removed"]) | set(norm["to_space"]) | set(norm["mn"])  # type: ignore[arg-type]
     interesting |= set(norm["decomp"]) | set(norm["lowercase"]) | set(whitespace) | set(punct)  # type: ignore[arg-type]
-    sample = sorted(set(rng.sample(ALL_CODE_POINTS, 4000)) | set(rng.sample(sorted(interesting), 4000))
-                    | set(range(0x80)) | set(norm["cjk"][:50]))  # type: ignore[index]
-    fns = [bert(True, False, False, False), bert(False, True, False, False),
-           bert(False, False, True, False), bert(False, False, False, True), normalizers.NFD().normalize_str]
+    sample = sorted(
+        set(rng.sample(ALL_CODE_POINTS, 4000))
+        | set(rng.sample(sorted(interesting), 4000))
+        | set(range(0x80))
+        | set(norm["cjk"][:50])
+    )  # type: ignore[index]
+    fns = [
+        bert(True, False, False, False),
+        bert(False, True, False, False),
+        bert(False, False, True, False),
+        bert(False, False, False, True),
+        normalizers.NFD().normalize_str,
+    ]
     pre = pre_tokenizers.BertPreTokenizer().pre_tokenize_str
     ws, pu = set(whitespace), set(punct)
     for c in sample:
@@ -225,10 +243,11 @@ def fmt_map(name: str, mapping: dict[int, str], doc: str) -> str:
     return "\n".join(lines)
 
 
-def render(norm: dict[str, object], ccc: list[tuple[int, int, int]], whitespace: list[int],
-           punct: list[int]) -> str:
-    ccc_lines = ["# HF canonical combining class (> 0 only) as (first, last, class); every other char has 0.",
-                 "CCC: tuple[tuple[int, int, int], ...] = ("]
+def render(norm: dict[str, object], ccc: list[tuple[int, int, int]], whitespace: list[int], punct: list[int]) -> str:
+    ccc_lines = [
+        "# HF canonical combining class (> 0 only) as (first, last, class); every other char has 0.",
+        "CCC: tuple[tuple[int, int, int], ...] = (",
+    ]
     row = ""
     for a, b, k in ccc:
         item = f"(0x{a:04X}, 0x{b:04X}, {k}), "
@@ -251,34 +270,58 @@ def render(norm: dict[str, object], ccc: list[tuple[int, int, int]], whitespace:
         "",
         f'TOKENIZERS_VERSION = "{tokenizers.__version__}"',
         "",
-        fmt_ranges("CLEAN_REMOVED", to_ranges(norm["removed"]),  # type: ignore[arg-type]
-                   "clean_text deletes these (U+0000, U+FFFD and HF's old Cc/Cf/Co minus TAB/LF/CR)."),
+        fmt_ranges(
+            "CLEAN_REMOVED",
+            to_ranges(norm["removed"]),  # type: ignore[arg-type]
+            "clean_text deletes these (U+0000, U+FFFD and HF's old Cc/Cf/Co minus TAB/LF/CR).",
+        ),
         "",
-        fmt_ranges("CLEAN_TO_SPACE", to_ranges(norm["to_space"]),  # type: ignore[arg-type]
-                   "clean_text turns these into U+0020 (White_Space chars that were not deleted; not U+0020 itself)."),
+        fmt_ranges(
+            "CLEAN_TO_SPACE",
+            to_ranges(norm["to_space"]),  # type: ignore[arg-type]
+            "clean_text turns these into U+0020 (White_Space chars that were not deleted; not U+0020 itself).",
+        ),
         "",
-        fmt_ranges("CHINESE", to_ranges(norm["cjk"]),  # type: ignore[arg-type]
-                   "handle_chinese_chars pads these with a space on each side."),
+        fmt_ranges(
+            "CHINESE",
+            to_ranges(norm["cjk"]),  # type: ignore[arg-type]
+            "handle_chinese_chars pads these with a space on each side.",
+        ),
         "",
-        fmt_ranges("NONSPACING_MARKS", to_ranges(norm["mn"]),  # type: ignore[arg-type]
-                   "strip_accents deletes these after NFD (HF's old Mn table, restricted to NFD-stable chars)."),
+        fmt_ranges(
+            "NONSPACING_MARKS",
+            to_ranges(norm["mn"]),  # type: ignore[arg-type]
+            "strip_accents deletes these after NFD (HF's old Mn table, restricted to NFD-stable chars).",
+        ),
         "",
-        fmt_map("NFD", norm["decomp"],  # type: ignore[arg-type]
-                "HF's full canonical decomposition of every char it decomposes, except Hangul syllables."),
+        fmt_map(
+            "NFD",
+            norm["decomp"],  # type: ignore[arg-type]
+            "HF's full canonical decomposition of every char it decomposes, except Hangul syllables.",
+        ),
         "",
         "# Hangul syllables decompose algorithmically (Unicode §3.12); verified equal to HF by the generator.",
         f"HANGUL_SYLLABLES = (0x{HANGUL_FIRST:04X}, 0x{HANGUL_LAST:04X})",
         "",
         "\n".join(ccc_lines),
         "",
-        fmt_map("LOWERCASE", norm["lowercase"],  # type: ignore[arg-type]
-                "HF's per-char lowercase (Rust std, no final sigma) for every char it changes."),
+        fmt_map(
+            "LOWERCASE",
+            norm["lowercase"],  # type: ignore[arg-type]
+            "HF's per-char lowercase (Rust std, no final sigma) for every char it changes.",
+        ),
         "",
-        fmt_ranges("PRETOKENIZER_WHITESPACE", to_ranges(whitespace),
-                   "BertPreTokenizer splits on these and drops them (Rust char::is_whitespace)."),
+        fmt_ranges(
+            "PRETOKENIZER_WHITESPACE",
+            to_ranges(whitespace),
+            "BertPreTokenizer splits on these and drops them (Rust char::is_whitespace).",
+        ),
         "",
-        fmt_ranges("PRETOKENIZER_PUNCTUATION", to_ranges(punct),
-                   "BertPreTokenizer isolates these (ASCII punctuation/symbols and HF's old P* categories)."),
+        fmt_ranges(
+            "PRETOKENIZER_PUNCTUATION",
+            to_ranges(punct),
+            "BertPreTokenizer isolates these (ASCII punctuation/symbols and HF's old P* categories).",
+        ),
         "",
     ]
     return "\n".join(parts)
@@ -290,18 +333,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=default)
     args = parser.parse_args(argv)
     if tokenizers.__version__ != EXPECTED_TOKENIZERS_VERSION:
-        print(f"warning: tokenizers {tokenizers.__version__}, parity was verified with "
-              f"{EXPECTED_TOKENIZERS_VERSION}", file=sys.stderr)
+        print(
+            f"warning: tokenizers {tokenizers.__version__}, parity was verified with {EXPECTED_TOKENIZERS_VERSION}",
+            file=sys.stderr,
+        )
     norm = scan_normalizer()
     ccc = scan_ccc(norm["stable"])  # type: ignore[arg-type]
     whitespace, punct = scan_pretokenizer()
     checked = spot_check(norm, whitespace, punct)
     text = render(norm, ccc, whitespace, punct)
     args.output.write_text(text, encoding="utf-8")
-    print(f"wrote {args.output} ({len(text.encode()):,} bytes); "
-          f"{len(norm['decomp'])} decompositions, {len(norm['lowercase'])} lowercase mappings, "  # type: ignore[arg-type]
-          f"{sum(b - a + 1 for a, b, _ in ccc)} chars with ccc>0; {checked} code points re-checked one by one",
-          file=sys.stderr)
+    print(
+        f"wrote {args.output} ({len(text.encode()):,} bytes); "
+        f"{len(norm['decomp'])} decompositions, {len(norm['lowercase'])} lowercase mappings, "  # type: ignore[arg-type]
+        f"{sum(b - a + 1 for a, b, _ in ccc)} chars with ccc>0; {checked} code points re-checked one by one",
+        file=sys.stderr,
+    )
     return 0
 
 

@@ -1,5 +1,6 @@
 """SentencePiece models trained in the tests (small samples of the shared corpora), shared by the
 Unigram / Precompiled / ``.model`` tests. Needs the ``sentencepiece`` package (test extra)."""
+
 from __future__ import annotations
 
 import atexit
@@ -8,7 +9,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from conftest import read_corpus_sample
 
 #: the models the tests train: name -> SentencePieceTrainer options (on top of the defaults below)
@@ -33,9 +33,16 @@ def training_text() -> str:
 
 #: held-out text: other parts of the same corpora, plus edge cases
 EDGE_LINES = [
-    "  leading and   inner   runs of spaces  ", "\ttabs\tand\nnewlines\n", "emoji 😀🎉👩‍👩‍👧 and ∰ ⌘ ꙮ unseen",
-    "Ａ\u0301 ﬁ ① ｶﾞ ㍻ fullwidth and compatibility", "<s> </s> <unk> literal control pieces",
-    "ঘোষণা বাংলা", "中文，夹杂English和数字123。", "already▁has▁meta", "x" * 40, "-" * 37,
+    "  leading and   inner   runs of spaces  ",
+    "\ttabs\tand\nnewlines\n",
+    "emoji 😀🎉👩‍👩‍👧 and ∰ ⌘ ꙮ unseen",
+    "Ａ\u0301 ﬁ ① ｶﾞ ㍻ fullwidth and compatibility",
+    "<s> </s> <unk> literal control pieces",
+    "ঘোষণা বাংলা",
+    "中文，夹杂English和数字123。",
+    "already▁has▁meta",
+    "x" * 40,
+    "-" * 37,
 ]
 
 
@@ -58,8 +65,15 @@ def train(name: str, **options) -> Path:
     if not corpus.exists():
         corpus.write_text(training_text(), encoding="utf-8")
     prefix = _DIR / name
-    settings = dict(input=str(corpus), model_prefix=str(prefix), vocab_size=3000, model_type="unigram",
-                    character_coverage=0.995, num_threads=1, minloglevel=2)
+    settings = dict(
+        input=str(corpus),
+        model_prefix=str(prefix),
+        vocab_size=3000,
+        model_type="unigram",
+        character_coverage=0.995,
+        num_threads=1,
+        minloglevel=2,
+    )
     settings.update(options)
     spm.SentencePieceTrainer.train(**settings)
     _TRAINED[name] = prefix.with_suffix(".model")

@@ -5,6 +5,7 @@ them read ``../shared`` (next to the checkout) or the directory named by ``TOKTO
 ``TOKTOOLS_CORPORA`` overrides just the corpora folder. When they are missing the tests skip
 with a reason that says where they were looked for.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -77,8 +78,15 @@ _CHILD_RUNS: dict[tuple[str, ...], tuple[dict[str, list[str]], str]] = {}
 
 def _child_files(items: list[pytest.Item]) -> tuple[str, ...]:
     """The Dask test modules among ``items``: those whose runner test was collected."""
-    return tuple(sorted({item.path.relative_to(REPO_ROOT).as_posix() for item in items
-                         if getattr(item, "originalname", None) == CHILD_RUNNER}))
+    return tuple(
+        sorted(
+            {
+                item.path.relative_to(REPO_ROOT).as_posix()
+                for item in items
+                if getattr(item, "originalname", None) == CHILD_RUNNER
+            }
+        )
+    )
 
 
 def _start_child(files: tuple[str, ...]) -> None:
@@ -89,9 +97,15 @@ def _start_child(files: tuple[str, ...]) -> None:
     import tempfile
 
     output = tempfile.TemporaryFile("w+", encoding="utf-8")
-    process = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:logging", "-p", "no:cacheprovider",
-                                *files], env={**os.environ, DASK_CHILD_VARIABLE: "1"}, stdout=output,
-                               stderr=subprocess.STDOUT, text=True, cwd=REPO_ROOT, start_new_session=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:logging", "-p", "no:cacheprovider", *files],
+        env={**os.environ, DASK_CHILD_VARIABLE: "1"},
+        stdout=output,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=REPO_ROOT,
+        start_new_session=True,
+    )
     _CHILD_PROCESSES[files] = (process, output)
 
 
@@ -99,8 +113,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """Start the cluster tests' child run now: it then runs alongside the tests before the first
     runner test (the parent mostly keeps one core busy), which only waits for its outcomes."""
     files = _child_files(session.items)
-    if files and not IN_DASK_CHILD and not session.config.option.collectonly \
-            and os.environ.get("TOKTOOLS_DASK_CHILD_LATE") != "1":
+    if (
+        files
+        and not IN_DASK_CHILD
+        and not session.config.option.collectonly
+        and os.environ.get("TOKTOOLS_DASK_CHILD_LATE") != "1"
+    ):
         _start_child(files)
 
 

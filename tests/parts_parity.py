@@ -2,14 +2,15 @@
 loaded by toktools from its ``tokenizer.json``, then both must agree on real text (ids, tokens,
 offsets, type ids, masks, decode — single sequences and pairs), the JSON nodes must be equal,
 and what toktools writes back must load in ``tokenizers`` to the same behaviour."""
+
 from __future__ import annotations
 
 import json
-from functools import lru_cache
-
-from tokenizers import Tokenizer as HFTokenizer
+from functools import cache
 
 from conftest import read_corpus_sample
+from tokenizers import Tokenizer as HFTokenizer
+
 from toktools.io.formats import from_tokenizer_json
 from toktools.tokenizer import Tokenizer
 
@@ -18,13 +19,26 @@ PART_KEYS = ("normalizer", "pre_tokenizer", "model", "post_processor", "decoder"
 
 #: A few lines chosen to hit edges: leading spaces and newlines, accents, CJK, emoji, controls.
 EDGE_LINES = [
-    "", " ", "Hello, world!", "  two  spaces", "\nfoo", "\tTab and\r\nCRLF", "naïve café — déjà vu",
-    "Straße İstanbul ǅ", "我爱北京天安门。", "混合 text 和 中文123", "emoji 🤗👍🏽 done", "don't you're I'm",
-    "x\u0301y\u0300", "\u200bzero\u200dwidth", "a" * 120, "12345 67.89",
+    "",
+    " ",
+    "Hello, world!",
+    "  two  spaces",
+    "\nfoo",
+    "\tTab and\r\nCRLF",
+    "naïve café — déjà vu",
+    "Straße İstanbul ǅ",
+    "我爱北京天安门。",
+    "混合 text 和 中文123",
+    "emoji 🤗👍🏽 done",
+    "don't you're I'm",
+    "x\u0301y\u0300",
+    "\u200bzero\u200dwidth",
+    "a" * 120,
+    "12345 67.89",
 ]
 
 
-@lru_cache(maxsize=None)
+@cache
 def sample_lines(name: str, max_bytes: int = 30_000) -> tuple[str, ...]:
     return tuple(line for line in read_corpus_sample(name, max_bytes).split("\n") if line.strip())
 
@@ -41,8 +55,9 @@ def load_in_toktools(hf: HFTokenizer) -> Tokenizer:
     return from_tokenizer_json(json.loads(hf.to_str()))
 
 
-def assert_same_encodings(ours: Tokenizer, theirs: HFTokenizer, lines: list[str], pairs: bool = True,
-                          memo: dict | None = None) -> None:
+def assert_same_encodings(
+    ours: Tokenizer, theirs: HFTokenizer, lines: list[str], pairs: bool = True, memo: dict | None = None
+) -> None:
     """Every field of every encoding equal (singles, then consecutive lines as pairs), and decode.
 
     ``memo`` keeps ``ours``' answers for a later check of the same tokenizer on the same lines
@@ -65,8 +80,9 @@ def assert_same_encodings(ours: Tokenizer, theirs: HFTokenizer, lines: list[str]
             key = ("decode", tuple(ids), skip)
             if key not in memo:
                 memo[key] = ours.decode(ids, skip_special_tokens=skip)
-            assert memo[key] == theirs.decode(ids, skip_special_tokens=skip), \
+            assert memo[key] == theirs.decode(ids, skip_special_tokens=skip), (
                 f"decode differs for {line!r} (skip_special_tokens={skip})"
+            )
 
 
 def _our_encodings(ours: Tokenizer, batch: list, memo: dict) -> list:
@@ -82,7 +98,9 @@ def assert_same_json(ours: Tokenizer, theirs: HFTokenizer) -> None:
     """Each part's node equal to the one ``tokenizers`` wrote."""
     mine, reference = ours.to_tokenizer_json(), json.loads(theirs.to_str())
     for key in PART_KEYS:
-        assert mine[key] == reference[key], f"{key} node differs:\n  toktools:   {mine[key]}\n  tokenizers: {reference[key]}"
+        assert mine[key] == reference[key], (
+            f"{key} node differs:\n  toktools:   {mine[key]}\n  tokenizers: {reference[key]}"
+        )
 
 
 def assert_round_trip(ours: Tokenizer, lines: list[str], memo: dict | None = None) -> None:

@@ -6,6 +6,7 @@ toktools, compared as text, pieces and offsets in the original text.
 only ``[UNK]``) keeps each one as a token: the offsets of token *i* are then the original span of
 normalised char *i* — what toktools keeps in ``Piece.spans``.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,13 +21,13 @@ EDGE_CASES = [
     "   ",
     "\t\n \r\n",
     "Hello, world! It's 12:30 — isn't it?",
-    "e\u0301 a\u0308\u0301 \u1e69 \u0f73\u0f74 \u0344 x\u0345\u0334",   # combining marks, reordering
+    "e\u0301 a\u0308\u0301 \u1e69 \u0f73\u0f74 \u0344 x\u0345\u0334",  # combining marks, reordering
     "\ufb01le \ufb03 \u2460 \u00bd \u32ff \u3392 \uff21\uff42\uff43 \u2126",  # ligatures, compat
-    "\U0001F468\u200d\U0001F469\u200d\U0001F467 \U0001F44D\U0001F3FD \u2764\ufe0f",  # ZWJ, skin tone
-    "\ud55c\uad6d\uc5b4 \u1100\u1161\u11a8 \u1100\u1161 \uac00\u11a8",   # Hangul, jamo
+    "\U0001f468\u200d\U0001f469\u200d\U0001f467 \U0001f44d\U0001f3fd \u2764\ufe0f",  # ZWJ, skin tone
+    "\ud55c\uad6d\uc5b4 \u1100\u1161\u11a8 \u1100\u1161 \uac00\u11a8",  # Hangul, jamo
     "\u0661\u0662\u0663 \u0967\u0968 \uff11\uff12 \u2167 12345 3.14",  # digits in scripts
     "line one\r\nline two\r\n\r\n  indented\n",
-    "\u0130stanbul \u03a3\u039f\u03a6\u039f\u03a3 STRASSE \u1e9e \u00df",   # casing
+    "\u0130stanbul \u03a3\u039f\u03a6\u039f\u03a3 STRASSE \u1e9e \u00df",  # casing
     "\u4f60\u597d\uff0c\u4e16\u754c\uff01\u3002 \u300c\u5f15\u7528\u300d",
     "\u0646\u0635 \u0639\u0631\u0628\u064a\u064f  \u05e9\u05dc\u05d5\u05dd",
     "\x00\x01 \u00a0\u2003\u3000\u2028\u0085 tab\tend",
@@ -85,5 +86,5 @@ def first_difference(a: list, b: list) -> str:
     """A readable pointer to where two lists part (for assertion messages)."""
     for i, (x, y) in enumerate(zip(a, b)):
         if x != y:
-            return f"at {i}: tokenizers {a[max(0, i - 2):i + 3]!r} vs toktools {b[max(0, i - 2):i + 3]!r}"
+            return f"at {i}: tokenizers {a[max(0, i - 2) : i + 3]!r} vs toktools {b[max(0, i - 2) : i + 3]!r}"
     return f"lengths {len(a)} vs {len(b)}"

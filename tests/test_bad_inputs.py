@@ -9,6 +9,7 @@ Each case runs one command in a sandbox (inputs, existing outputs, a private TMP
 Conflicting options are click usage errors (exit 2, click's ``Error:`` line), found before any
 work. Tokenizers are trained on the project's own fixture, so nothing needs ``../shared``.
 """
+
 from __future__ import annotations
 
 import functools
@@ -22,8 +23,8 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 from click.testing import CliRunner
@@ -117,13 +118,20 @@ def sandbox(tmp_path: Path, trained: Path, monkeypatch: pytest.MonkeyPatch):
     (inputs / "bad-utf8.txt").write_bytes(BAD_UTF8)
     (inputs / "bad-utf8.txt.gz").write_bytes(gzip.compress(BAD_UTF8))
     (inputs / "bad-utf8.jsonl").write_bytes(b'{"text": "fine words here"}\n{"text": "more \xff words"}\n')
-    (inputs / "bad-utf8.counts").write_bytes(b'#toktools-counts v1\n#{"kind": "bytebpe", "settings": {}}\nab\t2\nc\xffd\t3\n')
+    (inputs / "bad-utf8.counts").write_bytes(
+        b'#toktools-counts v1\n#{"kind": "bytebpe", "settings": {}}\nab\t2\nc\xffd\t3\n'
+    )
     (inputs / "nested.counts").write_text("#toktools-counts v1\n#" + "[" * 200_000 + "\nword\t1\n", encoding="utf-8")
     (inputs / "nested.jsonl").write_text('{"text": "fine"}\n' + "[" * 200_000 + "\n", encoding="utf-8")
     shutil.copytree(trained / "bpe", inputs / "bpe")
     shutil.copytree(trained / "wp", inputs / "wp")
-    _tokenizer_json(inputs, "maxlen-abc", lambda d: d.update(truncation={"max_length": "abc", "strategy": "LongestFirst",
-                                                                         "stride": 0, "direction": "Right"}))
+    _tokenizer_json(
+        inputs,
+        "maxlen-abc",
+        lambda d: d.update(
+            truncation={"max_length": "abc", "strategy": "LongestFirst", "stride": 0, "direction": "Right"}
+        ),
+    )
     _tokenizer_json(inputs, "maxchars-x", lambda d: d["model"].update(max_input_chars_per_word="x"))
     _tokenizer_json(inputs, "string-id", lambda d: d["model"]["vocab"].update({"[UNK]": "x"}))
     _tokenizer_json(inputs, "added-id-negative", lambda d: d["added_tokens"][0].update(id=-1))
@@ -188,32 +196,108 @@ def _run(places: dict, args: list[str], input: str | bytes | None = None):
 TOK = "{in}/bpe"
 ONE_LINE_CASES = [
     # train: outputs checked before any training
-    ("train-output-below-a-file", ["train", "bytebpe", "{corpus}", "-o", "{corpus}/sub", "--vocab-size", "300"], "is a file, not a directory"),
-    ("train-output-unwritable", ["train", "bytebpe", "{corpus}", "-o", "{locked}/model", "--vocab-size", "300"], "cannot write into"),
-    ("train-existing-output", ["train", "bytebpe", "{corpus}", "-o", "{out}/model", "--vocab-size", "300"], "use --force"),
-    ("train-output-is-the-input", ["train", "bytebpe", "{out}/model/merges.txt", "-o", "{out}/model", "--vocab-size", "300", "--force"], "over the input"),
-    ("train-transformers-config-exists", ["train", "wordpiece", "{corpus}", "-o", "{out}/configured", "--vocab-size", "200", "--transformers-config"], "tokenizer_config.json"),
-    ("train-not-gzip", ["train", "bytebpe", "{in}/notgzip.txt.gz", "-o", "{out}/new", "--vocab-size", "300"], "notgzip.txt.gz"),
-    ("train-truncated-gzip", ["train", "bytebpe", "{in}/truncated.txt.gz", "-o", "{out}/new", "--vocab-size", "300"], "truncated.txt.gz"),
-    ("train-fast-truncated-xz", ["train", "bytebpe", "{in}/truncated.txt.xz", "-o", "{out}/new", "--vocab-size", "300", "--backend", "fast"], "truncated.txt.xz"),
-    ("train-counts-header-nested-200000-deep", ["train", "bytebpe", "--from-counts", "{in}/nested.counts", "-o", "{out}/new"], "corrupt counts header"),
+    (
+        "train-output-below-a-file",
+        ["train", "bytebpe", "{corpus}", "-o", "{corpus}/sub", "--vocab-size", "300"],
+        "is a file, not a directory",
+    ),
+    (
+        "train-output-unwritable",
+        ["train", "bytebpe", "{corpus}", "-o", "{locked}/model", "--vocab-size", "300"],
+        "cannot write into",
+    ),
+    (
+        "train-existing-output",
+        ["train", "bytebpe", "{corpus}", "-o", "{out}/model", "--vocab-size", "300"],
+        "use --force",
+    ),
+    (
+        "train-output-is-the-input",
+        ["train", "bytebpe", "{out}/model/merges.txt", "-o", "{out}/model", "--vocab-size", "300", "--force"],
+        "over the input",
+    ),
+    (
+        "train-transformers-config-exists",
+        ["train", "wordpiece", "{corpus}", "-o", "{out}/configured", "--vocab-size", "200", "--transformers-config"],
+        "tokenizer_config.json",
+    ),
+    (
+        "train-not-gzip",
+        ["train", "bytebpe", "{in}/notgzip.txt.gz", "-o", "{out}/new", "--vocab-size", "300"],
+        "notgzip.txt.gz",
+    ),
+    (
+        "train-truncated-gzip",
+        ["train", "bytebpe", "{in}/truncated.txt.gz", "-o", "{out}/new", "--vocab-size", "300"],
+        "truncated.txt.gz",
+    ),
+    (
+        "train-fast-truncated-xz",
+        ["train", "bytebpe", "{in}/truncated.txt.xz", "-o", "{out}/new", "--vocab-size", "300", "--backend", "fast"],
+        "truncated.txt.xz",
+    ),
+    (
+        "train-counts-header-nested-200000-deep",
+        ["train", "bytebpe", "--from-counts", "{in}/nested.counts", "-o", "{out}/new"],
+        "corrupt counts header",
+    ),
     # count
-    ("count-json-line-nested-200000-deep", ["count", "{in}/nested.jsonl", "--model", "bytebpe", "--field", "text", "-o", "{out}/new.tsv"], "line 2"),
-    ("count-output-is-the-input", ["count", "{corpus}", "--model", "bytebpe", "-o", "{corpus}", "--force"], "over the input"),
+    (
+        "count-json-line-nested-200000-deep",
+        ["count", "{in}/nested.jsonl", "--model", "bytebpe", "--field", "text", "-o", "{out}/new.tsv"],
+        "line 2",
+    ),
+    (
+        "count-output-is-the-input",
+        ["count", "{corpus}", "--model", "bytebpe", "-o", "{corpus}", "--force"],
+        "over the input",
+    ),
     ("count-existing-output", ["count", "{corpus}", "--model", "bytebpe", "-o", "{out}/counts.tsv"], "use --force"),
-    ("count-output-below-a-file", ["count", "{corpus}", "--model", "bytebpe", "-o", "{corpus}/counts.tsv"], "is a file, not a directory"),
-    ("count-output-unwritable", ["count", "{corpus}", "--model", "bytebpe", "-o", "{locked}/counts.tsv"], "cannot write into"),
-    ("count-output-directory-missing", ["count", "{corpus}", "--model", "bytebpe", "-o", "{out}/nowhere/counts.tsv"], "does not exist"),
+    (
+        "count-output-below-a-file",
+        ["count", "{corpus}", "--model", "bytebpe", "-o", "{corpus}/counts.tsv"],
+        "is a file, not a directory",
+    ),
+    (
+        "count-output-unwritable",
+        ["count", "{corpus}", "--model", "bytebpe", "-o", "{locked}/counts.tsv"],
+        "cannot write into",
+    ),
+    (
+        "count-output-directory-missing",
+        ["count", "{corpus}", "--model", "bytebpe", "-o", "{out}/nowhere/counts.tsv"],
+        "does not exist",
+    ),
     # encode: outputs
     ("encode-output-is-the-input", ["encode", "-t", TOK, "{corpus}", "-o", "{corpus}"], "over the input"),
-    ("encode-output-is-the-input-forced", ["encode", "-t", TOK, "{corpus}", "-o", "{corpus}", "--force"], "over the input"),
-    ("encode-output-is-the-tokenizer", ["encode", "-t", TOK, "{corpus}", "-o", "{in}/bpe/vocab.json", "--force"], "over the input"),
+    (
+        "encode-output-is-the-input-forced",
+        ["encode", "-t", TOK, "{corpus}", "-o", "{corpus}", "--force"],
+        "over the input",
+    ),
+    (
+        "encode-output-is-the-tokenizer",
+        ["encode", "-t", TOK, "{corpus}", "-o", "{in}/bpe/vocab.json", "--force"],
+        "over the input",
+    ),
     ("encode-existing-output", ["encode", "-t", TOK, "{corpus}", "-o", "{out}/ids.txt"], "use --force"),
-    ("encode-output-below-a-file", ["encode", "-t", TOK, "{corpus}", "-o", "{corpus}/ids.txt"], "is a file, not a directory"),
-    ("encode-output-unwritable", ["encode", "-t", TOK, "{corpus}", "--format", "npy", "-o", "{locked}/ids.npy"], "cannot write into"),
+    (
+        "encode-output-below-a-file",
+        ["encode", "-t", TOK, "{corpus}", "-o", "{corpus}/ids.txt"],
+        "is a file, not a directory",
+    ),
+    (
+        "encode-output-unwritable",
+        ["encode", "-t", TOK, "{corpus}", "--format", "npy", "-o", "{locked}/ids.npy"],
+        "cannot write into",
+    ),
     # encode: corrupt inputs
     ("encode-not-gzip", ["encode", "-t", TOK, "{in}/notgzip.txt.gz"], "notgzip.txt.gz"),
-    ("encode-truncated-gzip", ["encode", "-t", TOK, "{in}/truncated.txt.gz", "-o", "{out}/new.npy", "--format", "npy"], "truncated.txt.gz"),
+    (
+        "encode-truncated-gzip",
+        ["encode", "-t", TOK, "{in}/truncated.txt.gz", "-o", "{out}/new.npy", "--format", "npy"],
+        "truncated.txt.gz",
+    ),
     ("encode-truncated-xz", ["encode", "-t", TOK, "{in}/truncated.txt.xz"], "truncated.txt.xz"),
     # corrupt tokenizers: refused at load time, naming the field
     ("encode-truncation-max-length-abc", ["encode", "-t", "{in}/maxlen-abc", "{corpus}"], "truncation.max_length"),
@@ -222,19 +306,47 @@ ONE_LINE_CASES = [
     ("encode-string-id-in-tokenizer-json", ["encode", "-t", "{in}/string-id", "{corpus}"], "[UNK]"),
     ("encode-negative-added-token-id", ["encode", "-t", "{in}/added-id-negative", "{corpus}"], "added_tokens[0].id"),
     ("encode-negative-id-in-vocab-json", ["encode", "-t", "{in}/vocab-negative", "{corpus}"], "-5"),
-    ("encode-string-id-in-vocab-json", ["encode", "-t", "{in}/vocab-string", "{corpus}", "--format", "npy", "-o", "{out}/x.npy"], "str"),
+    (
+        "encode-string-id-in-vocab-json",
+        ["encode", "-t", "{in}/vocab-string", "{corpus}", "--format", "npy", "-o", "{out}/x.npy"],
+        "str",
+    ),
     ("encode-float-id-in-vocab-json", ["encode", "-t", "{in}/vocab-float", "{corpus}"], "float"),
     ("encode-id-beyond-u32-in-vocab-json", ["encode", "-t", "{in}/vocab-beyond-u32", "{corpus}"], "4294967296"),
     # decode
     ("decode-not-ids", ["decode", "-t", TOK, "{in}/ids.txt"], "integer ids"),
     ("decode-corrupt-tokenizer", ["decode", "-t", "{in}/nested", "{in}/ids.txt"], "nested too deeply"),
     # convert
-    ("convert-output-is-the-input", ["convert", TOK, "--to", "vocab.json+merges.txt", "-o", TOK, "--force"], "over the input"),
-    ("convert-existing-output", ["convert", TOK, "--to", "vocab.json+merges.txt", "-o", "{out}/converted"], "use --force"),
-    ("convert-output-below-a-file", ["convert", TOK, "--to", "tokenizer.json", "-o", "{corpus}/json"], "is a file, not a directory"),
-    ("convert-output-unwritable", ["convert", TOK, "--to", "tokenizer.json", "-o", "{locked}/json"], "cannot write into"),
-    ("convert-over-a-directory", ["convert", TOK, "--to", "tokenizer.json", "-o", "{out}/blocked", "--force"], "is a directory"),
-    ("convert-corrupt-tokenizer", ["convert", "{in}/maxchars-x", "--to", "tokenizer.json", "-o", "{out}/json"], "max_input_chars_per_word"),
+    (
+        "convert-output-is-the-input",
+        ["convert", TOK, "--to", "vocab.json+merges.txt", "-o", TOK, "--force"],
+        "over the input",
+    ),
+    (
+        "convert-existing-output",
+        ["convert", TOK, "--to", "vocab.json+merges.txt", "-o", "{out}/converted"],
+        "use --force",
+    ),
+    (
+        "convert-output-below-a-file",
+        ["convert", TOK, "--to", "tokenizer.json", "-o", "{corpus}/json"],
+        "is a file, not a directory",
+    ),
+    (
+        "convert-output-unwritable",
+        ["convert", TOK, "--to", "tokenizer.json", "-o", "{locked}/json"],
+        "cannot write into",
+    ),
+    (
+        "convert-over-a-directory",
+        ["convert", TOK, "--to", "tokenizer.json", "-o", "{out}/blocked", "--force"],
+        "is a directory",
+    ),
+    (
+        "convert-corrupt-tokenizer",
+        ["convert", "{in}/maxchars-x", "--to", "tokenizer.json", "-o", "{out}/json"],
+        "max_input_chars_per_word",
+    ),
     # inspect
     ("inspect-corpus-not-gzip", ["inspect", TOK, "--corpus", "{in}/notgzip.txt.gz"], "notgzip.txt.gz"),
     ("inspect-corpus-truncated-xz", ["inspect", TOK, "--corpus", "{in}/truncated.txt.xz"], "truncated.txt.xz"),
@@ -243,49 +355,160 @@ ONE_LINE_CASES = [
     ("compare-corrupt-tokenizer", ["compare", "{in}/vocab-negative", TOK, "some text"], "-5"),
     ("compare-nested-json", ["compare", "{in}/nested", TOK, "some text"], "nested too deeply"),
     # parity --keep
-    ("parity-keep-existing", ["parity", "bytebpe", "{corpus}", "--vocab-size", "300", "--keep", "{out}/keep"], "use --force"),
-    ("parity-keep-symlink", ["parity", "bytebpe", "{corpus}", "--vocab-size", "300", "--keep", "{out}/keep-link"], "use --force"),
-    ("parity-keep-below-a-file", ["parity", "bytebpe", "{corpus}", "--vocab-size", "300", "--keep", "{corpus}/keep"], "is a file, not a directory"),
-    ("parity-keep-unwritable", ["parity", "bytebpe", "{corpus}", "--vocab-size", "300", "--keep", "{locked}/keep"], "cannot write into"),
-    ("parity-keep-is-the-input", ["parity", "bytebpe", "{out}/keep/reference", "--vocab-size", "300", "--keep", "{out}/keep", "--force"], "over the input"),
-    ("parity-truncated-gzip", ["parity", "bytebpe", "{in}/truncated.txt.gz", "--vocab-size", "300"], "truncated.txt.gz"),
+    (
+        "parity-keep-existing",
+        ["parity", "bytebpe", "{corpus}", "--vocab-size", "300", "--keep", "{out}/keep"],
+        "use --force",
+    ),
+    (
+        "parity-keep-symlink",
+        ["parity", "bytebpe", "{corpus}", "--vocab-size", "300", "--keep", "{out}/keep-link"],
+        "use --force",
+    ),
+    (
+        "parity-keep-below-a-file",
+        ["parity", "bytebpe", "{corpus}", "--vocab-size", "300", "--keep", "{corpus}/keep"],
+        "is a file, not a directory",
+    ),
+    (
+        "parity-keep-unwritable",
+        ["parity", "bytebpe", "{corpus}", "--vocab-size", "300", "--keep", "{locked}/keep"],
+        "cannot write into",
+    ),
+    (
+        "parity-keep-is-the-input",
+        ["parity", "bytebpe", "{out}/keep/reference", "--vocab-size", "300", "--keep", "{out}/keep", "--force"],
+        "over the input",
+    ),
+    (
+        "parity-truncated-gzip",
+        ["parity", "bytebpe", "{in}/truncated.txt.gz", "--vocab-size", "300"],
+        "truncated.txt.gz",
+    ),
     # damaged or truncated compressed corpora in every reader
-    *[(f"{name}-{problem}", [*args[:1], *[a.replace("CORPUS", f"{{in}}/{problem}.txt.{ext}") for a in args[1:]]], f"{problem}.txt.{ext}")
-      for problem, ext in (("damaged", "gz"), ("truncated", "xz"))
-      for name, args in (("encode", ["encode", "-t", TOK, "CORPUS"]),
-                         ("encode-npy", ["encode", "-t", TOK, "CORPUS", "--format", "npy", "-o", "{out}/new.npy"]),
-                         ("inspect-corpus", ["inspect", TOK, "--corpus", "CORPUS"]),
-                         ("count", ["count", "CORPUS", "--model", "bytebpe", "-o", "{out}/new.tsv"]),
-                         ("train", ["train", "wordpiece", "CORPUS", "-o", "{out}/new", "--vocab-size", "200"]),
-                         ("compare", ["compare", TOK, "{in}/wp", "--corpus", "CORPUS"]),
-                         ("pretrain", ["pretrain-data", "CORPUS", "-t", "{in}/wp", "-o", "{out}/new.parquet"]))],
+    *[
+        (
+            f"{name}-{problem}",
+            [*args[:1], *[a.replace("CORPUS", f"{{in}}/{problem}.txt.{ext}") for a in args[1:]]],
+            f"{problem}.txt.{ext}",
+        )
+        for problem, ext in (("damaged", "gz"), ("truncated", "xz"))
+        for name, args in (
+            ("encode", ["encode", "-t", TOK, "CORPUS"]),
+            ("encode-npy", ["encode", "-t", TOK, "CORPUS", "--format", "npy", "-o", "{out}/new.npy"]),
+            ("inspect-corpus", ["inspect", TOK, "--corpus", "CORPUS"]),
+            ("count", ["count", "CORPUS", "--model", "bytebpe", "-o", "{out}/new.tsv"]),
+            ("train", ["train", "wordpiece", "CORPUS", "-o", "{out}/new", "--vocab-size", "200"]),
+            ("compare", ["compare", TOK, "{in}/wp", "--corpus", "CORPUS"]),
+            ("pretrain", ["pretrain-data", "CORPUS", "-t", "{in}/wp", "-o", "{out}/new.parquet"]),
+        )
+    ],
     # invalid UTF-8: every command names the file and the line
     ("encode-utf8", ["encode", "-t", TOK, "{in}/bad-utf8.txt"], "bad-utf8.txt, line 5"),
-    ("encode-utf8-to-a-file", ["encode", "-t", TOK, "{in}/bad-utf8.txt", "-o", "{out}/new-ids.txt", "--workers", "2"], "bad-utf8.txt, line 5"),
-    ("encode-utf8-gzip", ["encode", "-t", TOK, "{in}/bad-utf8.txt.gz", "--format", "npy", "-o", "{out}/new.npy"], "bad-utf8.txt.gz, line 5"),
-    *[(f"encode-utf8-{engine}-{document}",
-       ["encode", "-t", TOK, "{in}/bad-utf8.txt", "--format", "npy", "-o", "{out}/new.npy", "--engine", engine, "--document", document],
-       "bad-utf8.txt, line 5")
-      for engine in ("auto", "reference", "tokenizers", "tiktoken") for document in ("line", "blank-line", "file")],
-    *[(f"encode-utf8-{engine}-jsonl",
-       ["encode", "-t", TOK, "{in}/bad-utf8.jsonl", "--format", "megatron", "-o", "{out}/new", "--engine", engine,
-        "--document", "jsonl", "--no-append-eos"], "bad-utf8.jsonl, line 2")
-      for engine in ("auto", "reference", "tokenizers", "tiktoken")],
+    (
+        "encode-utf8-to-a-file",
+        ["encode", "-t", TOK, "{in}/bad-utf8.txt", "-o", "{out}/new-ids.txt", "--workers", "2"],
+        "bad-utf8.txt, line 5",
+    ),
+    (
+        "encode-utf8-gzip",
+        ["encode", "-t", TOK, "{in}/bad-utf8.txt.gz", "--format", "npy", "-o", "{out}/new.npy"],
+        "bad-utf8.txt.gz, line 5",
+    ),
+    *[
+        (
+            f"encode-utf8-{engine}-{document}",
+            [
+                "encode",
+                "-t",
+                TOK,
+                "{in}/bad-utf8.txt",
+                "--format",
+                "npy",
+                "-o",
+                "{out}/new.npy",
+                "--engine",
+                engine,
+                "--document",
+                document,
+            ],
+            "bad-utf8.txt, line 5",
+        )
+        for engine in ("auto", "reference", "tokenizers", "tiktoken")
+        for document in ("line", "blank-line", "file")
+    ],
+    *[
+        (
+            f"encode-utf8-{engine}-jsonl",
+            [
+                "encode",
+                "-t",
+                TOK,
+                "{in}/bad-utf8.jsonl",
+                "--format",
+                "megatron",
+                "-o",
+                "{out}/new",
+                "--engine",
+                engine,
+                "--document",
+                "jsonl",
+                "--no-append-eos",
+            ],
+            "bad-utf8.jsonl, line 2",
+        )
+        for engine in ("auto", "reference", "tokenizers", "tiktoken")
+    ],
     ("inspect-corpus-utf8", ["inspect", TOK, "--corpus", "{in}/bad-utf8.txt"], "bad-utf8.txt, line 5"),
     ("inspect-corpus-utf8-gzip", ["inspect", TOK, "--corpus", "{in}/bad-utf8.txt.gz"], "bad-utf8.txt.gz, line 5"),
     ("count-utf8", ["count", "{in}/bad-utf8.txt", "--model", "bytebpe", "-o", "{out}/new.tsv"], "bad-utf8.txt, line 5"),
-    ("count-utf8-jsonl", ["count", "{in}/bad-utf8.jsonl", "--model", "wordpiece", "--field", "text", "-o", "{out}/new.tsv"], "bad-utf8.jsonl, line 2"),
-    ("train-utf8", ["train", "bytebpe", "{in}/bad-utf8.txt", "-o", "{out}/new", "--vocab-size", "300"], "bad-utf8.txt, line 5"),
-    ("train-utf8-gzip", ["train", "wordpiece", "{in}/bad-utf8.txt.gz", "-o", "{out}/new", "--vocab-size", "200"], "bad-utf8.txt.gz, line 5"),
-    ("train-fast-utf8", ["train", "bytebpe", "{in}/bad-utf8.txt", "-o", "{out}/new", "--vocab-size", "300", "--backend", "fast"], "bad-utf8.txt, line 5"),
-    ("train-utf8-jsonl", ["train", "bytebpe", "{in}/bad-utf8.jsonl", "--field", "text", "-o", "{out}/new", "--vocab-size", "300"], "bad-utf8.jsonl, line 2"),
-    ("train-utf8-counts", ["train", "bytebpe", "--from-counts", "{in}/bad-utf8.counts", "-o", "{out}/new"], "bad-utf8.counts, line 4"),
+    (
+        "count-utf8-jsonl",
+        ["count", "{in}/bad-utf8.jsonl", "--model", "wordpiece", "--field", "text", "-o", "{out}/new.tsv"],
+        "bad-utf8.jsonl, line 2",
+    ),
+    (
+        "train-utf8",
+        ["train", "bytebpe", "{in}/bad-utf8.txt", "-o", "{out}/new", "--vocab-size", "300"],
+        "bad-utf8.txt, line 5",
+    ),
+    (
+        "train-utf8-gzip",
+        ["train", "wordpiece", "{in}/bad-utf8.txt.gz", "-o", "{out}/new", "--vocab-size", "200"],
+        "bad-utf8.txt.gz, line 5",
+    ),
+    (
+        "train-fast-utf8",
+        ["train", "bytebpe", "{in}/bad-utf8.txt", "-o", "{out}/new", "--vocab-size", "300", "--backend", "fast"],
+        "bad-utf8.txt, line 5",
+    ),
+    (
+        "train-utf8-jsonl",
+        ["train", "bytebpe", "{in}/bad-utf8.jsonl", "--field", "text", "-o", "{out}/new", "--vocab-size", "300"],
+        "bad-utf8.jsonl, line 2",
+    ),
+    (
+        "train-utf8-counts",
+        ["train", "bytebpe", "--from-counts", "{in}/bad-utf8.counts", "-o", "{out}/new"],
+        "bad-utf8.counts, line 4",
+    ),
     ("compare-file-utf8", ["compare", TOK, "{in}/wp", "--file", "{in}/bad-utf8.txt"], "bad-utf8.txt, line 5"),
-    ("compare-corpus-utf8-jsonl", ["compare", TOK, "{in}/wp", "--corpus", "{in}/bad-utf8.jsonl", "--field", "text"], "bad-utf8.jsonl, line 2"),
+    (
+        "compare-corpus-utf8-jsonl",
+        ["compare", TOK, "{in}/wp", "--corpus", "{in}/bad-utf8.jsonl", "--field", "text"],
+        "bad-utf8.jsonl, line 2",
+    ),
     ("compare-text-argument-utf8", ["compare", TOK, "{in}/wp", "caf\udce9 au lait"], "byte 0xE9"),
-    ("pretrain-utf8", ["pretrain-data", "{in}/bad-utf8.txt", "-t", "{in}/wp", "-o", "{out}/new.parquet"], "bad-utf8.txt, line 5"),
-    ("pretrain-utf8-jsonl", ["pretrain-data", "{in}/bad-utf8.jsonl", "--field", "text", "-t", "{in}/wp", "-o", "{out}/new.parquet"],
-     "bad-utf8.jsonl, line 2"),
+    (
+        "pretrain-utf8",
+        ["pretrain-data", "{in}/bad-utf8.txt", "-t", "{in}/wp", "-o", "{out}/new.parquet"],
+        "bad-utf8.txt, line 5",
+    ),
+    (
+        "pretrain-utf8-jsonl",
+        ["pretrain-data", "{in}/bad-utf8.jsonl", "--field", "text", "-t", "{in}/wp", "-o", "{out}/new.parquet"],
+        "bad-utf8.jsonl, line 2",
+    ),
     ("parity-utf8", ["parity", "bytebpe", "{in}/bad-utf8.txt", "--vocab-size", "300"], "bad-utf8.txt, line 5"),
 ]
 
@@ -298,7 +521,9 @@ STDIN_CASES = [
 ]
 
 
-@pytest.mark.parametrize("args, fragment", [case[1:] for case in ONE_LINE_CASES], ids=[case[0] for case in ONE_LINE_CASES])
+@pytest.mark.parametrize(
+    "args, fragment", [case[1:] for case in ONE_LINE_CASES], ids=[case[0] for case in ONE_LINE_CASES]
+)
 def test_bad_input_is_one_line_and_changes_nothing(sandbox, args: list[str], fragment: str) -> None:
     _assert_one_line_and_nothing_changed(sandbox, args, fragment)
 
@@ -324,18 +549,50 @@ def _assert_one_line_and_nothing_changed(sandbox, args: list[str], fragment: str
 
 
 USAGE_CASES = [
-    ("train-counts-and-corpus", ["train", "bytebpe", "{corpus}", "--from-counts", "{out}/counts.tsv", "-o", "{out}/new"], "not both"),
-    ("train-fast-with-field", ["train", "bytebpe", "{corpus}", "--backend", "fast", "--field", "text", "-o", "{out}/new"], "--field"),
-    ("train-fast-with-errors", ["train", "wordpiece", "{corpus}", "--backend", "fast", "--errors", "replace", "-o", "{out}/new"], "--errors"),
-    ("train-fast-with-check", ["train", "bytebpe", "{corpus}", "--backend", "fast", "--check", "-o", "{out}/new"], "--check"),
+    (
+        "train-counts-and-corpus",
+        ["train", "bytebpe", "{corpus}", "--from-counts", "{out}/counts.tsv", "-o", "{out}/new"],
+        "not both",
+    ),
+    (
+        "train-fast-with-field",
+        ["train", "bytebpe", "{corpus}", "--backend", "fast", "--field", "text", "-o", "{out}/new"],
+        "--field",
+    ),
+    (
+        "train-fast-with-errors",
+        ["train", "wordpiece", "{corpus}", "--backend", "fast", "--errors", "replace", "-o", "{out}/new"],
+        "--errors",
+    ),
+    (
+        "train-fast-with-check",
+        ["train", "bytebpe", "{corpus}", "--backend", "fast", "--check", "-o", "{out}/new"],
+        "--check",
+    ),
     ("train-check-from-stdin", ["train", "bytebpe", "-", "--check", "-o", "{out}/new"], "--check"),
-    ("train-min-pair-frequency-without-likelihood", ["train", "wordpiece", "{corpus}", "--min-pair-frequency", "3", "-o", "{out}/new"], "likelihood"),
-    ("train-roberta-without-its-tokens", ["train", "bytebpe", "{corpus}", "--template", "roberta", "-o", "{out}/new"], "<s>"),
+    (
+        "train-min-pair-frequency-without-likelihood",
+        ["train", "wordpiece", "{corpus}", "--min-pair-frequency", "3", "-o", "{out}/new"],
+        "likelihood",
+    ),
+    (
+        "train-roberta-without-its-tokens",
+        ["train", "bytebpe", "{corpus}", "--template", "roberta", "-o", "{out}/new"],
+        "<s>",
+    ),
     ("train-output-is-a-file", ["train", "bytebpe", "{corpus}", "-o", "{corpus}"], "is a file"),
     ("encode-npy-to-stdout", ["encode", "-t", TOK, "{corpus}", "--format", "npy"], "-o"),
     ("encode-output-is-a-directory", ["encode", "-t", TOK, "{corpus}", "-o", "{out}"], "directory"),
-    ("count-bytebpe-with-wordpiece-option", ["count", "{corpus}", "--model", "bytebpe", "--cased", "-o", "{out}/new.tsv"], "--cased"),
-    ("count-wordpiece-with-bytebpe-option", ["count", "{corpus}", "--model", "wordpiece", "--add-prefix-space", "-o", "{out}/new.tsv"], "--add-prefix-space"),
+    (
+        "count-bytebpe-with-wordpiece-option",
+        ["count", "{corpus}", "--model", "bytebpe", "--cased", "-o", "{out}/new.tsv"],
+        "--cased",
+    ),
+    (
+        "count-wordpiece-with-bytebpe-option",
+        ["count", "{corpus}", "--model", "wordpiece", "--add-prefix-space", "-o", "{out}/new.tsv"],
+        "--add-prefix-space",
+    ),
     ("parity-force-without-keep", ["parity", "bytebpe", "{corpus}", "--force"], "--keep"),
 ]
 
@@ -365,7 +622,9 @@ def test_force_replaces_an_existing_output(sandbox) -> None:
     result = _run(places, ["encode", "-t", TOK, "{corpus}", "-o", "{out}/ids.txt", "--force"])
     assert result.exit_code == 0, result.stderr
     assert (places["out"] / "ids.txt").read_text(encoding="utf-8") != "earlier ids\n"
-    result = _run(places, ["parity", "bytebpe", "{corpus}", "--vocab-size", "300", "--keep", "{out}/keep-link", "--force"])
+    result = _run(
+        places, ["parity", "bytebpe", "{corpus}", "--vocab-size", "300", "--keep", "{out}/keep-link", "--force"]
+    )
     assert result.exit_code in (0, 3), result.stderr
     link = places["out"] / "keep-link" / "reference"
     assert link.is_dir() and not link.is_symlink(), "the link is replaced, not followed"
@@ -390,7 +649,9 @@ def test_a_merges_file_with_crlf_line_endings_loads_like_tokenizers(trained: Pat
 
 @pytest.mark.parametrize("kind", ["bpe", "wp"])
 @pytest.mark.parametrize("text, pair", [("ok \ud800 text", None), ("ok", "pair \udfff")])
-def test_lone_surrogates_raise_type_error_like_tokenizers(trained: Path, kind: str, text: str, pair: str | None) -> None:
+def test_lone_surrogates_raise_type_error_like_tokenizers(
+    trained: Path, kind: str, text: str, pair: str | None
+) -> None:
     """``tokenizers`` raises TypeError for text with no UTF-8 form; so do both our models, in
     ``encode`` and ``encode_batch``, instead of a wrong position or a silent ``[UNK]``."""
     from tokenizers import Tokenizer
@@ -449,8 +710,14 @@ def test_full_disk_on_stdout_is_one_line(trained: Path, tmp_path: Path) -> None:
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TMPDIR=str(tmp_path))
     for text in ("hello world\n", "hello world\n" * 20000):
         with open("/dev/full", "w") as full:
-            result = subprocess.run([sys.executable, "-m", "toktools.cli", "encode", "-t", str(trained / "bpe")],
-                                    input=text.encode(), stdout=full, stderr=subprocess.PIPE, env=env, timeout=120)
+            result = subprocess.run(
+                [sys.executable, "-m", "toktools.cli", "encode", "-t", str(trained / "bpe")],
+                input=text.encode(),
+                stdout=full,
+                stderr=subprocess.PIPE,
+                env=env,
+                timeout=120,
+            )
         lines = result.stderr.decode().strip().splitlines()
         assert result.returncode == 1 and len(lines) == 1, result.stderr.decode()
         assert "No space left on device" in lines[0]
@@ -485,16 +752,33 @@ cli.main()
 
 
 @pytest.mark.parametrize("where", ["group", "command"])
-@pytest.mark.parametrize("name, code, message", [("SIGTERM", 143, "toktools: terminated"), ("SIGINT", 130, "toktools: interrupted")])
-def test_a_signal_while_parsing_is_one_line_not_aborted(sandbox, where: str, name: str, code: int, message: str) -> None:
+@pytest.mark.parametrize(
+    "name, code, message", [("SIGTERM", 143, "toktools: terminated"), ("SIGINT", 130, "toktools: interrupted")]
+)
+def test_a_signal_while_parsing_is_one_line_not_aborted(
+    sandbox, where: str, name: str, code: int, message: str
+) -> None:
     """Not click's ``Aborted!`` (and exit 1): the same line and exit code as during the work."""
     root, places = sandbox
     before = _snapshot(root)
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TMPDIR=str(places["tmp"]))
-    result = subprocess.run([sys.executable, "-c", _SIGNAL_WHILE_PARSING, where, name, str(places["in"] / "bpe"),
-                             str(places["corpus"]), str(places["out"] / "new-ids.txt")],
-                            stdin=subprocess.DEVNULL, capture_output=True, env=env, timeout=120,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # not ignored (pytest &)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _SIGNAL_WHILE_PARSING,
+            where,
+            name,
+            str(places["in"] / "bpe"),
+            str(places["corpus"]),
+            str(places["out"] / "new-ids.txt"),
+        ],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        env=env,
+        timeout=120,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # not ignored (pytest &)
     assert (result.returncode, result.stderr.decode().strip(), result.stdout) == (code, message, b"")
     assert _snapshot(root) == before
     assert os.listdir(places["tmp"]) == []

@@ -5,16 +5,16 @@ Reference: ``tokenizers.normalizers.BertNormalizer`` and ``tokenizers.pre_tokeni
 combinations) to the concrete (the examples of ``spec/wordpiece.md``), then real corpora and
 random text. ``tokenizers`` is only the oracle here; ``toktools.parts.bert_text`` never imports it.
 """
+
 from __future__ import annotations
 
 import itertools
 
 import pytest
+from conftest import read_corpus_sample
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import read_corpus_sample
-from toktools.tables import bert as _bert_tables
 from toktools.parts.bert_text import (
     BertNormalizerConfig,
     iter_words,
@@ -24,6 +24,7 @@ from toktools.parts.bert_text import (
     pre_tokenize,
     words_with_offsets,
 )
+from toktools.tables import bert as _bert_tables
 
 tokenizers = pytest.importorskip("tokenizers")
 from tokenizers import Regex, Tokenizer, normalizers, pre_tokenizers  # noqa: E402
@@ -76,8 +77,11 @@ def hf_tokenizer(config: BertNormalizerConfig, vocab: dict[str, int], *, per_cha
     """
     tok = Tokenizer(WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=10**9))
     tok.normalizer = hf_normalizer(config)
-    tok.pre_tokenizer = HF_PRE if not per_char else pre_tokenizers.Sequence(
-        [HF_PRE, pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")])
+    tok.pre_tokenizer = (
+        HF_PRE
+        if not per_char
+        else pre_tokenizers.Sequence([HF_PRE, pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")])
+    )
     return tok
 
 
@@ -91,8 +95,7 @@ def our_char_offsets(text: str, config: BertNormalizerConfig) -> list[tuple[int,
     """Our alignment, for the same chars as ``hf_char_offsets``."""
     normalized, offsets = normalize_with_offsets(text, config)
     assert len(offsets) == len(normalized)
-    return [original_span(offsets, i, i + 1)
-            for _, start, end in pre_tokenize(normalized) for i in range(start, end)]
+    return [original_span(offsets, i, i + 1) for _, start, end in pre_tokenize(normalized) for i in range(start, end)]
 
 
 #: The options of ``test_words_of_every_code_point``: HF's normalized text of every code point
@@ -113,7 +116,7 @@ def hf_normalized_all_chars(config: BertNormalizerConfig) -> str:
 
 def first_difference(ours: str, theirs: str) -> str:
     i = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs)))
-    return f"first difference at output index {i}: ours {ours[i - 8:i + 8]!r}, HF {theirs[i - 8:i + 8]!r}"
+    return f"first difference at output index {i}: ours {ours[i - 8 : i + 8]!r}, HF {theirs[i - 8 : i + 8]!r}"
 
 
 # --------------------------------------------------------------------------- (a) every code point
@@ -156,8 +159,8 @@ def test_offsets_every_code_point(config: BertNormalizerConfig) -> None:
 
     Code points go in groups of 16 neighbours (so reordering and multi-char results are covered)
     separated by spaces (so HF's per-char WordPiece split stays cheap)."""
-    texts = [ALL_CHARS[i:i + 4096] for i in range(0, len(ALL_CHARS), 4096)]
-    texts = [" ".join(t[j:j + 16] for j in range(0, len(t), 16)) for t in texts]
+    texts = [ALL_CHARS[i : i + 4096] for i in range(0, len(ALL_CHARS), 4096)]
+    texts = [" ".join(t[j : j + 16] for j in range(0, len(t), 16)) for t in texts]
     for text, theirs in zip(texts, hf_char_offsets(texts, config)):
         assert our_char_offsets(text, config) == theirs, f"text starting at U+{ord(text[0]):04X}"
 
@@ -181,9 +184,9 @@ def test_dotted_capital_i() -> None:
 
 def test_clean_text_removes_format_and_private_use_chars() -> None:
     """ZWJ (so emoji sequences fall apart), soft hyphen, BOM and private use are deleted."""
-    family = "\U0001F468\u200d\U0001F469\u200d\U0001F467"
-    assert normalize(family) == "\U0001F468\U0001F469\U0001F467"
-    assert normalize("co\u00adop\ufeff\ue000\U000F0000") == "coop"
+    family = "\U0001f468\u200d\U0001f469\u200d\U0001f467"
+    assert normalize(family) == "\U0001f468\U0001f469\U0001f467"
+    assert normalize("co\u00adop\ufeff\ue000\U000f0000") == "coop"
     assert normalize(family, BertNormalizerConfig(clean_text=False, lowercase=False)) == family
 
 
@@ -200,7 +203,7 @@ def test_chinese_chars_are_padded_but_not_ext_e_start() -> None:
     """CJK ideographs get a space on each side; U+2B820..U+2B91F are *not* padded by HF (its
     range starts at U+2B920, Google's at U+2B820). Kana and hangul stay inside words."""
     assert normalize("我爱ab") == " 我  爱 ab"
-    assert normalize("\U0002B81F\U0002B820\U0002B91F\U0002B920") == " \U0002B81F \U0002B820\U0002B91F \U0002B920 "
+    assert normalize("\U0002b81f\U0002b820\U0002b91f\U0002b920") == " \U0002b81f \U0002b820\U0002b91f \U0002b920 "
     assert normalize("カタカナ한국", CASED) == "カタカナ한국"
     assert normalize("我", BertNormalizerConfig(handle_chinese_chars=False)) == "我"
 
@@ -228,8 +231,8 @@ def test_table_differences_from_recent_unicode() -> None:
 def test_canonical_reordering_of_surviving_marks() -> None:
     """NFD sorts combining marks; when one survives strip_accents (here the musical stem U+1D165,
     class 216, and U+1D16D, class 226) the order HF outputs is the sorted one."""
-    text = "a\U0001D16D\U0001D165 \U0001D15F"
-    expected = "a\U0001D165\U0001D16D \U0001D158\U0001D165"
+    text = "a\U0001d16d\U0001d165 \U0001d15f"
+    expected = "a\U0001d165\U0001d16d \U0001d158\U0001d165"
     assert normalize(text) == expected == hf_normalizer(DEFAULT).normalize_str(text)
     # HF aligns reordered chars by position: each keeps the index of the char at its place.
     assert normalize_with_offsets(text)[1] == [0, 1, 2, 3, 4, 4]
@@ -238,8 +241,8 @@ def test_canonical_reordering_of_surviving_marks() -> None:
 def test_words_around_reordered_marks() -> None:
     """Where NFD reordering forces the exact emulation, the word fast path still isolates the
     punctuation that starts the run ("." before the Balinese virama U+1B44, class 9)."""
-    text = "x.\u1b44\u1b44 y\U0001D16D\U0001D165!"
-    expected = ["x", ".", "\u1b44\u1b44", "y\U0001D165\U0001D16D", "!"]
+    text = "x.\u1b44\u1b44 y\U0001d16d\U0001d165!"
+    expected = ["x", ".", "\u1b44\u1b44", "y\U0001d165\U0001d16d", "!"]
     assert list(iter_words(text)) == expected
     assert [w for w, _, _ in pre_tokenize(normalize(text))] == expected
 
@@ -248,14 +251,27 @@ def test_offsets_of_inserted_and_removed_chars() -> None:
     """Inserted spaces and extra chars point at their source char; removed chars leave no trace."""
     assert normalize_with_offsets("中İé") == (" 中 ie", [0, 0, 0, 1, 2])
     assert normalize_with_offsets("a\u200db") == ("ab", [0, 2])
-    assert words_with_offsets("Hello, 世界!") == [("hello", 0, 5), (",", 5, 6), ("世", 7, 8), ("界", 8, 9), ("!", 9, 10)]
+    assert words_with_offsets("Hello, 世界!") == [
+        ("hello", 0, 5),
+        (",", 5, 6),
+        ("世", 7, 8),
+        ("界", 8, 9),
+        ("!", 9, 10),
+    ]
 
 
 def test_pre_tokenizer_punctuation_and_symbols() -> None:
     """Every ASCII non-alphanumeric is punctuation; non-ASCII symbols (€, ©, emoji) are not."""
     assert pre_tokenize("foo-bar") == [("foo", 0, 3), ("-", 3, 4), ("bar", 4, 7)]
-    assert pre_tokenize("$5 5€ ©2024 a+b") == [("$", 0, 1), ("5", 1, 2), ("5€", 3, 5), ("©2024", 6, 11),
-                                              ("a", 12, 13), ("+", 13, 14), ("b", 14, 15)]
+    assert pre_tokenize("$5 5€ ©2024 a+b") == [
+        ("$", 0, 1),
+        ("5", 1, 2),
+        ("5€", 3, 5),
+        ("©2024", 6, 11),
+        ("a", 12, 13),
+        ("+", 13, 14),
+        ("b", 14, 15),
+    ]
     assert pre_tokenize("«hi»—ok") == [("«", 0, 1), ("hi", 1, 3), ("»", 3, 4), ("—", 4, 5), ("ok", 5, 7)]
     assert pre_tokenize(" \t\n ") == []
 
@@ -268,8 +284,12 @@ def test_tables_come_from_the_pinned_tokenizers() -> None:
 # --------------------------------------------------------------------------- (c) real text
 
 
-CORPORA = [("en_wiki.txt.gz", DEFAULT), ("zh_novels.txt", DEFAULT), ("mixed_sample.txt", DEFAULT),
-           ("mixed_sample.txt", CASED)]
+CORPORA = [
+    ("en_wiki.txt.gz", DEFAULT),
+    ("zh_novels.txt", DEFAULT),
+    ("mixed_sample.txt", DEFAULT),
+    ("mixed_sample.txt", CASED),
+]
 
 
 @pytest.mark.shared
@@ -313,8 +333,9 @@ def test_whole_chunk_words_equal_line_by_line_words() -> None:
     """Counting words over a whole chunk gives the words of HF's line-by-line processing, in order."""
     text = read_corpus_sample("mixed_sample.txt", 1_000_000)
     hf = hf_normalizer(DEFAULT)
-    line_words = [w for line in text.splitlines(keepends=True)
-                  for w, _ in HF_PRE.pre_tokenize_str(hf.normalize_str(line))]
+    line_words = [
+        w for line in text.splitlines(keepends=True) for w, _ in HF_PRE.pre_tokenize_str(hf.normalize_str(line))
+    ]
     assert list(iter_words(text)) == line_words
 
 
@@ -322,8 +343,8 @@ def test_whole_chunk_words_equal_line_by_line_words() -> None:
 
 INTERESTING = (
     "aZ \t\n\r\x0b\x0c\x85\u00a0\u3000\u2028\u200d\u00ad\ufeff\ue000\ufffd\x00.-,'$€©"
-    "ΣςİIéÉ\u0301\u0300\u0327\u0345\u0334\u0344\u0f73\u1b44\u302e\u08d4\U0001D165\U0001D16D\U0001D15F"
-    "ﬁ\ufb01Å\u212b가각中\uf900\U0002B820\U0002B920\U00020000ア\u1c89\u1734\U00011938\u2764\ufe0f\U0001F600"
+    "ΣςİIéÉ\u0301\u0300\u0327\u0345\u0334\u0344\u0f73\u1b44\u302e\u08d4\U0001d165\U0001d16d\U0001d15f"
+    "ﬁ\ufb01Å\u212b가각中\uf900\U0002b820\U0002b920\U00020000ア\u1c89\u1734\U00011938\u2764\ufe0f\U0001f600"
 )
 #: Any Unicode scalar value (surrogates cannot reach ``tokenizers``), biased towards the above.
 TEXTS = st.text(st.one_of(st.sampled_from(INTERESTING), st.characters(codec="utf-8")), max_size=40)

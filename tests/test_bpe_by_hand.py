@@ -5,6 +5,7 @@ from the rules (``tokenizers``' ``BpeTrainer``: the most frequent pair wins, tie
 smallest ``(left id, right id)``); the code's output was not consulted. ``tokenizers`` itself is
 asked too where it numbers tokens the same way. Nothing here needs ``../shared``.
 """
+
 from __future__ import annotations
 
 import json
@@ -114,9 +115,35 @@ def test_encoding_words_with_the_merges_by_hand() -> None:
 # Merge 7: b ##un 4 -> "bun" 17
 
 HUG_WORDS = {"hug": 10, "pug": 5, "pun": 12, "bun": 4, "hugs": 5}
-HUG_VOCAB = ["b", "g", "h", "n", "p", "s", "u", "##u", "##g", "##n", "##s",
-             "##ug", "##un", "hug", "pun", "pug", "hugs", "bun"]
-HUG_MERGES = [("##u", "##g"), ("##u", "##n"), ("h", "##ug"), ("p", "##un"), ("p", "##ug"), ("hug", "##s"), ("b", "##un")]
+HUG_VOCAB = [
+    "b",
+    "g",
+    "h",
+    "n",
+    "p",
+    "s",
+    "u",
+    "##u",
+    "##g",
+    "##n",
+    "##s",
+    "##ug",
+    "##un",
+    "hug",
+    "pun",
+    "pug",
+    "hugs",
+    "bun",
+]
+HUG_MERGES = [
+    ("##u", "##g"),
+    ("##u", "##n"),
+    ("h", "##ug"),
+    ("p", "##un"),
+    ("p", "##ug"),
+    ("hug", "##s"),
+    ("b", "##un"),
+]
 
 
 def test_training_with_a_continuing_subword_prefix_by_hand() -> None:
@@ -140,8 +167,21 @@ def test_training_with_a_continuing_subword_prefix_by_hand() -> None:
 #              the "un" found before is dropped -> [UNK] 18-21
 # A bare vocab.txt loads as BERT: [CLS] first, [SEP] last, both with offsets (0, 0).
 
-WORDPIECE_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "##a", "u", "##n",
-                   "play", "##ing"]
+WORDPIECE_VOCAB = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    "un",
+    "##aff",
+    "##able",
+    "##a",
+    "u",
+    "##n",
+    "play",
+    "##ing",
+]
 
 
 def test_wordpiece_greedy_longest_match_by_hand(tmp_path: Path) -> None:
@@ -167,7 +207,7 @@ def test_wordpiece_greedy_longest_match_by_hand(tmp_path: Path) -> None:
 
 
 def test_byte_level_splits_a_chinese_character_into_its_bytes_by_hand(tmp_path: Path) -> None:
-    assert "我".encode("utf-8") == bytes([0xE6, 0x88, 0x91])
+    assert "我".encode() == bytes([0xE6, 0x88, 0x91])
     (tmp_path / "vocab.json").write_text(json.dumps({"æ": 0, "Ī": 1, "ĳ": 2, "æĪ": 3}), encoding="utf-8")
     (tmp_path / "merges.txt").write_text("#version: 0.2\næ Ī\n", encoding="utf-8")
     encoding = toktools.load(tmp_path).encode("我")
@@ -180,6 +220,7 @@ def test_byte_level_splits_a_chinese_character_into_its_bytes_by_hand(tmp_path: 
 
 
 # --- Loading merges: the fast path (all in C) and the errors it leaves to the slow one ---------
+
 
 def test_merge_map_by_hand() -> None:
     # vocab a=0 b=1 ab=2 ba=3; merges "a b" (rank 0), "b a" (rank 1), "a b" again (rank 2):

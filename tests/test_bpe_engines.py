@@ -5,6 +5,7 @@ bulk; ``bpe._ExactEngine`` is a literal port of tokenizers' loop. Whenever no me
 string, both must give the same vocab, merges and counts; when one does, the lean engine gives
 up and ``train_bpe`` must return exactly what the literal engine gives.
 """
+
 import collections
 import random
 
@@ -27,8 +28,12 @@ def _random_case(seed: int):
         options["continuing_subword_prefix"] = "##"
     if rnd.random() < 0.1:
         options["end_of_word_suffix"] = "</w>"
-    config = bpe.BpeTrainerConfig(vocab_size=rnd.choice([20, 50, 100, 300]), min_frequency=rnd.choice([0, 1, 2, 3, 5]),
-                                  special_tokens=rnd.choice([[], ["<s>"]]), **options)
+    config = bpe.BpeTrainerConfig(
+        vocab_size=rnd.choice([20, 50, 100, 300]),
+        min_frequency=rnd.choice([0, 1, 2, 3, 5]),
+        special_tokens=rnd.choice([[], ["<s>"]]),
+        **options,
+    )
     return dict(word_counts), config
 
 

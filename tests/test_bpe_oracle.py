@@ -6,6 +6,7 @@ short enough to check by reading. ``toktools.models.bpe.trainer.train_bpe`` must
 and merge counts on many small random corpora (Chinese, emoji, many ties, every option the oracle
 has), and on a few of them ``tokenizers``' ``BpeTrainer`` must too.
 """
+
 from __future__ import annotations
 
 import collections
@@ -79,17 +80,32 @@ def test_most_random_cases_are_compared() -> None:
 
 
 @settings(max_examples=100, deadline=None, derandomize=True)
-@given(word_counts=st.dictionaries(st.text(alphabet="ab中😀#", min_size=1, max_size=7), st.sampled_from([1, 1, 2, 3, 8]),
-                                   min_size=1, max_size=40),
-       vocab_size=st.integers(1, 40), min_frequency=st.integers(0, 4),
-       prefix=st.sampled_from([None, "##"]), suffix=st.sampled_from([None, "</w>"]),
-       max_token_length=st.sampled_from([None, 2, 3, 5]))
-def test_the_engine_equals_the_oracle_for_generated_corpora(word_counts: dict[str, int], vocab_size: int,
-                                                            min_frequency: int, prefix: str | None,
-                                                            suffix: str | None, max_token_length: int | None) -> None:
+@given(
+    word_counts=st.dictionaries(
+        st.text(alphabet="ab中😀#", min_size=1, max_size=7), st.sampled_from([1, 1, 2, 3, 8]), min_size=1, max_size=40
+    ),
+    vocab_size=st.integers(1, 40),
+    min_frequency=st.integers(0, 4),
+    prefix=st.sampled_from([None, "##"]),
+    suffix=st.sampled_from([None, "</w>"]),
+    max_token_length=st.sampled_from([None, 2, 3, 5]),
+)
+def test_the_engine_equals_the_oracle_for_generated_corpora(
+    word_counts: dict[str, int],
+    vocab_size: int,
+    min_frequency: int,
+    prefix: str | None,
+    suffix: str | None,
+    max_token_length: int | None,
+) -> None:
     """The same, with hypothesis (which shrinks a failure to a minimal corpus)."""
-    options = {"vocab_size": vocab_size, "min_frequency": min_frequency, "continuing_subword_prefix": prefix,
-               "end_of_word_suffix": suffix, "max_token_length": max_token_length}
+    options = {
+        "vocab_size": vocab_size,
+        "min_frequency": min_frequency,
+        "continuing_subword_prefix": prefix,
+        "end_of_word_suffix": suffix,
+        "max_token_length": max_token_length,
+    }
     try:
         expected = train_bpe_naive(word_counts, **options)
     except ReusedToken:
@@ -125,13 +141,16 @@ def tokenizers_bpe(word_counts: dict[str, int], options: dict) -> tuple[list[str
 
 # Without a prefix or suffix (whose symbols tokenizers numbers in hash-map order) and without
 # ties at the limit_alphabet cut (which it breaks in hash-map order).
-@pytest.mark.parametrize("seed, options", [
-    (1, {"vocab_size": 60}),
-    (2, {"vocab_size": 200, "min_frequency": 2}),
-    (3, {"vocab_size": 40, "special_tokens": ["<s>", "<pad>"]}),
-    (4, {"vocab_size": 100, "max_token_length": 4}),
-    (5, {"vocab_size": 80, "initial_alphabet": ["z", "中"]}),
-])
+@pytest.mark.parametrize(
+    "seed, options",
+    [
+        (1, {"vocab_size": 60}),
+        (2, {"vocab_size": 200, "min_frequency": 2}),
+        (3, {"vocab_size": 40, "special_tokens": ["<s>", "<pad>"]}),
+        (4, {"vocab_size": 100, "max_token_length": 4}),
+        (5, {"vocab_size": 80, "initial_alphabet": ["z", "中"]}),
+    ],
+)
 @pytest.mark.parametrize("alphabet", ["lowerstind", "我是中国人你好们", "😀😃🎉ab"])
 def test_oracle_and_engine_equal_tokenizers(seed: int, options: dict, alphabet: str) -> None:
     rnd = random.Random(seed)

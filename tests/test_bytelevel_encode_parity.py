@@ -21,6 +21,7 @@ files / the spec, never from toktools itself):
 Note on the GPT-2 ``tokenizer.json``: it enables truncation to 50 tokens, so both sides call
 ``no_truncation()`` / ``no_padding()`` after loading it.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,12 +32,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import read_corpus_sample, ref_vocab_dir
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
 
 import toktools
-from conftest import read_corpus_sample, ref_vocab_dir
 
 ALL_FIELDS = ("ids", "tokens", "offsets", "type_ids", "attention_mask", "special_tokens_mask")
 MODEL_FIELDS = ("ids", "tokens", "offsets")
@@ -70,7 +71,10 @@ def gpt2_layouts(tmp_path_factory) -> dict[str, Path]:
     source = ref_vocab_dir("gpt2")
     root = tmp_path_factory.mktemp("gpt2")
     layouts = {}
-    for name, files in (("vocab.json+merges.txt", ("vocab.json", "merges.txt")), ("encoder.json+vocab.bpe", ("encoder.json", "vocab.bpe"))):
+    for name, files in (
+        ("vocab.json+merges.txt", ("vocab.json", "merges.txt")),
+        ("encoder.json+vocab.bpe", ("encoder.json", "vocab.bpe")),
+    ):
         directory = root / name
         directory.mkdir()
         for f in files:
@@ -121,7 +125,9 @@ def hf_for_layout(name, hf_gpt2, hf_gpt2_model_only):
 def texts() -> dict[str, list[str]]:
     """Lines of real text: English and Chinese Wikipedia/novels, and mixed_sample.txt in full."""
     en = read_corpus_sample("en_wiki.txt.gz", 300_000, skip_lines=60_000)
-    zh = read_corpus_sample("zh_novels.txt", 150_000, skip_lines=6000) + read_corpus_sample("zh_wiki_sample.txt", 150_000, skip_lines=3000)
+    zh = read_corpus_sample("zh_novels.txt", 150_000, skip_lines=6000) + read_corpus_sample(
+        "zh_wiki_sample.txt", 150_000, skip_lines=3000
+    )
     mixed = read_corpus_sample("mixed_sample.txt", 2_000_000)
     return {"en": en.split("\n"), "zh": zh.split("\n"), "mixed": mixed.split("\n")}
 
@@ -132,9 +138,13 @@ def trained_dir(tmp_path_factory) -> Path:
     specials and ``<|endoftext|>`` (ids 0–5), saved with ``tok.save``."""
     root = tmp_path_factory.mktemp("trained8k")
     corpus = root / "corpus.txt"
-    corpus.write_bytes((read_corpus_sample("en_wiki.txt.gz", 600_000)
-                        + read_corpus_sample("zh_wiki_sample.txt", 300_000)
-                        + read_corpus_sample("mixed_sample.txt", 150_000)).encode("utf-8"))
+    corpus.write_bytes(
+        (
+            read_corpus_sample("en_wiki.txt.gz", 600_000)
+            + read_corpus_sample("zh_wiki_sample.txt", 300_000)
+            + read_corpus_sample("mixed_sample.txt", 150_000)
+        ).encode("utf-8")
+    )
     tok = toktools.train_bytebpe([str(corpus)], 8000, special_tokens=SPECIALS, workers=1)
     tok.save(root / "bpe")
     return root / "bpe"
@@ -342,8 +352,13 @@ def test_a_thousand_added_tokens_load_quickly(trained_dir, tmp_path):
     hf.save(str(path))
     text = "a<extra_1>b <extra_10><extra_999> <extra_99x"
     try:
-        done = subprocess.run([sys.executable, "-c", _LOAD_AND_ENCODE, str(path), text],
-                              capture_output=True, text=True, timeout=8, check=True)
+        done = subprocess.run(
+            [sys.executable, "-c", _LOAD_AND_ENCODE, str(path), text],
+            capture_output=True,
+            text=True,
+            timeout=8,
+            check=True,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail("toktools.load of a tokenizer.json with 1,000 added tokens took more than 8 s")
     assert json.loads(done.stdout) == hf.encode(text).ids
@@ -372,7 +387,7 @@ def test_roberta_template_matches_spec_and_tokenizers(roberta_pair):
         assert ours.ids[0] == 0 and ours.ids[-1] == 2 and set(ours.type_ids) == {0}
         if pair is not None:
             a_len = len(tok.encode(text, add_special_tokens=False).ids)
-            assert ours.ids[a_len + 1: a_len + 3] == [2, 2]
+            assert ours.ids[a_len + 1 : a_len + 3] == [2, 2]
             assert ours.special_tokens_mask == [1] + [0] * a_len + [1, 1] + [0] * (len(ours.ids) - a_len - 4) + [1]
 
 
@@ -395,8 +410,12 @@ def test_roberta_without_special_tokens(roberta_pair):
     trims the offsets of spaces and sets every type id to 0 (RoBERTa has no segment ids)."""
     tok, hf = roberta_pair
     for text, pair in PAIRS[1:]:
-        assert_same_encoding(tok.encode(text, pair, add_special_tokens=False),
-                             hf.encode(text, pair, add_special_tokens=False), ALL_FIELDS, context=f" for {(text, pair)}")
+        assert_same_encoding(
+            tok.encode(text, pair, add_special_tokens=False),
+            hf.encode(text, pair, add_special_tokens=False),
+            ALL_FIELDS,
+            context=f" for {(text, pair)}",
+        )
 
 
 LONG_A = "The quick brown fox jumps over the lazy dog again and again, all day long."
@@ -485,7 +504,9 @@ def test_padding_defaults_are_those_of_tokenizers(roberta_pair):
     for options in (dict(length=12), dict(length=12, pad_token="<pad>")):
         tok.enable_padding(**options)
         hf.enable_padding(**options)
-        assert_same_encoding(tok.encode("Hello world"), hf.encode("Hello world"), ALL_FIELDS, context=f" with {options}")
+        assert_same_encoding(
+            tok.encode("Hello world"), hf.encode("Hello world"), ALL_FIELDS, context=f" with {options}"
+        )
 
 
 def test_roberta_tokenizer_json_round_trip(roberta_dir, tmp_path):
@@ -511,7 +532,10 @@ def test_decode_ids_that_cut_multibyte_characters(gpt2, hf_gpt2):
     pieces += [ids[::2], ids[1::2], list(reversed(ids))]
     for part in pieces:
         for skip in (True, False):
-            assert tok.decode(part, skip_special_tokens=skip) == hf_gpt2.decode(part, skip_special_tokens=skip), (part, skip)
+            assert tok.decode(part, skip_special_tokens=skip) == hf_gpt2.decode(part, skip_special_tokens=skip), (
+                part,
+                skip,
+            )
     assert tok.decode(ids) == text.replace("<|endoftext|>", "")
     assert tok.decode(ids, skip_special_tokens=False) == text
 
@@ -526,7 +550,10 @@ def test_decode_random_id_sequences(gpt2, hf_gpt2):
         if rng.random() < 0.1:
             ids.insert(rng.randint(0, len(ids)), rng.choice([50256, 50257, 10**6]))
         for skip in (True, False):
-            assert tok.decode(ids, skip_special_tokens=skip) == hf_gpt2.decode(ids, skip_special_tokens=skip), (ids, skip)
+            assert tok.decode(ids, skip_special_tokens=skip) == hf_gpt2.decode(ids, skip_special_tokens=skip), (
+                ids,
+                skip,
+            )
 
 
 def test_decode_with_trained_specials(trained, hf_trained):
@@ -552,8 +579,26 @@ def test_decode_keeps_the_added_prefix_space(prefix_space_dir):
 
 WHITESPACE = list(" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
 CONTROLS = [chr(c) for c in (0, 1, 7, 8, 0x1B, 0x7F, 0x80, 0x8D, 0x9F, 0xAD, 0x200B, 0x200D, 0xFEFF)]
-CJK_AND_EMOJI = list("我你好中文國語日本語한국어ひらがなカタカナ😀👍🏽❤️🇫🇷🏳️‍🌈👨‍👩‍👧\U0001F9D1\u200d\U0001F4BB")
-PIECES = ["'s", "'S", "'ll", "'t", "'re", " ", "  ", "2024", "年", "Hello", " world", "é", "e\u0301", "<s>", "</s>", "<|endoftext|>", "\r\n"]
+CJK_AND_EMOJI = list("我你好中文國語日本語한국어ひらがなカタカナ😀👍🏽❤️🇫🇷🏳️‍🌈👨‍👩‍👧\U0001f9d1\u200d\U0001f4bb")
+PIECES = [
+    "'s",
+    "'S",
+    "'ll",
+    "'t",
+    "'re",
+    " ",
+    "  ",
+    "2024",
+    "年",
+    "Hello",
+    " world",
+    "é",
+    "e\u0301",
+    "<s>",
+    "</s>",
+    "<|endoftext|>",
+    "\r\n",
+]
 
 text_strategy = st.lists(
     st.one_of(

@@ -13,21 +13,29 @@ What is pinned here, and where the expected values come from:
 
 No expected value is taken from toktools' own output.
 """
+
 from __future__ import annotations
 
 import gc
 import itertools
 import json
+import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
-import multiprocessing
 
 import pytest
+from conftest import read_corpus_sample, ref_vocab_dir
 from tokenizers import decoders, pre_tokenizers
 
-from conftest import read_corpus_sample, ref_vocab_dir
 from toktools.models.bpe import bytelevel
-from toktools.models.bpe.bytelevel import BYTE_TO_SYMBOL, byte_view, split, split_lines, symbols_to_bytes, text_to_symbols
+from toktools.models.bpe.bytelevel import (
+    BYTE_TO_SYMBOL,
+    byte_view,
+    split,
+    split_lines,
+    symbols_to_bytes,
+    text_to_symbols,
+)
 
 
 def hf_pieces(text: str, add_prefix_space: bool = False) -> list[str]:
@@ -144,7 +152,7 @@ def test_byte_map_agrees_with_tokenizers_for_every_byte_that_utf8_can_produce():
         text = _valid_utf8_containing(b)
         if text is None:
             continue
-        (piece, _), = pre.pre_tokenize_str(text)
+        ((piece, _),) = pre.pre_tokenize_str(text)
         assert piece == text_to_symbols(text), hex(b)
         assert BYTE_TO_SYMBOL[b] in piece
         assert decoder.decode(list(text_to_symbols(text))) == text
@@ -163,7 +171,10 @@ def test_byte_map_agrees_with_tokenizers_for_every_byte_that_utf8_can_produce():
         # contractions are lowercase only: 'S is not one
         ("It'S", ["It", "'", "S"]),
         ("it's", ["it", "'s"]),
-        ("they're we've I'm you'll he'd don't", ["they", "'re", " we", "'ve", " I", "'m", " you", "'ll", " he", "'d", " don", "'t"]),
+        (
+            "they're we've I'm you'll he'd don't",
+            ["they", "'re", " we", "'ve", " I", "'m", " you", "'ll", " he", "'d", " don", "'t"],
+        ),
         ("THEY'RE", ["THEY", "'", "RE"]),
         # \s+(?!\S): a whitespace run leaves its last character to the next word
         ("a  b", ["a", " ", " b"]),
@@ -212,23 +223,23 @@ def our_pieces_of_lines(chunk: str, add_prefix_space: bool) -> list[str]:
 
 
 TRICKY_LINES = [
-    "a  \n",            # trailing spaces
-    "\r\n",             # CRLF alone
-    "x\r\n",            # CRLF after a word
-    "\n",               # blank line
-    "   \n",            # only spaces
-    "\t \t\n",          # only tabs and spaces
-    " lead\n",          # already starts with a space (no second prefix space)
-    "\ttab\n",          # starts with a non-space whitespace (gets a prefix space)
-    "a\u3000\n",        # ideographic space before the line end
-    "\u00a0x\n",        # NBSP is \s
+    "a  \n",  # trailing spaces
+    "\r\n",  # CRLF alone
+    "x\r\n",  # CRLF after a word
+    "\n",  # blank line
+    "   \n",  # only spaces
+    "\t \t\n",  # only tabs and spaces
+    " lead\n",  # already starts with a space (no second prefix space)
+    "\ttab\n",  # starts with a non-space whitespace (gets a prefix space)
+    "a\u3000\n",  # ideographic space before the line end
+    "\u00a0x\n",  # NBSP is \s
     "It'S it's\n",
-    "\x0b\x0c\n",       # vertical tab / form feed: not line ends for tokenizers
-    "a\u2028b\n",       # LINE SEPARATOR: not a line end either
-    "\u0085\n",         # NEL
+    "\x0b\x0c\n",  # vertical tab / form feed: not line ends for tokenizers
+    "a\u2028b\n",  # LINE SEPARATOR: not a line end either
+    "\u0085\n",  # NEL
     "2024年\n",
-    "  ",               # last line: spaces, no newline
-    "tail",             # last line without newline
+    "  ",  # last line: spaces, no newline
+    "tail",  # last line without newline
 ]
 
 
@@ -247,7 +258,12 @@ def test_split_lines_on_tricky_synthetic_lines(add_prefix_space):
 @pytest.mark.parametrize("add_prefix_space", [False, True])
 @pytest.mark.parametrize(
     "name, max_bytes",
-    [("en_wiki.txt.gz", 400_000), ("zh_novels.txt", 250_000), ("zh_wiki_sample.txt", 250_000), ("mixed_sample.txt", 1_000_000)],
+    [
+        ("en_wiki.txt.gz", 400_000),
+        ("zh_novels.txt", 250_000),
+        ("zh_wiki_sample.txt", 250_000),
+        ("mixed_sample.txt", 1_000_000),
+    ],
 )
 def test_split_lines_on_real_text(name, max_bytes, add_prefix_space):
     """Real corpora (mixed_sample in full: emoji, many scripts, code indentation)."""
@@ -268,9 +284,12 @@ def _same_pieces(text: str) -> bool:
     the cost): ``split`` returns consecutive slices of ``text`` and every byte maps to one
     symbol, so the pieces are equal exactly when ``tokenizers``' pieces join to the mapped
     text and each one is as long as the UTF-8 bytes of ours."""
-    theirs = [piece for piece, _ in pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True).pre_tokenize_str(text)]
-    return ("".join(theirs) == text_to_symbols(text)
-            and [len(piece) for piece in theirs] == [len(piece.encode("utf-8")) for piece in split(text)])
+    theirs = [
+        piece for piece, _ in pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True).pre_tokenize_str(text)
+    ]
+    return "".join(theirs) == text_to_symbols(text) and [len(piece) for piece in theirs] == [
+        len(piece.encode("utf-8")) for piece in split(text)
+    ]
 
 
 def _compare_batch(context: str, start: int, stop: int) -> list[int]:
@@ -301,7 +320,9 @@ def test_split_matches_tokenizers_on_every_unicode_scalar():
     Runs in two processes to stay fast. The objects the test process holds are frozen
     (``gc.freeze``) before the fork, so that the children's garbage collector does not walk
     (and copy) the heap they inherit from a long pytest run."""
-    jobs = [(context, start, min(start + BATCH, 0x110000)) for context in CONTEXTS for start in range(0, 0x110000, BATCH)]
+    jobs = [
+        (context, start, min(start + BATCH, 0x110000)) for context in CONTEXTS for start in range(0, 0x110000, BATCH)
+    ]
     workers = min(2, os.cpu_count() or 1)
     gc.freeze()
     try:

@@ -12,6 +12,7 @@ byte symbols; the ids of ``##x`` / ``x</w>`` symbols, which it assigns in hash-m
 Corpora are sampled (1–2 MB) into a module-scoped temporary directory; each configuration is
 trained once per module.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -25,14 +26,14 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import read_corpus_sample
 from tokenizers import pre_tokenizers
 
 import toktools
-from conftest import read_corpus_sample
-from toktools.models.bpe import trainer as bpe
 from toktools.models.bpe import bytelevel
-from toktools.training import tokenizers_backend as fast
+from toktools.models.bpe import trainer as bpe
 from toktools.training import pipeline as training
+from toktools.training import tokenizers_backend as fast
 
 FILES = ("vocab.json", "merges.txt", "tokenizer.json")
 ROBERTA_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
@@ -94,7 +95,9 @@ class Trained:
         return json.loads(self.read(side, "vocab.json"))
 
 
-def train_theirs(files: list[str] | None, vocab_size: int, texts: list[str] | None, options: dict, directory: Path) -> None:
+def train_theirs(
+    files: list[str] | None, vocab_size: int, texts: list[str] | None, options: dict, directory: Path
+) -> None:
     """``toktools.training.tokenizers_backend.train_bytebpe`` (``tokenizers``) and its files; runs in ``side_process``."""
     theirs = fast.train_bytebpe(files, vocab_size, texts=texts, **options)
     fast.save_bytebpe(theirs, directory)
@@ -111,8 +114,9 @@ def train_both(workdir, side_process):
             ours_dir, theirs_dir = workdir / f"{key}-toktools", workdir / f"{key}-tokenizers"
             files = [str(f) for f in files] if files else None
             texts = list(texts) if texts else None
-            theirs = side_process.submit(train_theirs, files, vocab_size, texts,
-                                         {k: v for k, v in options.items() if k != "workers"}, theirs_dir)
+            theirs = side_process.submit(
+                train_theirs, files, vocab_size, texts, {k: v for k, v in options.items() if k != "workers"}, theirs_dir
+            )
             ours = toktools.train_bytebpe(files, vocab_size, texts=texts, **options)
             ours.save(ours_dir)
             theirs.result()
@@ -137,13 +141,17 @@ def _explain_difference(name: str, ours: bytes, theirs: bytes) -> None:
     if name == "merges.txt":
         a, b = ours.decode().split("\n"), theirs.decode().split("\n")
         first = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-        pytest.fail(f"merges.txt differs first at line {first + 1}: toktools {a[first:first + 1]} vs tokenizers {b[first:first + 1]}; "
-                    f"{len(a)} vs {len(b)} lines")
+        pytest.fail(
+            f"merges.txt differs first at line {first + 1}: toktools {a[first : first + 1]} vs tokenizers {b[first : first + 1]}; "
+            f"{len(a)} vs {len(b)} lines"
+        )
     a, b = json.loads(ours), json.loads(theirs)
     ids_a, ids_b = sorted(a, key=a.get), sorted(b, key=b.get)
     first = next((i for i, (x, y) in enumerate(zip(ids_a, ids_b)) if x != y), min(len(a), len(b)))
-    pytest.fail(f"vocab.json differs first at id {first}: toktools {ids_a[first:first + 1]} vs tokenizers {ids_b[first:first + 1]}; "
-                f"sizes {len(a)} vs {len(b)}")
+    pytest.fail(
+        f"vocab.json differs first at id {first}: toktools {ids_a[first : first + 1]} vs tokenizers {ids_b[first : first + 1]}; "
+        f"sizes {len(a)} vs {len(b)}"
+    )
 
 
 def hf_char_counts(path: Path, add_prefix_space: bool = False) -> Counter:
@@ -245,7 +253,7 @@ def test_special_token_in_the_corpus_is_not_extracted_during_training(train_both
     ``<|endoftext|>`` between documents is split like any text (``<|``, ``endoftext``, ``|>``), so
     merges are learned from its pieces. Both sides must agree on that."""
     lines = read_corpus_sample("en_wiki.txt.gz", 300_000, skip_lines=5000).split("\n")
-    docs = ["\n".join(lines[i:i + 3]) + "\n" for i in range(0, len(lines), 3)]
+    docs = ["\n".join(lines[i : i + 3]) + "\n" for i in range(0, len(lines), 3)]
     path = _write(workdir / "eot.txt", "<|endoftext|>\n".join(docs))
     trained = train_both("eot-in-corpus", [path], 2000, special_tokens=["<|endoftext|>"], workers=1)
     assert_same_files(trained)
@@ -276,7 +284,9 @@ def test_limit_alphabet_without_initial_alphabet_at_a_tie_free_cut(train_both, s
     cuts = [k for k in _tie_free_cuts(counts) if 60 <= k < len(counts) - 5]
     assert cuts, "no tie-free cut in this sample"
     limit = cuts[len(cuts) // 2]
-    trained = train_both(f"limit{limit}-noinit", [small_file], 2500, limit_alphabet=limit, initial_alphabet=[], workers=1)
+    trained = train_both(
+        f"limit{limit}-noinit", [small_file], 2500, limit_alphabet=limit, initial_alphabet=[], workers=1
+    )
     assert_same_files(trained)
     vocab = trained.vocab("theirs")
     kept = sorted(counts, key=lambda ch: -counts[ch])[:limit]
@@ -352,7 +362,7 @@ def test_texts_iterator_matches_train_from_iterator(add_prefix_space, train_both
     """``texts=``: each item is one sequence, no line splitting (spec §3), compared with
     ``train_from_iterator``. Items are multi-line documents, plus empty / space-only items."""
     lines = small_file.read_text(encoding="utf-8").split("\n")
-    docs = ["\n".join(lines[i:i + 5]) for i in range(0, len(lines), 5)] + ["", " ", "   x", "y   ", "\r\n"]
+    docs = ["\n".join(lines[i : i + 5]) for i in range(0, len(lines), 5)] + ["", " ", "   x", "y   ", "\r\n"]
     trained = train_both(f"texts-{add_prefix_space}", None, 2500, texts=docs, add_prefix_space=add_prefix_space)
     assert_same_files(trained)
 
@@ -382,12 +392,14 @@ def _decorated_symbol_order(hf_model: dict, prefix: str | None) -> list[str]:
     vocab = hf_model["vocab"]
     left, right = hf_model["merges"][0]
     if prefix and right.startswith(prefix):
-        right = right[len(prefix):]
+        right = right[len(prefix) :]
     by_id = sorted(vocab, key=vocab.get)
-    return by_id[256: vocab[left + right]]
+    return by_id[256 : vocab[left + right]]
 
 
-@pytest.mark.parametrize("option", [{"continuing_subword_prefix": "##"}, {"end_of_word_suffix": "</w>"}], ids=["prefix", "suffix"])
+@pytest.mark.parametrize(
+    "option", [{"continuing_subword_prefix": "##"}, {"end_of_word_suffix": "</w>"}], ids=["prefix", "suffix"]
+)
 def test_subword_prefix_and_suffix(option, train_both, small_file):
     """tokenizers assigns the ids of decorated symbols (``##a``, ``a</w>``) in hash-map order, so
     its own vocab differs between runs (spec §5, issue #1794) and cannot be compared file to file.
@@ -403,14 +415,19 @@ def test_subword_prefix_and_suffix(option, train_both, small_file):
     prefix = option.get("continuing_subword_prefix")
     their_symbols = _decorated_symbol_order(theirs, prefix)
     ours = trained.tokenizer
-    our_symbols = [t for t in sorted(ours.vocab, key=ours.vocab.get)[256: 256 + len(their_symbols)]]
+    our_symbols = [t for t in sorted(ours.vocab, key=ours.vocab.get)[256 : 256 + len(their_symbols)]]
     assert sorted(our_symbols) == sorted(their_symbols)
     again = toktools.train_bytebpe([str(small_file)], 3000, workers=1, **option)
     assert again.vocab == ours.vocab and again.merges == ours.merges
     # the merge engine, given tokenizers' numbering
     counts = training.count_bytebpe_words([str(small_file)], workers=1)
-    config = bpe.BpeTrainerConfig(vocab_size=3000, min_frequency=2, initial_alphabet=bytelevel.ALPHABET,
-                                  forced_symbol_order=their_symbols, **option)
+    config = bpe.BpeTrainerConfig(
+        vocab_size=3000,
+        min_frequency=2,
+        initial_alphabet=bytelevel.ALPHABET,
+        forced_symbol_order=their_symbols,
+        **option,
+    )
     result = bpe.train_bpe(counts, config)
     assert result.vocab == sorted(theirs["vocab"], key=theirs["vocab"].get)
     assert [list(m) for m in result.merges] == theirs["merges"]
@@ -466,7 +483,12 @@ def test_same_files_under_different_hash_seeds(three_files, tmp_path):
     for seed in ("0", "4242"):
         out = tmp_path / f"seed{seed}"
         env = {**os.environ, "PYTHONHASHSEED": seed}
-        subprocess.run([sys.executable, "-c", _SEED_SCRIPT, json.dumps([str(p) for p in three_files]), str(out)],
-                       check=True, env=env, capture_output=True, timeout=300)
+        subprocess.run(
+            [sys.executable, "-c", _SEED_SCRIPT, json.dumps([str(p) for p in three_files]), str(out)],
+            check=True,
+            env=env,
+            capture_output=True,
+            timeout=300,
+        )
         digests.append({name: _digest(out / name) for name in ("default", "prefix")})
     assert digests[0] == digests[1]

@@ -7,6 +7,7 @@
   (:func:`toktools.parts.precompiled.spm_normalize`) does;
 * what the format cannot hold is one :class:`ToktoolsError`.
 """
+
 from __future__ import annotations
 
 import random
@@ -14,10 +15,10 @@ import struct
 
 import pytest
 
-from toktools.sentencepiece import charsmap_builder
-from toktools.sentencepiece.charsmap_builder import build_charsmap
 from toktools.errors import ToktoolsError
 from toktools.parts.precompiled import CharsMap, spm_normalize
+from toktools.sentencepiece import charsmap_builder
+from toktools.sentencepiece.charsmap_builder import build_charsmap
 from toktools.sentencepiece.model_file import NORMALIZER_FIELDS, Message
 
 ALPHABET = list("abcab ") + ["é", "中", "\u0301", "😀", "𝔘", "\U00010348", "\t", "\u3000", "ß"]
@@ -65,7 +66,7 @@ def test_the_blob_layout_is_header_units_pool():
     blob = build_charsmap({"a": "b", "ab": "", "中": "中文"})
     (trie_size,) = struct.unpack_from("<I", blob)
     assert trie_size % (4 * 256) == 0  # whole 256-unit blocks: a walk never leaves the array
-    assert blob[4 + trie_size:] == b"\0b\0\xe4\xb8\xad\xe6\x96\x87\0"  # sorted, NUL-terminated, each once
+    assert blob[4 + trie_size :] == b"\0b\0\xe4\xb8\xad\xe6\x96\x87\0"  # sorted, NUL-terminated, each once
     assert build_charsmap({}) == b""
 
 
@@ -88,8 +89,9 @@ def test_sentencepiece_loads_the_blob_and_normalises_like_our_reader(seed, white
     normalizer = sentencepiece_normalizer(blob, **flags)
     cmap = CharsMap(blob)
     rng = random.Random(seed)
-    texts = ["".join(rng.choice(ALPHABET + ["z", "\u0300", "  "]) for _ in range(rng.randint(0, 20)))
-             for _ in range(500)]
+    texts = [
+        "".join(rng.choice(ALPHABET + ["z", "\u0300", "  "]) for _ in range(rng.randint(0, 20))) for _ in range(500)
+    ]
     assert normalizer.normalize(texts) == [spm_normalize(t, cmap, **flags)[0] for t in texts]
 
 
@@ -99,13 +101,16 @@ def test_nul_in_the_text_never_matches():
     assert sentencepiece_normalizer(blob).normalize("a\x00b\x00ab") == "A\x00b\x00B"
 
 
-@pytest.mark.parametrize("mapping, message", [
-    ({"": "x"}, "empty source"),
-    ({"a\x00": "x"}, "contains NUL"),
-    ({"a": "x\x00y"}, "contains NUL"),
-    ({"\ud800": "x"}, "lone surrogate"),
-    ({"a" * n: "x" for n in range(1, 40)}, "prefixes of"),
-])
+@pytest.mark.parametrize(
+    "mapping, message",
+    [
+        ({"": "x"}, "empty source"),
+        ({"a\x00": "x"}, "contains NUL"),
+        ({"a": "x\x00y"}, "contains NUL"),
+        ({"\ud800": "x"}, "lone surrogate"),
+        ({"a" * n: "x" for n in range(1, 40)}, "prefixes of"),
+    ],
+)
 def test_what_the_format_cannot_hold_is_one_error(mapping, message):
     with pytest.raises(ToktoolsError, match=message):
         build_charsmap(mapping)

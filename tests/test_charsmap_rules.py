@@ -8,18 +8,19 @@ builder does for NFKC (``BuildNFKCMap``):
   explained: a newer Unicode in sentencepiece's table (toktools' NFKC follows ``tokenizers``'
   Unicode 12 tables), or one of three NMT rules ``tokenizers``' ``Nmt`` has differently.
 """
+
 from __future__ import annotations
 
 import unicodedata
 
 import pytest
-
 from conftest import read_corpus_sample
-from toktools.sentencepiece.charsmap_builder import build_charsmap
-from toktools.sentencepiece.charsmap_rules import charsmap_rules, compile_charsmap, rule_name
+
 from toktools.errors import ToktoolsError
 from toktools.parts.normalizers import NFKC, Lowercase, Nmt
 from toktools.parts.precompiled import CharsMap, spm_normalize
+from toktools.sentencepiece.charsmap_builder import build_charsmap
+from toktools.sentencepiece.charsmap_rules import charsmap_rules, compile_charsmap, rule_name
 from toktools.sentencepiece.model_file import NORMALIZER_FIELDS, Message
 
 PARTS = [Nmt(), NFKC()]
@@ -39,13 +40,16 @@ def by_parts(text: str, parts=PARTS) -> str:
 
 def by_table(charsmap: CharsMap, text: str) -> str:
     """Text normalised by the table as sentencepiece applies it: longest match, left to right."""
-    return spm_normalize(text, charsmap, add_dummy_prefix=False, remove_extra_whitespaces=False,
-                         escape_whitespaces=False)[0]
+    return spm_normalize(
+        text, charsmap, add_dummy_prefix=False, remove_extra_whitespaces=False, escape_whitespaces=False
+    )[0]
 
 
 def test_the_table_normalises_real_text_like_the_parts(rules):
-    lines = (read_corpus_sample("mixed_sample.txt", 60_000, skip_lines=4000).splitlines()
-             + read_corpus_sample("zh_novels.txt", 30_000, skip_lines=4000).splitlines())
+    lines = (
+        read_corpus_sample("mixed_sample.txt", 60_000, skip_lines=4000).splitlines()
+        + read_corpus_sample("zh_novels.txt", 30_000, skip_lines=4000).splitlines()
+    )
     assert [by_table(rules, line) for line in lines] == [by_parts(line) for line in lines]
 
 
@@ -96,8 +100,9 @@ def test_every_difference_from_sentencepiece_nmt_nfkc_is_explained():
             spec.set(name, False)
         return spm.SentencePieceNormalizer(normalizer_spec=spec.serialize())
 
-    builtin = Message.parse(spm.SentencePieceNormalizer(rule_name="nmt_nfkc").serialized_normalizer_spec(),
-                            NORMALIZER_FIELDS, "nmt_nfkc").get("precompiled_charsmap")
+    builtin = Message.parse(
+        spm.SentencePieceNormalizer(rule_name="nmt_nfkc").serialized_normalizer_spec(), NORMALIZER_FIELDS, "nmt_nfkc"
+    ).get("precompiled_charsmap")
     ours = compile_charsmap(PARTS)
     chars = [chr(c) for c in range(1, 0x110000) if not 0xD800 <= c < 0xE000]
     theirs_out, ours_out = normalizer(builtin).normalize(chars), normalizer(ours).normalize(chars)

@@ -3,6 +3,7 @@ line, and the data commands (count, encode, decode, convert) round-trip real fil
 
 Tokenizers here are trained on the project's own fixture, so nothing needs ``../shared``.
 """
+
 from __future__ import annotations
 
 import json
@@ -107,7 +108,9 @@ def test_train_refuses_counts_made_with_other_settings(tmp_path: Path) -> None:
 def test_a_corrupt_counts_file_is_reported(tmp_path: Path) -> None:
     bad = tmp_path / "bad.counts"
     bad.write_text("hello\t3\n", encoding="utf-8")
-    assert_clean_error(run("train", "wordpiece", "--from-counts", str(bad), "-o", str(tmp_path / "x")), "not a toktools counts file")
+    assert_clean_error(
+        run("train", "wordpiece", "--from-counts", str(bad), "-o", str(tmp_path / "x")), "not a toktools counts file"
+    )
 
 
 def test_encode_formats_agree_with_the_library(tmp_path: Path, bpe_dir: Path) -> None:
@@ -115,7 +118,10 @@ def test_encode_formats_agree_with_the_library(tmp_path: Path, bpe_dir: Path) ->
     lines = FIXTURE.read_text(encoding="utf-8").splitlines()
     ids_out = run("encode", "-t", str(bpe_dir), str(FIXTURE)).stdout.splitlines()
     assert ids_out == [" ".join(map(str, tok.encode(line).ids)) for line in lines]
-    jsonl = [json.loads(line) for line in run("encode", "-t", str(bpe_dir), "--format", "jsonl", str(FIXTURE)).stdout.splitlines()]
+    jsonl = [
+        json.loads(line)
+        for line in run("encode", "-t", str(bpe_dir), "--format", "jsonl", str(FIXTURE)).stdout.splitlines()
+    ]
     assert [row["ids"] for row in jsonl] == [tok.encode(line).ids for line in lines]
     assert [row["offsets"] for row in jsonl] == [[list(o) for o in tok.encode(line).offsets] for line in lines]
 
@@ -126,7 +132,12 @@ def test_encode_npy_and_bin_hold_every_id_in_order(tmp_path: Path, bpe_dir: Path
     expected = [i for line in FIXTURE.read_text(encoding="utf-8").splitlines() for i in tok.encode(line).ids]
     npy, raw = tmp_path / "ids.npy", tmp_path / "ids.bin"
     assert run("encode", "-t", str(bpe_dir), "--format", "npy", "-o", str(npy), str(FIXTURE)).exit_code == 0
-    assert run("encode", "-t", str(bpe_dir), "--format", "bin", "--dtype", "uint32", "-o", str(raw), str(FIXTURE)).exit_code == 0
+    assert (
+        run(
+            "encode", "-t", str(bpe_dir), "--format", "bin", "--dtype", "uint32", "-o", str(raw), str(FIXTURE)
+        ).exit_code
+        == 0
+    )
     loaded = np.load(npy)
     assert loaded.dtype == np.uint16 and loaded.tolist() == expected
     assert np.fromfile(raw, dtype="<u4").tolist() == expected
@@ -220,8 +231,10 @@ def test_json_lines_and_compressed_corpora_train_like_plain_text(tmp_path: Path)
 
     lines = FIXTURE.read_text(encoding="utf-8").splitlines()
     jsonl = tmp_path / "corpus.jsonl"
-    jsonl.write_text("".join(json.dumps({"id": i, "text": line}, ensure_ascii=False) + "\n" for i, line in enumerate(lines)),
-                     encoding="utf-8")
+    jsonl.write_text(
+        "".join(json.dumps({"id": i, "text": line}, ensure_ascii=False) + "\n" for i, line in enumerate(lines)),
+        encoding="utf-8",
+    )
     compressed = []
     for suffix, opener in ((".gz", gzip.open), (".xz", lzma.open), (".bz2", bz2.open)):
         path = tmp_path / f"corpus.txt{suffix}"
@@ -241,13 +254,18 @@ def test_json_lines_and_compressed_corpora_train_like_plain_text(tmp_path: Path)
         assert (out / "vocab.txt").read_bytes() == expected
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "fine"}\n{"body": "no text field"}\n', encoding="utf-8")
-    assert_clean_error(run("train", "wordpiece", str(bad), "--field", "text", "-o", str(tmp_path / "x")), "bad.jsonl, line 2")
+    assert_clean_error(
+        run("train", "wordpiece", str(bad), "--field", "text", "-o", str(tmp_path / "x")), "bad.jsonl, line 2"
+    )
 
 
 def test_errors_skip_drops_only_the_broken_lines(tmp_path: Path) -> None:
     corpus = tmp_path / "mixed.txt"
     corpus.write_bytes(FIXTURE.read_bytes() + b"broken \xff line\n")
     skipped, plain = tmp_path / "skipped", tmp_path / "plain"
-    assert run("train", "wordpiece", str(corpus), "--errors", "skip", "-o", str(skipped), "--vocab-size", "300").exit_code == 0
+    assert (
+        run("train", "wordpiece", str(corpus), "--errors", "skip", "-o", str(skipped), "--vocab-size", "300").exit_code
+        == 0
+    )
     assert run("train", "wordpiece", str(FIXTURE), "-o", str(plain), "--vocab-size", "300").exit_code == 0
     assert (skipped / "vocab.txt").read_bytes() == (plain / "vocab.txt").read_bytes()

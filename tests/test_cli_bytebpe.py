@@ -14,6 +14,7 @@ Pinned here:
 Uses click's ``CliRunner`` (click >= 8.2 keeps stderr apart: ``result.stdout`` / ``result.stderr``)
 and real files in ``tmp_path``. The small training corpus is ``tests/fixtures/bytebpe_cli_corpus.txt``.
 """
+
 from __future__ import annotations
 
 from importlib.metadata import version
@@ -21,12 +22,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import ref_vocab_dir
 from tokenizers import Tokenizer
 
 import toktools
-from conftest import ref_vocab_dir
-from toktools.training import tokenizers_backend as fast
 from toktools.cli import main
+from toktools.training import tokenizers_backend as fast
 
 CORPUS = Path(__file__).parent / "fixtures" / "bytebpe_cli_corpus.txt"
 FILES = ("vocab.json", "merges.txt", "tokenizer.json")
@@ -76,12 +77,27 @@ def test_train_options_reach_the_trainer(tmp_path):
     """``--special-tokens``, ``--min-frequency``, ``--add-prefix-space``, ``--max-token-length``:
     the same files as the API called with the same values."""
     out = tmp_path / "cli"
-    result = run("train", "bytebpe", CORPUS, "-o", out, "--vocab-size", 330, "--min-frequency", 3,
-                 "--special-tokens", "<s>,<pad>,</s>", "--add-prefix-space", "--max-token-length", 5)
+    result = run(
+        "train",
+        "bytebpe",
+        CORPUS,
+        "-o",
+        out,
+        "--vocab-size",
+        330,
+        "--min-frequency",
+        3,
+        "--special-tokens",
+        "<s>,<pad>,</s>",
+        "--add-prefix-space",
+        "--max-token-length",
+        5,
+    )
     assert result.exit_code == 0, result.stderr
     api = tmp_path / "api"
-    toktools.train_bytebpe([str(CORPUS)], 330, 3, ["<s>", "<pad>", "</s>"], add_prefix_space=True,
-                           max_token_length=5, workers=1).save(api)
+    toktools.train_bytebpe(
+        [str(CORPUS)], 330, 3, ["<s>", "<pad>", "</s>"], add_prefix_space=True, max_token_length=5, workers=1
+    ).save(api)
     assert read_files(out) == read_files(api)
 
 
@@ -150,8 +166,19 @@ def test_vocab_size_below_the_byte_alphabet(tmp_path):
     smallest size that works, and writes nothing. The library keeps ``tokenizers``' behaviour."""
     for backend in ("reference", "fast"):
         out = tmp_path / backend
-        result = run("train", "bytebpe", CORPUS, "-o", out, "--vocab-size", 100, "--special-tokens", "<s>,</s>",
-                     "--backend", backend)
+        result = run(
+            "train",
+            "bytebpe",
+            CORPUS,
+            "-o",
+            out,
+            "--vocab-size",
+            100,
+            "--special-tokens",
+            "<s>,</s>",
+            "--backend",
+            backend,
+        )
         assert_one_line_error(result, "smaller than the alphabet", "258")
         assert not any((out / name).exists() for name in FILES)
     assert len(toktools.train_bytebpe([str(CORPUS)], vocab_size=100).vocab) == 256
@@ -213,8 +240,8 @@ def test_encode_files_and_dash_in_order(bpe_dir, tmp_path):
     """Files given as arguments are read in order; ``-`` is standard input; the default format is
     ids. A last line without ``\\n`` is still a line."""
     first, second = tmp_path / "a.txt", tmp_path / "b.txt"
-    first.write_bytes("Hello world\n我们\n".encode("utf-8"))
-    second.write_bytes("last line without newline".encode("utf-8"))
+    first.write_bytes("Hello world\n我们\n".encode())
+    second.write_bytes(b"last line without newline")
     result = run("encode", "-t", bpe_dir, first, "-", second, input="from stdin\n")
     assert result.exit_code == 0, result.stderr
     lines = ["Hello world", "我们", "from stdin", "last line without newline"]

@@ -1,6 +1,7 @@
 """`inspect`, `compare` and `parity` on the command line: the same facts as the library, as
 plain text for people and as JSON for scripts. Uses the shipped vocabularies and the project's
 own fixture, so nothing needs ``../shared``."""
+
 from __future__ import annotations
 
 import json
@@ -152,8 +153,18 @@ def test_train_says_why_the_vocabulary_is_smaller(tmp_path: Path) -> None:
     chars = "一二三四五六七八九十"
     corpus = tmp_path / "zh.txt"
     corpus.write_text("".join(ch * (10 - i) + "\n" for i, ch in enumerate(chars)), encoding="utf-8")
-    result = run("train", "wordpiece", str(corpus), "-o", str(tmp_path / "out"), "--vocab-size", "1000",
-                 "--limit-alphabet", "5", "--no-progress")
+    result = run(
+        "train",
+        "wordpiece",
+        str(corpus),
+        "-o",
+        str(tmp_path / "out"),
+        "--vocab-size",
+        "1000",
+        "--limit-alphabet",
+        "5",
+        "--no-progress",
+    )
     assert result.exit_code == 0, result.stderr
     assert "the vocabulary has 10 tokens, 990 fewer than --vocab-size 1000" in result.stderr
     assert "dropped 5 characters covering 27.3% of the corpus" in result.stderr
@@ -181,13 +192,22 @@ def test_train_writes_transformers_config_by_default(tmp_path: Path) -> None:
     again = run("train", "wordpiece", str(FIXTURE), "-o", str(out), "--vocab-size", "300", "--no-progress")
     assert again.exit_code == 1 and "--force" in again.stderr
     out2 = tmp_path / "plain"
-    result = run("train", "wordpiece", str(FIXTURE), "-o", str(out2), "--vocab-size", "300", "--no-progress",
-                 "--no-transformers-config")
+    result = run(
+        "train",
+        "wordpiece",
+        str(FIXTURE),
+        "-o",
+        str(out2),
+        "--vocab-size",
+        "300",
+        "--no-progress",
+        "--no-transformers-config",
+    )
     assert result.exit_code == 0 and not (out2 / "tokenizer_config.json").exists()
 
 
 def test_inspect_says_when_a_byte_symbol_token_is_also_a_text() -> None:
-    """"²" is GPT-2's symbol for the byte B2 (a token of its own) and, as text, the bytes C2 B2
+    """ "²" is GPT-2's symbol for the byte B2 (a token of its own) and, as text, the bytes C2 B2
     (the token "Â²"): the token string wins and the note names the other reading."""
     info = json.loads(run("inspect", "bytebpe-50k", "--token", "²", "--json").stdout)
     assert (info["token"], info["hex"], info["readable"]) == ("²", "B2", "<B2>")

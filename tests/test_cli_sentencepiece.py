@@ -7,6 +7,7 @@ The models are trained in the tests by ``SentencePieceTrainer`` on samples of th
 control symbols. The held-out lines are English, Chinese and mixed, plus whitespace runs, emoji
 and characters no model has seen.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,10 +16,10 @@ import struct
 from pathlib import Path
 
 import pytest
+from _spm_models import MODELS, held_out_lines, processor, train
 from click.testing import CliRunner
 
 import toktools
-from _spm_models import MODELS, held_out_lines, processor, train
 from toktools.cli import main
 from toktools.sentencepiece.model_file import CONTROL, NORMAL, read_model, write_model
 
@@ -29,7 +30,11 @@ tokenizers = pytest.importorskip("tokenizers")
 # piece written in the text (an added token for tokenizers), the shortest-match charsmap rule on
 # a combining mark, and a 6-byte Bengali grapheme. Besides these, a float32 (sentencepiece) vs
 # f64 (tokenizers.json) near-tie could resolve differently on a rare line; there is none here.
-KNOWN_DIFFERENCES = {"<s> </s> <unk> literal control pieces", "Ａ\u0301 ﬁ ① ｶﾞ ㍻ fullwidth and compatibility", "ঘোষণা বাংলা"}
+KNOWN_DIFFERENCES = {
+    "<s> </s> <unk> literal control pieces",
+    "Ａ\u0301 ﬁ ① ｶﾞ ㍻ fullwidth and compatibility",
+    "ঘোষণা বাংলা",
+}
 NEAR_TIES = 0
 
 
@@ -62,6 +67,7 @@ def differing(got: list[list[int]], expected: list[list[int]], lines: list[str])
 
 # -- loading -------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", list(MODELS))
 def test_load_a_model_file_gives_sentencepiece_ids(name):
     sp = processor(model_path(name))
@@ -92,8 +98,9 @@ def test_a_directory_with_one_other_model_file_loads_it_several_are_an_error(tmp
     shutil.copy(model_path("bpe"), tmp_path / "my-bpe.model")
     assert toktools.load(tmp_path).encode("Hello 中文").ids == processor(model_path("bpe")).encode("Hello 中文")
     shutil.copy(model_path("unigram"), tmp_path / "other.model")
-    assert_one_line_error(run("encode", "-t", str(tmp_path), input="x\n"), "several sentencepiece models",
-                          "my-bpe.model, other.model")
+    assert_one_line_error(
+        run("encode", "-t", str(tmp_path), input="x\n"), "several sentencepiece models", "my-bpe.model, other.model"
+    )
 
 
 def test_a_tokenizer_json_beside_the_model_wins(tmp_path):
@@ -105,6 +112,7 @@ def test_a_tokenizer_json_beside_the_model_wins(tmp_path):
 
 
 # -- encode and decode ---------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", list(MODELS))
 def test_cli_encode_gives_sentencepiece_ids(name, tmp_path):
@@ -150,7 +158,10 @@ def test_decode_of_any_ids_is_sentencepiece_decode(name):
     rows += [[space, space, sp.piece_to_id("\u2581the")], [sp.unk_id(), sp.piece_to_id("\u2581the")], [1, 2, 1]]
     if MODELS[name].get("byte_fallback"):
         byte = {b: sp.piece_to_id(f"<0x{b:02X}>") for b in (0xE4, 0xB8, 0xAD, 0x41)}
-        rows += [[byte[0xE4], byte[0xB8], byte[0xAD]], [byte[0xE4], byte[0xB8], byte[0x41], sp.piece_to_id("\u2581the")]]
+        rows += [
+            [byte[0xE4], byte[0xB8], byte[0xAD]],
+            [byte[0xE4], byte[0xB8], byte[0x41], sp.piece_to_id("\u2581the")],
+        ]
         assert sp.decode(rows[-1]) == "\ufffd\ufffdA the"
     assert [tokenizer.decode(row) for row in rows] == [sp.decode(row) for row in rows]
     assert tokenizer.decode([sp.unk_id()]) == " \u2047 "
@@ -185,6 +196,7 @@ def test_cli_compare_puts_two_models_side_by_side():
 
 
 # -- inspect -------------------------------------------------------------------------------------
+
 
 def test_inspect_shows_pieces_with_their_scores():
     path = model_path("unigram_bytes")
@@ -228,6 +240,7 @@ def test_inspect_scores_are_only_for_models_that_have_them():
 
 # -- convert -------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", ["unigram", "unigram_bytes", "unigram_user", "unigram_cf"])
 def test_convert_to_spiece_model_gives_the_same_ids_in_sentencepiece(name, tmp_path):
     out = tmp_path / "out"
@@ -236,7 +249,8 @@ def test_convert_to_spiece_model_gives_the_same_ids_in_sentencepiece(name, tmp_p
     original, written = processor(model_path(name)), processor(out / "spiece.model")
     lines = held_out_lines()
     assert [written.encode(line, add_bos=True, add_eos=True) for line in lines] == [
-        original.encode(line, add_bos=True, add_eos=True) for line in lines]
+        original.encode(line, add_bos=True, add_eos=True) for line in lines
+    ]
     # and through tokenizer.json: .model -> tokenizer.json -> spiece.model
     assert run("convert", str(model_path(name)), "--to", "tokenizer.json", "-o", str(tmp_path / "json")).exit_code == 0
     result = run("convert", str(tmp_path / "json"), "--to", "spiece.model", "-o", str(tmp_path / "again"))
@@ -260,8 +274,9 @@ def test_convert_a_trained_unigram_tokenizer_to_spiece_model(tmp_path):
     """A Metaspace + Unigram tokenizer.json (what UnigramTrainer gives) as a .model."""
     from conftest import read_corpus_sample
 
-    trainer = tokenizers.trainers.UnigramTrainer(vocab_size=800, unk_token="<unk>", special_tokens=["<unk>", "<s>", "</s>"],
-                                                 show_progress=False)
+    trainer = tokenizers.trainers.UnigramTrainer(
+        vocab_size=800, unk_token="<unk>", special_tokens=["<unk>", "<s>", "</s>"], show_progress=False
+    )
     tok = tokenizers.Tokenizer(tokenizers.models.Unigram())
     tok.pre_tokenizer = tokenizers.pre_tokenizers.Metaspace()
     tok.decoder = tokenizers.decoders.Metaspace()
@@ -293,13 +308,15 @@ def test_convert_spiece_model_output_rules(tmp_path):
 
 
 def test_convert_refuses_what_sentencepiece_cannot_hold(tmp_path):
-    assert_one_line_error(run("convert", str(model_path("bpe")), "--to", "spiece.model", "-o", str(tmp_path / "a")),
-                          "only Unigram")
+    assert_one_line_error(
+        run("convert", str(model_path("bpe")), "--to", "spiece.model", "-o", str(tmp_path / "a")), "only Unigram"
+    )
     assert not (tmp_path / "a" / "spiece.model").exists()
     assert_one_line_error(run("convert", "wordpiece-30k", "--to", "spiece.model", "-o", str(tmp_path / "b")))
 
 
 # -- bad input -----------------------------------------------------------------------------------
+
 
 def _bad_models(tmp_path: Path) -> dict[str, Path]:
     good = model_path("unigram").read_bytes()
@@ -325,9 +342,13 @@ def _bad_models(tmp_path: Path) -> dict[str, Path]:
 @pytest.mark.parametrize("command", ["encode", "inspect", "convert", "decode", "compare"])
 def test_bad_models_are_one_line_errors(command, tmp_path):
     for kind, path in _bad_models(tmp_path).items():
-        args = {"encode": ["encode", "-t", str(path)], "decode": ["decode", "-t", str(path)],
-                "inspect": ["inspect", str(path)], "compare": ["compare", str(path), str(model_path("unigram")), "x"],
-                "convert": ["convert", str(path), "--to", "tokenizer.json", "-o", str(tmp_path / "out")]}[command]
+        args = {
+            "encode": ["encode", "-t", str(path)],
+            "decode": ["decode", "-t", str(path)],
+            "inspect": ["inspect", str(path)],
+            "compare": ["compare", str(path), str(model_path("unigram")), "x"],
+            "convert": ["convert", str(path), "--to", "tokenizer.json", "-o", str(tmp_path / "out")],
+        }[command]
         result = run(*args, input="1 2\n")
         assert_one_line_error(result, str(path))
         if kind in ("word", "char"):

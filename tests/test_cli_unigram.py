@@ -16,6 +16,7 @@ Pinned here, on samples of the shared English and Chinese corpora:
 * ``count --model unigram`` then ``train unigram --from-counts`` writes the same files as
   training from the corpus.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,9 +24,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import read_corpus_sample
 
 import toktools
-from conftest import read_corpus_sample
 from toktools.cli import main
 
 VOCAB = 1200
@@ -70,7 +71,11 @@ def trained_fast(corpus, tmp_path_factory) -> Path:
 
 def test_writes_the_model_file_tokenizer_json_and_transformers_config(trained):
     assert sorted(p.name for p in trained.iterdir()) == [
-        "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json", "unigram.json"]
+        "special_tokens_map.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "unigram.json",
+    ]
     document = json.loads((trained / "tokenizer.json").read_text(encoding="utf-8"))
     assert json.loads((trained / "unigram.json").read_text(encoding="utf-8")) == document["model"]
     assert len(document["model"]["vocab"]) == VOCAB and document["model"]["unk_id"] == 0
@@ -82,8 +87,11 @@ def test_the_pipeline_is_sentencepiece_unigram_tokenizers(trained, trained_fast)
     ours = json.loads((trained / "tokenizer.json").read_text(encoding="utf-8"))
     theirs = json.loads((trained_fast / "tokenizer.json").read_text(encoding="utf-8"))
     assert {k: v for k, v in ours.items() if k != "model"} == {k: v for k, v in theirs.items() if k != "model"}
-    assert ours["normalizer"]["normalizers"] == [{"type": "Nmt"}, {"type": "NFKC"},
-                                                 {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}]
+    assert ours["normalizer"]["normalizers"] == [
+        {"type": "Nmt"},
+        {"type": "NFKC"},
+        {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "},
+    ]
 
 
 def test_both_backends_learn_nearly_the_same_pieces(trained, trained_fast):
@@ -119,12 +127,26 @@ def test_albert_roles_go_to_the_transformers_config(corpus, tmp_path):
     """With ALBERT's special tokens, transformers knows each of them by its role."""
     transformers = pytest.importorskip("transformers", reason="transformers is not installed")
     out = tmp_path / "albert"
-    result = run("train", "unigram", corpus[0], "-o", out, "--vocab-size", 600,
-                 "--special-tokens", "<pad>,<unk>,[CLS],[SEP],[MASK]")
+    result = run(
+        "train",
+        "unigram",
+        corpus[0],
+        "-o",
+        out,
+        "--vocab-size",
+        600,
+        "--special-tokens",
+        "<pad>,<unk>,[CLS],[SEP],[MASK]",
+    )
     assert result.exit_code == 0, result.stderr
     auto = transformers.AutoTokenizer.from_pretrained(str(out))
     assert (auto.pad_token, auto.unk_token, auto.cls_token, auto.sep_token, auto.mask_token) == (
-        "<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]")
+        "<pad>",
+        "<unk>",
+        "[CLS]",
+        "[SEP]",
+        "[MASK]",
+    )
     assert auto.unk_token_id == 1 and auto.mask_token_id == 4
     text = "The [MASK] sat on the mat, 滚滚长江东逝水。"  # (the Chinese characters are unknown here)
     assert auto(text)["input_ids"] == toktools.load(out).encode(text).ids
@@ -150,7 +172,10 @@ def test_counts_of_another_kind_are_refused(corpus, tmp_path):
 def test_a_vocabulary_smaller_than_the_characters_is_one_line_error(corpus, tmp_path):
     result = run("train", "unigram", corpus[1], "-o", tmp_path / "out", "--vocab-size", 50)
     assert result.exit_code == 1
-    assert result.stderr.startswith("toktools: error: vocab size 50 is smaller than the") and "Traceback" not in result.stderr
+    assert (
+        result.stderr.startswith("toktools: error: vocab size 50 is smaller than the")
+        and "Traceback" not in result.stderr
+    )
     assert not (tmp_path / "out").exists()
 
 
@@ -168,6 +193,7 @@ def test_library_call_is_the_cli_training(corpus, trained):
 
 # -- as a sentencepiece .model ---------------------------------------------------------------------
 
+
 def test_convert_to_spiece_model_gives_the_tokenizer_ids_in_sentencepiece(trained, heldout, tmp_path):
     """``convert --to spiece.model`` turns Nmt + NFKC into a charsmap sentencepiece applies by
     longest match, and runs of spaces into ``remove_extra_whitespaces``. The one rule it cannot
@@ -179,7 +205,14 @@ def test_convert_to_spiece_model_gives_the_tokenizer_ids_in_sentencepiece(traine
     sp = spm.SentencePieceProcessor(model_file=str(tmp_path / "spm" / "spiece.model"))
     ours = toktools.load(trained)
     assert sp.get_piece_size() == VOCAB and sp.unk_id() == 0
-    odd = ["Ｆｕｌｌ ｗｉｄｔｈ", "cafe\u0301 nai\u0308ve", "\u1100\u1161\u11a8", "tab\there", "zero\u200bwidth", "\x01ctl\x7f"]
+    odd = [
+        "Ｆｕｌｌ ｗｉｄｔｈ",
+        "cafe\u0301 nai\u0308ve",
+        "\u1100\u1161\u11a8",
+        "tab\there",
+        "zero\u200bwidth",
+        "\x01ctl\x7f",
+    ]
     lines = heldout + odd
     trailing = {line for line in lines if ours.normalizer.normalize_str(line).endswith(" ")}
     assert trailing == {"  Two  spaces\tand a tab "}

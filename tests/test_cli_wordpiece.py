@@ -23,6 +23,7 @@ next 13) and 117 cased (110 + 7). 60 tokenizers runs at 96 all gave the same set
 
 Uses click's ``CliRunner`` (click >= 8.2 keeps ``result.stdout`` and ``result.stderr`` apart).
 """
+
 from __future__ import annotations
 
 import json
@@ -32,10 +33,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import ref_vocab_dir
 from tokenizers import BertWordPieceTokenizer, Tokenizer
 
 import toktools
-from conftest import ref_vocab_dir
 from toktools.cli import main
 from toktools.models.wordpiece.model import dumps_vocab_txt
 
@@ -83,7 +84,9 @@ def assert_one_line_error(result, *fragments: str) -> None:
 @pytest.fixture(scope="module")
 def trained_dir(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("cli-wp") / "reference"
-    result = run("train", "wordpiece", CORPUS, "-o", out, "--vocab-size", STABLE_UNCASED, "--workers", 1, "--no-progress")
+    result = run(
+        "train", "wordpiece", CORPUS, "-o", out, "--vocab-size", STABLE_UNCASED, "--workers", 1, "--no-progress"
+    )
     assert result.exit_code == 0, result.stderr
     return out
 
@@ -92,7 +95,9 @@ def test_train_writes_vocab_txt_and_tokenizer_json(trained_dir):
     """Both files exist; ``vocab.txt`` starts with BERT's five specials (the CLI default, in
     order) and holds exactly the token set tokenizers learns with the same settings."""
     written = sorted(p.name for p in trained_dir.iterdir() if not p.name.startswith("."))
-    assert written == sorted(FILES + ("tokenizer_config.json", "special_tokens_map.json"))  # transformers config: default
+    assert written == sorted(
+        FILES + ("tokenizer_config.json", "special_tokens_map.json")
+    )  # transformers config: default
     tokens = vocab_lines(trained_dir)
     assert tokens[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     assert len(tokens) == STABLE_UNCASED
@@ -157,14 +162,28 @@ def test_algorithm_likelihood(tmp_path):
     """``--algorithm likelihood --min-pair-frequency 3`` writes what
     ``train_wordpiece(algorithm="likelihood", min_pair_frequency=3)`` learns, of the requested size."""
     out = tmp_path / "lk"
-    result = run("train", "wordpiece", CORPUS, "-o", out, "--vocab-size", 130, "--algorithm", "likelihood",
-                 "--min-pair-frequency", 3)
+    result = run(
+        "train",
+        "wordpiece",
+        CORPUS,
+        "-o",
+        out,
+        "--vocab-size",
+        130,
+        "--algorithm",
+        "likelihood",
+        "--min-pair-frequency",
+        3,
+    )
     assert result.exit_code == 0, result.stderr
     expected = toktools.train_wordpiece([str(CORPUS)], 130, algorithm="likelihood", min_pair_frequency=3, workers=1)
     assert (out / "vocab.txt").read_text(encoding="utf-8") == dumps_vocab_txt(expected.vocab)
     assert len(vocab_lines(out)) == 130
     default = tmp_path / "lk-default"
-    assert run("train", "wordpiece", CORPUS, "-o", default, "--vocab-size", 130, "--algorithm", "likelihood").exit_code == 0
+    assert (
+        run("train", "wordpiece", CORPUS, "-o", default, "--vocab-size", 130, "--algorithm", "likelihood").exit_code
+        == 0
+    )
     assert vocab_lines(default) != vocab_lines(out), "--min-pair-frequency should change the result"
 
 
@@ -237,8 +256,10 @@ INPUT_LINES = ["The bakery opened early.", "Naïve CAFÉ owners, 北京!", "", "
 
 
 def hf_lines(tokenizer, lines, add_special_tokens=True, field="ids") -> str:
-    return "".join(" ".join(map(str, getattr(tokenizer.encode(line, add_special_tokens=add_special_tokens), field))) + "\n"
-                   for line in lines)
+    return "".join(
+        " ".join(map(str, getattr(tokenizer.encode(line, add_special_tokens=add_special_tokens), field))) + "\n"
+        for line in lines
+    )
 
 
 @pytest.mark.parametrize("field", ["ids", "tokens"])
@@ -260,7 +281,9 @@ def test_encode_prints_tokenizers_ids_and_tokens(trained_dir, field):
 def test_encode_without_special_tokens(trained_dir):
     """``--no-add-special-tokens``: no [CLS]/[SEP]; the empty line gives an empty output line."""
     stdin = "\n".join(INPUT_LINES) + "\n"
-    result = run("encode", "-t", trained_dir, "--format", "tokens", "--no-add-special-tokens", input=stdin.encode("utf-8"))
+    result = run(
+        "encode", "-t", trained_dir, "--format", "tokens", "--no-add-special-tokens", input=stdin.encode("utf-8")
+    )
     assert result.exit_code == 0, result.stderr
     theirs = Tokenizer.from_file(str(trained_dir / "tokenizer.json"))
     assert result.stdout == hf_lines(theirs, INPUT_LINES, add_special_tokens=False, field="tokens")

@@ -1,5 +1,6 @@
 """`--cluster`, `--cluster-timeout`, `--block-size`: parsed and checked before any work, and
 without Dask installed a one-line note of what to install. No cluster is started here."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -14,8 +15,17 @@ from toktools.cluster.settings import Cluster, as_cluster, parse_size
 from toktools.errors import ToktoolsError
 
 
-@pytest.mark.parametrize("text, size", [("64MB", 64_000_000), ("64MiB", 64 << 20), ("512KiB", 512 << 10),
-                                        ("1.5GB", 1_500_000_000), ("4096", 4096), ("2 mb", 2_000_000)])
+@pytest.mark.parametrize(
+    "text, size",
+    [
+        ("64MB", 64_000_000),
+        ("64MiB", 64 << 20),
+        ("512KiB", 512 << 10),
+        ("1.5GB", 1_500_000_000),
+        ("4096", 4096),
+        ("2 mb", 2_000_000),
+    ],
+)
 def test_block_sizes_read_like_people_write_them(text: str, size: int) -> None:
     assert parse_size(text) == size
 
@@ -38,16 +48,27 @@ def test_the_python_api_takes_an_address_or_a_cluster_value() -> None:
 def _count(tmp_path: Path, *options: str):
     corpus = tmp_path / "c.txt"
     corpus.write_text("hello world\n", encoding="utf-8")
-    return CliRunner().invoke(main, ["count", str(corpus), "--model", "bytebpe", "-o", str(tmp_path / "c.counts"), *options])
+    return CliRunner().invoke(
+        main, ["count", str(corpus), "--model", "bytebpe", "-o", str(tmp_path / "c.counts"), *options]
+    )
 
 
-@pytest.mark.parametrize("options, message", [
-    (["--block-size", "1MB"], "--block-size only applies with --cluster"),
-    (["--cluster-timeout", "5", "--block-size", "1MB"], "--cluster-timeout and --block-size only apply with --cluster"),
-    (["--cluster", "local:2", "--workers", "2"], "--workers does not apply with --cluster"),
-    (["--cluster", "local:2", "--block-size", "lots"], "Invalid value for --block-size: cannot read the size 'lots'"),
-    (["--cluster", "local:2", "--cluster-timeout", "0"], "Invalid value for '--cluster-timeout'"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (["--block-size", "1MB"], "--block-size only applies with --cluster"),
+        (
+            ["--cluster-timeout", "5", "--block-size", "1MB"],
+            "--cluster-timeout and --block-size only apply with --cluster",
+        ),
+        (["--cluster", "local:2", "--workers", "2"], "--workers does not apply with --cluster"),
+        (
+            ["--cluster", "local:2", "--block-size", "lots"],
+            "Invalid value for --block-size: cannot read the size 'lots'",
+        ),
+        (["--cluster", "local:2", "--cluster-timeout", "0"], "Invalid value for '--cluster-timeout'"),
+    ],
+)
 def test_option_conflicts_are_usage_errors_before_any_work(tmp_path: Path, options: list[str], message: str) -> None:
     result = _count(tmp_path, *options)
     assert result.exit_code == 2
@@ -56,12 +77,20 @@ def test_option_conflicts_are_usage_errors_before_any_work(tmp_path: Path, optio
 
 
 @pytest.mark.parametrize("command", [["count"], ["train", "bytebpe"], ["train", "wordpiece"]])
-def test_without_dask_cluster_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]) -> None:
+def test_without_dask_cluster_says_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
     real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "distributed" else real_find_spec(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "distributed" else real_find_spec(name, *a)
+    )
     corpus = tmp_path / "c.txt"
     corpus.write_text("hello world\n", encoding="utf-8")
-    extra = ["--model", "bytebpe", "-o", str(tmp_path / "c.counts")] if command == ["count"] else ["-o", str(tmp_path / "out")]
+    extra = (
+        ["--model", "bytebpe", "-o", str(tmp_path / "c.counts")]
+        if command == ["count"]
+        else ["-o", str(tmp_path / "out")]
+    )
     result = CliRunner().invoke(main, [*command, str(corpus), *extra, "--cluster", "local:2"])
     assert result.exit_code == 1
     assert result.output.splitlines() == ["toktools: error: --cluster needs Dask: pip install 'toktools[dask]'"]
@@ -82,16 +111,20 @@ def test_without_dask_the_python_api_says_what_to_install(tmp_path: Path, monkey
 def test_train_refuses_cluster_where_nothing_is_counted(tmp_path: Path) -> None:
     counts = tmp_path / "c.counts"
     counts.write_text("", encoding="utf-8")
-    result = CliRunner().invoke(main, ["train", "bytebpe", "--from-counts", str(counts), "-o", str(tmp_path / "out"),
-                                       "--cluster", "local:2"])
+    result = CliRunner().invoke(
+        main, ["train", "bytebpe", "--from-counts", str(counts), "-o", str(tmp_path / "out"), "--cluster", "local:2"]
+    )
     assert result.exit_code == 2
     assert "--cluster counts corpus files for the reference backend" in result.output
 
 
-@pytest.mark.parametrize("options, message", [
-    (["A", "B", "some text", "--cluster", "local:2"], "--cluster works on a corpus: give --corpus"),
-    (["A", "--corpus", "c.txt", "--sample", "10", "--cluster", "local:2"], "--sample reads a few documents here"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (["A", "B", "some text", "--cluster", "local:2"], "--cluster works on a corpus: give --corpus"),
+        (["A", "--corpus", "c.txt", "--sample", "10", "--cluster", "local:2"], "--sample reads a few documents here"),
+    ],
+)
 def test_compare_takes_cluster_for_the_whole_corpus_only(options: list[str], message: str) -> None:
     result = CliRunner().invoke(main, ["compare", *options])
     assert result.exit_code == 2

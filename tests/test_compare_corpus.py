@@ -1,6 +1,7 @@
 """`compare --corpus`: statistics that stream, checked against numbers worked out by hand on a
 tiny corpus, and the command line around them (files, .gz, JSON Lines, stdin, --sample,
 --show, --json, --plot, usage errors)."""
+
 from __future__ import annotations
 
 import gzip
@@ -10,12 +11,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from test_report import hand_bpe, hand_wordpiece
+
 from toktools.analysis import token_view
-from toktools.cli import main
 from toktools.analysis.corpus_compare import compare_corpus
 from toktools.analysis.segstats import percentile
+from toktools.cli import main
 
 #: Four documents (the blank line is none). By hand, with the tokenizers of test_report:
 #:   line 1 "the unaffable xyz"          wp: the | un ##aff ##able | [UNK]       bpe: the | Ġunaff able | Ġ x y z
@@ -144,7 +145,9 @@ def test_cli_reads_gz_jsonl_stdin_and_globs_alike(tmp_path: Path, corpus_file: P
     gz = tmp_path / "tiny.txt.gz"
     gz.write_bytes(gzip.compress(CORPUS.encode("utf-8")))
     jsonl = tmp_path / "tiny.jsonl"
-    jsonl.write_text("".join(json.dumps({"text": d, "id": i}) + "\n" for i, d in enumerate(DOCUMENTS)), encoding="utf-8")
+    jsonl.write_text(
+        "".join(json.dumps({"text": d, "id": i}) + "\n" for i, d in enumerate(DOCUMENTS)), encoding="utf-8"
+    )
     variants = [
         ["--corpus", str(gz)],
         ["--corpus", str(jsonl), "--field", "text"],

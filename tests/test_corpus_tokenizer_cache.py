@@ -3,6 +3,7 @@ same ``tokenizer.json`` takes the document's shape, the exactness analysis and t
 ranks from the user cache instead of parsing and analysing the file, and writes the same bytes.
 A corrupt entry is ignored and written again, a changed file misses, and a cache that cannot be
 written changes nothing but the speed."""
+
 from __future__ import annotations
 
 import json
@@ -11,15 +12,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
-from toktools.corpus import prepared_tokenizer as corpus_tokenizer
-
-from toktools.engines import core as engines
-from toktools.cli import main
-from toktools.corpus.encode import encode_corpus
-from toktools.io.shipped import shipped_path
-
 from conftest import read_corpus_sample
+
+from toktools.cli import main
+from toktools.corpus import prepared_tokenizer as corpus_tokenizer
+from toktools.corpus.encode import encode_corpus
+from toktools.engines import core as engines
+from toktools.io.shipped import shipped_path
 
 pytest.importorskip("tiktoken")
 
@@ -48,7 +47,10 @@ def encoded(corpus: Path, tokenizer: Path, out: Path, engine: str = "auto") -> t
     assert result.verified == (0 if result.engine == "reference" else 16)
     data = b"".join(p.read_bytes() for p in result.outputs)
     manifest = json.loads((out.parent / f"{out.name}-manifest.json").read_text())
-    shards = [(s["documents"], s["tokens"], s["next"], sorted(f["sha256"] for f in s["files"].values())) for s in manifest["shards"]]
+    shards = [
+        (s["documents"], s["tokens"], s["next"], sorted(f["sha256"] for f in s["files"].values()))
+        for s in manifest["shards"]
+    ]
     return result.engine, data, json.dumps([manifest["tokenizer"], shards]).encode()
 
 
@@ -79,8 +81,22 @@ def test_the_cli_output_is_the_same_cold_and_warm(tmp_path, monkeypatch, tokeniz
     monkeypatch.setenv("TOKTOOLS_CACHE_DIR", str(tmp_path / "cache"))
     outputs = []
     for run in ("cold", "warm"):
-        result = CliRunner().invoke(main, ["encode", "-t", str(tokenizer), str(corpus), "--format", "megatron",
-                                           "-o", str(tmp_path / run), "--append-eos", "--json"], catch_exceptions=False)
+        result = CliRunner().invoke(
+            main,
+            [
+                "encode",
+                "-t",
+                str(tokenizer),
+                str(corpus),
+                "--format",
+                "megatron",
+                "-o",
+                str(tmp_path / run),
+                "--append-eos",
+                "--json",
+            ],
+            catch_exceptions=False,
+        )
         assert result.exit_code == 0, result.stderr
         assert json.loads(result.stdout)["engine"] == "tiktoken"
         outputs.append(((tmp_path / f"{run}.bin").read_bytes(), (tmp_path / f"{run}.idx").read_bytes()))
@@ -94,8 +110,12 @@ def test_a_corrupt_entry_is_ignored_and_written_again(tmp_path, monkeypatch, tok
     first = encoded(corpus, tokenizer, tmp_path / "first")
     [entry] = entries(tmp_path / "cache")
     data = entry.read_bytes()
-    broken = {"flip a byte": data[:-100] + bytes([data[-100] ^ 0x01]) + data[-99:], "truncate": data[: len(data) // 2],
-              "empty": b"", "not an entry": b"toktools-cache-blob-1\n" + b"\x00" * 64}[damage]
+    broken = {
+        "flip a byte": data[:-100] + bytes([data[-100] ^ 0x01]) + data[-99:],
+        "truncate": data[: len(data) // 2],
+        "empty": b"",
+        "not an entry": b"toktools-cache-blob-1\n" + b"\x00" * 64,
+    }[damage]
     entry.write_bytes(broken)
     assert corpus_tokenizer.load_corpus_tokenizer(tokenizer).analysis is None  # ignored: parsed and analysed again
     again = encoded(corpus, tokenizer, tmp_path / "again")
@@ -125,9 +145,11 @@ def test_a_changed_tokenizer_file_misses_the_cache(tmp_path, monkeypatch, tokeni
     before = encoded(corpus, tokenizer, tmp_path / "before")
     document = json.loads(tokenizer.read_text(encoding="utf-8"))
     merges = document["model"]["merges"]
-    dropped = merges[len(merges) // 2:]
+    dropped = merges[len(merges) // 2 :]
     document["model"]["merges"] = merges[: len(merges) // 2]
-    results = {(a + b) if isinstance(a, str) else "" for a, b in (m if isinstance(m, list) else m.split(" ") for m in dropped)}
+    results = {
+        (a + b) if isinstance(a, str) else "" for a, b in (m if isinstance(m, list) else m.split(" ") for m in dropped)
+    }
     for token in results:  # tokens no merge makes any more leave the vocabulary (E2 holds)
         document["model"]["vocab"].pop(token, None)
     tokenizer.write_text(json.dumps(document), encoding="utf-8")

@@ -3,23 +3,26 @@
 A real ``distributed.LocalCluster`` with two worker processes on the loopback (no other address
 is ever used); skipped with the reason when Dask is not installed.
 """
+
 from __future__ import annotations
 
 import functools
-import importlib.util
 import gzip
+import importlib.util
 import random
 from pathlib import Path
 
 import pytest
-
 from conftest import IN_DASK_CHILD, read_corpus_sample, run_in_fresh_process
-from toktools.models.bpe import bytelevel
-from toktools.corpus import reading as corpus
-from toktools.cluster import blocks as distributed
-from toktools.errors import ToktoolsError
 
-if importlib.util.find_spec("distributed") is None:  # not imported here: the parent process stays free of Dask's threads
+from toktools.cluster import blocks as distributed
+from toktools.corpus import reading as corpus
+from toktools.errors import ToktoolsError
+from toktools.models.bpe import bytelevel
+
+if (
+    importlib.util.find_spec("distributed") is None
+):  # not imported here: the parent process stays free of Dask's threads
     pytest.skip("Dask is an optional extra: pip install 'toktools[dask]'", allow_module_level=True)
 
 #: The cluster tests run in a fresh interpreter: a LocalCluster started late in a long pytest
@@ -42,8 +45,9 @@ def client(dask_client):
 
 
 def _local_counts(paths, splitter, **options):
-    return corpus.count_words(corpus.expand_sources([str(p) for p in paths], options.pop("json_field", None)),
-                              splitter, workers=1, **options)
+    return corpus.count_words(
+        corpus.expand_sources([str(p) for p in paths], options.pop("json_field", None)), splitter, workers=1, **options
+    )
 
 
 BYTE_LEVEL = functools.partial(bytelevel.training_pieces, add_prefix_space=False, use_regex=True)
@@ -78,8 +82,9 @@ def test_globs_directories_and_json_lines(client, tmp_path: Path) -> None:
     folder = tmp_path / "docs"
     folder.mkdir()
     for index in range(3):
-        (folder / f"{index}.jsonl").write_text("".join(f'{{"text": "doc {index} line {n} ünïcode"}}\n' for n in range(50)),
-                                               encoding="utf-8")
+        (folder / f"{index}.jsonl").write_text(
+            "".join(f'{{"text": "doc {index} line {n} ünïcode"}}\n' for n in range(50)), encoding="utf-8"
+        )
     local = _local_counts([folder], BYTE_LEVEL, json_field="text")
     assert distributed.count_words(client, [str(folder)], BYTE_LEVEL, json_field="text", block_bytes=500) == local
     assert distributed.count_words(client, [str(folder / "*.jsonl")], BYTE_LEVEL, json_field="text") == local
@@ -98,7 +103,7 @@ def test_memory_filesystem_inputs(client) -> None:
     fsspec = pytest.importorskip("fsspec")
     # memory:// lives in one process: a LocalCluster's workers cannot see it, so read it here
     with fsspec.open("memory://corpus/a.txt", "wb") as handle:
-        handle.write("hello world\nhello there\n".encode())
+        handle.write(b"hello world\nhello there\n")
     blocks = distributed.plan_blocks(["memory://corpus/*.txt"], 8)
     assert [b.path for b in blocks] == ["memory:///corpus/a.txt"] * 3  # fsspec's canonical form
     assert b"".join(b"".join(distributed.read_block(b)) for b in blocks) == b"hello world\nhello there\n"

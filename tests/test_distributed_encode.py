@@ -6,6 +6,7 @@ a real ``distributed.LocalCluster`` (two worker processes on the loopback, no ot
 fresh child pytest process, as tests/test_distributed.py does: the cluster writes the very bytes
 of the local block run, also when one of its worker processes is killed mid-run.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -21,12 +22,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import IN_DASK_CHILD, read_corpus_sample, run_in_fresh_process
-from toktools.cluster import encode as distributed_encode
+
 from toktools.cli import main
-from toktools.corpus.writers import read_megatron_documents
+from toktools.cluster import encode as distributed_encode
 from toktools.corpus.encode import encode_corpus
+from toktools.corpus.writers import read_megatron_documents
 from toktools.errors import ToktoolsError
 
 IN_CHILD = IN_DASK_CHILD
@@ -35,7 +36,9 @@ TOKENIZER = "bytebpe-50k"
 CHILD_TESTS = 3
 
 in_parent = pytest.mark.skipif(IN_CHILD, reason="runs in the parent pytest process")
-child_only = pytest.mark.skipif(not IN_CHILD, reason="runs in the fresh child process of test_the_cluster_tests_pass_in_a_fresh_process")
+child_only = pytest.mark.skipif(
+    not IN_CHILD, reason="runs in the fresh child process of test_the_cluster_tests_pass_in_a_fresh_process"
+)
 
 
 @pytest.fixture(scope="module")
@@ -64,8 +67,13 @@ def documents(prefix: Path, fmt: str = "megatron") -> list[list[int]]:
         data, offsets = numpy.load(base + ".npy"), numpy.load(base + ".offsets.npy")
         return [data[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])]
 
-    shards = sorted(prefix.parent.glob(prefix.name + "-[0-9][0-9][0-9][0-9][0-9].idx" if fmt == "megatron"
-                                       else prefix.name + "-[0-9][0-9][0-9][0-9][0-9].npy"))
+    shards = sorted(
+        prefix.parent.glob(
+            prefix.name + "-[0-9][0-9][0-9][0-9][0-9].idx"
+            if fmt == "megatron"
+            else prefix.name + "-[0-9][0-9][0-9][0-9][0-9].npy"
+        )
+    )
     if not shards:
         return one(str(prefix))
     return [doc for shard in shards for doc in one(str(shard)[: -len(shard.suffix)])]
@@ -88,8 +96,12 @@ def test_block_shards_hold_the_documents_of_a_local_run(corpus: list[Path], tmp_
     if mode == "jsonl":
         lines = corpus[0].read_text(encoding="utf-8").splitlines()
         records = tmp_path / "docs.jsonl"
-        records.write_text("".join(json.dumps({"text": line, "n": n}, ensure_ascii=False) + "\n"
-                                   for n, line in enumerate(lines) if line), encoding="utf-8")
+        records.write_text(
+            "".join(
+                json.dumps({"text": line, "n": n}, ensure_ascii=False) + "\n" for n, line in enumerate(lines) if line
+            ),
+            encoding="utf-8",
+        )
         inputs = [records]
     whole = encode_corpus(inputs, TOKENIZER, tmp_path / "whole", document=mode, verify=0)
     blocks = encode_corpus(inputs, TOKENIZER, tmp_path / "blocks", document=mode, block_bytes=9_000, verify=2)
@@ -114,8 +126,23 @@ def test_npy_blocks_and_the_command_line(corpus: list[Path], tmp_path: Path) -> 
     command, library = tmp_path / "command", tmp_path / "library"
     command.mkdir()
     library.mkdir()
-    result = CliRunner().invoke(main, ["encode", "-t", TOKENIZER, "--format", "npy", "-o", str(command / "ids.npy"),
-                                       "--block-size", "20KB", "--verify", "1", *map(str, corpus)])
+    result = CliRunner().invoke(
+        main,
+        [
+            "encode",
+            "-t",
+            TOKENIZER,
+            "--format",
+            "npy",
+            "-o",
+            str(command / "ids.npy"),
+            "--block-size",
+            "20KB",
+            "--verify",
+            "1",
+            *map(str, corpus),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert documents(command / "ids", "npy") == documents(tmp_path / "whole", "npy")
     encode_corpus(corpus, TOKENIZER, library / "ids.npy", format="npy", block_bytes=20_000, verify=1)
@@ -136,8 +163,9 @@ def test_a_rerun_keeps_the_good_shards_and_rewrites_the_rest(corpus: list[Path],
 
 
 @in_parent
-def test_a_failed_run_records_only_finished_shards_and_the_rerun_completes_it(corpus: list[Path], tmp_path: Path,
-                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_run_records_only_finished_shards_and_the_rerun_completes_it(
+    corpus: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     clean = tmp_path / "clean"
     clean.mkdir()
     encode_corpus(corpus, TOKENIZER, clean / "out", block_bytes=15_000, verify=0)
@@ -180,8 +208,21 @@ def test_refusals_are_one_line(corpus: list[Path], tmp_path: Path) -> None:
     runner = CliRunner()
     result = runner.invoke(main, ["encode", "-t", TOKENIZER, "--block-size", "10KB", str(corpus[0])])
     assert result.exit_code == 1 and "--block-size is for --format megatron, npy or bin" in result.output
-    result = runner.invoke(main, ["encode", "-t", TOKENIZER, "--format", "megatron", "-o", str(tmp_path / "x"),
-                                  "--cluster-timeout", "3", str(corpus[0])])
+    result = runner.invoke(
+        main,
+        [
+            "encode",
+            "-t",
+            TOKENIZER,
+            "--format",
+            "megatron",
+            "-o",
+            str(tmp_path / "x"),
+            "--cluster-timeout",
+            "3",
+            str(corpus[0]),
+        ],
+    )
     assert result.exit_code == 2 and "--cluster-timeout only applies with --cluster" in result.output
 
 
@@ -214,7 +255,9 @@ def cluster(dask_client):
 
 @child_only
 @pytest.mark.parametrize("fmt", ["megatron", "npy"])
-def test_the_cluster_writes_the_bytes_of_the_local_block_run(cluster, corpus: list[Path], tmp_path: Path, fmt: str) -> None:
+def test_the_cluster_writes_the_bytes_of_the_local_block_run(
+    cluster, corpus: list[Path], tmp_path: Path, fmt: str
+) -> None:
     local_cluster, _client = cluster
     here, there = tmp_path / "here", tmp_path / "there"
     here.mkdir()
@@ -222,25 +265,65 @@ def test_the_cluster_writes_the_bytes_of_the_local_block_run(cluster, corpus: li
     name = "out" if fmt == "megatron" else "out.npy"
     local = encode_corpus(corpus, TOKENIZER, here / name, format=fmt, block_bytes=25_000, verify=3)
     if fmt == "megatron":
-        remote = encode_corpus(corpus, TOKENIZER, there / name, format=fmt, block_bytes=25_000, verify=3,
-                               cluster=local_cluster.scheduler_address)
-        assert (remote.documents, remote.tokens, remote.verified, remote.engine) == (local.documents, local.tokens, 3, local.engine)
+        remote = encode_corpus(
+            corpus,
+            TOKENIZER,
+            there / name,
+            format=fmt,
+            block_bytes=25_000,
+            verify=3,
+            cluster=local_cluster.scheduler_address,
+        )
+        assert (remote.documents, remote.tokens, remote.verified, remote.engine) == (
+            local.documents,
+            local.tokens,
+            3,
+            local.engine,
+        )
     else:  # the command line: --cluster ADDRESS --block-size SIZE
-        result = CliRunner().invoke(main, ["encode", "-t", TOKENIZER, "--format", fmt, "-o", str(there / name), "--verify", "3",
-                                           "--cluster", local_cluster.scheduler_address, "--block-size", "25000",
-                                           "--json", *map(str, corpus)])
+        result = CliRunner().invoke(
+            main,
+            [
+                "encode",
+                "-t",
+                TOKENIZER,
+                "--format",
+                fmt,
+                "-o",
+                str(there / name),
+                "--verify",
+                "3",
+                "--cluster",
+                local_cluster.scheduler_address,
+                "--block-size",
+                "25000",
+                "--json",
+                *map(str, corpus),
+            ],
+        )
         assert result.exit_code == 0, result.output
         remote = json.loads(result.stdout)
         assert (remote["documents"], remote["tokens"], remote["verified"]) == (local.documents, local.tokens, 3)
-        remote = encode_corpus(corpus, TOKENIZER, there / name, format=fmt, block_bytes=25_000, verify=3,
-                               cluster=local_cluster.scheduler_address)  # nothing left to do
+        remote = encode_corpus(
+            corpus,
+            TOKENIZER,
+            there / name,
+            format=fmt,
+            block_bytes=25_000,
+            verify=3,
+            cluster=local_cluster.scheduler_address,
+        )  # nothing left to do
     assert digests(there) == digests(here)  # shards and manifest, byte for byte; no temporaries left
-    again = encode_corpus(corpus, TOKENIZER, there / name, format=fmt, block_bytes=25_000, cluster=local_cluster.scheduler_address)
+    again = encode_corpus(
+        corpus, TOKENIZER, there / name, format=fmt, block_bytes=25_000, cluster=local_cluster.scheduler_address
+    )
     assert (again.shards_written, again.shards_kept) == (0, len(remote.outputs) // 2)
 
 
 @child_only
-def test_a_killed_worker_is_replaced_and_the_output_is_still_identical(cluster, corpus: list[Path], tmp_path: Path) -> None:
+def test_a_killed_worker_is_replaced_and_the_output_is_still_identical(
+    cluster, corpus: list[Path], tmp_path: Path
+) -> None:
     local_cluster, client = cluster
     here, there = tmp_path / "here", tmp_path / "there"
     here.mkdir()
@@ -255,8 +338,9 @@ def test_a_killed_worker_is_replaced_and_the_output_is_still_identical(cluster, 
 
     def run() -> None:
         try:
-            outcome["result"] = encode_corpus(corpus, TOKENIZER, there / "out", block_bytes=12_000, verify=0,
-                                              cluster=client)  # a Client the caller holds is used as it is
+            outcome["result"] = encode_corpus(
+                corpus, TOKENIZER, there / "out", block_bytes=12_000, verify=0, cluster=client
+            )  # a Client the caller holds is used as it is
         except BaseException as err:  # handed to the test thread
             outcome["error"] = err
 

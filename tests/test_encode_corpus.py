@@ -1,6 +1,7 @@
 """``toktools.encode_corpus`` / ``toktools encode --format megatron|npy|bin``: documents, EOS/BOS,
 shards with a manifest, resuming, refusals, worker-count and engine identity, long documents
 cut only where it is provably safe, and failures that leave nothing half-written."""
+
 from __future__ import annotations
 
 import errno
@@ -12,17 +13,16 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import read_corpus_sample
 
 import toktools
-from toktools.corpus import writers as corpus_writers
-from toktools.engines import core as engines
 from toktools.cli import main
+from toktools.corpus import writers as corpus_writers
 from toktools.corpus.documents import safe_cut
-from toktools.corpus.writers import read_megatron_documents
 from toktools.corpus.encode import encode_corpus
+from toktools.corpus.writers import read_megatron_documents
+from toktools.engines import core as engines
 from toktools.errors import ToktoolsError
-
-from conftest import read_corpus_sample
 
 FIXTURE = Path(__file__).parent / "fixtures" / "sample.txt"
 
@@ -37,12 +37,20 @@ def no_analysis_cache(monkeypatch: pytest.MonkeyPatch) -> None:
 def bpe():
     """A small byte-level BPE with RoBERTa's special tokens, trained on the fixture and the
     samples (a 50K vocabulary would only make every run slower to set up)."""
-    from toktools.training import tokenizers_backend as fast
     from toktools.io.formats import from_tokenizer_json
+    from toktools.training import tokenizers_backend as fast
 
-    text = FIXTURE.read_text(encoding="utf-8") + read_corpus_sample("mixed_sample.txt", 30_000) + read_corpus_sample("zh_novels.txt", 10_000)
-    trained = fast.train_bytebpe(texts=text.splitlines(), vocab_size=1200, min_frequency=2,
-                                 special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    text = (
+        FIXTURE.read_text(encoding="utf-8")
+        + read_corpus_sample("mixed_sample.txt", 30_000)
+        + read_corpus_sample("zh_novels.txt", 10_000)
+    )
+    trained = fast.train_bytebpe(
+        texts=text.splitlines(),
+        vocab_size=1200,
+        min_frequency=2,
+        special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+    )
     return from_tokenizer_json(json.loads(trained.to_str()))
 
 
@@ -142,7 +150,11 @@ def test_output_is_identical_for_every_engine_and_worker_count(tmp_path: Path, c
         assert result.engine == engine
         runs[(engine, workers)] = list(digest(out.parent.glob(out.name + "-0*")).values())
     assert len(set(map(tuple, runs.values()))) == 1
-    expected = [ids(bpe, line) + [bpe.token_to_id("</s>")] for line in corpus.read_text(encoding="utf-8").splitlines() if ids(bpe, line)]
+    expected = [
+        ids(bpe, line) + [bpe.token_to_id("</s>")]
+        for line in corpus.read_text(encoding="utf-8").splitlines()
+        if ids(bpe, line)
+    ]
     assert shard_docs(tmp_path / "reference1") == expected
 
 
@@ -155,10 +167,15 @@ def test_manifest_describes_every_shard(tmp_path: Path, corpus: Path, bpe) -> No
     result = encode_corpus([corpus], bpe, tmp_path / "s", engine="tokenizers", shard_tokens=6000)
     manifest = json.loads((tmp_path / "s-manifest.json").read_text())
     assert manifest["complete"] and manifest["engine"] == "tokenizers"
-    assert manifest["tokenizer"]["sha256"] == engines.document_fingerprint(engines.corpus_document(bpe.to_tokenizer_json()))
-    assert manifest["settings"]["append_eos"] == bpe.token_to_id("</s>") and manifest["settings"]["shard_tokens"] == 6000
-    assert manifest["inputs"] == [{"path": str(corpus), "size": corpus.stat().st_size,
-                                   "sha256": hashlib.sha256(corpus.read_bytes()).hexdigest()}]
+    assert manifest["tokenizer"]["sha256"] == engines.document_fingerprint(
+        engines.corpus_document(bpe.to_tokenizer_json())
+    )
+    assert (
+        manifest["settings"]["append_eos"] == bpe.token_to_id("</s>") and manifest["settings"]["shard_tokens"] == 6000
+    )
+    assert manifest["inputs"] == [
+        {"path": str(corpus), "size": corpus.stat().st_size, "sha256": hashlib.sha256(corpus.read_bytes()).hexdigest()}
+    ]
     assert len(manifest["shards"]) == result.shards_written > 2
     for shard in manifest["shards"]:
         docs = read_megatron_documents(tmp_path / f"s-{shard['index']:05d}")
@@ -174,7 +191,9 @@ def test_rerun_resumes_missing_shards_and_refuses_other_settings(tmp_path: Path,
     first = encode_corpus([corpus], bpe, out, engine="tokenizers", shard_tokens=6000)
     before = digest(tmp_path.glob("r-0*"))
     # nothing to do: every shard verifies
-    again = encode_corpus([corpus], bpe, out, engine="tiktoken" if engines.tiktoken_available() else "reference", shard_tokens=6000)
+    again = encode_corpus(
+        [corpus], bpe, out, engine="tiktoken" if engines.tiktoken_available() else "reference", shard_tokens=6000
+    )
     assert (again.shards_written, again.shards_kept) == (0, first.shards_written)
     # an interrupted run: shard 2 corrupt, later shards gone, manifest not complete
     manifest = json.loads((tmp_path / "r-manifest.json").read_text())
@@ -192,7 +211,9 @@ def test_rerun_resumes_missing_shards_and_refuses_other_settings(tmp_path: Path,
         encode_corpus([corpus], bpe, out, shard_tokens=6000, document="blank-line")
     assert digest(tmp_path.glob("r-0*")) == before  # refusals touch nothing
     smaller = encode_corpus([corpus], bpe, out, shard_tokens=20000, force=True, engine="tokenizers")
-    assert sorted(p.name for p in tmp_path.glob("r-0*")) == [f"r-{i:05d}.{ext}" for i in range(smaller.shards_written) for ext in ("bin", "idx")]
+    assert sorted(p.name for p in tmp_path.glob("r-0*")) == [
+        f"r-{i:05d}.{ext}" for i in range(smaller.shards_written) for ext in ("bin", "idx")
+    ]
 
 
 def test_existing_output_needs_force_and_output_cannot_be_an_input(tmp_path: Path, bpe) -> None:
@@ -211,7 +232,9 @@ def test_existing_output_needs_force_and_output_cannot_be_an_input(tmp_path: Pat
     assert source.read_text() == "hello world\n"
 
 
-def test_full_disk_leaves_no_partial_shard_and_an_honest_manifest(tmp_path: Path, corpus: Path, bpe, monkeypatch) -> None:
+def test_full_disk_leaves_no_partial_shard_and_an_honest_manifest(
+    tmp_path: Path, corpus: Path, bpe, monkeypatch
+) -> None:
     budget = {"bytes": 30_000}
 
     class FullDisk:
@@ -246,8 +269,11 @@ def test_full_disk_leaves_no_partial_shard_and_an_honest_manifest(tmp_path: Path
     monkeypatch.setattr(corpus_writers._AtomicFile, "__init__", real_init)
     resumed = encode_corpus([corpus], bpe, tmp_path / "d", engine="tokenizers", shard_tokens=6000)
     assert resumed.shards_kept == len(manifest["shards"])
-    assert shard_docs(tmp_path / "d") == [ids(bpe, line) + [bpe.token_to_id("</s>")]
-                                          for line in corpus.read_text(encoding="utf-8").splitlines() if ids(bpe, line)]
+    assert shard_docs(tmp_path / "d") == [
+        ids(bpe, line) + [bpe.token_to_id("</s>")]
+        for line in corpus.read_text(encoding="utf-8").splitlines()
+        if ids(bpe, line)
+    ]
 
 
 def test_verification_stops_at_the_first_difference(tmp_path: Path, corpus: Path, bpe, monkeypatch) -> None:
@@ -257,7 +283,9 @@ def test_verification_stops_at_the_first_difference(tmp_path: Path, corpus: Path
         return [[i + 1 for i in row] if " the " in text else row for text, row in zip(texts, real(self, texts))]
 
     monkeypatch.setattr(engines.TokenizersEngine, "encode_batch", off_by_one)
-    with pytest.raises(ToktoolsError, match=r"engine tokenizers disagrees with the reference on .*mixed\.txt, document at line \d+"):
+    with pytest.raises(
+        ToktoolsError, match=r"engine tokenizers disagrees with the reference on .*mixed\.txt, document at line \d+"
+    ):
         encode_corpus([corpus], bpe, tmp_path / "v", engine="tokenizers", verify=200)
     assert not list(tmp_path.glob("v*"))
 
@@ -291,10 +319,14 @@ def test_a_long_line_is_encoded_in_segments_with_the_same_ids(tmp_path: Path, bp
     line = " ".join(rng.choice(words) for _ in range(40_000))  # ~300 KB in one line
     source = tmp_path / "long.txt"
     source.write_text("short one\n" + line + "\nshort two\n", encoding="utf-8")
-    result = encode_corpus([source], bpe, tmp_path / "l", engine="tokenizers", segment_chars=5_000, batch_bytes=20_000,
-                           append_eos=False)
-    expected = [ids(bpe, "short one"), engines.make_engine("tokenizers", bpe.to_tokenizer_json()).encode_batch([line])[0],
-                ids(bpe, "short two")]
+    result = encode_corpus(
+        [source], bpe, tmp_path / "l", engine="tokenizers", segment_chars=5_000, batch_bytes=20_000, append_eos=False
+    )
+    expected = [
+        ids(bpe, "short one"),
+        engines.make_engine("tokenizers", bpe.to_tokenizer_json()).encode_batch([line])[0],
+        ids(bpe, "short two"),
+    ]
     assert read_megatron_documents(tmp_path / "l") == expected and result.documents == 3
 
 
@@ -320,32 +352,69 @@ def test_cli_megatron_shards_and_json_summary(tmp_path: Path, bpe) -> None:
 
     (tmp_path / "tok").mkdir()
     (tmp_path / "tok" / "tokenizer.json").write_text(dumps_tokenizer_json(bpe.to_tokenizer_json()), encoding="utf-8")
-    result = run("encode", "-t", str(tmp_path / "tok"), "--format", "megatron", "-o", str(tmp_path / "c"), "--shard-tokens", "200",
-                 "--engine", "tokenizers", "--prepend-bos", "--append-eos=<pad>", "--json", str(FIXTURE))
+    result = run(
+        "encode",
+        "-t",
+        str(tmp_path / "tok"),
+        "--format",
+        "megatron",
+        "-o",
+        str(tmp_path / "c"),
+        "--shard-tokens",
+        "200",
+        "--engine",
+        "tokenizers",
+        "--prepend-bos",
+        "--append-eos=<pad>",
+        "--json",
+        str(FIXTURE),
+    )
     assert result.exit_code == 0, result.stderr
     summary = json.loads(result.stdout)
     assert summary["engine"] == "tokenizers" and summary["shards_written"] == len(list(tmp_path.glob("c-*.idx")))
     lines = [line for line in FIXTURE.read_text(encoding="utf-8").splitlines() if ids(bpe, line)]
-    assert shard_docs(tmp_path / "c") == [[bpe.token_to_id("<s>")] + ids(bpe, line) + [bpe.token_to_id("<pad>")] for line in lines]
+    assert shard_docs(tmp_path / "c") == [
+        [bpe.token_to_id("<s>")] + ids(bpe, line) + [bpe.token_to_id("<pad>")] for line in lines
+    ]
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--format", "megatron", "--engine", "tiktoken", "-t", "wordpiece-30k"], "tiktoken is not exact for this tokenizer: model 'WordPiece' is not BPE"),
-    (["--format", "megatron", "-t", "bytebpe-50k", "--append-eos=<nope>"], "EOS token '<nope>' is not in the vocabulary"),
-    (["--format", "ids", "-t", "bytebpe-50k", "--shard-tokens", "5"], "--shard-tokens is for --format megatron, npy or bin"),
-    (["--format", "npy", "-t", "bytebpe-50k", "--pair"], "--pair and --max-length are for ids/tokens/jsonl"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["--format", "megatron", "--engine", "tiktoken", "-t", "wordpiece-30k"],
+            "tiktoken is not exact for this tokenizer: model 'WordPiece' is not BPE",
+        ),
+        (
+            ["--format", "megatron", "-t", "bytebpe-50k", "--append-eos=<nope>"],
+            "EOS token '<nope>' is not in the vocabulary",
+        ),
+        (
+            ["--format", "ids", "-t", "bytebpe-50k", "--shard-tokens", "5"],
+            "--shard-tokens is for --format megatron, npy or bin",
+        ),
+        (["--format", "npy", "-t", "bytebpe-50k", "--pair"], "--pair and --max-length are for ids/tokens/jsonl"),
+    ],
+)
 def test_cli_errors_are_one_line(tmp_path: Path, args: list[str], message: str) -> None:
     result = run("encode", *args, "-o", str(tmp_path / "e"), str(FIXTURE))
     assert result.exit_code == 1
-    assert result.stderr.strip().splitlines() == [f"toktools: error: {result.stderr.strip()[len('toktools: error: '):]}"]
+    assert result.stderr.strip().splitlines() == [
+        f"toktools: error: {result.stderr.strip()[len('toktools: error: ') :]}"
+    ]
     assert message in result.stderr and "Traceback" not in result.stderr
 
 
 def test_progress_reports_bytes_of_the_total_and_tokens(tmp_path: Path, corpus: Path, bpe) -> None:
     seen = []
-    result = encode_corpus([corpus], bpe, tmp_path / "p", engine="tokenizers", batch_bytes=8_000,
-                           progress=lambda done, total, tokens: seen.append((done, total, tokens)))
+    result = encode_corpus(
+        [corpus],
+        bpe,
+        tmp_path / "p",
+        engine="tokenizers",
+        batch_bytes=8_000,
+        progress=lambda done, total, tokens: seen.append((done, total, tokens)),
+    )
     assert len(seen) > 3  # it moves while encoding, not only at the end
     assert all(total == corpus.stat().st_size for _, total, _ in seen)
     assert [done for done, _, _ in seen] == sorted(done for done, _, _ in seen)
@@ -357,8 +426,21 @@ def test_standard_input_and_the_cli_defaults(tmp_path: Path, bpe) -> None:
     from toktools.io.formats import dumps_tokenizer_json
 
     (tmp_path / "tok.json").write_text(dumps_tokenizer_json(bpe.to_tokenizer_json()), encoding="utf-8")
-    result = CliRunner().invoke(main, ["encode", "-t", str(tmp_path / "tok.json"), "--format", "megatron", "-o",
-                                       str(tmp_path / "in"), "--verify", "0"], input="one two\n\nthree\n")
+    result = CliRunner().invoke(
+        main,
+        [
+            "encode",
+            "-t",
+            str(tmp_path / "tok.json"),
+            "--format",
+            "megatron",
+            "-o",
+            str(tmp_path / "in"),
+            "--verify",
+            "0",
+        ],
+        input="one two\n\nthree\n",
+    )
     assert result.exit_code == 0, result.stderr
     assert "2 documents" in result.stderr
     eos = bpe.token_to_id("</s>")
@@ -377,20 +459,29 @@ def test_lines_longer_than_a_read_block_are_streamed(tmp_path: Path, bpe, monkey
     text = f"intro\n{long_line}\nafter\n\nlast"
     source = tmp_path / "long.txt"
     source.write_text(text, encoding="utf-8")
-    encode_corpus([source], bpe, tmp_path / "o", document=mode, engine="tokenizers", segment_chars=3_000, append_eos=False)
-    documents = {"line": ["intro", long_line, "after", "last"], "blank-line": [f"intro\n{long_line}\nafter", "last"],
-                 "file": [text]}[mode]
+    encode_corpus(
+        [source], bpe, tmp_path / "o", document=mode, engine="tokenizers", segment_chars=3_000, append_eos=False
+    )
+    documents = {
+        "line": ["intro", long_line, "after", "last"],
+        "blank-line": [f"intro\n{long_line}\nafter", "last"],
+        "file": [text],
+    }[mode]
     engine = engines.make_engine("tokenizers", bpe.to_tokenizer_json())
     assert read_megatron_documents(tmp_path / "o") == engine.encode_batch(documents)
 
 
-def test_verification_runs_beside_the_encoding_and_commits_no_shard_it_has_not_checked(tmp_path: Path, corpus: Path, bpe,
-                                                                                        monkeypatch) -> None:
+def test_verification_runs_beside_the_encoding_and_commits_no_shard_it_has_not_checked(
+    tmp_path: Path, corpus: Path, bpe, monkeypatch
+) -> None:
     """The reference runs in a checker process; every answer is read before a shard is
     committed, so a difference in the first shard leaves no shard and no complete manifest."""
     real = engines.TokenizersEngine.encode_batch
-    monkeypatch.setattr(engines.TokenizersEngine, "encode_batch",
-                        lambda self, texts: [[i + 1 for i in row] for row in real(self, texts)])
+    monkeypatch.setattr(
+        engines.TokenizersEngine,
+        "encode_batch",
+        lambda self, texts: [[i + 1 for i in row] for row in real(self, texts)],
+    )
     with pytest.raises(ToktoolsError, match="engine tokenizers disagrees with the reference"):
         encode_corpus([corpus], bpe, tmp_path / "v", engine="tokenizers", verify=16, shard_tokens=6000)
     assert not list(tmp_path.glob("v-0*"))
@@ -412,8 +503,18 @@ def test_outputs_beside_a_tokenizer_file_can_be_written_again_but_not_its_own_fi
         shutil.copy(shipped / name, tmp_path / name)
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("one document\nanother one\n", encoding="utf-8")
-    command = ["encode", "-t", str(tmp_path / "tokenizer.json"), str(corpus), "--format", "megatron",
-               "-o", str(tmp_path / "out"), "--force", "--no-progress"]
+    command = [
+        "encode",
+        "-t",
+        str(tmp_path / "tokenizer.json"),
+        str(corpus),
+        "--format",
+        "megatron",
+        "-o",
+        str(tmp_path / "out"),
+        "--force",
+        "--no-progress",
+    ]
     first = CliRunner().invoke(main, command)
     assert first.exit_code == 0, first.output
     written = (tmp_path / "out.bin").read_bytes()
@@ -421,7 +522,9 @@ def test_outputs_beside_a_tokenizer_file_can_be_written_again_but_not_its_own_fi
     assert again.exit_code == 0, again.output
     assert (tmp_path / "out.bin").read_bytes() == written
     config = (tmp_path / "tokenizer_config.json").read_bytes()
-    refused = CliRunner().invoke(main, [*command[:-4], "--format", "ids", "-o", str(tmp_path / "tokenizer_config.json"), "--force"])
+    refused = CliRunner().invoke(
+        main, [*command[:-4], "--format", "ids", "-o", str(tmp_path / "tokenizer_config.json"), "--force"]
+    )
     assert refused.exit_code == 1
     assert "over the input" in refused.output
     assert (tmp_path / "tokenizer_config.json").read_bytes() == config
@@ -438,8 +541,17 @@ def test_a_tokenizer_without_eos_says_how_to_go_on(tmp_path: Path) -> None:
     library.save(str(tmp_path / "tokenizer.json"))
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("one two\ntwo\n", encoding="utf-8")
-    command = ["encode", "-t", str(tmp_path / "tokenizer.json"), str(corpus), "--format", "megatron",
-               "-o", str(tmp_path / "out"), "--no-progress"]
+    command = [
+        "encode",
+        "-t",
+        str(tmp_path / "tokenizer.json"),
+        str(corpus),
+        "--format",
+        "megatron",
+        "-o",
+        str(tmp_path / "out"),
+        "--no-progress",
+    ]
     refused = CliRunner().invoke(main, command)
     assert refused.exit_code == 1
     assert "has no EOS token" in refused.output and "--no-append-eos" in refused.output
@@ -465,8 +577,21 @@ def test_a_unigram_vocabulary_past_uint16_gets_wider_ids_and_its_size_in_the_man
     expected = [tok.encode(line, add_special_tokens=False).ids + [1] for line in text.read_text().splitlines()]
     assert max(map(max, expected)) > 65_535  # the case: ids that uint16 cannot hold
 
-    result = CliRunner().invoke(main, ["encode", "-t", str(tmp_path / "tokenizer.json"), "--format", "megatron",
-                                       "-o", str(tmp_path / "out"), "--shard-tokens", "100", str(text)])
+    result = CliRunner().invoke(
+        main,
+        [
+            "encode",
+            "-t",
+            str(tmp_path / "tokenizer.json"),
+            "--format",
+            "megatron",
+            "-o",
+            str(tmp_path / "out"),
+            "--shard-tokens",
+            "100",
+            str(text),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert shard_docs(tmp_path / "out") == expected
     manifest = json.loads((tmp_path / "out-manifest.json").read_text())

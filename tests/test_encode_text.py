@@ -5,6 +5,7 @@ The text formats go through the engines too (:mod:`toktools.corpus.text_outputs`
 exactly the same lines; tiktoken, which gives ids only, takes tokens from the vocabulary and
 refuses offsets (``jsonl``) in one line.
 """
+
 from __future__ import annotations
 
 import json
@@ -13,11 +14,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import read_corpus_sample, ref_vocab_dir
 
 from toktools.cli import main
 from toktools.corpus.encode import encode_corpus
-
-from conftest import read_corpus_sample, ref_vocab_dir
 
 
 @pytest.fixture(autouse=True)
@@ -57,8 +57,10 @@ def hf_lines(tokenizer_dir: Path, sample: Path, field: str, **options) -> list[s
 def test_gpt2_ids_and_tokens_are_the_same_on_every_engine(sample: Path, fmt: str) -> None:
     gpt2 = ref_vocab_dir("gpt2")
     expected = hf_lines(gpt2, sample, fmt)
-    outputs = {engine: run("-t", gpt2, "--format", fmt, "--engine", engine, sample)
-               for engine in ("auto", "reference", "tokenizers", "tiktoken")}
+    outputs = {
+        engine: run("-t", gpt2, "--format", fmt, "--engine", engine, sample)
+        for engine in ("auto", "reference", "tokenizers", "tiktoken")
+    }
     for engine, text in outputs.items():
         assert text.split("\n")[:-1] == expected, engine
     assert len(set(outputs.values())) == 1
@@ -75,12 +77,23 @@ def test_auto_takes_tiktoken_for_gpt2_ids_and_tokenizers_for_jsonl(sample: Path,
 
 def test_bert_jsonl_with_template_pairs_and_truncation_is_the_same_on_every_engine(tmp_path: Path) -> None:
     bert = ref_vocab_dir("bert-base-uncased")
-    lines = [line.replace(". ", ".\t", 1) for line in read_corpus_sample("mixed_sample.txt", 6_000).splitlines() if ". " in line]
+    lines = [
+        line.replace(". ", ".\t", 1)
+        for line in read_corpus_sample("mixed_sample.txt", 6_000).splitlines()
+        if ". " in line
+    ]
     pairs = tmp_path / "pairs.tsv"
     pairs.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    for options in ((), ("--pair",), ("--pair", "--max-length", "24"), ("--no-add-special-tokens", "--max-length", "7")):
-        outputs = {engine: run("-t", bert, "--format", "jsonl", "--engine", engine, *options, pairs)
-                   for engine in ("auto", "reference", "tokenizers")}
+    for options in (
+        (),
+        ("--pair",),
+        ("--pair", "--max-length", "24"),
+        ("--no-add-special-tokens", "--max-length", "7"),
+    ):
+        outputs = {
+            engine: run("-t", bert, "--format", "jsonl", "--engine", engine, *options, pairs)
+            for engine in ("auto", "reference", "tokenizers")
+        }
         assert len(set(outputs.values())) == 1, options
         first = json.loads(outputs["auto"].split("\n")[0])
         assert set(first) == {"ids", "tokens", "offsets", "type_ids"}
@@ -88,10 +101,14 @@ def test_bert_jsonl_with_template_pairs_and_truncation_is_the_same_on_every_engi
 
 def test_tiktoken_refuses_what_it_cannot_give_in_one_line(sample: Path) -> None:
     gpt2, bert = ref_vocab_dir("gpt2"), ref_vocab_dir("bert-base-uncased")
-    for args, reason in (((gpt2, "--format", "jsonl"), "needs offsets"),
-                         ((gpt2, "--pair"), "pairs"),
-                         ((bert, "--format", "ids"), "not exact")):
-        result = CliRunner().invoke(main, ["encode", "-t", str(args[0]), "--engine", "tiktoken", *args[1:], str(sample)])
+    for args, reason in (
+        ((gpt2, "--format", "jsonl"), "needs offsets"),
+        ((gpt2, "--pair"), "pairs"),
+        ((bert, "--format", "ids"), "not exact"),
+    ):
+        result = CliRunner().invoke(
+            main, ["encode", "-t", str(args[0]), "--engine", "tiktoken", *args[1:], str(sample)]
+        )
         assert result.exit_code == 1
         assert reason in result.output and result.output.startswith("toktools: error: ")
         assert len(result.output.strip().splitlines()) == 1
@@ -116,7 +133,11 @@ def test_verify_checks_a_sample_of_lines_against_the_reference(sample: Path, tmp
     assert encode_corpus([sample], gpt2, tmp_path / "off.txt", format="ids", verify=0).verified == 0
     # the reference is not checked against itself
     assert encode_corpus([sample], gpt2, tmp_path / "ref.txt", format="ids", engine="reference", verify=8).verified == 0
-    assert (tmp_path / "ids.txt").read_bytes() == (tmp_path / "off.txt").read_bytes() == (tmp_path / "ref.txt").read_bytes()
+    assert (
+        (tmp_path / "ids.txt").read_bytes()
+        == (tmp_path / "off.txt").read_bytes()
+        == (tmp_path / "ref.txt").read_bytes()
+    )
 
 
 def _broken_where(monkeypatch: pytest.MonkeyPatch, cls: type, method: str, word: str, change) -> None:
@@ -134,24 +155,31 @@ def _numbers_of_lines_with(path: Path, word: str) -> set[int]:
     return {n for n, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1) if word in line}
 
 
-def test_a_wrong_id_stops_the_run_naming_the_file_and_line_and_writes_nothing(sample: Path, tmp_path: Path,
-                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_wrong_id_stops_the_run_naming_the_file_and_line_and_writes_nothing(
+    sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from toktools.engines import core as engines
 
     _broken_where(monkeypatch, engines.TiktokenEngine, "encode_batch", " the ", lambda ids: [i + 1 for i in ids])
     out = tmp_path / "ids.txt"
-    result = CliRunner().invoke(main, ["encode", "-t", str(ref_vocab_dir("gpt2")), "--format", "ids", "--verify", "200",
-                                       "-o", str(out), str(sample)])
+    result = CliRunner().invoke(
+        main,
+        ["encode", "-t", str(ref_vocab_dir("gpt2")), "--format", "ids", "--verify", "200", "-o", str(out), str(sample)],
+    )
     assert result.exit_code == 1
     assert len(result.output.strip().splitlines()) == 1, result.output
-    found = re.match(r"toktools: error: engine tiktoken disagrees with the reference on (.+), line (\d+) \(character \d+",
-                     result.output)
+    found = re.match(
+        r"toktools: error: engine tiktoken disagrees with the reference on (.+), line (\d+) \(character \d+",
+        result.output,
+    )
     assert found, result.output
     assert found.group(1) == str(sample) and int(found.group(2)) in _numbers_of_lines_with(sample, " the ")
     assert not list(tmp_path.iterdir())  # no output, no temporary file
 
 
-def test_wrong_offsets_alone_are_found_in_jsonl_and_on_standard_output(sample: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_wrong_offsets_alone_are_found_in_jsonl_and_on_standard_output(
+    sample: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The output lines are compared, not only the ids: a fast engine whose offsets are off is
     stopped too; on standard output nothing of the batch holding the difference is printed."""
     from toktools.corpus import text_outputs as encode_text
@@ -160,8 +188,21 @@ def test_wrong_offsets_alone_are_found_in_jsonl_and_on_standard_output(sample: P
         return encode_text._Row(row.ids, row.tokens, [[a + 1, b + 1] for a, b in row.offsets], row.type_ids)
 
     _broken_where(monkeypatch, encode_text._Tokenizers, "encode", "和", shifted)
-    result = CliRunner().invoke(main, ["encode", "-t", str(ref_vocab_dir("bert-base-uncased")), "--format", "jsonl",
-                                       "--engine", "tokenizers", "--verify", "300", str(sample)])
+    result = CliRunner().invoke(
+        main,
+        [
+            "encode",
+            "-t",
+            str(ref_vocab_dir("bert-base-uncased")),
+            "--format",
+            "jsonl",
+            "--engine",
+            "tokenizers",
+            "--verify",
+            "300",
+            str(sample),
+        ],
+    )
     assert result.exit_code == 1
     assert result.output.startswith("toktools: error: engine tokenizers disagrees with the reference on ")
     assert len(result.output.strip().splitlines()) == 1, result.output[:300]
@@ -173,8 +214,13 @@ def test_a_difference_on_standard_input_is_named_and_nothing_is_printed(monkeypa
     from toktools.engines import core as engines
 
     _broken_where(monkeypatch, engines.TiktokenEngine, "encode_batch", "second", lambda ids: [i + 1 for i in ids])
-    result = CliRunner().invoke(main, ["encode", "-t", str(ref_vocab_dir("gpt2"))],
-                                input="the first line, a little longer\nthe second line\n" * 20)
+    result = CliRunner().invoke(
+        main,
+        ["encode", "-t", str(ref_vocab_dir("gpt2"))],
+        input="the first line, a little longer\nthe second line\n" * 20,
+    )
     assert result.exit_code == 1
-    assert result.output.startswith("toktools: error: engine tiktoken disagrees with the reference on standard input, line ")
+    assert result.output.startswith(
+        "toktools: error: engine tiktoken disagrees with the reference on standard input, line "
+    )
     assert len(result.output.strip().splitlines()) == 1, result.output

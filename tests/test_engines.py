@@ -5,21 +5,22 @@ The exactness checker is tested for false positives with vocabularies built to b
 condition of ``spec/tiktoken-equivalence.md``: for each, tiktoken really gives other ids (so the
 "not exact" verdict is needed), and every vocabulary the checker accepts gives the same ids.
 """
+
 from __future__ import annotations
 
 import json
 import random
 
 import pytest
+from conftest import read_corpus_sample, ref_vocab_dir
 
 import toktools
 from toktools.engines import core as engines
-from toktools.models.bpe.bytelevel import BYTE_TO_SYMBOL, text_to_symbols
 from toktools.errors import ToktoolsError
-
-from conftest import read_corpus_sample, ref_vocab_dir
+from toktools.models.bpe.bytelevel import BYTE_TO_SYMBOL, text_to_symbols
 
 tiktoken = pytest.importorskip("tiktoken")
+
 
 @pytest.fixture(autouse=True)
 def no_analysis_cache(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -42,8 +43,15 @@ def _samples() -> list[str]:
 
 
 @pytest.mark.shared
-@pytest.mark.parametrize("name, fastest", [("gpt2", "tiktoken"), ("bytebpe-50k", "tiktoken"),
-                                           ("wordpiece-30k", "reference"), ("bert-base-uncased", "reference")])
+@pytest.mark.parametrize(
+    "name, fastest",
+    [
+        ("gpt2", "tiktoken"),
+        ("bytebpe-50k", "tiktoken"),
+        ("wordpiece-30k", "reference"),
+        ("bert-base-uncased", "reference"),
+    ],
+)
 def test_every_engine_gives_the_reference_ids_on_english_and_chinese(name: str, fastest: str) -> None:
     doc = _doc(name)
     texts = _samples() + SPECIALS_TEXT
@@ -88,8 +96,10 @@ def test_tiktoken_packed_ids_are_its_id_lists(threads: int) -> None:
 
 def test_special_tokens_in_text_are_tokens_on_every_engine() -> None:
     doc = _doc("bytebpe-50k")
-    ids = {name: engines.make_engine(name, doc, workers=1).encode_batch(SPECIALS_TEXT)
-           for name in ("reference", "tokenizers", "tiktoken")}
+    ids = {
+        name: engines.make_engine(name, doc, workers=1).encode_batch(SPECIALS_TEXT)
+        for name in ("reference", "tokenizers", "tiktoken")
+    }
     assert ids["reference"] == ids["tokenizers"] == ids["tiktoken"]
     assert ids["reference"][0].count(doc["model"]["vocab"]["<s>"]) == 1
     assert doc["model"]["vocab"]["</s>"] in ids["reference"][2]
@@ -102,8 +112,15 @@ def test_special_tokens_in_text_are_tokens_on_every_engine() -> None:
 BYTES = sorted(BYTE_TO_SYMBOL)
 
 
-def bpe_doc(merges: list[tuple[str, str]], *, ids: dict[str, int] | None = None, added: list[dict] | None = None,
-            normalizer: dict | None = None, add_prefix_space: bool = False, extra: list[str] = ()) -> dict:
+def bpe_doc(
+    merges: list[tuple[str, str]],
+    *,
+    ids: dict[str, int] | None = None,
+    added: list[dict] | None = None,
+    normalizer: dict | None = None,
+    add_prefix_space: bool = False,
+    extra: list[str] = (),
+) -> dict:
     """A byte-level BPE ``tokenizer.json``: 256 byte symbols, then merge results in order."""
     vocab = {s: i for i, s in enumerate(BYTES)}
     for a, b in merges:
@@ -116,15 +133,34 @@ def bpe_doc(merges: list[tuple[str, str]], *, ids: dict[str, int] | None = None,
     for token in added:
         vocab.setdefault(token["content"], token["id"])
     return {
-        "version": "1.0", "truncation": None, "padding": None,
-        "added_tokens": [{"single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True, **t}
-                         for t in added],
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [
+            {"single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True, **t}
+            for t in added
+        ],
         "normalizer": normalizer,
-        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": add_prefix_space, "trim_offsets": True, "use_regex": True},
-        "post_processor": None, "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
-        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None, "end_of_word_suffix": None,
-                  "fuse_unk": False, "byte_fallback": False, "ignore_merges": False, "vocab": vocab,
-                  "merges": [f"{a} {b}" for a, b in merges]},
+        "pre_tokenizer": {
+            "type": "ByteLevel",
+            "add_prefix_space": add_prefix_space,
+            "trim_offsets": True,
+            "use_regex": True,
+        },
+        "post_processor": None,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": False,
+            "vocab": vocab,
+            "merges": [f"{a} {b}" for a, b in merges],
+        },
     }
 
 
@@ -142,14 +178,17 @@ def hf_ids(doc: dict, text: str) -> list[int]:
     return engines.make_engine("tokenizers", doc).encode_batch([text])[0]
 
 
-@pytest.mark.parametrize("doc, text, reason", [
-    # E4: "abc" is made by (ab, c), but HF reaches [a, bc] first; tiktoken merges by result rank
-    (bpe_doc([("b", "c"), ("a", "b"), ("ab", "c")]), "abc", "E4"),
-    # prefix-overlapping specials: HF matches leftmost-longest, tiktoken's alternation does not
-    (bpe_doc([], added=[{"id": 300, "content": "<|a|>"}, {"id": 301, "content": "<|a|>x"}]), "<|a|>x", "prefix"),
-    # a token no merge makes: tiktoken merges "x" + "y" by rank, HF never does
-    (bpe_doc([("a", "b")], extra=["xy"]), "xy", "E4"),
-])
+@pytest.mark.parametrize(
+    "doc, text, reason",
+    [
+        # E4: "abc" is made by (ab, c), but HF reaches [a, bc] first; tiktoken merges by result rank
+        (bpe_doc([("b", "c"), ("a", "b"), ("ab", "c")]), "abc", "E4"),
+        # prefix-overlapping specials: HF matches leftmost-longest, tiktoken's alternation does not
+        (bpe_doc([], added=[{"id": 300, "content": "<|a|>"}, {"id": 301, "content": "<|a|>x"}]), "<|a|>x", "prefix"),
+        # a token no merge makes: tiktoken merges "x" + "y" by rank, HF never does
+        (bpe_doc([("a", "b")], extra=["xy"]), "xy", "E4"),
+    ],
+)
 def test_inexact_vocabularies_are_detected_and_really_differ(doc: dict, text: str, reason: str) -> None:
     analysis = engines.analyse(doc)
     assert analysis.tiktoken_reason is not None and reason in analysis.tiktoken_reason
@@ -159,13 +198,16 @@ def test_inexact_vocabularies_are_detected_and_really_differ(doc: dict, text: st
     assert engines.make_engine("auto", doc).name == "tokenizers"
 
 
-@pytest.mark.parametrize("doc, reason", [
-    (bpe_doc([("a", "b"), ("ab", "c"), ("a", "bc"), ("b", "c")]), "two merges make"),  # E2
-    (bpe_doc([("a", "b")], ids={"Ā": 10_000}), None),  # a byte symbol moved: still fine
-    (bpe_doc([("a", "b")], normalizer={"type": "Lowercase"}), "normalizer"),
-    (bpe_doc([("a", "b")], add_prefix_space=True), "add_prefix_space"),
-    (bpe_doc([("a", "b")], added=[{"id": 300, "content": "<m>", "lstrip": True}]), "lstrip"),
-])
+@pytest.mark.parametrize(
+    "doc, reason",
+    [
+        (bpe_doc([("a", "b"), ("ab", "c"), ("a", "bc"), ("b", "c")]), "two merges make"),  # E2
+        (bpe_doc([("a", "b")], ids={"Ā": 10_000}), None),  # a byte symbol moved: still fine
+        (bpe_doc([("a", "b")], normalizer={"type": "Lowercase"}), "normalizer"),
+        (bpe_doc([("a", "b")], add_prefix_space=True), "add_prefix_space"),
+        (bpe_doc([("a", "b")], added=[{"id": 300, "content": "<m>", "lstrip": True}]), "lstrip"),
+    ],
+)
 def test_configurations_tiktoken_cannot_express(doc: dict, reason: str | None) -> None:
     assert engines.analyse(doc).tiktoken_reason == reason or reason in (engines.analyse(doc).tiktoken_reason or "")
 
@@ -184,7 +226,9 @@ def test_merge_order_against_id_order_is_exact_with_a_remap() -> None:
     analysis = engines.analyse(doc)
     assert analysis.tiktoken_reason is None and analysis.plan.rank_to_id is not None
     texts = ["abcd abab cdcd", "dcba", "abc d"]
-    assert engines.make_engine("tiktoken", doc).encode_batch(texts) == engines.make_engine("tokenizers", doc).encode_batch(texts)
+    assert engines.make_engine("tiktoken", doc).encode_batch(texts) == engines.make_engine(
+        "tokenizers", doc
+    ).encode_batch(texts)
 
 
 def test_no_false_positive_on_trained_and_perturbed_vocabularies() -> None:

@@ -3,16 +3,17 @@
 English, Chinese and mixed text, on the odd code points (where the ``regex`` module's Unicode
 tables and Oniguruma's disagree, combining marks, whitespace runs, control characters, emoji,
 lone CR), on special tokens written in the text, and on random text (hypothesis)."""
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 import pytest
+from conftest import read_corpus_sample, ref_vocab_dir
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import read_corpus_sample, ref_vocab_dir
 from toktools.engines import core as engines
 from toktools.engines import ids_only as fast_ids
 from toktools.engines.ids_only import ids_encoder
@@ -78,9 +79,13 @@ def test_other_pipelines_and_settings_are_refused() -> None:
     reference.enable_padding(length=8)
     assert ids_encoder(reference) is None
     # a Metaspace / NFKC pipeline is left to the reference
-    doc = {"version": "1.0", "added_tokens": [], "normalizer": {"type": "NFKC"},
-           "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True},
-           "model": {"type": "WordLevel", "vocab": {"[UNK]": 0, "\u2581a": 1}, "unk_token": "[UNK]"}}
+    doc = {
+        "version": "1.0",
+        "added_tokens": [],
+        "normalizer": {"type": "NFKC"},
+        "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True},
+        "model": {"type": "WordLevel", "vocab": {"[UNK]": 0, "\u2581a": 1}, "unk_token": "[UNK]"},
+    }
     from toktools.io.formats import from_tokenizer_json
 
     assert ids_encoder(from_tokenizer_json(doc)) is None
@@ -108,14 +113,39 @@ def test_corpus_samples(name: str, corpus: str) -> None:
 # ---------------------------------------------------------------------------------------------
 
 ODD_TEXTS = [
-    "", " ", "  ", "\n", "\r", "a\rb", "\r\n\r\n", "line\r", "\t\t x", "x   \n  y  ", "end with spaces   ",
-    "   leading", "\u00a0\u3000\u2028\u2029\u0085\u180e\u200b\ufeff", "a\x00b\x01c\x1fd\x7fe", "\x1c\x1d\x1e\x1f",
-    "e\u0301 e\u0301\u0327 \u0915\u094d\u0937 n\u0303o\u0308", "\u1e9b\u0323 \u00c5\u212b \u0130stanbul \u00df",
-    "emoji \U0001f600\U0001f468\u200d\U0001f469\u200d\U0001f467 \U0001f1ef\U0001f1f5 ok", "\U00020000\U0002a6d6 \U0001d400x",
-    "中文English混合123，测试。", "天地玄黄宇宙洪荒日月盈昃辰宿列张" * 3, "ｆｕｌｌ　ｗｉｄｔｈ　１２３", "한국어 텍스트 입니다",
-    "it's we've they'll I'd 'S 'LL", "$$$ ### 1,234.56 --- ...", "\u0660\u0661\u0662 \u00bd \u2460 \u2167",
-    "<|endoftext|>", "a<|endoftext|>b", " <|endoftext|> ", "<|endoftext|><|endoftext|>x",
-    "[CLS] hello [SEP] world [MASK]", "[cls] lower [Sep]", "x[PAD]y[UNK]z",
+    "",
+    " ",
+    "  ",
+    "\n",
+    "\r",
+    "a\rb",
+    "\r\n\r\n",
+    "line\r",
+    "\t\t x",
+    "x   \n  y  ",
+    "end with spaces   ",
+    "   leading",
+    "\u00a0\u3000\u2028\u2029\u0085\u180e\u200b\ufeff",
+    "a\x00b\x01c\x1fd\x7fe",
+    "\x1c\x1d\x1e\x1f",
+    "e\u0301 e\u0301\u0327 \u0915\u094d\u0937 n\u0303o\u0308",
+    "\u1e9b\u0323 \u00c5\u212b \u0130stanbul \u00df",
+    "emoji \U0001f600\U0001f468\u200d\U0001f469\u200d\U0001f467 \U0001f1ef\U0001f1f5 ok",
+    "\U00020000\U0002a6d6 \U0001d400x",
+    "中文English混合123，测试。",
+    "天地玄黄宇宙洪荒日月盈昃辰宿列张" * 3,
+    "ｆｕｌｌ　ｗｉｄｔｈ　１２３",
+    "한국어 텍스트 입니다",
+    "it's we've they'll I'd 'S 'LL",
+    "$$$ ### 1,234.56 --- ...",
+    "\u0660\u0661\u0662 \u00bd \u2460 \u2167",
+    "<|endoftext|>",
+    "a<|endoftext|>b",
+    " <|endoftext|> ",
+    "<|endoftext|><|endoftext|>x",
+    "[CLS] hello [SEP] world [MASK]",
+    "[cls] lower [Sep]",
+    "x[PAD]y[UNK]z",
 ]
 
 
@@ -151,14 +181,24 @@ def test_a_lone_surrogate_is_refused_like_the_reference(name: str) -> None:
 # Random text
 # ---------------------------------------------------------------------------------------------
 
-_POOL = ("abcxyz ABC 0129 '.,!?-_\t\n\r\x00\x1f\x7f\u00a0\u3000\u2028\u0301\u0327\u094d\u00e9\u00df\u0130\u212b"
-         "中国人民天地的了是不我你他们大小文字測試한국\u3002\uff0c\U0001f600\U00020000\u200d<|>[]CLSEPMAK"
-         "endoftxt")
+_POOL = (
+    "abcxyz ABC 0129 '.,!?-_\t\n\r\x00\x1f\x7f\u00a0\u3000\u2028\u0301\u0327\u094d\u00e9\u00df\u0130\u212b"
+    "中国人民天地的了是不我你他们大小文字測試한국\u3002\uff0c\U0001f600\U00020000\u200d<|>[]CLSEPMAK"
+    "endoftxt"
+)
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.one_of(st.sampled_from(list(_POOL)), st.sampled_from(["<|endoftext|>", "[SEP]", "[MASK]", "中国", " the", "'s"]),
-                          st.characters(blacklist_categories=("Cs",))), max_size=40).map("".join))
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(list(_POOL)),
+            st.sampled_from(["<|endoftext|>", "[SEP]", "[MASK]", "中国", " the", "'s"]),
+            st.characters(blacklist_categories=("Cs",)),
+        ),
+        max_size=40,
+    ).map("".join)
+)
 def test_random_text(text: str) -> None:
     for name in NAMES:
         assert_same_ids(name, [text])
@@ -178,12 +218,28 @@ def _byte_level_doc(merges: list[tuple[bytes, bytes]]) -> dict:
         left, right = bytes_to_symbols(a), bytes_to_symbols(b)
         vocab.setdefault(left + right, len(vocab))
         pairs.append([left, right])
-    return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
-            "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
-            "post_processor": None, "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
-            "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-                      "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
-                      "vocab": vocab, "merges": pairs}}
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [],
+        "normalizer": None,
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+        "post_processor": None,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": False,
+            "vocab": vocab,
+            "merges": pairs,
+        },
+    }
 
 
 @pytest.mark.parametrize("cuts_after", [0.0, float("inf")], ids=["cut-at-once", "never-cut"])
@@ -194,13 +250,18 @@ def test_merges_across_partial_characters_are_never_cut(cuts_after: float, monke
     cut (as once merging has cost ``CUTS_AFTER_SECONDS``) or merged whole (a short job)."""
     monkeypatch.setattr(fast_ids, "CUTS_AFTER_SECONDS", cuts_after)
     zhong, guo, min_ = "中".encode(), "国".encode(), "民".encode()  # E4 B8 AD, E5 9B BD, E6 B0 91
-    merges = [(zhong[2:], guo[:1]),                    # AD E5: across 中|国, half of each
-              (min_[2:], zhong[:1]),                   # 91 E4: across 民|中
-              (zhong[:1], zhong[1:2]), (guo[1:2], guo[2:]),
-              (zhong[:2], zhong[2:] + guo[:1]),         # E4 B8 + AD E5
-              (zhong + guo[:1], guo[1:]),               # 中国, whole
-              (min_[:1], min_[1:2]), (min_[:2], min_[2:]),
-              (guo[:1], guo[1:]), (zhong[1:2], zhong[2:])]
+    merges = [
+        (zhong[2:], guo[:1]),  # AD E5: across 中|国, half of each
+        (min_[2:], zhong[:1]),  # 91 E4: across 民|中
+        (zhong[:1], zhong[1:2]),
+        (guo[1:2], guo[2:]),
+        (zhong[:2], zhong[2:] + guo[:1]),  # E4 B8 + AD E5
+        (zhong + guo[:1], guo[1:]),  # 中国, whole
+        (min_[:1], min_[1:2]),
+        (min_[:2], min_[2:]),
+        (guo[:1], guo[1:]),
+        (zhong[1:2], zhong[2:]),
+    ]
     doc = _byte_level_doc(merges)
     from toktools.io.formats import from_tokenizer_json
 
@@ -216,7 +277,9 @@ def test_merges_across_partial_characters_are_never_cut(cuts_after: float, monke
 
 @pytest.mark.parametrize("cuts_after", [0.0, float("inf")], ids=["cut-at-once", "never-cut"])
 @pytest.mark.parametrize("name", ["gpt2", "bytebpe-50k"])
-def test_chinese_runs_cut_or_whole_give_the_same_ids(name: str, cuts_after: float, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_chinese_runs_cut_or_whole_give_the_same_ids(
+    name: str, cuts_after: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Runs of CJK text are merged whole until a process has merged for ``CUTS_AFTER_SECONDS``,
     then in the parts no merge crosses: both give tokenizers' ids (a fresh encoder each time,
     so the threshold decides from the first word)."""
@@ -227,7 +290,9 @@ def test_chinese_runs_cut_or_whole_give_the_same_ids(name: str, cuts_after: floa
     fast = ids_encoder(reference)
     text = read_corpus_sample("zh_novels.txt", 20_000) + read_corpus_sample("zh_wiki_sample.txt", 20_000)
     lines = [line for line in text.split("\n") if line] + ODD_TEXTS
-    assert [fast.encode(line) for line in lines] == [e.ids for e in theirs.encode_batch(lines, add_special_tokens=False)]
+    assert [fast.encode(line) for line in lines] == [
+        e.ids for e in theirs.encode_batch(lines, add_special_tokens=False)
+    ]
     assert (fast.cache.compute._cuts is not None) == (cuts_after == 0.0)
 
 
@@ -254,9 +319,17 @@ def test_reference_engine_in_workers(name: str, monkeypatch: pytest.MonkeyPatch)
 
 
 def test_reference_engine_without_a_fast_path_still_encodes() -> None:
-    doc = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": {"type": "NFKC"},
-           "pre_tokenizer": {"type": "Whitespace"}, "post_processor": None, "decoder": None,
-           "model": {"type": "WordLevel", "vocab": {"[UNK]": 0, "a": 1, "b": 2}, "unk_token": "[UNK]"}}
+    doc = {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [],
+        "normalizer": {"type": "NFKC"},
+        "pre_tokenizer": {"type": "Whitespace"},
+        "post_processor": None,
+        "decoder": None,
+        "model": {"type": "WordLevel", "vocab": {"[UNK]": 0, "a": 1, "b": 2}, "unk_token": "[UNK]"},
+    }
     engine = engines.ReferenceEngine(doc, workers=1)
     assert engine.fast is None
     assert engine.encode_batch(["a b c", "ｂ"]) == [[1, 2, 0], [2]]
@@ -264,9 +337,17 @@ def test_reference_engine_without_a_fast_path_still_encodes() -> None:
 
 def test_reference_engine_without_a_fast_path_in_workers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(engines, "PARALLEL_CHARS", 20)  # workers even for these few lines
-    doc = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": {"type": "NFKC"},
-           "pre_tokenizer": {"type": "Whitespace"}, "post_processor": None, "decoder": None,
-           "model": {"type": "WordLevel", "vocab": {"[UNK]": 0, "a": 1, "b": 2}, "unk_token": "[UNK]"}}
+    doc = {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [],
+        "normalizer": {"type": "NFKC"},
+        "pre_tokenizer": {"type": "Whitespace"},
+        "post_processor": None,
+        "decoder": None,
+        "model": {"type": "WordLevel", "vocab": {"[UNK]": 0, "a": 1, "b": 2}, "unk_token": "[UNK]"},
+    }
     engine = engines.ReferenceEngine(doc, workers=2)
     try:
         assert engine.fast is None
@@ -282,10 +363,7 @@ def test_reference_engine_without_a_fast_path_in_workers(monkeypatch: pytest.Mon
 # ---------------------------------------------------------------------------------------------
 
 from toktools.models.bpe import bulk_merge as bpe_bulk  # noqa: E402
-
 from toktools.models.bpe import vectorized_merge as bpe_vectorized
-
-from toktools.engines import ids_only as fast_ids
 
 
 def _corpus_words(name: str) -> list[str]:
@@ -375,8 +453,14 @@ def test_batches_with_new_words_set_aside(name: str, compiled: bool, monkeypatch
     assert compiled or fast.cache.compute.bulk()._vector  # numpy merged the new words and parts
 
 
-_RANDOM_TEXT = st.lists(st.one_of(st.sampled_from(list(_POOL)), st.sampled_from(["<|endoftext|>", "中国", " the", "'s"]),
-                                  st.characters(blacklist_categories=("Cs",))), max_size=40).map("".join)
+_RANDOM_TEXT = st.lists(
+    st.one_of(
+        st.sampled_from(list(_POOL)),
+        st.sampled_from(["<|endoftext|>", "中国", " the", "'s"]),
+        st.characters(blacklist_categories=("Cs",)),
+    ),
+    max_size=40,
+).map("".join)
 
 
 _bulk_encoders: dict[tuple[str, bool], object] = {}
@@ -469,8 +553,13 @@ def test_reference_engine_planned_for_a_large_input(workers: int, monkeypatch: p
     monkeypatch.setattr(bpe_bulk, "COMPILED_PLANNED_BYTES", 50_000)
     reference, _, _ = trio("bytebpe-50k")
     document = engines.corpus_document(reference.to_tokenizer_json())
-    lines = [line for line in (read_corpus_sample("zh_novels.txt", 40_000) + read_corpus_sample("en_wiki.txt.gz", 40_000)).split("\n")
-             if line]
+    lines = [
+        line
+        for line in (read_corpus_sample("zh_novels.txt", 40_000) + read_corpus_sample("en_wiki.txt.gz", 40_000)).split(
+            "\n"
+        )
+        if line
+    ]
     lines += ["", "<|endoftext|> 中文 <|endoftext|>", *ODD_TEXTS]
     expected = engines.TokenizersEngine(document).encode_batch(lines)
     small = engines.ReferenceEngine(document, workers=workers, input_bytes=49_999)

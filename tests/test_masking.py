@@ -4,6 +4,7 @@ transformers-style collator (``MaskingCollator``), whole words, and the statisti
 Ids come from the shipped vocabularies encoding a sample of the shared English Wikipedia (about
 120k tokens); word boundaries in the checks are recomputed here from the token strings.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import read_corpus_sample, ref_vocab_dir
+
 from toktools.errors import ToktoolsError
 from toktools.io.formats import load
 from toktools.pretraining.masking import ChineseWords, MaskingCollator, mask_tokens, masking_info, pad_batch, word_rule
@@ -31,7 +32,7 @@ def encoded(request):
     flat = [i for e in tokenizer.encode_batch(text.splitlines(), add_special_tokens=False, workers=1) for i in e.ids]
     assert len(flat) >= 100_000
     room = SEQUENCE - 2
-    rows = [np.array([info.cls_id, *flat[i:i + room], info.sep_id]) for i in range(0, len(flat), room)]
+    rows = [np.array([info.cls_id, *flat[i : i + room], info.sep_id]) for i in range(0, len(flat), room)]
     return tokenizer, info, rows
 
 
@@ -67,8 +68,13 @@ def split_of(inputs: np.ndarray, labels: np.ndarray, mask_id: int) -> tuple[int,
 def test_word_rule_comes_from_the_tokenizer_json():
     assert word_rule(load("wordpiece-30k").to_tokenizer_json()) == ("continuation", "##")
     assert word_rule(load("bytebpe-50k").to_tokenizer_json()) == ("start", "Ġ")
-    metaspace = {"model": {"type": "Unigram"}, "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
-        {"type": "WhitespaceSplit"}, {"type": "Metaspace", "replacement": "▁"}]}}
+    metaspace = {
+        "model": {"type": "Unigram"},
+        "pre_tokenizer": {
+            "type": "Sequence",
+            "pretokenizers": [{"type": "WhitespaceSplit"}, {"type": "Metaspace", "replacement": "▁"}],
+        },
+    }
     assert word_rule(metaspace) == ("start", "▁")
 
 
@@ -91,11 +97,15 @@ def test_collator_masks_15_percent_split_80_10_10(encoded):
     counts = np.zeros(4)
     text_tokens = 0
     for start in range(0, len(rows), 32):
-        batch = collator(rows[start:start + 32])
+        batch = collator(rows[start : start + 32])
         count, as_mask, as_random, kept = split_of(batch["input_ids"], batch["labels"], info.mask_id)
         counts += [count, as_mask * count, as_random * count, kept * count]
-        text_tokens += int((~info.special[np.where(batch["labels"] != -100, batch["labels"], batch["input_ids"])]
-                            & batch["attention_mask"].astype(bool)).sum())
+        text_tokens += int(
+            (
+                ~info.special[np.where(batch["labels"] != -100, batch["labels"], batch["input_ids"])]
+                & batch["attention_mask"].astype(bool)
+            ).sum()
+        )
     assert abs(counts[0] / text_tokens - 0.15) <= 0.003
     assert np.allclose(counts[1:] / counts[0], [0.8, 0.1, 0.1], atol=0.01)
 
@@ -110,7 +120,9 @@ def test_no_special_token_is_ever_masked_or_used_as_a_replacement(encoded):
         row = row.copy()
         row[rng.integers(1, len(row) - 1, size=10)] = rng.choice(specials, size=10)
         noisy.append(row)
-    for masked in [mask_tokens(r, info, rng, mask_prob=0.5, mask_replace_prob=0.0, random_replace_prob=1.0) for r in noisy]:
+    for masked in [
+        mask_tokens(r, info, rng, mask_prob=0.5, mask_replace_prob=0.0, random_replace_prob=1.0) for r in noisy
+    ]:
         changed = masked.input_ids != np.where(masked.labels != -100, masked.labels, masked.input_ids)
         assert not info.special[masked.labels[masked.labels != -100]].any()
         assert not info.special[masked.input_ids[changed]].any()
@@ -132,7 +144,7 @@ def test_whole_word_groups_are_never_split(encoded, sampler):
         labels = [mask_tokens(r, info, rng, whole_word=True).labels for r in sample]
     else:
         batch = MaskingCollator(info, whole_word=True, seed=5)(sample)
-        labels = [batch["labels"][i, :len(r)] for i, r in enumerate(sample)]
+        labels = [batch["labels"][i, : len(r)] for i, r in enumerate(sample)]
     words = split = masked_words = 0
     for row, label in zip(sample, labels):
         tokens = [tokenizer.id_to_token(int(i)) for i in row]
@@ -151,7 +163,10 @@ def test_max_predictions_caps_each_sequence(encoded):
     tokenizer, info, rows = encoded
     rng = np.random.default_rng(1)
     assert all(int((mask_tokens(r, info, rng, max_predictions=5).labels != -100).sum()) <= 5 for r in rows[:100])
-    assert all(int((mask_tokens(r, info, rng, max_predictions=5, whole_word=True).labels != -100).sum()) <= 5 for r in rows[:100])
+    assert all(
+        int((mask_tokens(r, info, rng, max_predictions=5, whole_word=True).labels != -100).sum()) <= 5
+        for r in rows[:100]
+    )
 
 
 def test_same_statistics_as_transformers_collator(encoded):
@@ -168,7 +183,7 @@ def test_same_statistics_as_transformers_collator(encoded):
     for label, collator in (("ours", ours), ("theirs", theirs)):
         total = np.zeros(4)
         for start in range(0, len(rows), 32):
-            batch = collator([list(map(int, r)) for r in rows[start:start + 32]])
+            batch = collator([list(map(int, r)) for r in rows[start : start + 32]])
             count, as_mask, as_random, kept = split_of(batch["input_ids"], batch["labels"], info.mask_id)
             total += [count, as_mask * count, as_random * count, kept * count]
             assert not info.special[batch["labels"][batch["labels"] != -100]].any()
@@ -189,20 +204,30 @@ def test_whole_word_share_matches_transformers_whole_word_mask():
     directory = VOCABS / "wordpiece-30k"
     reference = transformers.AutoTokenizer.from_pretrained(str(directory))
     lines = [line for line in read_corpus_sample("en_wiki.txt.gz", 300_000).splitlines() if line.strip()]
-    encoded = reference(lines, truncation=True, max_length=128, padding="max_length", return_offsets_mapping=True,
-                        return_special_tokens_mask=True)
-    features = [{"input_ids": i, "offset_mapping": o, "special_tokens_mask": s}
-                for i, o, s in zip(encoded["input_ids"], encoded["offset_mapping"], encoded["special_tokens_mask"])]
+    encoded = reference(
+        lines,
+        truncation=True,
+        max_length=128,
+        padding="max_length",
+        return_offsets_mapping=True,
+        return_special_tokens_mask=True,
+    )
+    features = [
+        {"input_ids": i, "offset_mapping": o, "special_tokens_mask": s}
+        for i, o, s in zip(encoded["input_ids"], encoded["offset_mapping"], encoded["special_tokens_mask"])
+    ]
     info = masking_info(load(str(directory)))
     with warnings.catch_warnings():  # it warns that whole words turn random replacement off
         warnings.simplefilter("ignore")
-        theirs = transformers.DataCollatorForLanguageModeling(reference, whole_word_mask=True, return_tensors="np", seed=2)
+        theirs = transformers.DataCollatorForLanguageModeling(
+            reference, whole_word_mask=True, return_tensors="np", seed=2
+        )
     ours = MaskingCollator(info, whole_word=True, mask_replace_prob=1.0, random_replace_prob=0.0, seed=2)
     shares = []
     for collator, examples in ((theirs, features), (ours, [f["input_ids"] for f in features])):
         chosen = tokens = 0
         for start in range(0, len(examples), 64):
-            batch = collator(examples[start:start + 64])
+            batch = collator(examples[start : start + 64])
             picked = batch["labels"] != -100
             assert (batch["input_ids"][picked] == info.mask_id).all()
             chosen += int(picked.sum())
@@ -229,10 +254,15 @@ def test_chinese_whole_words_from_jieba_are_never_split():
         continuations = words.continuations(line, encoding.offsets)
         masked = mask_tokens(encoding.ids, info, rng, mask_prob=0.3, whole_word=True, continuations=continuations)
         batch = MaskingCollator(info, whole_word=True, mlm_probability=0.3, seed=int(rng.integers(1 << 30)))(
-            [{"input_ids": encoding.ids, "chinese_ref": np.flatnonzero(continuations)}])
+            [{"input_ids": encoding.ids, "chinese_ref": np.flatnonzero(continuations)}]
+        )
         for labels in (masked.labels, batch["labels"][0]):
             for start, end in words.words(line):
-                inside = [i for i, (s, e) in enumerate(encoding.offsets) if start <= s < end and not info.special[encoding.ids[i]]]
+                inside = [
+                    i
+                    for i, (s, e) in enumerate(encoding.offsets)
+                    if start <= s < end and not info.special[encoding.ids[i]]
+                ]
                 if len(inside) < 2 or not any("\u4e00" <= ch <= "\u9fff" for ch in line[start:end]):
                     continue
                 hit = [labels[i] != -100 for i in inside]
@@ -254,8 +284,13 @@ def test_a_tokenizer_without_a_mask_token_is_refused(tmp_path):
 
 def test_pad_batch_pads_labels_with_minus_100_and_passes_scalar_labels():
     info = masking_info(load("wordpiece-30k"))
-    batch = pad_batch([{"input_ids": [2, 9000, 3], "labels": [-100, 9000, -100], "next_sentence_label": 1},
-                       {"input_ids": [2, 3], "labels": [-100, -100], "next_sentence_label": 0}], info)
+    batch = pad_batch(
+        [
+            {"input_ids": [2, 9000, 3], "labels": [-100, 9000, -100], "next_sentence_label": 1},
+            {"input_ids": [2, 3], "labels": [-100, -100], "next_sentence_label": 0},
+        ],
+        info,
+    )
     assert batch["input_ids"].tolist() == [[2, 9000, 3], [2, 3, info.pad_id]]
     assert batch["labels"].tolist() == [[-100, 9000, -100], [-100, -100, -100]]
     assert batch["attention_mask"].tolist() == [[1, 1, 1], [1, 1, 0]]
@@ -266,13 +301,19 @@ def test_pad_batch_pads_labels_with_minus_100_and_passes_scalar_labels():
 def test_bert_sampler_invariants_on_any_ids():
     """Property: for any ids, the count is round(candidates × p) (capped), specials stay, and a
     label is always the original id."""
-    from hypothesis import given, settings, strategies as st
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
 
     info = masking_info(load("wordpiece-30k"))
 
     @settings(max_examples=60, deadline=None)
-    @given(st.lists(st.integers(0, info.size - 1), min_size=1, max_size=300), st.floats(0.01, 1.0),
-           st.one_of(st.none(), st.integers(1, 50)), st.booleans(), st.integers(0, 2**32 - 1))
+    @given(
+        st.lists(st.integers(0, info.size - 1), min_size=1, max_size=300),
+        st.floats(0.01, 1.0),
+        st.one_of(st.none(), st.integers(1, 50)),
+        st.booleans(),
+        st.integers(0, 2**32 - 1),
+    )
     def check(ids, p, cap, whole, seed):
         ids = np.array(ids)
         masked = mask_tokens(ids, info, np.random.default_rng(seed), p, cap, whole_word=whole)

@@ -5,6 +5,7 @@ from megatron-core's ``_IndexWriter``), with NumPy reading it as megatron-core's
 does, and with megatron-core's own ``IndexedDataset`` when its source is installed (it imports
 PyTorch at the top; the reading code does not use it, so torch is stubbed when absent).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -16,8 +17,8 @@ from pathlib import Path
 import pytest
 
 import toktools
-from toktools.corpus.writers import read_megatron_documents, read_megatron_index
 from toktools.corpus.encode import encode_corpus
+from toktools.corpus.writers import read_megatron_documents, read_megatron_index
 
 FIXTURE = Path(__file__).parent / "fixtures" / "sample.txt"
 
@@ -60,12 +61,15 @@ def test_index_layout_byte_by_byte(tmp_path: Path, tokenizer) -> None:
 
 
 def test_int32_for_large_vocabularies(tmp_path: Path, tokenizer) -> None:
-    encode_corpus([FIXTURE], tokenizer, tmp_path / "wide", format="megatron", engine="reference", workers=1, dtype="int32")
+    encode_corpus(
+        [FIXTURE], tokenizer, tmp_path / "wide", format="megatron", engine="reference", workers=1, dtype="int32"
+    )
     index = read_megatron_index(tmp_path / "wide.idx")
     assert index.dtype_code == 4
     assert index.sequence_pointers[1] == 4 * index.sequence_lengths[0]
     assert read_megatron_documents(tmp_path / "wide") == expected_documents(
-        tokenizer, FIXTURE.read_text(encoding="utf-8").splitlines(), tokenizer.token_to_id("</s>"))
+        tokenizer, FIXTURE.read_text(encoding="utf-8").splitlines(), tokenizer.token_to_id("</s>")
+    )
 
 
 def test_numpy_reads_it_as_megatron_does(tmp_path: Path, tokenizer) -> None:
@@ -93,18 +97,33 @@ def _load_megatron_indexed_dataset():
         pass
     spec = importlib.util.find_spec("megatron")
     locations = list(spec.submodule_search_locations or []) if spec else []
-    source = next((Path(p) / "core" / "datasets" / "indexed_dataset.py" for p in locations
-                   if (Path(p) / "core" / "datasets" / "indexed_dataset.py").is_file()), None)
+    source = next(
+        (
+            Path(p) / "core" / "datasets" / "indexed_dataset.py"
+            for p in locations
+            if (Path(p) / "core" / "datasets" / "indexed_dataset.py").is_file()
+        ),
+        None,
+    )
     if source is None:
         pytest.skip("megatron-core is not installed (pip install --no-deps megatron-core to run this test)")
     stubs = {
-        "torch": types.SimpleNamespace(utils=types.SimpleNamespace(data=types.SimpleNamespace(Dataset=object)), Tensor=object),
+        "torch": types.SimpleNamespace(
+            utils=types.SimpleNamespace(data=types.SimpleNamespace(Dataset=object)), Tensor=object
+        ),
         "megatron.core.datasets.object_storage_utils": types.SimpleNamespace(
-            ObjectStorageConfig=object, S3Config=object, cache_index_file=None, dataset_exists=None,
-            get_index_cache_path=None, get_object_storage_access=None, is_object_storage_path=lambda path: False,
-            parse_s3_path=None),
+            ObjectStorageConfig=object,
+            S3Config=object,
+            cache_index_file=None,
+            dataset_exists=None,
+            get_index_cache_path=None,
+            get_object_storage_access=None,
+            is_object_storage_path=lambda path: False,
+            parse_s3_path=None,
+        ),
         "megatron.core.msc_utils": types.SimpleNamespace(
-            MultiStorageClientFeature=types.SimpleNamespace(is_enabled=staticmethod(lambda: False))),
+            MultiStorageClientFeature=types.SimpleNamespace(is_enabled=staticmethod(lambda: False))
+        ),
         "megatron.core.utils": types.SimpleNamespace(log_single_rank=lambda *args, **kwargs: None),
     }
     saved = {name: sys.modules.get(name) for name in stubs}
@@ -128,8 +147,9 @@ def test_megatron_core_reads_the_output(tmp_path: Path, tokenizer) -> None:
     pytest.importorskip("numpy")
     indexed_dataset = _load_megatron_indexed_dataset()
     lines = FIXTURE.read_text(encoding="utf-8").splitlines()
-    encode_corpus([FIXTURE], tokenizer, tmp_path / "mc", format="megatron", engine="reference", workers=1,
-                  shard_tokens=400)
+    encode_corpus(
+        [FIXTURE], tokenizer, tmp_path / "mc", format="megatron", engine="reference", workers=1, shard_tokens=400
+    )
     docs = expected_documents(tokenizer, lines, tokenizer.token_to_id("</s>"))
     read = []
     for shard in sorted(tmp_path.glob("mc-*.idx")):

@@ -3,6 +3,7 @@ BPE merge with numba and stores its object code in the user cache; later process
 llvmlite alone, without importing numba, and merge to the same ids as ``tokenizers``. A damaged
 entry is compiled again, and where there is no cache or the object cannot be loaded, numba's own
 ``cfunc`` of the same kernel gives the same ids."""
+
 from __future__ import annotations
 
 import json
@@ -17,9 +18,9 @@ pytest.importorskip("numba")
 pytest.importorskip("llvmlite")
 tokenizers = pytest.importorskip("tokenizers")
 
-from toktools.runtime import machine_code as native_code  # noqa: E402
-from toktools.models.bpe.compiled_merge import _KERNEL  # noqa: E402
 from toktools.io.shipped import shipped_path  # noqa: E402
+from toktools.models.bpe.compiled_merge import _KERNEL  # noqa: E402
+from toktools.runtime import machine_code as native_code  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 TEXTS = [
@@ -69,8 +70,13 @@ def _expected() -> list[list[int]]:
 
 def _probe(cache: str) -> dict:
     env = dict(os.environ, TOKTOOLS_CACHE_DIR=cache, PYTHONPATH=str(REPO))
-    done = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(TEXTS), str(_vocab())], env=env,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, json.dumps(TEXTS), str(_vocab())],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -103,9 +109,9 @@ def test_without_a_cache_numba_cfunc_gives_the_same_ids() -> None:
 def test_where_the_object_cannot_be_loaded_numba_cfunc_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import numpy as np
 
-    from toktools.models.bpe.compiled_merge import BulkMerger
     from toktools.engines.ids_only import ids_encoder
     from toktools.io.formats import load
+    from toktools.models.bpe.compiled_merge import BulkMerger
 
     def refuse(code: bytes, symbol: str) -> int:
         raise RuntimeError("this llvmlite cannot load object code")
@@ -141,7 +147,9 @@ def test_the_key_covers_the_modules_the_kernel_imports(tmp_path: Path, monkeypat
     before = native_code._source_hash("toktools.models.bpe.kernels")
     real = importlib.util.find_spec
     changed = tmp_path / "bpe_vectorized.py"
-    changed.write_bytes(Path(real("toktools.models.bpe.vectorized_merge").origin).read_bytes() + b"\n# another layout\n")
+    changed.write_bytes(
+        Path(real("toktools.models.bpe.vectorized_merge").origin).read_bytes() + b"\n# another layout\n"
+    )
 
     def find_spec(name: str, *args: object) -> object:
         if name == "toktools.models.bpe.vectorized_merge":

@@ -3,6 +3,7 @@ temporary files: they stay hidden beside the outputs, as large as the shard was 
 The next run that writes into that directory removes them, and only them: a temporary file whose
 writer still lives (it holds a lock the kernel drops with the process), a fresh one, and files
 that are not toktools' temporaries are left alone."""
+
 from __future__ import annotations
 
 import os
@@ -34,8 +35,12 @@ time.sleep(600)
 
 
 def _start_writer(target: Path) -> tuple[subprocess.Popen, Path]:
-    writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(target)], stdout=subprocess.PIPE, text=True,
-                              env=dict(os.environ, PYTHONPATH=str(REPO)))
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(target)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+    )
     assert writer.stdout is not None
     return writer, Path(writer.stdout.readline().strip())
 
@@ -57,8 +62,9 @@ def test_the_next_encode_into_the_directory_removes_what_a_killed_run_left(tmp_p
     _age(orphan)
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("Tokenizers cut words.\n我是中国人\n", encoding="utf-8")
-    result = CliRunner().invoke(main, ["encode", "-t", "bytebpe-50k", "--format", "megatron", "-o", str(tmp_path / "shard"),
-                                       str(corpus)])
+    result = CliRunner().invoke(
+        main, ["encode", "-t", "bytebpe-50k", "--format", "megatron", "-o", str(tmp_path / "shard"), str(corpus)]
+    )
     assert result.exit_code == 0, result.output
     assert not orphan.exists()
     assert (tmp_path / "shard.bin").stat().st_size > 0

@@ -1,5 +1,6 @@
 """``import toktools`` shows its public API: ``dir(toktools)`` and ``__all__`` list it, lazily
 imported names included, and importing the package (or listing it) loads no heavy module."""
+
 from __future__ import annotations
 
 import subprocess
@@ -33,9 +34,11 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 
 
 def test_import_and_dir_load_no_heavy_module() -> None:
-    code = ("import sys, toktools; dir(toktools); "
-            "print(sorted(m for m in ('toktools.io.formats', 'toktools.training.pipeline', 'tokenizers', 'rich', 'regex') "
-            "if m in sys.modules))")
+    code = (
+        "import sys, toktools; dir(toktools); "
+        "print(sorted(m for m in ('toktools.io.formats', 'toktools.training.pipeline', 'tokenizers', 'rich', 'regex') "
+        "if m in sys.modules))"
+    )
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert completed.stdout.strip() == "[]"
 
@@ -46,10 +49,12 @@ def test_public_functions_stay_functions_after_their_modules_are_imported() -> N
     before a user may first touch ``toktools.encode_corpus``). No lazy name is a submodule's."""
     import importlib
 
-    code = ("import importlib, toktools; "
-            + "; ".join(f"importlib.import_module({module!r})" for module in sorted(set(toktools._LAZY.values())))
-            + "; import toktools.commands.encode; "
-            + "print(sorted(n for n in toktools.__all__ if not callable(getattr(toktools, n)) and n != '__version__'))")
+    code = (
+        "import importlib, toktools; "
+        + "; ".join(f"importlib.import_module({module!r})" for module in sorted(set(toktools._LAZY.values())))
+        + "; import toktools.commands.encode; "
+        + "print(sorted(n for n in toktools.__all__ if not callable(getattr(toktools, n)) and n != '__version__'))"
+    )
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert completed.stdout.strip() == "[]"
     for name, module in toktools._LAZY.items():

@@ -15,19 +15,20 @@ What the parity report promises, checked here:
 Real corpora are sampled (300 KB) into a module-scoped temporary directory; each configuration
 is run once per module.
 """
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 import pytest
-
 from conftest import read_corpus_sample
+
 from toktools import presets
+from toktools.errors import ToktoolsError
 from toktools.models.bpe import bytelevel
 from toktools.parity import core as parity
 from toktools.training import pipeline as training
-from toktools.errors import ToktoolsError
 
 
 def _write(path: Path, text: str) -> Path:
@@ -59,8 +60,15 @@ def reports(workdir):
     def run(kind: str, path: Path, vocab_size: int, **options) -> parity.ParityReport:
         key = (kind, path.name, vocab_size, tuple(sorted(options.items())))
         if key not in cache:
-            cache[key] = parity.run_parity(kind, [str(path)], vocab_size, workers=1, heldout_fraction=0.05,
-                                           output_dir=workdir / f"{kind}-{path.stem}-{vocab_size}", **options)
+            cache[key] = parity.run_parity(
+                kind,
+                [str(path)],
+                vocab_size,
+                workers=1,
+                heldout_fraction=0.05,
+                output_dir=workdir / f"{kind}-{path.stem}-{vocab_size}",
+                **options,
+            )
         return cache[key]
 
     return run
@@ -81,7 +89,11 @@ def test_bytebpe_parity_on_real_text_is_identical_with_full_id_agreement(corpus,
     report = reports("bytebpe", request.getfixturevalue(f"{corpus}_file"), 3000)
     assert report.identical and report.ok
     assert [(f.name, f.identical) for f in report.files] == [
-        ("vocab.json", True), ("merges.txt", True), ("tokenizer.json model", True), ("tokenizer.json", True)]
+        ("vocab.json", True),
+        ("merges.txt", True),
+        ("tokenizer.json model", True),
+        ("tokenizer.json", True),
+    ]
     # nothing to explain when the files are equal
     assert report.first_difference is None and report.merge is None and report.alphabet is None
     assert report.overlap.common == report.overlap.reference_size == report.overlap.fast_size == 3000
@@ -133,8 +145,14 @@ def test_report_round_trips_through_json(reports, en_file):
 def test_train_check_compares_an_already_trained_tokenizer(en_file):
     """``train --check``: the reference was trained already; only tokenizers trains."""
     ours = training.train_bytebpe([str(en_file)], 1500, workers=1)
-    report = parity.check_trained("bytebpe", ours, [str(en_file)], 1500, reference_seconds=1.0,
-                                  heldout_lines=["Hello world!", "", "A second line, with numbers 12345."])
+    report = parity.check_trained(
+        "bytebpe",
+        ours,
+        [str(en_file)],
+        1500,
+        reference_seconds=1.0,
+        heldout_lines=["Hello world!", "", "A second line, with numbers 12345."],
+    )
     assert report.ok and report.identical
     assert report.agreement.lines == 2  # empty lines are skipped
     assert report.timing.reference_count_seconds is None and report.timing.ratio > 0
@@ -178,8 +196,9 @@ def test_swapped_tied_merges_are_explained_as_a_tie(tie_case):
     swapped = [("x", "y"), ("c", "d"), ("xy", "a"), ("xya", "b")]  # "xy a" taken first
     vocab = dict(tokenizer.vocab)
     fast_vocab = {**{t: i for t, i in vocab.items() if t not in ("ab", "xyab")}, "xya": 258, "xyab": 259}
-    step = parity.explain_merge_divergence(counts, vocab, tokenizer.merges, swapped, min_frequency=1,
-                                           fast_vocab=fast_vocab)
+    step = parity.explain_merge_divergence(
+        counts, vocab, tokenizer.merges, swapped, min_frequency=1, fast_vocab=fast_vocab
+    )
     assert step.index == 2 and step.reason == "tie"
     assert step.reference_pair == ["a", "b"] and step.fast_pair == ["xy", "a"]
     assert step.reference_count == step.fast_count == step.best_count == 1
@@ -209,13 +228,15 @@ def test_a_pair_taken_with_a_lower_count_is_a_bug(tie_case):
 
 def test_a_side_that_stops_early_is_named(tie_case):
     counts, tokenizer = tie_case
-    step = parity.explain_merge_divergence(counts, dict(tokenizer.vocab), tokenizer.merges, tokenizer.merges[:2],
-                                           min_frequency=1)
+    step = parity.explain_merge_divergence(
+        counts, dict(tokenizer.vocab), tokenizer.merges, tokenizer.merges[:2], min_frequency=1
+    )
     assert step.index == 2 and step.reason == "stopped" and step.fast_pair is None
     assert "tokenizers stopped too early" in step.message
     # with min_frequency 2 the pair left (count 1) is too rare: stopping there was right
-    step = parity.explain_merge_divergence(counts, dict(tokenizer.vocab), tokenizer.merges, tokenizer.merges[:2],
-                                           min_frequency=2)
+    step = parity.explain_merge_divergence(
+        counts, dict(tokenizer.vocab), tokenizer.merges, tokenizer.merges[:2], min_frequency=2
+    )
     assert step.reason == "stopped" and step.rule_followed_by == "fast" and "right to stop" in step.message
 
 
@@ -276,8 +297,11 @@ def test_a_real_tie_broken_the_other_way_is_caught_end_to_end(workdir, en_file):
     counts = training.count_bytebpe_words([str(en_file)], workers=1)
     good = training.train_bytebpe(word_counts=counts, vocab_size=1000)
     vocab, merges = dict(good.vocab), list(good.merges)
-    k = next(k for k in range(len(merges) - 1)
-             if _tied_and_independent(parity.replay_pair_counts(counts, vocab, merges[:k]), vocab, merges[k], merges[k + 1]))
+    k = next(
+        k
+        for k in range(len(merges) - 1)
+        if _tied_and_independent(parity.replay_pair_counts(counts, vocab, merges[:k]), vocab, merges[k], merges[k + 1])
+    )
     first, second = ("".join(merges[k]), "".join(merges[k + 1]))
     vocab[first], vocab[second] = vocab[second], vocab[first]
     merges[k], merges[k + 1] = merges[k + 1], merges[k]

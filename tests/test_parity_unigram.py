@@ -3,6 +3,7 @@ order and per-thread float sums, ``shared/spec/unigram.md`` §5.6), so parity is
 same token set (Jaccard), the same tokens on held-out lines, scores equal up to summation order —
 and exact encoding: each side's trained vocabulary gives the same ids in both libraries.
 """
+
 from __future__ import annotations
 
 import json
@@ -10,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import read_corpus_sample
+
 from toktools.cli import main
 from toktools.parity.core import Agreement, Tolerance, compare_scores
 
@@ -28,15 +29,26 @@ def corpus(tmp_path_factory) -> tuple[Path, Path]:
     train = directory / "train.txt"
     train.write_text(read_corpus_sample("mixed_sample.txt", 40_000), encoding="utf-8")
     heldout = directory / "heldout.txt"
-    heldout.write_text(read_corpus_sample("mixed_sample.txt", 20_000, skip_lines=2000) + "\n中文 unseen ∰ 😀\n",
-                       encoding="utf-8")
+    heldout.write_text(
+        read_corpus_sample("mixed_sample.txt", 20_000, skip_lines=2000) + "\n中文 unseen ∰ 😀\n", encoding="utf-8"
+    )
     return train, heldout
 
 
 def test_parity_unigram_agrees_within_the_bounds_and_encodes_exactly(corpus, tmp_path):
     train, heldout = corpus
-    result = run("parity", "unigram", str(train), "--vocab-size", "1200", "--heldout", str(heldout), "--json",
-                 "--keep", str(tmp_path / "kept"))
+    result = run(
+        "parity",
+        "unigram",
+        str(train),
+        "--vocab-size",
+        "1200",
+        "--heldout",
+        str(heldout),
+        "--json",
+        "--keep",
+        str(tmp_path / "kept"),
+    )
     assert result.exit_code == 0, result.stdout + result.stderr
     report = json.loads(result.stdout)
     assert report["ok"] is True and report["kind"] == "unigram"

@@ -2,17 +2,18 @@
 decoder, WordPiece decoder): each in a tokenizer built with ``tokenizers``' Python API, loaded
 by toktools from its ``tokenizer.json``, gives the same encodings and decoding on the shared
 English, Chinese and mixed samples, and writes the same JSON node."""
+
 from __future__ import annotations
 
 import pytest
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
-
 from conftest import ref_vocab_dir
 from parts_parity import check_all, corpus_lines, load_in_toktools
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
+
+from toktools.models.wordpiece.model import read_vocab_txt
 from toktools.parts.base import Piece
 from toktools.parts.normalizers import BertNormalizer
 from toktools.parts.pre_tokenizers import BertPreTokenizer, ByteLevel
-from toktools.models.wordpiece.model import read_vocab_txt
 
 
 def _gpt2_bpe() -> models.BPE:
@@ -20,12 +21,15 @@ def _gpt2_bpe() -> models.BPE:
     return models.BPE.from_file(str(directory / "vocab.json"), str(directory / "merges.txt"))
 
 
-@pytest.mark.parametrize("options", [
-    {},
-    {"lowercase": False},
-    {"lowercase": False, "strip_accents": True},
-    {"handle_chinese_chars": False, "clean_text": False},
-])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"lowercase": False},
+        {"lowercase": False, "strip_accents": True},
+        {"handle_chinese_chars": False, "clean_text": False},
+    ],
+)
 def test_bert_normalizer_with_wordpiece(options):
     """Every option of BertNormalizer, with offsets through accents, CJK spacing and controls."""
     vocab = read_vocab_txt(ref_vocab_dir("bert-base-uncased") / "vocab.txt")
@@ -81,8 +85,9 @@ def test_part_methods_match_the_python_api():
     """``normalize_str`` and ``pre_tokenize_str`` as tokenizers' objects have them."""
     text = "Héllo,\tWORLD! 北京 a\u0301"
     assert BertNormalizer().normalize_str(text) == normalizers.BertNormalizer().normalize_str(text)
-    assert BertPreTokenizer().pre_tokenize_str(text) == [(t, tuple(o)) for t, o in
-                                                         pre_tokenizers.BertPreTokenizer().pre_tokenize_str(text)]
+    assert BertPreTokenizer().pre_tokenize_str(text) == [
+        (t, tuple(o)) for t, o in pre_tokenizers.BertPreTokenizer().pre_tokenize_str(text)
+    ]
     for options in ({}, {"add_prefix_space": False}, {"use_regex": False}):
         theirs = pre_tokenizers.ByteLevel(**options).pre_tokenize_str(text)
         assert ByteLevel(**options).pre_tokenize_str(text) == [(t, tuple(o)) for t, o in theirs]

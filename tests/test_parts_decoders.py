@@ -1,13 +1,17 @@
 """The generic decoders (Metaspace, BPEDecoder, ByteFallback, Fuse, Strip, Replace, Sequence):
 ``decode_chain`` and ``decode`` equal to ``tokenizers`` 0.23.3, and the same JSON nodes."""
+
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings, strategies as st
-from tokenizers import Regex, decoders as hf, pre_tokenizers as hf_pre
-
 from conftest import read_corpus_sample
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from parts_support import hf_node
+from tokenizers import Regex
+from tokenizers import decoders as hf
+from tokenizers import pre_tokenizers as hf_pre
+
 from toktools.errors import ToktoolsError
 from toktools.parts import decoders as tt
 from toktools.parts.registry import part_from_json
@@ -60,7 +64,10 @@ def test_json_errors_name_the_field():
 PAIRS = {
     "Metaspace": (hf.Metaspace(), tt.Metaspace()),
     "MetaspaceNever": (hf.Metaspace(prepend_scheme="never"), tt.Metaspace(prepend_scheme="never")),
-    "MetaspaceFirst": (hf.Metaspace(replacement="_", prepend_scheme="first", split=False), tt.Metaspace("_", "first", False)),
+    "MetaspaceFirst": (
+        hf.Metaspace(replacement="_", prepend_scheme="first", split=False),
+        tt.Metaspace("_", "first", False),
+    ),
     "BPEDecoder": (hf.BPEDecoder(), tt.BPEDecoder()),
     "BPEDecoderSuffix": (hf.BPEDecoder(suffix="@@"), tt.BPEDecoder("@@")),
     "ByteFallback": (hf.ByteFallback(), tt.ByteFallback()),
@@ -68,10 +75,14 @@ PAIRS = {
     "Strip": (hf.Strip(" ", 1, 0), tt.Strip(" ", 1, 0)),
     "StripBoth": (hf.Strip("\u2581", 2, 1), tt.Strip("\u2581", 2, 1)),
     "ReplaceString": (hf.Replace("\u2581", " "), tt.Replace("\u2581", " ")),
-    "ReplaceRegex": (hf.Replace(Regex(r"\s+|</w>"), "_"),
-                     part_from_json("decoder", {"type": "Replace", "pattern": {"Regex": r"\s+|</w>"}, "content": "_"})),
-    "LlamaSequence": (hf.Sequence([hf.Replace("\u2581", " "), hf.ByteFallback(), hf.Fuse(), hf.Strip(" ", 1, 0)]),
-                      tt.Sequence([tt.Replace("\u2581", " "), tt.ByteFallback(), tt.Fuse(), tt.Strip(" ", 1, 0)])),
+    "ReplaceRegex": (
+        hf.Replace(Regex(r"\s+|</w>"), "_"),
+        part_from_json("decoder", {"type": "Replace", "pattern": {"Regex": r"\s+|</w>"}, "content": "_"}),
+    ),
+    "LlamaSequence": (
+        hf.Sequence([hf.Replace("\u2581", " "), hf.ByteFallback(), hf.Fuse(), hf.Strip(" ", 1, 0)]),
+        tt.Sequence([tt.Replace("\u2581", " "), tt.ByteFallback(), tt.Fuse(), tt.Strip(" ", 1, 0)]),
+    ),
 }
 
 TOKEN_LISTS = [
@@ -123,9 +134,13 @@ def test_metaspace_pieces_of_real_text_decode_back(corpus):
             assert_same_decode(*PAIRS[name], tokens)
 
 
-_BYTE_TOKENS = st.lists(st.one_of(st.integers(0, 255).map(lambda b: f"<0x{b:02X}>"),
-                                  st.sampled_from(["a", "\u2581b", "<0x>", "<0xG1>", "<0x+1>", "\u6211"])),
-                        max_size=12)
+_BYTE_TOKENS = st.lists(
+    st.one_of(
+        st.integers(0, 255).map(lambda b: f"<0x{b:02X}>"),
+        st.sampled_from(["a", "\u2581b", "<0x>", "<0xG1>", "<0x+1>", "\u6211"]),
+    ),
+    max_size=12,
+)
 
 
 @settings(max_examples=300, deadline=None)

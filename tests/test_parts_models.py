@@ -2,19 +2,20 @@
 ``fuse_unk``, ``byte_fallback``, ``continuing_subword_prefix``, ``ignore_merges``) and WordPiece.
 Each is built with ``tokenizers``' Python API, loaded by toktools from ``tokenizer.json`` and
 compared on the shared English, Chinese and mixed samples."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
-
 from conftest import read_corpus_sample, ref_vocab_dir
 from parts_parity import check_all, corpus_lines, load_in_toktools
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
 from toktools.errors import ToktoolsError
 from toktools.io.formats import from_tokenizer_json
-from toktools.parts.models import BPE
 from toktools.models.wordpiece.model import read_vocab_txt
+from toktools.parts.models import BPE
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +30,12 @@ def _classic(training_text: list[str], **model: object) -> tuple[dict[str, int],
     hf = Tokenizer(models.BPE(unk_token="<unk>", **trainer_options))
     hf.normalizer = normalizers.BertNormalizer(lowercase=False)
     hf.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    hf.train_from_iterator(training_text, trainers.BpeTrainer(vocab_size=2000, special_tokens=["<unk>"],
-                                                              limit_alphabet=80, show_progress=False, **trainer_options))
+    hf.train_from_iterator(
+        training_text,
+        trainers.BpeTrainer(
+            vocab_size=2000, special_tokens=["<unk>"], limit_alphabet=80, show_progress=False, **trainer_options
+        ),
+    )
     saved = json.loads(hf.to_str())["model"]
     return saved["vocab"], [tuple(m) for m in saved["merges"]]
 
@@ -55,8 +60,9 @@ def test_classic_bpe_with_end_of_word_suffix_and_unk(training_text, fuse_unk):
 def test_classic_bpe_with_continuing_subword_prefix(training_text):
     """``##`` on every symbol after the first, WordPiece-style, decoded by the WordPiece decoder."""
     vocab, merges = _classic(training_text, continuing_subword_prefix="##")
-    check_all(_tokenizer(models.BPE(vocab, merges, unk_token="<unk>", continuing_subword_prefix="##"),
-                         decoders.WordPiece()))
+    check_all(
+        _tokenizer(models.BPE(vocab, merges, unk_token="<unk>", continuing_subword_prefix="##"), decoders.WordPiece())
+    )
 
 
 def test_classic_bpe_without_unk_drops_unknown_characters(training_text):

@@ -5,14 +5,17 @@ First small hand-computed examples (they need nothing but toktools), then the sa
 with ``tokenizers``' Python API compared on edge cases, on every Unicode code point, on samples of
 the shared corpora and on generated text.
 """
+
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings, strategies as st
-from tokenizers import Regex, normalizers as hf
-
 from conftest import read_corpus_sample
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from parts_support import EDGE_CASES, first_difference, hf_char_spans, hf_node, hf_pieces, ours_char_spans, ours_pieces
+from tokenizers import Regex
+from tokenizers import normalizers as hf
+
 from toktools.errors import ToktoolsError
 from toktools.parts import normalizers as tt
 from toktools.parts import pre_tokenizers as tt_pre
@@ -27,6 +30,7 @@ def spans(normalizer, text: str) -> tuple[str, list[tuple[int, int]]]:
 
 
 # --- hand-computed ---------------------------------------------------------------------------
+
 
 def test_nfkc_splits_a_ligature_and_both_letters_point_at_it():
     assert spans(tt.NFKC(), "\ufb01x") == ("fix", [(0, 1), (0, 1), (1, 2)])
@@ -106,16 +110,30 @@ PAIRS = {
     "StripRight": (hf.Strip(left=False, right=True), tt.Strip(False, True)),
     "ReplaceString": (hf.Replace(" ", "\u2581\u2581"), tt.Replace(" ", "\u2581\u2581")),
     "ReplaceDelete": (hf.Replace("e", ""), tt.Replace("e", "")),
-    "ReplaceRegex": (hf.Replace(Regex(r"\s+"), " "),
-                     part_from_json("normalizer", {"type": "Replace", "pattern": {"Regex": r"\s+"}, "content": " "})),
-    "ReplaceRegexEmptyMatches": (hf.Replace(Regex(r"x*"), "-"),
-                                 part_from_json("normalizer", {"type": "Replace", "pattern": {"Regex": "x*"}, "content": "-"})),
+    "ReplaceRegex": (
+        hf.Replace(Regex(r"\s+"), " "),
+        part_from_json("normalizer", {"type": "Replace", "pattern": {"Regex": r"\s+"}, "content": " "}),
+    ),
+    "ReplaceRegexEmptyMatches": (
+        hf.Replace(Regex(r"x*"), "-"),
+        part_from_json("normalizer", {"type": "Replace", "pattern": {"Regex": "x*"}, "content": "-"}),
+    ),
     "Prepend": (hf.Prepend("\u2581"), tt.Prepend("\u2581")),
-    "Sequence": (hf.Sequence([hf.NFD(), hf.StripAccents(), hf.Lowercase(), hf.Strip()]),
-                 tt.Sequence([tt.NFD(), tt.StripAccents(), tt.Lowercase(), tt.Strip()])),
-    "SentencePieceLike": (hf.Sequence([hf.NFKC(), hf.Replace(Regex(" {2,}"), " "), hf.Prepend("\u2581"), hf.Replace(" ", "\u2581")]),
-                          tt.Sequence([tt.NFKC(), part_from_json("normalizer", {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}),
-                                       tt.Prepend("\u2581"), tt.Replace(" ", "\u2581")])),
+    "Sequence": (
+        hf.Sequence([hf.NFD(), hf.StripAccents(), hf.Lowercase(), hf.Strip()]),
+        tt.Sequence([tt.NFD(), tt.StripAccents(), tt.Lowercase(), tt.Strip()]),
+    ),
+    "SentencePieceLike": (
+        hf.Sequence([hf.NFKC(), hf.Replace(Regex(" {2,}"), " "), hf.Prepend("\u2581"), hf.Replace(" ", "\u2581")]),
+        tt.Sequence(
+            [
+                tt.NFKC(),
+                part_from_json("normalizer", {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}),
+                tt.Prepend("\u2581"),
+                tt.Replace(" ", "\u2581"),
+            ]
+        ),
+    ),
 }
 
 
@@ -142,8 +160,19 @@ def test_every_code_point(form):
     everything = "\x00".join(map(chr, scalars))
     assert ours.normalize_str(everything) == theirs.normalize_str(everything)
     t = tables()
-    interesting = sorted({*map(ord, t.compat), *t.ccc, *map(ord, t.seconds), *range(0xAC00, 0xAC00 + 600),
-                          0x130, 0x3A3, 0x1E9E, 0x11938, 0x32FF})
+    interesting = sorted(
+        {
+            *map(ord, t.compat),
+            *t.ccc,
+            *map(ord, t.seconds),
+            *range(0xAC00, 0xAC00 + 600),
+            0x130,
+            0x3A3,
+            0x1E9E,
+            0x11938,
+            0x32FF,
+        }
+    )
     text = "\x00".join(map(chr, interesting))
     assert ours_char_spans(ours, text) == hf_char_spans(theirs, text)
 
@@ -180,9 +209,31 @@ def test_offsets_through_a_normaliser_and_a_pre_tokenizer(corpus):
 
 
 _ALPHABET = st.sampled_from(
-    list("aeoAEO sS\u0130\u03a3\t\n") + ["\u0301", "\u0308", "\u0323", "\u0345", "\u0334", "\u0f71", "\u0f72",
-     "\u0f74", "\u00e9", "\u1e69", "\ufb01", "\u2460", "\u1100", "\u1161", "\u11a8", "\uac00", "\u3392",
-     "\U00011935", "\U00011930", "\u05b0", "\u0591"])
+    list("aeoAEO sS\u0130\u03a3\t\n")
+    + [
+        "\u0301",
+        "\u0308",
+        "\u0323",
+        "\u0345",
+        "\u0334",
+        "\u0f71",
+        "\u0f72",
+        "\u0f74",
+        "\u00e9",
+        "\u1e69",
+        "\ufb01",
+        "\u2460",
+        "\u1100",
+        "\u1161",
+        "\u11a8",
+        "\uac00",
+        "\u3392",
+        "\U00011935",
+        "\U00011930",
+        "\u05b0",
+        "\u0591",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None)

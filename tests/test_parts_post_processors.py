@@ -2,15 +2,16 @@
 Sequence): built with ``tokenizers``' Python API, loaded by toktools, the same special tokens,
 type ids, masks and trimmed offsets for single sequences and pairs, with and without special
 tokens and under truncation."""
+
 from __future__ import annotations
 
 import pytest
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
-
 from conftest import ref_vocab_dir
 from parts_parity import assert_same_encodings, check_all, corpus_lines, load_in_toktools
-from toktools.tokenizer import Tokenizer as OurTokenizer
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+
 from toktools.models.wordpiece.model import read_vocab_txt
+from toktools.tokenizer import Tokenizer as OurTokenizer
 
 
 def _bert() -> Tokenizer:
@@ -48,7 +49,9 @@ def _check_without_specials_and_truncated(hf: Tokenizer, ours: OurTokenizer) -> 
 
 def test_bert_processing():
     hf = _bert()
-    hf.post_processor = processors.BertProcessing(("[SEP]", hf.token_to_id("[SEP]")), ("[CLS]", hf.token_to_id("[CLS]")))
+    hf.post_processor = processors.BertProcessing(
+        ("[SEP]", hf.token_to_id("[SEP]")), ("[CLS]", hf.token_to_id("[CLS]"))
+    )
     _check_without_specials_and_truncated(hf, check_all(hf))
 
 
@@ -58,8 +61,12 @@ def test_roberta_processing(trim_offsets, add_prefix_space):
     """``<s> A </s></s> B </s>``, all type ids 0, offsets trimmed of spaces (one prefix space kept)."""
     hf = _gpt2(add_prefix_space)
     hf.add_special_tokens(["<s>", "</s>"])
-    hf.post_processor = processors.RobertaProcessing(("</s>", hf.token_to_id("</s>")), ("<s>", hf.token_to_id("<s>")),
-                                                     trim_offsets=trim_offsets, add_prefix_space=add_prefix_space)
+    hf.post_processor = processors.RobertaProcessing(
+        ("</s>", hf.token_to_id("</s>")),
+        ("<s>", hf.token_to_id("<s>")),
+        trim_offsets=trim_offsets,
+        add_prefix_space=add_prefix_space,
+    )
     _check_without_specials_and_truncated(hf, check_all(hf))
 
 
@@ -78,7 +85,11 @@ def test_template_processing_of_any_shape():
     hf.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]",
         pair="[CLS] $A [SEP] [TWO]:1 $B:1 [SEP]:1",
-        special_tokens=[("[CLS]", cls), ("[SEP]", sep), {"id": "[TWO]", "ids": [mask, sep], "tokens": ["[MASK]", "[SEP]"]}],
+        special_tokens=[
+            ("[CLS]", cls),
+            ("[SEP]", sep),
+            {"id": "[TWO]", "ids": [mask, sep], "tokens": ["[MASK]", "[SEP]"]},
+        ],
     )
     _check_without_specials_and_truncated(hf, check_all(hf))
 
@@ -87,9 +98,14 @@ def test_sequence_of_byte_level_and_template():
     """Trim offsets, then add ``<|endoftext|>`` at the end (the Llama-3 shape)."""
     hf = _gpt2(add_prefix_space=False)
     eot = hf.token_to_id("<|endoftext|>")
-    hf.post_processor = processors.Sequence([
-        processors.ByteLevel(trim_offsets=True),
-        processors.TemplateProcessing(single="$A <|endoftext|>", pair="$A <|endoftext|> $B:1 <|endoftext|>:1",
-                                      special_tokens=[("<|endoftext|>", eot)]),
-    ])
+    hf.post_processor = processors.Sequence(
+        [
+            processors.ByteLevel(trim_offsets=True),
+            processors.TemplateProcessing(
+                single="$A <|endoftext|>",
+                pair="$A <|endoftext|> $B:1 <|endoftext|>:1",
+                special_tokens=[("<|endoftext|>", eot)],
+            ),
+        ]
+    )
     _check_without_specials_and_truncated(hf, check_all(hf))

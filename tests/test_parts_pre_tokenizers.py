@@ -5,14 +5,18 @@ Llama-3, GPT-4o (o200k) and Qwen split patterns on real text.
 Hand-computed examples first (no ``../shared`` needed), then parity with the same parts built
 with ``tokenizers``' Python API.
 """
+
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings, strategies as st
-from tokenizers import Regex, normalizers as hf_norm, pre_tokenizers as hf
-
 from conftest import read_corpus_sample
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from parts_support import EDGE_CASES, first_difference, hf_node, hf_pieces, ours_pieces
+from tokenizers import Regex
+from tokenizers import normalizers as hf_norm
+from tokenizers import pre_tokenizers as hf
+
 from toktools.errors import ToktoolsError
 from toktools.parts import normalizers as tt_norm
 from toktools.parts import pre_tokenizers as tt
@@ -20,23 +24,36 @@ from toktools.parts._onig import regex_disagreements
 from toktools.parts.base import Piece
 from toktools.parts.registry import part_from_json
 
-CL100K = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
-          r"|\s*[\r\n]+|\s+(?!\S)|\s+")  # GPT-4; Llama-3 uses the same pattern
-QWEN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
-        r"|\s*[\r\n]+|\s+(?!\S)|\s+")
-O200K = (r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
-         r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
-         r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")
-BEHAVIORS = {"Removed": "removed", "Isolated": "isolated", "MergedWithPrevious": "merged_with_previous",
-             "MergedWithNext": "merged_with_next", "Contiguous": "contiguous"}
+CL100K = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)  # GPT-4; Llama-3 uses the same pattern
+QWEN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+O200K = (
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+    r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+BEHAVIORS = {
+    "Removed": "removed",
+    "Isolated": "isolated",
+    "MergedWithPrevious": "merged_with_previous",
+    "MergedWithNext": "merged_with_next",
+    "Contiguous": "contiguous",
+}
 
 
 def regex_split(pattern: str, behavior: str = "Isolated", invert: bool = False) -> tt.Split:
-    return part_from_json("pre_tokenizer", {"type": "Split", "pattern": {"Regex": pattern},
-                                            "behavior": behavior, "invert": invert})
+    return part_from_json(
+        "pre_tokenizer", {"type": "Split", "pattern": {"Regex": pattern}, "behavior": behavior, "invert": invert}
+    )
 
 
 # --- hand-computed ---------------------------------------------------------------------------
+
 
 def test_split_behaviors_on_the_tokenizers_doc_example():
     text = "the-final--countdown"
@@ -80,7 +97,9 @@ def test_split_regex_follows_oniguruma_empty_match_rules():
 
 def test_json_errors_name_the_field():
     with pytest.raises(ToktoolsError, match="behavior"):
-        part_from_json("pre_tokenizer", {"type": "Split", "pattern": {"String": "a"}, "behavior": "isolated", "invert": False})
+        part_from_json(
+            "pre_tokenizer", {"type": "Split", "pattern": {"String": "a"}, "behavior": "isolated", "invert": False}
+        )
     with pytest.raises(ToktoolsError, match="invert"):
         part_from_json("pre_tokenizer", {"type": "Split", "pattern": {"String": "a"}, "behavior": "Isolated"})
     with pytest.raises(ToktoolsError, match="individual_digits"):
@@ -95,6 +114,7 @@ def test_json_errors_name_the_field():
 
 # --- parity with tokenizers ----------------------------------------------------------------------
 
+
 def _pairs() -> dict[str, tuple[object, object]]:
     pairs = {
         "Whitespace": (hf.Whitespace(), tt.Whitespace()),
@@ -102,21 +122,27 @@ def _pairs() -> dict[str, tuple[object, object]]:
         "Digits": (hf.Digits(), tt.Digits()),
         "DigitsIndividual": (hf.Digits(individual_digits=True), tt.Digits(True)),
         "Metaspace": (hf.Metaspace(), tt.Metaspace()),
-        "MetaspaceFirstNoSplit": (hf.Metaspace(replacement="_", prepend_scheme="first", split=False),
-                                  tt.Metaspace("_", "first", False)),
+        "MetaspaceFirstNoSplit": (
+            hf.Metaspace(replacement="_", prepend_scheme="first", split=False),
+            tt.Metaspace("_", "first", False),
+        ),
         "MetaspaceNever": (hf.Metaspace(prepend_scheme="never"), tt.Metaspace(prepend_scheme="never")),
         "cl100k": (hf.Split(Regex(CL100K), "isolated"), regex_split(CL100K)),
         "qwen": (hf.Split(Regex(QWEN), "isolated"), regex_split(QWEN)),
         "o200k": (hf.Split(Regex(O200K), "isolated"), regex_split(O200K)),
-        "Sequence": (hf.Sequence([hf.WhitespaceSplit(), hf.Punctuation(), hf.Digits(True)]),
-                     tt.Sequence([tt.WhitespaceSplit(), tt.Punctuation(), tt.Digits(True)])),
+        "Sequence": (
+            hf.Sequence([hf.WhitespaceSplit(), hf.Punctuation(), hf.Digits(True)]),
+            tt.Sequence([tt.WhitespaceSplit(), tt.Punctuation(), tt.Digits(True)]),
+        ),
     }
     for ours, theirs in BEHAVIORS.items():
         pairs[f"Punctuation-{ours}"] = (hf.Punctuation(theirs), tt.Punctuation(ours))
         for invert in (False, True):
             pairs[f"SplitString-{ours}-{invert}"] = (hf.Split(" ", theirs, invert=invert), tt.Split(" ", ours, invert))
-            pairs[f"SplitRegex-{ours}-{invert}"] = (hf.Split(Regex(r"\s+|\p{P}|\d"), theirs, invert=invert),
-                                                    regex_split(r"\s+|\p{P}|\d", ours, invert))
+            pairs[f"SplitRegex-{ours}-{invert}"] = (
+                hf.Split(Regex(r"\s+|\p{P}|\d"), theirs, invert=invert),
+                regex_split(r"\s+|\p{P}|\d", ours, invert),
+            )
     return pairs
 
 
@@ -164,8 +190,14 @@ def test_offsets_in_the_original_text_through_a_normaliser(style, corpus):
         theirs = (hf_norm.NFKC(), hf.Metaspace())
         ours = (tt_norm.NFKC(), tt.Metaspace())
     else:  # lowercase + Whitespace + Digits
-        theirs = (hf_norm.Sequence([hf_norm.NFKC(), hf_norm.Lowercase()]), hf.Sequence([hf.Whitespace(), hf.Digits(True)]))
-        ours = (tt_norm.Sequence([tt_norm.NFKC(), tt_norm.Lowercase()]), tt.Sequence([tt.Whitespace(), tt.Digits(True)]))
+        theirs = (
+            hf_norm.Sequence([hf_norm.NFKC(), hf_norm.Lowercase()]),
+            hf.Sequence([hf.Whitespace(), hf.Digits(True)]),
+        )
+        ours = (
+            tt_norm.Sequence([tt_norm.NFKC(), tt_norm.Lowercase()]),
+            tt.Sequence([tt.Whitespace(), tt.Digits(True)]),
+        )
     a, b = hf_pieces(*theirs, text), ours_pieces(*ours, text)
     assert a == b, first_difference(a, b)
 
@@ -180,15 +212,18 @@ def test_code_points_where_regex_and_oniguruma_disagree():
     for pattern in (CL100K, O200K, CL100K + "|\u4e2d"):
         a = [(p, tuple(o)) for p, o in hf.Split(Regex(pattern), "isolated").pre_tokenize_str(text)]
         assert regex_split(pattern).pre_tokenize_str(text) == a
-    word = sorted(regex_disagreements("rust_w"))[:: 20]
-    text = " ".join(f"a{ch}b {ch}!" for ch in word) + " \U0001F468\u200d\U0001F469"
+    word = sorted(regex_disagreements("rust_w"))[::20]
+    text = " ".join(f"a{ch}b {ch}!" for ch in word) + " \U0001f468\u200d\U0001f469"
     a = [(p, tuple(o)) for p, o in hf.Whitespace().pre_tokenize_str(text)]
     assert tt.Whitespace().pre_tokenize_str(text) == a
 
 
-_TEXT = st.text(alphabet=st.sampled_from(list("ab1 \n\r\t-.'sStT") + ["\u00e9", "\u0301", "\u4e2d", "\u0663",
-                                                                     "\u00a0", "\u2581", "\U0001F600", "\u200d"]),
-                max_size=30)
+_TEXT = st.text(
+    alphabet=st.sampled_from(
+        list("ab1 \n\r\t-.'sStT") + ["\u00e9", "\u0301", "\u4e2d", "\u0663", "\u00a0", "\u2581", "\U0001f600", "\u200d"]
+    ),
+    max_size=30,
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -196,22 +231,56 @@ _TEXT = st.text(alphabet=st.sampled_from(list("ab1 \n\r\t-.'sStT") + ["\u00e9", 
 def test_generated_text_split_and_punctuation(text, behavior, invert):
     for pattern in (r"\s+", r"'s|\p{N}+", r"x*", CL100K):
         theirs = hf.Split(Regex(pattern), BEHAVIORS[behavior], invert=invert)
-        assert regex_split(pattern, behavior, invert).pre_tokenize_str(text) == \
-            [(p, tuple(o)) for p, o in theirs.pre_tokenize_str(text)], pattern
+        assert regex_split(pattern, behavior, invert).pre_tokenize_str(text) == [
+            (p, tuple(o)) for p, o in theirs.pre_tokenize_str(text)
+        ], pattern
     theirs = hf.Punctuation(BEHAVIORS[behavior])
     assert tt.Punctuation(behavior).pre_tokenize_str(text) == [(p, tuple(o)) for p, o in theirs.pre_tokenize_str(text)]
     assert tt.Metaspace().pre_tokenize_str(text) == [(p, tuple(o)) for p, o in hf.Metaspace().pre_tokenize_str(text)]
 
 
-ONIG_SYNTAX = [r"$", r"^", r"\Z", r"\z", r"\A\w", r"(?m:.)+", r".+", r"(?i)x", r"\h+", r"[^\h\s]+", r"\b",
-               r"\p{Han}+", r"[[:alpha:]]+", r"\R", r"(?<=a)b", r"\X", r"[^\S\n]+", r"\p{^L}+", r"\P{L}+",
-               r"[\p{L}&&[^a]]+", r"(?<name>a)\k<name>", r"\x41", r"ab|", r"", r"\d+(?=\D)", r"\p{Lu}\p{Ll}+"]
+ONIG_SYNTAX = [
+    r"$",
+    r"^",
+    r"\Z",
+    r"\z",
+    r"\A\w",
+    r"(?m:.)+",
+    r".+",
+    r"(?i)x",
+    r"\h+",
+    r"[^\h\s]+",
+    r"\b",
+    r"\p{Han}+",
+    r"[[:alpha:]]+",
+    r"\R",
+    r"(?<=a)b",
+    r"\X",
+    r"[^\S\n]+",
+    r"\p{^L}+",
+    r"\P{L}+",
+    r"[\p{L}&&[^a]]+",
+    r"(?<name>a)\k<name>",
+    r"\x41",
+    r"ab|",
+    r"",
+    r"\d+(?=\D)",
+    r"\p{Lu}\p{Ll}+",
+]
 
 
 @pytest.mark.parametrize("pattern", ONIG_SYNTAX)
 def test_oniguruma_syntax_is_translated(pattern):
     """Ruby-syntax anchors (^ $ \\Z \\z), (?m) as dot-all, \\h, \\k<name>, set intersection…"""
-    for text in ["ab\ncd\n", "Hello World\n\nfoo  bar\r\n", "x", "", "aXb\n", "\u65e5\u672c \u30c6\u30ad\n", "a.b\nc aab"]:
+    for text in [
+        "ab\ncd\n",
+        "Hello World\n\nfoo  bar\r\n",
+        "x",
+        "",
+        "aXb\n",
+        "\u65e5\u672c \u30c6\u30ad\n",
+        "a.b\nc aab",
+    ]:
         theirs = [(p, tuple(o)) for p, o in hf.Split(Regex(pattern), "isolated").pre_tokenize_str(text)]
         assert regex_split(pattern).pre_tokenize_str(text) == theirs, text
 

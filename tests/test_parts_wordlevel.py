@@ -1,14 +1,17 @@
 """The WordLevel model: ids, tokens and offsets equal to ``tokenizers`` 0.23.3's
 ``models.WordLevel`` (one token per pre-tokenised word, or the unknown token)."""
+
 from __future__ import annotations
 
 import json
 from collections import Counter
 
 import pytest
-from tokenizers import Tokenizer, models, normalizers as hf_norm, pre_tokenizers as hf_pre
-
 from conftest import read_corpus_sample
+from tokenizers import Tokenizer, models
+from tokenizers import normalizers as hf_norm
+from tokenizers import pre_tokenizers as hf_pre
+
 from toktools.errors import ToktoolsError
 from toktools.parts import normalizers as tt_norm
 from toktools.parts import pre_tokenizers as tt_pre

@@ -1,26 +1,27 @@
 """The Tokenizer that runs the parts: added tokens matched in raw and in normalised text,
 truncation and padding read from ``tokenizer.json``, batches over worker processes, the
 presets, and a clear error for a part toktools does not know."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
 from click.testing import CliRunner
-from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
-
 from conftest import ref_vocab_dir
 from parts_parity import assert_same_encodings, check_all, corpus_lines, load_in_toktools
+from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+
 from toktools.cli import main
 from toktools.errors import ToktoolsError
 from toktools.io.formats import from_tokenizer_json
+from toktools.models.wordpiece.model import read_vocab_txt
 from toktools.parts import decoders as our_decoders
 from toktools.parts import models as our_models
 from toktools.parts import post_processors as our_post_processors
 from toktools.parts import pre_tokenizers as our_pre_tokenizers
 from toktools.parts.registry import supported
 from toktools.presets import bert_wordpiece, byte_level_bpe
-from toktools.models.wordpiece.model import read_vocab_txt
 
 
 def _bert() -> Tokenizer:
@@ -42,8 +43,15 @@ def _gpt2() -> Tokenizer:
     return hf
 
 
-EXTRA_LINES = ["Hello HELLO hello there", "the Hello-world of [MASK]s", "<mask> and <MASK>", " <|endoftext|>  x",
-               "ÉCOLE école", "北京 北京大学", "word<|endoftext|>word"]
+EXTRA_LINES = [
+    "Hello HELLO hello there",
+    "the Hello-world of [MASK]s",
+    "<mask> and <MASK>",
+    " <|endoftext|>  x",
+    "ÉCOLE école",
+    "北京 北京大学",
+    "word<|endoftext|>word",
+]
 
 
 def test_normalized_added_tokens_match_in_normalized_text():
@@ -51,7 +59,9 @@ def test_normalized_added_tokens_match_in_normalized_text():
     ``Hello`` match the token ``Hello`` (its content lower-cased too), with offsets in the
     original text; special tokens still match the raw text only."""
     hf = _bert()
-    hf.add_tokens(["Hello", AddedToken("École", normalized=True), AddedToken("北京", normalized=True, single_word=True)])
+    hf.add_tokens(
+        ["Hello", AddedToken("École", normalized=True), AddedToken("北京", normalized=True, single_word=True)]
+    )
     ours = check_all(hf, EXTRA_LINES + corpus_lines(10_000))
     assert ours.encode("HELLO").tokens == hf.encode("HELLO").tokens == ["[CLS]", "hello", "[SEP]"]
 
@@ -108,7 +118,9 @@ def test_every_part_of_this_branch_is_registered():
     assert {"BertNormalizer"} <= set(supported("normalizer"))
     assert {"BertPreTokenizer", "ByteLevel"} <= set(supported("pre_tokenizer"))
     assert {"BPE", "WordPiece"} <= set(supported("model"))
-    assert {"BertProcessing", "RobertaProcessing", "TemplateProcessing", "ByteLevel", "Sequence"} <= set(supported("post_processor"))
+    assert {"BertProcessing", "RobertaProcessing", "TemplateProcessing", "ByteLevel", "Sequence"} <= set(
+        supported("post_processor")
+    )
     assert {"ByteLevel", "WordPiece"} <= set(supported("decoder"))
     assert our_models.BPE.type == "BPE" and our_pre_tokenizers.ByteLevel.category == "pre_tokenizer"
     assert our_decoders.WordPiece.category == "decoder" and our_post_processors.Sequence.category == "post_processor"
@@ -124,7 +136,9 @@ def _with_unknown_pre_tokenizer(tmp_path):
 
 def test_unknown_part_type_is_one_clear_error(tmp_path):
     document, _ = _with_unknown_pre_tokenizer(tmp_path)
-    with pytest.raises(ToktoolsError, match=r"unsupported pre-tokenizer type 'Sqeuence' \(toktools supports: .*ByteLevel"):
+    with pytest.raises(
+        ToktoolsError, match=r"unsupported pre-tokenizer type 'Sqeuence' \(toktools supports: .*ByteLevel"
+    ):
         from_tokenizer_json(document)
 
 

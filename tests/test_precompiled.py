@@ -1,6 +1,7 @@
 """The Precompiled normaliser reads sentencepiece's charsmap in pure Python and applies it as
 ``tokenizers`` does (per grapheme, with the same alignments), and as sentencepiece does
 (longest match, whitespace rules) for ``nmt_nfkc``, ``nmt_nfkc_cf`` and ``identity``."""
+
 from __future__ import annotations
 
 import base64
@@ -9,8 +10,8 @@ import json
 import random
 
 import pytest
-
 from conftest import read_corpus_sample
+
 from toktools.errors import ToktoolsError
 from toktools.parts.base import Piece
 from toktools.parts.precompiled import CharsMap, Precompiled, spm_normalize
@@ -21,17 +22,26 @@ spm = pytest.importorskip("sentencepiece")
 tokenizers = pytest.importorskip("tokenizers")
 
 RULES = ["nmt_nfkc", "nmt_nfkc_cf", "identity"]
-EXTRA = list("abc xyz  \u3000\t\n中文\u0301\u0308\u200d\ufe0f▁") + ["👩", "🏽", "👨‍👩‍👧", "🇫🇷", "ঘোষণা", "क्षि", "각", "ไทย"]
+EXTRA = list("abc xyz  \u3000\t\n中文\u0301\u0308\u200d\ufe0f▁") + [
+    "👩",
+    "🏽",
+    "👨‍👩‍👧",
+    "🇫🇷",
+    "ঘোষণা",
+    "क्षि",
+    "각",
+    "ไทย",
+]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def builtin_charsmap(rule: str, **flags) -> bytes:
     """The charsmap sentencepiece compiles in for a rule name (no model file needed)."""
     normalizer = spm.SentencePieceNormalizer(rule_name=rule, **flags)
     return Message.parse(normalizer.serialized_normalizer_spec(), NORMALIZER_FIELDS, rule).get("precompiled_charsmap")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def mapped_chars(blob: bytes) -> list[str]:
     cmap = CharsMap(blob)
     return [chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000 and cmap.shortest(chr(c)) is not None]
@@ -66,8 +76,14 @@ def test_alignments_of_removed_expanded_and_merged_characters():
     """Cases checked by hand against tokenizers 0.23.3: a removed control char shifts the spans
     only at the very start; an expansion shares its source span; a merge takes the first char's."""
     ours = Precompiled(builtin_charsmap("nmt_nfkc"))
-    cases = {"a\x01b": [(0, 1), (2, 3)], "\x01ab": [(0, 1), (1, 2)], "a㍻b": [(0, 1), (1, 2), (1, 2), (2, 3)],
-             "㍻\x01b": [(0, 1), (1, 2), (2, 3)], "Ａ\u0301b": [(0, 1), (2, 3)], "aﬁ\x01\x01bcd": [(0, 1), (1, 2), (2, 3), (4, 5), (5, 6), (6, 7)]}
+    cases = {
+        "a\x01b": [(0, 1), (2, 3)],
+        "\x01ab": [(0, 1), (1, 2)],
+        "a㍻b": [(0, 1), (1, 2), (1, 2), (2, 3)],
+        "㍻\x01b": [(0, 1), (1, 2), (2, 3)],
+        "Ａ\u0301b": [(0, 1), (2, 3)],
+        "aﬁ\x01\x01bcd": [(0, 1), (1, 2), (2, 3), (4, 5), (5, 6), (6, 7)],
+    }
     for text, spans in cases.items():
         piece = ours.normalize(Piece(text))
         assert [piece.span_of(i) for i in range(len(piece.text))] == spans, text
@@ -82,7 +98,9 @@ def test_same_text_as_tokenizers_on_the_corpora():
 
 
 @pytest.mark.parametrize("rule", RULES)
-@pytest.mark.parametrize("flags", [(True, True, True), (False, False, False), (True, False, True), (False, True, False)])
+@pytest.mark.parametrize(
+    "flags", [(True, True, True), (False, False, False), (True, False, True), (False, True, False)]
+)
 def test_sentencepiece_normalisation_with_its_whitespace_rules(rule, flags):
     kw = dict(add_dummy_prefix=flags[0], remove_extra_whitespaces=flags[1], escape_whitespaces=flags[2])
     normalizer = spm.SentencePieceNormalizer(rule_name=rule, **kw)
@@ -96,7 +114,7 @@ def test_sentencepiece_normalisation_with_its_whitespace_rules(rule, flags):
         got, origin = spm_normalize(text, cmap, **kw)
         assert got == expected, text
         # the Python binding reports, per output character, the source character's index
-        assert origin == offsets[:len(got)], text
+        assert origin == offsets[: len(got)], text
 
 
 def test_longest_match_differs_from_tokenizers_on_a_combining_mark():

@@ -4,6 +4,7 @@ The corpus is a sample of the shared English Wikipedia in BERT's layout (one sen
 blank line between articles), written by the tests; outputs are read back with pyarrow (and with
 ``datasets`` when it is installed).
 """
+
 from __future__ import annotations
 
 import json
@@ -16,13 +17,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-
 from conftest import corpus_path, read_corpus_sample, ref_vocab_dir
+
 from toktools.cli import main
 from toktools.corpus.reading import expand_sources
 from toktools.io.formats import load
+from toktools.pretraining.examples import (
+    encode_documents,
+    iter_documents,
+    pack_blocks,
+    pair_instances,
+    truncate_seq_pair,
+)
 from toktools.pretraining.masking import MaskingCollator, masking_info, pad_batch
-from toktools.pretraining.examples import encode_documents, iter_documents, pack_blocks, pair_instances, truncate_seq_pair
 
 pq = pytest.importorskip("pyarrow.parquet")
 
@@ -112,8 +119,23 @@ def test_truncate_seq_pair_trims_the_longer_segment_from_random_ends():
 def test_sop_file_rows_are_the_document_in_order_or_swapped(corpus, tmp_path, encoded):
     tokenizer, encoded_corpus = encoded
     out = tmp_path / "sop.parquet"
-    result = run("pretrain-data", str(corpus), "-t", "wordpiece-30k", "-o", str(out), "--objective", "mlm+sop",
-                 "--max-length", "256", "--short-seq-prob", "0", "--dynamic", "--workers", "1")
+    result = run(
+        "pretrain-data",
+        str(corpus),
+        "-t",
+        "wordpiece-30k",
+        "-o",
+        str(out),
+        "--objective",
+        "mlm+sop",
+        "--max-length",
+        "256",
+        "--short-seq-prob",
+        "0",
+        "--dynamic",
+        "--workers",
+        "1",
+    )
     assert result.exit_code == 0, result.stderr
     rows = table(out)
     text = " " + " ".join(map(str, encoded_corpus.ids.tolist())) + " "
@@ -126,7 +148,7 @@ def test_sop_file_rows_are_the_document_in_order_or_swapped(corpus, tmp_path, en
     checked = 0
     for ids, types, label in zip(rows["input_ids"], rows["token_type_ids"], rows["sentence_order_label"]):
         cut = types.index(1)
-        first, second = ids[1:cut - 1], ids[cut:-1]
+        first, second = ids[1 : cut - 1], ids[cut:-1]
         if min(len(first), len(second)) < 8:  # too short to locate unambiguously
             continue
         # label 1: the segment shown first comes later in the document (the two were swapped)
@@ -139,13 +161,45 @@ def test_sop_file_rows_are_the_document_in_order_or_swapped(corpus, tmp_path, en
 def test_no_example_exceeds_max_length_and_pad_fills_it(small_corpus, tmp_path, objective):
     corpus = small_corpus
     out = tmp_path / "out.parquet"
-    assert run("pretrain-data", str(corpus), "-t", "bytebpe-50k", "-o", str(out), "--objective", objective,
-               "--max-length", "24", "--workers", "1").exit_code == 0
+    assert (
+        run(
+            "pretrain-data",
+            str(corpus),
+            "-t",
+            "bytebpe-50k",
+            "-o",
+            str(out),
+            "--objective",
+            objective,
+            "--max-length",
+            "24",
+            "--workers",
+            "1",
+        ).exit_code
+        == 0
+    )
     rows = table(out)
     assert rows["input_ids"] and max(len(r) for r in rows["input_ids"]) <= 24
     assert all(len(a) == len(b) == len(c) for a, b, c in zip(rows["input_ids"], rows["labels"], rows["attention_mask"]))
-    assert run("pretrain-data", str(corpus), "-t", "bytebpe-50k", "-o", str(out), "--objective", objective,
-               "--max-length", "24", "--pad", "--force", "--workers", "1").exit_code == 0
+    assert (
+        run(
+            "pretrain-data",
+            str(corpus),
+            "-t",
+            "bytebpe-50k",
+            "-o",
+            str(out),
+            "--objective",
+            objective,
+            "--max-length",
+            "24",
+            "--pad",
+            "--force",
+            "--workers",
+            "1",
+        ).exit_code
+        == 0
+    )
     assert {len(r) for r in table(out)["input_ids"]} == {24}
 
 
@@ -166,8 +220,23 @@ def test_mlm_packs_full_sentences_across_documents_with_a_separator(encoded):
 
 def test_static_output_statistics_and_labels(corpus, tmp_path):
     out = tmp_path / "nsp.parquet"
-    result = run("pretrain-data", str(corpus), "-t", "wordpiece-30k", "-o", str(out), "--objective", "mlm+nsp",
-                 "--max-length", "128", "--dupe-factor", "2", "--json", "--workers", "1")
+    result = run(
+        "pretrain-data",
+        str(corpus),
+        "-t",
+        "wordpiece-30k",
+        "-o",
+        str(out),
+        "--objective",
+        "mlm+nsp",
+        "--max-length",
+        "128",
+        "--dupe-factor",
+        "2",
+        "--json",
+        "--workers",
+        "1",
+    )
     assert result.exit_code == 0, result.stderr
     summary = json.loads(result.stdout)
     rows = table(out)
@@ -193,8 +262,23 @@ def test_static_output_statistics_and_labels(corpus, tmp_path):
 
 def test_whole_words_stay_whole_in_written_examples(corpus, tmp_path):
     out = tmp_path / "wwm.parquet"
-    assert run("pretrain-data", str(corpus), "-t", "wordpiece-30k", "-o", str(out), "--whole-word", "pieces",
-               "--max-length", "128", "--workers", "1").exit_code == 0
+    assert (
+        run(
+            "pretrain-data",
+            str(corpus),
+            "-t",
+            "wordpiece-30k",
+            "-o",
+            str(out),
+            "--whole-word",
+            "pieces",
+            "--max-length",
+            "128",
+            "--workers",
+            "1",
+        ).exit_code
+        == 0
+    )
     tokenizer = load("wordpiece-30k")
     rows = table(out)
     for ids, labels in zip(rows["input_ids"], rows["labels"]):
@@ -211,14 +295,47 @@ def test_chinese_whole_words_with_jieba(tmp_path):
     source = tmp_path / "zh.txt"
     source.write_text(read_corpus_sample("zh_wiki_sample.txt", 40_000), encoding="utf-8")
     out = tmp_path / "zh.parquet"
-    result = run("pretrain-data", str(source), "-t", str(vocab), "-o", str(out), "--whole-word", "zh", "--max-length", "128",
-                 "--zh-dict", str(corpus_path("zh_jieba_dict.txt.gz")), "--workers", "1", "--json")
+    result = run(
+        "pretrain-data",
+        str(source),
+        "-t",
+        str(vocab),
+        "-o",
+        str(out),
+        "--whole-word",
+        "zh",
+        "--max-length",
+        "128",
+        "--zh-dict",
+        str(corpus_path("zh_jieba_dict.txt.gz")),
+        "--workers",
+        "1",
+        "--json",
+    )
     assert result.exit_code == 0, result.stderr
     assert abs(json.loads(result.stdout)["masked_share"] - 0.15) < 0.01
     # dynamic: unmasked rows carry chinese_ref, and the collator keeps those words whole
     dynamic = tmp_path / "zh-dynamic.parquet"
-    assert run("pretrain-data", str(source), "-t", str(vocab), "-o", str(dynamic), "--whole-word", "zh", "--dynamic",
-               "--max-length", "128", "--zh-dict", str(corpus_path("zh_jieba_dict.txt.gz")), "--workers", "1").exit_code == 0
+    assert (
+        run(
+            "pretrain-data",
+            str(source),
+            "-t",
+            str(vocab),
+            "-o",
+            str(dynamic),
+            "--whole-word",
+            "zh",
+            "--dynamic",
+            "--max-length",
+            "128",
+            "--zh-dict",
+            str(corpus_path("zh_jieba_dict.txt.gz")),
+            "--workers",
+            "1",
+        ).exit_code
+        == 0
+    )
     rows = pq.read_table(dynamic).to_pylist()
     assert "labels" not in rows[0] and any(r["chinese_ref"] for r in rows)
     info = masking_info(load(vocab))
@@ -230,8 +347,20 @@ def test_chinese_whole_words_with_jieba(tmp_path):
 
 
 def test_same_output_for_any_worker_count_and_hash_seed(corpus, tmp_path):
-    args = ["pretrain-data", str(corpus), "-t", "wordpiece-30k", "--objective", "mlm+nsp", "--max-length", "64",
-            "--whole-word", "pieces", "--seed", "9"]
+    args = [
+        "pretrain-data",
+        str(corpus),
+        "-t",
+        "wordpiece-30k",
+        "--objective",
+        "mlm+nsp",
+        "--max-length",
+        "64",
+        "--whole-word",
+        "pieces",
+        "--seed",
+        "9",
+    ]
     outputs = []
     for workers in ("1", "2"):
         out = tmp_path / f"w{workers}.parquet"
@@ -239,8 +368,11 @@ def test_same_output_for_any_worker_count_and_hash_seed(corpus, tmp_path):
         assert result.exit_code == 0, result.stderr
         outputs.append(out.read_bytes())
     other = tmp_path / "hashseed.parquet"
-    subprocess.run([sys.executable, "-m", "toktools.cli", *args, "-o", str(other), "--workers", "2"], check=True,
-                   env={**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    subprocess.run(
+        [sys.executable, "-m", "toktools.cli", *args, "-o", str(other), "--workers", "2"],
+        check=True,
+        env={**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+    )
     outputs.append(other.read_bytes())
     assert outputs[0] == outputs[1] == outputs[2]
     different_seed = tmp_path / "seed10.parquet"
@@ -250,11 +382,28 @@ def test_same_output_for_any_worker_count_and_hash_seed(corpus, tmp_path):
 
 def test_json_lines_documents(tmp_path):
     source = tmp_path / "docs.jsonl"
-    records = [{"text": "First sentence here.\nSecond one follows.", "id": 1}, {"text": "Another document.\nWith two lines."}]
+    records = [
+        {"text": "First sentence here.\nSecond one follows.", "id": 1},
+        {"text": "Another document.\nWith two lines."},
+    ]
     source.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
     out = tmp_path / "j.parquet"
-    result = run("pretrain-data", str(source), "--field", "text", "-t", "bytebpe-50k", "-o", str(out),
-                 "--objective", "mlm+nsp", "--max-length", "32", "--dynamic", "--json")
+    result = run(
+        "pretrain-data",
+        str(source),
+        "--field",
+        "text",
+        "-t",
+        "bytebpe-50k",
+        "-o",
+        str(out),
+        "--objective",
+        "mlm+nsp",
+        "--max-length",
+        "32",
+        "--dynamic",
+        "--json",
+    )
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["documents"] == 2 and json.loads(result.stdout)["sentences"] == 4
 
@@ -265,8 +414,22 @@ def test_written_file_loads_with_datasets_and_the_collator(small_corpus, tmp_pat
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     out = tmp_path / "dyn.parquet"
-    assert run("pretrain-data", str(corpus), "-t", "bytebpe-50k", "-o", str(out), "--dynamic", "--max-length", "128",
-               "--workers", "1").exit_code == 0
+    assert (
+        run(
+            "pretrain-data",
+            str(corpus),
+            "-t",
+            "bytebpe-50k",
+            "-o",
+            str(out),
+            "--dynamic",
+            "--max-length",
+            "128",
+            "--workers",
+            "1",
+        ).exit_code
+        == 0
+    )
     dataset = datasets.load_dataset("parquet", data_files=str(out), split="train", cache_dir=str(tmp_path / "cache"))
     assert set(dataset.column_names) == {"input_ids", "token_type_ids", "attention_mask"}
     batch = MaskingCollator(load("bytebpe-50k"), seed=0)([dataset[i] for i in range(8)])
@@ -280,8 +443,22 @@ def test_written_file_loads_with_datasets_and_the_collator(small_corpus, tmp_pat
 
 def test_max_length_below_the_template_is_refused(corpus, tmp_path):
     out = tmp_path / "x.parquet"
-    assert_clean_error(run("pretrain-data", str(corpus), "-t", "wordpiece-30k", "-o", str(out), "--objective", "mlm+nsp",
-                           "--max-length", "4"), "--max-length 4", "3 special")
+    assert_clean_error(
+        run(
+            "pretrain-data",
+            str(corpus),
+            "-t",
+            "wordpiece-30k",
+            "-o",
+            str(out),
+            "--objective",
+            "mlm+nsp",
+            "--max-length",
+            "4",
+        ),
+        "--max-length 4",
+        "3 special",
+    )
     assert not out.exists()
 
 
@@ -291,7 +468,9 @@ def test_a_tokenizer_without_a_mask_token_is_refused(corpus, tmp_path):
     del document["model"]["vocab"]["[MASK]"]
     (tmp_path / "tokenizer.json").write_text(json.dumps(document), encoding="utf-8")
     out = tmp_path / "x.parquet"
-    assert_clean_error(run("pretrain-data", str(corpus), "-t", str(tmp_path / "tokenizer.json"), "-o", str(out)), "mask token")
+    assert_clean_error(
+        run("pretrain-data", str(corpus), "-t", str(tmp_path / "tokenizer.json"), "-o", str(out)), "mask token"
+    )
     assert not out.exists()
 
 
@@ -299,13 +478,17 @@ def test_documents_shorter_than_any_segment_are_refused(tmp_path):
     source = tmp_path / "tiny.txt"
     source.write_text("a\n\nb\n\nc\n", encoding="utf-8")  # three one-token documents
     out = tmp_path / "x.parquet"
-    assert_clean_error(run("pretrain-data", str(source), "-t", "wordpiece-30k", "-o", str(out), "--objective", "mlm+sop"),
-                       "shorter than a segment")
+    assert_clean_error(
+        run("pretrain-data", str(source), "-t", "wordpiece-30k", "-o", str(out), "--objective", "mlm+sop"),
+        "shorter than a segment",
+    )
     assert not out.exists() and not list(tmp_path.glob(".x.parquet*"))
     single = tmp_path / "one.txt"
     single.write_text("Only one document.\nTwo sentences.\n", encoding="utf-8")
-    assert_clean_error(run("pretrain-data", str(single), "-t", "wordpiece-30k", "-o", str(out), "--objective", "mlm+nsp"),
-                       "at least 2 documents")
+    assert_clean_error(
+        run("pretrain-data", str(single), "-t", "wordpiece-30k", "-o", str(out), "--objective", "mlm+nsp"),
+        "at least 2 documents",
+    )
     assert not out.exists()
 
 
@@ -322,8 +505,22 @@ def test_a_byte_level_sentence_start_is_a_word_start(tmp_path):
     source = tmp_path / "two.txt"
     source.write_text("The cat sat.\nThe dog ran.\n", encoding="utf-8")
     out = tmp_path / "dyn.parquet"
-    assert run("pretrain-data", str(source), "-t", "bytebpe-50k", "-o", str(out), "--dynamic", "--whole-word", "pieces",
-               "--max-length", "64").exit_code == 0
+    assert (
+        run(
+            "pretrain-data",
+            str(source),
+            "-t",
+            "bytebpe-50k",
+            "-o",
+            str(out),
+            "--dynamic",
+            "--whole-word",
+            "pieces",
+            "--max-length",
+            "64",
+        ).exit_code
+        == 0
+    )
     row = pq.read_table(out).to_pylist()[0]
     tokenizer = load("bytebpe-50k")
     tokens = [tokenizer.id_to_token(i) for i in row["input_ids"]]

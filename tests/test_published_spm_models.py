@@ -17,6 +17,7 @@ every model found, on held-out English, mixed and Chinese lines:
   except on lines where the two libraries' rules differ (spec/unigram.md §6): there the ids
   must be those of ``tokenizers`` loaded from the same conversion, and at most 1% of lines.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,7 +25,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from conftest import read_corpus_sample
 
 spm = pytest.importorskip("sentencepiece")
@@ -32,13 +32,17 @@ spm = pytest.importorskip("sentencepiece")
 _DIR = os.environ.get("TOKTOOLS_SPM_MODELS")
 MODELS = sorted(Path(_DIR).glob("*.model")) if _DIR else []
 
-pytestmark = pytest.mark.skipif(not MODELS, reason="set TOKTOOLS_SPM_MODELS to a directory of published .model files "
-                                                   "(see this module's docstring for where to get them offline)")
+pytestmark = pytest.mark.skipif(
+    not MODELS,
+    reason="set TOKTOOLS_SPM_MODELS to a directory of published .model files "
+    "(see this module's docstring for where to get them offline)",
+)
 
 
 def _lines() -> list[str]:
-    text = (read_corpus_sample("mixed_sample.txt", 200_000, skip_lines=2000)
-            + read_corpus_sample("zh_novels.txt", 100_000, skip_lines=2000))
+    text = read_corpus_sample("mixed_sample.txt", 200_000, skip_lines=2000) + read_corpus_sample(
+        "zh_novels.txt", 100_000, skip_lines=2000
+    )
     return [line for line in text.splitlines() if line.strip()]
 
 

@@ -5,6 +5,7 @@ gives the same lines, ``\\r`` is text (only ``\\n`` ends a line, as in ``tokeniz
 file is one error naming it. ``workers.process_pool`` never starts more processes than cores,
 is not started at all for work too small to share, and stops its workers at once on an error.
 """
+
 from __future__ import annotations
 
 import bz2
@@ -17,15 +18,18 @@ import pytest
 
 import toktools
 from toktools.corpus import reading as corpus
-from toktools.runtime import workers
 from toktools.errors import ToktoolsError
+from toktools.runtime import workers
 
 TEXT = "first line\r\nsecond, with a tab\there\n\nlast line without newline"
 LINES = ["first line\r", "second, with a tab\there", "", "last line without newline"]
 
 
-@pytest.mark.parametrize("suffix, compress", [("", lambda b: b), (".gz", gzip.compress), (".xz", lzma.compress),
-                                              (".bz2", bz2.compress)], ids=["plain", "gz", "xz", "bz2"])
+@pytest.mark.parametrize(
+    "suffix, compress",
+    [("", lambda b: b), (".gz", gzip.compress), (".xz", lzma.compress), (".bz2", bz2.compress)],
+    ids=["plain", "gz", "xz", "bz2"],
+)
 def test_every_format_gives_the_same_lines(tmp_path: Path, suffix: str, compress) -> None:
     path = tmp_path / f"text.txt{suffix}"
     path.write_bytes(compress(TEXT.encode("utf-8")))
@@ -39,11 +43,15 @@ def test_lines_of_several_files_follow_each_other(tmp_path: Path) -> None:
     assert list(corpus.read_lines([str(tmp_path / "a.txt"), str(tmp_path / "b.txt")])) == ["a1", "a2", "b1"]
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda p: p.write_bytes(b"fine\nalso fine\nbad \xff byte\n"), "bad.txt, line 3: invalid UTF-8 (byte 0xFF)"),
-    (lambda p: None, "file not found"),
-    (lambda p: p.mkdir(), "is a directory"),
-], ids=["invalid-utf8", "missing", "directory"])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda p: p.write_bytes(b"fine\nalso fine\nbad \xff byte\n"), "bad.txt, line 3: invalid UTF-8 (byte 0xFF)"),
+        (lambda p: None, "file not found"),
+        (lambda p: p.mkdir(), "is a directory"),
+    ],
+    ids=["invalid-utf8", "missing", "directory"],
+)
 def test_a_bad_file_is_one_error_naming_it(tmp_path: Path, make, message: str) -> None:
     path = tmp_path / "bad.txt"
     make(path)
@@ -86,7 +94,13 @@ def test_tiny_inputs_are_not_forked(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     path = tmp_path / "small.txt"
     path.write_text("a small corpus\nof two lines\n", encoding="utf-8")
     assert corpus.count_words([corpus.CorpusSource(str(path))], str.split, workers=8) == {
-        "a": 1, "small": 1, "corpus": 1, "of": 1, "two": 1, "lines": 1}
+        "a": 1,
+        "small": 1,
+        "corpus": 1,
+        "of": 1,
+        "two": 1,
+        "lines": 1,
+    }
     tokenizer = toktools.load("bytebpe-50k")
     lines = ["some text"] * 10
     assert tokenizer.encode_batch(lines, workers=8) == tokenizer.encode_batch(lines, workers=1)

@@ -1,5 +1,6 @@
 """The README's quick start runs as written: its main-job command works on this checkout
 (the install step is already done when the tests run), and .ci/run runs the same commands."""
+
 from __future__ import annotations
 
 import re
@@ -28,8 +29,13 @@ def test_the_main_job_runs_as_written() -> None:
     command = main_job.split(" && ", 1)[1]
     args = shlex.split(command)
     assert args[0] == "toktools"
-    completed = subprocess.run([sys.executable, "-m", "toktools.cli", *args[1:]], cwd=ROOT, capture_output=True,
-                               text=True, env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"})
+    completed = subprocess.run(
+        [sys.executable, "-m", "toktools.cli", *args[1:]],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"},
+    )
     assert completed.returncode == 0, completed.stderr
     assert "wordpiece-30k" in completed.stdout and "bytebpe-50k" in completed.stdout
     assert "tokens" in completed.stdout  # the metrics table

@@ -2,6 +2,7 @@
 process that needs it for a tokenizer.json unpickles it instead of reading and building, and
 gets the same ids; the document is then not even read. An entry from other code, a damaged
 entry or a cache turned off means building it again."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from toktools.engines import reference_cache
 from toktools.corpus.prepared_tokenizer import load_corpus_tokenizer
+from toktools.engines import reference_cache
 from toktools.engines.core import ReferenceEngine
 
 TEXTS = ["Tokenizers cut unaffable words differently.", "我是中国人，我爱北京天安门。", "  odd\tspacing \n", ""]
@@ -85,8 +86,9 @@ def test_the_code_key_changes_when_a_module_changes(tmp_path: Path, monkeypatch:
         before = reference_cache.code_key()
         reference_cache.code_key.cache_clear()
         assert reference_cache.code_key() == before
-        (copy / "models" / "bpe" / "merges.py").write_text((copy / "models" / "bpe" / "merges.py").read_text(encoding="utf-8") + "\n# edited\n",
-                                            encoding="utf-8")
+        (copy / "models" / "bpe" / "merges.py").write_text(
+            (copy / "models" / "bpe" / "merges.py").read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8"
+        )
         reference_cache.code_key.cache_clear()
         assert reference_cache.code_key() != before
     finally:

@@ -11,22 +11,22 @@ Where the expected values come from:
 
 No expected value is read back from ``toktools.analysis.report`` itself.
 """
+
 from __future__ import annotations
 
 import json
 import unicodedata
 
 import pytest
+from conftest import ref_vocab_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toktools
-from conftest import ref_vocab_dir
 from toktools.analysis import report
-from toktools.models.bpe.bytelevel import ALPHABET, BYTE_TO_SYMBOL, text_to_symbols
-from toktools.presets import ByteLevelBPETokenizer
 from toktools.errors import ToktoolsError
-from toktools.presets import WordPieceTokenizer
+from toktools.models.bpe.bytelevel import ALPHABET, BYTE_TO_SYMBOL, text_to_symbols
+from toktools.presets import ByteLevelBPETokenizer, WordPieceTokenizer
 
 # ---------------------------------------------------------------------------------------------
 # Hand-built tokenizers
@@ -37,8 +37,18 @@ WP_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "un", "##aff",
 
 #: Byte-level BPE: the 256 byte symbols (ids 0–255 in code-point order, as GPT-2 has them) and
 #: ten merges. " unaffable" → Ġunaff able; "the" → the; " xyz" → Ġ x y z (no merges for them).
-BPE_MERGES = [("u", "n"), ("a", "f"), ("af", "f"), ("un", "aff"), ("Ġ", "unaff"),
-              ("a", "b"), ("ab", "l"), ("abl", "e"), ("t", "h"), ("th", "e")]
+BPE_MERGES = [
+    ("u", "n"),
+    ("a", "f"),
+    ("af", "f"),
+    ("un", "aff"),
+    ("Ġ", "unaff"),
+    ("a", "b"),
+    ("ab", "l"),
+    ("abl", "e"),
+    ("t", "h"),
+    ("th", "e"),
+]
 
 
 def hand_wordpiece() -> WordPieceTokenizer:
@@ -73,8 +83,13 @@ def bert():
 
 def test_the_hand_built_tokenizers_cut_as_described():
     """The premises of the hand-checked tests below."""
-    assert hand_wordpiece().encode("the unaffable xyz", add_special_tokens=False).tokens == \
-        ["the", "un", "##aff", "##able", "[UNK]"]
+    assert hand_wordpiece().encode("the unaffable xyz", add_special_tokens=False).tokens == [
+        "the",
+        "un",
+        "##aff",
+        "##able",
+        "[UNK]",
+    ]
     assert hand_bpe().encode("the unaffable xyz").tokens == ["the", "Ġunaff", "able", "Ġ", "x", "y", "z"]
 
 
@@ -83,16 +98,31 @@ def test_the_hand_built_tokenizers_cut_as_described():
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text, script", [
-    ("你好", "Han"), ("hello", "Latin"), ("Straße", "Latin"), ("Жук", "Cyrillic"), ("αβγ", "Greek"),
-    ("שלום", "Hebrew"), ("سلام", "Arabic"), ("नमस्ते", "Devanagari"), ("สวัสดี", "Thai"),
-    ("안녕", "Hangul"), ("ひらがな", "Hiragana"), ("カタカナ", "Katakana"),
-    ("123", "Common"), ("...!", "Common"), ("😀", "Common"), (" ", "Common"),
-    (" hello,", "Latin"),        # spaces and punctuation go with any script
-    ("日本語です", "Mixed"),      # Han + Hiragana
-    ("hi你", "Mixed"),
-    ("e\u0301", "Latin"),        # a combining accent is inherited from its base
-])
+@pytest.mark.parametrize(
+    "text, script",
+    [
+        ("你好", "Han"),
+        ("hello", "Latin"),
+        ("Straße", "Latin"),
+        ("Жук", "Cyrillic"),
+        ("αβγ", "Greek"),
+        ("שלום", "Hebrew"),
+        ("سلام", "Arabic"),
+        ("नमस्ते", "Devanagari"),
+        ("สวัสดี", "Thai"),
+        ("안녕", "Hangul"),
+        ("ひらがな", "Hiragana"),
+        ("カタカナ", "Katakana"),
+        ("123", "Common"),
+        ("...!", "Common"),
+        ("😀", "Common"),
+        (" ", "Common"),
+        (" hello,", "Latin"),  # spaces and punctuation go with any script
+        ("日本語です", "Mixed"),  # Han + Hiragana
+        ("hi你", "Mixed"),
+        ("e\u0301", "Latin"),  # a combining accent is inherited from its base
+    ],
+)
 def test_script_of_text(text, script):
     assert report.script_of_text(text) == script
 
@@ -119,7 +149,7 @@ def test_vocab_stats_of_a_hand_built_wordpiece_vocabulary():
 
 
 def test_script_coverage_puts_chinese_tokens_in_han():
-    """"你好" and the piece "##好" are Han; "日本語です" mixes Han and Hiragana; digits are
+    """ "你好" and the piece "##好" are Han; "日本語です" mixes Han and Hiragana; digits are
     Common; a single Cyrillic letter is Cyrillic (and also part of the alphabet)."""
     vocab = {t: i for i, t in enumerate(["[UNK]", "你好", "##好", "hello", "123", "日本語です", "ж"])}
     stats = report.vocab_stats(WordPieceTokenizer.bert(vocab))
@@ -193,14 +223,21 @@ def test_merge_tree_of_a_hand_built_token():
     assert [(n.token, n.rank) for n in tree.right.right.children] == [("af", 1), ("f", None)]
     assert [leaf.token for leaf in tree.leaves()] == list("Ġunaff")
     assert tree.to_dict()["children"][1]["children"][0] == {
-        "token": "un", "readable": "un", "id": 256, "rank": 0, "hex": "75 6E",
-        "children": [{"token": "u", "readable": "u", "id": ALPHABET.index("u"), "rank": None, "hex": "75", "children": []},
-                     {"token": "n", "readable": "n", "id": ALPHABET.index("n"), "rank": None, "hex": "6E", "children": []}]}
+        "token": "un",
+        "readable": "un",
+        "id": 256,
+        "rank": 0,
+        "hex": "75 6E",
+        "children": [
+            {"token": "u", "readable": "u", "id": ALPHABET.index("u"), "rank": None, "hex": "75", "children": []},
+            {"token": "n", "readable": "n", "id": ALPHABET.index("n"), "rank": None, "hex": "6E", "children": []},
+        ],
+    }
     assert info.surface == " unaff" and info.hex == "20 75 6E 61 66 66"
 
 
 def test_merge_tree_of_a_gpt2_token_reaches_byte_symbols(gpt2):
-    """" Hello" is one GPT-2 token; its tree's leaves are single byte symbols, the bytes of
+    """ " Hello" is one GPT-2 token; its tree's leaves are single byte symbols, the bytes of
     " Hello", and every inner node is a merge whose two halves concatenate to it."""
     assert gpt2.encode(" Hello").tokens == ["ĠHello"]
     info = report.token_info(gpt2, " Hello")  # text is accepted and mapped to byte symbols
@@ -275,7 +312,7 @@ def test_corpus_usage_lists_unused_tokens_by_id():
 
 
 def test_metrics_arithmetic_on_a_tiny_example():
-    """"the unaffable xyz": 17 characters, 3 words, 5 tokens (the | un ##aff ##able | [UNK]);
+    """ "the unaffable xyz": 17 characters, 3 words, 5 tokens (the | un ##aff ##able | [UNK]);
     one word of three is split; one token of five is unknown; chars/token and bytes/token use
     the same characters (spaces included)."""
     m = report.segment_metrics(hand_wordpiece(), "the unaffable xyz")
@@ -299,7 +336,7 @@ def test_metrics_attribute_a_leading_space_token_to_the_next_word():
 
 
 def test_cjk_text_without_spaces_is_one_word_and_its_characters_are_byte_pieces():
-    """"你好" has no merges in the hand-built BPE: 6 byte tokens, 1 word, 2 characters, both
+    """ "你好" has no merges in the hand-built BPE: 6 byte tokens, 1 word, 2 characters, both
     characters in byte pieces."""
     m = report.segment_metrics(hand_bpe(), "你好")
     assert (m.tokens, m.words, m.characters, m.bytes) == (6, 1, 2, 6)
@@ -349,7 +386,13 @@ def test_alignment_of_hand_built_tokenizers_marks_the_differing_spans():
     assert alignment.diffs[0].tokens == {"wordpiece": ["un", "##aff"], "bpe": ["Ġunaff"]}
     assert alignment.diffs[1].tokens == {"wordpiece": ["[UNK]"], "bpe": ["x", "y", "z"]}
     ġunaff = alignment.row("bpe").spans[1]
-    assert (ġunaff.token, ġunaff.char_start, ġunaff.char_end, ġunaff.byte_start, ġunaff.byte_end) == ("Ġunaff", 3, 9, 3, 9)
+    assert (ġunaff.token, ġunaff.char_start, ġunaff.char_end, ġunaff.byte_start, ġunaff.byte_end) == (
+        "Ġunaff",
+        3,
+        9,
+        3,
+        9,
+    )
 
 
 def test_plain_rendering_of_the_hand_built_alignment():
@@ -387,7 +430,9 @@ def test_a_character_cut_between_byte_tokens_is_drawn_as_its_bytes(gpt2, bert):
     alignment = report.align_segmentations("我", {"bert": bert, "gpt2": gpt2})
     spans = alignment.row("gpt2").spans
     assert [(s.token, s.char_start, s.char_end, s.byte_start, s.byte_end, s.partial) for s in spans] == [
-        ("æĪ", 0, 1, 0, 2, True), ("ĳ", 0, 1, 2, 3, True)]
+        ("æĪ", 0, 1, 0, 2, True),
+        ("ĳ", 0, 1, 2, 3, True),
+    ]
     assert [s.readable for s in spans] == ["<E6 88>", "<91>"]
     assert alignment.row("gpt2").byte_boundaries == [0, 2, 3]
     assert alignment.row("gpt2").boundaries == [0, 1]  # no character-level cut inside
@@ -420,7 +465,7 @@ def test_diff_regions_list_the_overlapping_tokens_of_every_row_on_a_long_line(be
         for row in alignment.rows:
             expected = []
             for span in row.spans:
-                raw = data[span.byte_start:span.byte_end]
+                raw = data[span.byte_start : span.byte_end]
                 b0 = span.byte_start + (len(raw) - len(raw.lstrip()))
                 b1 = span.byte_end - (len(raw) - len(raw.rstrip()))
                 if max(diff.byte_start, b0) < min(diff.byte_end, b1):
@@ -449,8 +494,16 @@ def test_comparison_bundles_metrics_and_alignment_and_is_json(gpt2, bert):
     assert json_round_trip(data) == data
     assert data["metrics"]["gpt2"]["tokens"] == comparison.metrics["gpt2"].tokens
     assert data["alignment"]["rows"][1]["spans"][0] == {
-        "id": gpt2.token_to_id("æĪ"), "token": "æĪ", "readable": "<E6 88>", "char_start": 0, "char_end": 1,
-        "byte_start": 0, "byte_end": 2, "partial": True, "unknown": False}
+        "id": gpt2.token_to_id("æĪ"),
+        "token": "æĪ",
+        "readable": "<E6 88>",
+        "char_start": 0,
+        "char_end": 1,
+        "byte_start": 0,
+        "byte_end": 2,
+        "partial": True,
+        "unknown": False,
+    }
     table = comparison.render_plain().splitlines()
     assert table[-3].split()[:3] == ["tokenizer", "tokens", "chars/token"]
     assert table[-1].split()[:2] == ["gpt2", str(comparison.metrics["gpt2"].tokens)]
@@ -459,11 +512,16 @@ def test_comparison_bundles_metrics_and_alignment_and_is_json(gpt2, bert):
 def test_every_report_is_json_serialisable():
     """to_dict() gives plain JSON data: string keys, and a JSON round trip changes nothing."""
     wp, bpe = hand_wordpiece(), hand_bpe()
-    for item in (report.vocab_stats(wp), report.vocab_stats(bpe), report.token_info(bpe, "Ġunaff"),
-                 report.token_info(wp, "[CLS]"), report.corpus_usage(wp, ["the unaffable xyz"]),
-                 report.segment_metrics(bpe, "the unaffable xyz"),
-                 report.align_segmentations("the 我", {"wp": wp, "bpe": bpe}),
-                 report.compare([("wp", wp), ("bpe", bpe)], "the unaffable xyz")):
+    for item in (
+        report.vocab_stats(wp),
+        report.vocab_stats(bpe),
+        report.token_info(bpe, "Ġunaff"),
+        report.token_info(wp, "[CLS]"),
+        report.corpus_usage(wp, ["the unaffable xyz"]),
+        report.segment_metrics(bpe, "the unaffable xyz"),
+        report.align_segmentations("the 我", {"wp": wp, "bpe": bpe}),
+        report.compare([("wp", wp), ("bpe", bpe)], "the unaffable xyz"),
+    ):
         data = item.to_dict()
         assert json_round_trip(data) == data, type(item).__name__
     assert report.vocab_stats(wp).to_dict()["length_chars"] == {"2": 1, "3": 2, "4": 1}
@@ -494,8 +552,11 @@ _WP, _BPE = hand_wordpiece(), hand_bpe()
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.sampled_from(list("the unaffablexyz\n\t") + ["我", "é", "e\u0301", "😀", "\u3000", "\x00"]),
-                max_size=20).map("".join))
+@given(
+    st.lists(
+        st.sampled_from(list("the unaffablexyz\n\t") + ["我", "é", "e\u0301", "😀", "\u3000", "\x00"]), max_size=20
+    ).map("".join)
+)
 def test_alignment_properties(text):
     """For any text: byte-level spans tile the UTF-8 bytes exactly; every span lies inside the
     text; each diff lies between boundaries that all rows share; the plain rows only differ

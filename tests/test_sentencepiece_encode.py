@@ -1,10 +1,11 @@
 """The pure-Python sentencepiece encoders give ``SentencePieceProcessor.encode``'s ids exactly,
 including the lines where any tokenizer.json (hence ``tokenizers``) differs."""
+
 from __future__ import annotations
 
 import pytest
-
 from _spm_models import EDGE_LINES, MODELS, held_out_lines, processor, train
+
 from toktools.errors import ToktoolsError
 from toktools.sentencepiece.encode import SentencePieceBPE, SentencePieceUnigram, load_encoder
 from toktools.sentencepiece.model_file import NORMAL, UNUSED, read_model, write_model
@@ -31,8 +32,11 @@ def test_unused_pieces_are_never_produced(name, tmp_path):
     for line in held_out_lines()[:100]:
         for piece_id in sp.encode(line):
             frequent[piece_id] = frequent.get(piece_id, 0) + 1
-    marked = [i for i, _ in sorted(frequent.items(), key=lambda kv: -kv[1])
-              if model.pieces[i].type == NORMAL and len(model.pieces[i].piece) > 1][:20]
+    marked = [
+        i
+        for i, _ in sorted(frequent.items(), key=lambda kv: -kv[1])
+        if model.pieces[i].type == NORMAL and len(model.pieces[i].piece) > 1
+    ][:20]
     assert len(marked) == 20
     for i in marked:
         model.pieces[i].type = UNUSED

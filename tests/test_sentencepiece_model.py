@@ -3,6 +3,7 @@
 
 Models are trained in the tests with ``SentencePieceTrainer`` on samples of the shared corpora.
 """
+
 from __future__ import annotations
 
 import json
@@ -10,23 +11,33 @@ import re
 from types import SimpleNamespace
 
 import pytest
-
 from _spm_models import MODELS, held_out_lines, processor, train
+
 from toktools.errors import ToktoolsError
 from toktools.parts.base import Piece
 from toktools.parts.registry import part_from_json
+from toktools.sentencepiece.model_file import (
+    BYTE,
+    CONTROL,
+    NORMAL,
+    UNKNOWN,
+    USER_DEFINED,
+    SentencePieceModel,
+    read_model,
+    write_model,
+)
 from toktools.sentencepiece.to_json import load_sentencepiece
-from toktools.sentencepiece.model_file import (BYTE, CONTROL, NORMAL, UNKNOWN, USER_DEFINED, SentencePieceModel,
-                                          read_model, write_model)
 
 spm = pytest.importorskip("sentencepiece")
 tokenizers = pytest.importorskip("tokenizers")
+
 
 def model_path(name):
     return train(name, **MODELS[name])
 
 
 # -- reading and writing -----------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", list(MODELS))
 def test_pieces_scores_types_and_specs_are_what_sentencepiece_reads(name, tmp_path):
@@ -36,10 +47,18 @@ def test_pieces_scores_types_and_specs_are_what_sentencepiece_reads(name, tmp_pa
     for i, p in enumerate(model.pieces):
         assert (p.piece, p.score) == (sp.id_to_piece(i), sp.get_score(i))
         assert (p.type == CONTROL, p.type == UNKNOWN, p.type == BYTE, p.type == USER_DEFINED) == (
-            sp.is_control(i), sp.is_unknown(i), sp.is_byte(i), sp.id_to_piece(i) in MODELS[name].get("user_defined_symbols", []))
+            sp.is_control(i),
+            sp.is_unknown(i),
+            sp.is_byte(i),
+            sp.id_to_piece(i) in MODELS[name].get("user_defined_symbols", []),
+        )
     assert model.model_type == MODELS[name].get("model_type", "unigram")
     assert model.byte_fallback == MODELS[name].get("byte_fallback", False)
-    assert (model.special_id("unk"), model.special_id("bos"), model.special_id("eos")) == (sp.unk_id(), sp.bos_id(), sp.eos_id())
+    assert (model.special_id("unk"), model.special_id("bos"), model.special_id("eos")) == (
+        sp.unk_id(),
+        sp.bos_id(),
+        sp.eos_id(),
+    )
     assert model.special_id("pad") is None and sp.pad_id() == -1
     assert model.normalizer_spec.get("name") == MODELS[name].get("normalization_rule_name", "nmt_nfkc")
     assert model.normalizer_spec.get("add_dummy_prefix") == MODELS[name].get("add_dummy_prefix", True)
@@ -59,7 +78,11 @@ def test_pieces_scores_types_and_specs_are_what_sentencepiece_reads(name, tmp_pa
 def test_a_model_written_from_scratch_loads_in_sentencepiece(tmp_path):
     from toktools.sentencepiece.model_file import SentencePiece
 
-    pieces = [SentencePiece("<unk>", 0.0, UNKNOWN), SentencePiece("<s>", 0.0, CONTROL), SentencePiece("</s>", 0.0, CONTROL)]
+    pieces = [
+        SentencePiece("<unk>", 0.0, UNKNOWN),
+        SentencePiece("<s>", 0.0, CONTROL),
+        SentencePiece("</s>", 0.0, CONTROL),
+    ]
     pieces += [SentencePiece(p, -float(k), NORMAL) for k, p in enumerate(["▁", "a", "b", "▁ab", "ab", "c"], 1)]
     model = SentencePieceModel(pieces)
     model.normalizer_spec.set("name", "identity")
@@ -70,11 +93,14 @@ def test_a_model_written_from_scratch_loads_in_sentencepiece(tmp_path):
     assert sp.encode("ab abc") == [6, 6, 8] and sp.id_to_piece(0) == "<unk>" and sp.is_control(1)
 
 
-@pytest.mark.parametrize("data, message", [
-    (b"", "no pieces"),
-    (b'{"model": {"type": "Unigram"}}', "not a sentencepiece model"),
-    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "not a sentencepiece model"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b"", "no pieces"),
+        (b'{"model": {"type": "Unigram"}}', "not a sentencepiece model"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "not a sentencepiece model"),
+    ],
+)
 def test_foreign_files_are_one_line_errors(tmp_path, data, message):
     path = tmp_path / "x.model"
     path.write_bytes(data)
@@ -105,6 +131,7 @@ def test_truncated_invalid_utf8_and_unsupported_types_are_one_line_errors(tmp_pa
 
 # -- the tokenizer.json document -----------------------------------------------------------------
 
+
 def transformers_document(path):
     """transformers' own converter, fed our parsed proto (it only reads these attributes)."""
     from transformers.convert_slow_tokenizer import SpmConverter
@@ -112,11 +139,19 @@ def transformers_document(path):
     m = read_model(path)
     proto = SimpleNamespace(
         trainer_spec=SimpleNamespace(**{k: m.trainer_spec.get(k) for k in ("byte_fallback", "unk_piece", "unk_id")}),
-        normalizer_spec=SimpleNamespace(**{k: m.normalizer_spec.get(k) for k in (
-            "precompiled_charsmap", "remove_extra_whitespaces", "escape_whitespaces", "add_dummy_prefix")}),
-        pieces=[SimpleNamespace(piece=p.piece, score=p.score, type=p.type) for p in m.pieces])
-    vocab = ([(p.piece, p.score) for p in m.pieces] if m.model_type == "unigram"
-             else {p.piece: i for i, p in enumerate(m.pieces)})
+        normalizer_spec=SimpleNamespace(
+            **{
+                k: m.normalizer_spec.get(k)
+                for k in ("precompiled_charsmap", "remove_extra_whitespaces", "escape_whitespaces", "add_dummy_prefix")
+            }
+        ),
+        pieces=[SimpleNamespace(piece=p.piece, score=p.score, type=p.type) for p in m.pieces],
+    )
+    vocab = (
+        [(p.piece, p.score) for p in m.pieces]
+        if m.model_type == "unigram"
+        else {p.piece: i for i, p in enumerate(m.pieces)}
+    )
     return json.loads(SpmConverter.build_tokenizer_from_spm_proto(proto, vocab).to_str())
 
 
@@ -124,7 +159,9 @@ def transformers_document(path):
 def test_document_is_the_one_transformers_converts_plus_control_tokens(name):
     ours = load_sentencepiece(model_path(name))
     reference = transformers_document(model_path(name))
-    assert {k: v for k, v in ours.items() if k != "added_tokens"} == {k: v for k, v in reference.items() if k != "added_tokens"}
+    assert {k: v for k, v in ours.items() if k != "added_tokens"} == {
+        k: v for k, v in reference.items() if k != "added_tokens"
+    }
     model = read_model(model_path(name))
     assert [t["content"] for t in ours["added_tokens"]] == [p.piece for p in model.pieces if p.type == CONTROL]
 
@@ -132,7 +169,11 @@ def test_document_is_the_one_transformers_converts_plus_control_tokens(name):
 # Lines where sentencepiece itself and tokenizers (hence every tokenizer.json) part ways; each is
 # explained in spec/unigram.md §6: a control piece matched from text, the shortest-match charsmap
 # rule on a combining mark, and the 6-byte Bengali grapheme.
-KNOWN_DIFFERENCES = {"<s> </s> <unk> literal control pieces", "Ａ\u0301 ﬁ ① ｶﾞ ㍻ fullwidth and compatibility", "ঘোষণা বাংলা"}
+KNOWN_DIFFERENCES = {
+    "<s> </s> <unk> literal control pieces",
+    "Ａ\u0301 ﬁ ① ｶﾞ ㍻ fullwidth and compatibility",
+    "ঘোষণা বাংলা",
+}
 
 
 @pytest.mark.parametrize("name", list(MODELS))
@@ -195,6 +236,7 @@ def test_our_parts_give_the_documents_ids(name):
 
 # -- writing a tokenizer.json back as a .model ---------------------------------------------------
 
+
 @pytest.mark.parametrize("name", ["unigram", "unigram_bytes", "unigram_user", "unigram_cf"])
 def test_model_to_document_to_model_keeps_pieces_and_ids(name, tmp_path):
     from toktools.sentencepiece.to_json import json_to_sentencepiece
@@ -207,15 +249,19 @@ def test_model_to_document_to_model_keeps_pieces_and_ids(name, tmp_path):
     write_model(back, tmp_path / "back.model")
     a, b = processor(model_path(name)), processor(tmp_path / "back.model")
     lines = held_out_lines()
-    assert [b.encode(line, add_bos=True, add_eos=True) for line in lines] == [a.encode(line, add_bos=True, add_eos=True) for line in lines]
+    assert [b.encode(line, add_bos=True, add_eos=True) for line in lines] == [
+        a.encode(line, add_bos=True, add_eos=True) for line in lines
+    ]
 
 
 def test_a_trained_unigram_tokenizer_written_as_model_gives_the_same_ids(tmp_path):
     from conftest import read_corpus_sample
+
     from toktools.sentencepiece.to_json import json_to_sentencepiece
 
-    trainer = tokenizers.trainers.UnigramTrainer(vocab_size=1200, unk_token="<unk>", special_tokens=["<unk>", "<s>", "</s>"],
-                                                 show_progress=False)
+    trainer = tokenizers.trainers.UnigramTrainer(
+        vocab_size=1200, unk_token="<unk>", special_tokens=["<unk>", "<s>", "</s>"], show_progress=False
+    )
     tok = tokenizers.Tokenizer(tokenizers.models.Unigram())
     tok.pre_tokenizer = tokenizers.pre_tokenizers.Metaspace()
     tok.train_from_iterator(read_corpus_sample("mixed_sample.txt", 60_000).splitlines(), trainer)
@@ -233,12 +279,17 @@ def test_documents_sentencepiece_cannot_express_are_refused():
     from toktools.sentencepiece.to_json import json_to_sentencepiece
 
     digits = {"type": "Replace", "pattern": {"Regex": "[0-9]"}, "content": "#"}
-    doc = {"model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0.0]]}, "normalizer": digits,
-           "pre_tokenizer": None}
+    doc = {
+        "model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0.0]]},
+        "normalizer": digits,
+        "pre_tokenizer": None,
+    }
     with pytest.raises(ToktoolsError, match="'Replace'.*no sentencepiece equivalent"):
         json_to_sentencepiece(doc)
     with pytest.raises(ToktoolsError, match="'NFD'.*no sentencepiece equivalent"):
-        json_to_sentencepiece({**doc, "normalizer": {"type": "Sequence", "normalizers": [{"type": "Nmt"}, {"type": "NFD"}]}})
+        json_to_sentencepiece(
+            {**doc, "normalizer": {"type": "Sequence", "normalizers": [{"type": "Nmt"}, {"type": "NFD"}]}}
+        )
     collapse = {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}
     with pytest.raises(ToktoolsError, match="'NFKC' cannot follow the steps before it"):
         json_to_sentencepiece({**doc, "normalizer": {"type": "Sequence", "normalizers": [collapse, {"type": "NFKC"}]}})

@@ -4,24 +4,52 @@ text around everything that makes units longer than a character or moves spaces 
 marks after letters, half-width kana and their voicing marks, Hangul jamo, runs of spaces and
 ideographic spaces, literal ``▁``, control characters, user-defined symbols), under each
 whitespace setting, with every charsmap of the test models."""
+
 from __future__ import annotations
 
 import pytest
+from _spm_models import MODELS, held_out_lines, train
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _spm_models import MODELS, held_out_lines, train
 from toktools.parts.precompiled import spm_normalize
 from toktools.sentencepiece.normalize import SpmText, second_characters
 
 pytest.importorskip("sentencepiece")
 
 UNIGRAM_MODELS = [name for name, options in MODELS.items() if options.get("model_type", "unigram") == "unigram"]
-PIECES = list("aAeé1,中，。") + ["\u0301", "\u0308", "ｶ", "ﾞ", "\u1100", "\u1161", "\u11a8", " ", "  ", "\u3000", "\u2581",
-                                "\t", "\n", "\x01", "\u200b", "①", "ﬁ", "<mask>", "[SEP]", "中文", "<s>", "\U0001F600"]
+PIECES = list("aAeé1,中，。") + [
+    "\u0301",
+    "\u0308",
+    "ｶ",
+    "ﾞ",
+    "\u1100",
+    "\u1161",
+    "\u11a8",
+    " ",
+    "  ",
+    "\u3000",
+    "\u2581",
+    "\t",
+    "\n",
+    "\x01",
+    "\u200b",
+    "①",
+    "ﬁ",
+    "<mask>",
+    "[SEP]",
+    "中文",
+    "<s>",
+    "\U0001f600",
+]
 texts = st.lists(st.sampled_from(PIECES), max_size=20).map("".join)
-FLAGS = [dict(), dict(remove_extra_whitespaces=False), dict(escape_whitespaces=False), dict(add_dummy_prefix=False),
-         dict(treat_whitespace_as_suffix=True)]
+FLAGS = [
+    dict(),
+    dict(remove_extra_whitespaces=False),
+    dict(escape_whitespaces=False),
+    dict(add_dummy_prefix=False),
+    dict(treat_whitespace_as_suffix=True),
+]
 
 
 def encoder(name):

@@ -1,15 +1,16 @@
 """The vocabularies shipped in ``vocabs/`` are what make toktools useful on a fresh machine:
 they load by name, and ``tokenizers`` and ``transformers`` read the same files to the same ids
 (special tokens included, as each library adds them by default)."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from conftest import CORPORA_DIR
 from tokenizers import Tokenizer
 
 import toktools
-from conftest import CORPORA_DIR
 
 VOCABS = Path(__file__).resolve().parent.parent / "vocabs"
 FIXTURE = Path(__file__).parent / "fixtures" / "sample.txt"

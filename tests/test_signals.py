@@ -6,6 +6,7 @@ directory does), records the pids of its children from /proc, sends the signal t
 started, and then checks the process table for survivors. Only the processes these tests start
 are ever signalled. The corpus is generated here (a few MB), so nothing needs ``../shared``.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -27,7 +28,9 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="ne
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """About 6 MB of varied text: six 1 MB chunks, enough to keep two workers busy for seconds."""
     rng = random.Random(7)
-    words = [("".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9)))) for _ in range(20000)]
+    words = [
+        ("".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9)))) for _ in range(20000)
+    ]
     lines = [" ".join(rng.choice(words) for _ in range(rng.randint(5, 25))) for _ in range(60000)]
     path = tmp_path_factory.mktemp("signals") / "corpus.txt"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -111,9 +114,14 @@ class Run:
         self.tmp = tmp_path / "private-tmp"
         self.tmp.mkdir()
         env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TMPDIR=str(self.tmp), TOKTOOLS_CACHE_DIR="")
-        self.process = subprocess.Popen([sys.executable, "-m", "toktools.cli", *args], stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                        preexec_fn=_default_signal_handling)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "toktools.cli", *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            preexec_fn=_default_signal_handling,
+        )
         self.workers: list[int] = []
 
     def wait_for(self, condition, what: str, timeout: float = 60) -> None:
@@ -130,6 +138,7 @@ class Run:
         def enough() -> bool:
             self.workers = _descendants(self.process.pid)
             return len(self.workers) >= count
+
         self.wait_for(enough, f"{count} worker processes")
         time.sleep(0.5)  # let them get busy
         self.workers = _descendants(self.process.pid)
@@ -162,11 +171,30 @@ class Run:
         self.process.wait(timeout=10)
 
 
-@pytest.mark.parametrize("command, signum, code, message", [
-    (["train", "bytebpe", "{corpus}", "-o", "{out}", "--workers", "2", "--no-progress"], signal.SIGTERM, 143, "toktools: terminated"),
-    (["count", "{corpus}", "--model", "wordpiece", "-o", "{out}", "--workers", "2", "--no-progress"], signal.SIGINT, 130, "toktools: interrupted"),
-    (["count", "{corpus}", "--model", "bytebpe", "-o", "{out}", "--workers", "2", "--no-progress"], signal.SIGTERM, 143, "toktools: terminated"),
-], ids=["train-sigterm", "count-sigint", "count-sigterm"])
+@pytest.mark.parametrize(
+    "command, signum, code, message",
+    [
+        (
+            ["train", "bytebpe", "{corpus}", "-o", "{out}", "--workers", "2", "--no-progress"],
+            signal.SIGTERM,
+            143,
+            "toktools: terminated",
+        ),
+        (
+            ["count", "{corpus}", "--model", "wordpiece", "-o", "{out}", "--workers", "2", "--no-progress"],
+            signal.SIGINT,
+            130,
+            "toktools: interrupted",
+        ),
+        (
+            ["count", "{corpus}", "--model", "bytebpe", "-o", "{out}", "--workers", "2", "--no-progress"],
+            signal.SIGTERM,
+            143,
+            "toktools: terminated",
+        ),
+    ],
+    ids=["train-sigterm", "count-sigint", "count-sigterm"],
+)
 def test_a_signal_stops_counting_with_one_line_and_no_survivors(tmp_path, long_corpus, command, signum, code, message):
     out = tmp_path / "out"
     run = Run(tmp_path, *[a.format(corpus=long_corpus, out=out) for a in command])
@@ -187,15 +215,30 @@ def test_workers_die_with_a_killed_parent(tmp_path, corpus):
 
 
 @pytest.mark.parametrize("output_format, engine", [("npy", "reference"), ("ids", None)], ids=["npy-reference", "ids"])
-def test_sigterm_during_parallel_encode_leaves_no_partial_output(tmp_path, long_corpus, tokenizer_dir, output_format, engine):
+def test_sigterm_during_parallel_encode_leaves_no_partial_output(
+    tmp_path, long_corpus, tokenizer_dir, output_format, engine
+):
     """No ``.out.XXXX.tmp`` beside the output, no BrokenPipeError from the workers, no worker
     left: with the reference engine's pool of processes (training data; on this much byte-level
     BPE, forked by a zygote loading the compiled merge) and with the line encoder's."""
     out_dir = tmp_path / "encoded"
     out_dir.mkdir()
     options = ["--engine", engine] if engine else ["--engine", "reference", "--batch-lines", "20000"]
-    run = Run(tmp_path, "encode", "-t", str(tokenizer_dir), str(long_corpus), "--format", output_format,
-              "-o", str(out_dir / f"out.{output_format}"), "--workers", "2", "--no-progress", *options)
+    run = Run(
+        tmp_path,
+        "encode",
+        "-t",
+        str(tokenizer_dir),
+        str(long_corpus),
+        "--format",
+        output_format,
+        "-o",
+        str(out_dir / f"out.{output_format}"),
+        "--workers",
+        "2",
+        "--no-progress",
+        *options,
+    )
     run.wait_for_workers(2)
     returncode, stderr = run.stop(signal.SIGTERM)
     assert (returncode, stderr.strip()) == (143, "toktools: terminated")
@@ -207,8 +250,22 @@ def test_sigterm_during_a_threaded_encode_leaves_no_partial_output(tmp_path, big
     """The tiktoken engine encodes on threads: SIGTERM once the output's temporary file exists."""
     out_dir = tmp_path / "encoded"
     out_dir.mkdir()
-    run = Run(tmp_path, "encode", "-t", str(tokenizer_dir), str(big_gz), "--format", "npy", "-o", str(out_dir / "out.npy"),
-              "--engine", "tiktoken", "--workers", "2", "--no-progress")
+    run = Run(
+        tmp_path,
+        "encode",
+        "-t",
+        str(tokenizer_dir),
+        str(big_gz),
+        "--format",
+        "npy",
+        "-o",
+        str(out_dir / "out.npy"),
+        "--engine",
+        "tiktoken",
+        "--workers",
+        "2",
+        "--no-progress",
+    )
     run.wait_for(lambda: any(name.endswith(".tmp") for name in os.listdir(out_dir)), "the temporary output file")
     time.sleep(0.5)  # encoding batches
     returncode, stderr = run.stop(signal.SIGTERM)
@@ -216,10 +273,14 @@ def test_sigterm_during_a_threaded_encode_leaves_no_partial_output(tmp_path, big
     assert os.listdir(out_dir) == [] and os.listdir(run.tmp) == []
 
 
-@pytest.mark.parametrize("command, prefix", [
-    (["train", "bytebpe", "{gz}", "-o", "{out}", "--backend", "fast", "--vocab-size", "2000"], "toktools-fast-"),
-    (["parity", "bytebpe", "{gz}", "--vocab-size", "2000"], "toktools-parity-"),
-], ids=["train-fast", "parity"])
+@pytest.mark.parametrize(
+    "command, prefix",
+    [
+        (["train", "bytebpe", "{gz}", "-o", "{out}", "--backend", "fast", "--vocab-size", "2000"], "toktools-fast-"),
+        (["parity", "bytebpe", "{gz}", "--vocab-size", "2000"], "toktools-parity-"),
+    ],
+    ids=["train-fast", "parity"],
+)
 def test_sigterm_removes_temporary_directories(tmp_path, big_gz, command, prefix):
     """The decompressed copy for tokenizers lives in a temporary directory; SIGTERM removes it,
     also while tokenizers (native code, deaf to Python signal handlers) is training."""
@@ -251,16 +312,31 @@ cli.main()
 """
 
 
-@pytest.mark.parametrize("name, code, message", [("SIGTERM", 143, "toktools: terminated"), ("SIGINT", 130, "toktools: interrupted")])
+@pytest.mark.parametrize(
+    "name, code, message", [("SIGTERM", 143, "toktools: terminated"), ("SIGINT", 130, "toktools: interrupted")]
+)
 def test_a_signal_during_a_fork_is_not_lost(tmp_path, corpus, tokenizer_dir, name, code, message):
     """One line and the signal's exit code, promptly: not "Exception ignored" and a run that goes on."""
     private = tmp_path / "private-tmp"
     private.mkdir()
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TMPDIR=str(private))
     started = time.monotonic()
-    result = subprocess.run([sys.executable, "-c", _SIGNAL_INSIDE_A_FORK_HOOK, str(tokenizer_dir), str(corpus),
-                             str(tmp_path / "ids.txt"), name], stdin=subprocess.DEVNULL, capture_output=True, env=env,
-                            timeout=120, preexec_fn=_default_signal_handling)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _SIGNAL_INSIDE_A_FORK_HOOK,
+            str(tokenizer_dir),
+            str(corpus),
+            str(tmp_path / "ids.txt"),
+            name,
+        ],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        env=env,
+        timeout=120,
+        preexec_fn=_default_signal_handling,
+    )
     assert (result.returncode, result.stderr.decode().strip()) == (code, message)
     assert time.monotonic() - started < 30
     assert not (tmp_path / "ids.txt").exists() and os.listdir(private) == []

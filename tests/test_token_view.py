@@ -1,11 +1,12 @@
 """The adapter between reports and models: what a token stands for, how to show it, and the
 unknown and special tokens, read from each tokenizer's tokenizer.json."""
+
 from __future__ import annotations
 
 import pytest
+from test_report import hand_bpe, hand_wordpiece
 
 import toktools
-from test_report import hand_bpe, hand_wordpiece
 from toktools.analysis import token_view
 from toktools.models.bpe.bytelevel import text_to_symbols
 from toktools.presets import ByteLevelBPETokenizer

@@ -1,5 +1,6 @@
 """The trainer registry: one trainer per trainable model, found by the name the CLI uses, and
 consistent with the model it makes (its files, its ``kind``)."""
+
 from __future__ import annotations
 
 import pytest
@@ -25,9 +26,16 @@ def test_each_model_names_its_trainer():
 
 def test_counts_files_record_the_settings_that_shape_the_words():
     """The same headers as counts files written before the registry existed."""
-    assert get_trainer("bytebpe").count_settings({"add_prefix_space": True}) == {"add_prefix_space": True, "use_regex": True}
+    assert get_trainer("bytebpe").count_settings({"add_prefix_space": True}) == {
+        "add_prefix_space": True,
+        "use_regex": True,
+    }
     assert get_trainer("wordpiece").count_settings({"lowercase": False}) == {
-        "lowercase": False, "strip_accents": None, "clean_text": True, "handle_chinese_chars": True}
+        "lowercase": False,
+        "strip_accents": None,
+        "clean_text": True,
+        "handle_chinese_chars": True,
+    }
 
 
 def test_unknown_trainer_option_is_refused():
@@ -40,7 +48,8 @@ def test_a_trained_model_writes_the_trainers_files(name, tmp_path):
     trainer = get_trainer(name)
     specials = {"wordpiece": ["[UNK]"], "unigram": ["<unk>"]}.get(name, [])
     words = {"wordpiece": WORDS, "unigram": {"▁" + word: n for word, n in WORDS.items()}}.get(
-        name, {word.replace("l", "Ġl"): n for word, n in WORDS.items()})
+        name, {word.replace("l", "Ġl"): n for word, n in WORDS.items()}
+    )
     tokenizer = trainer.train(300, 1, specials, dict(words), {})
     assert tokenizer.kind == name
     written = sorted(p.name for p in tokenizer.save(tmp_path))

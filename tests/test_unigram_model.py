@@ -3,6 +3,7 @@
 Vocabularies come from sentencepiece models trained here on samples of the shared corpora, and
 from tokenizers' own trainer; both sides see the same whitespace-split words.
 """
+
 from __future__ import annotations
 
 import json
@@ -10,8 +11,8 @@ import math
 import re
 
 import pytest
-
 from _spm_models import held_out_lines, processor, train
+
 from toktools.errors import ToktoolsError
 from toktools.parts.registry import part_from_json
 from toktools.parts.unigram import Unigram
@@ -58,15 +59,16 @@ def test_same_tokens_as_tokenizers_on_a_sentencepiece_vocabulary(byte_fallback):
 
 
 def test_same_tokens_as_tokenizers_on_a_vocabulary_trained_by_tokenizers():
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-
     from conftest import read_corpus_sample
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
     text = read_corpus_sample("mixed_sample.txt", 80_000)
     tok = Tokenizer(models.Unigram())
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tok.train_from_iterator(text.splitlines(), trainers.UnigramTrainer(
-        vocab_size=1500, unk_token="<unk>", special_tokens=["<unk>"], show_progress=False))
+    tok.train_from_iterator(
+        text.splitlines(),
+        trainers.UnigramTrainer(vocab_size=1500, unk_token="<unk>", special_tokens=["<unk>"], show_progress=False),
+    )
     node = json.loads(tok.to_str())["model"]
     model = part_from_json("model", node)
     assert model.to_json() == node
@@ -77,7 +79,9 @@ def test_byte_fallback_spells_unknown_runs_in_bytes_when_all_byte_pieces_exist()
     vocab = [("<unk>", 0.0), ("a", -1.0), ("<0xF0>", 0.0), ("<0x9F>", 0.0), ("<0x98>", 0.0), ("<0x80>", 0.0)]
     ref = reference(vocab, 0, True)
     for text in ["a😀a", "😀😀", "aé", "a😀é"]:  # é has no byte pieces -> the whole run is one <unk>
-        assert ours_encode(Unigram(vocab, 0, True), text) == list(zip(*[getattr(ref.encode(text), k) for k in ("ids", "tokens", "offsets")]))
+        assert ours_encode(Unigram(vocab, 0, True), text) == list(
+            zip(*[getattr(ref.encode(text), k) for k in ("ids", "tokens", "offsets")])
+        )
 
 
 def test_ties_go_to_the_longest_last_piece_as_in_tokenizers():
@@ -99,8 +103,12 @@ def test_json_round_trip_and_bad_nodes():
     node = {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0.0], ["a", -1.5]], "byte_fallback": False}
     assert part_from_json("model", node).to_json() == node
     assert Unigram().to_json() == json.loads(tokenizers.Tokenizer(tokenizers.models.Unigram()).to_str())["model"]
-    for bad, field in [({**node, "unk_id": 5}, "unk_id"), ({**node, "vocab": [["a"]]}, "vocab entry 0"),
-                       ({**node, "byte_fallback": "yes"}, "byte_fallback"), ({**node, "vocab": {}}, "vocab")]:
+    for bad, field in [
+        ({**node, "unk_id": 5}, "unk_id"),
+        ({**node, "vocab": [["a"]]}, "vocab entry 0"),
+        ({**node, "byte_fallback": "yes"}, "byte_fallback"),
+        ({**node, "vocab": {}}, "vocab"),
+    ]:
         with pytest.raises(ToktoolsError, match=field):
             part_from_json("model", bad)
 
@@ -154,5 +162,6 @@ def test_cached_word_matches_give_the_same_path_as_matching_in_place(float32):
     lines = ["\u2581" + line.replace(" ", "\u2581") for line in held_out_lines() if line]
     lines.append("\u2581" + "\u2581".join(["x" * 60, "word", "word", "x" * 60]))  # long words: matched in place
     for line in lines * 2:  # the second time from the cache
-        assert (viterbi(line, cached, unk_id, model.unk_score, float32=float32)
-                == viterbi(line, in_place, unk_id, model.unk_score, float32=float32)), line
+        assert viterbi(line, cached, unk_id, model.unk_score, float32=float32) == viterbi(
+            line, in_place, unk_id, model.unk_score, float32=float32
+        ), line

@@ -5,6 +5,7 @@ of the characters it adds at the end), so beyond its own unit-test fixtures the 
 the same pieces, the same scores up to summation order (except the characters given a
 ``min_score + k·0.0001`` penalty, whose k follows hash order), and the same tokens on held-out text.
 """
+
 from __future__ import annotations
 
 import collections
@@ -12,8 +13,8 @@ import json
 import math
 
 import pytest
-
 from conftest import read_corpus_sample
+
 from toktools.errors import ToktoolsError
 from toktools.models.unigram.trainer import UnigramTrainer, compiled_kernels, seed_pieces, suffix_tree_nodes
 
@@ -23,14 +24,30 @@ tokenizers = pytest.importorskip("tokenizers")
 def test_seed_pieces_match_tokenizers_own_fixture():
     # tokenizers/src/models/unigram/trainer.rs, test_unigram_chars
     seeds = seed_pieces([("This is a", 1), ("こんにちは友達", 1)])
-    assert [p for p, _ in seeds] == ["s", "i", " ", "達", "友", "ん", "は", "に", "ち", "こ", "h", "a", "T", "is ", "s "]
+    assert [p for p, _ in seeds] == [
+        "s",
+        "i",
+        " ",
+        "達",
+        "友",
+        "ん",
+        "は",
+        "に",
+        "ち",
+        "こ",
+        "h",
+        "a",
+        "T",
+        "is ",
+        "s ",
+    ]
     expected = [-2.5649493574615367] * 3 + [-3.258096538021482] * 10 + [-1.4663370687934272, -1.8718021769015916]
     assert all(math.isclose(s, e, rel_tol=1e-12) for (_, s), e in zip(seeds, expected))
 
 
 def test_suffix_tree_nodes_are_the_repeated_right_branching_substrings():
     text = "abcab\0xbcab\0"
-    nodes = {text[s:s + d]: f for s, d, f in suffix_tree_nodes([ord(c) for c in text])}
+    nodes = {text[s : s + d]: f for s, d, f in suffix_tree_nodes([ord(c) for c in text])}
     # brute force: substrings seen twice or more whose following characters differ
     occ = collections.defaultdict(list)
     for i in range(len(text)):
@@ -56,8 +73,12 @@ def test_same_as_tokenizers_trainer_on_tiny_input():
 
     tok = Tokenizer(models.Unigram())
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tok.train_from_iterator(["The are"] * 12, trainers.UnigramTrainer(
-        vocab_size=100, unk_token="<unk>", special_tokens=["<unk>", "<s>"], show_progress=False))
+    tok.train_from_iterator(
+        ["The are"] * 12,
+        trainers.UnigramTrainer(
+            vocab_size=100, unk_token="<unk>", special_tokens=["<unk>", "<s>"], show_progress=False
+        ),
+    )
     ref = json.loads(tok.to_str())["model"]
     ours = UnigramTrainer(100, unk_token="<unk>", special_tokens=["<unk>", "<s>"]).train({"The": 12, "are": 12})
     node = ours.to_json()
@@ -66,7 +87,9 @@ def test_same_as_tokenizers_trainer_on_tiny_input():
     assert [s for _, s in node["vocab"]] == [s for _, s in ref["vocab"]]
 
 
-@pytest.mark.parametrize("corpus, size, vocab_size", [("mixed_sample.txt", 40_000, 1500), ("zh_novels.txt", 40_000, 2500)])
+@pytest.mark.parametrize(
+    "corpus, size, vocab_size", [("mixed_sample.txt", 40_000, 1500), ("zh_novels.txt", 40_000, 2500)]
+)
 def test_agreement_with_tokenizers_trainer(corpus, size, vocab_size):
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
@@ -74,8 +97,12 @@ def test_agreement_with_tokenizers_trainer(corpus, size, vocab_size):
     pre = pre_tokenizers.Metaspace()
     tok = Tokenizer(models.Unigram())
     tok.pre_tokenizer = pre
-    tok.train_from_iterator(lines, trainers.UnigramTrainer(
-        vocab_size=vocab_size, unk_token="<unk>", special_tokens=["<unk>"], show_progress=False))
+    tok.train_from_iterator(
+        lines,
+        trainers.UnigramTrainer(
+            vocab_size=vocab_size, unk_token="<unk>", special_tokens=["<unk>"], show_progress=False
+        ),
+    )
     ref = dict((p, s) for p, s in json.loads(tok.to_str())["model"]["vocab"])
     counts = collections.Counter(w for line in lines for w, _ in pre.pre_tokenize_str(line))
     model = UnigramTrainer(vocab_size, unk_token="<unk>", special_tokens=["<unk>"]).train(counts)
@@ -122,17 +149,31 @@ def _both_ways(monkeypatch, words, vocab_size, **options):
 
 
 @needs_numba
-@pytest.mark.parametrize("corpus, size, vocab_size, options", [
-    ("zh_novels.txt", 12_000, 1600, {}),
-    ("mixed_sample.txt", 20_000, 700, {"n_sub_iterations": 3, "shrinking_factor": 0.6, "max_piece_length": 5,
-                                       "initial_alphabet": ["ẞ"], "special_tokens": ["<s>"]}),
-])
+@pytest.mark.parametrize(
+    "corpus, size, vocab_size, options",
+    [
+        ("zh_novels.txt", 12_000, 1600, {}),
+        (
+            "mixed_sample.txt",
+            20_000,
+            700,
+            {
+                "n_sub_iterations": 3,
+                "shrinking_factor": 0.6,
+                "max_piece_length": 5,
+                "initial_alphabet": ["ẞ"],
+                "special_tokens": ["<s>"],
+            },
+        ),
+    ],
+)
 def test_compiled_steps_give_the_pure_python_vocabulary(monkeypatch, corpus, size, vocab_size, options):
     from tokenizers import pre_tokenizers
 
     pre = pre_tokenizers.Metaspace()
-    words = collections.Counter(w for line in read_corpus_sample(corpus, size).splitlines()
-                                for w, _ in pre.pre_tokenize_str(line))
+    words = collections.Counter(
+        w for line in read_corpus_sample(corpus, size).splitlines() for w, _ in pre.pre_tokenize_str(line)
+    )
     compiled, pure = _both_ways(monkeypatch, words, vocab_size, **options)
     assert compiled == pure
 
@@ -153,8 +194,9 @@ def test_compiled_seeds_are_the_suffix_array_seeds(max_piece_length, extra):
     words = sorted(collections.Counter(read_corpus_sample("mixed_sample.txt", 30_000).split()).items())
     chars = {ch for w, _ in words for ch in w}
     size = len(chars) + extra  # a seed_size that cuts the substrings, ties at the cut included
-    assert (_seed_pieces_compiled(words, max_piece_length, size, compiled_kernels())
-            == seed_pieces(words, max_piece_length, size))
+    assert _seed_pieces_compiled(words, max_piece_length, size, compiled_kernels()) == seed_pieces(
+        words, max_piece_length, size
+    )
 
 
 @needs_numba

@@ -7,13 +7,14 @@ Vocabularies here are small and their scores few, so that exact ties and float32
 are common; the real models are the ``spm_train`` ones of the tests and a ``toktools train
 unigram`` one, checked against the pure-Python path and against ``sentencepiece``.
 """
+
 from __future__ import annotations
 
 import pytest
+from _spm_models import MODELS, held_out_lines, processor, train
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _spm_models import MODELS, held_out_lines, processor, train
 from toktools.errors import ToktoolsError
 from toktools.parts.unigram import PieceIndex, Unigram, best_paths, compiled_viterbi, f32, viterbi
 
@@ -25,7 +26,9 @@ ALPHABET = "ab▁c"
 #: that round differently in float32 and f64 (near-ties)
 SCORES = [-1.0, -2.0, -0.5, -3.0, f32(-1.1), f32(-2.2), f32(-3.3), f32(-0.7)]
 
-pieces = st.lists(st.tuples(st.text(ALPHABET, min_size=1, max_size=4), st.sampled_from(SCORES)), min_size=1, max_size=30)
+pieces = st.lists(
+    st.tuples(st.text(ALPHABET, min_size=1, max_size=4), st.sampled_from(SCORES)), min_size=1, max_size=30
+)
 texts = st.lists(st.text(ALPHABET + "x▁", max_size=30), min_size=1, max_size=6)  # "x" is never a piece
 
 
@@ -58,8 +61,11 @@ def test_the_same_paths_as_pure_python(pieces, texts, with_unk, float32):
 
 
 @settings(max_examples=200, deadline=None)
-@given(pieces=pieces, words=st.lists(st.text(ALPHABET + "xé▁", min_size=1, max_size=20), min_size=1, max_size=8),
-       byte_fallback=st.booleans())
+@given(
+    pieces=pieces,
+    words=st.lists(st.text(ALPHABET + "xé▁", min_size=1, max_size=20), min_size=1, max_size=8),
+    byte_fallback=st.booleans(),
+)
 def test_word_ids_are_the_ids_of_tokenize(pieces, words, byte_fallback):
     """Runs of unknown characters are fused and looked up by string, with byte fallback."""
     vocab = [("<unk>", 0.0), *pieces, ("<0x78>", -5.0), ("<0xC3>", -5.0), ("<0xA9>", -5.0)]

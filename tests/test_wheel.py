@@ -7,6 +7,7 @@ that sees this environment's ``tokenizers``, ``click``, ``rich`` and ``regex`` t
 file (``--system-site-packages`` would miss them when this environment is itself a venv): nothing
 is downloaded. About 10 s; ``-m 'not wheel'`` deselects it.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -20,7 +21,6 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-
 from test_readme import quickstart_commands
 
 pytestmark = pytest.mark.wheel
@@ -87,8 +87,13 @@ def venv_bin(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     with_pip = pip_version < (22, 3)  # older pip cannot install into another interpreter (--python)
     subprocess.run([sys.executable, "-m", "venv", *([] if with_pip else ["--without-pip"]), str(root)], check=True)
     python = str(scripts / "python")
-    site_packages = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                   capture_output=True, text=True, check=True, env=clean_env()).stdout.strip()
+    site_packages = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=clean_env(),
+    ).stdout.strip()
     # after the venv's own site-packages on sys.path; .pth files in those directories are not run,
     # so this environment's own toktools (an editable install's finder) stays out
     (Path(site_packages) / "toktools_test_dependencies.pth").write_text("\n".join(dependency_dirs()) + "\n")
@@ -105,7 +110,9 @@ def test_the_wheel_holds_every_module_and_the_shipped_vocabularies(wheel: Path) 
     names = set(zipfile.ZipFile(wheel).namelist())
     modules = {path.relative_to(ROOT).as_posix() for path in (ROOT / "toktools").rglob("*.py")}
     assert modules - names == set()  # a package missing from pyproject's explicit list shows here
-    vocabs = {"toktools/" + path.relative_to(ROOT).as_posix() for path in (ROOT / "vocabs").rglob("*") if path.is_file()}
+    vocabs = {
+        "toktools/" + path.relative_to(ROOT).as_posix() for path in (ROOT / "vocabs").rglob("*") if path.is_file()
+    }
     assert {"toktools/vocabs/wordpiece-30k/vocab.txt", "toktools/vocabs/bytebpe-50k/merges.txt"} <= vocabs
     assert vocabs - names == set()
 
@@ -113,29 +120,43 @@ def test_the_wheel_holds_every_module_and_the_shipped_vocabularies(wheel: Path) 
 def test_the_readme_main_job_runs_from_another_directory(venv_bin: Path, tmp_path: Path) -> None:
     args = shlex.split(quickstart_commands()[0].split(" && ", 1)[1])
     assert args[:2] == ["toktools", "compare"]
-    installed = subprocess.run([str(venv_bin / "toktools"), *args[1:]], cwd=tmp_path, capture_output=True, text=True,
-                               env=clean_env())
+    installed = subprocess.run(
+        [str(venv_bin / "toktools"), *args[1:]], cwd=tmp_path, capture_output=True, text=True, env=clean_env()
+    )
     assert installed.returncode == 0, installed.stderr
     assert "Traceback" not in installed.stderr and "error" not in installed.stderr
-    checkout = subprocess.run([sys.executable, "-m", "toktools.cli", *args[1:]], cwd=ROOT, capture_output=True,
-                              text=True, env={**clean_env(), "PYTHONPATH": str(ROOT)})
+    checkout = subprocess.run(
+        [sys.executable, "-m", "toktools.cli", *args[1:]],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**clean_env(), "PYTHONPATH": str(ROOT)},
+    )
     assert checkout.returncode == 0, checkout.stderr
     assert installed.stdout == checkout.stdout  # the same vocabularies, the same table
     assert "wordpiece-30k" in installed.stdout and "bytebpe-50k" in installed.stdout and "legend" in installed.stdout
 
 
 def test_the_installed_package_finds_its_own_copy(venv_bin: Path, tmp_path: Path) -> None:
-    script = ("import toktools, toktools.io.shipped as s, toktools.io.formats as f; "
-              "print(toktools.__file__); print(s.shipped_names()); print(f.resolve('wordpiece-30k'))")
-    completed = subprocess.run([str(venv_bin / "python"), "-c", script], cwd=tmp_path, capture_output=True, text=True,
-                               env=clean_env())
+    script = (
+        "import toktools, toktools.io.shipped as s, toktools.io.formats as f; "
+        "print(toktools.__file__); print(s.shipped_names()); print(f.resolve('wordpiece-30k'))"
+    )
+    completed = subprocess.run(
+        [str(venv_bin / "python"), "-c", script], cwd=tmp_path, capture_output=True, text=True, env=clean_env()
+    )
     assert completed.returncode == 0, completed.stderr
     package, names, folder = completed.stdout.splitlines()
     venv = venv_bin.parent
     assert Path(package).is_relative_to(venv)  # not the checkout, not the machine's install
     assert names == "['bytebpe-50k', 'wordpiece-30k']"
     assert Path(folder) == Path(package).parent / "vocabs" / "wordpiece-30k"
-    missing = subprocess.run([str(venv_bin / "toktools"), "inspect", "no-such-vocab"], cwd=tmp_path,
-                             capture_output=True, text=True, env=clean_env())
+    missing = subprocess.run(
+        [str(venv_bin / "toktools"), "inspect", "no-such-vocab"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+    )
     assert missing.returncode == 1
     assert missing.stderr.startswith("toktools: error: no tokenizer at no-such-vocab")

@@ -21,17 +21,18 @@ Pinned here (expected values always come from ``tokenizers`` 0.23.3 or from
 The HF side is ``tokenizers.BertWordPieceTokenizer(vocab.txt, lowercase=...)``, the class the
 spec describes; the toktools side is ``WordPieceTokenizer.from_vocab_file`` with the same options.
 """
+
 from __future__ import annotations
 
 import itertools
 
 import pytest
+from conftest import read_corpus_sample, ref_vocab_dir
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tokenizers import BertWordPieceTokenizer, Tokenizer, decoders, models
 
 import toktools
-from conftest import read_corpus_sample, ref_vocab_dir
 from toktools.presets import WordPieceTokenizer
 
 ALL_FIELDS = ("ids", "tokens", "offsets", "type_ids", "attention_mask", "special_tokens_mask")
@@ -95,17 +96,22 @@ def uncased() -> Pair:
 def chinese() -> Pair:
     """bert-base-chinese, cased as published (``do_lower_case=False``)."""
     vocab = ref_vocab_dir("bert-base-chinese") / "vocab.txt"
-    return Pair("bert-base-chinese", WordPieceTokenizer.from_vocab_file(vocab, lowercase=False),
-                BertWordPieceTokenizer(str(vocab), lowercase=False))
+    return Pair(
+        "bert-base-chinese",
+        WordPieceTokenizer.from_vocab_file(vocab, lowercase=False),
+        BertWordPieceTokenizer(str(vocab), lowercase=False),
+    )
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> Pair:
     """A 6K vocabulary trained by toktools on English, Chinese and mixed text, saved, and loaded
     by ``tokenizers.Tokenizer.from_file`` from the ``tokenizer.json`` we wrote."""
-    text = (read_corpus_sample("en_wiki.txt.gz", 400_000, skip_lines=30_000)
-            + read_corpus_sample("zh_wiki_sample.txt", 150_000, skip_lines=2_000)
-            + read_corpus_sample("mixed_sample.txt", 150_000))
+    text = (
+        read_corpus_sample("en_wiki.txt.gz", 400_000, skip_lines=30_000)
+        + read_corpus_sample("zh_wiki_sample.txt", 150_000, skip_lines=2_000)
+        + read_corpus_sample("mixed_sample.txt", 150_000)
+    )
     corpus = tmp_path_factory.mktemp("wp-encode") / "train.txt"
     corpus.write_bytes(text.encode("utf-8"))
     tokenizer = toktools.train_wordpiece([str(corpus)], 6000, workers=1)
@@ -124,6 +130,7 @@ def texts() -> dict[str, list[str]]:
     """Real lines: English and Chinese Wikipedia and novels (regions not used for training
     above) and the whole mixed sample (37 languages, emoji with ZWJ, code). Lines are cut at
     ``\n`` only, so U+2028, NEL, VT, FF and U+001C–U+001F stay inside the text."""
+
     def lines(text: str) -> list[str]:
         return text.split("\n")[:-1]
 
@@ -161,13 +168,17 @@ def test_real_text_without_special_tokens(pair, texts, corpus):
     for line, b in zip(lines, expected):
         assert_same_encoding(pair.ours.encode(line, add_special_tokens=False), b, f" on {line[:80]!r}")
     for a_text, b_text in zip(lines, lines[1:]):
-        assert_same_encoding(pair.ours.encode(a_text, b_text, add_special_tokens=False),
-                             pair.theirs.encode(a_text, b_text, add_special_tokens=False))
+        assert_same_encoding(
+            pair.ours.encode(a_text, b_text, add_special_tokens=False),
+            pair.theirs.encode(a_text, b_text, add_special_tokens=False),
+        )
 
 
 def test_encode_batch(pair, texts):
     """``encode_batch`` on a mixed batch of singles and pairs equals tokenizers'."""
-    batch = texts["en"][:20] + [tuple(p) for p in zip(texts["zh"][:10], texts["mixed"][100:110])] + texts["mixed"][200:220]
+    batch = (
+        texts["en"][:20] + [tuple(p) for p in zip(texts["zh"][:10], texts["mixed"][100:110])] + texts["mixed"][200:220]
+    )
     for index, (a, b) in enumerate(zip(pair.ours.encode_batch(batch), pair.theirs.encode_batch(batch))):
         assert_same_encoding(a, b, f" on batch item {index}")
 
@@ -187,15 +198,15 @@ def test_saved_trained_vocabulary_loads_back_identically(trained, texts):
 # ---------------------------------------------------------------------------------------------
 
 SPECIAL_CASES = [
-    "foo[MASK]bar [mask]",        # spec §4: fo ##o [MASK] bar [ mask ] with the 30K vocab
-    "[CLS][SEP]x[PAD]y[UNK]z",     # adjacent specials, no word boundary needed
+    "foo[MASK]bar [mask]",  # spec §4: fo ##o [MASK] bar [ mask ] with the 30K vocab
+    "[CLS][SEP]x[PAD]y[UNK]z",  # adjacent specials, no word boundary needed
     "[MASK][MASK] [MASK]",
-    "[MASK",                       # an incomplete special is plain text
+    "[MASK",  # an incomplete special is plain text
     "[[MASK]]",
-    "Ünïcödé[SEP]ÀÉÎ",             # normalisation on each side of a special
-    "[Mask] [MASK] [mask]",        # case-sensitive
-    "",                            # empty input: [CLS] [SEP]
-    "   \t\n ",                    # whitespace only
+    "Ünïcödé[SEP]ÀÉÎ",  # normalisation on each side of a special
+    "[Mask] [MASK] [mask]",  # case-sensitive
+    "",  # empty input: [CLS] [SEP]
+    "   \t\n ",  # whitespace only
 ]
 
 
@@ -206,7 +217,9 @@ def test_special_tokens_inside_text(pair, text):
     added special tokens; a special found in the text is *not* flagged in
     ``special_tokens_mask``, as in tokenizers."""
     assert_same_encoding(pair.ours.encode(text), pair.theirs.encode(text))
-    assert_same_encoding(pair.ours.encode(text, add_special_tokens=False), pair.theirs.encode(text, add_special_tokens=False))
+    assert_same_encoding(
+        pair.ours.encode(text, add_special_tokens=False), pair.theirs.encode(text, add_special_tokens=False)
+    )
     assert_same_encoding(pair.ours.encode(text, text), pair.theirs.encode(text, text))
 
 
@@ -220,15 +233,15 @@ def test_spec_example_for_special_tokens_in_text(uncased):
 
 
 LONG_WORD_CASES = [
-    "a" * 100,                      # exactly the limit: split into pieces
-    "a" * 101,                      # over the limit: one [UNK] spanning the word
-    "x " + "ab" * 50 + " y",        # 100 chars between two short words
-    "x " + "ab" * 50 + "c y",       # 101
-    "é" * 101,                      # the limit counts normalised chars (é → e when stripping)
-    "e\u0301" * 51,                 # 102 input chars, 51 or 102 normalised depending on accents
+    "a" * 100,  # exactly the limit: split into pieces
+    "a" * 101,  # over the limit: one [UNK] spanning the word
+    "x " + "ab" * 50 + " y",  # 100 chars between two short words
+    "x " + "ab" * 50 + "c y",  # 101
+    "é" * 101,  # the limit counts normalised chars (é → e when stripping)
+    "e\u0301" * 51,  # 102 input chars, 51 or 102 normalised depending on accents
     "ß" * 101,
-    "İ" * 60,                       # lower-cases to 2 chars each: 120 > 100 when lower-casing
-    "中" * 150,                     # CJK chars are words of their own: never too long
+    "İ" * 60,  # lower-cases to 2 chars each: 120 > 100 when lower-casing
+    "中" * 150,  # CJK chars are words of their own: never too long
 ]
 
 
@@ -247,13 +260,13 @@ def test_over_long_word_spec_rule(uncased):
 
 
 UNMATCHABLE_CASES = [
-    "hello☃world ok",      # ☃ is a symbol (not punctuation): it stays inside the word
+    "hello☃world ok",  # ☃ is a symbol (not punctuation): it stays inside the word
     "snow☃",
     "☃snow",
     "ok €100 fine",
     "naïve™ tea",
-    "x\U0001F600y smile",
-    "\u2B820 ext-e",       # not split by HF's CJK ranges (starts at 2B920)
+    "x\U0001f600y smile",
+    "\u2b820 ext-e",  # not split by HF's CJK ranges (starts at 2B920)
 ]
 
 
@@ -328,7 +341,9 @@ def test_truncation(reset, truncation_inputs, strategy, max_length, direction):
         for add in (True, False):
             ours = outcome(lambda: pair.ours.encode(*item, add_special_tokens=add))
             theirs = outcome(lambda: pair.theirs.encode(*item, add_special_tokens=add))
-            assert ours == theirs, f"{strategy} {max_length} {direction} add_special_tokens={add} on {[t[:40] for t in item]}"
+            assert ours == theirs, (
+                f"{strategy} {max_length} {direction} add_special_tokens={add} on {[t[:40] for t in item]}"
+            )
 
 
 def test_truncation_longest_first_rule(fresh):
@@ -374,8 +389,10 @@ def test_truncation_to_exactly_the_special_tokens(fresh, strategy):
     assert theirs.encode("a b c d e", "f g").tokens == ["[CLS]", "[SEP]", "[SEP]"]
     ours.enable_truncation(0, strategy=strategy)
     theirs.enable_truncation(0, strategy=strategy)
-    assert_same_encoding_outcome(lambda: ours.encode("a b c", "d e", add_special_tokens=False),
-                                 lambda: theirs.encode("a b c", "d e", add_special_tokens=False))
+    assert_same_encoding_outcome(
+        lambda: ours.encode("a b c", "d e", add_special_tokens=False),
+        lambda: theirs.encode("a b c", "d e", add_special_tokens=False),
+    )
 
 
 def test_max_length_below_the_special_tokens_is_ignored(fresh):
@@ -394,18 +411,20 @@ def test_max_length_below_the_special_tokens_is_ignored(fresh):
 
 PADDING_SETTINGS = [
     dict(length=512),
-    dict(),                                   # batch-longest
+    dict(),  # batch-longest
     dict(pad_to_multiple_of=8),
-    dict(length=20, pad_to_multiple_of=8),    # 20 rounded up to 24
+    dict(length=20, pad_to_multiple_of=8),  # 20 rounded up to 24
     dict(direction="left"),
     dict(direction="left", pad_to_multiple_of=5),
-    dict(length=5),                           # shorter than some inputs: no padding for those
+    dict(length=5),  # shorter than some inputs: no padding for those
     dict(pad_id=7, pad_token="[PAD]", pad_type_id=3),
 ]
 
 
 @pytest.mark.parametrize("truncate", [None, 16])
-@pytest.mark.parametrize("options", PADDING_SETTINGS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "batch-longest")
+@pytest.mark.parametrize(
+    "options", PADDING_SETTINGS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "batch-longest"
+)
 def test_padding(reset, texts, options, truncate):
     """``enable_padding(...)`` (with and without truncation to 16): same padded ids, tokens,
     offsets (0, 0), type ids, attention mask 0 and special-tokens mask 1 on the padding, for
@@ -419,10 +438,16 @@ def test_padding(reset, texts, options, truncate):
         raw(pair.theirs).enable_truncation(truncate)
     batch = texts["en"][:6] + [("a b c", "d e f g h"), tuple(texts["zh"][:2]), "", "one"]
     for add in (True, False):
-        for index, (a, b) in enumerate(zip(pair.ours.encode_batch(batch, add_special_tokens=add),
-                                           pair.theirs.encode_batch(batch, add_special_tokens=add))):
+        for index, (a, b) in enumerate(
+            zip(
+                pair.ours.encode_batch(batch, add_special_tokens=add),
+                pair.theirs.encode_batch(batch, add_special_tokens=add),
+            )
+        ):
             assert_same_encoding(a, b, f" on batch item {index}, add_special_tokens={add}")
-        assert_same_encoding(pair.ours.encode("hi there", add_special_tokens=add), pair.theirs.encode("hi there", add_special_tokens=add))
+        assert_same_encoding(
+            pair.ours.encode("hi there", add_special_tokens=add), pair.theirs.encode("hi there", add_special_tokens=add)
+        )
 
 
 def test_padding_with_only_a_pad_token_given(fresh):
@@ -471,16 +496,59 @@ def test_decode_real_text(pair, texts, corpus):
     lines = texts[corpus][:400]
     for encoding in pair.theirs.encode_batch(lines):
         for skip in (True, False):
-            assert pair.ours.decode(encoding.ids, skip_special_tokens=skip) == \
-                pair.theirs.decode(encoding.ids, skip_special_tokens=skip)
+            assert pair.ours.decode(encoding.ids, skip_special_tokens=skip) == pair.theirs.decode(
+                encoding.ids, skip_special_tokens=skip
+            )
 
 
 # A vocabulary with tokens that trigger each cleanup rule of spec §8 when decoded.
 CLEANUP_TOKENS = [
-    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
-    ".", "?", "!", ",", "'", "n't", "'m", "'s", "'ve", "'re", "do not", " do not", "x ' y", "' ", " '",
-    "i", "it", "do", "not", "don", "can", "s", "m", "re", "ve", "t", "n", "hello", "world",
-    "##.", "##,", "##'", "##s", "##n't", "##ing", "##", "###", "a . b", "a , b", "a ! b", "a ? b",
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    ".",
+    "?",
+    "!",
+    ",",
+    "'",
+    "n't",
+    "'m",
+    "'s",
+    "'ve",
+    "'re",
+    "do not",
+    " do not",
+    "x ' y",
+    "' ",
+    " '",
+    "i",
+    "it",
+    "do",
+    "not",
+    "don",
+    "can",
+    "s",
+    "m",
+    "re",
+    "ve",
+    "t",
+    "n",
+    "hello",
+    "world",
+    "##.",
+    "##,",
+    "##'",
+    "##s",
+    "##n't",
+    "##ing",
+    "##",
+    "###",
+    "a . b",
+    "a , b",
+    "a ! b",
+    "a ? b",
 ]
 
 
@@ -494,31 +562,37 @@ def cleanup_pair() -> Pair:
     return Pair("cleanup", ours, theirs)
 
 
-@pytest.mark.parametrize("tokens", [
-    ["hello", ".", "world", "!"],                 # " ." → "."  " !" → "!"
-    ["it", "?", "hello", ","],                    # " ?" → "?"  " ," → ","
-    ["don", "n't"],                               # " n't" → "n't"
-    ["i", "'m", "it", "'s", "i", "'ve", "i", "'re"],
-    ["i", "do not", "hello"],                     # " do not" → " don't" (per token)
-    ["i", " do not"],                             # "  do not" → " don't"
-    ["it", "'", "s"],                             # stays "it ' s": cleanup is per token
-    ["x ' y"],                                    # " ' " → "'" inside one token
-    ["##ing", "hello"],                           # the first token keeps its ##
-    ["hello", "##ing", "##s", "##."],
-    ["hello", "##", "###"],                       # "##" strips to ""; "###" to "#"
-    ["a . b", "a , b", "a ! b", "a ? b"],
-    ["[CLS]", "hello", "[MASK]", "[SEP]", "[PAD]"],
-])
+@pytest.mark.parametrize(
+    "tokens",
+    [
+        ["hello", ".", "world", "!"],  # " ." → "."  " !" → "!"
+        ["it", "?", "hello", ","],  # " ?" → "?"  " ," → ","
+        ["don", "n't"],  # " n't" → "n't"
+        ["i", "'m", "it", "'s", "i", "'ve", "i", "'re"],
+        ["i", "do not", "hello"],  # " do not" → " don't" (per token)
+        ["i", " do not"],  # "  do not" → " don't"
+        ["it", "'", "s"],  # stays "it ' s": cleanup is per token
+        ["x ' y"],  # " ' " → "'" inside one token
+        ["##ing", "hello"],  # the first token keeps its ##
+        ["hello", "##ing", "##s", "##."],
+        ["hello", "##", "###"],  # "##" strips to ""; "###" to "#"
+        ["a . b", "a , b", "a ! b", "a ? b"],
+        ["[CLS]", "hello", "[MASK]", "[SEP]", "[PAD]"],
+    ],
+)
 def test_decoder_cleanup_rules(cleanup_pair, tokens):
     """Each cleanup replacement of spec §8, applied to each token separately after the
     ``##``/space gluing; ``skip_special_tokens`` both ways."""
     ids = [CLEANUP_TOKENS.index(t) for t in tokens]
     for skip in (True, False):
-        assert cleanup_pair.ours.decode(ids, skip_special_tokens=skip) == cleanup_pair.theirs.decode(ids, skip_special_tokens=skip)
+        assert cleanup_pair.ours.decode(ids, skip_special_tokens=skip) == cleanup_pair.theirs.decode(
+            ids, skip_special_tokens=skip
+        )
 
 
 def test_decoder_cleanup_spec_examples(cleanup_pair):
     """Spec §8 by hand: per-token cleanup leaves ``it ' s`` alone, but fixes ``n't`` and ``.``."""
+
     def decode(*tokens):
         return cleanup_pair.ours.decode([CLEANUP_TOKENS.index(t) for t in tokens])
 
@@ -528,11 +602,15 @@ def test_decoder_cleanup_spec_examples(cleanup_pair):
     assert decode("##ing", "hello") == "##ing hello"
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(ids=st.lists(st.integers(min_value=0, max_value=len(CLEANUP_TOKENS) + 2), max_size=12), skip=st.booleans())
 def test_decode_property(cleanup_pair, ids, skip):
     """Any id sequence (unknown ids included, which both sides skip) decodes identically."""
-    assert cleanup_pair.ours.decode(ids, skip_special_tokens=skip) == cleanup_pair.theirs.decode(ids, skip_special_tokens=skip)
+    assert cleanup_pair.ours.decode(ids, skip_special_tokens=skip) == cleanup_pair.theirs.decode(
+        ids, skip_special_tokens=skip
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -540,34 +618,57 @@ def test_decode_property(cleanup_pair, ids, skip):
 # ---------------------------------------------------------------------------------------------
 
 _INTERESTING = (
-    list(" \t\n\r\x0b\x0c\x85\xa0\u1680\u2000\u2028\u2029\u202f\u205f\u3000\x1c\x1f")     # whitespace variety
-    + list("\x00\u200b\u200c\u200d\u00ad\ufeff\ufffd\ue000\U000f0000\u0600\u061c")       # removed by clean_text
-    + list("\u0301\u0308\u0327\u1734\ufe0f\U0001d165")                                    # combining marks
-    + list("ΣσςİıßẞǅﬁÅΩ")                                                                 # casing oddities
+    list(" \t\n\r\x0b\x0c\x85\xa0\u1680\u2000\u2028\u2029\u202f\u205f\u3000\x1c\x1f")  # whitespace variety
+    + list("\x00\u200b\u200c\u200d\u00ad\ufeff\ufffd\ue000\U000f0000\u0600\u061c")  # removed by clean_text
+    + list("\u0301\u0308\u0327\u1734\ufe0f\U0001d165")  # combining marks
+    + list("ΣσςİıßẞǅﬁÅΩ")  # casing oddities
     + list(".,;:!?'\"()[]{}#$%&*+-/<=>@\\^_`|~¡¿«»‹›–—…·•※〈〉「」『』【】〔〕、。，！？：；")
-    + list("€£¥©®™°±×÷∞≈≠√∑∫")                                                             # symbols: not punctuation
-    + ["\u2b820", "\u2b91f", "\u2b920", "\U0002ceb0", "\U00030000"]                       # CJK range edges
+    + list("€£¥©®™°±×÷∞≈≠√∑∫")  # symbols: not punctuation
+    + ["\u2b820", "\u2b91f", "\u2b920", "\U0002ceb0", "\U00030000"]  # CJK range edges
     + list("😀👍🏽🇫🇷👨‍👩‍👧🏴\U000e0067\U000e0062\U000e007f")
 )
-_WORDS = ["[MASK]", "[CLS]", "[SEP]", "[UNK]", "[PAD]", "[mask]", "##", "un", "##aff", "able", "the", "don't",
-          "naïve", "café", "ΟΔΟΣ", "北京", "我爱", "日本語", "한국어", "русский", "العربية", "ภาษาไทย"]
+_WORDS = [
+    "[MASK]",
+    "[CLS]",
+    "[SEP]",
+    "[UNK]",
+    "[PAD]",
+    "[mask]",
+    "##",
+    "un",
+    "##aff",
+    "able",
+    "the",
+    "don't",
+    "naïve",
+    "café",
+    "ΟΔΟΣ",
+    "北京",
+    "我爱",
+    "日本語",
+    "한국어",
+    "русский",
+    "العربية",
+    "ภาษาไทย",
+]
 
 TEXT = st.lists(
     st.one_of(
         st.sampled_from(_INTERESTING),
         st.sampled_from(_WORDS),
-        st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF),          # CJK
-        st.characters(min_codepoint=0x00C0, max_codepoint=0x024F),          # Latin with accents
-        st.characters(min_codepoint=0x0300, max_codepoint=0x036F),          # combining marks
-        st.characters(min_codepoint=0x1F300, max_codepoint=0x1FAFF),        # emoji
-        st.characters(codec="utf-8"),                                        # anything (no surrogates)
+        st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF),  # CJK
+        st.characters(min_codepoint=0x00C0, max_codepoint=0x024F),  # Latin with accents
+        st.characters(min_codepoint=0x0300, max_codepoint=0x036F),  # combining marks
+        st.characters(min_codepoint=0x1F300, max_codepoint=0x1FAFF),  # emoji
+        st.characters(codec="utf-8"),  # anything (no surrogates)
         st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", min_size=1, max_size=12),
     ),
     max_size=30,
 ).map("".join)
 
-PROPERTY_SETTINGS = settings(max_examples=300, deadline=None,
-                             suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+PROPERTY_SETTINGS = settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 
 
 @PROPERTY_SETTINGS
@@ -592,10 +693,14 @@ def test_property_pairs_and_decode_trained(trained, text, second):
     a, b = trained.ours.encode(text, second), trained.theirs.encode(text, second)
     assert_same_encoding(a, b, f" on {text!r} / {second!r}")
     for skip in (True, False):
-        assert trained.ours.decode(b.ids, skip_special_tokens=skip) == trained.theirs.decode(b.ids, skip_special_tokens=skip)
+        assert trained.ours.decode(b.ids, skip_special_tokens=skip) == trained.theirs.decode(
+            b.ids, skip_special_tokens=skip
+        )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(text=TEXT, lowercase=st.booleans(), strip_accents=st.sampled_from([None, True, False]))
 def test_property_normaliser_options(uncased, text, lowercase, strip_accents):
     """All lowercase × strip_accents combinations (bert-base-uncased vocabulary): the options
@@ -603,8 +708,10 @@ def test_property_normaliser_options(uncased, text, lowercase, strip_accents):
     vocab = ref_vocab_dir("bert-base-uncased") / "vocab.txt"
     key = (lowercase, strip_accents)
     if key not in _OPTION_CACHE:
-        _OPTION_CACHE[key] = (WordPieceTokenizer.bert(uncased.ours.vocab, lowercase=lowercase, strip_accents=strip_accents),
-                              BertWordPieceTokenizer(str(vocab), lowercase=lowercase, strip_accents=strip_accents))
+        _OPTION_CACHE[key] = (
+            WordPieceTokenizer.bert(uncased.ours.vocab, lowercase=lowercase, strip_accents=strip_accents),
+            BertWordPieceTokenizer(str(vocab), lowercase=lowercase, strip_accents=strip_accents),
+        )
     ours, theirs = _OPTION_CACHE[key]
     assert_same_encoding(ours.encode(text), theirs.encode(text), f" on {text!r} with {key}")
 

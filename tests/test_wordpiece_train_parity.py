@@ -32,6 +32,7 @@ module-scoped temporary directory; each configuration is trained once and reused
 calls ``tokenizers.BertWordPieceTokenizer`` directly (not ``toktools.training.tokenizers_backend``) and reads the
 ``vocab.txt`` that ``save_model`` writes.
 """
+
 from __future__ import annotations
 
 import json
@@ -45,16 +46,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from tokenizers import BertWordPieceTokenizer
-from tokenizers import normalizers, pre_tokenizers, trainers
+from conftest import read_corpus_sample
+from tokenizers import BertWordPieceTokenizer, normalizers, pre_tokenizers, trainers
 
 import toktools
-from conftest import read_corpus_sample
-from toktools.training import tokenizers_backend as fast
 from toktools.models.wordpiece import likelihood_trainer as likelihood
-from toktools.training import pipeline as training
-from toktools.parts.bert_text import BertNormalizerConfig
 from toktools.models.wordpiece.model import dumps_vocab_txt
+from toktools.parts.bert_text import BertNormalizerConfig
+from toktools.training import pipeline as training
+from toktools.training import tokenizers_backend as fast
 
 BERT_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
@@ -81,11 +81,16 @@ def corpora(workdir) -> dict[str, Path]:
     sample (37 languages, emoji, code), for the option variants."""
     return {
         "en": _write(workdir / "en.txt", read_corpus_sample("en_wiki.txt.gz", 1_500_000)),
-        "zh": _write(workdir / "zh.txt", read_corpus_sample("zh_novels.txt", 700_000)
-                     + read_corpus_sample("zh_wiki_sample.txt", 700_000)),
-        "small": _write(workdir / "small.txt", read_corpus_sample("en_wiki.txt.gz", 200_000, skip_lines=20_000)
-                        + read_corpus_sample("zh_wiki_sample.txt", 120_000, skip_lines=500)
-                        + read_corpus_sample("mixed_sample.txt", 150_000)),
+        "zh": _write(
+            workdir / "zh.txt",
+            read_corpus_sample("zh_novels.txt", 700_000) + read_corpus_sample("zh_wiki_sample.txt", 700_000),
+        ),
+        "small": _write(
+            workdir / "small.txt",
+            read_corpus_sample("en_wiki.txt.gz", 200_000, skip_lines=20_000)
+            + read_corpus_sample("zh_wiki_sample.txt", 120_000, skip_lines=500)
+            + read_corpus_sample("mixed_sample.txt", 150_000),
+        ),
     }
 
 
@@ -106,7 +111,9 @@ def hf_train(files: list[Path] | None, options: dict, directory: Path, texts: li
         # BertWordPieceTokenizer.train cannot pass "no limit": build its trainer without one
         defaults = dict(vocab_size=30000, min_frequency=2, special_tokens=BERT_SPECIALS, initial_alphabet=[])
         trainer.pop("limit_alphabet")
-        wp_trainer = trainers.WordPieceTrainer(**{**defaults, **trainer}, continuing_subword_prefix="##", show_progress=False)
+        wp_trainer = trainers.WordPieceTrainer(
+            **{**defaults, **trainer}, continuing_subword_prefix="##", show_progress=False
+        )
         assert texts is None
         tokenizer._tokenizer.train([str(f) for f in files], trainer=wp_trainer)
     elif texts is not None:
@@ -150,7 +157,9 @@ def word_counts(corpora):
     def get(corpus: str, options: dict) -> dict[str, int]:
         key = (corpus,) + tuple(options.get(k) for k in NORMALIZER_KEYS)
         if key not in cache:
-            config = BertNormalizerConfig(lowercase=options.get("lowercase", True), strip_accents=options.get("strip_accents"))
+            config = BertNormalizerConfig(
+                lowercase=options.get("lowercase", True), strip_accents=options.get("strip_accents")
+            )
             cache[key] = training.count_wordpiece_words([str(corpora[corpus])], normalizer=config, workers=1)
         return cache[key]
 
@@ -166,7 +175,9 @@ def train_both(corpora, workdir, word_counts, side_process):
     def run(name: str, corpus: str, **options) -> Run:
         if name not in cache:
             vocab_size = options.get("vocab_size", 30000)
-            hf_runs = [side_process.submit(hf_train, [corpora[corpus]], options, workdir / f"{name}-hf{i}") for i in range(2)]
+            hf_runs = [
+                side_process.submit(hf_train, [corpora[corpus]], options, workdir / f"{name}-hf{i}") for i in range(2)
+            ]
             ours = toktools.train_wordpiece([str(corpora[corpus])], vocab_size, workers=1, **our_options(options))
             result = Run(name, options, dumps_vocab_txt(ours.vocab), [])
             counts = word_counts(corpus, options)
@@ -174,8 +185,9 @@ def train_both(corpora, workdir, word_counts, side_process):
                 text = hf_run.result()
                 result.hf.append(text)
                 forced_order = training.forced_order_from_vocab(lines_of(text), result.specials)
-                replay = toktools.train_wordpiece(None, vocab_size, word_counts=counts, forced_order=forced_order,
-                                                  **our_options(options))
+                replay = toktools.train_wordpiece(
+                    None, vocab_size, word_counts=counts, forced_order=forced_order, **our_options(options)
+                )
                 result.forced.append(dumps_vocab_txt(replay.vocab))
             cache[name] = result
         return cache[name]
@@ -261,11 +273,15 @@ def test_token_set_matches_tokenizers(main_run):
     assert ours[:k] == h1[:k] == run.specials
     spread = set(h1) ^ set(h2)
     if spread:
-        warnings.warn(f"{run.name}: two tokenizers runs differ by {len(spread)} tokens "
-                      f"(ours vs them: {len(set(ours) ^ set(h1))}, {len(set(ours) ^ set(h2))})")
+        warnings.warn(
+            f"{run.name}: two tokenizers runs differ by {len(spread)} tokens "
+            f"(ours vs them: {len(set(ours) ^ set(h1))}, {len(set(ours) ^ set(h2))})"
+        )
     if stable:
         assert set(h1) == set(h2), f"{run.name}: tokenizers was expected to be stable here"
-        assert set(ours) == set(h1), f"only ours: {sorted(set(ours) - set(h1))[:20]}, only HF: {sorted(set(h1) - set(ours))[:20]}"
+        assert set(ours) == set(h1), (
+            f"only ours: {sorted(set(ours) - set(h1))[:20]}, only HF: {sorted(set(h1) - set(ours))[:20]}"
+        )
     else:
         bound = max(2 * len(spread), len(h1) // 20)
         for theirs in (h1, h2):
@@ -301,7 +317,7 @@ def test_vocab_size_is_not_a_cap(train_both):
 
 
 def test_chinese_sample_runs_out_of_pairs(train_both):
-    """"30K or as large as the sample allows": on the Chinese sample every CJK character is a
+    """ "30K or as large as the sample allows": on the Chinese sample every CJK character is a
     word of its own (handle_chinese_chars), so only the Latin/digit words merge and both HF and
     ours stop below 8K — the 8K and 30K runs give the same vocabulary size."""
     for prefix in ("zh", "zh-cased"):
@@ -346,8 +362,10 @@ def test_forced_mode_is_byte_identical(main_run):
         if ours != theirs:
             a, b = lines_of(ours), lines_of(theirs)
             first = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-            pytest.fail(f"{main_run.name} HF run {index}: first difference at id {first}: "
-                        f"ours {a[first:first + 3]} vs HF {b[first:first + 3]} (sizes {len(a)} / {len(b)})")
+            pytest.fail(
+                f"{main_run.name} HF run {index}: first difference at id {first}: "
+                f"ours {a[first : first + 3]} vs HF {b[first : first + 3]} (sizes {len(a)} / {len(b)})"
+            )
 
 
 def test_word_counts_match_tokenizers_pre_tokenizer(corpora, word_counts):
@@ -370,8 +388,12 @@ def test_fast_twin_is_tokenizers(train_both, corpora, workdir):
     hf.model.save(str(workdir))
     text = (workdir / "vocab.txt").read_text(encoding="utf-8")
     assert fast.wordpiece_vocab_txt(hf) == text
-    replay = toktools.train_wordpiece([str(corpora["en"])], 8000, workers=1,
-                                      forced_order=training.forced_order_from_vocab(lines_of(text), BERT_SPECIALS))
+    replay = toktools.train_wordpiece(
+        [str(corpora["en"])],
+        8000,
+        workers=1,
+        forced_order=training.forced_order_from_vocab(lines_of(text), BERT_SPECIALS),
+    )
     assert dumps_vocab_txt(replay.vocab) == text
 
 
@@ -422,8 +444,13 @@ def test_deterministic_across_hash_seeds(train_both, corpora):
     outputs = []
     for seed in ("1", "4242"):
         env = dict(os.environ, PYTHONHASHSEED=seed)
-        done = subprocess.run([sys.executable, "-c", _SEED_SCRIPT, str(corpora["en"]), str(corpora["small"])],
-                              capture_output=True, text=True, env=env, timeout=300)
+        done = subprocess.run(
+            [sys.executable, "-c", _SEED_SCRIPT, str(corpora["en"]), str(corpora["small"])],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
         assert done.returncode == 0, done.stderr
         outputs.append(json.loads(done.stdout))
     assert outputs[0] == outputs[1]
@@ -442,7 +469,9 @@ OPTION_CONFIGS = {
     "min-frequency-5": dict(vocab_size=3000, min_frequency=5),
     "min-frequency-50-stops-early": dict(vocab_size=30000, min_frequency=50),
     "min-frequency-0": dict(vocab_size=3000, min_frequency=0),
-    "specials-reordered-with-duplicates": dict(vocab_size=3000, special_tokens=["[MASK]", "[UNK]", "<x>", "[MASK]", "[CLS]", "[UNK]"]),
+    "specials-reordered-with-duplicates": dict(
+        vocab_size=3000, special_tokens=["[MASK]", "[UNK]", "<x>", "[MASK]", "[CLS]", "[UNK]"]
+    ),
     "only-unk-special": dict(vocab_size=3000, special_tokens=["[UNK]"]),
     "limit-alphabet-50": dict(vocab_size=3000, limit_alphabet=50),
     "limit-alphabet-none": dict(vocab_size=3000, limit_alphabet=None),
@@ -476,7 +505,7 @@ def test_options_spec_rules(option_run, corpora):
     specials = option_run.specials
     assert ours[: len(specials)] == specials
     alphabet = alphabet_of(ours, specials)
-    assert ours[len(specials): len(specials) + len(alphabet)] == sorted(alphabet)
+    assert ours[len(specials) : len(specials) + len(alphabet)] == sorted(alphabet)
     if options.get("initial_alphabet"):
         assert {s[0] for s in options["initial_alphabet"]} <= alphabet
         assert len(alphabet) == options["limit_alphabet"]
@@ -491,8 +520,9 @@ def test_train_from_texts_like_train_from_iterator(corpora, workdir):
     """``texts=`` (each item one sequence) is ``train_from_iterator``: forced replay identical."""
     items = corpora["small"].read_text(encoding="utf-8").splitlines(keepends=True)
     theirs = hf_train(None, dict(vocab_size=2000), workdir / "iterator-hf", texts=items)
-    ours = toktools.train_wordpiece(texts=items, vocab_size=2000,
-                                    forced_order=training.forced_order_from_vocab(lines_of(theirs), BERT_SPECIALS))
+    ours = toktools.train_wordpiece(
+        texts=items, vocab_size=2000, forced_order=training.forced_order_from_vocab(lines_of(theirs), BERT_SPECIALS)
+    )
     assert dumps_vocab_txt(ours.vocab) == theirs
 
 
@@ -501,8 +531,9 @@ def test_special_tokens_in_training_text_are_plain_text(workdir):
     training text is counted as ``[``, ``mask``, ``]`` — ``mask`` becomes a token, as in HF."""
     items = ["the [MASK] is a mask and [MASK] again\n"] * 50 + ["plain words here\n"] * 20
     theirs = hf_train(None, dict(vocab_size=200), workdir / "mask-hf", texts=items)
-    ours = toktools.train_wordpiece(texts=items, vocab_size=200,
-                                    forced_order=training.forced_order_from_vocab(lines_of(theirs), BERT_SPECIALS))
+    ours = toktools.train_wordpiece(
+        texts=items, vocab_size=200, forced_order=training.forced_order_from_vocab(lines_of(theirs), BERT_SPECIALS)
+    )
     assert dumps_vocab_txt(ours.vocab) == theirs
     assert "mask" in lines_of(theirs)
 
@@ -512,8 +543,15 @@ def test_special_tokens_in_training_text_are_plain_text(workdir):
 # ---------------------------------------------------------------------------------------------
 
 
-def naive_likelihood(word_counts: dict[str, int], vocab_size: int, specials, min_pair_frequency: int,
-                     limit_alphabet: int | None = None, initial_alphabet=(), prefix: str = "##") -> list[str]:
+def naive_likelihood(
+    word_counts: dict[str, int],
+    vocab_size: int,
+    specials,
+    min_pair_frequency: int,
+    limit_alphabet: int | None = None,
+    initial_alphabet=(),
+    prefix: str = "##",
+) -> list[str]:
     """The HuggingFace course's WordPiece, recomputing everything after every merge, with the
     deviations listed in ``toktools/models/wordpiece/likelihood_trainer.py``:
 
@@ -536,8 +574,9 @@ def naive_likelihood(word_counts: dict[str, int], vocab_size: int, specials, min
             for ch in word:
                 frequency[ch] += count
         # initial characters count as infinitely frequent
-        ranked = sorted(set(frequency) | initial,
-                        key=lambda ch: (0, 0, ord(ch)) if ch in initial else (1, -frequency[ch], ord(ch)))
+        ranked = sorted(
+            set(frequency) | initial, key=lambda ch: (0, 0, ord(ch)) if ch in initial else (1, -frequency[ch], ord(ch))
+        )
         kept = set(ranked[:limit_alphabet])
     splits = []
     for word, count in word_counts.items():
@@ -566,7 +605,7 @@ def naive_likelihood(word_counts: dict[str, int], vocab_size: int, specials, min
         if best is None:
             break
         a, b = best
-        merged = a + (b[len(prefix):] if b.startswith(prefix) else b)
+        merged = a + (b[len(prefix) :] if b.startswith(prefix) else b)
         new_splits = []
         for split, count in splits:
             out, i = [], 0
@@ -599,20 +638,31 @@ def likelihood_corpus() -> tuple[list[str], dict[str, int]]:
     return items, counts
 
 
-@pytest.mark.parametrize("vocab_size,min_pair_frequency,limit_alphabet,initial_alphabet", [
-    (250, 2, None, ()),
-    (500, 2, None, ()),
-    (500, 4, None, ()),
-    (500, 1, None, ()),
-    (400, 2, 60, ()),
-    (400, 3, 40, ("é", "ω", "xyz")),
-])
-def test_likelihood_equals_naive_recompute(likelihood_corpus, vocab_size, min_pair_frequency, limit_alphabet, initial_alphabet):
+@pytest.mark.parametrize(
+    "vocab_size,min_pair_frequency,limit_alphabet,initial_alphabet",
+    [
+        (250, 2, None, ()),
+        (500, 2, None, ()),
+        (500, 4, None, ()),
+        (500, 1, None, ()),
+        (400, 2, 60, ()),
+        (400, 3, 40, ("é", "ω", "xyz")),
+    ],
+)
+def test_likelihood_equals_naive_recompute(
+    likelihood_corpus, vocab_size, min_pair_frequency, limit_alphabet, initial_alphabet
+):
     """The incremental trainer gives exactly the naive algorithm's vocabulary, token by token."""
     _items, counts = likelihood_corpus
     expected = naive_likelihood(counts, vocab_size, BERT_SPECIALS, min_pair_frequency, limit_alphabet, initial_alphabet)
-    ours = likelihood.train_likelihood_wordpiece(counts, vocab_size, BERT_SPECIALS, limit_alphabet=limit_alphabet,
-                                                 initial_alphabet=initial_alphabet, min_pair_frequency=min_pair_frequency)
+    ours = likelihood.train_likelihood_wordpiece(
+        counts,
+        vocab_size,
+        BERT_SPECIALS,
+        limit_alphabet=limit_alphabet,
+        initial_alphabet=initial_alphabet,
+        min_pair_frequency=min_pair_frequency,
+    )
     assert ours == expected
     base = len(naive_likelihood(counts, 0, BERT_SPECIALS, min_pair_frequency, limit_alphabet, initial_alphabet))
     assert len(expected) > base + 100, "the comparison should cover many merges"
@@ -623,8 +673,12 @@ def test_likelihood_through_train_wordpiece(likelihood_corpus):
     ``min_pair_frequency``, defaulting to ``max(min_frequency, 2)``."""
     items, counts = likelihood_corpus
     for kwargs, mpf in ((dict(), 2), (dict(min_frequency=5), 5), (dict(min_pair_frequency=3), 3)):
-        ours = toktools.train_wordpiece(texts=items, vocab_size=400, algorithm="likelihood", limit_alphabet=None, **kwargs)
-        assert [t for t, _ in sorted(ours.vocab.items(), key=lambda x: x[1])] == naive_likelihood(counts, 400, BERT_SPECIALS, mpf)
+        ours = toktools.train_wordpiece(
+            texts=items, vocab_size=400, algorithm="likelihood", limit_alphabet=None, **kwargs
+        )
+        assert [t for t, _ in sorted(ours.vocab.items(), key=lambda x: x[1])] == naive_likelihood(
+            counts, 400, BERT_SPECIALS, mpf
+        )
 
 
 def test_likelihood_respects_vocab_size_and_min_pair_frequency(corpora):
@@ -644,4 +698,4 @@ def test_likelihood_with_tiny_vocab_keeps_the_alphabet(likelihood_corpus):
     _items, counts = likelihood_corpus
     ours = likelihood.train_likelihood_wordpiece(counts, 10, BERT_SPECIALS, limit_alphabet=None)
     assert ours == naive_likelihood(counts, 10, BERT_SPECIALS, 2)
-    assert all(len(t) == 1 or (t.startswith("##") and len(t) == 3) for t in ours[len(BERT_SPECIALS):])
+    assert all(len(t) == 1 or (t.startswith("##") and len(t) == 3) for t in ours[len(BERT_SPECIALS) :])

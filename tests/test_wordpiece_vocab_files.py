@@ -17,6 +17,7 @@ Pinned here (expected values come from ``tokenizers`` 0.23.3 or ``shared/spec/wo
   ``tokenizer.json`` file (whose normaliser settings win over the defaults), and on the published
   bert-base-uncased ``tokenizer.json`` (truncation and padding 128 included).
 """
+
 from __future__ import annotations
 
 import json
@@ -24,14 +25,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import read_corpus_sample, ref_vocab_dir
 from tokenizers import BertWordPieceTokenizer, Tokenizer
 from tokenizers.models import WordPiece
 
 import toktools
-from conftest import read_corpus_sample, ref_vocab_dir
 from toktools.errors import ToktoolsError
-from toktools.presets import WordPieceTokenizer
 from toktools.models.wordpiece.model import dumps_vocab_txt, loads_vocab_txt, read_vocab_txt
+from toktools.presets import WordPieceTokenizer
 
 BERT_TAIL = b"[PAD]\n[CLS]\n[SEP]\n[MASK]\n"  # so that BertWordPieceTokenizer accepts the file
 
@@ -50,7 +51,7 @@ VOCAB_FILES = {
     "cr-only-is-not-a-line-break": b"[UNK]\nhello\rworld\n" + BERT_TAIL,
     "unicode-line-separators-inside": b"[UNK]\na\xe2\x80\xa8b\nc\xc2\x85d\n\xe2\x80\xa8\n##\xe2\x80\xa8\n" + BERT_TAIL,
     "bom-kept": b"\xef\xbb\xbfhello\n[UNK]\n" + BERT_TAIL,
-    "unicode": "[UNK]\n北\n##京\nnaïve\n##é\n😀\nΣ\n".encode("utf-8") + BERT_TAIL,
+    "unicode": "[UNK]\n北\n##京\nnaïve\n##é\n😀\nΣ\n".encode() + BERT_TAIL,
 }
 
 
@@ -197,14 +198,18 @@ def test_saved_vocab_txt_of_a_trained_tokenizer(tmp_path):
 
 @pytest.fixture(scope="module")
 def sample_lines() -> list[str]:
-    return (read_corpus_sample("en_wiki.txt.gz", 60_000, skip_lines=70_000).splitlines()
-            + read_corpus_sample("mixed_sample.txt", 150_000).splitlines()[::5])
+    return (
+        read_corpus_sample("en_wiki.txt.gz", 60_000, skip_lines=70_000).splitlines()
+        + read_corpus_sample("mixed_sample.txt", 150_000).splitlines()[::5]
+    )
 
 
 def assert_same_ids(ours, theirs, lines) -> None:
     for line, b in zip(lines, theirs.encode_batch(lines)):
         a = ours.encode(line)
-        assert (a.ids, a.tokens, [tuple(o) for o in a.offsets]) == (b.ids, b.tokens, [tuple(o) for o in b.offsets]), line[:80]
+        assert (a.ids, a.tokens, [tuple(o) for o in a.offsets]) == (b.ids, b.tokens, [tuple(o) for o in b.offsets]), (
+            line[:80]
+        )
 
 
 @pytest.mark.parametrize("name,lowercase", [("bert-base-uncased", True), ("bert-base-chinese", False)])
@@ -218,8 +223,15 @@ def test_tokenizer_json_byte_identical_to_bert_wordpiece_tokenizer_save(tmp_path
     assert (tmp_path / "ours" / "tokenizer.json").read_bytes() == (tmp_path / "theirs.json").read_bytes()
 
 
-@pytest.mark.parametrize("options", [dict(), dict(lowercase=False), dict(lowercase=True, strip_accents=False),
-                                     dict(lowercase=False, strip_accents=True)])
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(),
+        dict(lowercase=False),
+        dict(lowercase=True, strip_accents=False),
+        dict(lowercase=False, strip_accents=True),
+    ],
+)
 def test_trained_tokenizer_json_loads_in_tokenizers(tmp_path, sample_lines, options):
     """A trained tokenizer (each normaliser variant): the ``tokenizer.json`` we write loads in
     ``Tokenizer.from_file`` with the same normaliser settings and gives the same ids, tokens

@@ -7,6 +7,7 @@ Python, checked against HuggingFace ``tokenizers`` and sentencepiece.
     >>> tok.save("my-vocab")                                             # doctest: +SKIP
     >>> toktools.load("my-vocab").decode(ids)                            # doctest: +SKIP
 """
+
 from __future__ import annotations
 
 import importlib
@@ -38,14 +39,14 @@ _LAZY = {
 __all__ = ["ToktoolsError", "__version__", *_LAZY]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from toktools.io.formats import load
     from toktools.corpus.encode import encode_corpus
+    from toktools.io.formats import load
+    from toktools.io.shipped import shipped_names
     from toktools.presets import bert_wordpiece, byte_level_bpe
     from toktools.pretraining.examples import make_pretraining_data
-    from toktools.io.shipped import shipped_names
     from toktools.tokenizer import Tokenizer
-    from toktools.training.trainers import train, trainer_names
     from toktools.training.pipeline import train_bytebpe, train_unigram, train_wordpiece
+    from toktools.training.trainers import train, trainer_names
 
 
 def __getattr__(name: str) -> Any:

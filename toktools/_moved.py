@@ -8,6 +8,7 @@ through both. Four old modules became packages that keep the old names themselve
 the front doors ``toktools.bpe``, ``toktools.bytelevel`` and ``toktools.wordpiece`` re-export
 their public names; ``toktools.files`` merged into ``toktools.io.outputs``.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -88,8 +89,11 @@ class _AliasLoader(importlib.abc.Loader):
         self.new_name = new_name
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
-        warnings.warn(f"{spec.name} moved to {self.new_name} in toktools 0.2.0; import it from there",
-                      DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            f"{spec.name} moved to {self.new_name} in toktools 0.2.0; import it from there",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return importlib.import_module(self.new_name)
 
     def exec_module(self, module: ModuleType) -> None:
@@ -101,7 +105,9 @@ class _AliasLoader(importlib.abc.Loader):
 class _MovedFinder(importlib.abc.MetaPathFinder):
     """Finds ``toktools.OLD`` for every old name in :data:`MOVED`."""
 
-    def find_spec(self, fullname: str, path: object = None, target: object = None) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: object = None, target: object = None
+    ) -> importlib.machinery.ModuleSpec | None:
         prefix, _, old = fullname.partition(".")
         if prefix != "toktools" or old not in MOVED:
             return None

@@ -22,6 +22,7 @@ Encoding a word (:func:`merge_symbols`): apply the trained merges, lowest rank f
 This module is the front door: it re-exports the public names, and nothing inside toktools
 imports it.
 """
+
 from __future__ import annotations
 
 from toktools.models.bpe.files import (

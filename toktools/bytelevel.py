@@ -16,6 +16,7 @@ Oniguruma build has them.
 This module is the front door: it re-exports the public names, and nothing inside toktools
 imports it.
 """
+
 from __future__ import annotations
 
 from toktools.models.bpe.byte_symbols import (

@@ -4,6 +4,7 @@ No algorithm lives here. Results go to stdout; progress and diagnostics to stder
 :class:`~toktools.errors.ToktoolsError` becomes one readable line on stderr and exit code 1.
 Heavy modules are imported inside the commands so that ``toktools --help`` starts fast.
 """
+
 from __future__ import annotations
 
 import errno
@@ -103,8 +104,17 @@ def _register() -> None:
     """Each command lives in its own module under ``toktools/commands``."""
     from toktools.commands import compare, convert, count, encode, inspect, parity, pretrain, train
 
-    for command in (train.train, count.count, encode.encode, encode.decode, convert.convert, inspect.inspect,
-                    compare.compare, parity.parity, pretrain.pretrain_data):
+    for command in (
+        train.train,
+        count.count,
+        encode.encode,
+        encode.decode,
+        convert.convert,
+        inspect.inspect,
+        compare.compare,
+        parity.parity,
+        pretrain.pretrain_data,
+    ):
         main.add_command(command)
 
 

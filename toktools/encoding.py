@@ -6,14 +6,17 @@ These follow ``tokenizers`` 0.23.3: special tokens are cut out of the raw input 
 added and leaves room for it; padding runs last. The templates themselves are post-processor
 parts (:mod:`toktools.parts.post_processors`).
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Literal, Sequence
+from typing import Literal
 
 import regex
 
 from toktools.errors import ToktoolsError
+
 
 @dataclass
 class Encoding:
@@ -30,7 +33,7 @@ class Encoding:
         return len(self.ids)
 
     @classmethod
-    def merge(cls, parts: Sequence["Encoding"]) -> "Encoding":
+    def merge(cls, parts: Sequence[Encoding]) -> Encoding:
         """The parts one after the other (``Encoding::merge``)."""
         if len(parts) == 1:
             return parts[0]
@@ -42,11 +45,11 @@ class Encoding:
             fields.append(values)
         return cls(*fields)
 
-    def truncated(self, length: int, direction: str = "right") -> "Encoding":
+    def truncated(self, length: int, direction: str = "right") -> Encoding:
         keep = slice(0, length) if direction == "right" else slice(max(len(self.ids) - length, 0), None)
         return Encoding(*(list(getattr(self, name)[keep]) for name in _FIELDS))
 
-    def __add__(self, other: "Encoding") -> "Encoding":
+    def __add__(self, other: Encoding) -> Encoding:
         return Encoding(*(getattr(self, name) + getattr(other, name) for name in _FIELDS))
 
 
@@ -150,7 +153,9 @@ class AddedTokens:
             self._raw = _Matcher({t.content: t for t in self.tokens if not t.normalized})
         return [(text[start:end], start, token) for start, end, token in self._raw.split(text)]
 
-    def split_normalized(self, text: str, normalize: Callable[[str], str] | None) -> list[tuple[int, int, AddedToken | None]]:
+    def split_normalized(
+        self, text: str, normalize: Callable[[str], str] | None
+    ) -> list[tuple[int, int, AddedToken | None]]:
         """Normalised ``text`` as (start, end, ``normalized`` added token or None); each token
         is looked for as its content passed through ``normalize``."""
         if self._normalized is None or self._normalized[0] is not normalize:
@@ -177,7 +182,9 @@ class Truncation:
     strategy: Literal["longest_first", "only_first", "only_second"] = "longest_first"
     direction: Literal["right", "left"] = "right"
 
-    def apply(self, first: Encoding, second: Encoding | None, room_for_specials: int) -> tuple[Encoding, Encoding | None]:
+    def apply(
+        self, first: Encoding, second: Encoding | None, room_for_specials: int
+    ) -> tuple[Encoding, Encoding | None]:
         budget = self.max_length - room_for_specials
         if budget < 0:
             # tokenizers subtracts in unsigned arithmetic: the budget wraps round and nothing is cut

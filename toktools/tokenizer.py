@@ -5,22 +5,38 @@
 
 The parts live in :mod:`toktools.parts`; the usual pipelines are :mod:`toktools.presets`.
 """
+
 from __future__ import annotations
 
 import os
 from array import array
+from collections.abc import Sequence
 from itertools import chain
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from toktools.encoding import _FIELDS, AddedToken, AddedTokens, Encoding, Padding, Truncation
 from toktools.io.outputs import dumps_tokenizer_json, write_files_atomically
 from toktools.parts.base import WHOLE_TEXT, Decoder, Model, Normalizer, Piece, PostProcessor, PreTokenizer, Span, Words
 
 #: Model settings that older code reads from the tokenizer itself (``tokenizer.merges`` …).
-_MODEL_ATTRIBUTES = frozenset({"merges", "merge_map", "unk_token", "unk_id", "continuing_subword_prefix",
-                               "end_of_word_suffix", "prefix", "longest", "max_input_chars_per_word",
-                               "fuse_unk", "byte_fallback", "ignore_merges", "id_to_token_map"})
+_MODEL_ATTRIBUTES = frozenset(
+    {
+        "merges",
+        "merge_map",
+        "unk_token",
+        "unk_id",
+        "continuing_subword_prefix",
+        "end_of_word_suffix",
+        "prefix",
+        "longest",
+        "max_input_chars_per_word",
+        "fuse_unk",
+        "byte_fallback",
+        "ignore_merges",
+        "id_to_token_map",
+    }
+)
 
 
 class Tokenizer:
@@ -103,6 +119,7 @@ class Tokenizer:
 
     def to_tokenizer_json(self) -> dict[str, Any]:
         """The ``tokenizer.json`` document that ``tokenizers.Tokenizer.from_str`` loads."""
+
         def node(part: Any) -> Any:
             return None if part is None else part.to_json()
 
@@ -172,8 +189,15 @@ class Tokenizer:
     def no_truncation(self) -> None:
         self.truncation = None
 
-    def enable_padding(self, length: int | None = None, pad_token: str = "[PAD]", pad_id: int = 0,
-                       direction: str = "right", pad_to_multiple_of: int | None = None, pad_type_id: int = 0) -> None:
+    def enable_padding(
+        self,
+        length: int | None = None,
+        pad_token: str = "[PAD]",
+        pad_id: int = 0,
+        direction: str = "right",
+        pad_to_multiple_of: int | None = None,
+        pad_type_id: int = 0,
+    ) -> None:
         """Pad to ``length`` (or to the longest of a batch). The defaults are ``tokenizers``':
         id 0 and the string ``[PAD]``, whatever the vocabulary (RoBERTa wants ``pad_id=1,
         pad_token="<pad>"``)."""
@@ -222,8 +246,9 @@ class Tokenizer:
             encoding = self.padding.apply(encoding, self.padding.target(len(encoding)))
         return encoding
 
-    def encode_batch(self, inputs: Sequence[str | tuple[str, str]], add_special_tokens: bool = True,
-                     workers: int | None = None) -> list[Encoding]:
+    def encode_batch(
+        self, inputs: Sequence[str | tuple[str, str]], add_special_tokens: bool = True, workers: int | None = None
+    ) -> list[Encoding]:
         """Encode many texts (or ``(a, b)`` pairs); with padding, to the longest of the batch.
 
         Large batches are split over ``workers`` processes (default: every core, as
@@ -242,7 +267,9 @@ class Tokenizer:
             encodings = [self.padding.apply(e, target) for e in encodings]
         return encodings
 
-    def _encode_unpadded_batch(self, inputs: Sequence[str | tuple[str, str]], add_special_tokens: bool) -> list[Encoding]:
+    def _encode_unpadded_batch(
+        self, inputs: Sequence[str | tuple[str, str]], add_special_tokens: bool
+    ) -> list[Encoding]:
         encodings = []
         for item in inputs:
             text, pair = (item, None) if isinstance(item, str) else item
@@ -266,8 +293,15 @@ class Tokenizer:
 
     def added_tokens_json(self) -> list[dict[str, Any]]:
         return [
-            {"id": t.id, "content": t.content, "single_word": t.single_word, "lstrip": t.lstrip, "rstrip": t.rstrip,
-             "normalized": t.normalized, "special": t.special}
+            {
+                "id": t.id,
+                "content": t.content,
+                "single_word": t.single_word,
+                "lstrip": t.lstrip,
+                "rstrip": t.rstrip,
+                "normalized": t.normalized,
+                "special": t.special,
+            }
             for t in sorted(self.added.tokens, key=lambda t: t.id)
         ]
 
@@ -275,16 +309,25 @@ class Tokenizer:
         if self.truncation is None:
             return None
         strategy = {"longest_first": "LongestFirst", "only_first": "OnlyFirst", "only_second": "OnlySecond"}
-        return {"direction": self.truncation.direction.capitalize(), "max_length": self.truncation.max_length,
-                "strategy": strategy[self.truncation.strategy], "stride": 0}
+        return {
+            "direction": self.truncation.direction.capitalize(),
+            "max_length": self.truncation.max_length,
+            "strategy": strategy[self.truncation.strategy],
+            "stride": 0,
+        }
 
     def padding_json(self) -> dict[str, Any] | None:
         if self.padding is None:
             return None
         p = self.padding
-        return {"strategy": {"Fixed": p.length} if p.length is not None else "BatchLongest",
-                "direction": p.direction.capitalize(), "pad_to_multiple_of": p.pad_to_multiple_of,
-                "pad_id": p.pad_id, "pad_type_id": p.pad_type_id, "pad_token": p.pad_token}
+        return {
+            "strategy": {"Fixed": p.length} if p.length is not None else "BatchLongest",
+            "direction": p.direction.capitalize(),
+            "pad_to_multiple_of": p.pad_to_multiple_of,
+            "pad_id": p.pad_id,
+            "pad_type_id": p.pad_type_id,
+            "pad_token": p.pad_token,
+        }
 
 
 def _check_text(*texts: str | None) -> None:
@@ -298,8 +341,9 @@ def _check_text(*texts: str | None) -> None:
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as err:
-            raise TypeError(f"text is not valid Unicode: lone surrogate U+{ord(text[err.start]):04X} "
-                            f"at position {err.start}") from None
+            raise TypeError(
+                f"text is not valid Unicode: lone surrogate U+{ord(text[err.start]):04X} at position {err.start}"
+            ) from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -324,8 +368,16 @@ def _encode_chunk(chunk: Sequence[str | tuple[str, str]], add_special_tokens: bo
     packed = []
     for e in tokenizer._encode_unpadded_batch(chunk, add_special_tokens):
         odd = [(i, e.tokens[i]) for i, token_id in enumerate(e.ids) if token_id in stripping] if stripping else []
-        packed.append((array("q", e.ids).tobytes(), array("q", chain.from_iterable(e.offsets)).tobytes(),
-                       bytes(e.type_ids), bytes(e.attention_mask), bytes(e.special_tokens_mask), odd))
+        packed.append(
+            (
+                array("q", e.ids).tobytes(),
+                array("q", chain.from_iterable(e.offsets)).tobytes(),
+                bytes(e.type_ids),
+                bytes(e.attention_mask),
+                bytes(e.special_tokens_mask),
+                odd,
+            )
+        )
     return packed
 
 
@@ -356,7 +408,9 @@ class _PackedEncoding(Encoding):
             flat = array("q", offsets_raw).tolist()
             value = list(zip(flat[0::2], flat[1::2]))
         else:
-            value = list({"type_ids": type_raw, "attention_mask": attention_raw, "special_tokens_mask": special_raw}[name])
+            value = list(
+                {"type_ids": type_raw, "attention_mask": attention_raw, "special_tokens_mask": special_raw}[name]
+            )
         self.__dict__[name] = value
         return value
 
@@ -368,8 +422,9 @@ class _PackedEncoding(Encoding):
     __hash__ = None  # type: ignore[assignment]  # mutable, like Encoding
 
 
-def _encode_in_processes(tokenizer: Tokenizer, inputs: Sequence[str | tuple[str, str]], add_special_tokens: bool,
-                         workers: int) -> list[Encoding]:
+def _encode_in_processes(
+    tokenizer: Tokenizer, inputs: Sequence[str | tuple[str, str]], add_special_tokens: bool, workers: int
+) -> list[Encoding]:
     """Encode in forked worker processes that inherit the tokenizer (no pickling of the model);
     chunks come back in order, so the result is the same as a single process's."""
     import multiprocessing

@@ -15,6 +15,7 @@
 This module is the front door: it re-exports the public names, and nothing inside toktools
 imports it.
 """
+
 from __future__ import annotations
 
 from toktools.models.wordpiece.model import (

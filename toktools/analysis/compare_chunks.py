@@ -1,14 +1,16 @@
 """One chunk of a corpus comparison: the documents of some text, and every tokenizer's
 statistics on them (the unit of work of a local worker process or of a Dask task).
 """
+
 from __future__ import annotations
 
 import heapq
 import json
-from typing import Any, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
-from toktools.errors import ToktoolsError
 from toktools.analysis.segstats import Document, SegmentStats, Tally
+from toktools.errors import ToktoolsError
 
 #: Text per chunk of work (one task of a worker process).
 CHUNK_CHARS = 256 * 1024
@@ -25,8 +27,9 @@ Candidate = tuple[float, int, int, Located, str]
 Item = tuple[int, Located, str]  # (document index, where, text)
 
 
-def documents_of(chunks: Iterable[str], path: str, json_field: str | None = None,
-                 first_line: int = 1) -> Iterator[tuple[int, str]]:
+def documents_of(
+    chunks: Iterable[str], path: str, json_field: str | None = None, first_line: int = 1
+) -> Iterator[tuple[int, str]]:
     """``(line number, document)`` of text chunks of whole lines, the first line numbered
     ``first_line``: the rule of :func:`toktools.analysis.corpus_compare.iter_documents` for one source (or one block of it)."""
     number = first_line - 1
@@ -72,8 +75,9 @@ def _score(facts: Sequence[tuple[list[int], set[tuple[int, int]]]]) -> tuple[int
     return score, total
 
 
-def process_chunk(chunk: list[Item], tokenizers: Sequence[Any], show: int,
-                  facts_cache: dict[int, Any]) -> tuple[list[SegmentStats], list[Candidate]]:
+def process_chunk(
+    chunk: list[Item], tokenizers: Sequence[Any], show: int, facts_cache: dict[int, Any]
+) -> tuple[list[SegmentStats], list[Candidate]]:
     """The statistics per tokenizer and the chunk's
     ``show`` most disputed documents. ``facts_cache`` keeps each tokenizer's token facts
     (index → :class:`~toktools.analysis.segstats._TokenFacts`) from chunk to chunk."""

@@ -8,30 +8,33 @@ and only the ``show`` documents where the tokenizers disagree most are kept (a b
 to be aligned at the end. Time is linear in the corpus: the disagreement score of a document
 is a set difference of token ends, and the alignment (see :mod:`toktools.analysis.report`) is linear too.
 """
+
 from __future__ import annotations
 
 import heapq
 import random
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping, Sequence
-
-from toktools.corpus import reading as corpus
+from typing import Any
 
 from toktools.analysis import token_view
-from toktools.errors import ToktoolsError
-from toktools.analysis.report import Alignment, _align, _items, render_metrics_plain
 from toktools.analysis.compare_chunks import Candidate, Item, Located, chunked, documents_of, process_chunk
+from toktools.analysis.report import Alignment, _align, _items, render_metrics_plain
 from toktools.analysis.segstats import SegmentStats
+from toktools.corpus import reading as corpus
+from toktools.errors import ToktoolsError
 
 __all__ = ["CorpusComparison", "ShownLine", "compare_corpus", "iter_documents"]
 
 ProgressCallback = Callable[[int, int], None]
 
 
-
-def iter_documents(sources: Sequence[corpus.CorpusSource], json_field: str | None = None,
-                   errors: corpus.ErrorPolicy = "strict",
-                   progress: ProgressCallback | None = None) -> Iterator[tuple[Located, str]]:
+def iter_documents(
+    sources: Sequence[corpus.CorpusSource],
+    json_field: str | None = None,
+    errors: corpus.ErrorPolicy = "strict",
+    progress: ProgressCallback | None = None,
+) -> Iterator[tuple[Located, str]]:
     """``((path, line number), text)`` of every document: non-blank lines without their line
     ending (``\n`` or ``\r\n``), or with ``json_field`` the field of each JSON Lines record
     (one record is one document, newlines inside it included). Progress is in bytes read over
@@ -86,8 +89,13 @@ class ShownLine:
     alignment: Alignment
 
     def to_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "line": self.line, "differing": self.differing, "share": self.share,
-                "alignment": self.alignment.to_dict()}
+        return {
+            "source": self.source,
+            "line": self.line,
+            "differing": self.differing,
+            "share": self.share,
+            "alignment": self.alignment.to_dict(),
+        }
 
 
 @dataclass
@@ -101,9 +109,12 @@ class CorpusComparison:
     shown: list[ShownLine] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"sources": self.sources, "sample": self.sampled,
-                "metrics": {name: m.to_dict() for name, m in self.metrics.items()},
-                "shown": [s.to_dict() for s in self.shown]}
+        return {
+            "sources": self.sources,
+            "sample": self.sampled,
+            "metrics": {name: m.to_dict() for name, m in self.metrics.items()},
+            "shown": [s.to_dict() for s in self.shown],
+        }
 
     def render_plain(self, width: int | None = None, byte_view: bool = False) -> str:
         parts = []
@@ -113,8 +124,11 @@ class CorpusComparison:
             legend = index == len(self.shown) - 1
             parts.append(title + "\n" + shown.alignment.render_plain(width, byte_view, legend=legend))
         first = next(iter(self.metrics.values()), None)
-        what = (f"{first.documents} documents, {first.words} words, {first.characters} characters"
-                if first is not None else "no documents")
+        what = (
+            f"{first.documents} documents, {first.words} words, {first.characters} characters"
+            if first is not None
+            else "no documents"
+        )
         if self.sampled is not None:
             what += f" (a sample of {self.sampled} spread over the corpus)"
         parts.append(what + "\n\n" + render_metrics_plain(self.metrics, lengths=True))
@@ -122,8 +136,9 @@ class CorpusComparison:
 
 
 #: What forked workers inherit: the tokenizers (no truncation) and how many lines to keep.
-_job: "tuple[list[Any], int] | None" = None
+_job: tuple[list[Any], int] | None = None
 _worker_facts: dict[int, Any] = {}
+
 
 def _process(chunk: list[Item]) -> tuple[list[SegmentStats], list[Candidate]]:
     """Encode one chunk of documents with every tokenizer and count it: the statistics per
@@ -159,10 +174,18 @@ def _run(chunks: Iterator[list[Item]], workers: int) -> Iterator[tuple[list[Segm
             yield result.result()
 
 
-def compare_corpus(tokenizers: Mapping[str, Any] | Sequence[tuple[str, Any]], paths: Sequence[str], *,
-                   json_field: str | None = None, errors: corpus.ErrorPolicy = "strict", show: int = 0,
-                   sample: int | None = None, workers: int | None = None,
-                   progress: ProgressCallback | None = None, cluster: Any = None) -> CorpusComparison:
+def compare_corpus(
+    tokenizers: Mapping[str, Any] | Sequence[tuple[str, Any]],
+    paths: Sequence[str],
+    *,
+    json_field: str | None = None,
+    errors: corpus.ErrorPolicy = "strict",
+    show: int = 0,
+    sample: int | None = None,
+    workers: int | None = None,
+    progress: ProgressCallback | None = None,
+    cluster: Any = None,
+) -> CorpusComparison:
     """Statistics of every tokenizer on the corpus ``paths`` (files, directories, globs, ``-``;
     plain or compressed), read once; ``show`` keeps the documents where the largest share of
     token boundaries differ (ties: more differing boundaries, then the earlier document) and
@@ -181,8 +204,9 @@ def compare_corpus(tokenizers: Mapping[str, Any] | Sequence[tuple[str, Any]], pa
         raise ToktoolsError("give at least one tokenizer to compare")
     plain = [(name, token_view.without_truncation(tok)) for name, tok in items]
     if cluster is not None:
-        return _compare_on_cluster(plain, paths, cluster, json_field=json_field, errors=errors, show=show,
-                                   sample=sample, progress=progress)
+        return _compare_on_cluster(
+            plain, paths, cluster, json_field=json_field, errors=errors, show=show, sample=sample, progress=progress
+        )
     sources = corpus.expand_sources(list(paths))
     documents = iter_documents(sources, json_field, errors, progress)
     if sample is not None:
@@ -205,8 +229,13 @@ def compare_corpus(tokenizers: Mapping[str, Any] | Sequence[tuple[str, Any]], pa
     return _comparison(plain, totals, best, [s.path for s in sources], sample)
 
 
-def _comparison(plain: Sequence[tuple[str, Any]], totals: Sequence[SegmentStats], best: Sequence[Candidate],
-                sources: list[str], sample: int | None) -> CorpusComparison:
+def _comparison(
+    plain: Sequence[tuple[str, Any]],
+    totals: Sequence[SegmentStats],
+    best: Sequence[Candidate],
+    sources: list[str],
+    sample: int | None,
+) -> CorpusComparison:
     metrics = {name: total for (name, _), total in zip(plain, totals)}
     shown = []
     for share, differing, _, (source, line), text in best:
@@ -215,15 +244,23 @@ def _comparison(plain: Sequence[tuple[str, Any]], totals: Sequence[SegmentStats]
     return CorpusComparison(sources, sample, metrics, shown)
 
 
-def _compare_on_cluster(plain: Sequence[tuple[str, Any]], paths: Sequence[str], cluster: Any, *,
-                        json_field: str | None, errors: str, show: int, sample: int | None,
-                        progress: ProgressCallback | None) -> CorpusComparison:
+def _compare_on_cluster(
+    plain: Sequence[tuple[str, Any]],
+    paths: Sequence[str],
+    cluster: Any,
+    *,
+    json_field: str | None,
+    errors: str,
+    show: int,
+    sample: int | None,
+    progress: ProgressCallback | None,
+) -> CorpusComparison:
     """:func:`compare_corpus` on a Dask cluster (see :mod:`toktools.cluster.compare`)."""
     from contextlib import nullcontext
 
     from toktools.cluster import blocks as distributed
-    from toktools.cluster.settings import DEFAULT_BLOCK_BYTES, as_cluster
     from toktools.cluster.compare import compare_on_cluster
+    from toktools.cluster.settings import DEFAULT_BLOCK_BYTES, as_cluster
 
     if sample is not None:
         raise ToktoolsError("a sample is read here, not on a cluster: drop the sample or the cluster")
@@ -239,6 +276,13 @@ def _compare_on_cluster(plain: Sequence[tuple[str, Any]], paths: Sequence[str], 
     tokenizers = [tok for _, tok in plain]
     with connection as client:
         totals, best, sources = compare_on_cluster(
-            client, tokenizers, list(paths), show=show, json_field=json_field, errors=errors,
-            block_bytes=distributed.balanced_block_bytes(client, list(paths), largest), progress=progress)
+            client,
+            tokenizers,
+            list(paths),
+            show=show,
+            json_field=json_field,
+            errors=errors,
+            block_bytes=distributed.balanced_block_bytes(client, list(paths), largest),
+            progress=progress,
+        )
     return _comparison(plain, totals, best, sources, sample)

@@ -4,13 +4,15 @@ matplotlib is an optional extra (``pip install 'toktools[plot]'``); without it t
 so in one line. The figure format follows the file name (.png, .svg, .pdf). Files are written
 atomically.
 """
+
 from __future__ import annotations
 
 import math
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from toktools.errors import ToktoolsError
 
@@ -86,7 +88,7 @@ def _grouped_bars(axis: Any, series: Mapping[str, list[float]], labels: list[str
     axis.set_xticklabels(labels)
 
 
-def plot_comparison(metrics: Mapping[str, "SegmentStats"], path: str | Path) -> Path:
+def plot_comparison(metrics: Mapping[str, SegmentStats], path: str | Path) -> Path:
     """Three panels, one series per tokenizer: the distribution of sequence lengths per
     document (log scale, special tokens included) with the 512 line; the share of words cut
     into 1, 2, … tokens; the share of tokens by length in characters (byte pieces at 0)."""
@@ -101,8 +103,14 @@ def plot_comparison(metrics: Mapping[str, "SegmentStats"], path: str | Path) -> 
     for name, m in metrics.items():
         if m.sequence_lengths:
             p99 = m.length_percentile(99)
-            lengths.hist(list(m.sequence_lengths), bins=edges, weights=list(m.sequence_lengths.values()),
-                         histtype="step", linewidth=1.6, label=f"{name} (p50 {m.length_percentile(50)}, p99 {p99})")
+            lengths.hist(
+                list(m.sequence_lengths),
+                bins=edges,
+                weights=list(m.sequence_lengths.values()),
+                histtype="step",
+                linewidth=1.6,
+                label=f"{name} (p50 {m.length_percentile(50)}, p99 {p99})",
+            )
     lengths.axvline(512, color="black", linestyle="--", linewidth=1)
     lengths.text(512, 0.97, " 512", transform=lengths.get_xaxis_transform(), va="top")
     lengths.set_xscale("log")
@@ -140,7 +148,7 @@ def plot_comparison(metrics: Mapping[str, "SegmentStats"], path: str | Path) -> 
     return path
 
 
-def plot_vocab(stats: "VocabStats", path: str | Path, name: str = "") -> Path:
+def plot_vocab(stats: VocabStats, path: str | Path, name: str = "") -> Path:
     """Two panels: vocabulary entries by length in characters (and byte pieces), and the script
     mix of the vocabulary (the ten largest scripts; the rest as "other")."""
     plt = require_matplotlib()

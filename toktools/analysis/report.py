@@ -24,29 +24,46 @@ Definitions used throughout (they matter for the numbers):
   ``tokenizer.json`` may carry ``truncation: 50`` or ``padding: Fixed(128)``; metrics must see the
   whole text and nothing else). The tokenizer passed in is not modified.
 """
+
 from __future__ import annotations
 
 import bisect
 import math
 import unicodedata
 from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
-from toktools.models.bpe.bytelevel import BYTE_TO_SYMBOL, SYMBOL_TO_BYTE, text_to_symbols
 from toktools.analysis import token_view
-from toktools.errors import ToktoolsError
 from toktools.analysis.segstats import Document, SegmentStats, Tally
+from toktools.errors import ToktoolsError
+from toktools.models.bpe.bytelevel import BYTE_TO_SYMBOL, SYMBOL_TO_BYTE, text_to_symbols
 from toktools.tokenizer import Tokenizer
 
 __all__ = [
-    "ScriptName", "script_of_char", "script_of_text",
-    "TokenEntry", "VocabStats", "vocab_stats",
-    "MergeNode", "TokenInfo", "token_info", "merge_tree",
-    "UsageStats", "corpus_usage",
-    "Metrics", "segment_metrics",
-    "TokenSpan", "SegmentationRow", "DiffSpan", "Alignment", "align_segmentations",
-    "Comparison", "compare", "render_metrics_plain",
+    "ScriptName",
+    "script_of_char",
+    "script_of_text",
+    "TokenEntry",
+    "VocabStats",
+    "vocab_stats",
+    "MergeNode",
+    "TokenInfo",
+    "token_info",
+    "merge_tree",
+    "UsageStats",
+    "corpus_usage",
+    "Metrics",
+    "segment_metrics",
+    "TokenSpan",
+    "SegmentationRow",
+    "DiffSpan",
+    "Alignment",
+    "align_segmentations",
+    "Comparison",
+    "compare",
+    "render_metrics_plain",
 ]
 
 ScriptName = str
@@ -59,9 +76,15 @@ ScriptName = str
 #: digits, punctuation, symbols, spaces and controls are "Common" by their general category
 #: first, so the ASCII punctuation inside "Basic Latin" never counts as Latin.
 _SCRIPT_RANGES: tuple[tuple[int, int, str], ...] = (
-    (0x0041, 0x005A, "Latin"), (0x0061, 0x007A, "Latin"), (0x00AA, 0x00AA, "Latin"), (0x00B5, 0x00B5, "Common"),
+    (0x0041, 0x005A, "Latin"),
+    (0x0061, 0x007A, "Latin"),
+    (0x00AA, 0x00AA, "Latin"),
+    (0x00B5, 0x00B5, "Common"),
     (0x00BA, 0x00BA, "Latin"),
-    (0x00C0, 0x024F, "Latin"), (0x0250, 0x02B8, "Latin"), (0x02B9, 0x02DF, "Common"), (0x02E0, 0x02E4, "Latin"),
+    (0x00C0, 0x024F, "Latin"),
+    (0x0250, 0x02B8, "Latin"),
+    (0x02B9, 0x02DF, "Common"),
+    (0x02E0, 0x02E4, "Latin"),
     (0x02E5, 0x02FF, "Common"),
     (0x0300, 0x036F, "Inherited"),
     (0x0370, 0x03FF, "Greek"),
@@ -107,7 +130,10 @@ _SCRIPT_RANGES: tuple[tuple[int, int, str], ...] = (
     (0x2D00, 0x2D2F, "Georgian"),
     (0x2DE0, 0x2DFF, "Cyrillic"),
     (0x2E80, 0x2FDF, "Han"),
-    (0x3005, 0x3005, "Han"), (0x3007, 0x3007, "Han"), (0x3021, 0x3029, "Han"), (0x3038, 0x303B, "Han"),
+    (0x3005, 0x3005, "Han"),
+    (0x3007, 0x3007, "Han"),
+    (0x3021, 0x3029, "Han"),
+    (0x3038, 0x303B, "Han"),
     (0x3040, 0x309F, "Hiragana"),
     (0x30A0, 0x30FF, "Katakana"),
     (0x3100, 0x312F, "Bopomofo"),
@@ -130,7 +156,8 @@ _SCRIPT_RANGES: tuple[tuple[int, int, str], ...] = (
     (0xFE00, 0xFE0F, "Inherited"),
     (0xFE20, 0xFE2F, "Inherited"),
     (0xFE70, 0xFEFF, "Arabic"),
-    (0xFF21, 0xFF3A, "Latin"), (0xFF41, 0xFF5A, "Latin"),
+    (0xFF21, 0xFF3A, "Latin"),
+    (0xFF41, 0xFF5A, "Latin"),
     (0xFF66, 0xFF9F, "Katakana"),
     (0xFFA0, 0xFFDC, "Hangul"),
     (0x1B000, 0x1B0FF, "Hiragana"),
@@ -288,15 +315,19 @@ class ScoreStats:
     lowest: list[TokenEntry]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"min": self.min, "max": self.max, "mean": self.mean,
-                "highest": [e.to_dict() for e in self.highest], "lowest": [e.to_dict() for e in self.lowest]}
+        return {
+            "min": self.min,
+            "max": self.max,
+            "mean": self.mean,
+            "highest": [e.to_dict() for e in self.highest],
+            "lowest": [e.to_dict() for e in self.lowest],
+        }
 
     def render_lines(self) -> list[str]:
         def row(e: TokenEntry) -> str:
             return f"  {e.id:>7}  {e.score:>12.6f}  «{token_view.escape_text(e.surface if e.surface is not None else e.token)}»"
 
-        lines = ["", f"scores          {self.min:.6f} to {self.max:.6f}, mean {self.mean:.6f}",
-                 "", "highest scores"]
+        lines = ["", f"scores          {self.min:.6f} to {self.max:.6f}, mean {self.mean:.6f}", "", "highest scores"]
         lines += [row(e) for e in self.highest]
         lines += ["", "lowest scores"]
         lines += [row(e) for e in self.lowest]
@@ -326,20 +357,26 @@ class EmbeddingCost:
         return self.full(768) / BERT_BASE_PARAMETERS
 
     def to_dict(self) -> dict[str, Any]:
-        return _jsonable({"vocab_size": self.vocab_size,
-                          "full": {"768": self.full(768), "1024": self.full(1024)},
-                          "albert_e128": {"768": self.factorised(768), "1024": self.factorised(1024)},
-                          "bert_base_share": self.bert_base_share})
+        return _jsonable(
+            {
+                "vocab_size": self.vocab_size,
+                "full": {"768": self.full(768), "1024": self.full(1024)},
+                "albert_e128": {"768": self.factorised(768), "1024": self.factorised(1024)},
+                "bert_base_share": self.bert_base_share,
+            }
+        )
 
     def render_lines(self) -> list[str]:
         def m(n: int) -> str:
             return f"{n / 1e6:.1f}M"
 
-        return [f"embedding       V×H = {m(self.full(768))} at H=768, {m(self.full(1024))} at H=1024 "
-                f"(V = {self.vocab_size})",
-                f"                ALBERT V×E + E×H at E=128: {m(self.factorised(768))} at H=768, "
-                f"{m(self.factorised(1024))} at H=1024",
-                f"                V×768 is {self.bert_base_share:.1%} of BERT-base's 110M parameters"]
+        return [
+            f"embedding       V×H = {m(self.full(768))} at H=768, {m(self.full(1024))} at H=1024 "
+            f"(V = {self.vocab_size})",
+            f"                ALBERT V×E + E×H at E=128: {m(self.factorised(768))} at H=768, "
+            f"{m(self.factorised(1024))} at H=1024",
+            f"                V×768 is {self.bert_base_share:.1%} of BERT-base's 110M parameters",
+        ]
 
 
 @dataclass
@@ -376,9 +413,11 @@ class VocabStats:
 
     def render_plain(self, bar_width: int = 40) -> str:
         """The statistics as plain text (what ``inspect`` prints without colour)."""
-        lines = [f"kind            {self.kind}",
-                 f"vocabulary      {self.vocab_size} ({self.model_vocab_size} in the model, {self.added_tokens} added)",
-                 "special tokens  " + (", ".join(f"{c} ({i})" for c, i in self.special_tokens) or "-")]
+        lines = [
+            f"kind            {self.kind}",
+            f"vocabulary      {self.vocab_size} ({self.model_vocab_size} in the model, {self.added_tokens} added)",
+            "special tokens  " + (", ".join(f"{c} ({i})" for c, i in self.special_tokens) or "-"),
+        ]
         if self.byte_symbols_present is not None:
             missing = f", missing {' '.join(self.missing_bytes)}" if self.missing_bytes else ""
             lines.append(f"alphabet        {self.byte_symbols_present} of 256 byte symbols{missing}")
@@ -397,35 +436,40 @@ class VocabStats:
         lines += ["", "scripts"]
         lines += _bars(self.scripts, bar_width, total=self.counted)
         lines += ["", "longest tokens"]
-        lines += [f"  {e.id:>7}  {e.chars:>3} chars  {e.bytes:>3} bytes  "
-                  + (f"score {e.score:>10.4f}  " if e.score is not None else "")
-                  + f"«{token_view.escape_text(e.surface or '')}»" for e in self.longest]
+        lines += [
+            f"  {e.id:>7}  {e.chars:>3} chars  {e.bytes:>3} bytes  "
+            + (f"score {e.score:>10.4f}  " if e.score is not None else "")
+            + f"«{token_view.escape_text(e.surface or '')}»"
+            for e in self.longest
+        ]
         if self.scores is not None:
             lines += self.scores.render_lines()
         return "\n".join(lines) + "\n"
 
     def to_dict(self) -> dict[str, Any]:
-        return _jsonable({
-            "kind": self.kind,
-            "vocab_size": self.vocab_size,
-            "model_vocab_size": self.model_vocab_size,
-            "added_tokens": self.added_tokens,
-            "special_tokens": [{"content": c, "id": i} for c, i in self.special_tokens],
-            "counted": self.counted,
-            "alphabet_size": self.alphabet_size,
-            "alphabet": self.alphabet,
-            "byte_symbols_present": self.byte_symbols_present,
-            "missing_bytes": self.missing_bytes,
-            "continuation_tokens": self.continuation_tokens,
-            "continuation_share": self.continuation_share,
-            "partial_byte_tokens": self.partial_byte_tokens,
-            "length_chars": self.length_chars,
-            "length_bytes": self.length_bytes,
-            "scripts": self.scripts,
-            "longest": [e.to_dict() for e in self.longest],
-            "embedding": self.embedding.to_dict() if self.embedding is not None else None,
-            **({"scores": self.scores.to_dict()} if self.scores is not None else {}),
-        })
+        return _jsonable(
+            {
+                "kind": self.kind,
+                "vocab_size": self.vocab_size,
+                "model_vocab_size": self.model_vocab_size,
+                "added_tokens": self.added_tokens,
+                "special_tokens": [{"content": c, "id": i} for c, i in self.special_tokens],
+                "counted": self.counted,
+                "alphabet_size": self.alphabet_size,
+                "alphabet": self.alphabet,
+                "byte_symbols_present": self.byte_symbols_present,
+                "missing_bytes": self.missing_bytes,
+                "continuation_tokens": self.continuation_tokens,
+                "continuation_share": self.continuation_share,
+                "partial_byte_tokens": self.partial_byte_tokens,
+                "length_chars": self.length_chars,
+                "length_bytes": self.length_bytes,
+                "scripts": self.scripts,
+                "longest": [e.to_dict() for e in self.longest],
+                "embedding": self.embedding.to_dict() if self.embedding is not None else None,
+                **({"scores": self.scores.to_dict()} if self.scores is not None else {}),
+            }
+        )
 
 
 def vocab_stats(tokenizer: Tokenizer, top: int = 20) -> VocabStats:
@@ -459,7 +503,9 @@ def vocab_stats(tokenizer: Tokenizer, top: int = 20) -> VocabStats:
         scripts[_script_of_surface(s)] += 1
         continuation += s.continuation
         if score is not None:
-            scored.append(TokenEntry(token_id, token, s.text, len(s.text) if s.text is not None else None, len(s.raw), score))
+            scored.append(
+                TokenEntry(token_id, token, s.text, len(s.text) if s.text is not None else None, len(s.raw), score)
+            )
         if s.text is None:
             partial += 1
         else:
@@ -482,8 +528,13 @@ def vocab_stats(tokenizer: Tokenizer, top: int = 20) -> VocabStats:
     if scored:
         values = [e.score for e in scored]
         by_score = sorted(scored, key=lambda e: (-e.score, e.id))  # type: ignore[operator]
-        scores = ScoreStats(min(values), max(values), math.fsum(values) / len(values),  # type: ignore[arg-type]
-                            by_score[:top], by_score[::-1][:top])
+        scores = ScoreStats(
+            min(values),
+            max(values),
+            math.fsum(values) / len(values),  # type: ignore[arg-type]
+            by_score[:top],
+            by_score[::-1][:top],
+        )
     return VocabStats(
         kind=token_view.family(tokenizer),
         vocab_size=tokenizer.vocab_size,
@@ -496,8 +547,11 @@ def vocab_stats(tokenizer: Tokenizer, top: int = 20) -> VocabStats:
         byte_symbols_present=byte_symbols_present,
         missing_bytes=missing,
         continuation_tokens=continuation,
-        continuation_share=(None if bytelevel and not token_view.view(tokenizer).continuing_subword_prefix
-                            else _ratio(continuation, counted)),
+        continuation_share=(
+            None
+            if bytelevel and not token_view.view(tokenizer).continuing_subword_prefix
+            else _ratio(continuation, counted)
+        ),
         partial_byte_tokens=partial,
         length_chars=dict(sorted(length_chars.items())),
         length_bytes=dict(sorted(length_bytes.items())),
@@ -524,14 +578,14 @@ class MergeNode:
     rank: int | None
     hex: str
     readable: str = ""
-    left: "MergeNode | None" = None
-    right: "MergeNode | None" = None
+    left: MergeNode | None = None
+    right: MergeNode | None = None
 
     @property
-    def children(self) -> list["MergeNode"]:
+    def children(self) -> list[MergeNode]:
         return [c for c in (self.left, self.right) if c is not None]
 
-    def leaves(self) -> list["MergeNode"]:
+    def leaves(self) -> list[MergeNode]:
         """The leaves from left to right (their tokens concatenate to this token)."""
         if not self.children:
             return [self]
@@ -541,16 +595,22 @@ class MergeNode:
         return 1 + max((c.depth() for c in self.children), default=0)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"token": self.token, "readable": self.readable, "id": self.id, "rank": self.rank, "hex": self.hex,
-                "children": [c.to_dict() for c in self.children]}
+        return {
+            "token": self.token,
+            "readable": self.readable,
+            "id": self.id,
+            "rank": self.rank,
+            "hex": self.hex,
+            "children": [c.to_dict() for c in self.children],
+        }
 
     def render(self) -> str:
         """A plain-text tree, one node a line::
 
-            ĠHello  id 18435  merge 18171  (20 48 65 6C 6C 6F)
-            ├── ĠH  id 367  merge 258  (20 48)
-            │   ├── Ġ  id 220  byte 20
-            ...
+        ĠHello  id 18435  merge 18171  (20 48 65 6C 6C 6F)
+        ├── ĠH  id 367  merge 258  (20 48)
+        │   ├── Ġ  id 220  byte 20
+        ...
         """
         lines: list[str] = []
 
@@ -597,23 +657,40 @@ class TokenInfo:
     score: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "token": self.token, "kind": self.kind, "readable": self.readable,
-                "special": self.special, "added": self.added,
-                "continuation": self.continuation, "surface": self.surface, "hex": self.hex, "bytes": self.bytes,
-                "chars": self.chars, "byte_symbols": self.byte_symbols, "script": self.script,
-                "merge_tree": self.merge_tree.to_dict() if self.merge_tree is not None else None,
-                "note": self.note, **({"score": self.score} if self.score is not None else {})}
+        return {
+            "id": self.id,
+            "token": self.token,
+            "kind": self.kind,
+            "readable": self.readable,
+            "special": self.special,
+            "added": self.added,
+            "continuation": self.continuation,
+            "surface": self.surface,
+            "hex": self.hex,
+            "bytes": self.bytes,
+            "chars": self.chars,
+            "byte_symbols": self.byte_symbols,
+            "script": self.script,
+            "merge_tree": self.merge_tree.to_dict() if self.merge_tree is not None else None,
+            "note": self.note,
+            **({"score": self.score} if self.score is not None else {}),
+        }
 
     def render_plain(self) -> str:
-        flags = [name for name, on in (("special", self.special), ("added", self.added),
-                                       ("continuation", self.continuation)) if on]
-        lines = [f"token         {self.token}" + (f"  ({', '.join(flags)})" if flags else ""),
-                 f"reads as      {self.readable}",
-                 f"id            {self.id}",
-                 f"surface       {self.surface!r}" if self.surface is not None else "surface       (partial UTF-8 bytes)",
-                 f"bytes         {self.hex}  ({self.bytes} bytes)",
-                 f"byte symbols  {self.byte_symbols}",
-                 f"script        {self.script}"]
+        flags = [
+            name
+            for name, on in (("special", self.special), ("added", self.added), ("continuation", self.continuation))
+            if on
+        ]
+        lines = [
+            f"token         {self.token}" + (f"  ({', '.join(flags)})" if flags else ""),
+            f"reads as      {self.readable}",
+            f"id            {self.id}",
+            f"surface       {self.surface!r}" if self.surface is not None else "surface       (partial UTF-8 bytes)",
+            f"bytes         {self.hex}  ({self.bytes} bytes)",
+            f"byte symbols  {self.byte_symbols}",
+            f"script        {self.script}",
+        ]
         if self.score is not None:
             lines.append(f"score         {self.score!r}")
         if self.note:
@@ -627,9 +704,15 @@ def merge_tree(tokenizer: Tokenizer, token: str) -> MergeNode:
     """How BPE built ``token``: the merge ``(a, b)`` with ``a + b == token`` of lowest rank (the
     one that created it while training), then the same for ``a`` and ``b``, down to tokens no
     merge produced (the byte symbols)."""
+
     def build(t: str) -> MergeNode:
-        node = MergeNode(t, tokenizer.token_to_id(t), None, _hex(token_view.token_bytes(tokenizer, t)),
-                         token_view.readable(tokenizer, t))
+        node = MergeNode(
+            t,
+            tokenizer.token_to_id(t),
+            None,
+            _hex(token_view.token_bytes(tokenizer, t)),
+            token_view.readable(tokenizer, t),
+        )
         found = token_view.merge_of(tokenizer, t)
         if found is not None:
             node.rank = found[0]
@@ -680,8 +763,11 @@ def token_info(tokenizer: Tokenizer, token_or_id: int | str) -> TokenInfo:
         symbols = text_to_symbols(token_or_id)
         if symbols != token_or_id:  # "²" is a byte symbol (B2) and also a text (C2 B2): say which was taken
             other = tokenizer.token_to_id(symbols)
-            as_text = (f"the token {symbols} (id {other})" if other is not None else
-                       f"{len(_encode(tokenizer, token_or_id).ids)} tokens")
+            as_text = (
+                f"the token {symbols} (id {other})"
+                if other is not None
+                else f"{len(_encode(tokenizer, token_or_id).ids)} tokens"
+            )
             note = f"taken as a token string; as text, {token_or_id!r} is {as_text}"
     added = token_view.added_tokens(tokenizer)
     specials = token_view.special_tokens(tokenizer)
@@ -735,23 +821,35 @@ class UsageStats:
     most_common: list[tuple[int, str, int]]
 
     def to_dict(self) -> dict[str, Any]:
-        return _jsonable({
-            "lines": self.lines, "characters": self.characters, "words": self.words, "tokens": self.tokens,
-            "distinct_used": self.distinct_used, "vocab_considered": self.vocab_considered,
-            "unused": self.unused, "unused_share": self.unused_share,
-            "unused_sample": [{"id": i, "token": t} for i, t in self.unused_sample],
-            "unk_token": self.unk_token, "unk_count": self.unk_count, "unk_rate": self.unk_rate,
-            "most_common": [{"id": i, "token": t, "count": c} for i, t, c in self.most_common],
-        })
+        return _jsonable(
+            {
+                "lines": self.lines,
+                "characters": self.characters,
+                "words": self.words,
+                "tokens": self.tokens,
+                "distinct_used": self.distinct_used,
+                "vocab_considered": self.vocab_considered,
+                "unused": self.unused,
+                "unused_share": self.unused_share,
+                "unused_sample": [{"id": i, "token": t} for i, t in self.unused_sample],
+                "unk_token": self.unk_token,
+                "unk_count": self.unk_count,
+                "unk_rate": self.unk_rate,
+                "most_common": [{"id": i, "token": t, "count": c} for i, t, c in self.most_common],
+            }
+        )
 
     def render_plain(self) -> str:
         def pct(value: float | None) -> str:
             return "-" if value is None else f"{value:.2%}"
 
-        lines = [f"corpus          {self.lines} lines, {self.words} words, {self.characters} characters",
-                 f"tokens          {self.tokens} ({self.distinct_used} distinct)",
-                 f"unused          {self.unused} of {self.vocab_considered} ({pct(self.unused_share)})",
-                 f"unknown         {self.unk_count} ({pct(self.unk_rate)})" + (f" {self.unk_token}" if self.unk_token else " (no unk token)")]
+        lines = [
+            f"corpus          {self.lines} lines, {self.words} words, {self.characters} characters",
+            f"tokens          {self.tokens} ({self.distinct_used} distinct)",
+            f"unused          {self.unused} of {self.vocab_considered} ({pct(self.unused_share)})",
+            f"unknown         {self.unk_count} ({pct(self.unk_rate)})"
+            + (f" {self.unk_token}" if self.unk_token else " (no unk token)"),
+        ]
         if self.unused_sample:
             lines.append("unused sample   " + " ".join(f"«{t}»" for _, t in self.unused_sample))
         if self.most_common:
@@ -763,8 +861,9 @@ class UsageStats:
         return "\n".join(lines) + "\n"
 
 
-def corpus_usage(tokenizer: Tokenizer, lines: Iterable[str], *, sample: int = 20, top: int = 20,
-                 workers: int | None = None) -> UsageStats:
+def corpus_usage(
+    tokenizer: Tokenizer, lines: Iterable[str], *, sample: int = 20, top: int = 20, workers: int | None = None
+) -> UsageStats:
     """Encode every line (its trailing ``\\n`` / ``\\r\\n`` removed; no special tokens) and count
     which tokens are used. The unused sample is the ``sample`` lowest ids never seen; lines are
     encoded in batches (in parallel for large corpora, see ``Tokenizer.encode_batch``)."""
@@ -849,9 +948,17 @@ class TokenSpan:
     unknown: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "token": self.token, "readable": self.readable, "char_start": self.char_start,
-                "char_end": self.char_end, "byte_start": self.byte_start, "byte_end": self.byte_end,
-                "partial": self.partial, "unknown": self.unknown}
+        return {
+            "id": self.id,
+            "token": self.token,
+            "readable": self.readable,
+            "char_start": self.char_start,
+            "char_end": self.char_end,
+            "byte_start": self.byte_start,
+            "byte_end": self.byte_end,
+            "partial": self.partial,
+            "unknown": self.unknown,
+        }
 
 
 @dataclass
@@ -874,8 +981,14 @@ class SegmentationRow:
     drawn: list[int]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "kind": self.kind, "spans": [s.to_dict() for s in self.spans],
-                "boundaries": self.boundaries, "byte_boundaries": self.byte_boundaries, "drawn": self.drawn}
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "spans": [s.to_dict() for s in self.spans],
+            "boundaries": self.boundaries,
+            "byte_boundaries": self.byte_boundaries,
+            "drawn": self.drawn,
+        }
 
 
 @dataclass(frozen=True)
@@ -892,8 +1005,14 @@ class DiffSpan:
     tokens: dict[str, list[str]]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"char_start": self.char_start, "char_end": self.char_end, "byte_start": self.byte_start,
-                "byte_end": self.byte_end, "text": self.text, "tokens": {k: list(v) for k, v in self.tokens.items()}}
+        return {
+            "char_start": self.char_start,
+            "char_end": self.char_end,
+            "byte_start": self.byte_start,
+            "byte_end": self.byte_end,
+            "text": self.text,
+            "tokens": {k: list(v) for k, v in self.tokens.items()},
+        }
 
 
 @dataclass
@@ -982,13 +1101,24 @@ def _spans(tokenizer: Tokenizer, encoding: Any, bmap: _ByteMap) -> list[TokenSpa
         if bytelevel:
             raw = token_view.token_bytes(tokenizer, token)
             start = cursor if cursor <= hi and bmap.data[cursor:lo].isspace() or lo <= cursor <= hi else lo
-            if raw and bmap.data[start:start + len(raw)] == raw:
+            if raw and bmap.data[start : start + len(raw)] == raw:
                 b0, b1 = start, start + len(raw)
-            elif raw[:1] == b" " and bmap.data[start:start + len(raw) - 1] == raw[1:]:
+            elif raw[:1] == b" " and bmap.data[start : start + len(raw) - 1] == raw[1:]:
                 b0, b1 = start, start + len(raw) - 1  # the prefix space added by add_prefix_space
             cursor = b1
-        spans.append(TokenSpan(token_id, token, token_view.readable(tokenizer, token), s, e, b0, b1,
-                               b0 not in bmap.starts or b1 not in bmap.starts, token_id == unk))
+        spans.append(
+            TokenSpan(
+                token_id,
+                token,
+                token_view.readable(tokenizer, token),
+                s,
+                e,
+                b0,
+                b1,
+                b0 not in bmap.starts or b1 not in bmap.starts,
+                token_id == unk,
+            )
+        )
     return spans
 
 
@@ -1007,8 +1137,9 @@ def _row(name: str, tokenizer: Tokenizer, encoding: Any, bmap: _ByteMap) -> Segm
     def chars(bounds: set[int]) -> list[int]:
         return sorted(bmap.char_of_byte[b] if b < len(bmap.data) else len(text) for b in bounds if b in bmap.starts)
 
-    return SegmentationRow(name, token_view.family(tokenizer), spans, chars(byte_bounds), sorted(byte_bounds),
-                           chars(drawn))
+    return SegmentationRow(
+        name, token_view.family(tokenizer), spans, chars(byte_bounds), sorted(byte_bounds), chars(drawn)
+    )
 
 
 def _diffs(text: str, rows: list[SegmentationRow], bmap: _ByteMap) -> list[DiffSpan]:
@@ -1021,8 +1152,9 @@ def _diffs(text: str, rows: list[SegmentationRow], bmap: _ByteMap) -> list[DiffS
     if not differing:
         return []
     anchors = sorted(common)
-    regions = sorted({(anchors[bisect.bisect_left(anchors, d) - 1], anchors[bisect.bisect_left(anchors, d)])
-                      for d in differing})
+    regions = sorted(
+        {(anchors[bisect.bisect_left(anchors, d) - 1], anchors[bisect.bisect_left(anchors, d)]) for d in differing}
+    )
     cores = [[bmap.core(s.byte_start, s.byte_end) for s in row.spans] for row in rows]
     cursors = [0] * len(rows)
     out = []
@@ -1181,8 +1313,10 @@ def _char_block(alignment: Alignment, bmap: _ByteMap) -> tuple[list[str], list[_
     columns: list[_Column] = []
     for position in range(len(text) + 1):
         if position in gutters:
-            cells = ["?" if position in u else "|" if position in b else _filler(text, position)
-                     for b, u in zip(drawn, unknown_bounds)]
+            cells = [
+                "?" if position in u else "|" if position in b else _filler(text, position)
+                for b, u in zip(drawn, unknown_bounds)
+            ]
             if alignment.diffs:
                 cells.append("^" if position in diff_gutter else " ")
             columns.append(_Column(1, cells, gutter=True))
@@ -1201,16 +1335,24 @@ def _char_block(alignment: Alignment, bmap: _ByteMap) -> tuple[list[str], list[_
                 if inside is None:
                     cells.append(_pad(glyph, w))
                 else:
-                    cells.append(_pad(hexes[0] + "".join(("¦" if b0 + k in inside else " ") + h
-                                                         for k, h in enumerate(hexes[1:], start=1)), w))
+                    cells.append(
+                        _pad(
+                            hexes[0]
+                            + "".join(("¦" if b0 + k in inside else " ") + h for k, h in enumerate(hexes[1:], start=1)),
+                            w,
+                        )
+                    )
         else:
             w = _text_width(glyph)
             cells = [glyph] * len(rows)
         if alignment.diffs:
             cells.append("^" * w if in_diff[position] else " " * w)
         columns.append(_Column(w, cells))
-    if any(s.byte_start < s.byte_end and bmap.core(s.byte_start, s.byte_end) != (s.byte_start, s.byte_end)
-           for r in rows for s in r.spans):
+    if any(
+        s.byte_start < s.byte_end and bmap.core(s.byte_start, s.byte_end) != (s.byte_start, s.byte_end)
+        for r in rows
+        for s in r.spans
+    ):
         used.add("space")
     return labels, columns, used
 
@@ -1237,7 +1379,7 @@ def _byte_block(alignment: Alignment, bmap: _ByteMap) -> tuple[list[str], list[_
             columns.append(_Column(1, [" "] * (len(bounds) + 1)))  # keeps neighbours' hex apart
         if position == len(text):
             break
-        raw = bmap.data[b:bmap.char_start[position + 1]]
+        raw = bmap.data[b : bmap.char_start[position + 1]]
         glyph = _visible(text[position], b in gutter_bytes)
         if len(raw) == 1:
             columns.append(_Column(_text_width(glyph), [glyph] * (len(bounds) + 1)))
@@ -1329,11 +1471,17 @@ def render_metrics_plain(metrics: Mapping[str, Metrics], lengths: bool = False) 
     if lengths:
         from toktools.analysis.segstats import THRESHOLDS
 
-        header = ["sequence length", "documents", "+specials", "p50", "p90", "p99", "max"] + [f">{n}" for n in THRESHOLDS]
+        header = ["sequence length", "documents", "+specials", "p50", "p90", "p99", "max"] + [
+            f">{n}" for n in THRESHOLDS
+        ]
         body = []
         for name, m in metrics.items():
-            cells = [m.length_percentile(50), m.length_percentile(90), m.length_percentile(99),
-                     max(m.sequence_lengths, default=None)]
+            cells = [
+                m.length_percentile(50),
+                m.length_percentile(90),
+                m.length_percentile(99),
+                max(m.sequence_lengths, default=None),
+            ]
             row = [name, str(m.documents), str(m.specials_per_sequence)] + ["-" if c is None else str(c) for c in cells]
             row += ["-" if m.over(n) is None else f"{m.over(n):.1%}" for n in THRESHOLDS]
             body.append(row)
@@ -1350,8 +1498,11 @@ class Comparison:
     alignment: Alignment
 
     def to_dict(self) -> dict[str, Any]:
-        return {"text": self.text, "metrics": {name: m.to_dict() for name, m in self.metrics.items()},
-                "alignment": self.alignment.to_dict()}
+        return {
+            "text": self.text,
+            "metrics": {name: m.to_dict() for name, m in self.metrics.items()},
+            "alignment": self.alignment.to_dict(),
+        }
 
     def render_plain(self, width: int | None = None, byte_view: bool | None = None) -> str:
         return self.alignment.render_plain(width, byte_view) + "\n" + render_metrics_plain(self.metrics)

@@ -25,15 +25,17 @@ One definition for each number, used by ``toktools compare`` on one text and on 
 
 Memory stays flat: lengths are kept as histograms, never as lists.
 """
+
 from __future__ import annotations
 
 import math
 import re
 from bisect import bisect_right
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Any, Mapping
+from typing import Any
 
 from toktools.analysis import token_view
 
@@ -131,15 +133,23 @@ class SegmentStats:
         return _ratio(sum(c for length, c in self.sequence_lengths.items() if length > limit), self.documents)
 
     @classmethod
-    def combined(cls, parts: "list[SegmentStats]", specials: int) -> "SegmentStats":
+    def combined(cls, parts: list[SegmentStats], specials: int) -> SegmentStats:
         """The statistics of several disjoint sets of documents together."""
         total = cls(0, 0, 0, 0, 0, 0, 0, 0, specials)
         lengths: Counter[int] = Counter()
         per_word: Counter[int] = Counter()
         token_lengths: Counter[int] = Counter()
         for part in parts:
-            for name in ("documents", "tokens", "characters", "bytes", "words", "split_words", "unk_count",
-                         "byte_piece_chars"):
+            for name in (
+                "documents",
+                "tokens",
+                "characters",
+                "bytes",
+                "words",
+                "split_words",
+                "unk_count",
+                "byte_piece_chars",
+            ):
                 setattr(total, name, getattr(total, name) + getattr(part, name))
             lengths.update(part.sequence_lengths)
             per_word.update(part.tokens_per_word_histogram)
@@ -151,13 +161,27 @@ class SegmentStats:
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
-            "documents": self.documents, "tokens": self.tokens, "characters": self.characters, "bytes": self.bytes,
-            "words": self.words, "chars_per_token": self.chars_per_token, "bytes_per_token": self.bytes_per_token,
-            "tokens_per_word": self.tokens_per_word, "split_words": self.split_words, "split_share": self.split_share,
-            "unk_count": self.unk_count, "unk_rate": self.unk_rate, "byte_piece_chars": self.byte_piece_chars,
-            "byte_piece_share": self.byte_piece_share, "specials_per_sequence": self.specials_per_sequence,
-            "sequence_length": {"p50": self.length_percentile(50), "p90": self.length_percentile(90),
-                                "p99": self.length_percentile(99), "max": max(self.sequence_lengths, default=None)},
+            "documents": self.documents,
+            "tokens": self.tokens,
+            "characters": self.characters,
+            "bytes": self.bytes,
+            "words": self.words,
+            "chars_per_token": self.chars_per_token,
+            "bytes_per_token": self.bytes_per_token,
+            "tokens_per_word": self.tokens_per_word,
+            "split_words": self.split_words,
+            "split_share": self.split_share,
+            "unk_count": self.unk_count,
+            "unk_rate": self.unk_rate,
+            "byte_piece_chars": self.byte_piece_chars,
+            "byte_piece_share": self.byte_piece_share,
+            "specials_per_sequence": self.specials_per_sequence,
+            "sequence_length": {
+                "p50": self.length_percentile(50),
+                "p90": self.length_percentile(90),
+                "p99": self.length_percentile(99),
+                "max": max(self.sequence_lengths, default=None),
+            },
             "over": {str(n): self.over(n) for n in THRESHOLDS},
             "histograms": {
                 "sequence_length": {str(k): v for k, v in sorted(self.sequence_lengths.items())},
@@ -165,8 +189,10 @@ class SegmentStats:
                 "token_length": {str(k): v for k, v in sorted(self.token_lengths.items())},
             },
         }
-        return {k: ({kk: _round(vv) for kk, vv in v.items()} if k in ("sequence_length", "over") else _round(v))
-                for k, v in data.items()}
+        return {
+            k: ({kk: _round(vv) for kk, vv in v.items()} if k in ("sequence_length", "over") else _round(v))
+            for k, v in data.items()
+        }
 
 
 class _TokenFacts(dict):
@@ -193,7 +219,7 @@ class _TokenFacts(dict):
 class Tally:
     """Accumulates :class:`SegmentStats` for one tokenizer, one document at a time."""
 
-    def __init__(self, tokenizer: Any, facts: "_TokenFacts | None" = None) -> None:
+    def __init__(self, tokenizer: Any, facts: _TokenFacts | None = None) -> None:
         self.tokenizer = tokenizer
         self.unk_id = token_view.unk_id(tokenizer)
         self.specials = token_view.specials_added(tokenizer)
@@ -204,7 +230,9 @@ class Tally:
         self.per_word: Counter[int] = Counter()
         self.token_lengths: Counter[int] = Counter()
 
-    def add(self, document: Document, ids: list[int], offsets: list[tuple[int, int]]) -> tuple[list[int], set[tuple[int, int]]]:
+    def add(
+        self, document: Document, ids: list[int], offsets: list[tuple[int, int]]
+    ) -> tuple[list[int], set[tuple[int, int]]]:
         """Count one document's encoding (no special tokens). Returns what a disagreement
         score needs: the last character of each token inside a word, and the character
         ranges of its byte pieces."""
@@ -241,9 +269,15 @@ class Tally:
 
     def stats(self) -> SegmentStats:
         return SegmentStats(
-            documents=self.documents, tokens=self.tokens, characters=self.characters, bytes=self.bytes,
-            words=self.words, split_words=self.split_words, unk_count=self.unk_count,
-            byte_piece_chars=self.byte_piece_chars, specials_per_sequence=self.specials,
+            documents=self.documents,
+            tokens=self.tokens,
+            characters=self.characters,
+            bytes=self.bytes,
+            words=self.words,
+            split_words=self.split_words,
+            unk_count=self.unk_count,
+            byte_piece_chars=self.byte_piece_chars,
+            specials_per_sequence=self.specials,
             sequence_lengths=dict(sorted(self.sequence_lengths.items())),
             tokens_per_word_histogram=dict(sorted(self.per_word.items())),
             token_lengths=dict(sorted((k, v) for k, v in self.token_lengths.items() if v)),

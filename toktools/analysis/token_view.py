@@ -12,21 +12,41 @@ tokens.
 The facts are gathered once per tokenizer and cached (weakly, and rebuilt when the vocabulary
 size changes, e.g. after ``add_special_tokens``).
 """
+
 from __future__ import annotations
 
 import copy
 import re
 import unicodedata
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from toktools.models.bpe.bytelevel import SYMBOL_TO_BYTE, symbols_to_bytes
 
 __all__ = [
-    "TokenizerView", "view", "family", "is_byte_level", "token_bytes", "token_text", "readable", "escape_text",
-    "is_continuation", "is_word_start", "is_partial", "unk_token", "unk_id", "special_tokens", "added_tokens",
-    "model_vocab", "merges", "merge_of", "without_truncation", "specials_added", "escape_char",
+    "TokenizerView",
+    "view",
+    "family",
+    "is_byte_level",
+    "token_bytes",
+    "token_text",
+    "readable",
+    "escape_text",
+    "is_continuation",
+    "is_word_start",
+    "is_partial",
+    "unk_token",
+    "unk_id",
+    "special_tokens",
+    "added_tokens",
+    "model_vocab",
+    "merges",
+    "merge_of",
+    "without_truncation",
+    "specials_added",
+    "escape_char",
 ]
 
 _BYTE_FALLBACK = re.compile(r"<0x([0-9A-Fa-f]{2})>")
@@ -57,8 +77,10 @@ class TokenizerView:
         if self.raw_merges is None:
             return None
         if self._merges is None:
-            self._merges = [tuple(m) if not isinstance(m, str) else tuple(m.split(" ", 1))  # type: ignore[misc]
-                            for m in self.raw_merges]
+            self._merges = [
+                tuple(m) if not isinstance(m, str) else tuple(m.split(" ", 1))  # type: ignore[misc]
+                for m in self.raw_merges
+            ]
         return self._merges
 
     @property
@@ -96,7 +118,7 @@ def _build(tokenizer: Any) -> TokenizerView:
     )
 
 
-_views: "weakref.WeakKeyDictionary[Any, tuple[int, TokenizerView]]" = weakref.WeakKeyDictionary()
+_views: weakref.WeakKeyDictionary[Any, tuple[int, TokenizerView]] = weakref.WeakKeyDictionary()
 
 
 def view(tokenizer: Any) -> TokenizerView:
@@ -131,7 +153,7 @@ def _body(v: TokenizerView, token: str) -> tuple[str, bool]:
     body, continuation = token, False
     prefix, suffix = v.continuing_subword_prefix, v.end_of_word_suffix
     if prefix and body.startswith(prefix) and len(body) > len(prefix):
-        body, continuation = body[len(prefix):], True
+        body, continuation = body[len(prefix) :], True
     if suffix and body.endswith(suffix) and len(body) > len(suffix):
         body = body[: -len(suffix)]
     return body, continuation
@@ -230,9 +252,9 @@ def readable(tokenizer: Any, token: str) -> str:
             out.append(escape_text(raw[position:].decode("utf-8")))
             break
         except UnicodeDecodeError as err:
-            out.append(escape_text(raw[position:position + err.start].decode("utf-8")))
+            out.append(escape_text(raw[position : position + err.start].decode("utf-8")))
             bad_end = position + err.end
-            out.append("<" + " ".join(f"{b:02X}" for b in raw[position + err.start:bad_end]) + ">")
+            out.append("<" + " ".join(f"{b:02X}" for b in raw[position + err.start : bad_end]) + ">")
             position = bad_end
     prefix = v.continuing_subword_prefix if is_continuation(tokenizer, token) else ""
     return (prefix or "") + "".join(out)
@@ -290,7 +312,7 @@ def specials_added(tokenizer: Any) -> int:
     return len(plain.encode("", add_special_tokens=True).ids) - len(plain.encode("", add_special_tokens=False).ids)
 
 
-_merge_indexes: "weakref.WeakKeyDictionary[TokenizerView, dict[str, tuple[int, str, str]]]" = weakref.WeakKeyDictionary()
+_merge_indexes: weakref.WeakKeyDictionary[TokenizerView, dict[str, tuple[int, str, str]]] = weakref.WeakKeyDictionary()
 
 
 def merge_of(tokenizer: Any, token: str) -> tuple[int, str, str] | None:
@@ -304,7 +326,7 @@ def merge_of(tokenizer: Any, token: str) -> tuple[int, str, str] | None:
         index = {}
         prefix = v.continuing_subword_prefix
         for rank, (a, b) in enumerate(v.merges):
-            right = b[len(prefix):] if prefix and b.startswith(prefix) else b
+            right = b[len(prefix) :] if prefix and b.startswith(prefix) else b
             index.setdefault(a + right, (rank, a, b))
         _merge_indexes[v] = index
     return index.get(token)

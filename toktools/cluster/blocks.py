@@ -10,14 +10,16 @@ client, after a tree of merges on the workers when there are many blocks), and e
 that order (``Counter.update`` appends new words in order), so the counts — and their
 first-occurrence order, which WordPiece training reads — are the local run's, byte for byte.
 """
+
 from __future__ import annotations
 
 import logging
 import os
 from collections import Counter
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from toktools.errors import ToktoolsError
 
@@ -58,9 +60,15 @@ def cluster_client(address: str, timeout: float = 30.0) -> Iterator[Any]:
         workers = int(count) if count else (os.cpu_count() or 1)
         # the scheduler's HTTP server (metrics; no dashboard) on a free loopback port: the default
         # 8787 may be taken, which printed a warning
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                               dashboard_address=None, silence_logs=logging.ERROR,
-                               scheduler_kwargs={"dashboard_address": "127.0.0.1:0", "dashboard": False})
+        cluster = LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+            scheduler_kwargs={"dashboard_address": "127.0.0.1:0", "dashboard": False},
+        )
         client = Client(cluster, timeout=timeout)
     else:
         try:
@@ -84,11 +92,15 @@ def _check_workers(client: Any, address: str) -> None:
         raise ToktoolsError(f"the Dask cluster at {address} has no workers")
     for worker, version in sorted(versions.items()):
         if isinstance(version, BaseException):
-            raise ToktoolsError(f"Dask worker {worker} cannot run toktools ({type(version).__name__}: {version}); "
-                                f"install toktools {__version__} on every worker")
+            raise ToktoolsError(
+                f"Dask worker {worker} cannot run toktools ({type(version).__name__}: {version}); "
+                f"install toktools {__version__} on every worker"
+            )
         if version != __version__:
-            raise ToktoolsError(f"Dask worker {worker} runs toktools {version}, this is {__version__}: "
-                                "mixed versions could give different ids; install the same version everywhere")
+            raise ToktoolsError(
+                f"Dask worker {worker} runs toktools {version}, this is {__version__}: "
+                "mixed versions could give different ids; install the same version everywhere"
+            )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -274,9 +286,16 @@ def merge_packed(*parts: bytes) -> bytes:
     return _pack(merge_counts(*(_unpack(part) for part in parts)))
 
 
-def count_words(client: Any, inputs: Sequence[str], splitter: Any, *, errors: str = "strict",
-                json_field: str | None = None, block_bytes: int = BLOCK_BYTES,
-                progress: Any = None) -> dict[str, int]:
+def count_words(
+    client: Any,
+    inputs: Sequence[str],
+    splitter: Any,
+    *,
+    errors: str = "strict",
+    json_field: str | None = None,
+    block_bytes: int = BLOCK_BYTES,
+    progress: Any = None,
+) -> dict[str, int]:
     """``word -> count`` of the inputs, computed on the cluster; equal, in content and order, to
     :func:`toktools.corpus.reading.count_words` on the same files.
 
@@ -287,7 +306,9 @@ def count_words(client: Any, inputs: Sequence[str], splitter: Any, *, errors: st
     words of the Chinese part distinct per block) a two-level tree cost ~9 CPU-seconds
     against ~2.5 s for merging here."""
     blocks = plan_blocks(inputs, block_bytes)
-    futures = client.map(count_block_packed, blocks, splitter=splitter, errors=errors, json_field=json_field, pure=False)
+    futures = client.map(
+        count_block_packed, blocks, splitter=splitter, errors=errors, json_field=json_field, pure=False
+    )
     total_bytes = _progress_as_done(futures, blocks, progress) if progress is not None else 0
     tops = _reduce_to(client, futures, merge_packed, CLIENT_MERGES)
     del futures  # the tree holds what it still needs
@@ -315,8 +336,10 @@ def _reduce_to(client: Any, futures: list[Any], merge: Any, limit: int) -> list[
     """Merge tasks, :data:`MERGE_FAN_IN` neighbours at a time, until at most ``limit`` remain
     (in order); submitted at once, so merges run while later blocks are still counted."""
     while len(futures) > max(1, limit):
-        futures = [client.submit(merge, *futures[i:i + MERGE_FAN_IN], pure=False)
-                   for i in range(0, len(futures), MERGE_FAN_IN)]
+        futures = [
+            client.submit(merge, *futures[i : i + MERGE_FAN_IN], pure=False)
+            for i in range(0, len(futures), MERGE_FAN_IN)
+        ]
     return list(futures)
 
 
@@ -334,6 +357,7 @@ def _progress_as_done(futures: Sequence[Any], blocks: Sequence[Block], progress:
             with lock:
                 state[0] += size
                 progress(min(state[0], total), total)
+
         return callback
 
     for future, size in zip(futures, sizes):
@@ -371,15 +395,22 @@ def balanced_block_bytes(client: Any, inputs: Sequence[str], largest: int) -> in
     threads = sum(w.get("nthreads", 1) for w in client.scheduler_info().get("workers", {}).values()) or 1
     total = 0
     for raw in inputs:
-        for path in (_expand(raw) if raw != "-" else []):
+        for path in _expand(raw) if raw != "-" else []:
             fs, local = fsspec.core.url_to_fs(path)
             total += fs.size(local) or 0
     balanced = max(SMALLEST_BALANCED_BLOCK, -(-total // (TASKS_PER_WORKER * threads)))
     return max(1, min(largest, balanced))
 
 
-def count_corpus(cluster: Any, inputs: Sequence[str], splitter: Any, *, errors: str = "strict",
-                 json_field: str | None = None, progress: Any = None) -> dict[str, int]:
+def count_corpus(
+    cluster: Any,
+    inputs: Sequence[str],
+    splitter: Any,
+    *,
+    errors: str = "strict",
+    json_field: str | None = None,
+    progress: Any = None,
+) -> dict[str, int]:
     """:func:`count_words` on ``cluster``: what ``cluster=`` of the counting API does. It is a
     :class:`toktools.cluster.settings.Cluster` or an address (connected to, then closed), or a
     ``distributed.Client`` the caller already holds (used as it is, and left open). Blocks are
@@ -388,13 +419,27 @@ def count_corpus(cluster: Any, inputs: Sequence[str], splitter: Any, *, errors: 
 
     if _is_client(cluster):
         _check_workers(cluster, str(cluster.scheduler.address))
-        return count_words(cluster, inputs, splitter, errors=errors, json_field=json_field, progress=progress,
-                           block_bytes=balanced_block_bytes(cluster, inputs, DEFAULT_BLOCK_BYTES))
+        return count_words(
+            cluster,
+            inputs,
+            splitter,
+            errors=errors,
+            json_field=json_field,
+            progress=progress,
+            block_bytes=balanced_block_bytes(cluster, inputs, DEFAULT_BLOCK_BYTES),
+        )
     chosen = as_cluster(cluster)
     assert chosen is not None
     with cluster_client(chosen.address, chosen.timeout) as client:
-        return count_words(client, inputs, splitter, errors=errors, json_field=json_field, progress=progress,
-                           block_bytes=balanced_block_bytes(client, inputs, chosen.block_bytes))
+        return count_words(
+            client,
+            inputs,
+            splitter,
+            errors=errors,
+            json_field=json_field,
+            progress=progress,
+            block_bytes=balanced_block_bytes(client, inputs, chosen.block_bytes),
+        )
 
 
 def _is_client(value: Any) -> bool:

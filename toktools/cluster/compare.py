@@ -7,24 +7,30 @@ numbers its own from 1 and says how many it holds; the client, taking the result
 order, shifts the few kept documents' numbers. Statistics are histograms and sums, so they
 do not depend on how documents were grouped.
 """
+
 from __future__ import annotations
 
 import heapq
 import threading
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from toktools.errors import ToktoolsError
 
 #: The tokenizers a worker last received (the same objects, task after task: they were
 #: scattered once), with their token facts, kept from task to task.
-_cache: "tuple[list[Any], dict[int, Any]] | None" = None
+_cache: tuple[list[Any], dict[int, Any]] | None = None
 _cache_lock = threading.Lock()
 
 
 def _facts_for(tokenizers: Sequence[Any]) -> dict[int, Any]:
     global _cache
     with _cache_lock:
-        if _cache is None or len(_cache[0]) != len(tokenizers) or any(a is not b for a, b in zip(_cache[0], tokenizers)):
+        if (
+            _cache is None
+            or len(_cache[0]) != len(tokenizers)
+            or any(a is not b for a, b in zip(_cache[0], tokenizers))
+        ):
             _cache = (list(tokenizers), {})
         return _cache[1]
 
@@ -36,18 +42,17 @@ def compare_block(block: Any, tokenizers: Sequence[Any], show: int, json_field: 
     import pickle
 
     from toktools.analysis import compare_chunks
-
-    from toktools.corpus import reading as corpus
-
-    from toktools.cluster import blocks as distributed
     from toktools.analysis.segstats import SegmentStats
+    from toktools.cluster import blocks as distributed
+    from toktools.corpus import reading as corpus
 
     source = corpus.CorpusSource(block.path)
     pieces = list(distributed.read_block(block))
     try:
         texts = [corpus._decode(piece, source, 1, errors) for piece in pieces]  # type: ignore[arg-type]
-        documents = [((block.path, number), text)
-                     for number, text in compare_chunks.documents_of(texts, block.path, json_field)]
+        documents = [
+            ((block.path, number), text) for number, text in compare_chunks.documents_of(texts, block.path, json_field)
+        ]
     except ToktoolsError:
         raise _relocated(block, pieces, errors, json_field) from None
     lines = sum(p.count(b"\n") + (0 if p.endswith(b"\n") or not p else 1) for p in pieces)
@@ -72,8 +77,8 @@ def _specials(tokenizer: Any) -> int:
 def _relocated(block: Any, pieces: list[bytes], errors: str, json_field: str | None) -> ToktoolsError:
     """The block's error again, now naming the line in the whole file."""
     from toktools.analysis import compare_chunks
-    from toktools.corpus import reading as corpus
     from toktools.cluster import blocks as distributed
+    from toktools.corpus import reading as corpus
 
     source = corpus.CorpusSource(block.path)
     first = distributed._lines_before(block) + 1
@@ -90,15 +95,23 @@ def _relocated(block: Any, pieces: list[bytes], errors: str, json_field: str | N
     return ToktoolsError(f"{block.path}: cannot read")  # pragma: no cover - the error recurs
 
 
-def compare_on_cluster(client: Any, tokenizers: Sequence[Any], inputs: Sequence[str], *, show: int,
-                       json_field: str | None, errors: str, block_bytes: int,
-                       progress: Callable[[int, int], None] | None = None) -> tuple[list[Any], list[Any], list[str]]:
+def compare_on_cluster(
+    client: Any,
+    tokenizers: Sequence[Any],
+    inputs: Sequence[str],
+    *,
+    show: int,
+    json_field: str | None,
+    errors: str,
+    block_bytes: int,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[list[Any], list[Any], list[str]]:
     """(statistics per tokenizer, the ``show`` most disputed documents as
     ``compare_corpus`` keeps them, the files read) for ``inputs`` on the cluster."""
     import pickle
 
-    from toktools.cluster import blocks as distributed
     from toktools.analysis.segstats import SegmentStats
+    from toktools.cluster import blocks as distributed
 
     blocks = distributed.plan_blocks(_named_like_local(inputs), block_bytes)
     sent = client.scatter(list(tokenizers), broadcast=True, hash=False)

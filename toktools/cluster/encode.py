@@ -24,6 +24,7 @@ command resumes: shards listed in either file whose files still match their size
 are kept, the other blocks are encoded. A worker that dies is the scheduler's business: it
 runs the block again elsewhere, and the shard comes out the same.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -31,12 +32,13 @@ import json
 import os
 import re
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
-from toktools.corpus.reading import CorpusSource
 from toktools.cluster.blocks import _is_client
+from toktools.corpus.reading import CorpusSource
 from toktools.errors import ToktoolsError
 
 #: The byte sequence a block may start after, per document mode (None: whole files only).
@@ -132,8 +134,19 @@ def plan_tasks(inputs: Sequence[str], block_bytes: int, mode: str, verify: int) 
     for index, (block, (at, length)) in enumerate(zip(blocks, spans)):
         number += block.start == 0
         checks = sum(1 for mark in marks if at <= mark < at + length)
-        tasks.append(BlockTask(index, number, block.path, _absolute(block.path), block.start, block.length, block.compression,
-                               checks, length))
+        tasks.append(
+            BlockTask(
+                index,
+                number,
+                block.path,
+                _absolute(block.path),
+                block.start,
+                block.length,
+                block.compression,
+                checks,
+                length,
+            )
+        )
     return paths, tasks
 
 
@@ -248,7 +261,7 @@ def _relocated(err: ToktoolsError, path: str, url: str, begin: int) -> ToktoolsE
     if not match or not begin:
         return err
     line = int(match.group(2)) + _lines_before(url, begin)
-    return ToktoolsError(message[: match.start(2)] + str(line) + message[match.end(2):])
+    return ToktoolsError(message[: match.start(2)] + str(line) + message[match.end(2) :])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -265,8 +278,9 @@ def _engine(job: BlockJob) -> Any:
     if key not in _ENGINES:
         from toktools.engines.core import make_engine
 
-        _ENGINES[key] = make_engine(job.engine, job.document, workers=job.threads, analysis=job.analysis,
-                                    fingerprint=job.fingerprint)
+        _ENGINES[key] = make_engine(
+            job.engine, job.document, workers=job.threads, analysis=job.analysis, fingerprint=job.fingerprint
+        )
     return _ENGINES[key]
 
 
@@ -280,21 +294,28 @@ def _test_pause() -> None:
         time.sleep(seconds)
 
 
-def encode_block(job: BlockJob, task: BlockTask, engine: Any = None,
-                 progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+def encode_block(
+    job: BlockJob, task: BlockTask, engine: Any = None, progress: Callable[[int, int], None] | None = None
+) -> dict[str, Any]:
     """Block ``task`` of the input → shard ``PREFIX-{task.index:05d}`` written in place; returns
     ``{"shard": its manifest entry, "verified": documents checked}``. Runs on a worker (with this
     process's cached engine) or here (with ``engine``)."""
     from toktools.corpus.documents import DocumentReader
-    from toktools.corpus.writers import DocumentWriter
-    from toktools.corpus.verify import InlineChecker, Verifier
     from toktools.corpus.shards import encode_documents, shard_base
+    from toktools.corpus.verify import InlineChecker, Verifier
+    from toktools.corpus.writers import DocumentWriter
 
     engine = engine if engine is not None else _engine(job)
     begin, end = _span(task, DELIMITERS[job.mode])
     source = _BlockSource(task.name, None, url=task.path, begin=begin, end=end, compression=task.compression)
-    reader = DocumentReader([source], job.mode, job.field, cuttable=job.analysis.cuttable, segment_chars=job.segment_chars,
-                            max_document_bytes=job.max_document_bytes)
+    reader = DocumentReader(
+        [source],
+        job.mode,
+        job.field,
+        cuttable=job.analysis.cuttable,
+        segment_chars=job.segment_chars,
+        max_document_bytes=job.max_document_bytes,
+    )
     checker = InlineChecker(job.document, _REFERENCES.get(job.fingerprint))  # one block: no process of its own
     verifier = Verifier(job.engine, job.document, task.verify, reader.total, [source], inline=checker)
     finished: list[Any] = []
@@ -309,9 +330,18 @@ def encode_block(job: BlockJob, task: BlockTask, engine: Any = None,
             progress(done, tokens)
 
     try:
-        encode_documents(reader, engine, verifier, new_writer, lambda info, _end: finished.append(info),
-                         bos_id=job.bos_id, eos_id=job.eos_id, shard_tokens=None, batch_bytes=job.batch_bytes,
-                         progress=report)
+        encode_documents(
+            reader,
+            engine,
+            verifier,
+            new_writer,
+            lambda info, _end: finished.append(info),
+            bos_id=job.bos_id,
+            eos_id=job.eos_id,
+            shard_tokens=None,
+            batch_bytes=job.batch_bytes,
+            progress=report,
+        )
     except ToktoolsError as err:
         raise _relocated(err, source.path, task.path, begin) from None
     finally:
@@ -319,8 +349,14 @@ def encode_block(job: BlockJob, task: BlockTask, engine: Any = None,
         if checker.reference is not None:
             _REFERENCES[job.fingerprint] = checker.reference
     (info,) = finished
-    entry = {"index": task.index, "documents": info.documents, "tokens": info.tokens, "engine": job.engine,
-             "files": info.files, "block": {"input": task.input, "bytes": [begin, end] if end is not None else None}}
+    entry = {
+        "index": task.index,
+        "documents": info.documents,
+        "tokens": info.tokens,
+        "engine": job.engine,
+        "files": info.files,
+        "block": {"input": task.input, "bytes": [begin, end] if end is not None else None},
+    }
     return {"shard": entry, "verified": verifier.done}
 
 
@@ -361,24 +397,40 @@ def _read_record(path: Path) -> dict[str, Any]:
     return record
 
 
-def _kept_shards(record: dict[str, Any], path: Path, fingerprint: str, settings: dict[str, Any],
-                 inputs: list[dict[str, Any]], tasks: Sequence[BlockTask], base: Path, fmt: str,
-                 suffix: str | None) -> dict[int, dict[str, Any]]:
+def _kept_shards(
+    record: dict[str, Any],
+    path: Path,
+    fingerprint: str,
+    settings: dict[str, Any],
+    inputs: list[dict[str, Any]],
+    tasks: Sequence[BlockTask],
+    base: Path,
+    fmt: str,
+    suffix: str | None,
+) -> dict[int, dict[str, Any]]:
     """The shards of an earlier run of the same command whose files still match; a record from
     another tokenizer, other settings or changed inputs is refused in one line."""
-    from toktools.corpus.writers import file_sha256, output_files
     from toktools.corpus.shards import shard_base
+    from toktools.corpus.writers import file_sha256, output_files
 
     if record.get("tokenizer", {}).get("sha256") != fingerprint:
-        raise ToktoolsError(f"{path} was written with another tokenizer; use --force to start over or choose another output")
+        raise ToktoolsError(
+            f"{path} was written with another tokenizer; use --force to start over or choose another output"
+        )
     old = record.get("settings", {})
     for key in sorted(set(settings) | set(old)):
         if old.get(key) != settings.get(key):
-            raise ToktoolsError(f"{path} was written with other settings ({key}: {old.get(key)!r}, now "
-                                f"{settings.get(key)!r}); use --force to start over or choose another output")
-    if [(e["path"], e["size"], e["sha256"]) for e in record.get("inputs", [])] != [(e["path"], e["size"], e["sha256"]) for e in inputs]:
-        raise ToktoolsError(f"{path} was written from other inputs (names, sizes or checksums differ); "
-                            "use --force to start over or choose another output")
+            raise ToktoolsError(
+                f"{path} was written with other settings ({key}: {old.get(key)!r}, now "
+                f"{settings.get(key)!r}); use --force to start over or choose another output"
+            )
+    if [(e["path"], e["size"], e["sha256"]) for e in record.get("inputs", [])] != [
+        (e["path"], e["size"], e["sha256"]) for e in inputs
+    ]:
+        raise ToktoolsError(
+            f"{path} was written from other inputs (names, sizes or checksums differ); "
+            "use --force to start over or choose another output"
+        )
     kept: dict[int, dict[str, Any]] = {}
     for shard in record.get("shards", []):
         index = shard.get("index")
@@ -386,8 +438,11 @@ def _kept_shards(record: dict[str, Any], path: Path, fingerprint: str, settings:
             continue
         files = output_files(fmt, shard_base(base, index), suffix)
         if set(files) == set(shard.get("files", {})) and all(
-                files[role].is_file() and files[role].stat().st_size == entry["bytes"] and file_sha256(files[role]) == entry["sha256"]
-                for role, entry in shard["files"].items()):
+            files[role].is_file()
+            and files[role].stat().st_size == entry["bytes"]
+            and file_sha256(files[role]) == entry["sha256"]
+            for role, entry in shard["files"].items()
+        ):
             kept[index] = shard
     return kept
 
@@ -417,31 +472,61 @@ def _tidy(base: Path, suffix: str | None, shards: int) -> None:
                 pass
 
 
-def encode_blocks(inputs: Sequence[str | Path], tokenizer: Any, output: str | Path, *, format: str, engine: str,
-                  document: str, field: str | None, append_eos: bool | str | None, prepend_bos: bool | str,
-                  shard_tokens: int | None, workers: int | None, verify: int, progress: Any, force: bool, dtype: str,
-                  batch_bytes: int, max_document_bytes: int, segment_chars: int, cluster: Any,
-                  block_bytes: int | None) -> Any:
+def encode_blocks(
+    inputs: Sequence[str | Path],
+    tokenizer: Any,
+    output: str | Path,
+    *,
+    format: str,
+    engine: str,
+    document: str,
+    field: str | None,
+    append_eos: bool | str | None,
+    prepend_bos: bool | str,
+    shard_tokens: int | None,
+    workers: int | None,
+    verify: int,
+    progress: Any,
+    force: bool,
+    dtype: str,
+    batch_bytes: int,
+    max_document_bytes: int,
+    segment_chars: int,
+    cluster: Any,
+    block_bytes: int | None,
+) -> Any:
     """:func:`toktools.encode_corpus` with shards made of blocks of the input (see the module
     docstring); on ``cluster`` when given, else in this process."""
-    from toktools.engines import core as engines
-    from toktools.corpus.documents import DOCUMENT_MODES
     from toktools.cluster.settings import DEFAULT_BLOCK_BYTES, as_cluster
+    from toktools.corpus.documents import DOCUMENT_MODES
     from toktools.corpus.prepared_tokenizer import load_document
-    from toktools.corpus.shards import (MANIFEST_FORMAT, CorpusResult, _bases, _check_outputs, _output_settings,
-                                        _shard_files, manifest_path, shard_base)
+    from toktools.corpus.shards import (
+        MANIFEST_FORMAT,
+        CorpusResult,
+        _bases,
+        _check_outputs,
+        _output_settings,
+        _shard_files,
+        manifest_path,
+        shard_base,
+    )
     from toktools.corpus.writers import output_files
+    from toktools.engines import core as engines
 
     started = time.perf_counter()
     if shard_tokens is not None:
-        raise ToktoolsError("--shard-tokens cannot be combined with --cluster or --block-size: there, each block of the "
-                            "input is one shard (size shards with --block-size)")
+        raise ToktoolsError(
+            "--shard-tokens cannot be combined with --cluster or --block-size: there, each block of the "
+            "input is one shard (size shards with --block-size)"
+        )
     client = cluster if _is_client(cluster) else None
     cluster = None if client is not None else as_cluster(cluster)
     remote = cluster is not None or client is not None
     if remote and workers is not None:
-        raise ToktoolsError("--workers is for local runs: on a cluster each worker process encodes one block at a time "
-                            "(choose local:N, or the workers' --nthreads)")
+        raise ToktoolsError(
+            "--workers is for local runs: on a cluster each worker process encodes one block at a time "
+            "(choose local:N, or the workers' --nthreads)"
+        )
     if block_bytes is None:
         block_bytes = cluster.block_bytes if cluster is not None else DEFAULT_BLOCK_BYTES
     if block_bytes < 1:
@@ -449,21 +534,42 @@ def encode_blocks(inputs: Sequence[str | Path], tokenizer: Any, output: str | Pa
     if document not in DOCUMENT_MODES:
         raise ToktoolsError(f"unknown document mode {document!r}; choose one of {', '.join(DOCUMENT_MODES)}")
     if "://" in str(output):
-        raise ToktoolsError(f"output {output}: shards are written to a filesystem path every worker can reach, not a URL")
+        raise ToktoolsError(
+            f"output {output}: shards are written to a filesystem path every worker can reach, not a URL"
+        )
     doc, fingerprint = load_document(tokenizer)
-    field, eos_id, bos_id, vocab_size, dtype = _output_settings(doc, format, document, field, append_eos, prepend_bos, dtype)
+    field, eos_id, bos_id, vocab_size, dtype = _output_settings(
+        doc, format, document, field, append_eos, prepend_bos, dtype
+    )
     names, tasks = plan_tasks([str(p) for p in inputs], block_bytes, document, verify)
 
     base, suffix = _bases(format, Path(output))
     manifest_file, partial_file = manifest_path(base), partial_path(base)
-    planned = [manifest_file, partial_file, *(p for t in tasks for p in output_files(format, shard_base(base, t.index), suffix).values())]
+    planned = [
+        manifest_file,
+        partial_file,
+        *(p for t in tasks for p in output_files(format, shard_base(base, t.index), suffix).values()),
+    ]
     # outputs: never an input (nor a file of the tokenizer); existing ones need force, unless a
     # manifest or partial record says they are this run's own (then they are resumed)
     resuming = manifest_file.exists() or partial_file.exists()
-    _check_outputs(planned, _shard_files(base, suffix), [name for name in names if "://" not in name], tokenizer,
-                   force=force or resuming)
-    settings = {"format": format, "document": document, "field": field, "append_eos": eos_id, "prepend_bos": bos_id,
-                "shard_tokens": None, "dtype": dtype, "block_bytes": block_bytes}
+    _check_outputs(
+        planned,
+        _shard_files(base, suffix),
+        [name for name in names if "://" not in name],
+        tokenizer,
+        force=force or resuming,
+    )
+    settings = {
+        "format": format,
+        "document": document,
+        "field": field,
+        "append_eos": eos_id,
+        "prepend_bos": bos_id,
+        "shard_tokens": None,
+        "dtype": dtype,
+        "block_bytes": block_bytes,
+    }
     if force:
         for record in (manifest_file, partial_file):  # never leave a record that claims shards being rewritten
             if record.exists():
@@ -475,13 +581,27 @@ def encode_blocks(inputs: Sequence[str | Path], tokenizer: Any, output: str | Pa
         kept: dict[int, dict[str, Any]] = {}
         for record_file in (manifest_file, partial_file):
             if not force and record_file.exists():
-                found = _kept_shards(_read_record(record_file), record_file, fingerprint, settings, inputs_json, tasks,
-                                     base, format, suffix)
+                found = _kept_shards(
+                    _read_record(record_file),
+                    record_file,
+                    fingerprint,
+                    settings,
+                    inputs_json,
+                    tasks,
+                    base,
+                    format,
+                    suffix,
+                )
                 kept.update({i: s for i, s in found.items() if i not in kept})
         manifest: dict[str, Any] = {
-            "format": MANIFEST_FORMAT, "version": 1, "complete": False,
+            "format": MANIFEST_FORMAT,
+            "version": 1,
+            "complete": False,
             "tokenizer": {"sha256": fingerprint, "vocab_size": vocab_size},
-            "engine": None, "settings": settings, "inputs": inputs_json, "shards": [],
+            "engine": None,
+            "settings": settings,
+            "inputs": inputs_json,
+            "shards": [],
         }
         missing = [t for t in tasks if t.index not in kept]
         shards = dict(kept)
@@ -493,9 +613,24 @@ def encode_blocks(inputs: Sequence[str | Path], tokenizer: Any, output: str | Pa
                 analysis = engines.Analysis("not analysed", cuttable=engines.cuttable(doc))
             chosen = runner.engine(engine, doc, analysis, fingerprint)
             manifest["engine"] = chosen
-            job = BlockJob(doc, fingerprint, analysis, chosen, format, dtype, document, field, eos_id, bos_id,
-                           str(base.absolute()), suffix, batch_bytes, segment_chars, max_document_bytes,
-                           1 if remote else workers)
+            job = BlockJob(
+                doc,
+                fingerprint,
+                analysis,
+                chosen,
+                format,
+                dtype,
+                document,
+                field,
+                eos_id,
+                bos_id,
+                str(base.absolute()),
+                suffix,
+                batch_bytes,
+                segment_chars,
+                max_document_bytes,
+                1 if remote else workers,
+            )
 
             def record() -> None:
                 manifest["shards"] = [shards[i] for i in sorted(shards)]
@@ -532,9 +667,19 @@ def encode_blocks(inputs: Sequence[str | Path], tokenizer: Any, output: str | Pa
             partial_file.unlink()
         _tidy(base, suffix, len(tasks))
     outputs = [p for t in tasks for p in output_files(format, shard_base(base, t.index), suffix).values()]
-    return CorpusResult(str(manifest["engine"]), manifest["documents"], manifest["tokens"], outputs, manifest_file,
-                        len(missing), len(kept), sum(e["size"] for e in inputs_json), time.perf_counter() - started,
-                        verified, settings)
+    return CorpusResult(
+        str(manifest["engine"]),
+        manifest["documents"],
+        manifest["tokens"],
+        outputs,
+        manifest_file,
+        len(missing),
+        len(kept),
+        sum(e["size"] for e in inputs_json),
+        time.perf_counter() - started,
+        verified,
+        settings,
+    )
 
 
 class _LocalRunner:
@@ -544,7 +689,7 @@ class _LocalRunner:
         self.workers = workers
         self._engine: Any = None
 
-    def __enter__(self) -> "_LocalRunner":
+    def __enter__(self) -> _LocalRunner:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -561,8 +706,9 @@ class _LocalRunner:
         self._engine = make_engine(name, doc, workers=self.workers, analysis=analysis, fingerprint=fingerprint)
         return str(self._engine.name)
 
-    def run(self, job: BlockJob, tasks: Sequence[BlockTask], progress: Any, done: int, total: int,
-            tokens: int) -> Iterator[tuple[BlockTask, dict[str, Any]]]:
+    def run(
+        self, job: BlockJob, tasks: Sequence[BlockTask], progress: Any, done: int, total: int, tokens: int
+    ) -> Iterator[tuple[BlockTask, dict[str, Any]]]:
         def within(at: int, had: int) -> Callable[[int, int], None] | None:
             if progress is None:
                 return None
@@ -593,7 +739,7 @@ class _ClusterRunner:
         if client is not None:
             _check_workers(client, str(client.scheduler.address))
 
-    def __enter__(self) -> "_ClusterRunner":
+    def __enter__(self) -> _ClusterRunner:
         if self._context is not None:
             self.client = self._context.__enter__()
         return self
@@ -630,8 +776,9 @@ class _ClusterRunner:
         chosen.close()
         return str(chosen.name)
 
-    def run(self, job: BlockJob, tasks: Sequence[BlockTask], progress: Any, done: int, total: int,
-            tokens: int) -> Iterator[tuple[BlockTask, dict[str, Any]]]:
+    def run(
+        self, job: BlockJob, tasks: Sequence[BlockTask], progress: Any, done: int, total: int, tokens: int
+    ) -> Iterator[tuple[BlockTask, dict[str, Any]]]:
         if not tasks:
             return
         shared = self.client.scatter(job, broadcast=True, hash=False)

@@ -3,6 +3,7 @@
 Kept apart from :mod:`toktools.cluster.blocks` so that naming a cluster (and parsing ``64MB``)
 imports nothing heavy: Dask is only needed once work is sent to the cluster.
 """
+
 from __future__ import annotations
 
 import re
@@ -15,8 +16,19 @@ from toktools.errors import ToktoolsError
 DEFAULT_BLOCK_BYTES = 64 << 20
 DEFAULT_TIMEOUT = 30.0
 
-_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "kib": 1 << 10, "m": 10**6, "mb": 10**6, "mib": 1 << 20,
-          "g": 10**9, "gb": 10**9, "gib": 1 << 30}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 10**3,
+    "kb": 10**3,
+    "kib": 1 << 10,
+    "m": 10**6,
+    "mb": 10**6,
+    "mib": 1 << 20,
+    "g": 10**9,
+    "gb": 10**9,
+    "gib": 1 << 30,
+}
 
 
 @dataclass(frozen=True)
@@ -37,14 +49,16 @@ class Cluster:
             raise ToktoolsError("the block size must be at least one byte")
 
 
-def as_cluster(value: "str | Cluster | None") -> Cluster | None:
+def as_cluster(value: str | Cluster | None) -> Cluster | None:
     """The Python API's ``cluster=`` argument: an address string, a :class:`Cluster`, or None
     (the local process pool)."""
     if value is None or isinstance(value, Cluster):
         return value
     if isinstance(value, str):
         return Cluster(value)
-    raise ToktoolsError(f"cluster must be an address such as 'tcp://host:8786' or 'local:2', not {type(value).__name__}")
+    raise ToktoolsError(
+        f"cluster must be an address such as 'tcp://host:8786' or 'local:2', not {type(value).__name__}"
+    )
 
 
 def parse_size(text: str) -> int:

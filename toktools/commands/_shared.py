@@ -1,12 +1,13 @@
 """What the commands share: progress bars, consoles, reading input lines, atomic outputs."""
+
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Sequence
-
+from typing import Any
 
 from toktools.errors import ToktoolsError
 
@@ -36,17 +37,30 @@ def _progress(enabled: bool) -> Iterator[Any]:
 
     console = Console(stderr=True)
     tasks: dict[str, Any] = {}
-    with Progress(TextColumn("[bold]{task.description:<8}"), BarColumn(), TextColumn("{task.fields[amount]}"),
-                  TimeElapsedColumn(), _HonestRemaining(), console=console, transient=False) as progress:
+    with Progress(
+        TextColumn("[bold]{task.description:<8}"),
+        BarColumn(),
+        TextColumn("{task.fields[amount]}"),
+        TimeElapsedColumn(),
+        _HonestRemaining(),
+        console=console,
+        transient=False,
+    ) as progress:
+
         def update(stage: str, done: int, total: int) -> None:
             if stage not in tasks:
                 label = {"read": "reading", "merge": "merging", "encode": "encoding", "em": "EM"}.get(stage, stage)
-                tasks[stage] = progress.add_task(label, total=total or None, amount="", eta=stage not in ("merge", "em"))
+                tasks[stage] = progress.add_task(
+                    label, total=total or None, amount="", eta=stage not in ("merge", "em")
+                )
             if stage == "em":  # Unigram: EM steps until the vocabulary is pruned to size (no known end)
                 progress.update(tasks[stage], completed=done, total=None, amount=f"step {done}, {total} pieces")
                 return
-            amount = f"{done}/{total} merges (at most)" if stage == "merge" else f"{done / 1e6:.1f}/{total / 1e6:.1f} MB"
+            amount = (
+                f"{done}/{total} merges (at most)" if stage == "merge" else f"{done / 1e6:.1f}/{total / 1e6:.1f} MB"
+            )
             progress.update(tasks[stage], completed=done, total=total or None, amount=amount)
+
         yield update
 
 
@@ -60,7 +74,9 @@ def _console() -> Any:
     from rich.console import Console
 
     plain = bool(os.environ.get("NO_COLOR")) or not sys.stdout.isatty()
-    return Console(no_color=plain, highlight=False, emoji=False, soft_wrap=True, force_terminal=None if not plain else False)
+    return Console(
+        no_color=plain, highlight=False, emoji=False, soft_wrap=True, force_terminal=None if not plain else False
+    )
 
 
 def _echo_plain_or_rich(text: str, styles: Sequence[tuple[str, str]] = ()) -> None:
@@ -125,10 +141,16 @@ def cluster_options(command: Any) -> Any:
     import click
 
     @functools.wraps(command)
-    def wrapper(*args: Any, cluster: str | None, cluster_timeout: float | None, block_size: str | None, **kwargs: Any) -> Any:
+    def wrapper(
+        *args: Any, cluster: str | None, cluster_timeout: float | None, block_size: str | None, **kwargs: Any
+    ) -> Any:
         ctx = click.get_current_context()
         if cluster is None:
-            given = [flag for flag, value in (("--cluster-timeout", cluster_timeout), ("--block-size", block_size)) if value is not None]
+            given = [
+                flag
+                for flag, value in (("--cluster-timeout", cluster_timeout), ("--block-size", block_size))
+                if value is not None
+            ]
             if given == ["--block-size"] and getattr(command, "blocks_without_cluster", False):
                 from toktools.cluster.settings import parse_size  # encode: the same shards, written here
 
@@ -138,7 +160,9 @@ def cluster_options(command: Any) -> Any:
                     raise click.BadParameter(str(err), param_hint="--block-size") from None
                 return command(*args, cluster=None, block_bytes=block_bytes, **kwargs)
             if given:
-                raise click.UsageError(f"{' and '.join(given)} only appl{'y' if len(given) > 1 else 'ies'} with --cluster")
+                raise click.UsageError(
+                    f"{' and '.join(given)} only appl{'y' if len(given) > 1 else 'ies'} with --cluster"
+                )
             return command(*args, cluster=None, **kwargs)
         if "workers" in kwargs and ctx.get_parameter_source("workers") == click.core.ParameterSource.COMMANDLINE:
             raise click.UsageError("--workers does not apply with --cluster (local:N sets the number of local workers)")
@@ -156,13 +180,26 @@ def cluster_options(command: Any) -> Any:
         return command(*args, cluster=chosen, **kwargs)
 
     options = [
-        click.option("--cluster", default=None, metavar="ADDRESS",
-                     help="Run on a Dask cluster: a scheduler (tcp://host:8786) or local[:N] (N worker processes "
-                          "here). Needs toktools[dask]; output is identical to a local run."),
-        click.option("--cluster-timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
-                     help="With --cluster: how long to wait for the scheduler and its workers  [default: 30]"),
-        click.option("--block-size", default=None, metavar="SIZE",
-                     help="With --cluster: bytes of input per task, e.g. 64MB, 256MiB  [default: 64MiB]"),
+        click.option(
+            "--cluster",
+            default=None,
+            metavar="ADDRESS",
+            help="Run on a Dask cluster: a scheduler (tcp://host:8786) or local[:N] (N worker processes "
+            "here). Needs toktools[dask]; output is identical to a local run.",
+        ),
+        click.option(
+            "--cluster-timeout",
+            type=click.FloatRange(min=0, min_open=True),
+            default=None,
+            metavar="SECONDS",
+            help="With --cluster: how long to wait for the scheduler and its workers  [default: 30]",
+        ),
+        click.option(
+            "--block-size",
+            default=None,
+            metavar="SIZE",
+            help="With --cluster: bytes of input per task, e.g. 64MB, 256MiB  [default: 64MiB]",
+        ),
     ]
     for option in reversed(options):
         wrapper = option(wrapper)

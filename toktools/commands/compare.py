@@ -1,7 +1,7 @@
 """`toktools compare`: several tokenizers on the same text or corpus, side by side."""
+
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +10,13 @@ import click
 from toktools.commands._shared import _console, _echo_plain_or_rich, _progress, cluster_options
 from toktools.errors import ToktoolsError
 
-_STYLES = [(r"\|", "bold cyan"), (r"\^+", "bold red"),
-           (r"[0-9A-F]{2}(?:[ |¦][0-9A-F]{2})+", "magenta"), (r"\\(?:[nrt]|x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8})", "yellow"),
-           (r"(?m)^(?:legend|line \d+)\b", "bold")]
+_STYLES = [
+    (r"\|", "bold cyan"),
+    (r"\^+", "bold red"),
+    (r"[0-9A-F]{2}(?:[ |¦][0-9A-F]{2})+", "magenta"),
+    (r"\\(?:[nrt]|x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8})", "yellow"),
+    (r"(?m)^(?:legend|line \d+)\b", "bold"),
+]
 
 
 def _labels(names: list[str]) -> list[str]:
@@ -34,31 +38,82 @@ def _looks_like_tokenizer(argument: str) -> bool:
 
 @click.command()
 @click.argument("arguments", nargs=-1, required=True, metavar="TOK... [TEXT | -]")
-@click.option("--corpus", "corpus_paths", multiple=True,
-              help="Compare on this corpus instead of one text (repeatable; files, directories, globs, - for "
-                   "standard input; .gz/.xz/.bz2 read transparently).")
-@click.option("--file", "file_paths", multiple=True, hidden=False,
-              help="Deprecated alias of --corpus (kept so old scripts run).")
+@click.option(
+    "--corpus",
+    "corpus_paths",
+    multiple=True,
+    help="Compare on this corpus instead of one text (repeatable; files, directories, globs, - for "
+    "standard input; .gz/.xz/.bz2 read transparently).",
+)
+@click.option(
+    "--file", "file_paths", multiple=True, hidden=False, help="Deprecated alias of --corpus (kept so old scripts run)."
+)
 @click.option("--field", "json_field", default=None, help="Read JSON Lines and take each document from this field.")
-@click.option("--errors", type=click.Choice(["strict", "replace", "skip"]), default="strict", show_default=True,
-              help="What to do with invalid UTF-8 in the corpus.")
-@click.option("--show", type=click.IntRange(min=0), default=3, show_default=True,
-              help="With --corpus: align the N documents (of 5 words or more) where the largest share of token "
-                   "boundaries differ.")
-@click.option("--sample", type=click.IntRange(min=1), default=None,
-              help="With --corpus: read only N documents, spread evenly over the corpus.")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="With --corpus: draw sequence lengths, tokens per word and token lengths into this .png/.svg/.pdf.")
-@click.option("--width", type=click.IntRange(min=20), default=None, help="Wrap the aligned rows at this many columns (default: terminal width).")
-@click.option("--bytes/--no-bytes", "byte_view", default=False, help="Add a block with the UTF-8 bytes of every multi-byte character.")
-@click.option("--workers", type=click.IntRange(min=1), default=None, help="Processes that encode large batches (default: all cores).")
+@click.option(
+    "--errors",
+    type=click.Choice(["strict", "replace", "skip"]),
+    default="strict",
+    show_default=True,
+    help="What to do with invalid UTF-8 in the corpus.",
+)
+@click.option(
+    "--show",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    help="With --corpus: align the N documents (of 5 words or more) where the largest share of token "
+    "boundaries differ.",
+)
+@click.option(
+    "--sample",
+    type=click.IntRange(min=1),
+    default=None,
+    help="With --corpus: read only N documents, spread evenly over the corpus.",
+)
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="With --corpus: draw sequence lengths, tokens per word and token lengths into this .png/.svg/.pdf.",
+)
+@click.option(
+    "--width",
+    type=click.IntRange(min=20),
+    default=None,
+    help="Wrap the aligned rows at this many columns (default: terminal width).",
+)
+@click.option(
+    "--bytes/--no-bytes",
+    "byte_view",
+    default=False,
+    help="Add a block with the UTF-8 bytes of every multi-byte character.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Processes that encode large batches (default: all cores).",
+)
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr (only on a terminal).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output: every statistic and histogram.")
 @cluster_options
-def compare(arguments: tuple[str, ...], corpus_paths: tuple[str, ...], file_paths: tuple[str, ...],
-            json_field: str | None, errors: str, show: int, sample: int | None, plot_path: Path | None,
-            width: int | None, byte_view: bool, workers: int | None, progress: bool, as_json: bool,
-            cluster: Any) -> None:
+def compare(
+    arguments: tuple[str, ...],
+    corpus_paths: tuple[str, ...],
+    file_paths: tuple[str, ...],
+    json_field: str | None,
+    errors: str,
+    show: int,
+    sample: int | None,
+    plot_path: Path | None,
+    width: int | None,
+    byte_view: bool,
+    workers: int | None,
+    progress: bool,
+    as_json: bool,
+    cluster: Any,
+) -> None:
     """How several tokenizers cut the same text or corpus, side by side.
 
     On a TEXT (the last argument; - reads it from standard input): one row per tokenizer,
@@ -118,9 +173,17 @@ def compare(arguments: tuple[str, ...], corpus_paths: tuple[str, ...], file_path
         from toktools.analysis.corpus_compare import compare_corpus
 
         with _progress(progress) as callback:
-            result = compare_corpus(loaded, corpus, json_field=json_field, errors=errors,  # type: ignore[arg-type]
-                                    show=show, sample=sample, workers=workers, cluster=cluster,
-                                    progress=None if callback is None else lambda d, t: callback("read", d, t))
+            result = compare_corpus(
+                loaded,
+                corpus,
+                json_field=json_field,
+                errors=errors,  # type: ignore[arg-type]
+                show=show,
+                sample=sample,
+                workers=workers,
+                cluster=cluster,
+                progress=None if callback is None else lambda d, t: callback("read", d, t),
+            )
         if plot_path is not None:
             from toktools.analysis.plots import plot_comparison
 
@@ -134,8 +197,9 @@ def compare(arguments: tuple[str, ...], corpus_paths: tuple[str, ...], file_path
     if plot_path is not None or sample is not None or json_field is not None:
         raise click.UsageError("--plot, --sample and --field need --corpus")
     if len(names) < 2 or _looks_like_tokenizer(names[-1]) and names[-1] != "-":
-        raise click.UsageError("no text to compare: give TEXT as the last argument, - to read it from standard "
-                               "input, or --corpus FILE")
+        raise click.UsageError(
+            "no text to compare: give TEXT as the last argument, - to read it from standard input, or --corpus FILE"
+        )
     text = names.pop()
     if text == "-":  # strict UTF-8, with the line of a bad byte
         from toktools.corpus.reading import read_lines

@@ -1,4 +1,5 @@
 """`toktools convert`: write a tokenizer in another layout."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,12 +7,23 @@ from pathlib import Path
 import click
 
 
-
 @click.command()
 @click.argument("tokenizer_path")
-@click.option("--to", "target", required=True, type=click.Choice(["tokenizer.json", "vocab.txt", "vocab.json+merges.txt", "tiktoken", "spiece.model"]),
-              help="The layout to write (spiece.model: a sentencepiece model, for Unigram tokenizers; Nmt/NFKC/Lowercase normalisers become a charsmap).")
-@click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="Directory to write into.")
+@click.option(
+    "--to",
+    "target",
+    required=True,
+    type=click.Choice(["tokenizer.json", "vocab.txt", "vocab.json+merges.txt", "tiktoken", "spiece.model"]),
+    help="The layout to write (spiece.model: a sentencepiece model, for Unigram tokenizers; Nmt/NFKC/Lowercase normalisers become a charsmap).",
+)
+@click.option(
+    "-o",
+    "--output",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory to write into.",
+)
 @click.option("--force", is_flag=True, help="Overwrite existing files.")
 def convert(tokenizer_path: str, target: str, out_dir: Path, force: bool) -> None:
     """Write a tokenizer in another layout.

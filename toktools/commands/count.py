@@ -1,4 +1,5 @@
 """`toktools count`: word counts for `train --from-counts`."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from toktools.errors import ToktoolsError
 from toktools.commands._shared import _cap_workers, _progress, cluster_options
+from toktools.errors import ToktoolsError
 from toktools.io.outputs import check_output_file
 from toktools.training.trainers import TRAINERS, get_trainer
 
@@ -17,20 +18,68 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @click.command()
 @click.argument("corpus", nargs=-1, required=True)
-@click.option("-o", "--output", "out_path", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Counts file to write (word<TAB>count).")
-@click.option("--model", "kind", type=click.Choice(list(TRAINERS)), required=True, help="Which pre-processing to count words with.")
-@click.option("--lowercase/--cased", default=True, show_default=True, help="wordpiece: lower-case and strip accents like bert-base-uncased.")
-@click.option("--strip-accents/--keep-accents", default=None, help="wordpiece: strip accents (default: same as --lowercase).")
-@click.option("--add-prefix-space/--no-add-prefix-space", default=False, show_default=True, help="bytebpe: prefix every line with a space.")
-@click.option("--workers", type=click.IntRange(min=1), default=None, callback=_cap_workers, help="Processes that count (default: all cores). Output is identical for any value.")
-@click.option("--errors", type=click.Choice(["strict", "replace", "skip"]), default="strict", show_default=True, help="What to do with invalid UTF-8 in the corpus.")
+@click.option(
+    "-o",
+    "--output",
+    "out_path",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Counts file to write (word<TAB>count).",
+)
+@click.option(
+    "--model",
+    "kind",
+    type=click.Choice(list(TRAINERS)),
+    required=True,
+    help="Which pre-processing to count words with.",
+)
+@click.option(
+    "--lowercase/--cased",
+    default=True,
+    show_default=True,
+    help="wordpiece: lower-case and strip accents like bert-base-uncased.",
+)
+@click.option(
+    "--strip-accents/--keep-accents", default=None, help="wordpiece: strip accents (default: same as --lowercase)."
+)
+@click.option(
+    "--add-prefix-space/--no-add-prefix-space",
+    default=False,
+    show_default=True,
+    help="bytebpe: prefix every line with a space.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    callback=_cap_workers,
+    help="Processes that count (default: all cores). Output is identical for any value.",
+)
+@click.option(
+    "--errors",
+    type=click.Choice(["strict", "replace", "skip"]),
+    default="strict",
+    show_default=True,
+    help="What to do with invalid UTF-8 in the corpus.",
+)
 @click.option("--field", "json_field", default=None, help="Read JSON Lines and take the text from this field.")
 @click.option("--force", is_flag=True, help="Overwrite an existing counts file.")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr (only on a terminal).")
 @cluster_options
-def count(corpus: tuple[str, ...], out_path: Path, kind: str, lowercase: bool, strip_accents: bool | None,
-          add_prefix_space: bool, workers: int | None, errors: str, json_field: str | None, force: bool, progress: bool,
-          cluster: "Cluster | None") -> None:
+def count(
+    corpus: tuple[str, ...],
+    out_path: Path,
+    kind: str,
+    lowercase: bool,
+    strip_accents: bool | None,
+    add_prefix_space: bool,
+    workers: int | None,
+    errors: str,
+    json_field: str | None,
+    force: bool,
+    progress: bool,
+    cluster: Cluster | None,
+) -> None:
     """Count words once, train many times: write word counts for `train --from-counts`.
 
     The file starts with a header that records the normaliser and pre-tokeniser settings, so a
@@ -58,9 +107,12 @@ def count(corpus: tuple[str, ...], out_path: Path, kind: str, lowercase: bool, s
     settings = trainer.count_settings(options)
     with _progress(progress) as callback:
         reading = {} if cluster is None else {"cluster": cluster}
-        counts = trainer.count_words(list(corpus), options, workers=workers, errors=errors, json_field=json_field,
-                                     progress=callback, **reading)
-    write_files_atomically(out_path.parent if str(out_path.parent) else Path("."), {out_path.name: dumps_counts(counts, kind, settings)})
+        counts = trainer.count_words(
+            list(corpus), options, workers=workers, errors=errors, json_field=json_field, progress=callback, **reading
+        )
+    write_files_atomically(
+        out_path.parent if str(out_path.parent) else Path("."), {out_path.name: dumps_counts(counts, kind, settings)}
+    )
     click.echo(f"counted {sum(counts.values())} words ({len(counts)} distinct); wrote {out_path}", err=True)
 
 
@@ -73,11 +125,17 @@ def _count_options(kind: str, lowercase: bool, strip_accents: bool | None, add_p
 def _check_model_options(kind: str) -> None:
     """An option of another model's pre-processing, given on the command line, is a usage error."""
     ctx = click.get_current_context()
-    flags = {"lowercase": "--lowercase/--cased", "strip_accents": "--strip-accents/--keep-accents",
-             "add_prefix_space": "--add-prefix-space/--no-add-prefix-space"}
+    flags = {
+        "lowercase": "--lowercase/--cased",
+        "strip_accents": "--strip-accents/--keep-accents",
+        "add_prefix_space": "--add-prefix-space/--no-add-prefix-space",
+    }
     own = get_trainer(kind).count_options
-    given = [name for name in flags if name not in own
-             and ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE]
+    given = [
+        name
+        for name in flags
+        if name not in own and ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+    ]
     if given:
         raise click.UsageError(f"{', '.join(flags[name] for name in given)} does not apply to --model {kind}")
 
@@ -89,6 +147,8 @@ def _load_counts(path: Path, kind: str, expected: dict[str, object]) -> dict[str
     if found_kind != kind:
         raise ToktoolsError(f"{path} holds {found_kind} counts; this is a {kind} training")
     if settings != expected:
-        differ = ", ".join(f"{k}: file {settings.get(k)!r} vs now {v!r}" for k, v in expected.items() if settings.get(k) != v)
+        differ = ", ".join(
+            f"{k}: file {settings.get(k)!r} vs now {v!r}" for k, v in expected.items() if settings.get(k) != v
+        )
         raise ToktoolsError(f"{path} was counted with other settings ({differ}); count again or change the options")
     return counts

@@ -1,14 +1,16 @@
 """`toktools encode` and `toktools decode`: text to ids and back."""
+
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import click
 
-from toktools.errors import ToktoolsError
 from toktools.commands._shared import _cap_workers, _input_lines, cluster_options
+from toktools.errors import ToktoolsError
 
 
 def _blocks_without_cluster(command: Any) -> Any:
@@ -22,43 +24,153 @@ CORPUS_FORMATS = ("megatron", "npy", "bin")
 
 
 @click.command()
-@click.option("-t", "--tokenizer", "tokenizer_path", required=True, help="Tokenizer directory or file (tokenizer.json, vocab.json + merges.txt, vocab.txt, a sentencepiece .model), or a shipped vocabulary name.")
+@click.option(
+    "-t",
+    "--tokenizer",
+    "tokenizer_path",
+    required=True,
+    help="Tokenizer directory or file (tokenizer.json, vocab.json + merges.txt, vocab.txt, a sentencepiece .model), or a shipped vocabulary name.",
+)
 @click.argument("files", nargs=-1)
-@click.option("--format", "output_format", type=click.Choice([*TEXT_FORMATS, *CORPUS_FORMATS]), default="ids", show_default=True,
-              help="ids/tokens: one line per input line; jsonl: ids, tokens, offsets per line; "
-                   "megatron: PREFIX.bin + PREFIX.idx (Megatron-LM indexed dataset); npy/bin: all ids as one array "
-                   "plus NAME.offsets.npy/.bin (document starts). megatron/npy/bin need -o.")
-@click.option("-o", "--output", "out_path", type=click.Path(path_type=Path), default=None, help="Write here instead of stdout (written atomically). For megatron, a prefix.")
-@click.option("--engine", type=click.Choice(["auto", "reference", "tokenizers", "tiktoken"]), default="auto", show_default=True,
-              help="Who encodes. auto = the fastest engine proven to give the reference's ids for this tokenizer "
-                   "(tiktoken gives ids only: tokens come from the vocabulary, jsonl offsets need tokenizers or reference).")
-@click.option("--document", "document_mode", type=click.Choice(["line", "blank-line", "file", "jsonl"]), default="line", show_default=True,
-              help="megatron/npy/bin: what one document is (jsonl: one record's --field).")
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice([*TEXT_FORMATS, *CORPUS_FORMATS]),
+    default="ids",
+    show_default=True,
+    help="ids/tokens: one line per input line; jsonl: ids, tokens, offsets per line; "
+    "megatron: PREFIX.bin + PREFIX.idx (Megatron-LM indexed dataset); npy/bin: all ids as one array "
+    "plus NAME.offsets.npy/.bin (document starts). megatron/npy/bin need -o.",
+)
+@click.option(
+    "-o",
+    "--output",
+    "out_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write here instead of stdout (written atomically). For megatron, a prefix.",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["auto", "reference", "tokenizers", "tiktoken"]),
+    default="auto",
+    show_default=True,
+    help="Who encodes. auto = the fastest engine proven to give the reference's ids for this tokenizer "
+    "(tiktoken gives ids only: tokens come from the vocabulary, jsonl offsets need tokenizers or reference).",
+)
+@click.option(
+    "--document",
+    "document_mode",
+    type=click.Choice(["line", "blank-line", "file", "jsonl"]),
+    default="line",
+    show_default=True,
+    help="megatron/npy/bin: what one document is (jsonl: one record's --field).",
+)
 @click.option("--field", default=None, help="--document jsonl: the text field (default: text).")
-@click.option("--append-eos", "append_eos", is_flag=False, flag_value="", default=None, metavar="[=TOKEN]",
-              help="End every document with EOS (default for megatron: the tokenizer's EOS or SEP), or with TOKEN.")
+@click.option(
+    "--append-eos",
+    "append_eos",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[=TOKEN]",
+    help="End every document with EOS (default for megatron: the tokenizer's EOS or SEP), or with TOKEN.",
+)
 @click.option("--no-append-eos", "no_append_eos", is_flag=True, help="Do not end documents with EOS (megatron).")
-@click.option("--prepend-bos", "prepend_bos", is_flag=False, flag_value="", default=None, metavar="[=TOKEN]",
-              help="Start every document with BOS (the tokenizer's BOS or CLS), or with TOKEN.")
-@click.option("--shard-tokens", type=click.IntRange(min=1), default=None, help="Start a new shard PREFIX-00000… after this many tokens; writes PREFIX-manifest.json and resumes an interrupted run.")
-@click.option("--verify", type=click.IntRange(min=0), default=16, show_default=True, help="Re-encode this many documents (lines for ids/tokens/jsonl) spread over the input with the reference engine; stop at the first difference, writing no output (0: off).")
+@click.option(
+    "--prepend-bos",
+    "prepend_bos",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[=TOKEN]",
+    help="Start every document with BOS (the tokenizer's BOS or CLS), or with TOKEN.",
+)
+@click.option(
+    "--shard-tokens",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Start a new shard PREFIX-00000… after this many tokens; writes PREFIX-manifest.json and resumes an interrupted run.",
+)
+@click.option(
+    "--verify",
+    type=click.IntRange(min=0),
+    default=16,
+    show_default=True,
+    help="Re-encode this many documents (lines for ids/tokens/jsonl) spread over the input with the reference engine; stop at the first difference, writing no output (0: off).",
+)
 @click.option("--force", is_flag=True, help="Overwrite existing outputs (and start a sharded run over).")
-@click.option("--dtype", type=click.Choice(["auto", "uint16", "uint32", "int32"]), default="auto", show_default=True, help="megatron/npy/bin: integer type (auto: uint16 if every id fits).")
-@click.option("--max-document-mb", type=click.IntRange(min=1), default=64, show_default=True, help="A document longer than this that cannot be cut safely is refused.")
+@click.option(
+    "--dtype",
+    type=click.Choice(["auto", "uint16", "uint32", "int32"]),
+    default="auto",
+    show_default=True,
+    help="megatron/npy/bin: integer type (auto: uint16 if every id fits).",
+)
+@click.option(
+    "--max-document-mb",
+    type=click.IntRange(min=1),
+    default=64,
+    show_default=True,
+    help="A document longer than this that cannot be cut safely is refused.",
+)
 @click.option("--pair", is_flag=True, help="ids/tokens/jsonl: each input line is two sequences separated by a TAB.")
-@click.option("--add-special-tokens/--no-add-special-tokens", default=True, show_default=True, help="ids/tokens/jsonl: add the template's special tokens ([CLS]/[SEP], <s>/</s>) if the tokenizer has one.")
-@click.option("--max-length", type=click.IntRange(min=1), default=None, help="ids/tokens/jsonl: truncate every encoding to this many tokens (special tokens included).")
-@click.option("--workers", type=click.IntRange(min=1), default=None, callback=_cap_workers, help="Processes or threads that encode (default: all cores). Output is identical for any value.")
-@click.option("--batch-lines", type=click.IntRange(min=1), default=20000, show_default=True, help="ids/tokens/jsonl: lines read and encoded at a time (memory stays flat on huge files).")
+@click.option(
+    "--add-special-tokens/--no-add-special-tokens",
+    default=True,
+    show_default=True,
+    help="ids/tokens/jsonl: add the template's special tokens ([CLS]/[SEP], <s>/</s>) if the tokenizer has one.",
+)
+@click.option(
+    "--max-length",
+    type=click.IntRange(min=1),
+    default=None,
+    help="ids/tokens/jsonl: truncate every encoding to this many tokens (special tokens included).",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    callback=_cap_workers,
+    help="Processes or threads that encode (default: all cores). Output is identical for any value.",
+)
+@click.option(
+    "--batch-lines",
+    type=click.IntRange(min=1),
+    default=20000,
+    show_default=True,
+    help="ids/tokens/jsonl: lines read and encoded at a time (memory stays flat on huge files).",
+)
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr when writing to a file.")
 @click.option("--json", "as_json", is_flag=True, help="megatron/npy/bin: print a JSON summary on stdout.")
 @cluster_options
 @_blocks_without_cluster
-def encode(tokenizer_path: str, files: tuple[str, ...], output_format: str, out_path: Path | None, engine: str, document_mode: str,
-           field: str | None, append_eos: str | None, no_append_eos: bool, prepend_bos: str | None, shard_tokens: int | None,
-           verify: int, force: bool, dtype: str, max_document_mb: int, pair: bool, add_special_tokens: bool,
-           max_length: int | None, workers: int | None, batch_lines: int, progress: bool, as_json: bool, cluster: Any,
-           block_bytes: int | None = None) -> None:
+def encode(
+    tokenizer_path: str,
+    files: tuple[str, ...],
+    output_format: str,
+    out_path: Path | None,
+    engine: str,
+    document_mode: str,
+    field: str | None,
+    append_eos: str | None,
+    no_append_eos: bool,
+    prepend_bos: str | None,
+    shard_tokens: int | None,
+    verify: int,
+    force: bool,
+    dtype: str,
+    max_document_mb: int,
+    pair: bool,
+    add_special_tokens: bool,
+    max_length: int | None,
+    workers: int | None,
+    batch_lines: int,
+    progress: bool,
+    as_json: bool,
+    cluster: Any,
+    block_bytes: int | None = None,
+) -> None:
     """Tokenize text: one output line per input line, or training data (Megatron, npy, bin).
 
     FILES default to standard input (or give -); .gz/.xz/.bz2 are read transparently.
@@ -89,29 +201,86 @@ def encode(tokenizer_path: str, files: tuple[str, ...], output_format: str, out_
         if out_path is None:
             raise click.UsageError(f"--format {output_format} writes binary data: give an output file with -o")
         if pair or max_length is not None:
-            raise ToktoolsError(f"--pair and --max-length are for ids/tokens/jsonl; --format {output_format} writes whole documents")
-        _encode_corpus(tokenizer_path, files, output_format, out_path, engine, document_mode, field, append_eos, no_append_eos,
-                       prepend_bos, shard_tokens, verify, force, dtype, max_document_mb, workers, progress, as_json,
-                       cluster, block_bytes)
+            raise ToktoolsError(
+                f"--pair and --max-length are for ids/tokens/jsonl; --format {output_format} writes whole documents"
+            )
+        _encode_corpus(
+            tokenizer_path,
+            files,
+            output_format,
+            out_path,
+            engine,
+            document_mode,
+            field,
+            append_eos,
+            no_append_eos,
+            prepend_bos,
+            shard_tokens,
+            verify,
+            force,
+            dtype,
+            max_document_mb,
+            workers,
+            progress,
+            as_json,
+            cluster,
+            block_bytes,
+        )
         return
     if cluster is not None or block_bytes is not None:
-        raise ToktoolsError(f"--{'cluster' if cluster is not None else 'block-size'} is for --format megatron, npy or bin")
-    for name, value in (("--document", document_mode != "line"), ("--field", field),
-                        ("--append-eos", append_eos is not None), ("--prepend-bos", prepend_bos is not None),
-                        ("--shard-tokens", shard_tokens), ("--dtype", dtype != "auto")):
+        raise ToktoolsError(
+            f"--{'cluster' if cluster is not None else 'block-size'} is for --format megatron, npy or bin"
+        )
+    for name, value in (
+        ("--document", document_mode != "line"),
+        ("--field", field),
+        ("--append-eos", append_eos is not None),
+        ("--prepend-bos", prepend_bos is not None),
+        ("--shard-tokens", shard_tokens),
+        ("--dtype", dtype != "auto"),
+    ):
         if value:
             raise ToktoolsError(f"{name} is for --format megatron, npy or bin")
     from toktools.corpus.encode import encode_corpus
 
-    encode_corpus(list(files) or ["-"], tokenizer_path, out_path, format=output_format, engine=engine, pair=pair,
-                  add_special_tokens=add_special_tokens, max_length=max_length, workers=workers, batch_lines=batch_lines,
-                  force=force, verify=verify)
+    encode_corpus(
+        list(files) or ["-"],
+        tokenizer_path,
+        out_path,
+        format=output_format,
+        engine=engine,
+        pair=pair,
+        add_special_tokens=add_special_tokens,
+        max_length=max_length,
+        workers=workers,
+        batch_lines=batch_lines,
+        force=force,
+        verify=verify,
+    )
 
 
-def _encode_corpus(tokenizer_path: str, files: tuple[str, ...], output_format: str, out_path: Path, engine: str, document_mode: str,
-                   field: str | None, append_eos: str | None, no_append_eos: bool, prepend_bos: str | None,
-                   shard_tokens: int | None, verify: int, force: bool, dtype: str, max_document_mb: int, workers: int | None,
-                   progress: bool, as_json: bool, cluster: Any = None, block_bytes: int | None = None) -> None:
+def _encode_corpus(
+    tokenizer_path: str,
+    files: tuple[str, ...],
+    output_format: str,
+    out_path: Path,
+    engine: str,
+    document_mode: str,
+    field: str | None,
+    append_eos: str | None,
+    no_append_eos: bool,
+    prepend_bos: str | None,
+    shard_tokens: int | None,
+    verify: int,
+    force: bool,
+    dtype: str,
+    max_document_mb: int,
+    workers: int | None,
+    progress: bool,
+    as_json: bool,
+    cluster: Any = None,
+    block_bytes: int | None = None,
+) -> None:
     """megatron/npy/bin: an adapter over :func:`toktools.encode_corpus`."""
     import json
 
@@ -122,21 +291,47 @@ def _encode_corpus(tokenizer_path: str, files: tuple[str, ...], output_format: s
     eos: bool | str | None = False if no_append_eos else (None if append_eos is None else (append_eos or True))
     bos: bool | str = False if prepend_bos is None else (prepend_bos or True)
     with _corpus_progress(progress) as callback:
-        result = encode_corpus(list(files) or ["-"], tokenizer_path, out_path, format=output_format, engine=engine,
-                               document=document_mode, field=field, append_eos=eos, prepend_bos=bos, shard_tokens=shard_tokens,
-                               workers=workers, verify=verify, progress=callback, force=force, dtype=dtype,
-                               max_document_bytes=max_document_mb << 20, cluster=cluster, block_bytes=block_bytes)
-    summary = {"engine": result.engine, "documents": result.documents, "tokens": result.tokens,
-               "shards_written": result.shards_written, "shards_kept": result.shards_kept, "verified": result.verified,
-               "input_bytes": result.input_bytes, "seconds": round(result.seconds, 3),
-               "outputs": [str(p) for p in result.outputs], "manifest": str(result.manifest) if result.manifest else None}
+        result = encode_corpus(
+            list(files) or ["-"],
+            tokenizer_path,
+            out_path,
+            format=output_format,
+            engine=engine,
+            document=document_mode,
+            field=field,
+            append_eos=eos,
+            prepend_bos=bos,
+            shard_tokens=shard_tokens,
+            workers=workers,
+            verify=verify,
+            progress=callback,
+            force=force,
+            dtype=dtype,
+            max_document_bytes=max_document_mb << 20,
+            cluster=cluster,
+            block_bytes=block_bytes,
+        )
+    summary = {
+        "engine": result.engine,
+        "documents": result.documents,
+        "tokens": result.tokens,
+        "shards_written": result.shards_written,
+        "shards_kept": result.shards_kept,
+        "verified": result.verified,
+        "input_bytes": result.input_bytes,
+        "seconds": round(result.seconds, 3),
+        "outputs": [str(p) for p in result.outputs],
+        "manifest": str(result.manifest) if result.manifest else None,
+    }
     if as_json:
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
     else:
         kept = f" ({result.shards_kept} kept from an earlier run)" if result.shards_kept else ""
         speed = result.input_bytes / result.seconds / 1e6 if result.seconds else 0.0
-        sys.stderr.write(f"{result.documents:,} documents, {result.tokens:,} tokens in {len(result.outputs) // 2} "
-                         f"file pair(s){kept}; engine {result.engine}, {result.verified} verified, {speed:.1f} MB/s\n")
+        sys.stderr.write(
+            f"{result.documents:,} documents, {result.tokens:,} tokens in {len(result.outputs) // 2} "
+            f"file pair(s){kept}; engine {result.engine}, {result.verified} verified, {speed:.1f} MB/s\n"
+        )
 
 
 def _corpus_progress(enabled: bool) -> Any:
@@ -149,23 +344,49 @@ def _corpus_progress(enabled: bool) -> Any:
             yield None
             return
         from rich.console import Console
-        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
 
-        with Progress(TextColumn("[bold]encoding"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                      TextColumn("{task.fields[tokens]} tokens"), TimeRemainingColumn(), console=Console(stderr=True)) as progress:
+        with Progress(
+            TextColumn("[bold]encoding"),
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TextColumn("{task.fields[tokens]} tokens"),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+        ) as progress:
             task = progress.add_task("encode", total=None, tokens="0")
 
             def update(done: int, total: int, tokens: int) -> None:
                 progress.update(task, completed=done, total=total or None, tokens=f"{tokens:,}")
+
             yield update
 
     return bar()
 
 
 @click.command()
-@click.option("-t", "--tokenizer", "tokenizer_path", required=True, help="Tokenizer directory or file, or a shipped vocabulary name.")
+@click.option(
+    "-t",
+    "--tokenizer",
+    "tokenizer_path",
+    required=True,
+    help="Tokenizer directory or file, or a shipped vocabulary name.",
+)
 @click.argument("files", nargs=-1)
-@click.option("--skip-special-tokens/--keep-special-tokens", default=True, show_default=True, help="Drop special tokens ([CLS], <s>, ...) from the text.")
+@click.option(
+    "--skip-special-tokens/--keep-special-tokens",
+    default=True,
+    show_default=True,
+    help="Drop special tokens ([CLS], <s>, ...) from the text.",
+)
 def decode(tokenizer_path: str, files: tuple[str, ...], skip_special_tokens: bool) -> None:
     """Turn ids back into text: one line of space-separated ids per output line.
 

@@ -1,4 +1,5 @@
 """`toktools inspect`: vocabulary statistics, or everything about one token."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,19 +11,45 @@ from toktools.commands._shared import _echo_plain_or_rich, _input_lines
 
 @click.command()
 @click.argument("tokenizer_path", metavar="TOK")
-@click.option("--token", "token", default=None,
-              help="Show one token, given as its token string (ĠHello, ##ing, ▁the) or the text it stands for: "
-                   "\" Hello\" for byte-level BPE, \" the\" for sentencepiece (▁). Never read as an id: use --id.")
+@click.option(
+    "--token",
+    "token",
+    default=None,
+    help="Show one token, given as its token string (ĠHello, ##ing, ▁the) or the text it stands for: "
+    '" Hello" for byte-level BPE, " the" for sentencepiece (▁). Never read as an id: use --id.',
+)
 @click.option("--id", "token_id", type=int, default=None, help="Show the token with this id.")
-@click.option("--corpus", "corpus_files", multiple=True,
-              help="Add vocabulary use on this text (repeatable; - for standard input): the most common tokens, "
-                   "unused tokens, UNK rate.")
-@click.option("--top", default=20, show_default=True, type=click.IntRange(min=1), help="How many longest / most common tokens to list.")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Draw the token-length histogram and the script mix into this .png/.svg/.pdf.")
+@click.option(
+    "--corpus",
+    "corpus_files",
+    multiple=True,
+    help="Add vocabulary use on this text (repeatable; - for standard input): the most common tokens, "
+    "unused tokens, UNK rate.",
+)
+@click.option(
+    "--top",
+    default=20,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="How many longest / most common tokens to list.",
+)
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Draw the token-length histogram and the script mix into this .png/.svg/.pdf.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def inspect(tokenizer_path: str, token: str | None, token_id: int | None, corpus_files: tuple[str, ...], top: int,
-            plot_path: Path | None, as_json: bool) -> None:
+def inspect(
+    tokenizer_path: str,
+    token: str | None,
+    token_id: int | None,
+    corpus_files: tuple[str, ...],
+    top: int,
+    plot_path: Path | None,
+    as_json: bool,
+) -> None:
     """Vocabulary statistics, or everything about one token.
 
     Size, special tokens, alphabet, token-length histograms (characters and bytes), share of

@@ -1,41 +1,126 @@
 """`toktools pretrain-data`: a corpus and a tokenizer → MLM / NSP / SOP training examples (Parquet)."""
+
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import click
 
 
 @click.command("pretrain-data")
 @click.argument("corpus", nargs=-1, required=True)
-@click.option("-t", "--tokenizer", "tokenizer_path", required=True, help="Tokenizer directory or file, or a shipped vocabulary name (needs a [MASK] or <mask> token).")
-@click.option("-o", "--output", "out_path", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Parquet file to write (atomically).")
-@click.option("--objective", type=click.Choice(["mlm", "mlm+nsp", "mlm+sop"]), default="mlm", show_default=True,
-              help="mlm: RoBERTa's packed full sentences; mlm+nsp: BERT's next-sentence pairs; mlm+sop: ALBERT's sentence order.")
-@click.option("--max-length", type=int, default=512, show_default=True, help="Tokens per example, special tokens included.")
-@click.option("--mask-prob", type=float, default=0.15, show_default=True, help="Share of text tokens chosen for prediction (80% [MASK], 10% random, 10% kept).")
-@click.option("--max-predictions", type=int, default=None, help="At most this many masked tokens per example (BERT's max_predictions_per_seq; default: no cap).")
-@click.option("--whole-word", type=click.Choice(["off", "pieces", "zh"]), default="off", show_default=True,
-              help="pieces: mask every piece of a word together (## for WordPiece, Ġ/▁ word starts otherwise); zh: also Chinese words found by jieba.")
-@click.option("--zh-dict", type=click.Path(exists=True, dir_okay=False), default=None, help="jieba dictionary for --whole-word zh (plain or .gz; default: jieba's own).")
-@click.option("--dupe-factor", type=int, default=1, show_default=True, help="Write each example this many times with different masks (BERT uses 10).")
-@click.option("--dynamic", is_flag=True, help="Write unmasked examples; mask at load time with toktools.pretraining.masking.MaskingCollator (RoBERTa).")
-@click.option("--short-seq-prob", type=float, default=0.1, show_default=True, help="mlm+nsp/sop: chance of a shorter random target length, as BERT.")
-@click.option("--seed", type=int, default=12345, show_default=True, help="Random seed: same seed, same output, for any --workers.")
-@click.option("--workers", type=click.IntRange(min=1), default=None, help="Processes (default: all cores for big inputs). Output is identical for any value.")
-@click.option("--field", default=None, help="Read JSON Lines: each record's FIELD is a document, its lines are sentences.")
+@click.option(
+    "-t",
+    "--tokenizer",
+    "tokenizer_path",
+    required=True,
+    help="Tokenizer directory or file, or a shipped vocabulary name (needs a [MASK] or <mask> token).",
+)
+@click.option(
+    "-o",
+    "--output",
+    "out_path",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Parquet file to write (atomically).",
+)
+@click.option(
+    "--objective",
+    type=click.Choice(["mlm", "mlm+nsp", "mlm+sop"]),
+    default="mlm",
+    show_default=True,
+    help="mlm: RoBERTa's packed full sentences; mlm+nsp: BERT's next-sentence pairs; mlm+sop: ALBERT's sentence order.",
+)
+@click.option(
+    "--max-length", type=int, default=512, show_default=True, help="Tokens per example, special tokens included."
+)
+@click.option(
+    "--mask-prob",
+    type=float,
+    default=0.15,
+    show_default=True,
+    help="Share of text tokens chosen for prediction (80% [MASK], 10% random, 10% kept).",
+)
+@click.option(
+    "--max-predictions",
+    type=int,
+    default=None,
+    help="At most this many masked tokens per example (BERT's max_predictions_per_seq; default: no cap).",
+)
+@click.option(
+    "--whole-word",
+    type=click.Choice(["off", "pieces", "zh"]),
+    default="off",
+    show_default=True,
+    help="pieces: mask every piece of a word together (## for WordPiece, Ġ/▁ word starts otherwise); zh: also Chinese words found by jieba.",
+)
+@click.option(
+    "--zh-dict",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="jieba dictionary for --whole-word zh (plain or .gz; default: jieba's own).",
+)
+@click.option(
+    "--dupe-factor",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Write each example this many times with different masks (BERT uses 10).",
+)
+@click.option(
+    "--dynamic",
+    is_flag=True,
+    help="Write unmasked examples; mask at load time with toktools.pretraining.masking.MaskingCollator (RoBERTa).",
+)
+@click.option(
+    "--short-seq-prob",
+    type=float,
+    default=0.1,
+    show_default=True,
+    help="mlm+nsp/sop: chance of a shorter random target length, as BERT.",
+)
+@click.option(
+    "--seed", type=int, default=12345, show_default=True, help="Random seed: same seed, same output, for any --workers."
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Processes (default: all cores for big inputs). Output is identical for any value.",
+)
+@click.option(
+    "--field", default=None, help="Read JSON Lines: each record's FIELD is a document, its lines are sentences."
+)
 @click.option("--pad", is_flag=True, help="Pad every example to --max-length (labels -100, attention 0).")
 @click.option("--force", is_flag=True, help="Overwrite the output file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 @click.option("--progress/--no-progress", default=True, help="Show progress on stderr (terminals only).")
-def pretrain_data(corpus: tuple[str, ...], tokenizer_path: str, out_path: Path, objective: str, max_length: int,
-                  mask_prob: float, max_predictions: int | None, whole_word: str, zh_dict: str | None, dupe_factor: int,
-                  dynamic: bool, short_seq_prob: float, seed: int, workers: int | None, field: str | None, pad: bool,
-                  force: bool, as_json: bool, progress: bool) -> None:
+def pretrain_data(
+    corpus: tuple[str, ...],
+    tokenizer_path: str,
+    out_path: Path,
+    objective: str,
+    max_length: int,
+    mask_prob: float,
+    max_predictions: int | None,
+    whole_word: str,
+    zh_dict: str | None,
+    dupe_factor: int,
+    dynamic: bool,
+    short_seq_prob: float,
+    seed: int,
+    workers: int | None,
+    field: str | None,
+    pad: bool,
+    force: bool,
+    as_json: bool,
+    progress: bool,
+) -> None:
     """Turn a corpus into masked-language-model training examples.
 
     CORPUS is BERT's layout (one sentence per line, a blank line between documents; .gz/.xz/.bz2
@@ -54,9 +139,18 @@ def pretrain_data(corpus: tuple[str, ...], tokenizer_path: str, out_path: Path, 
     from toktools.io.formats import load
     from toktools.pretraining.examples import PretrainSettings, make_pretraining_data
 
-    settings = PretrainSettings(objective=objective, max_length=max_length, mask_prob=mask_prob,  # type: ignore[arg-type]
-                                max_predictions=max_predictions, whole_word=whole_word, dupe_factor=dupe_factor,  # type: ignore[arg-type]
-                                dynamic=dynamic, short_seq_prob=short_seq_prob, seed=seed, pad=pad)
+    settings = PretrainSettings(
+        objective=objective,
+        max_length=max_length,
+        mask_prob=mask_prob,  # type: ignore[arg-type]
+        max_predictions=max_predictions,
+        whole_word=whole_word,
+        dupe_factor=dupe_factor,  # type: ignore[arg-type]
+        dynamic=dynamic,
+        short_seq_prob=short_seq_prob,
+        seed=seed,
+        pad=pad,
+    )
     settings.check()
     if out_path.exists() and not force:
         from toktools.errors import ToktoolsError
@@ -65,21 +159,36 @@ def pretrain_data(corpus: tuple[str, ...], tokenizer_path: str, out_path: Path, 
     sources = expand_sources(corpus, json_field=field)
     tokenizer = load(tokenizer_path)
     with _progress(progress) as callback:
-        summary = make_pretraining_data(sources, tokenizer, out_path, settings, workers=workers, overwrite=force,
-                                        zh_dictionary=zh_dict, progress=callback, tokenizer_name=str(tokenizer_path))
+        summary = make_pretraining_data(
+            sources,
+            tokenizer,
+            out_path,
+            settings,
+            workers=workers,
+            overwrite=force,
+            zh_dictionary=zh_dict,
+            progress=callback,
+            tokenizer_name=str(tokenizer_path),
+        )
     if as_json:
         click.echo(json.dumps(summary.as_json(), ensure_ascii=False, indent=2))
         return
-    lines = [f"wrote {summary.examples:,} examples to {out_path} ({summary.tokens:,} tokens from {summary.documents:,} documents, "
-             f"{summary.sentences:,} sentences) in {summary.seconds:.1f} s"]
+    lines = [
+        f"wrote {summary.examples:,} examples to {out_path} ({summary.tokens:,} tokens from {summary.documents:,} documents, "
+        f"{summary.sentences:,} sentences) in {summary.seconds:.1f} s"
+    ]
     if not settings.dynamic:
         masked = max(summary.masked, 1)
-        lines.append(f"masked {summary.masked:,} of {summary.text_tokens:,} text tokens ({summary.masked_share:.2%}): "
-                     f"{summary.masked_as_mask / masked:.1%} mask, {summary.masked_as_random / masked:.1%} random, "
-                     f"{summary.masked_kept / masked:.1%} kept")
+        lines.append(
+            f"masked {summary.masked:,} of {summary.text_tokens:,} text tokens ({summary.masked_share:.2%}): "
+            f"{summary.masked_as_mask / masked:.1%} mask, {summary.masked_as_random / masked:.1%} random, "
+            f"{summary.masked_kept / masked:.1%} kept"
+        )
     else:
-        lines.append("unmasked (--dynamic): mask at load time with toktools.pretraining.masking.MaskingCollator"
-                     + (" (whole_word=True)" if whole_word != "off" else ""))
+        lines.append(
+            "unmasked (--dynamic): mask at load time with toktools.pretraining.masking.MaskingCollator"
+            + (" (whole_word=True)" if whole_word != "off" else "")
+        )
     if settings.label_name:
         share = summary.negatives / summary.examples if summary.examples else 0.0
         what = "random next" if objective == "mlm+nsp" else "swapped"
@@ -100,12 +209,23 @@ def _progress(enabled: bool) -> Iterator[Any]:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     tasks: dict[str, Any] = {}
-    with Progress(TextColumn("[bold]{task.description:<9}"), BarColumn(), TextColumn("{task.fields[amount]}"),
-                  TimeElapsedColumn(), console=Console(stderr=True)) as bar:
+    with Progress(
+        TextColumn("[bold]{task.description:<9}"),
+        BarColumn(),
+        TextColumn("{task.fields[amount]}"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+    ) as bar:
+
         def update(stage: str, done: int, total: int) -> None:
             if stage not in tasks:
                 label = {"read": "reading", "encode": "encoding", "examples": "examples"}.get(stage, stage)
                 tasks[stage] = bar.add_task(label, total=total or None, amount="")
-            amount = f"{done / 1e6:.1f}/{total / 1e6:.1f} MB" if stage == "read" else f"{done:,}" + (f"/{total:,}" if total else "")
+            amount = (
+                f"{done / 1e6:.1f}/{total / 1e6:.1f} MB"
+                if stage == "read"
+                else f"{done:,}" + (f"/{total:,}" if total else "")
+            )
             bar.update(tasks[stage], completed=done, total=total or None, amount=amount)
+
         yield update

@@ -5,6 +5,7 @@ and the ``--verify`` checker.
 ``toktools.corpus`` was one module before 0.2.0; its names still resolve here (from
 :mod:`toktools.corpus.reading`).
 """
+
 from __future__ import annotations
 
 from typing import Any

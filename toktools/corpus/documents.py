@@ -7,14 +7,15 @@ is handed out in segments, cut where the cut provably cannot change the ids (see
 :func:`toktools.engines.core.cuttable` and :func:`safe_cut`); when the tokenizer allows no such
 cut, or none is found within ``max_document_bytes``, reading stops with one line.
 """
+
 from __future__ import annotations
 
 import codecs
 import json
 import lzma
 import zlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterator, Sequence
 
 from toktools.corpus.reading import CorpusSource, _position
 from toktools.errors import ToktoolsError
@@ -84,9 +85,17 @@ class Segment:
 class DocumentReader:
     """Yields :class:`Segment` s of every document of ``sources`` in order."""
 
-    def __init__(self, sources: Sequence[CorpusSource], mode: str, field: str | None = None, *, cuttable: bool = False,
-                 segment_chars: int = SEGMENT_CHARS, max_document_bytes: int = MAX_DOCUMENT_BYTES,
-                 start: Position | None = None) -> None:
+    def __init__(
+        self,
+        sources: Sequence[CorpusSource],
+        mode: str,
+        field: str | None = None,
+        *,
+        cuttable: bool = False,
+        segment_chars: int = SEGMENT_CHARS,
+        max_document_bytes: int = MAX_DOCUMENT_BYTES,
+        start: Position | None = None,
+    ) -> None:
         if mode not in DOCUMENT_MODES:
             raise ToktoolsError(f"unknown document mode {mode!r}; choose one of {', '.join(DOCUMENT_MODES)}")
         self.sources = sources
@@ -130,10 +139,15 @@ class DocumentReader:
     def _too_long(self) -> None:
         source = self.sources[self._source_index]
         limit = self.max_document_bytes >> 20
-        why = ("it holds no space where a cut is provably safe" if self.cuttable
-               else "this tokenizer's pipeline cannot be cut safely")
-        raise ToktoolsError(f"{source.path}, line {self._doc_line}: document longer than {limit} MB and {why} "
-                            "(raise max_document_bytes / --max-document-mb, or split the input)")
+        why = (
+            "it holds no space where a cut is provably safe"
+            if self.cuttable
+            else "this tokenizer's pipeline cannot be cut safely"
+        )
+        raise ToktoolsError(
+            f"{source.path}, line {self._doc_line}: document longer than {limit} MB and {why} "
+            "(raise max_document_bytes / --max-document-mb, or split the input)"
+        )
 
     def _close(self, end: Position, *, keep_empty: bool = False) -> Iterator[Segment]:
         text = "".join(self._parts)
@@ -186,8 +200,13 @@ class DocumentReader:
                     if newline < 0:
                         break
                     raw_line = data[start_at:newline]
-                    if fast_lines and not partial and not self._parts and not self._emitted \
-                            and newline - start_at <= self.segment_chars:
+                    if (
+                        fast_lines
+                        and not partial
+                        and not self._parts
+                        and not self._emitted
+                        and newline - start_at <= self.segment_chars
+                    ):
                         # the usual line: one document, one segment (what _line gives, without
                         # three generators per line; an empty line is no document)
                         offset += newline + 1 - start_at
@@ -218,8 +237,9 @@ class DocumentReader:
                             self._doc_line = line
                         yield from self._add(text)
                 elif len(pending) > self.max_document_bytes:
-                    raise ToktoolsError(f"{source.path}, line {line}: JSON Lines record longer than "
-                                        f"{self.max_document_bytes >> 20} MB")
+                    raise ToktoolsError(
+                        f"{source.path}, line {line}: JSON Lines record longer than {self.max_document_bytes >> 20} MB"
+                    )
             if pending or partial:
                 text = self._decode(decoder, pending, partial, True, source, line)
                 offset += len(pending)
@@ -243,8 +263,9 @@ class DocumentReader:
                 left -= len(block)
 
     @staticmethod
-    def _decode(decoder: codecs.IncrementalDecoder, data: bytes, partial: bool, final: bool, source: CorpusSource,
-                line: int) -> str:
+    def _decode(
+        decoder: codecs.IncrementalDecoder, data: bytes, partial: bool, final: bool, source: CorpusSource, line: int
+    ) -> str:
         try:
             if partial or not final:
                 text = decoder.decode(data, final=final)
@@ -295,7 +316,9 @@ class DocumentReader:
             except json.JSONDecodeError:
                 raise ToktoolsError(f"{source.path}, line {number}: not valid JSON") from None
             if not isinstance(record, dict) or self.field not in record:
-                raise ToktoolsError(f"{source.path}, line {number}: no {self.field!r} field in this record (choose it with --field)")
+                raise ToktoolsError(
+                    f"{source.path}, line {number}: no {self.field!r} field in this record (choose it with --field)"
+                )
             value = record[self.field]
             if not isinstance(value, str):
                 raise ToktoolsError(f"{source.path}, line {number}: field {self.field!r} is not a string")

@@ -12,20 +12,40 @@ It only chooses who does the work:
 * the same formats with ``cluster`` (or ``block_bytes``): each block of the input is one
   shard, encoded on a Dask worker or here (:mod:`toktools.cluster.encode`).
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from toktools.corpus.documents import MAX_DOCUMENT_BYTES, SEGMENT_CHARS
 from toktools.corpus.prepared_tokenizer import load_document
+from toktools.corpus.shards import (
+    BATCH_BYTES,
+    DEFAULT_VERIFY,
+    MANIFEST_FORMAT,
+    CorpusProgress,
+    CorpusResult,
+    encode_documents,
+    encode_shards,
+    manifest_path,
+    shard_base,
+)
 from toktools.corpus.writers import FORMATS
-from toktools.corpus.shards import (BATCH_BYTES, DEFAULT_VERIFY, MANIFEST_FORMAT, CorpusProgress, CorpusResult,
-                                    encode_documents, encode_shards, manifest_path, shard_base)
 from toktools.errors import ToktoolsError
 
-__all__ = ["BATCH_BYTES", "DEFAULT_VERIFY", "MANIFEST_FORMAT", "CorpusResult", "encode_corpus", "encode_documents",
-           "load_document", "manifest_path", "shard_base"]
+__all__ = [
+    "BATCH_BYTES",
+    "DEFAULT_VERIFY",
+    "MANIFEST_FORMAT",
+    "CorpusResult",
+    "encode_corpus",
+    "encode_documents",
+    "load_document",
+    "manifest_path",
+    "shard_base",
+]
 
 
 def encode_corpus(
@@ -55,7 +75,6 @@ def encode_corpus(
     max_length: int | None = None,
     batch_lines: int | None = None,
 ) -> CorpusResult:
-
     """Encode ``inputs`` (files, directories, quoted globs, ``-``) into ``output``.
 
     ``format``: ``megatron`` (``output`` is a prefix: ``.bin`` + ``.idx``), ``npy`` or ``bin``
@@ -82,26 +101,62 @@ def encode_corpus(
     from toktools.corpus.text_outputs import TEXT_FORMATS
 
     if format in TEXT_FORMATS and (cluster is not None or block_bytes is not None):
-        raise ToktoolsError(f"--format {format} writes one output: a cluster (or --block-size) writes shards "
-                            "(--format megatron, npy or bin)")
+        raise ToktoolsError(
+            f"--format {format} writes one output: a cluster (or --block-size) writes shards "
+            "(--format megatron, npy or bin)"
+        )
     if format in TEXT_FORMATS:
         from toktools.corpus.text_outputs import BATCH_LINES, encode_text
 
-        text = encode_text(inputs, tokenizer, output, format=format, engine=engine, pair=pair,
-                           add_special_tokens=add_special_tokens, max_length=max_length, workers=workers,
-                           batch_lines=batch_lines or BATCH_LINES, force=force, verify=verify)
-        return CorpusResult(text.engine, text.lines, text.tokens, [Path(output)] if output is not None else [], None,
-                            1, 0, 0, text.seconds, text.verified)
+        text = encode_text(
+            inputs,
+            tokenizer,
+            output,
+            format=format,
+            engine=engine,
+            pair=pair,
+            add_special_tokens=add_special_tokens,
+            max_length=max_length,
+            workers=workers,
+            batch_lines=batch_lines or BATCH_LINES,
+            force=force,
+            verify=verify,
+        )
+        return CorpusResult(
+            text.engine,
+            text.lines,
+            text.tokens,
+            [Path(output)] if output is not None else [],
+            None,
+            1,
+            0,
+            0,
+            text.seconds,
+            text.verified,
+        )
     if format not in FORMATS:
         raise ToktoolsError(f"unknown corpus format {format!r}; choose one of {', '.join((*FORMATS, *TEXT_FORMATS))}")
     if output is None:
         raise ToktoolsError(f"--format {format} writes binary data: give an output path")
     if shard_tokens is not None and shard_tokens < 1:
         raise ToktoolsError("shard_tokens must be at least 1")
-    common = dict(format=format, engine=engine, document=document, field=field, append_eos=append_eos,
-                  prepend_bos=prepend_bos, shard_tokens=shard_tokens, workers=workers, verify=verify, progress=progress,
-                  force=force, dtype=dtype, batch_bytes=batch_bytes, max_document_bytes=max_document_bytes,
-                  segment_chars=segment_chars)
+    common = dict(
+        format=format,
+        engine=engine,
+        document=document,
+        field=field,
+        append_eos=append_eos,
+        prepend_bos=prepend_bos,
+        shard_tokens=shard_tokens,
+        workers=workers,
+        verify=verify,
+        progress=progress,
+        force=force,
+        dtype=dtype,
+        batch_bytes=batch_bytes,
+        max_document_bytes=max_document_bytes,
+        segment_chars=segment_chars,
+    )
     if cluster is not None or block_bytes is not None:  # shards are blocks of the input
         from toktools.cluster.encode import encode_blocks
 

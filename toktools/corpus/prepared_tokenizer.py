@@ -13,15 +13,17 @@ A cache only: an entry that is missing, truncated or altered (its checksum), or 
 layout, is ignored and written again; one that cannot be written is skipped; a file with other
 bytes has another key.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 import marshal
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 #: Bumped when the entry's layout or the meaning of a field changes (e.g. how
 #: :func:`toktools.engines.core._plan` builds the ranks; the E1-E4 checks have their own
@@ -96,10 +98,16 @@ class CorpusTokenizer:
 
         plan = analysis.plan
         entry = {
-            "format": CACHE_FORMAT, "shape": self.shape, "vocab_size": self.vocab_size,
-            "reason": analysis.tiktoken_reason, "notes": list(analysis.notes),
-            "probed": analysis.probed, "probe": analysis.probe,
-            "plan": None if plan is None else (plan.mergeable_ranks, plan.special_tokens, plan.pattern, plan.rank_to_id),
+            "format": CACHE_FORMAT,
+            "shape": self.shape,
+            "vocab_size": self.vocab_size,
+            "reason": analysis.tiktoken_reason,
+            "notes": list(analysis.notes),
+            "probed": analysis.probed,
+            "probe": analysis.probe,
+            "plan": None
+            if plan is None
+            else (plan.mergeable_ranks, plan.special_tokens, plan.pattern, plan.rank_to_id),
         }
         try:
             payload = marshal.dumps(entry)
@@ -119,13 +127,18 @@ def tokenizer_json_file(tokenizer: Any) -> Path | None:
 
         target = shipped_path(str(tokenizer)) or target
     candidate = target / "tokenizer.json" if target.is_dir() else target
-    if candidate.is_file() and candidate.name.endswith(".json") and candidate.name not in ("vocab.json", "encoder.json"):
+    if (
+        candidate.is_file()
+        and candidate.name.endswith(".json")
+        and candidate.name not in ("vocab.json", "encoder.json")
+    ):
         return candidate
     return None
 
 
-def load_document(tokenizer: Any, *, whole: bool = False, validate: bool = False,
-                  text: str | None = None) -> tuple[dict[str, Any], str]:
+def load_document(
+    tokenizer: Any, *, whole: bool = False, validate: bool = False, text: str | None = None
+) -> tuple[dict[str, Any], str]:
     """The ``tokenizer.json`` document of a toktools tokenizer or of a path, and its fingerprint.
 
     A ``tokenizer.json`` file is read as is (no model is built: engines build their own) and
@@ -198,8 +211,10 @@ def _entry_path(fingerprint: str) -> Path | None:
     from toktools.engines.core import _EXACT_VERSION
     from toktools.io.user_cache import cache_file, library_version
 
-    versions = (f"toktools{__version__}-tokenizers{library_version('tokenizers')}-tiktoken{library_version('tiktoken')}"
-                f"-py{sys.version_info[0]}.{sys.version_info[1]}-exact{_EXACT_VERSION}")
+    versions = (
+        f"toktools{__version__}-tokenizers{library_version('tokenizers')}-tiktoken{library_version('tiktoken')}"
+        f"-py{sys.version_info[0]}.{sys.version_info[1]}-exact{_EXACT_VERSION}"
+    )
     return cache_file(f"corpus-tokenizer-v{CACHE_FORMAT}", f"{fingerprint}-{versions}.bin")
 
 
@@ -216,21 +231,33 @@ def _read_entry(fingerprint: str) -> tuple[dict[str, Any], int, Any] | None:
         if not isinstance(entry, dict) or entry.get("format") != CACHE_FORMAT:
             return None
         shape, vocab_size, reason, plan = entry["shape"], entry["vocab_size"], entry["reason"], entry["plan"]
-        if not (isinstance(shape, dict) and isinstance(vocab_size, int) and (reason is None or isinstance(reason, str))):
+        if not (
+            isinstance(shape, dict) and isinstance(vocab_size, int) and (reason is None or isinstance(reason, str))
+        ):
             return None
         from toktools.engines.core import Analysis, TiktokenPlan, cuttable
 
         if plan is not None:
             ranks, specials, pattern, rank_to_id = plan
-            if not (isinstance(ranks, dict) and isinstance(specials, dict) and isinstance(pattern, str)
-                    and (rank_to_id is None or isinstance(rank_to_id, dict))):
+            if not (
+                isinstance(ranks, dict)
+                and isinstance(specials, dict)
+                and isinstance(pattern, str)
+                and (rank_to_id is None or isinstance(rank_to_id, dict))
+            ):
                 return None
             plan = TiktokenPlan(ranks, specials, pattern, rank_to_id)
         elif reason is None:
             return None
         # where documents may be cut is decided from the shape again (cheap), not kept
-        analysis = Analysis(reason, plan, cuttable=cuttable(shape), notes=list(entry["notes"]),
-                            probed=bool(entry["probed"]), probe=entry["probe"])
+        analysis = Analysis(
+            reason,
+            plan,
+            cuttable=cuttable(shape),
+            notes=list(entry["notes"]),
+            probed=bool(entry["probed"]),
+            probe=entry["probe"],
+        )
     except (EOFError, ValueError, TypeError, KeyError):
         return None
     return shape, vocab_size, analysis

@@ -6,6 +6,7 @@ worker processes; a model-specific function turns a chunk into words, and the pe
 are merged in chunk order. So the counts — and their first-occurrence order, which the WordPiece
 trainer uses — do not depend on the number of workers.
 """
+
 from __future__ import annotations
 
 import bz2
@@ -19,9 +20,10 @@ import os
 import sys
 import zlib
 from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterable, Iterator, Literal, Sequence
+from typing import BinaryIO, Literal
 
 from toktools.errors import ToktoolsError
 from toktools.runtime.workers import available_cores, process_pool
@@ -131,13 +133,16 @@ def _json_lines_text(text: str, source: CorpusSource, first_line: int) -> str:
                 f"{source.path}, line {first_line + offset}: not a JSON object with a {source.json_field!r} field"
             ) from None
         if not isinstance(value, str):
-            raise ToktoolsError(f"{source.path}, line {first_line + offset}: field {source.json_field!r} is not a string")
+            raise ToktoolsError(
+                f"{source.path}, line {first_line + offset}: field {source.json_field!r} is not a string"
+            )
         out.append(value + "\n")
     return "".join(out)
 
 
-def read_blocks(source: CorpusSource, block_bytes: int = CHUNK_BYTES,
-                on_block: Callable[[BinaryIO, object], None] | None = None) -> Iterator[bytes]:
+def read_blocks(
+    source: CorpusSource, block_bytes: int = CHUNK_BYTES, on_block: Callable[[BinaryIO, object], None] | None = None
+) -> Iterator[bytes]:
     """The (decompressed) bytes of one source in blocks; a corrupt or truncated compressed
     file is one error that names it. ``on_block(handle, raw file)`` runs as each block is read
     (progress: the position in the file on disk)."""
@@ -185,8 +190,9 @@ def read_lines(paths: Sequence[str], *, keep_ends: bool = False) -> Iterator[str
         yield line if keep_ends or not line.endswith("\n") else line[:-1]
 
 
-def numbered_lines(sources: Iterable[CorpusSource], bytes_read: Callable[[int], None] | None = None
-                   ) -> Iterator[tuple[int, int, str]]:
+def numbered_lines(
+    sources: Iterable[CorpusSource], bytes_read: Callable[[int], None] | None = None
+) -> Iterator[tuple[int, int, str]]:
     """``(source index, line number, line)`` of every source, as :func:`read_lines` reads them
     (the line keeps its ``\n``); ``bytes_read`` is told how far into the inputs on disk the
     reading is (compressed bytes for compressed files)."""
@@ -196,10 +202,12 @@ def numbered_lines(sources: Iterable[CorpusSource], bytes_read: Callable[[int], 
             _check_readable(Path(source.path))
         note = None
         if bytes_read is not None:
+
             def note(handle: BinaryIO, raw: object, before: int = done_before) -> None:
                 position = _position(handle, raw)
                 if position is not None:
                     bytes_read(before + position)  # type: ignore[misc]
+
         for number, raw in enumerate(raw_lines(source, note), start=1):
             yield index, number, _decode(raw, source, number, "strict", hint=False)
         if bytes_read is not None:

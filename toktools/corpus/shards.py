@@ -20,6 +20,7 @@ local or on a cluster (:func:`encode_documents`).
 The ids do not depend on the engine or on the number of workers, so neither is part of the
 settings a resumed run must match. Documents with no token of their own are dropped.
 """
+
 from __future__ import annotations
 
 import glob
@@ -28,10 +29,11 @@ import os
 import re
 import time
 from array import array
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 from toktools.corpus.documents import MAX_DOCUMENT_BYTES, SEGMENT_CHARS, DocumentReader, Position, Segment
 from toktools.corpus.prepared_tokenizer import CorpusTokenizer, load_corpus_tokenizer, token_ids, vocab_size_of
@@ -69,8 +71,13 @@ class CorpusResult:
     settings: dict[str, Any] = field(default_factory=dict)
 
 
-def _special_id(doc: dict[str, Any], value: bool | str | None, names: Sequence[str], what: str,
-                token_id_of: Callable[[str], int | None] | None = None) -> int | None:
+def _special_id(
+    doc: dict[str, Any],
+    value: bool | str | None,
+    names: Sequence[str],
+    what: str,
+    token_id_of: Callable[[str], int | None] | None = None,
+) -> int | None:
     """The id of the token the user named, or of the tokenizer's usual one (``True``).
     ``token_id_of``: how to look a named token up (default: in ``doc``)."""
     if value is None or value is False:
@@ -114,11 +121,14 @@ def _shard_files(base: Path, suffix: str | None = None) -> list[Path]:
     ends = r"\.(bin|idx)" if suffix is None else re.escape(suffix)
     pattern = re.compile(re.escape(base.name) + r"-\d{5}(\.offsets)?" + ends + "$")
     directory = base.parent if str(base.parent) else Path(".")
-    return sorted(Path(p) for p in glob.glob(os.path.join(glob.escape(str(directory)), "*")) if pattern.match(Path(p).name))
+    return sorted(
+        Path(p) for p in glob.glob(os.path.join(glob.escape(str(directory)), "*")) if pattern.match(Path(p).name)
+    )
 
 
-def _check_outputs(planned: Sequence[Path], earlier_shards: Sequence[Path], inputs: Sequence[str | Path],
-                   tokenizer: Any, force: bool) -> None:
+def _check_outputs(
+    planned: Sequence[Path], earlier_shards: Sequence[Path], inputs: Sequence[str | Path], tokenizer: Any, force: bool
+) -> None:
     """Before any work (:func:`toktools.io.outputs.check_output_file`): no output over an input
     or a file of the tokenizer, in a directory that exists and is writable; existing outputs
     (and shards of an earlier run) only with ``force`` (a resumed run passes it and checks its
@@ -160,8 +170,15 @@ def _batches(reader: Iterator[Segment], batch_bytes: int) -> Iterator[list[Segme
         yield batch
 
 
-def _output_settings(doc: Any, format: str, document: str, field: str | None, append_eos: bool | str | None,
-                     prepend_bos: bool | str, dtype: str) -> tuple[str | None, int | None, int | None, int, str]:
+def _output_settings(
+    doc: Any,
+    format: str,
+    document: str,
+    field: str | None,
+    append_eos: bool | str | None,
+    prepend_bos: bool | str,
+    dtype: str,
+) -> tuple[str | None, int | None, int | None, int, str]:
     """The settings every shard is written with: the JSON field, EOS and BOS ids, the vocabulary
     size and the dtype (``auto`` resolved); bad combinations are refused in one line. ``doc``:
     the document, or a :class:`toktools.corpus.prepared_tokenizer.CorpusTokenizer` (whose vocabulary is
@@ -211,8 +228,8 @@ def encode_shards(
 ) -> CorpusResult:
     """Encode ``inputs`` here into one output or into ``shard_tokens`` shards with a resumable
     manifest (the options as :func:`toktools.corpus.encode.encode_corpus` takes them)."""
-    from toktools.engines import core as engines
     from toktools.corpus.reading import expand_sources
+    from toktools.engines import core as engines
 
     started = time.perf_counter()
     collector = CollectorPause()  # until the engine is built
@@ -227,9 +244,15 @@ def encode_shards(
         # the --verify checker is forked now: it builds the reference on the other core while
         # this process checks the outputs, hashes the inputs and builds its engine (not when
         # auto will take the reference, which needs no checker)
-        checker = start_checker(tok.document, verify, engines.likely_engine(engine, tok.shape, workers, input_bytes),
-                                fingerprint=fingerprint)
-        field, eos_id, bos_id, vocab_size, dtype = _output_settings(tok, format, document, field, append_eos, prepend_bos, dtype)
+        checker = start_checker(
+            tok.document,
+            verify,
+            engines.likely_engine(engine, tok.shape, workers, input_bytes),
+            fingerprint=fingerprint,
+        )
+        field, eos_id, bos_id, vocab_size, dtype = _output_settings(
+            tok, format, document, field, append_eos, prepend_bos, dtype
+        )
 
         # outputs: never an input (nor a file of the tokenizer); existing ones need force (or are resumed)
         base, suffix = _bases(format, Path(output))
@@ -238,11 +261,23 @@ def encode_shards(
         planned = [manifest_file] if sharded else list(output_files(format, base, suffix).values())
         if sharded:
             planned += list(output_files(format, shard_base(base, 0), suffix).values())
-        _check_outputs(planned, _shard_files(base, suffix) if sharded else [], [s.path for s in sources if not s.is_stdin], tokenizer,
-                       force=force or (sharded and manifest_file.exists()))  # type: ignore[union-attr]
+        _check_outputs(
+            planned,
+            _shard_files(base, suffix) if sharded else [],
+            [s.path for s in sources if not s.is_stdin],
+            tokenizer,
+            force=force or (sharded and manifest_file.exists()),
+        )  # type: ignore[union-attr]
 
-        settings = {"format": format, "document": document, "field": field, "append_eos": eos_id, "prepend_bos": bos_id,
-                    "shard_tokens": shard_tokens, "dtype": dtype}
+        settings = {
+            "format": format,
+            "document": document,
+            "field": field,
+            "append_eos": eos_id,
+            "prepend_bos": bos_id,
+            "shard_tokens": shard_tokens,
+            "dtype": dtype,
+        }
         inputs_json = _input_entries(sources)
         shards: list[dict[str, Any]] = []
         start = Position(0, 0, 1)
@@ -252,9 +287,14 @@ def encode_shards(
                 shards, start = _resume(manifest_file, fingerprint, settings, inputs_json, base, format, suffix)
 
         manifest: dict[str, Any] = {
-            "format": MANIFEST_FORMAT, "version": 1, "complete": False,
+            "format": MANIFEST_FORMAT,
+            "version": 1,
+            "complete": False,
             "tokenizer": {"sha256": fingerprint, "vocab_size": vocab_size},
-            "engine": None, "settings": settings, "inputs": inputs_json, "shards": shards,
+            "engine": None,
+            "settings": settings,
+            "inputs": inputs_json,
+            "shards": shards,
         }
         kept = len(shards)
         if sharded and shards and start.source >= len(sources) and _complete(manifest_file):
@@ -264,13 +304,27 @@ def encode_shards(
             analysis = tok.analysis or engines.analyse(tok.document(), fingerprint)
         else:  # the tiktoken checks are not needed
             analysis = engines.Analysis("not analysed", cuttable=engines.cuttable(tok.shape))
-        chosen = engines.make_engine(engine, tok.document, workers=workers, analysis=analysis, fingerprint=fingerprint,
-                                     input_bytes=input_bytes, shape=tok.shape)
+        chosen = engines.make_engine(
+            engine,
+            tok.document,
+            workers=workers,
+            analysis=analysis,
+            fingerprint=fingerprint,
+            input_bytes=input_bytes,
+            shape=tok.shape,
+        )
         tok.remember(analysis)  # for the next run on this tokenizer.json (no parse, no analysis)
         collector.resume()
         manifest["engine"] = chosen.name
-        reader = DocumentReader(sources, document, field, cuttable=analysis.cuttable, segment_chars=segment_chars,
-                                max_document_bytes=max_document_bytes, start=start)
+        reader = DocumentReader(
+            sources,
+            document,
+            field,
+            cuttable=analysis.cuttable,
+            segment_chars=segment_chars,
+            max_document_bytes=max_document_bytes,
+            start=start,
+        )
         verifier = Verifier(chosen.name, tok.document, verify, reader.total, sources, process=checker)
         checker = None  # the verifier closes it
         verifier.start()  # before this process starts threads (unless the checker is already running)
@@ -283,16 +337,34 @@ def encode_shards(
         def finish_shard(info: ShardInfo, end: Position | None) -> None:
             nonlocal written
             written += 1
-            shards.append({"index": len(shards), "documents": info.documents, "tokens": info.tokens, "engine": chosen.name,
-                           "files": info.files,
-                           "next": end.as_json() if end is not None else None})
+            shards.append(
+                {
+                    "index": len(shards),
+                    "documents": info.documents,
+                    "tokens": info.tokens,
+                    "engine": chosen.name,
+                    "files": info.files,
+                    "next": end.as_json() if end is not None else None,
+                }
+            )
             if sharded:
                 _write_manifest(manifest_file, manifest)  # type: ignore[arg-type]
 
         try:
-            encode_documents(reader, chosen, verifier, new_writer, finish_shard, bos_id=bos_id, eos_id=eos_id,
-                             shard_tokens=shard_tokens, batch_bytes=batch_bytes, progress=progress,
-                             tokens_before=sum(s["tokens"] for s in shards), kept=len(shards))
+            encode_documents(
+                reader,
+                chosen,
+                verifier,
+                new_writer,
+                finish_shard,
+                bos_id=bos_id,
+                eos_id=eos_id,
+                shard_tokens=shard_tokens,
+                batch_bytes=batch_bytes,
+                progress=progress,
+                tokens_before=sum(s["tokens"] for s in shards),
+                kept=len(shards),
+            )
         finally:
             chosen.close()
             verifier.close()
@@ -306,7 +378,9 @@ def encode_shards(
                 number = int(re.search(r"-(\d{5})(?:\.offsets)?\.?\w*$", stale.name).group(1))  # type: ignore[union-attr]
                 if number >= len(shards):
                     stale.unlink()
-        return _result(manifest, base, suffix, format, manifest_file, written, kept, sources, started, verifier.done, chosen.name)
+        return _result(
+            manifest, base, suffix, format, manifest_file, written, kept, sources, started, verifier.done, chosen.name
+        )
     finally:
         collector.resume()
         if checker is not None:
@@ -333,10 +407,21 @@ class CollectorPause:
             self._was_on = False
 
 
-def encode_documents(reader: DocumentReader, engine: Any, verifier: Verifier, new_writer: Callable[[], DocumentWriter],
-                     on_shard: Callable[[ShardInfo, Position | None], None], *, bos_id: int | None, eos_id: int | None,
-                     shard_tokens: int | None, batch_bytes: int, progress: CorpusProgress | None, tokens_before: int = 0,
-                     kept: int = 0) -> None:
+def encode_documents(
+    reader: DocumentReader,
+    engine: Any,
+    verifier: Verifier,
+    new_writer: Callable[[], DocumentWriter],
+    on_shard: Callable[[ShardInfo, Position | None], None],
+    *,
+    bos_id: int | None,
+    eos_id: int | None,
+    shard_tokens: int | None,
+    batch_bytes: int,
+    progress: CorpusProgress | None,
+    tokens_before: int = 0,
+    kept: int = 0,
+) -> None:
     """The documents of ``reader``, encoded and written: the one loop behind every output, local
     or on a cluster (:func:`toktools.cluster.encode.encode_block`), so both give the same
     bytes by construction. With ``shard_tokens``, a shard ends after the document that reaches
@@ -367,7 +452,9 @@ def encode_documents(reader: DocumentReader, engine: Any, verifier: Verifier, ne
         batches = _batches(iter(reader), min(batch_bytes, getattr(engine, "batch_chars", None) or batch_bytes))
         while True:
             batch = next(batches, None)
-            submitted = executor.submit(_encode, engine, packed_encode, [s.text for s in batch]) if batch is not None else None
+            submitted = (
+                executor.submit(_encode, engine, packed_encode, [s.text for s in batch]) if batch is not None else None
+            )
             if pending is not None:
                 done_batch, future = pending
                 ids = future.result()
@@ -459,16 +546,37 @@ def _encode(engine: Any, packed: Callable[[list[str]], Any] | None, texts: list[
     return engine.encode_batch(texts)
 
 
-def _result(manifest: dict[str, Any], base: Path, suffix: str | None, fmt: str, manifest_file: Path | None, written: int, kept: int,
-            sources: Sequence[Any], started: float, verified: int, engine: str) -> CorpusResult:
+def _result(
+    manifest: dict[str, Any],
+    base: Path,
+    suffix: str | None,
+    fmt: str,
+    manifest_file: Path | None,
+    written: int,
+    kept: int,
+    sources: Sequence[Any],
+    started: float,
+    verified: int,
+    engine: str,
+) -> CorpusResult:
     shards = manifest["shards"]
     if manifest_file is not None:
         outputs = [p for i in range(len(shards)) for p in output_files(fmt, shard_base(base, i), suffix).values()]
     else:
         outputs = list(output_files(fmt, base, suffix).values())
-    return CorpusResult(engine, sum(s["documents"] for s in shards), sum(s["tokens"] for s in shards), outputs,
-                        manifest_file, written, kept, sum(s.size() for s in sources), time.perf_counter() - started,
-                        verified, manifest["settings"])
+    return CorpusResult(
+        engine,
+        sum(s["documents"] for s in shards),
+        sum(s["tokens"] for s in shards),
+        outputs,
+        manifest_file,
+        written,
+        kept,
+        sum(s.size() for s in sources),
+        time.perf_counter() - started,
+        verified,
+        manifest["settings"],
+    )
 
 
 def _complete(path: Path | None) -> bool:
@@ -481,14 +589,23 @@ def _write_manifest(path: Path, manifest: dict[str, Any]) -> None:
     from toktools.io.outputs import write_files_atomically
 
     try:
-        write_files_atomically(path.parent if str(path.parent) else Path("."),
-                               {path.name: json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"})
+        write_files_atomically(
+            path.parent if str(path.parent) else Path("."),
+            {path.name: json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"},
+        )
     except OSError as err:
         raise ToktoolsError(f"cannot write {path}: {err.strerror or err}") from None
 
 
-def _resume(path: Path, fingerprint: str, settings: dict[str, Any], inputs: list[dict[str, Any]], base: Path,
-            fmt: str, suffix: str | None) -> tuple[list[dict[str, Any]], Position]:
+def _resume(
+    path: Path,
+    fingerprint: str,
+    settings: dict[str, Any],
+    inputs: list[dict[str, Any]],
+    base: Path,
+    fmt: str,
+    suffix: str | None,
+) -> tuple[list[dict[str, Any]], Position]:
     """The finished shards of an earlier run that still verify, and where to go on from; a
     manifest from other settings, another tokenizer or changed inputs is refused in one line."""
     try:
@@ -498,22 +615,33 @@ def _resume(path: Path, fingerprint: str, settings: dict[str, Any], inputs: list
     except (ValueError, OSError):
         raise ToktoolsError(f"{path} is not a toktools corpus manifest (use --force to overwrite)") from None
     if old.get("tokenizer", {}).get("sha256") != fingerprint:
-        raise ToktoolsError(f"{path} was written with another tokenizer; use --force to start over or choose another output")
+        raise ToktoolsError(
+            f"{path} was written with another tokenizer; use --force to start over or choose another output"
+        )
     for key, value in settings.items():
         if old.get("settings", {}).get(key) != value:
-            raise ToktoolsError(f"{path} was written with other settings ({key}: {old.get('settings', {}).get(key)!r}, "
-                                f"now {value!r}); use --force to start over or choose another output")
+            raise ToktoolsError(
+                f"{path} was written with other settings ({key}: {old.get('settings', {}).get(key)!r}, "
+                f"now {value!r}); use --force to start over or choose another output"
+            )
     if any(entry["path"] == "-" for entry in inputs):
         raise ToktoolsError(f"{path}: cannot resume reading standard input; use --force to start over")
-    if [(e["path"], e["size"], e["sha256"]) for e in old.get("inputs", [])] != [(e["path"], e["size"], e["sha256"]) for e in inputs]:
-        raise ToktoolsError(f"{path} was written from other inputs (names, sizes or checksums differ); "
-                            "use --force to start over or choose another output")
+    if [(e["path"], e["size"], e["sha256"]) for e in old.get("inputs", [])] != [
+        (e["path"], e["size"], e["sha256"]) for e in inputs
+    ]:
+        raise ToktoolsError(
+            f"{path} was written from other inputs (names, sizes or checksums differ); "
+            "use --force to start over or choose another output"
+        )
     kept: list[dict[str, Any]] = []
     for shard in old.get("shards", []):
         files = output_files(fmt, shard_base(base, shard["index"]), suffix)
         good = shard.get("index") == len(kept) and all(
-            files[role].exists() and files[role].stat().st_size == entry["bytes"] and file_sha256(files[role]) == entry["sha256"]
-            for role, entry in shard["files"].items())
+            files[role].exists()
+            and files[role].stat().st_size == entry["bytes"]
+            and file_sha256(files[role]) == entry["sha256"]
+            for role, entry in shard["files"].items()
+        )
         if not good:
             break
         kept.append(shard)

@@ -19,14 +19,16 @@ with the engine's; the first difference stops the run with one line naming the f
 and the output file is not written. On standard output, a batch is written only once its
 sampled lines are checked.
 """
+
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 from toktools.errors import ToktoolsError
 
@@ -120,14 +122,18 @@ class _Reference:
         try:
             self.tokenizer = from_tokenizer_json(doc)
         except (KeyError, TypeError, ValueError, AttributeError) as err:
-            raise ToktoolsError(f"not a tokenizer.json this version understands ({type(err).__name__}: {err})") from None
+            raise ToktoolsError(
+                f"not a tokenizer.json this version understands ({type(err).__name__}: {err})"
+            ) from None
         if max_length is not None:
             self.tokenizer.enable_truncation(max_length)
         self.workers = workers
 
     def encode(self, inputs: Sequence[Any], add_special_tokens: bool) -> list[_Row]:
-        return [_Row(e.ids, e.tokens, e.offsets, e.type_ids)
-                for e in self.tokenizer.encode_batch(inputs, add_special_tokens=add_special_tokens, workers=self.workers)]
+        return [
+            _Row(e.ids, e.tokens, e.offsets, e.type_ids)
+            for e in self.tokenizer.encode_batch(inputs, add_special_tokens=add_special_tokens, workers=self.workers)
+        ]
 
 
 class _Tokenizers:
@@ -144,8 +150,10 @@ class _Tokenizers:
             self.tokenizer.enable_truncation(max_length)
 
     def encode(self, inputs: Sequence[Any], add_special_tokens: bool) -> list[_Row]:
-        return [_Row(e.ids, e.tokens, [list(o) for o in e.offsets], e.type_ids)
-                for e in self.tokenizer.encode_batch(list(inputs), add_special_tokens=add_special_tokens)]
+        return [
+            _Row(e.ids, e.tokens, [list(o) for o in e.offsets], e.type_ids)
+            for e in self.tokenizer.encode_batch(list(inputs), add_special_tokens=add_special_tokens)
+        ]
 
 
 class _Tiktoken:
@@ -167,8 +175,17 @@ class _Tiktoken:
         return [_Row(ids, list(map(lookup, ids))) for ids in rows]
 
 
-def _engine(name: str, doc: dict[str, Any], fingerprint: str, *, fmt: str, pair: bool, add_special_tokens: bool,
-            max_length: int | None, workers: int | None) -> Any:
+def _engine(
+    name: str,
+    doc: dict[str, Any],
+    fingerprint: str,
+    *,
+    fmt: str,
+    pair: bool,
+    add_special_tokens: bool,
+    max_length: int | None,
+    workers: int | None,
+) -> Any:
     from toktools.engines import core as engines
 
     if name not in engines.ENGINES:
@@ -184,10 +201,14 @@ def _engine(name: str, doc: dict[str, Any], fingerprint: str, *, fmt: str, pair:
         if reason is not None:  # the first thing to know
             raise ToktoolsError(f"engine tiktoken is not exact for this tokenizer: {reason}")
         raise ToktoolsError(f"engine tiktoken cannot write --format {fmt} here: {limit}")
-    if limit is None and (name == "tiktoken" or (engines.tiktoken_available()
-                                                  and engines.analyse(whole, fingerprint).tiktoken_reason is None)):
+    if limit is None and (
+        name == "tiktoken"
+        or (engines.tiktoken_available() and engines.analyse(whole, fingerprint).tiktoken_reason is None)
+    ):
         try:
-            return _Tiktoken(engines.make_engine("tiktoken", whole, workers=workers, fingerprint=fingerprint), doc, max_length)
+            return _Tiktoken(
+                engines.make_engine("tiktoken", whole, workers=workers, fingerprint=fingerprint), doc, max_length
+            )
         except ToktoolsError:
             if name == "tiktoken":
                 raise
@@ -223,7 +244,9 @@ class _Rendered:
     """What the --verify checker answers with: the reference's output lines for raw input lines
     (built in the checker process, with the run's settings)."""
 
-    def __init__(self, doc: dict[str, Any], fmt: str, pair: bool, add_special_tokens: bool, max_length: int | None) -> None:
+    def __init__(
+        self, doc: dict[str, Any], fmt: str, pair: bool, add_special_tokens: bool, max_length: int | None
+    ) -> None:
         self.reference = _Reference(doc, max_length, workers=1)
         self.fmt, self.pair, self.add_special_tokens = fmt, pair, add_special_tokens
 
@@ -237,23 +260,37 @@ def _render(fmt: str, row: _Row) -> str:
         return " ".join(map(str, row.ids))
     if fmt == "tokens":
         return " ".join(row.tokens or [])
-    return json.dumps({"ids": row.ids, "tokens": row.tokens, "offsets": row.offsets, "type_ids": row.type_ids},
-                      ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(
+        {"ids": row.ids, "tokens": row.tokens, "offsets": row.offsets, "type_ids": row.type_ids},
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
 
 
-def encode_text(inputs: Sequence[str | Path], tokenizer: Any, output: str | Path | None = None, *, format: str = "ids",
-                engine: str = "auto", pair: bool = False, add_special_tokens: bool = True, max_length: int | None = None,
-                workers: int | None = None, batch_lines: int = BATCH_LINES, force: bool = False,
-                verify: int = DEFAULT_VERIFY) -> TextResult:
+def encode_text(
+    inputs: Sequence[str | Path],
+    tokenizer: Any,
+    output: str | Path | None = None,
+    *,
+    format: str = "ids",
+    engine: str = "auto",
+    pair: bool = False,
+    add_special_tokens: bool = True,
+    max_length: int | None = None,
+    workers: int | None = None,
+    batch_lines: int = BATCH_LINES,
+    force: bool = False,
+    verify: int = DEFAULT_VERIFY,
+) -> TextResult:
     """Encode every line of ``inputs`` (files or ``-``) to ``output`` (stdout when None), one
     line each: ids or tokens separated by spaces, or a JSON object (``jsonl``). ``verify``:
     lines re-encoded by the reference to check a faster engine (0: off)."""
     from functools import partial
 
-    from toktools.corpus.reading import batched
-    from toktools.corpus.verify import Verifier, start_checker
     from toktools.corpus.prepared_tokenizer import load_document
+    from toktools.corpus.reading import batched
     from toktools.corpus.shards import CollectorPause
+    from toktools.corpus.verify import Verifier, start_checker
     from toktools.io.outputs import check_output_file, input_files
 
     started = time.perf_counter()
@@ -271,10 +308,20 @@ def encode_text(inputs: Sequence[str | Path], tokenizer: Any, output: str | Path
     try:
         doc, fingerprint = load_document(tokenizer, whole=True, validate=True)
         # the checker is forked before the engine starts threads: it builds the reference meanwhile
-        build = partial(_checker_build, fmt=format, pair=pair, add_special_tokens=add_special_tokens, max_length=max_length)
+        build = partial(
+            _checker_build, fmt=format, pair=pair, add_special_tokens=add_special_tokens, max_length=max_length
+        )
         checker = start_checker(doc, verify, engine, build)
-        chosen = _engine(engine, doc, fingerprint, fmt=format, pair=pair, add_special_tokens=add_special_tokens,
-                         max_length=max_length, workers=workers)
+        chosen = _engine(
+            engine,
+            doc,
+            fingerprint,
+            fmt=format,
+            pair=pair,
+            add_special_tokens=add_special_tokens,
+            max_length=max_length,
+            workers=workers,
+        )
         collector.resume()
         reader = _Lines(names)
         verifier = Verifier(chosen.name, doc, verify, reader.total, reader.sources, process=checker, build=build)
@@ -304,8 +351,9 @@ def encode_text(inputs: Sequence[str | Path], tokenizer: Any, output: str | Path
     return TextResult(chosen.name, lines, tokens, time.perf_counter() - started, verifier.done)
 
 
-def _checker_build(doc: dict[str, Any], *, fmt: str, pair: bool, add_special_tokens: bool,
-                   max_length: int | None) -> tuple[Any, str]:
+def _checker_build(
+    doc: dict[str, Any], *, fmt: str, pair: bool, add_special_tokens: bool, max_length: int | None
+) -> tuple[Any, str]:
     """In the --verify checker: the reference rendering this run's output lines, or why not."""
     try:
         return _Rendered(doc, fmt, pair, add_special_tokens, max_length), ""

@@ -11,10 +11,12 @@ compares the answers with what its engine gave and stops at the first difference
 every answer before it commits an output (:meth:`Verifier.sync`), so a difference still leaves
 no output behind.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from toktools.errors import ToktoolsError
 
@@ -126,8 +128,9 @@ class CheckerProcess:
 
         context = multiprocessing.get_context("fork")
         ours, theirs = context.Pipe()
-        self._process: Any = context.Process(target=_checker, args=(theirs, document, os.getpid(), build or _build_reference),
-                                                daemon=True)
+        self._process: Any = context.Process(
+            target=_checker, args=(theirs, document, os.getpid(), build or _build_reference), daemon=True
+        )
         try:
             self._process.start()
         except OSError as err:
@@ -157,8 +160,9 @@ class CheckerProcess:
         self._process = None
 
 
-def start_checker(document: Any, count: int, engine_name: str, build: Build | None = None,
-                  fingerprint: str | None = None) -> CheckerProcess | None:
+def start_checker(
+    document: Any, count: int, engine_name: str, build: Build | None = None, fingerprint: str | None = None
+) -> CheckerProcess | None:
     """The checker for a run of ``engine_name`` that verifies ``count`` documents, forked now;
     None when there is nothing to check (``count`` 0, or the reference checking itself).
     ``fingerprint`` names the document, for the default build (see :func:`_build_reference`)."""
@@ -174,9 +178,17 @@ class Verifier:
     The items checked have ``text``, ``source`` (an index into ``sources``) and ``line``; the
     results compared are id lists (documents) or output lines (``str``, the text formats)."""
 
-    def __init__(self, engine_name: str, document: dict[str, Any], count: int, total: int, sources: Sequence[Any],
-                 inline: InlineChecker | None = None, process: CheckerProcess | None = None,
-                 build: Build | None = None) -> None:
+    def __init__(
+        self,
+        engine_name: str,
+        document: dict[str, Any],
+        count: int,
+        total: int,
+        sources: Sequence[Any],
+        inline: InlineChecker | None = None,
+        process: CheckerProcess | None = None,
+        build: Build | None = None,
+    ) -> None:
         """``inline``: check in this process with that checker instead of a forked one;
         ``process``: a checker forked earlier (:func:`start_checker`), closed with the verifier;
         ``build``: what a checker forked later answers with (as :class:`CheckerProcess`)."""
@@ -262,14 +274,17 @@ class Verifier:
                 if got != want:
                     at = next((k for k, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
                     if isinstance(got, str):  # an output line
-                        where = f"line {segment.line} (character {at}: {got[at:at + 16]!r} vs {want[at:at + 16]!r})"
+                        where = f"line {segment.line} (character {at}: {got[at : at + 16]!r} vs {want[at : at + 16]!r})"
                     else:
-                        where = f"document at line {segment.line} (token {at}: {got[at:at + 1]} vs {want[at:at + 1]})"
+                        where = (
+                            f"document at line {segment.line} (token {at}: {got[at : at + 1]} vs {want[at : at + 1]})"
+                        )
                     path = self.sources[segment.source].path
                     raise ToktoolsError(
                         f"engine {self.engine_name} disagrees with the reference on "
                         f"{'standard input' if path == '-' else path}, "
-                        f"{where}; use --engine reference (and please report it)")
+                        f"{where}; use --engine reference (and please report it)"
+                    )
                 self.done += 1
 
     def close(self) -> None:

@@ -22,6 +22,7 @@
 Every file is written under a temporary name in the target directory and renamed into place
 only when complete; any failure (a full disk included) removes the temporaries.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -29,9 +30,10 @@ import os
 import struct
 import sys
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Sequence
+from typing import Any, BinaryIO
 
 from toktools.errors import ToktoolsError
 
@@ -123,9 +125,10 @@ class _AtomicFile:
         return file_sha256(Path(self.temporary))
 
     def commit(self) -> None:
-        from toktools.io.outputs import _umask  # not formats: it would load the whole reference
-
-        from toktools.io.outputs import unregister_temporary
+        from toktools.io.outputs import (
+            _umask,  # not formats: it would load the whole reference
+            unregister_temporary,
+        )
 
         os.chmod(self.temporary, 0o666 & ~_umask())
         os.replace(self.temporary, self.target)
@@ -221,8 +224,11 @@ class DocumentWriter:
             # one struct.pack per document, little-endian already: about half the time of
             # array.fromlist + byteswap, on every id of the corpus
             code = self.typecode
-            self.data.write(b"".join([ids if isinstance(ids, bytes) else struct.pack(f"<{len(ids)}{code}", *ids)
-                                      for ids in self._queue]))
+            self.data.write(
+                b"".join(
+                    [ids if isinstance(ids, bytes) else struct.pack(f"<{len(ids)}{code}", *ids) for ids in self._queue]
+                )
+            )
             self._queue = []
             self._queued = 0
 
@@ -258,7 +264,11 @@ class DocumentWriter:
             files = {}
             for role in self.paths:
                 handle = next(f for f in self._files if f.target == self.paths[role])
-                files[role] = {"name": self.paths[role].name, "bytes": os.path.getsize(handle.temporary), "sha256": hashes[role]}
+                files[role] = {
+                    "name": self.paths[role].name,
+                    "bytes": os.path.getsize(handle.temporary),
+                    "sha256": hashes[role],
+                }
             for handle in self._files:  # data first, index last: an index never points at nothing
                 handle.commit()
         except BaseException:

@@ -4,6 +4,7 @@ tiktoken, and the ``auto`` rule that picks the fastest exact one.
 ``toktools.engines`` was one module before 0.2.0; its names still resolve here (from
 :mod:`toktools.engines.core`).
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -17,18 +17,20 @@ truncation and no padding; special tokens written in the text are matched as tok
 :func:`compiled_unigram_reference`), else tiktoken when exact, else ``tokenizers``, else the
 reference. Every engine gives the same ids, so the choice changes the speed, never the output.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 import os
 from array import array
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Callable, Mapping, Sequence, Union
+from typing import Any, Union
 
-from toktools.errors import ToktoolsError
 from toktools.engines.id_packing import Packed, joined, pack_id_lists, unpack_id_lists
+from toktools.errors import ToktoolsError
 
 ENGINES = ("auto", "reference", "tokenizers", "tiktoken")
 IdBatch = list[list[int]]
@@ -182,8 +184,13 @@ def analyse(document: Mapping[str, Any], fingerprint: str | None = None) -> Anal
     if key not in _analysis_cache:
         cached = _cached(key) or {}
         exact = cached.get("exact")
-        if cached.get("e4", "") is None and isinstance(exact, dict) and exact.get("version") == _EXACT_VERSION \
-                and exact.get("remap") is False and _configuration_reason(document) is None:
+        if (
+            cached.get("e4", "") is None
+            and isinstance(exact, dict)
+            and exact.get("version") == _EXACT_VERSION
+            and exact.get("remap") is False
+            and _configuration_reason(document) is None
+        ):
             # every check passed before for this very document: only the plan is rebuilt
             _analysis_cache[key] = Analysis(None, _plan(document, None), cuttable=cuttable(document))
         elif "e4" in cached and cached["e4"] is None:
@@ -193,7 +200,11 @@ def analyse(document: Mapping[str, Any], fingerprint: str | None = None) -> Anal
         else:
             analysis = _analyse(document, e4=True)
             _analysis_cache[key] = analysis
-            if analysis.tiktoken_reason is None or analysis.tiktoken_reason.endswith("(E4)") or "(E4')" in analysis.tiktoken_reason:
+            if (
+                analysis.tiktoken_reason is None
+                or analysis.tiktoken_reason.endswith("(E4)")
+                or "(E4')" in analysis.tiktoken_reason
+            ):
                 _remember(key, {"e4": analysis.tiktoken_reason})
         analysis = _analysis_cache[key]
         if analysis.tiktoken_reason is None and analysis.plan is not None and "exact" not in cached:
@@ -205,7 +216,9 @@ def analyse(document: Mapping[str, Any], fingerprint: str | None = None) -> Anal
 _EXACT_VERSION = 1
 
 
-def _plan(doc: Mapping[str, Any], rank_of: Mapping[str, int] | None, rank_to_id: dict[int, int] | None = None) -> TiktokenPlan:
+def _plan(
+    doc: Mapping[str, Any], rank_of: Mapping[str, int] | None, rank_to_id: dict[int, int] | None = None
+) -> TiktokenPlan:
     """What tiktoken needs; ``rank_of`` (symbols → rank) defaults to the regular vocabulary.
 
     All tokens are translated to bytes in one ``str.translate`` over their concatenation
@@ -255,7 +268,9 @@ def _analyse(doc: Mapping[str, Any], e4: bool = True) -> Analysis:
     for number, (a, b) in enumerate(merges, start=1):
         result = a + b
         if a not in regular or b not in regular or result not in regular:
-            return Analysis(f"merge {number} ({a} {b}) uses or makes a token outside the regular vocabulary (E2)", cuttable=can_cut)
+            return Analysis(
+                f"merge {number} ({a} {b}) uses or makes a token outside the regular vocabulary (E2)", cuttable=can_cut
+            )
         if result in seen:
             return Analysis(f"two merges make {result!r} (E2)", cuttable=can_cut)
         seen.add(result)
@@ -318,7 +333,11 @@ def cuttable(doc: Mapping[str, Any]) -> bool:
             return False
     if model == "BPE" and pre.get("type") == "ByteLevel" and pre.get("use_regex", True) and not normalizer:
         return True
-    if model == "WordPiece" and pre.get("type") == "BertPreTokenizer" and (normalizer is None or normalizer.get("type") == "BertNormalizer"):
+    if (
+        model == "WordPiece"
+        and pre.get("type") == "BertPreTokenizer"
+        and (normalizer is None or normalizer.get("type") == "BertNormalizer")
+    ):
         return True
     return False
 
@@ -368,8 +387,9 @@ class TiktokenEngine(Engine):
     def __init__(self, plan: TiktokenPlan, threads: int | None = None) -> None:
         import tiktoken
 
-        self.encoding = tiktoken.Encoding("toktools", pat_str=plan.pattern, mergeable_ranks=plan.mergeable_ranks,
-                                          special_tokens=plan.special_tokens)
+        self.encoding = tiktoken.Encoding(
+            "toktools", pat_str=plan.pattern, mergeable_ranks=plan.mergeable_ranks, special_tokens=plan.special_tokens
+        )
         self.threads = threads or os.cpu_count() or 1
         self.remap = plan.rank_to_id
         self._pool: Any = None
@@ -388,7 +408,9 @@ class TiktokenEngine(Engine):
             view.release()
         if plan.special_tokens:
             encode, allowed = self.encoding.encode, frozenset(plan.special_tokens)
-            self._special: Callable[[str], list[int]] = lambda text: encode(text, allowed_special=allowed, disallowed_special=())
+            self._special: Callable[[str], list[int]] = lambda text: encode(
+                text, allowed_special=allowed, disallowed_special=()
+            )
             if len(allowed) == 1:
                 token = next(iter(allowed))
                 self._has_special = lambda text: token in text
@@ -498,8 +520,9 @@ _worker_packed: Callable[[list[str]], tuple[bytes, bytes]] | None = None
 PARALLEL_CHARS = 1 << 17
 
 
-def _set_worker_ids(ids: Callable[[list[str]], IdBatch],
-                    packed: Callable[[list[str]], tuple[bytes, bytes]] | None = None) -> None:
+def _set_worker_ids(
+    ids: Callable[[list[str]], IdBatch], packed: Callable[[list[str]], tuple[bytes, bytes]] | None = None
+) -> None:
     global _worker_ids, _worker_packed
     _worker_ids, _worker_packed = ids, packed
 
@@ -512,8 +535,12 @@ def _ready() -> None:
 _zygote_pool: Any = None
 
 
-def _start_zygote(ids: Callable[[list[str]], IdBatch], packed: Callable[[list[str]], tuple[bytes, bytes]] | None,
-                  prepare: Callable[[], None], workers: int) -> None:
+def _start_zygote(
+    ids: Callable[[list[str]], IdBatch],
+    packed: Callable[[list[str]], tuple[bytes, bytes]] | None,
+    prepare: Callable[[], None],
+    workers: int,
+) -> None:
     """A zygote's set-up: load the compiled code, then fork the workers, which inherit it."""
     global _zygote_pool
     from multiprocessing import util
@@ -571,8 +598,13 @@ class ReferenceEngine(Engine):
 
     name = "reference"
 
-    def __init__(self, document: DocumentSource, workers: int | None = None, input_bytes: int | None = None,
-                 fingerprint: str | None = None) -> None:
+    def __init__(
+        self,
+        document: DocumentSource,
+        workers: int | None = None,
+        input_bytes: int | None = None,
+        fingerprint: str | None = None,
+    ) -> None:
         """``fingerprint``, when given, names ``document`` (the sha256 of its file): the built
         tokenizer is then kept in, or taken from, the user cache (:mod:`toktools.engines.reference_cache`)."""
         from toktools.engines.ids_only import IdsPath, ids_encoder
@@ -591,11 +623,16 @@ class ReferenceEngine(Engine):
         self.fast: IdsPath | None = ids_encoder(self.tokenizer)
         from toktools.runtime.workers import start_pool, worth_starting
 
-        if (self.fast is not None and input_bytes is not None and worth_starting(self.workers, input_bytes, PARALLEL_CHARS) > 1
-                and self.fast.plans_compiled(input_bytes)):
+        if (
+            self.fast is not None
+            and input_bytes is not None
+            and worth_starting(self.workers, input_bytes, PARALLEL_CHARS) > 1
+            and self.fast.plans_compiled(input_bytes)
+        ):
             prepare = partial(self.fast.load_compiled, own_process=True)
-            self._pool = start_pool(1, initializer=_start_zygote,
-                                    initargs=(self._ids, self.fast.encode_packed, prepare, self.workers))
+            self._pool = start_pool(
+                1, initializer=_start_zygote, initargs=(self._ids, self.fast.encode_packed, prepare, self.workers)
+            )
             self._zygote = True
             self._pool.submit(_ready)  # forks it now
 
@@ -623,8 +660,12 @@ class ReferenceEngine(Engine):
 
         texts = list(texts)
         chars = sum(map(len, texts))
-        if not texts or (not self._zygote and (len(texts) < 2 or worth_starting(self.workers, chars, PARALLEL_CHARS // 2) <= 1)):
-            return self._ids(texts), []  # small batches stay here, except with a zygote (its workers are ready; no cache here)
+        if not texts or (
+            not self._zygote and (len(texts) < 2 or worth_starting(self.workers, chars, PARALLEL_CHARS // 2) <= 1)
+        ):
+            return self._ids(
+                texts
+            ), []  # small batches stay here, except with a zygote (its workers are ready; no cache here)
         warm: IdBatch = []
         if self._pool is None:
             if self._closed:  # a batch that started after close (an interrupt) must not fork a new pool
@@ -702,11 +743,16 @@ def reference_is_fastest(document: Mapping[str, Any], workers: int | None = None
     model = (document.get("model") or {}).get("type")
     pre = (document.get("pre_tokenizer") or {}).get("type")
     normalizer = document.get("normalizer")
-    return model == "WordPiece" and pre == "BertPreTokenizer" and (normalizer is None or normalizer.get("type") == "BertNormalizer")
+    return (
+        model == "WordPiece"
+        and pre == "BertPreTokenizer"
+        and (normalizer is None or normalizer.get("type") == "BertNormalizer")
+    )
 
 
-def likely_engine(name: str, document: Mapping[str, Any], workers: int | None = None,
-                  input_bytes: int | None = None) -> str:
+def likely_engine(
+    name: str, document: Mapping[str, Any], workers: int | None = None, input_bytes: int | None = None
+) -> str:
     """The engine :func:`make_engine` is expected to give, from the document's shape alone
     (cheap: no analysis, no engine built): ``reference`` when asked for or when ``auto`` takes it
     (:func:`fastest_reference`'s rules: BERT WordPiece; Unigram on ``input_bytes`` of at least
@@ -754,8 +800,13 @@ def tokenizers_loads(document: Mapping[str, Any]) -> str | None:
 UNIGRAM_REFERENCE_MIN_BYTES = 8_000_000
 
 
-def compiled_unigram_reference(document: DocumentSource, workers: int | None = None, input_bytes: int | None = None,
-                               shape: Mapping[str, Any] | None = None, fingerprint: str | None = None) -> ReferenceEngine | None:
+def compiled_unigram_reference(
+    document: DocumentSource,
+    workers: int | None = None,
+    input_bytes: int | None = None,
+    shape: Mapping[str, Any] | None = None,
+    fingerprint: str | None = None,
+) -> ReferenceEngine | None:
     """``auto``'s engine for a Unigram tokenizer: the reference, when its ids-only path takes
     this tokenizer (:mod:`toktools.engines.ids_only_unigram`) and the compiled Viterbi is installed (numba,
     extra ``fast``); None otherwise (then ``auto`` goes on to ``tokenizers`` as for any model).
@@ -792,8 +843,13 @@ def compiled_unigram_reference(document: DocumentSource, workers: int | None = N
     return engine
 
 
-def fastest_reference(document: DocumentSource, workers: int | None = None, input_bytes: int | None = None,
-                      shape: Mapping[str, Any] | None = None, fingerprint: str | None = None) -> ReferenceEngine | None:
+def fastest_reference(
+    document: DocumentSource,
+    workers: int | None = None,
+    input_bytes: int | None = None,
+    shape: Mapping[str, Any] | None = None,
+    fingerprint: str | None = None,
+) -> ReferenceEngine | None:
     """The reference engine when ``auto`` should take it (it beats the libraries for this
     tokenizer: :func:`compiled_unigram_reference`, :func:`reference_is_fastest`), else None.
     ``document`` may be a :data:`DocumentSource`; ``shape``, when given, is checked instead;
@@ -812,9 +868,16 @@ def fastest_reference(document: DocumentSource, workers: int | None = None, inpu
     return reference
 
 
-def make_engine(name: str, document: DocumentSource, *, workers: int | None = None,
-                analysis: Analysis | None = None, fingerprint: str | None = None,
-                input_bytes: int | None = None, shape: Mapping[str, Any] | None = None) -> Engine:
+def make_engine(
+    name: str,
+    document: DocumentSource,
+    *,
+    workers: int | None = None,
+    analysis: Analysis | None = None,
+    fingerprint: str | None = None,
+    input_bytes: int | None = None,
+    shape: Mapping[str, Any] | None = None,
+) -> Engine:
     """The engine called ``name`` (``auto`` = the fastest exact one) for this tokenizer, or a
     one-line :class:`ToktoolsError` saying why it cannot be used. ``input_bytes``, when known,
     is the size of what will be encoded (``auto`` weighs start-up costs against it).
@@ -860,8 +923,28 @@ def make_engine(name: str, document: DocumentSource, *, workers: int | None = No
 
 #: Code points the spec singled out (Unicode 15-17 additions, odd spaces), besides the ones where
 #: Python's ``regex`` differs from ``tokenizers`` (``_bytelevel_tables.REGEX_DISAGREEMENTS``).
-_PROBE_EXTRA = (0x10940, 0x323B0, 0x3D000, 0x11F04, 0x2EBF0, 0x16100, 0x1C89, 0x10D4A, 0x85, 0xA0, 0x3000,
-                0x1C, 0x180E, 0x200B, 0xFEFF, 0x2028, 0x2029, 0x0B, 0x0C, 0x0D)
+_PROBE_EXTRA = (
+    0x10940,
+    0x323B0,
+    0x3D000,
+    0x11F04,
+    0x2EBF0,
+    0x16100,
+    0x1C89,
+    0x10D4A,
+    0x85,
+    0xA0,
+    0x3000,
+    0x1C,
+    0x180E,
+    0x200B,
+    0xFEFF,
+    0x2028,
+    0x2029,
+    0x0B,
+    0x0C,
+    0x0D,
+)
 _probe_cache: dict[tuple[str, str], str | None] = {}
 
 

@@ -2,11 +2,12 @@
 native uint32 (the layout of :class:`toktools.engines.core.PackedIds` and of the shards, so they are
 joined and written without a Python int per id) and each text's count as an int64. Pickling
 millions of small ints would cost a large share of the encoding."""
+
 from __future__ import annotations
 
 from array import array
+from collections.abc import Iterable, Sequence
 from itertools import accumulate
-from typing import Iterable, Sequence
 
 #: All ids of a batch (uint32), and each text's count (int64): the bytes of two arrays.
 Packed = tuple[bytes, bytes]

@@ -34,13 +34,15 @@ WordPiece
       non-ASCII text, the padded translate + ``str.split`` of :func:`bert_text.iter_words` when
       that split is proved exact (``split_is_exact``).
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Sequence
 from itertools import chain, compress, filterfalse
 from operator import add
 from time import thread_time
-from typing import Any, Callable, Iterable, Protocol, Sequence
+from typing import Any, Protocol
 
 #: Cached words per process before the caches start again (a bound on memory: ~150 bytes each).
 CACHE_WORDS = 1 << 19
@@ -56,8 +58,10 @@ _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 def _bmp_class(ranges: Iterable[tuple[int, int]]) -> str:
     """The BMP part of code-point ranges as a ``re`` class body (``re`` runs BMP classes from a
     bitmap, but scans long lists of astral ranges one by one)."""
-    return "".join(f"\\U{lo:08x}" if lo == hi else f"\\U{lo:08x}-\\U{hi:08x}"
-                   for lo, hi in ((lo, min(hi, 0xFFFF)) for lo, hi in ranges if lo <= 0xFFFF))
+    return "".join(
+        f"\\U{lo:08x}" if lo == hi else f"\\U{lo:08x}-\\U{hi:08x}"
+        for lo, hi in ((lo, min(hi, 0xFFFF)) for lo, hi in ranges if lo <= 0xFFFF)
+    )
 
 
 class _Cache(dict):  # type: ignore[type-arg]
@@ -113,8 +117,11 @@ class _ByteLevelWords:
             from toktools.tables.bytelevel import LETTER_RANGES, NUMBER_RANGES, SPACE_RANGES
 
             char_class = self._bytelevel._char_class
-            self._full = re.compile(self._bytelevel._gpt2_pattern(
-                char_class(LETTER_RANGES), char_class(NUMBER_RANGES), char_class(SPACE_RANGES)))
+            self._full = re.compile(
+                self._bytelevel._gpt2_pattern(
+                    char_class(LETTER_RANGES), char_class(NUMBER_RANGES), char_class(SPACE_RANGES)
+                )
+            )
         return self._full
 
     def __call__(self, text: str) -> list[str]:
@@ -132,8 +139,8 @@ class _BertWords:
     whitespace."""
 
     def __init__(self, config: Any | None) -> None:
-        from toktools.tables import bert as tables
         from toktools.parts import bert_text
+        from toktools.tables import bert as tables
 
         punctuation = _bmp_class(tables.PRETOKENIZER_PUNCTUATION)
         space = _bmp_class(tables.PRETOKENIZER_WHITESPACE)
@@ -208,10 +215,14 @@ class _CutPoints:
                 q = k - 1
                 while q > 0 and m[q] & 0xC0 == 0x80:
                     q -= 1
-                left, right = m[q:k], m[k:k + _utf8_length(m[k])]
+                left, right = m[q:k], m[k : k + _utf8_length(m[k])]
                 if left.isascii() and right.isascii():
                     continue
-                if left[0] & 0xC0 != 0x80 and len(left) == _utf8_length(left[0]) and len(right) == _utf8_length(right[0]):
+                if (
+                    left[0] & 0xC0 != 0x80
+                    and len(left) == _utf8_length(left[0])
+                    and len(right) == _utf8_length(right[0])
+                ):
                     whole.add(left.decode("utf-8", "replace") + right.decode("utf-8", "replace"))
                 else:
                     partial.setdefault(left, set()).add(right)
@@ -248,7 +259,7 @@ class _CutPoints:
         classes = text.translate(self.classes)
         if "P" in classes:
             crossable = self.crossable
-            joined.update(p for p in map(_match_start, _CANDIDATES(classes)) if crossable[text[p - 1:p + 1]])
+            joined.update(p for p in map(_match_start, _CANDIDATES(classes)) if crossable[text[p - 1 : p + 1]])
         if not joined:
             return text
         cuts = list(filterfalse(joined.__contains__, range(1, n)))
@@ -276,8 +287,8 @@ class _ByteLevelBPE:
     """A byte-level word → its ids, as ``models.BPE.tokenize`` on its byte symbols."""
 
     def __init__(self, model: Any) -> None:
-        from toktools.models.bpe.merges import merge_symbols
         from toktools.models.bpe.bytelevel import text_to_symbols
+        from toktools.models.bpe.merges import merge_symbols
 
         self.vocab: dict[str, int] = model.vocab
         self.merge_map = model.merge_map
@@ -298,9 +309,12 @@ class _ByteLevelBPE:
             from toktools.models.bpe.bytelevel import BYTE_TO_SYMBOL
 
             merge_map, merge_symbols = self.merge_map, self._merge_symbols
-            self._bulk = BulkMerge([self.vocab[BYTE_TO_SYMBOL[b]] for b in range(256)], merge_map,
-                                   lambda ids: [token_id for token_id, _ in merge_symbols(ids, merge_map)],
-                                   lambda: self.merge_seconds)
+            self._bulk = BulkMerge(
+                [self.vocab[BYTE_TO_SYMBOL[b]] for b in range(256)],
+                merge_map,
+                lambda ids: [token_id for token_id, _ in merge_symbols(ids, merge_map)],
+                lambda: self.merge_seconds,
+            )
         return self._bulk
 
     def many(self, words: list[str]) -> list[tuple[str, tuple[int, ...]]]:
@@ -429,8 +443,14 @@ class IdsEncoder:
     """Texts → ids, equal to ``[e.ids for e in tokenizer.encode_batch(texts,
     add_special_tokens=False)]`` (see :func:`ids_encoder` for which tokenizers)."""
 
-    def __init__(self, tokenizer: Any, words: Callable[[str], list[str]], ids_of_word: Callable[[str], tuple[int, ...]],
-                 normalize: Callable[[str], str] | None, pre_tokenize: Callable[[str], list[str]]) -> None:
+    def __init__(
+        self,
+        tokenizer: Any,
+        words: Callable[[str], list[str]],
+        ids_of_word: Callable[[str], tuple[int, ...]],
+        normalize: Callable[[str], str] | None,
+        pre_tokenize: Callable[[str], list[str]],
+    ) -> None:
         self.tokenizer = tokenizer
         self.words = words
         self.cache = _Cache(ids_of_word)
@@ -445,8 +465,9 @@ class IdsEncoder:
         self._has_normalized = bool(added) and added.has_normalized
         # one bound method kept: the matcher of normalised tokens is rebuilt when it changes
         self._normalize_str = tokenizer.normalizer.normalize_str if tokenizer.normalizer is not None else None
-        normalized = {self._normalize_str(t.content) if self._normalize_str else t.content
-                      for t in added.tokens if t.normalized}
+        normalized = {
+            self._normalize_str(t.content) if self._normalize_str else t.content for t in added.tokens if t.normalized
+        }
         normalized.discard("")
         # the same quick test for "no normalised added token in this normalised text"
         self._normalized_search = re.compile("|".join(map(re.escape, normalized))).search if normalized else None
@@ -524,8 +545,10 @@ class IdsEncoder:
         ids, counts = compiled.ids_of_texts([w if w is not None else [] for w in words])
         if any(w is None for w in words):
             ends = np.cumsum(counts).tolist()
-            parts = [ids[end - count:end] if w is not None else np.array(self.encode(text), dtype=np.int64)
-                     for text, w, count, end in zip(texts, words, counts.tolist(), ends)]
+            parts = [
+                ids[end - count : end] if w is not None else np.array(self.encode(text), dtype=np.int64)
+                for text, w, count, end in zip(texts, words, counts.tolist(), ends)
+            ]
             counts = np.array(list(map(len, parts)), dtype=np.int64)
             ids = np.concatenate(parts) if parts else ids
         return ids.astype(np.uint32).tobytes(), counts.astype(np.int64).tobytes()
@@ -555,7 +578,10 @@ class IdsEncoder:
 
         merges = self.cache.compute.bulk()
         merges.vector()
-        if self.cache.compute.merge_seconds / max(head_share, 1e-9) / max(workers, 1) >= bpe_bulk.COMPILED_FORESEEN_SECONDS:
+        if (
+            self.cache.compute.merge_seconds / max(head_share, 1e-9) / max(workers, 1)
+            >= bpe_bulk.COMPILED_FORESEEN_SECONDS
+        ):
             merges.compiled()
 
     def plans_compiled(self, input_bytes: int) -> bool:
@@ -566,8 +592,12 @@ class IdsEncoder:
         from toktools.runtime.compiled_switch import numba_installed
 
         bpe = self.cache.compute
-        return (isinstance(bpe, _ByteLevelBPE) and not bpe.ignore_merges
-                and input_bytes >= bpe_bulk.COMPILED_PLANNED_BYTES and numba_installed())
+        return (
+            isinstance(bpe, _ByteLevelBPE)
+            and not bpe.ignore_merges
+            and input_bytes >= bpe_bulk.COMPILED_PLANNED_BYTES
+            and numba_installed()
+        )
 
     def load_compiled(self, own_process: bool = False) -> None:
         bpe = self.cache.compute
@@ -605,8 +635,15 @@ def _template_free(processor: Any) -> bool:
 
 
 #: The methods of :class:`~toktools.tokenizer.Tokenizer` whose behaviour this module repeats.
-_PIPELINE = ("encode", "encode_batch", "_encode_unpadded_batch", "_encode_unpadded", "encode_sequence", "encode_into",
-             "_encode_piece")
+_PIPELINE = (
+    "encode",
+    "encode_batch",
+    "_encode_unpadded_batch",
+    "_encode_unpadded",
+    "encode_sequence",
+    "encode_into",
+    "_encode_piece",
+)
 
 
 def ids_encoder(tokenizer: Any) -> Any:
@@ -630,8 +667,11 @@ def ids_encoder(tokenizer: Any) -> Any:
             return None
         words = _ByteLevelWords(pre.add_prefix_space, pre.use_regex)
         return IdsEncoder(tokenizer, words, _ByteLevelBPE(model), None, words)
-    if type(model) is models.WordPiece and type(pre) is pre_tokenizers.BertPreTokenizer and (
-            normalizer is None or type(normalizer) is normalizers.BertNormalizer):
+    if (
+        type(model) is models.WordPiece
+        and type(pre) is pre_tokenizers.BertPreTokenizer
+        and (normalizer is None or type(normalizer) is normalizers.BertNormalizer)
+    ):
         bert = _BertWords(normalizer.config if normalizer is not None else None)
         wordpiece = model
 

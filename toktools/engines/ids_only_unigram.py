@@ -16,11 +16,13 @@ The ids are those of ``Tokenizer.encode(text, add_special_tokens=False)``:
 ``tests/test_fast_unigram.py`` checks it on real and generated text, and against
 ``tokenizers``.
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from itertools import chain
-from typing import Any, Callable, Sequence
+from typing import Any
 
 #: words up to this many characters are cached (whole lines of unsplit text are not)
 CACHED_WORD = 64
@@ -35,8 +37,10 @@ CACHE_WORDS = 1 << 18
 #: Characters that can join a grapheme cluster with a neighbour (UAX 29: GB3-GB9c, GB11-GB13):
 #: without any of them every cluster is one character. Spelled with ``regex``'s own properties,
 #: the tables of the ``\X`` that :class:`~toktools.parts.precompiled.Precompiled` runs.
-_JOINING = (r"[\p{GCB=CR}\p{GCB=Extend}\p{GCB=ZWJ}\p{GCB=SpacingMark}\p{GCB=Prepend}"
-            r"\p{GCB=L}\p{GCB=V}\p{GCB=T}\p{GCB=LV}\p{GCB=LVT}\p{GCB=RI}]")
+_JOINING = (
+    r"[\p{GCB=CR}\p{GCB=Extend}\p{GCB=ZWJ}\p{GCB=SpacingMark}\p{GCB=Prepend}"
+    r"\p{GCB=L}\p{GCB=V}\p{GCB=T}\p{GCB=LV}\p{GCB=LVT}\p{GCB=RI}]"
+)
 
 
 class _Chars(dict):  # type: ignore[type-arg]
@@ -163,7 +167,9 @@ class _MetaspaceWords:
         self.replacement = rep
         self.scheme = pre.prepend_scheme if pre is not None else "never"
         escaped = re.escape(rep)
-        self.split = re.compile(f"{escaped}[^{escaped}]*|[^{escaped}]+").findall if pre is not None and pre.split else None
+        self.split = (
+            re.compile(f"{escaped}[^{escaped}]*|[^{escaped}]+").findall if pre is not None and pre.split else None
+        )
         #: then ``Split`` pre-tokenisers with behaviour ``Isolated`` (the converter's user-defined
         #: symbols): every match and every stretch between matches is a piece
         self.isolated = [split.pattern for split in isolated]

@@ -14,14 +14,16 @@ unpickles objects whose classes have changed. Entries live in the user cache
 entry is built again. Like the rest of the user cache, an entry is trusted as the user's own
 files are: unpickling runs code.
 """
+
 from __future__ import annotations
 
 import hashlib
 import pickle
 import sys
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 #: Bump when what is pickled changes in a way the code key would not see.
 FORMAT = 1

@@ -19,25 +19,35 @@ file of the directory (several: an error asks for the file). A ``.model`` encode
 ``<s>``/``</s>``; ``add_bos_token`` / ``add_eos_token`` in a ``tokenizer_config.json`` beside it
 (as transformers writes them for Llama or T5) add them.
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from toktools import presets
-
-from toktools.models.bpe import trainer as bpe
-from toktools.models.bpe.bytelevel import is_byte_symbols, symbols_to_bytes
 from toktools.encoding import AddedToken
 from toktools.errors import ToktoolsError
 from toktools.io.outputs import _umask, dumps_tokenizer_json, write_files_atomically  # noqa: F401 (re-exported)
+from toktools.io.validate import parse_json, validate_tokenizer_json
+from toktools.models.bpe import trainer as bpe
+from toktools.models.bpe.bytelevel import is_byte_symbols, symbols_to_bytes
 from toktools.parts.registry import part_from_json
 from toktools.tokenizer import Tokenizer
-from toktools.io.validate import parse_json, validate_tokenizer_json
 
-__all__ = ["load", "load_sentencepiece_model", "resolve", "export", "from_tokenizer_json", "dumps_tokenizer_json",
-           "write_files_atomically", "transformers_config_files", "EXPORT_TARGETS"]
+__all__ = [
+    "load",
+    "load_sentencepiece_model",
+    "resolve",
+    "export",
+    "from_tokenizer_json",
+    "dumps_tokenizer_json",
+    "write_files_atomically",
+    "transformers_config_files",
+    "EXPORT_TARGETS",
+]
 
 
 def resolve(path: str | Path) -> Path:
@@ -50,7 +60,9 @@ def resolve(path: str | Path) -> Path:
     shipped = shipped_path(str(path))
     if shipped is not None:
         return shipped
-    raise ToktoolsError(f"no tokenizer at {path}: no such file or directory, and not a vocabulary shipped with toktools")
+    raise ToktoolsError(
+        f"no tokenizer at {path}: no such file or directory, and not a vocabulary shipped with toktools"
+    )
 
 
 def load(path: str | Path) -> Tokenizer:
@@ -93,12 +105,15 @@ def _sentencepiece_file(directory: Path) -> Path | None:
             return directory / name
     found = sorted(p for p in directory.glob("*.model") if p.is_file())
     if len(found) > 1:
-        raise ToktoolsError(f"{directory}: several sentencepiece models ({', '.join(p.name for p in found)}); "
-                            "give the file")
+        raise ToktoolsError(
+            f"{directory}: several sentencepiece models ({', '.join(p.name for p in found)}); give the file"
+        )
     return found[0] if found else None
 
 
-def load_sentencepiece_model(path: str | Path, *, add_bos: bool | None = None, add_eos: bool | None = None) -> Tokenizer:
+def load_sentencepiece_model(
+    path: str | Path, *, add_bos: bool | None = None, add_eos: bool | None = None
+) -> Tokenizer:
     """A sentencepiece ``.model`` as a tokenizer giving ``SentencePieceProcessor.encode``'s ids
     (``add_bos`` / ``add_eos`` as given, else from a ``tokenizer_config.json`` beside the file, else
     off). Truncated or foreign files, and word/char models, are one :class:`ToktoolsError` line.
@@ -110,8 +125,8 @@ def load_sentencepiece_model(path: str | Path, *, add_bos: bool | None = None, a
     other way. :mod:`toktools.sentencepiece.encode` reproduces sentencepiece there too.
     Decoding is sentencepiece's own (:class:`toktools.parts.spm_decoder.SentencePieceDecoder`)."""
     from toktools.parts.spm_decoder import SentencePieceDecoder
-    from toktools.sentencepiece.to_json import sentencepiece_to_json
     from toktools.sentencepiece.model_file import read_model
+    from toktools.sentencepiece.to_json import sentencepiece_to_json
 
     path = Path(path)
     config = _read_config(path.parent)
@@ -160,7 +175,10 @@ def _load_bpe_files(vocab_path: Path, merges_path: Path) -> Tokenizer:
     add_prefix_space = bool(config.get("add_prefix_space", False))
     tokenizer = presets.byte_level_bpe(vocab, merges, add_prefix_space=add_prefix_space, added_tokens=added)
     if str(config.get("tokenizer_class", "")).startswith("Roberta"):
-        cls, sep = _config_token(config, "cls_token") or ("<s>", False), _config_token(config, "sep_token") or ("</s>", False)
+        cls, sep = (
+            _config_token(config, "cls_token") or ("<s>", False),
+            _config_token(config, "sep_token") or ("</s>", False),
+        )
         if cls[0] in vocab and sep[0] in vocab:
             tokenizer.post_processor = presets.roberta_processing(tokenizer, cls[0], sep[0], add_prefix_space)
     return tokenizer
@@ -191,14 +209,23 @@ def _from_tokenizer_json(path: Path) -> Tokenizer:
     except ToktoolsError as err:
         raise ToktoolsError(f"{path}: {err}") from None
     except (KeyError, TypeError, ValueError, AttributeError) as err:
-        raise ToktoolsError(f"{path}: not a tokenizer.json this version understands ({type(err).__name__}: {err})") from None
+        raise ToktoolsError(
+            f"{path}: not a tokenizer.json this version understands ({type(err).__name__}: {err})"
+        ) from None
 
 
 def _added_token(entry: Any) -> AddedToken:
     if not isinstance(entry, dict) or not isinstance(entry.get("content"), str) or not isinstance(entry.get("id"), int):
         raise ToktoolsError(f"tokenizer.json: added token {entry!r} needs a string content and an integer id")
-    return AddedToken(entry["content"], entry["id"], bool(entry.get("special", False)), bool(entry.get("single_word", False)),
-                      bool(entry.get("lstrip", False)), bool(entry.get("rstrip", False)), bool(entry.get("normalized", False)))
+    return AddedToken(
+        entry["content"],
+        entry["id"],
+        bool(entry.get("special", False)),
+        bool(entry.get("single_word", False)),
+        bool(entry.get("lstrip", False)),
+        bool(entry.get("rstrip", False)),
+        bool(entry.get("normalized", False)),
+    )
 
 
 def from_tokenizer_json(document: Mapping[str, Any]) -> Tokenizer:
@@ -217,16 +244,23 @@ def from_tokenizer_json(document: Mapping[str, Any]) -> Tokenizer:
     truncation = document.get("truncation")
     if truncation:
         strategy = {"LongestFirst": "longest_first", "OnlyFirst": "only_first", "OnlySecond": "only_second"}
-        tokenizer.enable_truncation(truncation["max_length"], strategy[truncation.get("strategy", "LongestFirst")],
-                                    truncation.get("direction", "Right").lower())
+        tokenizer.enable_truncation(
+            truncation["max_length"],
+            strategy[truncation.get("strategy", "LongestFirst")],
+            truncation.get("direction", "Right").lower(),
+        )
     padding = document.get("padding")
     if padding:
         fixed = padding.get("strategy")
         length = fixed.get("Fixed") if isinstance(fixed, dict) else None
-        tokenizer.enable_padding(length=length, pad_token=padding.get("pad_token", "[PAD]"), pad_id=padding.get("pad_id", 0),
-                                 direction=padding.get("direction", "Right").lower(),
-                                 pad_to_multiple_of=padding.get("pad_to_multiple_of"),
-                                 pad_type_id=padding.get("pad_type_id", 0))
+        tokenizer.enable_padding(
+            length=length,
+            pad_token=padding.get("pad_token", "[PAD]"),
+            pad_id=padding.get("pad_id", 0),
+            direction=padding.get("direction", "Right").lower(),
+            pad_to_multiple_of=padding.get("pad_to_multiple_of"),
+            pad_type_id=padding.get("pad_type_id", 0),
+        )
     return tokenizer
 
 
@@ -236,9 +270,13 @@ def from_tokenizer_json(document: Mapping[str, Any]) -> Tokenizer:
 
 EXPORT_TARGETS = ("tokenizer.json", "vocab.txt", "vocab.json+merges.txt", "tiktoken", "spiece.model")
 #: The files each export target writes (checked before writing: never over an input).
-EXPORT_FILES = {"tokenizer.json": ("tokenizer.json",), "vocab.txt": ("vocab.txt",),
-                "vocab.json+merges.txt": ("vocab.json", "merges.txt"),
-                "tiktoken": ("tokenizer.tiktoken", "special_tokens.json"), "spiece.model": ("spiece.model",)}
+EXPORT_FILES = {
+    "tokenizer.json": ("tokenizer.json",),
+    "vocab.txt": ("vocab.txt",),
+    "vocab.json+merges.txt": ("vocab.json", "merges.txt"),
+    "tiktoken": ("tokenizer.tiktoken", "special_tokens.json"),
+    "spiece.model": ("spiece.model",),
+}
 
 
 def export(tokenizer: Tokenizer, target: str, directory: str | Path, *, overwrite: bool = False) -> list[Path]:
@@ -262,8 +300,10 @@ def export(tokenizer: Tokenizer, target: str, directory: str | Path, *, overwrit
     elif target in ("vocab.txt", "vocab.json+merges.txt"):
         names = target.split("+")
         if not all(name in model_files for name in names):
-            raise ToktoolsError(f"{target} does not hold a {model_name} model (its files: "
-                                f"{', '.join(model_files) or 'none'}; try tokenizer.json)")
+            raise ToktoolsError(
+                f"{target} does not hold a {model_name} model (its files: "
+                f"{', '.join(model_files) or 'none'}; try tokenizer.json)"
+            )
         files = {name: model_files[name] for name in names}
     elif target == "tiktoken":
         if "merges.txt" not in model_files:
@@ -276,8 +316,10 @@ def export(tokenizer: Tokenizer, target: str, directory: str | Path, *, overwrit
             if not is_byte_symbols(token):
                 raise ToktoolsError(f"token {token!r} (id {rank}) is not made of byte symbols; tiktoken cannot hold it")
             lines.append(f"{base64.b64encode(symbols_to_bytes(token)).decode('ascii')} {rank}\n")
-        files = {"tokenizer.tiktoken": "".join(lines),
-                 "special_tokens.json": json.dumps(specials, ensure_ascii=False, indent=2) + "\n"}
+        files = {
+            "tokenizer.tiktoken": "".join(lines),
+            "special_tokens.json": json.dumps(specials, ensure_ascii=False, indent=2) + "\n",
+        }
     else:
         raise ToktoolsError(f"unknown target {target!r}; choose one of {', '.join(EXPORT_TARGETS)}")
     return write_files_atomically(directory, files, overwrite=overwrite)

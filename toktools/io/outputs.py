@@ -14,6 +14,7 @@ the failure this module exists to prevent). The checks refuse, with one line eac
 Long-lived temporary files and directories are registered, so that a SIGTERM that arrives while
 the main thread is stuck in native code can still remove them (see :mod:`toktools.runtime.interrupts`).
 """
+
 from __future__ import annotations
 
 import json
@@ -21,9 +22,10 @@ import os
 import shutil
 import tempfile
 import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator, Mapping, Sequence
+from typing import IO, Any
 
 from toktools.errors import ToktoolsError
 
@@ -73,8 +75,13 @@ def _check_writable_place(directory: Path) -> None:
     os.unlink(name)
 
 
-def check_output_file(path: str | os.PathLike[str], *, force: bool = False,
-                      inputs: Iterable[str | os.PathLike[str] | None] = (), what: str = "output") -> Path:
+def check_output_file(
+    path: str | os.PathLike[str],
+    *,
+    force: bool = False,
+    inputs: Iterable[str | os.PathLike[str] | None] = (),
+    what: str = "output",
+) -> Path:
     """Refuse an output file that exists (without ``force``), is one of ``inputs``, is a
     directory, or cannot be created; the parent directory must exist."""
     target = Path(path)
@@ -96,9 +103,15 @@ def _below_a_file(path: Path) -> bool:
     return any(p.exists() and not p.is_dir() for p in path.parents) or (path.exists() and not path.is_dir())
 
 
-def check_output_dir(directory: str | os.PathLike[str], names: Sequence[str], *, force: bool = False,
-                     inputs: Iterable[str | os.PathLike[str] | None] = (), what: str = "output directory",
-                     subdirectories: bool = False) -> Path:
+def check_output_dir(
+    directory: str | os.PathLike[str],
+    names: Sequence[str],
+    *,
+    force: bool = False,
+    inputs: Iterable[str | os.PathLike[str] | None] = (),
+    what: str = "output directory",
+    subdirectories: bool = False,
+) -> Path:
     """Refuse an output directory that is a file, cannot be created or written, or already
     holds one of ``names`` (without ``force``); refuse always if one of ``names`` is an input.
     ``names`` are files, or with ``subdirectories`` directories (replaced as a whole)."""
@@ -123,9 +136,20 @@ def check_output_dir(directory: str | os.PathLike[str], names: Sequence[str], *,
 
 #: the files :func:`toktools.io.formats.load` may read in a tokenizer's directory (besides a
 #: ``.model`` or ``.tiktoken`` file): the ones no output may be written over
-TOKENIZER_FILE_NAMES = frozenset({
-    "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
-    "vocab.json", "merges.txt", "encoder.json", "vocab.bpe", "vocab.txt", "special_tokens.json"})
+TOKENIZER_FILE_NAMES = frozenset(
+    {
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+        "added_tokens.json",
+        "vocab.json",
+        "merges.txt",
+        "encoder.json",
+        "vocab.bpe",
+        "vocab.txt",
+        "special_tokens.json",
+    }
+)
 
 
 def _tokenizer_file(path: Path) -> bool:
@@ -217,8 +241,9 @@ def remove_orphans(directory: Path) -> list[str]:
     marker = f".{TEMPORARY_TAG}."
     removed: list[str] = []
     try:
-        entries = [e for e in os.scandir(directory) if e.name.startswith(".") and marker in e.name
-                   and e.name.endswith(".tmp")]
+        entries = [
+            e for e in os.scandir(directory) if e.name.startswith(".") and marker in e.name and e.name.endswith(".tmp")
+        ]
     except OSError:
         return removed
     now = time.time()
@@ -227,7 +252,10 @@ def remove_orphans(directory: Path) -> list[str]:
             if entry.path in _registered or os.path.abspath(entry.path) in _registered:
                 continue  # ours, being written
         try:
-            if not entry.is_file(follow_symlinks=False) or now - entry.stat(follow_symlinks=False).st_mtime < ORPHAN_MIN_AGE:
+            if (
+                not entry.is_file(follow_symlinks=False)
+                or now - entry.stat(follow_symlinks=False).st_mtime < ORPHAN_MIN_AGE
+            ):
                 continue
             handle = os.open(entry.path, os.O_RDONLY)
         except OSError:
@@ -342,11 +370,16 @@ def write_files_atomically(directory: Path, files: Mapping[str, str | bytes], *,
     mode = 0o666 & ~_umask()  # mkstemp makes 0600 files; give them the usual permissions
     try:
         for name, text in files.items():
-            handle, temporary = temporary_beside(directory / name)  # registered: a SIGTERM stuck in native code removes it too
+            handle, temporary = temporary_beside(
+                directory / name
+            )  # registered: a SIGTERM stuck in native code removes it too
             temporaries.append((temporary, directory / name))
             os.chmod(temporary, mode)
-            with (os.fdopen(handle, "wb") if isinstance(text, bytes)
-                  else os.fdopen(handle, "w", encoding="utf-8", newline="")) as out:
+            with (
+                os.fdopen(handle, "wb")
+                if isinstance(text, bytes)
+                else os.fdopen(handle, "w", encoding="utf-8", newline="")
+            ) as out:
                 out.write(text)
                 out.flush()
                 os.fsync(out.fileno())

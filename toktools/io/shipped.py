@@ -6,6 +6,7 @@ package data of ``toktools.vocabs`` (see ``[tool.setuptools]`` in ``pyproject.to
 installed toktools finds them in ``toktools/vocabs/``; a source checkout or an editable install
 finds them beside the package, in ``vocabs/``.
 """
+
 from __future__ import annotations
 
 from importlib import resources

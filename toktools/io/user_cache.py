@@ -7,6 +7,7 @@ under ``TOKTOOLS_CACHE_DIR`` or ``~/.cache/toktools`` (``XDG_CACHE_HOME`` honour
 ``TOKTOOLS_CACHE_DIR=`` (empty) turns the cache off. A cache only: an unreadable or unwritable
 place is ignored, and each key names the versions it holds for.
 """
+
 from __future__ import annotations
 
 import json
@@ -44,7 +45,7 @@ def library_version(name: str) -> str:
     site = Path(spec.origin).parent.parent
     found = sorted(site.glob(f"{name}-*.dist-info"))
     if len(found) == 1:
-        return found[0].name[len(name) + 1:-len(".dist-info")]
+        return found[0].name[len(name) + 1 : -len(".dist-info")]
     try:
         module = __import__(name)
     except ImportError:
@@ -110,8 +111,8 @@ def read_blob(path: Path | None) -> bytes | None:
     head = len(_BLOB_MAGIC)
     if not data.startswith(_BLOB_MAGIC) or len(data) < head + 32:
         return None
-    payload = data[head + 32:]
-    if hashlib.sha256(payload).digest() != data[head:head + 32]:
+    payload = data[head + 32 :]
+    if hashlib.sha256(payload).digest() != data[head : head + 32]:
         return None
     return payload
 

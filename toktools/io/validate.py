@@ -9,10 +9,12 @@ tokens can end up with one id: we refuse those too, saying why.)
 
 Every function here is self-contained and takes a ``source`` (a file name) for its message.
 """
+
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from toktools.errors import ToktoolsError
 
@@ -44,14 +46,17 @@ def validate_vocab(vocab: object, source: str, field: str = "vocabulary") -> dic
     """A ``token -> id`` mapping whose ids are all integers from 0 to 2**32 - 1 (several tokens
     may share an id, as ``tokenizers`` allows). Nothing is allocated per id value."""
     if not isinstance(vocab, dict):
-        raise ToktoolsError(f"{source}: the {field} must be a JSON object mapping tokens to ids, "
-                            f"not {type(vocab).__name__}")
+        raise ToktoolsError(
+            f"{source}: the {field} must be a JSON object mapping tokens to ids, not {type(vocab).__name__}"
+        )
     for token, token_id in vocab.items():
         if not isinstance(token, str):
             raise ToktoolsError(f"{source}: {field} token {token!r} is not a string")
         if not is_id(token_id):
-            raise ToktoolsError(f"{source}: {field} token {token!r} has id {_describe_id_problem(token_id)}; "
-                                f"ids must be integers from 0 to {MAX_ID}")
+            raise ToktoolsError(
+                f"{source}: {field} token {token!r} has id {_describe_id_problem(token_id)}; "
+                f"ids must be integers from 0 to {MAX_ID}"
+            )
     return vocab  # type: ignore[return-value]
 
 
@@ -63,7 +68,9 @@ def validate_merges(merges: object, source: str) -> list[tuple[str, str]]:
     for number, merge in enumerate(merges, start=1):
         parts = merge.split(" ") if isinstance(merge, str) else merge
         if not (isinstance(parts, list) and len(parts) == 2 and all(isinstance(p, str) for p in parts)):
-            raise ToktoolsError(f"{source}: merge {number} is not a pair of tokens: {json.dumps(merge, ensure_ascii=False)[:60]}")
+            raise ToktoolsError(
+                f"{source}: merge {number} is not a pair of tokens: {json.dumps(merge, ensure_ascii=False)[:60]}"
+            )
         pairs.append((parts[0], parts[1]))
     return pairs
 
@@ -74,8 +81,18 @@ def validate_merges(merges: object, source: str) -> list[tuple[str, str]]:
 
 
 def _kind(value: object) -> str:
-    return "null" if value is None else {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
-                                         list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+    return (
+        "null"
+        if value is None
+        else {
+            bool: "a boolean",
+            int: "an integer",
+            float: "a number",
+            str: "a string",
+            list: "a list",
+            dict: "an object",
+        }.get(type(value), type(value).__name__)
+    )
 
 
 def _fail(source: str, path: str, expected: str, value: object) -> None:
@@ -121,8 +138,16 @@ def _object(source: str, path: str, value: object, optional: bool = True) -> Map
 
 
 #: Fields of normalizers, pre-tokenizers, post-processors and decoders whose type we rely on.
-_PART_BOOLEANS = ("lowercase", "clean_text", "handle_chinese_chars", "add_prefix_space", "trim_offsets",
-                  "use_regex", "invert", "cleanup")
+_PART_BOOLEANS = (
+    "lowercase",
+    "clean_text",
+    "handle_chinese_chars",
+    "add_prefix_space",
+    "trim_offsets",
+    "use_regex",
+    "invert",
+    "cleanup",
+)
 _PART_OPTIONAL_BOOLEANS = ("strip_accents",)
 _PART_STRINGS = ("prefix", "suffix", "content", "replacement", "prepend")
 
@@ -214,7 +239,9 @@ def validate_tokenizer_json(document: object, source: str) -> dict[str, Any]:
     for key in ("fuse_unk", "byte_fallback", "ignore_merges"):
         if key in model:
             _boolean(source, f"model.{key}", model[key])
-    if model.get("dropout") is not None and (isinstance(model["dropout"], bool) or not isinstance(model["dropout"], (int, float))):
+    if model.get("dropout") is not None and (
+        isinstance(model["dropout"], bool) or not isinstance(model["dropout"], (int, float))
+    ):
         _fail(source, "model.dropout", "a number or null", model["dropout"])
     for key in ("normalizer", "pre_tokenizer", "post_processor", "decoder"):
         _part(source, key, document.get(key))

@@ -4,6 +4,7 @@ files, and explain the first difference.
 ``toktools.parity`` was one module before 0.2.0; its names still resolve here (from
 :mod:`toktools.parity.core`).
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -35,6 +35,7 @@ Word counting and training go through the public functions of :mod:`toktools.tra
     >>> print("\\n".join(report.summary_lines()))                 # doctest: +SKIP
     >>> json.dumps(report.to_dict())                              # doctest: +SKIP
 """
+
 from __future__ import annotations
 
 import json
@@ -42,14 +43,14 @@ import math
 import shutil
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from toktools.models.bpe import trainer as bpe
-
-from toktools.io import outputs
 from toktools.errors import ToktoolsError
+from toktools.io import outputs
+from toktools.models.bpe import trainer as bpe
 from toktools.training.trainers import TRAINERS, Trainer, get_trainer
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -261,9 +262,11 @@ class Tolerance:
 
     @property
     def ok(self) -> bool:
-        return (self.jaccard >= self.min_jaccard
-                and (self.token_agreement is None or self.token_agreement >= self.min_token_agreement)
-                and all(a.share in (None, 1.0) for a in self.encoding))
+        return (
+            self.jaccard >= self.min_jaccard
+            and (self.token_agreement is None or self.token_agreement >= self.min_token_agreement)
+            and all(a.share in (None, 1.0) for a in self.encoding)
+        )
 
 
 @dataclass
@@ -335,8 +338,11 @@ class ParityReport:
         t = self.timing
         if t.reference_seconds is not None:
             ratio = f"; toktools took {t.ratio:.1f}x as long" if t.ratio else ""
-            split = (f" (count {t.reference_count_seconds:.2f} s + train {t.reference_train_seconds:.2f} s)"
-                     if t.reference_count_seconds is not None and t.reference_train_seconds is not None else "")
+            split = (
+                f" (count {t.reference_count_seconds:.2f} s + train {t.reference_train_seconds:.2f} s)"
+                if t.reference_count_seconds is not None and t.reference_train_seconds is not None
+                else ""
+            )
             out.append(f"time: toktools {t.reference_seconds:.2f} s{split}, tokenizers {t.fast_seconds:.2f} s{ratio}")
         else:
             out.append(f"time: tokenizers {t.fast_seconds:.2f} s")
@@ -350,11 +356,15 @@ class ParityReport:
         if self.symbols is not None:
             out.append(f"  symbols: {self.symbols.message}")
         o = self.overlap
-        out.append(f"tokens: {o.reference_size:,} (toktools) vs {o.fast_size:,} (tokenizers), {o.common:,} in common "
-                   f"(Jaccard {o.jaccard:.4f}), {o.same_id:,} with the same id")
+        out.append(
+            f"tokens: {o.reference_size:,} (toktools) vs {o.fast_size:,} (tokenizers), {o.common:,} in common "
+            f"(Jaccard {o.jaccard:.4f}), {o.same_id:,} with the same id"
+        )
         if o.only_reference or o.only_fast:
-            out.append(f"  only toktools ({o.only_reference:,}): {_examples(o.examples_only_reference)}; "
-                       f"only tokenizers ({o.only_fast:,}): {_examples(o.examples_only_fast)}")
+            out.append(
+                f"  only toktools ({o.only_reference:,}): {_examples(o.examples_only_reference)}; "
+                f"only tokenizers ({o.only_fast:,}): {_examples(o.examples_only_fast)}"
+            )
         out.append("ids: " + _agreement_phrase(self.agreement))
         if self.tolerance is not None:
             out.extend(_tolerance_lines(self.tolerance, self.agreement))
@@ -374,7 +384,11 @@ class ParityReport:
         if self.tolerance is not None and not self.identical:
             why = " (within the bounds; tokenizers' Unigram training is not deterministic)" if self.ok else ""
         else:
-            why = "" if self.identical or not self.ok else " (in forced mode; the normal run differs by tokenizers' randomness)"
+            why = (
+                ""
+                if self.identical or not self.ok
+                else " (in forced mode; the normal run differs by tokenizers' randomness)"
+            )
         out.append("verdict: " + ("PARITY" if self.ok else "NO PARITY") + why)
         return out
 
@@ -382,12 +396,16 @@ class ParityReport:
 def _tolerance_lines(t: Tolerance, agreement: Agreement) -> list[str]:
     share = agreement.identical_token_lines / agreement.lines if agreement.lines else None
     tokens = f"{share:.1%}" if share is not None else "n/a"
-    out = [f"agreement: Jaccard {t.jaccard:.4f} (at least {t.min_jaccard}), same tokens on {tokens} of held-out "
-           f"lines (at least {t.min_token_agreement:.0%}); ids also depend on the order of near-equal scores"]
+    out = [
+        f"agreement: Jaccard {t.jaccard:.4f} (at least {t.min_jaccard}), same tokens on {tokens} of held-out "
+        f"lines (at least {t.min_token_agreement:.0%}); ids also depend on the order of near-equal scores"
+    ]
     if t.scores is not None:
         sc = t.scores
-        out.append(f"  scores: {sc.close:,} of {sc.common:,} common pieces equal to summation order "
-                   f"(rel. {sc.rel_tol:g}); largest difference {sc.max_difference:.3g}")
+        out.append(
+            f"  scores: {sc.close:,} of {sc.common:,} common pieces equal to summation order "
+            f"(rel. {sc.rel_tol:g}); largest difference {sc.max_difference:.3g}"
+        )
     for label, a in zip(("tokenizers' vocabulary", "toktools' vocabulary"), t.encoding):
         out.append(f"  encoding with {label}: " + _agreement_phrase(a))
     return out
@@ -405,14 +423,18 @@ def _examples(tokens: Sequence[str]) -> str:
 
 
 def _file_phrase(comparison: FileComparison) -> str:
-    return f"{comparison.name} " + ("identical" if comparison.identical else f"DIFFERENT ({comparison.first_difference})")
+    return f"{comparison.name} " + (
+        "identical" if comparison.identical else f"DIFFERENT ({comparison.first_difference})"
+    )
 
 
 def _agreement_phrase(agreement: Agreement) -> str:
     if not agreement.lines:
         return f"no held-out lines ({agreement.source})"
-    text = (f"{agreement.identical_lines:,}/{agreement.lines:,} held-out lines identical "
-            f"({100 * (agreement.share or 0):.2f}%; {agreement.source})")
+    text = (
+        f"{agreement.identical_lines:,}/{agreement.lines:,} held-out lines identical "
+        f"({100 * (agreement.share or 0):.2f}%; {agreement.source})"
+    )
     if agreement.identical_token_lines != agreement.identical_lines:
         text += f"; {agreement.identical_token_lines:,} with the same token strings"
     m = agreement.first_mismatch
@@ -494,19 +516,38 @@ def explain_merge_divergence(
     """
     reference_merges = [tuple(m) for m in reference_merges]
     fast_merges = [tuple(m) for m in fast_merges]
-    k = next((i for i, (a, b) in enumerate(zip(reference_merges, fast_merges)) if a != b),
-             min(len(reference_merges), len(fast_merges)))
+    k = next(
+        (i for i, (a, b) in enumerate(zip(reference_merges, fast_merges)) if a != b),
+        min(len(reference_merges), len(fast_merges)),
+    )
     if k == len(reference_merges) == len(fast_merges):
         return None
     reference_pair = reference_merges[k] if k < len(reference_merges) else None
     fast_pair = fast_merges[k] if k < len(fast_merges) else None
     try:
-        counts = replay_pair_counts(word_counts, vocab, reference_merges[:k],
-                                    continuing_subword_prefix=continuing_subword_prefix,
-                                    end_of_word_suffix=end_of_word_suffix)
+        counts = replay_pair_counts(
+            word_counts,
+            vocab,
+            reference_merges[:k],
+            continuing_subword_prefix=continuing_subword_prefix,
+            end_of_word_suffix=end_of_word_suffix,
+        )
     except ToktoolsError as err:
-        return MergeStep(k, "unexplained", _list(reference_pair), _list(fast_pair), None, None, None, None, 0, 0, None,
-                         "neither", f"merge #{k + 1} cannot be replayed: {err}")
+        return MergeStep(
+            k,
+            "unexplained",
+            _list(reference_pair),
+            _list(fast_pair),
+            None,
+            None,
+            None,
+            None,
+            0,
+            0,
+            None,
+            "neither",
+            f"merge #{k + 1} cannot be replayed: {err}",
+        )
     vocabs = [vocab] + ([fast_vocab] if fast_vocab is not None else [])
     return _explain_step(k, counts, vocab, vocabs, reference_pair, fast_pair, min_frequency)
 
@@ -534,18 +575,24 @@ def _explain_step(
     at_best = [pair for pair, count in counts.items() if count == best] if best else []
     rule_ids = min(at_best) if at_best and best >= max(min_frequency, 1) else None
     rule_pair = [id_to_token.get(rule_ids[0], "?"), id_to_token.get(rule_ids[1], "?")] if rule_ids else None
-    followed = [side for side, ids in (("reference", reference_ids), ("fast", fast_ids))
-                if (ids is None and rule_ids is None) or (ids is not None and tuple(ids) == rule_ids)]
+    followed = [
+        side
+        for side, ids in (("reference", reference_ids), ("fast", fast_ids))
+        if (ids is None and rule_ids is None) or (ids is not None and tuple(ids) == rule_ids)
+    ]
     followed_by = "both" if len(followed) == 2 else followed[0] if followed else "neither"
     step = f"merge #{k + 1} ({where or f'line {k + 2} of merges.txt'})"
     ref_text, fast_text = _pair_text(reference_pair), _pair_text(fast_pair)
-    verdict = {"reference": "the reference (toktools) followed it", "fast": "tokenizers followed it",
-               "both": "both followed it", "neither": "neither side followed it"}[followed_by]
+    verdict = {
+        "reference": "the reference (toktools) followed it",
+        "fast": "tokenizers followed it",
+        "both": "both followed it",
+        "neither": "neither side followed it",
+    }[followed_by]
     if reference_pair is None or fast_pair is None:
         stopped = "toktools" if reference_pair is None else "tokenizers"
         if rule_ids is None:
-            why = (f"the best pair left had count {best} < min_frequency {min_frequency}" if best
-                   else "no pair was left")
+            why = f"the best pair left had count {best} < min_frequency {min_frequency}" if best else "no pair was left"
             followed_by = "reference" if reference_pair is None else "fast"
             verdict = f"{stopped} was right to stop"
         else:
@@ -553,27 +600,74 @@ def _explain_step(
             verdict = f"{stopped} stopped too early"
         other = fast_text if reference_pair is None else ref_text
         message = f"stopped: {stopped} has no {step}, the other side merged {other}; {why}: {verdict}"
-        return MergeStep(k, "stopped", _list(reference_pair), _list(fast_pair), reference_ids, fast_ids,
-                         reference_count, fast_count, best, len(at_best), rule_pair, followed_by, message)
+        return MergeStep(
+            k,
+            "stopped",
+            _list(reference_pair),
+            _list(fast_pair),
+            reference_ids,
+            fast_ids,
+            reference_count,
+            fast_count,
+            best,
+            len(at_best),
+            rule_pair,
+            followed_by,
+            message,
+        )
     if reference_ids is None or fast_ids is None:
         message = f"{step}: toktools {ref_text} vs tokenizers {fast_text}, but a token of these pairs is not in the vocabulary"
-        return MergeStep(k, "unexplained", _list(reference_pair), _list(fast_pair), reference_ids, fast_ids,
-                         reference_count, fast_count, best, len(at_best), rule_pair, followed_by, message)
+        return MergeStep(
+            k,
+            "unexplained",
+            _list(reference_pair),
+            _list(fast_pair),
+            reference_ids,
+            fast_ids,
+            reference_count,
+            fast_count,
+            best,
+            len(at_best),
+            rule_pair,
+            followed_by,
+            message,
+        )
     ids_text = f"ids: toktools ({reference_ids[0]}, {reference_ids[1]}), tokenizers ({fast_ids[0]}, {fast_ids[1]})"
     if reference_count == fast_count:
         reason = "tie"
-        extra = "" if reference_count == best else f" (but the best pair at this step had count {best}: a bug on both sides)"
-        message = (f"{step}: toktools {ref_text} vs tokenizers {fast_text} — tie: both pairs had count "
-                   f"{reference_count}; tokenizers breaks ties by the smaller (left id, right id) — {ids_text}; "
-                   f"the rule picks {_pair_text(tuple(rule_pair)) if rule_pair else '-'}: {verdict}{extra}")
+        extra = (
+            ""
+            if reference_count == best
+            else f" (but the best pair at this step had count {best}: a bug on both sides)"
+        )
+        message = (
+            f"{step}: toktools {ref_text} vs tokenizers {fast_text} — tie: both pairs had count "
+            f"{reference_count}; tokenizers breaks ties by the smaller (left id, right id) — {ids_text}; "
+            f"the rule picks {_pair_text(tuple(rule_pair)) if rule_pair else '-'}: {verdict}{extra}"
+        )
     else:
         reason = "count-differs"
-        message = (f"{step}: toktools {ref_text} vs tokenizers {fast_text} — count differs: toktools' pair had count "
-                   f"{reference_count}, tokenizers' {fast_count} (the best pair at this step had {best}; {ids_text}); "
-                   f"the trainer always takes the highest count, so this is a bug: in the merge engine, or the two "
-                   f"sides counted different words; {verdict}")
-    return MergeStep(k, reason, _list(reference_pair), _list(fast_pair), reference_ids, fast_ids,
-                     reference_count, fast_count, best, len(at_best), rule_pair, followed_by, message)
+        message = (
+            f"{step}: toktools {ref_text} vs tokenizers {fast_text} — count differs: toktools' pair had count "
+            f"{reference_count}, tokenizers' {fast_count} (the best pair at this step had {best}; {ids_text}); "
+            f"the trainer always takes the highest count, so this is a bug: in the merge engine, or the two "
+            f"sides counted different words; {verdict}"
+        )
+    return MergeStep(
+        k,
+        reason,
+        _list(reference_pair),
+        _list(fast_pair),
+        reference_ids,
+        fast_ids,
+        reference_count,
+        fast_count,
+        best,
+        len(at_best),
+        rule_pair,
+        followed_by,
+        message,
+    )
 
 
 def _pair_text(pair: Sequence[str] | None) -> str:
@@ -626,9 +720,13 @@ def _first_vocab_difference(ref: _Layout, hf: _Layout) -> Divergence | None:
         if len(a) == len(b):
             return None
         index = min(len(a), len(b))
-        return Divergence("size", index, a[index] if index < len(a) else None, b[index] if index < len(b) else None,
-                          f"sizes differ: {len(a):,} (toktools) vs {len(b):,} (tokenizers) tokens; the first "
-                          f"{index:,} are identical")
+        return Divergence(
+            "size",
+            index,
+            a[index] if index < len(a) else None,
+            b[index] if index < len(b) else None,
+            f"sizes differ: {len(a):,} (toktools) vs {len(b):,} (tokenizers) tokens; the first {index:,} are identical",
+        )
     if index < ref.specials:
         stage = "specials"
     elif index < ref.specials + len(ref.alphabet):
@@ -637,8 +735,9 @@ def _first_vocab_difference(ref: _Layout, hf: _Layout) -> Divergence | None:
         stage = "symbols"
     else:
         stage = "merges"
-    return Divergence(stage, index, a[index], b[index],
-                      f"id {index} ({stage}): toktools {a[index]!r} vs tokenizers {b[index]!r}")
+    return Divergence(
+        stage, index, a[index], b[index], f"id {index} ({stage}): toktools {a[index]!r} vs tokenizers {b[index]!r}"
+    )
 
 
 def char_frequencies(word_counts: Mapping[str, int], initial_alphabet: Sequence[str] | None = ()) -> dict[str, float]:
@@ -680,20 +779,31 @@ def compare_alphabets(
     all_at_cut = cut is not None and bool(differing) and all(frequency.get(ch, 0) == cut for ch in differing)
     if all_at_cut:
         reason = "tie"
-        message = (f"tie at the limit_alphabet={limit_alphabet} cut: {len(only_ref)} char(s) kept only by toktools "
-                   f"({_chars(only_ref)}) and {len(only_fast)} only by tokenizers ({_chars(only_fast)}), all with "
-                   f"the cut frequency {_freq_text(cut)}; tokenizers drops tied chars in random order, toktools "
-                   f"keeps the lower code points")
+        message = (
+            f"tie at the limit_alphabet={limit_alphabet} cut: {len(only_ref)} char(s) kept only by toktools "
+            f"({_chars(only_ref)}) and {len(only_fast)} only by tokenizers ({_chars(only_fast)}), all with "
+            f"the cut frequency {_freq_text(cut)}; tokenizers drops tied chars in random order, toktools "
+            f"keeps the lower code points"
+        )
     elif not differing:
         reason = "not-a-tie"
         message = "same chars in a different order: the alphabet must be sorted by code point on both sides (a bug)"
     else:
         reason = "not-a-tie"
-        message = (f"kept only by toktools: {_chars(only_ref, frequency)}; only by tokenizers: "
-                   f"{_chars(only_fast, frequency)}; cut frequency {_freq_text(cut)}: not a tie "
-                   f"at the cut, so a bug (the two sides counted different chars)")
-    return AlphabetComparison(limit_alphabet, _freq(cut) if cut is not None else None, rows(only_ref), rows(only_fast),
-                              all_at_cut, reason, message)
+        message = (
+            f"kept only by toktools: {_chars(only_ref, frequency)}; only by tokenizers: "
+            f"{_chars(only_fast, frequency)}; cut frequency {_freq_text(cut)}: not a tie "
+            f"at the cut, so a bug (the two sides counted different chars)"
+        )
+    return AlphabetComparison(
+        limit_alphabet,
+        _freq(cut) if cut is not None else None,
+        rows(only_ref),
+        rows(only_fast),
+        all_at_cut,
+        reason,
+        message,
+    )
 
 
 def _freq(value: float | None) -> int | None:
@@ -707,7 +817,7 @@ def _freq_text(value: float | None) -> str:
 
 
 def _chars(chars: Sequence[str], frequency: Mapping[str, float] | None = None) -> str:
-    shown = chars[:EXAMPLES * 2]
+    shown = chars[: EXAMPLES * 2]
     if frequency is None:
         text = " ".join(repr(ch) for ch in shown)
     else:
@@ -724,15 +834,19 @@ def compare_symbol_blocks(reference: Sequence[str], fast: Sequence[str]) -> Symb
     differing = sum(1 for a, b in zip(reference, fast) if a != b) + abs(len(reference) - len(fast))
     first = next((i for i, (a, b) in enumerate(zip(reference, fast)) if a != b), min(len(reference), len(fast)))
     if same_set:
-        message = (f"same {len(reference)} symbols in another order ({differing} positions differ, first at block "
-                   f"index {first}: toktools {reference[first]!r} vs tokenizers {fast[first]!r}); tokenizers gives "
-                   f"these ids in hash-map order, random per process (issue #1794); toktools uses first occurrence")
+        message = (
+            f"same {len(reference)} symbols in another order ({differing} positions differ, first at block "
+            f"index {first}: toktools {reference[first]!r} vs tokenizers {fast[first]!r}); tokenizers gives "
+            f"these ids in hash-map order, random per process (issue #1794); toktools uses first occurrence"
+        )
         reason = "order"
     else:
         only_ref = sorted(set(reference) - set(fast))
         only_fast = sorted(set(fast) - set(reference))
-        message = (f"different symbols: {len(reference)} vs {len(fast)}; only toktools {_chars(only_ref)}, only "
-                   f"tokenizers {_chars(only_fast)} (follows from a different alphabet, else a bug)")
+        message = (
+            f"different symbols: {len(reference)} vs {len(fast)}; only toktools {_chars(only_ref)}, only "
+            f"tokenizers {_chars(only_fast)} (follows from a different alphabet, else a bug)"
+        )
         reason = "set"
     return SymbolBlockComparison(len(reference), len(fast), same_set, first, differing, reason, message)
 
@@ -915,8 +1029,11 @@ def _prepare_corpus(
                     out.write(raw)
                     size += len(raw)
             train_files.append(str(target))
-        trained_on = (f"a copy without every {stride}th non-blank line" if stride
-                      else "a plain copy (tokenizers reads only plain UTF-8 files)")
+        trained_on = (
+            f"a copy without every {stride}th non-blank line"
+            if stride
+            else "a plain copy (tokenizers reads only plain UTF-8 files)"
+        )
     if heldout_lines is not None:
         heldout = [line for line in heldout_lines if line.strip()]
         source_text = f"{len(heldout):,} given lines"
@@ -936,8 +1053,9 @@ def _prepare_corpus(
     return _Corpus(train_files, heldout, info)
 
 
-def compare_encodings(reference: "Tokenizer", fast_tokenizer: Any, lines: Sequence[str], source: str = "",
-                      workers: int | None = None) -> Agreement:
+def compare_encodings(
+    reference: Tokenizer, fast_tokenizer: Any, lines: Sequence[str], source: str = "", workers: int | None = None
+) -> Agreement:
     """Encode ``lines`` with both tokenizers (no template) and compare the ids line by line."""
     lines = list(lines)
     if not lines:
@@ -953,11 +1071,25 @@ def compare_encodings(reference: "Tokenizer", fast_tokenizer: Any, lines: Sequen
         elif first is None:
             position = next((i for i, (x, y) in enumerate(zip(a.ids, b.ids)) if x != y), min(len(a.ids), len(b.ids)))
             window = slice(position, position + EXAMPLES)
-            first = {"line": number, "text": lines[number][:120], "position": position,
-                     "reference_tokens": list(a.tokens[window]), "fast_tokens": list(b.tokens[window]),
-                     "reference_ids": list(a.ids[window]), "fast_ids": list(b.ids[window])}
-    return Agreement(source, len(lines), same, same / len(lines), same_tokens, sum(len(e.ids) for e in ours),
-                     sum(len(e.ids) for e in theirs), first)
+            first = {
+                "line": number,
+                "text": lines[number][:120],
+                "position": position,
+                "reference_tokens": list(a.tokens[window]),
+                "fast_tokens": list(b.tokens[window]),
+                "reference_ids": list(a.ids[window]),
+                "fast_ids": list(b.ids[window]),
+            }
+    return Agreement(
+        source,
+        len(lines),
+        same,
+        same / len(lines),
+        same_tokens,
+        sum(len(e.ids) for e in ours),
+        sum(len(e.ids) for e in theirs),
+        first,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -965,12 +1097,19 @@ def compare_encodings(reference: "Tokenizer", fast_tokenizer: Any, lines: Sequen
 # ---------------------------------------------------------------------------------------------
 
 
-def _settings(trainer: Trainer, vocab_size: int, min_frequency: int | None, special_tokens: Sequence[str] | None,
-              options: Mapping[str, Any]) -> dict[str, Any]:
+def _settings(
+    trainer: Trainer,
+    vocab_size: int,
+    min_frequency: int | None,
+    special_tokens: Sequence[str] | None,
+    options: Mapping[str, Any],
+) -> dict[str, Any]:
     unknown = sorted(set(options) - set(trainer.options))
     if unknown:
-        raise ToktoolsError(f"{trainer.name} parity: unknown trainer option(s) {', '.join(unknown)} "
-                            f"(both backends take: {', '.join(trainer.options)})")
+        raise ToktoolsError(
+            f"{trainer.name} parity: unknown trainer option(s) {', '.join(unknown)} "
+            f"(both backends take: {', '.join(trainer.options)})"
+        )
     merged = trainer.with_defaults(options)
     return {
         "vocab_size": int(vocab_size),
@@ -980,23 +1119,38 @@ def _settings(trainer: Trainer, vocab_size: int, min_frequency: int | None, spec
     }
 
 
-def _count_words(trainer: Trainer, files: Sequence[str], options: Mapping[str, Any], workers: int | None) -> dict[str, int]:
+def _count_words(
+    trainer: Trainer, files: Sequence[str], options: Mapping[str, Any], workers: int | None
+) -> dict[str, int]:
     return trainer.count_words(files, options, workers=workers)
 
 
-def _train_reference(trainer: Trainer, settings: Mapping[str, Any], word_counts: dict[str, int],
-                     forced_order: tuple[Sequence[str], Sequence[str]] | None = None) -> "Tokenizer":
-    return trainer.train(settings["vocab_size"], settings["min_frequency"], settings["special_tokens"], word_counts,
-                         settings["options"], forced_order)
+def _train_reference(
+    trainer: Trainer,
+    settings: Mapping[str, Any],
+    word_counts: dict[str, int],
+    forced_order: tuple[Sequence[str], Sequence[str]] | None = None,
+) -> Tokenizer:
+    return trainer.train(
+        settings["vocab_size"],
+        settings["min_frequency"],
+        settings["special_tokens"],
+        word_counts,
+        settings["options"],
+        forced_order,
+    )
 
 
 def _train_fast(trainer: Trainer, settings: Mapping[str, Any], files: Sequence[str]) -> Any:
-    return trainer.train_fast(files, settings["vocab_size"], settings["min_frequency"], settings["special_tokens"],
-                              settings["options"])
+    return trainer.train_fast(
+        files, settings["vocab_size"], settings["min_frequency"], settings["special_tokens"], settings["options"]
+    )
 
 
 def _compare_dirs(trainer: Trainer, ours: Path, theirs: Path) -> list[FileComparison]:
-    out = [compare_files(name, (ours / name).read_bytes(), (theirs / name).read_bytes()) for name in trainer.model_files]
+    out = [
+        compare_files(name, (ours / name).read_bytes(), (theirs / name).read_bytes()) for name in trainer.model_files
+    ]
     a, b = (ours / "tokenizer.json").read_bytes(), (theirs / "tokenizer.json").read_bytes()
     out.append(_compare_model_json(a, b))
     if trainer.pins_tokenizer_json:  # the whole file is pinned identical too (tests/test_bytelevel_train_parity.py)
@@ -1009,22 +1163,33 @@ def _compare_dirs(trainer: Trainer, ours: Path, theirs: Path) -> list[FileCompar
 # ---------------------------------------------------------------------------------------------
 
 
-def _wordpiece_merges(word_counts: Mapping[str, int], settings: Mapping[str, Any],
-                      forced_order: tuple[Sequence[str], Sequence[str]]) -> "bpe.BpeTrainingResult":
+def _wordpiece_merges(
+    word_counts: Mapping[str, int], settings: Mapping[str, Any], forced_order: tuple[Sequence[str], Sequence[str]]
+) -> bpe.BpeTrainingResult:
     """The reference's merges in forced mode (``train_wordpiece`` keeps only the vocabulary):
     the same engine call, through ``bpe.train_bpe``."""
     options = settings["options"]
     config = bpe.BpeTrainerConfig(
-        vocab_size=settings["vocab_size"], min_frequency=settings["min_frequency"],
-        special_tokens=list(settings["special_tokens"]), limit_alphabet=options["limit_alphabet"],
-        initial_alphabet=list(options["initial_alphabet"]), continuing_subword_prefix=options["wordpieces_prefix"],
-        forced_alphabet=list(forced_order[0]), forced_symbol_order=list(forced_order[1]),
+        vocab_size=settings["vocab_size"],
+        min_frequency=settings["min_frequency"],
+        special_tokens=list(settings["special_tokens"]),
+        limit_alphabet=options["limit_alphabet"],
+        initial_alphabet=list(options["initial_alphabet"]),
+        continuing_subword_prefix=options["wordpieces_prefix"],
+        forced_alphabet=list(forced_order[0]),
+        forced_symbol_order=list(forced_order[1]),
     )
     return bpe.train_bpe(word_counts, config)
 
 
-def _explain_vocab_merge(word_counts: Mapping[str, int], result: "bpe.BpeTrainingResult", fast_tokens: Sequence[str],
-                         index: int, prefix: str, min_frequency: int) -> MergeStep:
+def _explain_vocab_merge(
+    word_counts: Mapping[str, int],
+    result: bpe.BpeTrainingResult,
+    fast_tokens: Sequence[str],
+    index: int,
+    prefix: str,
+    min_frequency: int,
+) -> MergeStep:
     """The merge behind the first differing vocabulary id ``index`` (past the ``##c`` block):
     replay the reference merges that made ids ``< index``, then find the pair that makes
     ``tokenizers``' token there (the most frequent such pair) and explain the step."""
@@ -1032,7 +1197,7 @@ def _explain_vocab_merge(word_counts: Mapping[str, int], result: "bpe.BpeTrainin
     # which merge created each token id (a merge that re-creates an existing string adds none)
     creator: dict[int, int] = {}
     for rank, (a, b) in enumerate(result.merges):
-        token_id = vocab[a + (b[len(prefix):] if b.startswith(prefix) else b)]
+        token_id = vocab[a + (b[len(prefix) :] if b.startswith(prefix) else b)]
         creator.setdefault(token_id, rank)
     k = creator.get(index, len(result.merges))
     common = result.merges[:k]
@@ -1045,15 +1210,17 @@ def _explain_vocab_merge(word_counts: Mapping[str, int], result: "bpe.BpeTrainin
         best = None
         for (left, right), count in counts.items():
             a, b = id_to_token[left], id_to_token[right]
-            if a + (b[len(prefix):] if b.startswith(prefix) else b) == target:
+            if a + (b[len(prefix) :] if b.startswith(prefix) else b) == target:
                 key = (-count, left, right)
                 if best is None or key < best[0]:
                     best = (key, (a, b))
         if best is None:
             step = _explain_step(k, counts, vocab, [vocab], reference_pair, None, min_frequency, f"vocab id {index}")
             step.reason = "unexplained"
-            step.message = (f"merge #{k + 1}: tokenizers' token {target!r} (id {index}) is not one merge of the "
-                            f"symbols left after the common merges")
+            step.message = (
+                f"merge #{k + 1}: tokenizers' token {target!r} (id {index}) is not one merge of the "
+                f"symbols left after the common merges"
+            )
             return step
         fast_pair = best[1]
     return _explain_step(k, counts, vocab, [vocab], reference_pair, fast_pair, min_frequency, f"vocab id {index}")
@@ -1096,23 +1263,31 @@ def run_parity(
     settings = _settings(trainer, vocab_size, min_frequency, special_tokens, trainer_options)
     with outputs.temporary_directory(prefix="toktools-parity-") as scratch:  # removed on SIGTERM too
         work = Path(output_dir) if output_dir is not None else Path(scratch) / "out"
-        prepared = _prepare_corpus(files, Path(scratch) / "corpus", heldout_lines, heldout_file, heldout_fraction,
-                                   heldout_max_lines)
+        prepared = _prepare_corpus(
+            files, Path(scratch) / "corpus", heldout_lines, heldout_file, heldout_fraction, heldout_max_lines
+        )
         start = time.perf_counter()
         word_counts = _count_words(trainer, prepared.train_files, settings["options"], workers)
         counted = time.perf_counter()
         reference = _train_reference(trainer, settings, word_counts)
         trained = time.perf_counter()
         fast_tokenizer, fast_seconds = _save_both(trainer, settings, reference, prepared.train_files, work)
-        timing = Timing(trained - start, counted - start, trained - counted, fast_seconds,
-                        (trained - start) / fast_seconds if fast_seconds > 0 else None)
+        timing = Timing(
+            trained - start,
+            counted - start,
+            trained - counted,
+            fast_seconds,
+            (trained - start) / fast_seconds if fast_seconds > 0 else None,
+        )
         prepared.info.distinct_words = len(word_counts)
-        return _report(trainer, settings, prepared, timing, reference, fast_tokenizer, work, lambda: word_counts,
-                       workers, forced)
+        return _report(
+            trainer, settings, prepared, timing, reference, fast_tokenizer, work, lambda: word_counts, workers, forced
+        )
 
 
-def _save_both(trainer: Trainer, settings: Mapping[str, Any], reference: "Tokenizer", train_files: Sequence[str],
-               work: Path) -> tuple[Any, float]:
+def _save_both(
+    trainer: Trainer, settings: Mapping[str, Any], reference: Tokenizer, train_files: Sequence[str], work: Path
+) -> tuple[Any, float]:
     """Save the reference's files, train ``tokenizers`` (timed) and save its files beside them."""
     _replace_dir(work / "reference")
     reference.save(work / "reference")
@@ -1126,7 +1301,7 @@ def _save_both(trainer: Trainer, settings: Mapping[str, Any], reference: "Tokeni
 
 def check_trained(
     kind: str,
-    reference: "Tokenizer",
+    reference: Tokenizer,
     files: Sequence[str],
     vocab_size: int,
     *,
@@ -1152,16 +1327,24 @@ def check_trained(
         work = Path(output_dir) if output_dir is not None else Path(scratch) / "out"
         prepared = _prepare_corpus(files, Path(scratch) / "corpus", heldout_lines, heldout_file, 0.0, heldout_max_lines)
         fast_tokenizer, fast_seconds = _save_both(trainer, settings, reference, prepared.train_files, work)
-        timing = Timing(reference_seconds, None, None, fast_seconds,
-                        reference_seconds / fast_seconds if reference_seconds and fast_seconds > 0 else None)
+        timing = Timing(
+            reference_seconds,
+            None,
+            None,
+            fast_seconds,
+            reference_seconds / fast_seconds if reference_seconds and fast_seconds > 0 else None,
+        )
         if word_counts is not None:
             prepared.info.distinct_words = len(word_counts)
         cache: dict[str, dict[str, int]] = {}
 
         def counts() -> dict[str, int]:
             if "words" not in cache:
-                cache["words"] = word_counts if word_counts is not None else _count_words(
-                    trainer, prepared.train_files, settings["options"], workers)
+                cache["words"] = (
+                    word_counts
+                    if word_counts is not None
+                    else _count_words(trainer, prepared.train_files, settings["options"], workers)
+                )
             return cache["words"]
 
         return _report(trainer, settings, prepared, timing, reference, fast_tokenizer, work, counts, workers, forced)
@@ -1179,7 +1362,7 @@ def _report(
     settings: dict[str, Any],
     prepared: _Corpus,
     timing: Timing,
-    reference: "Tokenizer",
+    reference: Tokenizer,
     fast_tokenizer: Any,
     work: Path,
     word_counts: Callable[[], dict[str, int]],
@@ -1204,39 +1387,77 @@ def _report(
     forced_check = None
     tolerance = None
     if trainer.agreement_bounds is not None:
-        tolerance = _tolerance(trainer.agreement_bounds, reference, fast_tokenizer, ours_dir, theirs_dir, overlap,
-                               agreement, prepared, workers)
+        tolerance = _tolerance(
+            trainer.agreement_bounds,
+            reference,
+            fast_tokenizer,
+            ours_dir,
+            theirs_dir,
+            overlap,
+            agreement,
+            prepared,
+            workers,
+        )
         if not identical:
-            first = _first_vocab_difference(_Layout(ref_tokens, len(dict.fromkeys(specials)), [], []),
-                                            _Layout(fast_tokens, len(dict.fromkeys(specials)), [], []))
+            first = _first_vocab_difference(
+                _Layout(ref_tokens, len(dict.fromkeys(specials)), [], []),
+                _Layout(fast_tokens, len(dict.fromkeys(specials)), [], []),
+            )
             if first is not None and first.stage == "merges":
                 first.stage = "pieces"
-                first.message = (f"id {first.index}: toktools {first.reference!r} vs tokenizers {first.fast!r} "
-                                 "(pieces sorted by score: near-equal scores fall in another order)")
+                first.message = (
+                    f"id {first.index}: toktools {first.reference!r} vs tokenizers {first.fast!r} "
+                    "(pieces sorted by score: near-equal scores fall in another order)"
+                )
     elif not identical:
         first = _first_vocab_difference(ref_layout, fast_layout)
         counts = word_counts()
         prepared.info.distinct_words = len(counts)
-        alphabet = compare_alphabets(ref_layout.alphabet, fast_layout.alphabet, counts, settings["options"].get("limit_alphabet"),
-                                     trainer.initial_alphabet(settings["options"]))
+        alphabet = compare_alphabets(
+            ref_layout.alphabet,
+            fast_layout.alphabet,
+            counts,
+            settings["options"].get("limit_alphabet"),
+            trainer.initial_alphabet(settings["options"]),
+        )
         symbols = compare_symbol_blocks(ref_layout.symbols, fast_layout.symbols)
         if trainer.explains_merges and alphabet is None and symbols is None:
             ref_merges = bpe.loads_merges_txt((ours_dir / "merges.txt").read_text(encoding="utf-8"))
             fast_merges = bpe.loads_merges_txt((theirs_dir / "merges.txt").read_text(encoding="utf-8"))
             merge = explain_merge_divergence(
-                counts, dict(reference.vocab), ref_merges, fast_merges, continuing_subword_prefix=prefix,
-                end_of_word_suffix=suffix, min_frequency=settings["min_frequency"],
-                fast_vocab=fast_tokenizer.get_vocab(with_added_tokens=False))
+                counts,
+                dict(reference.vocab),
+                ref_merges,
+                fast_merges,
+                continuing_subword_prefix=prefix,
+                end_of_word_suffix=suffix,
+                min_frequency=settings["min_frequency"],
+                fast_vocab=fast_tokenizer.get_vocab(with_added_tokens=False),
+            )
         elif trainer.explains_merges:
-            notes.append("the merges were not replayed: the alphabet or the decorated-symbol block already differs "
-                         "(tokenizers decides ties there at random, spec §5) and the merges follow from those ids; "
-                         "forced mode is only implemented for WordPiece")
+            notes.append(
+                "the merges were not replayed: the alphabet or the decorated-symbol block already differs "
+                "(tokenizers decides ties there at random, spec §5) and the merges follow from those ids; "
+                "forced mode is only implemented for WordPiece"
+            )
         if trainer.has_forced_mode:
             if alphabet is None and symbols is None and first is not None and first.stage == "merges":
                 notes.append("alphabet and ##c block are identical, yet the merged tokens differ: see forced mode")
-            forced_check = _forced_check(trainer, settings, counts, fast_tokens, theirs_dir, work / "forced", fast_tokenizer,
-                                         prepared, workers) if forced else ForcedCheck(False, False, None,
-                                                                                        note="disabled")
+            forced_check = (
+                _forced_check(
+                    trainer,
+                    settings,
+                    counts,
+                    fast_tokens,
+                    theirs_dir,
+                    work / "forced",
+                    fast_tokenizer,
+                    prepared,
+                    workers,
+                )
+                if forced
+                else ForcedCheck(False, False, None, note="disabled")
+            )
     elif trainer.has_forced_mode:
         forced_check = ForcedCheck(False, True, None, note="not needed: the normal run is already identical")
     if identical and agreement.lines and agreement.share != 1.0:
@@ -1261,19 +1482,34 @@ def _report(
     )
 
 
-def compare_scores(reference: Sequence[tuple[str, float]], fast: Sequence[tuple[str, float]],
-                   rel_tol: float = 1e-9) -> ScoreAgreement:
+def compare_scores(
+    reference: Sequence[tuple[str, float]], fast: Sequence[tuple[str, float]], rel_tol: float = 1e-9
+) -> ScoreAgreement:
     """The scores of the pieces two Unigram vocabularies share (``(piece, score)`` lists)."""
     ours, theirs = dict(reference), dict(fast)
     common = [p for p in ours if p in theirs]
     differences = sorted(((abs(ours[p] - theirs[p]), p) for p in common), reverse=True)
     close = sum(1 for p in common if math.isclose(ours[p], theirs[p], rel_tol=rel_tol, abs_tol=1e-12))
-    return ScoreAgreement(len(common), close, rel_tol, differences[0][0] if differences else 0.0,
-                          [(p, ours[p], theirs[p]) for d, p in differences[:EXAMPLES] if d > 0])
+    return ScoreAgreement(
+        len(common),
+        close,
+        rel_tol,
+        differences[0][0] if differences else 0.0,
+        [(p, ours[p], theirs[p]) for d, p in differences[:EXAMPLES] if d > 0],
+    )
 
 
-def _tolerance(bounds: tuple[float, float], reference: "Tokenizer", fast_tokenizer: Any, ours_dir: Path, theirs_dir: Path,
-               overlap: Overlap, agreement: Agreement, prepared: _Corpus, workers: int | None) -> Tolerance:
+def _tolerance(
+    bounds: tuple[float, float],
+    reference: Tokenizer,
+    fast_tokenizer: Any,
+    ours_dir: Path,
+    theirs_dir: Path,
+    overlap: Overlap,
+    agreement: Agreement,
+    prepared: _Corpus,
+    workers: int | None,
+) -> Tolerance:
     """Agreement of a non-deterministic training (Unigram), and exact encoding of each side's
     vocabulary by both libraries."""
     from tokenizers import Tokenizer as FastTokenizer
@@ -1283,16 +1519,28 @@ def _tolerance(bounds: tuple[float, float], reference: "Tokenizer", fast_tokeniz
     theirs_json = json.loads((theirs_dir / "tokenizer.json").read_text(encoding="utf-8"))
     ours_text = (ours_dir / "tokenizer.json").read_text(encoding="utf-8")
     source = prepared.info.heldout
-    encoding = [compare_encodings(from_tokenizer_json(theirs_json), fast_tokenizer, prepared.heldout, source, workers),
-                compare_encodings(reference, FastTokenizer.from_str(ours_text), prepared.heldout, source, workers)]
-    scores = compare_scores([(p, s) for p, s in json.loads(ours_text)["model"]["vocab"]],
-                            [(p, s) for p, s in theirs_json["model"]["vocab"]])
+    encoding = [
+        compare_encodings(from_tokenizer_json(theirs_json), fast_tokenizer, prepared.heldout, source, workers),
+        compare_encodings(reference, FastTokenizer.from_str(ours_text), prepared.heldout, source, workers),
+    ]
+    scores = compare_scores(
+        [(p, s) for p, s in json.loads(ours_text)["model"]["vocab"]], [(p, s) for p, s in theirs_json["model"]["vocab"]]
+    )
     share = agreement.identical_token_lines / agreement.lines if agreement.lines else None
     return Tolerance(bounds[0], bounds[1], overlap.jaccard, share, encoding, scores)
 
 
-def _forced_check(trainer: Trainer, settings: dict[str, Any], word_counts: dict[str, int], fast_tokens: Sequence[str], theirs_dir: Path,
-                  directory: Path, fast_tokenizer: Any, prepared: _Corpus, workers: int | None) -> ForcedCheck:
+def _forced_check(
+    trainer: Trainer,
+    settings: dict[str, Any],
+    word_counts: dict[str, int],
+    fast_tokens: Sequence[str],
+    theirs_dir: Path,
+    directory: Path,
+    fast_tokenizer: Any,
+    prepared: _Corpus,
+    workers: int | None,
+) -> ForcedCheck:
     """WordPiece: re-train the reference with ``tokenizers``' alphabet and ``##c`` order."""
     from toktools.training.pipeline import forced_order_from_vocab
 
@@ -1312,10 +1560,13 @@ def _forced_check(trainer: Trainer, settings: dict[str, Any], word_counts: dict[
         layout_fast = _layout(fast_tokens, settings["special_tokens"], prefix, None)
         check.first_difference = _first_vocab_difference(layout_ref, layout_fast)
         diff = check.first_difference
-        if diff is not None and (diff.stage == "merges" or (diff.stage == "size" and diff.index >= layout_ref.merged_start)):
+        if diff is not None and (
+            diff.stage == "merges" or (diff.stage == "size" and diff.index >= layout_ref.merged_start)
+        ):
             result = _wordpiece_merges(word_counts, settings, order)
-            check.merge = _explain_vocab_merge(word_counts, result, fast_tokens, diff.index, prefix,
-                                               settings["min_frequency"])
+            check.merge = _explain_vocab_merge(
+                word_counts, result, fast_tokens, diff.index, prefix, settings["min_frequency"]
+            )
     check.agreement = compare_encodings(tokenizer, fast_tokenizer, prepared.heldout, prepared.info.heldout, workers)
     return check
 

@@ -1,5 +1,6 @@
 """Reading the fields of a ``tokenizer.json`` node: a wrong or missing field is one readable
 :class:`~toktools.errors.ToktoolsError` that names the part and the field."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -62,8 +63,12 @@ class ByteLevelOptions:
         return cls(*(field(node, name, bool, part, True) for name in ("add_prefix_space", "trim_offsets", "use_regex")))
 
     def to_json(self) -> dict[str, Any]:
-        return {"type": self.type, "add_prefix_space": self.add_prefix_space, "trim_offsets": self.trim_offsets,
-                "use_regex": self.use_regex}
+        return {
+            "type": self.type,
+            "add_prefix_space": self.add_prefix_space,
+            "trim_offsets": self.trim_offsets,
+            "use_regex": self.use_regex,
+        }
 
     def spelling(self) -> dict[str, Any]:
         return {"byte_level": True}  # tokens in GPT-2's byte symbols

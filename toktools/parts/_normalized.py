@@ -10,17 +10,19 @@ A piece's ``base`` is the origin of its original text (``tokenizers``' ``origina
 char inserted before everything is aligned with ``(base, base)``, and ``Metaspace`` with
 ``prepend_scheme="first"`` prepends only when ``base == 0``.
 """
+
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from toktools.parts.base import Piece, Span
 
 Change = tuple[str, int]
 
 
-def transform(piece: Piece, items: Iterable[Change], initial_offset: int = 0,
-              start: int = 0, end: int | None = None) -> Piece:
+def transform(
+    piece: Piece, items: Iterable[Change], initial_offset: int = 0, start: int = 0, end: int | None = None
+) -> Piece:
     """``NormalizedString::transform_range`` over ``piece.text[start:end]`` (char offsets).
 
     ``initial_offset`` old chars at the start of the range are removed before the stream starts.
@@ -37,8 +39,9 @@ def transform(piece: Piece, items: Iterable[Change], initial_offset: int = 0,
             new_spans.append(spans[offset])
             offset += 1 - change
         chars.append(ch)
-    return Piece(piece.text[:start] + "".join(chars) + piece.text[end:],
-                 spans[:start] + new_spans + spans[end:], piece.base)
+    return Piece(
+        piece.text[:start] + "".join(chars) + piece.text[end:], spans[:start] + new_spans + spans[end:], piece.base
+    )
 
 
 def keep_where(piece: Piece, keep: list[bool]) -> Piece:

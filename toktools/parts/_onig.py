@@ -13,11 +13,12 @@ Three things differ between the engines and are handled here:
   previous match ended, and after a skipped one it resumes one char later. Python allows the
   first and retries at the same place; :func:`find_iter` follows Oniguruma.
 """
+
 from __future__ import annotations
 
 from bisect import bisect_right
-from functools import lru_cache
-from typing import Iterator
+from collections.abc import Iterator
+from functools import cache
 
 import regex
 
@@ -35,21 +36,23 @@ def unpack(packed: str) -> Ranges:
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def onig_class(name: str) -> Ranges:
     """Members of a class (``"L"``, ``"s"``, …; ``"rust_w"``/``"rust_s"`` for the Rust
     ``regex`` crate's ``\\w``/``\\s``)."""
     from toktools.tables.parts import ONIG_CLASSES, RUST_CLASSES
+
     if name.startswith("rust_"):
         return unpack(RUST_CLASSES[name.removeprefix("rust_")])
     return unpack(ONIG_CLASSES[name])
 
 
-@lru_cache(maxsize=None)
+@cache
 def regex_disagreements(name: str) -> frozenset[str]:
     """Chars where ``regex``'s built-in class differs from Oniguruma's (measured once per
     process for a ``regex`` version the generated table does not list)."""
     from toktools.tables.parts import REGEX_DISAGREEMENTS
+
     known = REGEX_DISAGREEMENTS.get(regex.__version__)
     if known is not None:
         return frozenset(chr(c) for lo, hi in unpack(known[name]) for c in range(lo, hi + 1))
@@ -84,22 +87,41 @@ def _body(ranges: Ranges) -> str:
 
 
 _GC_ALIASES = {
-    "letter": "L", "uppercaseletter": "Lu", "lowercaseletter": "Ll", "titlecaseletter": "Lt",
-    "modifierletter": "Lm", "otherletter": "Lo", "mark": "M", "combiningmark": "M",
-    "nonspacingmark": "Mn", "spacingmark": "Mc", "enclosingmark": "Me", "number": "N",
-    "decimalnumber": "Nd", "letternumber": "Nl", "othernumber": "No", "punctuation": "P",
-    "punct": "P", "symbol": "S", "separator": "Z", "spaceseparator": "Zs", "control": "Cc",
-    "cntrl": "Cc", "format": "Cf", "privateuse": "Co",
+    "letter": "L",
+    "uppercaseletter": "Lu",
+    "lowercaseletter": "Ll",
+    "titlecaseletter": "Lt",
+    "modifierletter": "Lm",
+    "otherletter": "Lo",
+    "mark": "M",
+    "combiningmark": "M",
+    "nonspacingmark": "Mn",
+    "spacingmark": "Mc",
+    "enclosingmark": "Me",
+    "number": "N",
+    "decimalnumber": "Nd",
+    "letternumber": "Nl",
+    "othernumber": "No",
+    "punctuation": "P",
+    "punct": "P",
+    "symbol": "S",
+    "separator": "Z",
+    "spaceseparator": "Zs",
+    "control": "Cc",
+    "cntrl": "Cc",
+    "format": "Cf",
+    "privateuse": "Co",
 }
 
 
 def _class_name(prop: str) -> str | None:
     """An Oniguruma property name → the ``ONIG_CLASSES`` key it denotes, if toktools has it."""
     from toktools.tables.parts import ONIG_CLASSES
+
     key = prop.replace("_", "").replace(" ", "").replace("-", "")
     for prefix in ("generalcategory=", "gc="):
         if key.lower().startswith(prefix):
-            key = key[len(prefix):]
+            key = key[len(prefix) :]
     for name in ONIG_CLASSES:
         if name not in _SHORT and key.lower() == name.lower():
             return name
@@ -129,7 +151,7 @@ def translate(pattern: str) -> tuple[str, str, frozenset[str], bool]:
                 close = pattern.find("}", i + 3)
                 if close < 0:
                     raise ToktoolsError(f"pattern {pattern!r}: unterminated \\{nxt}{{")
-                prop = pattern[i + 3:close]
+                prop = pattern[i + 3 : close]
                 negated = nxt == "P"
                 if prop.startswith("^"):
                     prop, negated = prop[1:], not negated
@@ -137,8 +159,8 @@ def translate(pattern: str) -> tuple[str, str, frozenset[str], bool]:
                 size = close + 1 - i
                 if name is None:  # a class toktools has no table for: the regex built-in
                     substitutable = False
-                    fast.append(pattern[i:i + size])
-                    exact.append(pattern[i:i + size])
+                    fast.append(pattern[i : i + size])
+                    exact.append(pattern[i : i + size])
                     i += size
                     continue
             elif nxt in "hH":
@@ -150,9 +172,9 @@ def translate(pattern: str) -> tuple[str, str, frozenset[str], bool]:
                 exact.append(piece)
                 i += 2
                 continue
-            elif nxt == "k" and depth == 0 and pattern.startswith("<", i + 2) and ">" in pattern[i + 3:]:
+            elif nxt == "k" and depth == 0 and pattern.startswith("<", i + 2) and ">" in pattern[i + 3 :]:
                 close = pattern.index(">", i + 3)
-                piece = f"(?P={pattern[i + 3:close]})"  # a named back-reference
+                piece = f"(?P={pattern[i + 3 : close]})"  # a named back-reference
                 fast.append(piece)
                 exact.append(piece)
                 i = close + 1
@@ -168,7 +190,7 @@ def translate(pattern: str) -> tuple[str, str, frozenset[str], bool]:
                 i += 2
                 continue
             if name is not None:
-                text = pattern[i:i + size]
+                text = pattern[i : i + size]
                 ranges = onig_class(name)
                 classes.add(name)
                 if depth == 0:
@@ -181,8 +203,8 @@ def translate(pattern: str) -> tuple[str, str, frozenset[str], bool]:
                 continue
             if nxt in "XbBuUxNpP0123456789":  # graphemes, word boundaries, code points: see chars
                 substitutable = False
-            fast.append(pattern[i:i + 2])
-            exact.append(pattern[i:i + 2])
+            fast.append(pattern[i : i + 2])
+            exact.append(pattern[i : i + 2])
             i += 2
             continue
         if not ch.isascii() or (depth and ch in "-:"):  # a literal, a range or a POSIX bracket
@@ -211,7 +233,7 @@ def translate(pattern: str) -> tuple[str, str, frozenset[str], bool]:
             while j < n and pattern[j] in "imx-":
                 j += 1
             if j > i + 2 and j < n and pattern[j] in ":)":
-                flags = pattern[i + 2:j].replace("m", "s")  # Ruby's m is dot-all
+                flags = pattern[i + 2 : j].replace("m", "s")  # Ruby's m is dot-all
                 fast.append(f"(?{flags}")
                 exact.append(f"(?{flags}")
                 i = j
@@ -239,8 +261,14 @@ def _stand_ins(classes: frozenset[str], risky: frozenset[str]) -> dict[int, str]
         if key not in found:
             for cp in range(0xA0, 0x110000):
                 cand = chr(cp)
-                if (0xD800 <= cp <= 0xDFFF or cand in risky or cand.lower() != cand or cand.upper() != cand
-                        or cand.casefold() != cand or tuple(_member(t, cp) for t in tables) != key):
+                if (
+                    0xD800 <= cp <= 0xDFFF
+                    or cand in risky
+                    or cand.lower() != cand
+                    or cand.upper() != cand
+                    or cand.casefold() != cand
+                    or tuple(_member(t, cp) for t in tables) != key
+                ):
                     continue
                 found[key] = cand
                 break
@@ -282,7 +310,7 @@ class OnigPattern:
         self._stand_ins: dict[int, str] | None = None
 
     @classmethod
-    def spelled(cls, fast: str, exact: str, classes: frozenset[str]) -> "OnigPattern":
+    def spelled(cls, fast: str, exact: str, classes: frozenset[str]) -> OnigPattern:
         """A pattern toktools writes itself, given as its two variants and the classes it uses."""
         self = cls.__new__(cls)
         self.source, self.literal = fast, False
@@ -340,10 +368,10 @@ class OnigPattern:
 def pattern_from_json(node: object, where: str) -> OnigPattern:
     """``{"String": s}`` or ``{"Regex": r}`` (a ``tokenizers`` pattern node)."""
     if not isinstance(node, dict) or len(node) != 1:
-        raise ToktoolsError(f"{where}: expected {{\"String\": ...}} or {{\"Regex\": ...}}, got {node!r}")
-    (kind, value), = node.items()
+        raise ToktoolsError(f'{where}: expected {{"String": ...}} or {{"Regex": ...}}, got {node!r}')
+    ((kind, value),) = node.items()
     if kind not in ("String", "Regex") or not isinstance(value, str):
-        raise ToktoolsError(f"{where}: expected {{\"String\": ...}} or {{\"Regex\": ...}}, got {node!r}")
+        raise ToktoolsError(f'{where}: expected {{"String": ...}} or {{"Regex": ...}}, got {node!r}')
     return OnigPattern(value, literal=kind == "String", where=where)
 
 

@@ -12,13 +12,14 @@ with nothing before it ("inert") cannot interact with its neighbours, so only th
 chars (plus the inert char before a run that may compose with it) are simulated, and the streams
 of recurring runs (fullwidth punctuation…) are cached.
 """
+
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache, lru_cache
 
-from toktools.tables import bert as _BT
 from toktools.parts._normalized import Change
+from toktools.tables import bert as _BT
 
 _S_BASE, _L_BASE, _V_BASE, _T_BASE = 0xAC00, 0x1100, 0x1161, 0x11A7
 _L_COUNT, _V_COUNT, _T_COUNT = 19, 21, 28
@@ -54,13 +55,12 @@ class _Tables:
         ca, cb = ord(a), ord(b)
         if _L_BASE <= ca < _L_BASE + _L_COUNT and _V_BASE <= cb < _V_BASE + _V_COUNT:
             return chr(_S_BASE + ((ca - _L_BASE) * _V_COUNT + cb - _V_BASE) * _T_COUNT)
-        if (_S_BASE <= ca < _S_BASE + _S_COUNT and (ca - _S_BASE) % _T_COUNT == 0
-                and _T_BASE < cb < _T_BASE + _T_COUNT):
+        if _S_BASE <= ca < _S_BASE + _S_COUNT and (ca - _S_BASE) % _T_COUNT == 0 and _T_BASE < cb < _T_BASE + _T_COUNT:
             return chr(ca + cb - _T_BASE)
         return self.compose.get((a, b))
 
-    @lru_cache(maxsize=None)
-    def active(self, compat: bool, compose: bool) -> "re.Pattern[str]":
+    @cache
+    def active(self, compat: bool, compose: bool) -> re.Pattern[str]:
         """Runs of chars that are not inert; for the composing forms a run that starts with a
         char that may compose with the one before (a second half of a pair, a Hangul vowel or
         trailing consonant, a mark) takes that char along."""
@@ -72,8 +72,13 @@ class _Tables:
         vowels_trails = set(range(_V_BASE, _V_BASE + _V_COUNT)) | set(range(_T_BASE + 1, _T_BASE + _T_COUNT))
         seconds = {ord(b) for b in self.seconds}
         active |= seconds | vowels_trails
-        joining = {c for c in active if (first := ord(self.decompose(chr(c), compat)[0])) in seconds
-                   or first in self.ccc or first in vowels_trails}
+        joining = {
+            c
+            for c in active
+            if (first := ord(self.decompose(chr(c), compat)[0])) in seconds
+            or first in self.ccc
+            or first in vowels_trails
+        }
         self.joining[compat] = frozenset(map(chr, joining))
         return re.compile(f"[{_class(active)}]+")
 

@@ -8,12 +8,15 @@ normaliser, the byte-level mapping, Metaspace) says where each new character cam
 The common case — text nobody changed — costs nothing: ``spans`` is ``None`` and character
 ``i`` stands for ``(base + i, base + i + 1)``.
 """
+
 from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Iterable, Match, Sequence
+from re import Match
+from typing import Any, ClassVar
 
 from toktools.models.bpe.bytelevel import text_to_symbols
 
@@ -81,7 +84,7 @@ class Piece:
             return (at, at)
         return (self.spans[start][0], self.spans[end - 1][1])
 
-    def slice(self, start: int, end: int) -> "Piece":
+    def slice(self, start: int, end: int) -> Piece:
         """The characters ``text[start:end]`` with their spans."""
         if self.spans is None:
             return Piece(self.text[start:end], None, self.base + start)
@@ -104,7 +107,7 @@ class Part(ABC):
 
     @classmethod
     @abstractmethod
-    def from_json(cls, node: dict[str, Any]) -> "Part":
+    def from_json(cls, node: dict[str, Any]) -> Part:
         """Build from the ``tokenizer.json`` node (its fields are checked; bad ones raise
         :class:`~toktools.errors.ToktoolsError` naming the field)."""
 
@@ -223,7 +226,13 @@ class Decoder(Part):
 
 
 #: special-token roles for ``transformers`` when a model family has no convention of its own
-GENERIC_ROLES = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>", "mask_token": "<mask>"}
+GENERIC_ROLES = {
+    "bos_token": "<s>",
+    "eos_token": "</s>",
+    "unk_token": "<unk>",
+    "pad_token": "<pad>",
+    "mask_token": "<mask>",
+}
 
 
 class Model(Part):

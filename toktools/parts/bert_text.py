@@ -20,13 +20,14 @@ How it works:
   For word counting, punctuation padding is folded into the translate table and ``str.split``
   does the rest, when that is provably the same split (see ``_Tables.split_is_exact``).
 """
+
 from __future__ import annotations
 
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cache, cached_property, lru_cache
 
 from toktools.tables import bert as _T
 
@@ -138,8 +139,10 @@ def _python_whitespace() -> frozenset[int]:
     code point at once (a tenth of the time of calling ``isspace`` 1.1 million times)."""
     from array import array
 
-    every = "".join(array("I", points).tobytes().decode("utf-32-le")  # surrogates hold no space
-                    for points in (range(0xD800), range(0xE000, 0x110000)))
+    every = "".join(
+        array("I", points).tobytes().decode("utf-32-le")  # surrogates hold no space
+        for points in (range(0xD800), range(0xE000, 0x110000))
+    )
     return frozenset(map(ord, re.findall(r"\s", every)))
 
 
@@ -163,8 +166,9 @@ class _CharMap(dict):  # type: ignore[type-arg]
     ``_NeedsReordering``, which makes the common case free of any scan.
     """
 
-    def __init__(self, encode: Callable[[int], str | int | None], eager: set[int],
-                 maybe_changed: Ranges, reorder: frozenset[int]) -> None:
+    def __init__(
+        self, encode: Callable[[int], str | int | None], eager: set[int], maybe_changed: Ranges, reorder: frozenset[int]
+    ) -> None:
         super().__init__()
         self._encode = encode
         self._maybe_changed = _RangeSet(_merge_ranges(maybe_changed))
@@ -215,7 +219,9 @@ class _Tables:
         # can NFD's canonical reordering change the result.
         trigger: set[int] = set()
         if strip:
-            trigger = set(_SURVIVING_MARKS) | {c for c, d in _T.NFD.items() if any(ord(x) in _SURVIVING_MARKS for x in d)}
+            trigger = set(_SURVIVING_MARKS) | {
+                c for c, d in _T.NFD.items() if any(ord(x) in _SURVIVING_MARKS for x in d)
+            }
             if clean:
                 trigger = {c for c in trigger if c not in _REMOVED}
         self.reorder = frozenset(trigger)
@@ -233,8 +239,9 @@ class _Tables:
         non_single = list(self._blocks)
         if self.strip:
             non_single.append(_T.HANGUL_SYLLABLES)
-        others = {c for c in self._eager
-                  if c not in _REMOVED and c not in _CHINESE and not _HANGUL_FIRST <= c <= _HANGUL_LAST}
+        others = {
+            c for c in self._eager if c not in _REMOVED and c not in _CHINESE and not _HANGUL_FIRST <= c <= _HANGUL_LAST
+        }
         non_single += [(c, c) for c in others if len(self.expand(c)) != 1]
         return re.compile(f"[{_char_class(non_single)}]" if non_single else "(?!)")
 
@@ -389,14 +396,13 @@ class _Tables:
         return "".join(out)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _tables(clean: bool, chinese: bool, strip: bool, lower: bool) -> _Tables:
     return _Tables(clean, chinese, strip, lower)
 
 
 def _tables_for(config: BertNormalizerConfig) -> _Tables:
-    return _tables(config.clean_text, config.handle_chinese_chars, config.effective_strip_accents,
-                   config.lowercase)
+    return _tables(config.clean_text, config.handle_chinese_chars, config.effective_strip_accents, config.lowercase)
 
 
 # --------------------------------------------------------------------------- normalizer API
@@ -408,9 +414,7 @@ def normalize(text: str, config: BertNormalizerConfig = DEFAULT_CONFIG) -> str:
     return tables.translate(text, tables.char_map)
 
 
-def normalize_with_offsets(
-    text: str, config: BertNormalizerConfig = DEFAULT_CONFIG
-) -> tuple[str, list[int]]:
+def normalize_with_offsets(text: str, config: BertNormalizerConfig = DEFAULT_CONFIG) -> tuple[str, list[int]]:
     """The normalized text and, per normalized char, the index of the original char it comes from.
 
     This is ``tokenizers``' alignment: inserted spaces around CJK chars and the extra chars of a
@@ -487,9 +491,7 @@ def iter_words(text: str, config: BertNormalizerConfig = DEFAULT_CONFIG) -> Iter
     return iter(PRE_TOKENIZER_RE.findall(normalize(text, config)))
 
 
-def words_with_offsets(
-    text: str, config: BertNormalizerConfig = DEFAULT_CONFIG
-) -> list[tuple[str, int, int]]:
+def words_with_offsets(text: str, config: BertNormalizerConfig = DEFAULT_CONFIG) -> list[tuple[str, int, int]]:
     """Normalized words with ``(start, end)`` in the *original* text.
 
     These are the text and offsets of ``Tokenizer.encode(text)``'s tokens for whole-word tokens.

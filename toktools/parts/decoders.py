@@ -1,14 +1,15 @@
 """decoders: see toktools.parts.base for the interface."""
+
 from __future__ import annotations
 
 from typing import Any
 
-from toktools.models.bpe.bytelevel import is_byte_symbols, symbols_to_bytes
 from toktools.errors import ToktoolsError
+from toktools.models.bpe.bytelevel import is_byte_symbols, symbols_to_bytes
+from toktools.models.wordpiece.model import wordpiece_decode_chain
 from toktools.parts._fields import ByteLevelOptions, spelling_of
 from toktools.parts.base import Decoder, Piece  # noqa: F401 (used by the other parts)
 from toktools.parts.registry import register
-from toktools.models.wordpiece.model import wordpiece_decode_chain
 
 # ---------------------------------------------------------------------------------------------
 # BERT and byte-level parts (the presets' own)
@@ -38,7 +39,7 @@ class WordPiece(Decoder):
         self.cleanup = cleanup
 
     @classmethod
-    def from_json(cls, node: dict[str, Any]) -> "WordPiece":
+    def from_json(cls, node: dict[str, Any]) -> WordPiece:
         prefix = node.get("prefix", "##")
         if not isinstance(prefix, str):
             raise ToktoolsError(f"tokenizer.json: WordPiece decoder prefix must be a string, not {prefix!r}")
@@ -62,10 +63,14 @@ class WordPiece(Decoder):
 from typing import Any as _Any
 
 from toktools.errors import ToktoolsError as _ToktoolsError
-from toktools.parts._fields import char_field as _char_field, count as _count, field as _field
-from toktools.parts._onig import OnigPattern as _OnigPattern, pattern_from_json as _pattern_from_json
+from toktools.parts._fields import char_field as _char_field
+from toktools.parts._fields import count as _count
+from toktools.parts._fields import field as _field
+from toktools.parts._onig import OnigPattern as _OnigPattern
+from toktools.parts._onig import pattern_from_json as _pattern_from_json
 from toktools.parts._onig import pattern_to_json as _pattern_to_json
-from toktools.parts.base import Decoder as _Decoder, TypeOnly as _TypeOnly
+from toktools.parts.base import Decoder as _Decoder
+from toktools.parts.base import TypeOnly as _TypeOnly
 
 
 @register
@@ -79,14 +84,18 @@ class Metaspace(_Decoder):
         self.replacement, self.prepend_scheme, self.split = replacement, prepend_scheme, split
 
     @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> "Metaspace":
+    def from_json(cls, node: dict[str, _Any]) -> Metaspace:
         from toktools.parts.pre_tokenizers import metaspace_fields
 
         return cls(*metaspace_fields(node, "decoder Metaspace"))
 
     def to_json(self) -> dict[str, _Any]:
-        return {"type": "Metaspace", "replacement": self.replacement, "prepend_scheme": self.prepend_scheme,
-                "split": self.split}
+        return {
+            "type": "Metaspace",
+            "replacement": self.replacement,
+            "prepend_scheme": self.prepend_scheme,
+            "split": self.split,
+        }
 
     def spelling(self) -> dict[str, _Any]:
         return {"metaspace": self.replacement}
@@ -111,7 +120,7 @@ class BPEDecoder(_Decoder):
         self.suffix = suffix
 
     @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> "BPEDecoder":
+    def from_json(cls, node: dict[str, _Any]) -> BPEDecoder:
         return cls(_field(node, "suffix", str, "decoder BPEDecoder"))
 
     def to_json(self) -> dict[str, _Any]:
@@ -119,8 +128,7 @@ class BPEDecoder(_Decoder):
 
     def decode_chain(self, tokens: list[str]) -> list[str]:
         last = len(tokens) - 1
-        return [t.replace(self.suffix, "" if i == last else " ") if self.suffix else t
-                for i, t in enumerate(tokens)]
+        return [t.replace(self.suffix, "" if i == last else " ") if self.suffix else t for i, t in enumerate(tokens)]
 
 
 def _fallback_byte(token: str) -> int | None:
@@ -185,7 +193,7 @@ class Strip(_Decoder):
         self.content, self.start, self.stop = content, start, stop
 
     @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> "Strip":
+    def from_json(cls, node: dict[str, _Any]) -> Strip:
         where = "decoder Strip"
         return cls(_char_field(node, "content", where), _count(node, "start", where), _count(node, "stop", where))
 
@@ -194,7 +202,7 @@ class Strip(_Decoder):
 
     def _one(self, token: str) -> str:
         start_cut = 0
-        for i, ch in enumerate(token[:self.start]):
+        for i, ch in enumerate(token[: self.start]):
             if ch != self.content:
                 break
             start_cut = i + 1
@@ -225,12 +233,13 @@ class Replace(_Decoder):
         self.content = content
 
     @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> "Replace":
+    def from_json(cls, node: dict[str, _Any]) -> Replace:
         where = "decoder Replace"
         if "pattern" not in node:
             raise _ToktoolsError(f"{where}: missing field 'pattern'")
-        return cls(_pattern_from_json(node["pattern"], f"{where}: field 'pattern'"),
-                   _field(node, "content", str, where))
+        return cls(
+            _pattern_from_json(node["pattern"], f"{where}: field 'pattern'"), _field(node, "content", str, where)
+        )
 
     def to_json(self) -> dict[str, _Any]:
         return {"type": "Replace", "pattern": _pattern_to_json(self.pattern), "content": self.content}
@@ -238,8 +247,7 @@ class Replace(_Decoder):
     def decode_chain(self, tokens: list[str]) -> list[str]:
         out = []
         for token in tokens:
-            parts = [self.content if is_match else token[s:e]
-                     for (s, e), is_match in self.pattern.find_matches(token)]
+            parts = [self.content if is_match else token[s:e] for (s, e), is_match in self.pattern.find_matches(token)]
             out.append("".join(parts))
         return out
 
@@ -254,10 +262,14 @@ class Sequence(_Decoder):
         self.decoders = list(decoders)
 
     @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> "Sequence":
+    def from_json(cls, node: dict[str, _Any]) -> Sequence:
         from toktools.parts.registry import parts_from_json
 
-        return cls(parts_from_json("decoder", _field(node, "decoders", list, "decoder Sequence"), "decoder Sequence", "decoders"))
+        return cls(
+            parts_from_json(
+                "decoder", _field(node, "decoders", list, "decoder Sequence"), "decoder Sequence", "decoders"
+            )
+        )
 
     def to_json(self) -> dict[str, _Any]:
         return {"type": "Sequence", "decoders": [d.to_json() for d in self.decoders]}

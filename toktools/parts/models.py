@@ -5,18 +5,19 @@ Both cache whole words: natural text repeats a few thousand words over and over,
 cost one dictionary lookup. Cached tokens carry offsets in characters of the word, so the hot
 loop (:meth:`_CachedWords.encode_words`) only adds the word's position.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from itertools import chain
-from typing import Any, Mapping, Sequence
+from typing import Any
 
-from toktools.models.bpe import trainer as bpe
-
-from toktools.models.bpe import bytelevel
 from toktools.errors import ToktoolsError
+from toktools.models.bpe import bytelevel
+from toktools.models.bpe import trainer as bpe
+from toktools.models.wordpiece.model import dumps_vocab_txt, wordpiece_split
 from toktools.parts.base import CharSpans, Model, Piece, Span, Words
 from toktools.parts.registry import register
-from toktools.models.wordpiece.model import dumps_vocab_txt, wordpiece_split
 
 #: A word's tokens: (id, token, start, end), offsets in characters of the word.
 WordTokens = list[tuple[int, str, int, int]]
@@ -28,8 +29,11 @@ def _vocab_of(node: Mapping[str, Any], model: str) -> dict[str, int]:
     vocab = node.get("vocab", {})
     # JSON gives exactly str keys and int values: checked by type sets in C (a tenth of the
     # time of one isinstance per entry, which counts in every short run); anything else, per entry
-    if not isinstance(vocab, dict) or not (set(map(type, vocab)) <= {str} and set(map(type, vocab.values())) <= {int}) \
-            and not all(isinstance(t, str) and isinstance(i, int) and not isinstance(i, bool) for t, i in vocab.items()):
+    if (
+        not isinstance(vocab, dict)
+        or not (set(map(type, vocab)) <= {str} and set(map(type, vocab.values())) <= {int})
+        and not all(isinstance(t, str) and isinstance(i, int) and not isinstance(i, bool) for t, i in vocab.items())
+    ):
         raise ToktoolsError(f"tokenizer.json: the {model} model's vocab must map token strings to integer ids")
     return dict(vocab)
 
@@ -45,7 +49,11 @@ def _merge_pairs(merges_json: list[Any]) -> list[tuple[str, str]]:
         merges = [tuple(m.split(" ")) for m in merges_json]
     else:
         merges = []
-    if (merges or not merges_json) and set(map(len, merges)) <= {2} and set(map(type, chain.from_iterable(merges))) <= {str}:
+    if (
+        (merges or not merges_json)
+        and set(map(len, merges)) <= {2}
+        and set(map(type, chain.from_iterable(merges))) <= {str}
+    ):
         return merges
     merges = []
     for number, merge in enumerate(merges_json, start=1):
@@ -105,8 +113,10 @@ class _CachedWords(Model):
             return found
         char_of_byte = [i for i, ch in enumerate(word) for _ in range(len(ch.encode("utf-8")))]
         last = len(char_of_byte) - 1
-        return [(token_id, token, char_of_byte[min(b0, last)], char_of_byte[min(b1 - 1, last)] + 1)
-                for token_id, token, b0, b1 in found]
+        return [
+            (token_id, token, char_of_byte[min(b0, last)], char_of_byte[min(b1 - 1, last)] + 1)
+            for token_id, token, b0, b1 in found
+        ]
 
     def encode_piece(self, piece: Piece, ids: list[int], tokens: list[str], offsets: list[Span]) -> None:
         """The general path (after a pre-tokeniser without a fast lane), cached all the same."""
@@ -254,7 +264,7 @@ class BPE(_CachedWords):
         self._setup_cache(cache_capacity)
 
     @classmethod
-    def from_json(cls, node: dict[str, Any]) -> "BPE":
+    def from_json(cls, node: dict[str, Any]) -> BPE:
         merges_json = node.get("merges", [])
         if not isinstance(merges_json, list):
             raise ToktoolsError("tokenizer.json: the BPE model's merges must be a list")
@@ -292,16 +302,30 @@ class BPE(_CachedWords):
         return {"vocab.json": bpe.dumps_vocab_json(self.vocab), "merges.txt": bpe.dumps_merges_txt(self.merges)}
 
     def spelling(self) -> dict[str, Any]:
-        return {"continuing_subword_prefix": self.continuing_subword_prefix, "end_of_word_suffix": self.end_of_word_suffix,
-                "byte_fallback": self.byte_fallback, "unk_token": self.unk_token, "merges": self.merges}
+        return {
+            "continuing_subword_prefix": self.continuing_subword_prefix,
+            "end_of_word_suffix": self.end_of_word_suffix,
+            "byte_fallback": self.byte_fallback,
+            "unk_token": self.unk_token,
+            "merges": self.merges,
+        }
 
     def transformers_config(self, tokenizer: Any) -> tuple[dict[str, Any], dict[str, str]]:
         """GPT-2's class, or RoBERTa's when the post-processor adds ``<s> A </s>``; RoBERTa's roles."""
         roberta = getattr(tokenizer.post_processor, "type", None) == "RobertaProcessing"
-        config = {"tokenizer_class": "RobertaTokenizer" if roberta else "GPT2Tokenizer",
-                  "add_prefix_space": bool(getattr(tokenizer.pre_tokenizer, "add_prefix_space", False))}
-        return config, {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "sep_token": "</s>",
-                        "pad_token": "<pad>", "cls_token": "<s>", "mask_token": "<mask>"}
+        config = {
+            "tokenizer_class": "RobertaTokenizer" if roberta else "GPT2Tokenizer",
+            "add_prefix_space": bool(getattr(tokenizer.pre_tokenizer, "add_prefix_space", False)),
+        }
+        return config, {
+            "bos_token": "<s>",
+            "eos_token": "</s>",
+            "unk_token": "<unk>",
+            "sep_token": "</s>",
+            "pad_token": "<pad>",
+            "cls_token": "<s>",
+            "mask_token": "<mask>",
+        }
 
     def tokenize(self, word: str) -> WordTokens:
         vocab = self.vocab
@@ -385,8 +409,15 @@ class WordPiece(_CachedWords):
     type = "WordPiece"
     kind = "wordpiece"
 
-    def __init__(self, vocab: dict[str, int], *, unk_token: str = "[UNK]", continuing_subword_prefix: str = "##",
-                 max_input_chars_per_word: int = 100, cache_capacity: int = 200_000) -> None:
+    def __init__(
+        self,
+        vocab: dict[str, int],
+        *,
+        unk_token: str = "[UNK]",
+        continuing_subword_prefix: str = "##",
+        max_input_chars_per_word: int = 100,
+        cache_capacity: int = 200_000,
+    ) -> None:
         if unk_token not in vocab:
             raise ToktoolsError(f"the unknown token {unk_token!r} is not in the vocabulary")
         self.vocab = vocab
@@ -403,17 +434,25 @@ class WordPiece(_CachedWords):
         return self.continuing_subword_prefix
 
     @classmethod
-    def from_json(cls, node: dict[str, Any]) -> "WordPiece":
+    def from_json(cls, node: dict[str, Any]) -> WordPiece:
         limit = node.get("max_input_chars_per_word", 100)
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise ToktoolsError(f"tokenizer.json: WordPiece max_input_chars_per_word must be a count, not {limit!r}")
-        return cls(_vocab_of(node, "WordPiece"), unk_token=_optional_str(node, "unk_token", "WordPiece", "[UNK]") or "",
-                   continuing_subword_prefix=_optional_str(node, "continuing_subword_prefix", "WordPiece", "##") or "",
-                   max_input_chars_per_word=limit)
+        return cls(
+            _vocab_of(node, "WordPiece"),
+            unk_token=_optional_str(node, "unk_token", "WordPiece", "[UNK]") or "",
+            continuing_subword_prefix=_optional_str(node, "continuing_subword_prefix", "WordPiece", "##") or "",
+            max_input_chars_per_word=limit,
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {"type": self.type, "unk_token": self.unk_token, "continuing_subword_prefix": self.continuing_subword_prefix,
-                "max_input_chars_per_word": self.max_input_chars_per_word, "vocab": _in_vocab_order(self.vocab)}
+        return {
+            "type": self.type,
+            "unk_token": self.unk_token,
+            "continuing_subword_prefix": self.continuing_subword_prefix,
+            "max_input_chars_per_word": self.max_input_chars_per_word,
+            "vocab": _in_vocab_order(self.vocab),
+        }
 
     def files(self) -> dict[str, str]:
         return {"vocab.txt": dumps_vocab_txt(self.vocab)}
@@ -424,17 +463,29 @@ class WordPiece(_CachedWords):
     def transformers_config(self, tokenizer: Any) -> tuple[dict[str, Any], dict[str, str]]:
         """BERT's class, with the BERT normaliser's settings it rebuilds the pipeline from."""
         normalizer = tokenizer.normalizer
-        config = {"tokenizer_class": "BertTokenizer",
-                  "do_lower_case": bool(getattr(normalizer, "lowercase", False)),
-                  "strip_accents": getattr(normalizer, "strip_accents", None),
-                  "tokenize_chinese_chars": bool(getattr(normalizer, "handle_chinese_chars", False))}
-        return config, {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
-                        "mask_token": "[MASK]"}
+        config = {
+            "tokenizer_class": "BertTokenizer",
+            "do_lower_case": bool(getattr(normalizer, "lowercase", False)),
+            "strip_accents": getattr(normalizer, "strip_accents", None),
+            "tokenize_chinese_chars": bool(getattr(normalizer, "handle_chinese_chars", False)),
+        }
+        return config, {
+            "unk_token": "[UNK]",
+            "sep_token": "[SEP]",
+            "pad_token": "[PAD]",
+            "cls_token": "[CLS]",
+            "mask_token": "[MASK]",
+        }
 
     def tokenize(self, word: str) -> WordTokens:
         if not word:
             return []
-        pieces = wordpiece_split(word, self.vocab, self.unk_token, self.continuing_subword_prefix,
-                                 self.max_input_chars_per_word, self.longest)
+        pieces = wordpiece_split(
+            word,
+            self.vocab,
+            self.unk_token,
+            self.continuing_subword_prefix,
+            self.max_input_chars_per_word,
+            self.longest,
+        )
         return [(self.vocab[piece], piece, start, end) for piece, start, end in pieces]
-

@@ -1,12 +1,13 @@
 """normalizers: see toktools.parts.base for the interface."""
+
 from __future__ import annotations
 
 from typing import Any
 
-from toktools.parts import bert_text
-from toktools.parts.bert_text import BertNormalizerConfig
 from toktools.errors import ToktoolsError
+from toktools.parts import bert_text
 from toktools.parts.base import CharSpans, Normalizer, Piece
+from toktools.parts.bert_text import BertNormalizerConfig
 from toktools.parts.registry import register
 
 # ---------------------------------------------------------------------------------------------
@@ -21,12 +22,17 @@ class BertNormalizer(Normalizer):
 
     type = "BertNormalizer"
 
-    def __init__(self, clean_text: bool = True, handle_chinese_chars: bool = True, strip_accents: bool | None = None,
-                 lowercase: bool = True) -> None:
+    def __init__(
+        self,
+        clean_text: bool = True,
+        handle_chinese_chars: bool = True,
+        strip_accents: bool | None = None,
+        lowercase: bool = True,
+    ) -> None:
         self.config = BertNormalizerConfig(clean_text, handle_chinese_chars, strip_accents, lowercase)
 
     @classmethod
-    def from_config(cls, config: BertNormalizerConfig) -> "BertNormalizer":
+    def from_config(cls, config: BertNormalizerConfig) -> BertNormalizer:
         return cls(config.clean_text, config.handle_chinese_chars, config.strip_accents, config.lowercase)
 
     # the options, read as tokenizers' Python attributes
@@ -36,20 +42,31 @@ class BertNormalizer(Normalizer):
     lowercase = property(lambda self: self.config.lowercase)
 
     @classmethod
-    def from_json(cls, node: dict[str, Any]) -> "BertNormalizer":
+    def from_json(cls, node: dict[str, Any]) -> BertNormalizer:
         values = []
-        for name, default in (("clean_text", True), ("handle_chinese_chars", True), ("strip_accents", None),
-                              ("lowercase", True)):
+        for name, default in (
+            ("clean_text", True),
+            ("handle_chinese_chars", True),
+            ("strip_accents", None),
+            ("lowercase", True),
+        ):
             value = node.get(name, default)
             if not isinstance(value, bool) and not (name == "strip_accents" and value is None):
-                raise ToktoolsError(f"tokenizer.json: BertNormalizer field {name!r} must be true or false, not {value!r}")
+                raise ToktoolsError(
+                    f"tokenizer.json: BertNormalizer field {name!r} must be true or false, not {value!r}"
+                )
             values.append(value)
         return cls(*values)
 
     def to_json(self) -> dict[str, Any]:
         c = self.config
-        return {"type": self.type, "clean_text": c.clean_text, "handle_chinese_chars": c.handle_chinese_chars,
-                "strip_accents": c.strip_accents, "lowercase": c.lowercase}
+        return {
+            "type": self.type,
+            "clean_text": c.clean_text,
+            "handle_chinese_chars": c.handle_chinese_chars,
+            "strip_accents": c.strip_accents,
+            "lowercase": c.lowercase,
+        }
 
     def normalize(self, piece: Piece) -> Piece:
         text = piece.text
@@ -77,16 +94,19 @@ class BertNormalizer(Normalizer):
 # streams as tokenizers' NormalizedString (toktools.parts._normalized), on tables measured from
 # tokenizers (toktools.parts._unicode), never on the running Python's unicodedata.
 import re as _re
-from functools import lru_cache as _lru_cache
+from functools import cache
 from typing import Any as _Any
 
-from toktools.tables import bert as _BT
 from toktools.errors import ToktoolsError as _ToktoolsError
 from toktools.parts import _normalized, _unicode
 from toktools.parts._fields import field as _field
-from toktools.parts._onig import OnigPattern as _OnigPattern, pattern_from_json as _pattern_from_json
-from toktools.parts._onig import pattern_to_json as _pattern_to_json, unpack as _unpack
-from toktools.parts.base import Normalizer as _Normalizer, TypeOnly as _TypeOnly
+from toktools.parts._onig import OnigPattern as _OnigPattern
+from toktools.parts._onig import pattern_from_json as _pattern_from_json
+from toktools.parts._onig import pattern_to_json as _pattern_to_json
+from toktools.parts._onig import unpack as _unpack
+from toktools.parts.base import Normalizer as _Normalizer
+from toktools.parts.base import TypeOnly as _TypeOnly
+from toktools.tables import bert as _BT
 
 
 class _UnicodeForm(_TypeOnly, _Normalizer):
@@ -95,8 +115,10 @@ class _UnicodeForm(_TypeOnly, _Normalizer):
 
     def normalize(self, piece: Piece) -> Piece:
         text = piece.text
-        edits = [(s, e, _unicode.changes(text[s:e], self.compat, self.compose))
-                 for s, e in _unicode.active_runs(text, self.compat, self.compose)]
+        edits = [
+            (s, e, _unicode.changes(text[s:e], self.compat, self.compose))
+            for s, e in _unicode.active_runs(text, self.compat, self.compose)
+        ]
         return _normalized.transform_ranges(piece, edits) if edits else piece
 
 
@@ -127,12 +149,15 @@ class NFKC(_UnicodeForm):
 _LOWERCASE_OF = {c: s for c, s in _BT.LOWERCASE.items()}
 
 
-@_lru_cache(maxsize=None)
+@cache
 def _lower_differs() -> frozenset[str]:
     """Chars whose Python ``str.lower`` is not tokenizers' (another Unicode version; and Σ,
     which Python lowercases to ς at the end of a word). None of them is ASCII."""
-    wrong = {chr(c) for c in range(0x80, 0x110000)
-             if not 0xD800 <= c <= 0xDFFF and chr(c).lower() != _LOWERCASE_OF.get(c, chr(c))}
+    wrong = {
+        chr(c)
+        for c in range(0x80, 0x110000)
+        if not 0xD800 <= c <= 0xDFFF and chr(c).lower() != _LOWERCASE_OF.get(c, chr(c))
+    }
     return frozenset(wrong | {"\u03a3"})
 
 
@@ -159,9 +184,10 @@ class Lowercase(_TypeOnly, _Normalizer):
         return Piece(lowered, spans, piece.base)
 
 
-@_lru_cache(maxsize=None)
-def _combining_marks() -> "_re.Pattern[str]":
+@cache
+def _combining_marks() -> _re.Pattern[str]:
     from toktools.tables.parts import COMBINING_MARKS
+
     body = "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in _unpack(COMBINING_MARKS))
     return _re.compile(f"[{body}]")
 
@@ -183,8 +209,12 @@ class StripAccents(_TypeOnly, _Normalizer):
 #: ``Nmt``: control characters it drops, and characters it turns into a space (measured from
 #: tokenizers 0.23.3 over every code point; ``normalizers/unicode.rs``)
 _NMT_DROPPED = frozenset(chr(c) for c in [*range(0x01, 0x09), 0x0B, *range(0x0E, 0x20), 0x7F, 0x8F, 0x9F])
-_NMT_SPACES = str.maketrans({chr(c): " " for c in [0x09, 0x0A, 0x0C, 0x0D, 0x1680, *range(0x200B, 0x2010),
-                                                     0x2028, 0x2029, 0x2581, 0xFEFF, 0xFFFD]})
+_NMT_SPACES = str.maketrans(
+    {
+        chr(c): " "
+        for c in [0x09, 0x0A, 0x0C, 0x0D, 0x1680, *range(0x200B, 0x2010), 0x2028, 0x2029, 0x2581, 0xFEFF, 0xFFFD]
+    }
+)
 
 
 @register
@@ -217,9 +247,10 @@ class Strip(_Normalizer):
         self.left, self.right = left, right
 
     @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> "Strip":
-        return cls(_field(node, "strip_left", bool, "normalizer Strip"),
-                   _field(node, "strip_right", bool, "normalizer Strip"))
+    def from_json(cls, node: dict[str, _Any]) -> Strip:
+        return cls(
+            _field(node, "strip_left", bool, "normalizer Strip"), _field(node, "strip_right", bool, "normalizer Strip")
+        )
 
     def to_json(self) -> dict[str, _Any]:
         return {"type": "Strip", "strip_left": self.left, "strip_right": self.right}
@@ -252,7 +283,7 @@ class Replace(_Normalizer):
         self.content = content
 
     @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> "Replace":
+    def from_json(cls, node: dict[str, _Any]) -> Replace:
         where = "normalizer Replace"
         if "pattern" not in node:
             raise _ToktoolsError(f"{where}: missing field 'pattern'")
@@ -277,7 +308,7 @@ class Prepend(_Normalizer):
         self.prepend = prepend
 
     @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> "Prepend":
+    def from_json(cls, node: dict[str, _Any]) -> Prepend:
         return cls(_field(node, "prepend", str, "normalizer Prepend"))
 
     def to_json(self) -> dict[str, _Any]:
@@ -297,10 +328,17 @@ class Sequence(_Normalizer):
         self.normalizers = list(normalizers)
 
     @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> "Sequence":
+    def from_json(cls, node: dict[str, _Any]) -> Sequence:
         from toktools.parts.registry import parts_from_json
 
-        return cls(parts_from_json("normalizer", _field(node, "normalizers", list, "normalizer Sequence"), "normalizer Sequence", "normalizers"))
+        return cls(
+            parts_from_json(
+                "normalizer",
+                _field(node, "normalizers", list, "normalizer Sequence"),
+                "normalizer Sequence",
+                "normalizers",
+            )
+        )
 
     def to_json(self) -> dict[str, _Any]:
         return {"type": "Sequence", "normalizers": [n.to_json() for n in self.normalizers]}

@@ -1,6 +1,7 @@
 """Post-processors: the special tokens of a template (``[CLS] A [SEP]``, ``<s> A </s>``) and the
 byte-level offset trimming, as ``tokenizers``' ``process_encodings`` — each takes the list of
 sequences and returns the list of parts of the result, so a :class:`Sequence` chains them."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -8,10 +9,10 @@ from typing import Any
 
 from toktools.encoding import Encoding
 from toktools.errors import ToktoolsError
+from toktools.models.wordpiece.model import RUST_WHITESPACE
 from toktools.parts._fields import ByteLevelOptions
 from toktools.parts.base import PostProcessor
 from toktools.parts.registry import part_from_json, register
-from toktools.models.wordpiece.model import RUST_WHITESPACE
 
 _SPACE_SYMBOL = "\u0120"  # the byte-level symbol of " "
 _TRIMMED = _SPACE_SYMBOL + RUST_WHITESPACE
@@ -41,8 +42,13 @@ def _special(token: str, ids: list[int], type_id: int) -> Encoding:
 
 def _token_pair(node: dict[str, Any], name: str, processor: str) -> tuple[str, int]:
     value = node.get(name)
-    if (not isinstance(value, list) or len(value) != 2 or not isinstance(value[0], str)
-            or not isinstance(value[1], int) or isinstance(value[1], bool)):
+    if (
+        not isinstance(value, list)
+        or len(value) != 2
+        or not isinstance(value[0], str)
+        or not isinstance(value[1], int)
+        or isinstance(value[1], bool)
+    ):
         raise ToktoolsError(f"tokenizer.json: {processor} {name!r} must be [token, id], not {value!r}")
     return value[0], value[1]
 
@@ -62,7 +68,7 @@ class BertProcessing(PostProcessor):
         self.cls = tuple(cls)
 
     @classmethod
-    def from_json(cls, node: dict[str, Any]) -> "BertProcessing":
+    def from_json(cls, node: dict[str, Any]) -> BertProcessing:
         return cls(_token_pair(node, "sep", cls.type), _token_pair(node, "cls", cls.type))
 
     def to_json(self) -> dict[str, Any]:
@@ -88,21 +94,31 @@ class RobertaProcessing(PostProcessor):
 
     type = "RobertaProcessing"
 
-    def __init__(self, sep: tuple[str, int], cls: tuple[str, int], trim_offsets: bool = True,
-                 add_prefix_space: bool = True) -> None:
+    def __init__(
+        self, sep: tuple[str, int], cls: tuple[str, int], trim_offsets: bool = True, add_prefix_space: bool = True
+    ) -> None:
         self.sep = tuple(sep)
         self.cls = tuple(cls)
         self.trim_offsets = trim_offsets
         self.add_prefix_space = add_prefix_space
 
     @classmethod
-    def from_json(cls, node: dict[str, Any]) -> "RobertaProcessing":
-        return cls(_token_pair(node, "sep", cls.type), _token_pair(node, "cls", cls.type),
-                   bool(node.get("trim_offsets", True)), bool(node.get("add_prefix_space", True)))
+    def from_json(cls, node: dict[str, Any]) -> RobertaProcessing:
+        return cls(
+            _token_pair(node, "sep", cls.type),
+            _token_pair(node, "cls", cls.type),
+            bool(node.get("trim_offsets", True)),
+            bool(node.get("add_prefix_space", True)),
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {"type": self.type, "sep": list(self.sep), "cls": list(self.cls), "trim_offsets": self.trim_offsets,
-                "add_prefix_space": self.add_prefix_space}
+        return {
+            "type": self.type,
+            "sep": list(self.sep),
+            "cls": list(self.cls),
+            "trim_offsets": self.trim_offsets,
+            "add_prefix_space": self.add_prefix_space,
+        }
 
     def added_tokens(self, is_pair: bool) -> int:
         return 4 if is_pair else 2
@@ -141,24 +157,30 @@ class TemplateProcessing(PostProcessor):
 
     type = "TemplateProcessing"
 
-    def __init__(self, single: list[tuple[str, int, bool]], pair: list[tuple[str, int, bool]],
-                 special_tokens: dict[str, tuple[list[int], list[str]]]) -> None:
+    def __init__(
+        self,
+        single: list[tuple[str, int, bool]],
+        pair: list[tuple[str, int, bool]],
+        special_tokens: dict[str, tuple[list[int], list[str]]],
+    ) -> None:
         #: items (id, type id, is_special)
         self.single = single
         self.pair = pair
         self.special_tokens = special_tokens
         for item in single + pair:
             if item[2] and item[0] not in special_tokens:
-                raise ToktoolsError(f"tokenizer.json: TemplateProcessing uses {item[0]!r}, missing from its special_tokens")
+                raise ToktoolsError(
+                    f"tokenizer.json: TemplateProcessing uses {item[0]!r}, missing from its special_tokens"
+                )
 
     @classmethod
-    def from_json(cls, node: dict[str, Any]) -> "TemplateProcessing":
+    def from_json(cls, node: dict[str, Any]) -> TemplateProcessing:
         def items(name: str) -> list[tuple[str, int, bool]]:
             out = []
             for item in node.get(name) or []:
                 if not isinstance(item, dict) or len(item) != 1:
                     raise ToktoolsError(f"tokenizer.json: TemplateProcessing {name} item {item!r} is not understood")
-                (kind, body), = item.items()
+                ((kind, body),) = item.items()
                 if kind not in ("Sequence", "SpecialToken") or not isinstance(body, dict):
                     raise ToktoolsError(f"tokenizer.json: TemplateProcessing {name} item {item!r} is not understood")
                 out.append((body.get("id"), int(body.get("type_id", 0)), kind == "SpecialToken"))
@@ -168,22 +190,32 @@ class TemplateProcessing(PostProcessor):
         for name, entry in (node.get("special_tokens") or {}).items():
             ids, tokens = entry.get("ids"), entry.get("tokens")
             if not isinstance(ids, list) or not isinstance(tokens, list) or len(ids) != len(tokens):
-                raise ToktoolsError(f"tokenizer.json: TemplateProcessing special token {name!r} needs as many ids as tokens")
+                raise ToktoolsError(
+                    f"tokenizer.json: TemplateProcessing special token {name!r} needs as many ids as tokens"
+                )
             specials[name] = (list(ids), list(tokens))
         return cls(items("single"), items("pair"), specials)
 
     def to_json(self) -> dict[str, Any]:
         def items(template: list[tuple[str, int, bool]]) -> list[dict[str, Any]]:
-            return [{"SpecialToken" if special else "Sequence": {"id": name, "type_id": type_id}}
-                    for name, type_id, special in template]
+            return [
+                {"SpecialToken" if special else "Sequence": {"id": name, "type_id": type_id}}
+                for name, type_id, special in template
+            ]
 
-        return {"type": self.type, "single": items(self.single), "pair": items(self.pair),
-                "special_tokens": {name: {"id": name, "ids": ids, "tokens": tokens}
-                                   for name, (ids, tokens) in self.special_tokens.items()}}
+        return {
+            "type": self.type,
+            "single": items(self.single),
+            "pair": items(self.pair),
+            "special_tokens": {
+                name: {"id": name, "ids": ids, "tokens": tokens} for name, (ids, tokens) in self.special_tokens.items()
+            },
+        }
 
     def added_tokens(self, is_pair: bool) -> int:
-        return sum(len(self.special_tokens[name][0]) for name, _, special in (self.pair if is_pair else self.single)
-                   if special)
+        return sum(
+            len(self.special_tokens[name][0]) for name, _, special in (self.pair if is_pair else self.single) if special
+        )
 
     def process_encodings(self, encodings: list[Encoding], add_special_tokens: bool) -> list[Encoding]:
         out = []
@@ -208,7 +240,7 @@ class Sequence(PostProcessor):
         self.processors = processors
 
     @classmethod
-    def from_json(cls, node: dict[str, Any]) -> "Sequence":
+    def from_json(cls, node: dict[str, Any]) -> Sequence:
         return cls([part_from_json("post_processor", item) for item in node.get("processors") or []])
 
     def to_json(self) -> dict[str, Any]:

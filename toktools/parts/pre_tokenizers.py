@@ -1,11 +1,12 @@
 """pre-tokenizers: see toktools.parts.base for the interface."""
+
 from __future__ import annotations
 
-from typing import Iterable, Match
-
-from toktools.parts import bert_text
+from collections.abc import Iterable
+from re import Match
 
 from toktools.models.bpe import bytelevel
+from toktools.parts import bert_text
 from toktools.parts._fields import ByteLevelOptions, spelling_of
 from toktools.parts.base import WHOLE_TEXT, Piece, PreTokenizer, TypeOnly, Words
 from toktools.parts.registry import register
@@ -62,17 +63,23 @@ class ByteLevel(ByteLevelOptions, PreTokenizer):
 # tokenizers 0.23.3 in pieces and offsets. Patterns run on the regex module with Oniguruma's
 # classes and match iteration (toktools.parts._onig); splitting follows NormalizedString::split
 # (toktools.parts._normalized.split_by).
-from functools import lru_cache as _lru_cache
-from typing import Any as _Any, Callable as _Callable
+from collections.abc import Callable as _Callable
+from functools import cache
+from typing import Any as _Any
 
-from toktools.tables import bert as _BT
 from toktools.errors import ToktoolsError as _ToktoolsError
 from toktools.parts import _normalized
-from toktools.parts._fields import char_field as _char_field, choice as _choice, field as _field
+from toktools.parts._fields import char_field as _char_field
+from toktools.parts._fields import choice as _choice
+from toktools.parts._fields import field as _field
 from toktools.parts._normalized import BEHAVIORS as _BEHAVIORS
-from toktools.parts._onig import OnigPattern as _OnigPattern, pattern_from_json as _pattern_from_json
-from toktools.parts._onig import pattern_to_json as _pattern_to_json, unpack as _unpack
-from toktools.parts.base import PreTokenizer as _PreTokenizer, TypeOnly as _TypeOnly
+from toktools.parts._onig import OnigPattern as _OnigPattern
+from toktools.parts._onig import pattern_from_json as _pattern_from_json
+from toktools.parts._onig import pattern_to_json as _pattern_to_json
+from toktools.parts._onig import unpack as _unpack
+from toktools.parts.base import PreTokenizer as _PreTokenizer
+from toktools.parts.base import TypeOnly as _TypeOnly
+from toktools.tables import bert as _BT
 
 
 def _split_pieces(pieces: list[Piece], split: _Callable[[Piece], list[Piece]]) -> list[Piece]:
@@ -99,9 +106,10 @@ _WHITE_SPACE_CHARS = frozenset(chr(c) for a, b in _BT.PRETOKENIZER_WHITESPACE fo
 _PUNCTUATION_CHARS = frozenset(chr(c) for a, b in _BT.PRETOKENIZER_PUNCTUATION for c in range(a, b + 1))
 
 
-@_lru_cache(maxsize=None)
+@cache
 def _numeric_chars() -> frozenset[str]:
     from toktools.tables.parts import NUMERIC
+
     return frozenset(chr(c) for a, b in _unpack(NUMERIC) for c in range(a, b + 1))
 
 
@@ -121,11 +129,13 @@ class Whitespace(_TypeOnly, _PreTokenizer):
             from toktools.parts._onig import _body, onig_class
 
             word, space = _body(onig_class("rust_w")), _body(onig_class("rust_s"))
-            _WHITESPACE_WORDS = _OnigPattern.spelled(r"\w+|[^\w\s]+", f"[{word}]+|[^{word}{space}]+",
-                                          frozenset({"rust_w", "rust_s"}))
+            _WHITESPACE_WORDS = _OnigPattern.spelled(
+                r"\w+|[^\w\s]+", f"[{word}]+|[^{word}{space}]+", frozenset({"rust_w", "rust_s"})
+            )
         words = _WHITESPACE_WORDS
-        return _split_pieces(pieces, lambda p: _normalized.split_by(
-            p, _normalized.invert(words.find_matches(p.text)), "Removed"))
+        return _split_pieces(
+            pieces, lambda p: _normalized.split_by(p, _normalized.invert(words.find_matches(p.text)), "Removed")
+        )
 
 
 @register
@@ -135,8 +145,12 @@ class WhitespaceSplit(_TypeOnly, _PreTokenizer):
     type = "WhitespaceSplit"
 
     def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
-        return _split_pieces(pieces, lambda p: _normalized.split_by(
-            p, _normalized.char_matches(p.text, _WHITE_SPACE_CHARS.__contains__), "Removed"))
+        return _split_pieces(
+            pieces,
+            lambda p: _normalized.split_by(
+                p, _normalized.char_matches(p.text, _WHITE_SPACE_CHARS.__contains__), "Removed"
+            ),
+        )
 
 
 @register
@@ -149,15 +163,19 @@ class Punctuation(_PreTokenizer):
         self.behavior = _check_behavior(behavior)
 
     @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> "Punctuation":
+    def from_json(cls, node: dict[str, _Any]) -> Punctuation:
         return cls(_behavior_field(node, "pre-tokenizer Punctuation", default="Isolated"))
 
     def to_json(self) -> dict[str, _Any]:
         return {"type": "Punctuation", "behavior": self.behavior}
 
     def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
-        return _split_pieces(pieces, lambda p: _normalized.split_by(
-            p, _normalized.char_matches(p.text, _PUNCTUATION_CHARS.__contains__), self.behavior))
+        return _split_pieces(
+            pieces,
+            lambda p: _normalized.split_by(
+                p, _normalized.char_matches(p.text, _PUNCTUATION_CHARS.__contains__), self.behavior
+            ),
+        )
 
 
 @register
@@ -170,7 +188,7 @@ class Digits(_PreTokenizer):
         self.individual_digits = individual_digits
 
     @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> "Digits":
+    def from_json(cls, node: dict[str, _Any]) -> Digits:
         return cls(_field(node, "individual_digits", bool, "pre-tokenizer Digits"))
 
     def to_json(self) -> dict[str, _Any]:
@@ -179,8 +197,9 @@ class Digits(_PreTokenizer):
     def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
         behavior = "Isolated" if self.individual_digits else "Contiguous"
         numeric = _numeric_chars()
-        return _split_pieces(pieces, lambda p: _normalized.split_by(
-            p, _normalized.char_matches(p.text, numeric.__contains__), behavior))
+        return _split_pieces(
+            pieces, lambda p: _normalized.split_by(p, _normalized.char_matches(p.text, numeric.__contains__), behavior)
+        )
 
 
 @register
@@ -196,7 +215,7 @@ class Split(_PreTokenizer):
         self.invert = invert
 
     @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> "Split":
+    def from_json(cls, node: dict[str, _Any]) -> Split:
         where = "pre-tokenizer Split"
         if "pattern" not in node:
             raise _ToktoolsError(f"{where}: missing field 'pattern'")
@@ -204,14 +223,18 @@ class Split(_PreTokenizer):
         return cls(pattern, _behavior_field(node, where), _field(node, "invert", bool, where))
 
     def to_json(self) -> dict[str, _Any]:
-        return {"type": "Split", "pattern": _pattern_to_json(self.pattern), "behavior": self.behavior,
-                "invert": self.invert}
+        return {
+            "type": "Split",
+            "pattern": _pattern_to_json(self.pattern),
+            "behavior": self.behavior,
+            "invert": self.invert,
+        }
 
     def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
         def split(piece: Piece) -> list[Piece]:
             matches = self.pattern.find_matches(piece.text)
-            return _normalized.split_by(piece, _normalized.invert(matches) if self.invert else matches,
-                                        self.behavior)
+            return _normalized.split_by(piece, _normalized.invert(matches) if self.invert else matches, self.behavior)
+
         return _split_pieces(pieces, split)
 
 
@@ -244,12 +267,16 @@ class Metaspace(_PreTokenizer):
         self.replacement, self.prepend_scheme, self.split = replacement, prepend_scheme, split
 
     @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> "Metaspace":
+    def from_json(cls, node: dict[str, _Any]) -> Metaspace:
         return cls(*metaspace_fields(node, "pre-tokenizer Metaspace"))
 
     def to_json(self) -> dict[str, _Any]:
-        return {"type": "Metaspace", "replacement": self.replacement, "prepend_scheme": self.prepend_scheme,
-                "split": self.split}
+        return {
+            "type": "Metaspace",
+            "replacement": self.replacement,
+            "prepend_scheme": self.prepend_scheme,
+            "split": self.split,
+        }
 
     def spelling(self) -> dict[str, _Any]:
         return {"metaspace": self.replacement}
@@ -260,7 +287,8 @@ class Metaspace(_PreTokenizer):
         if spaces:
             piece = _normalized.replace_matches(piece, spaces, self.replacement)
         if not piece.text.startswith(self.replacement) and (
-                self.prepend_scheme == "always" or (self.prepend_scheme == "first" and piece.base == 0)):
+            self.prepend_scheme == "always" or (self.prepend_scheme == "first" and piece.base == 0)
+        ):
             piece = _normalized.prepend(piece, self.replacement)
         if not self.split:
             return [piece]
@@ -281,10 +309,17 @@ class Sequence(_PreTokenizer):
         self.pretokenizers = list(pretokenizers)
 
     @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> "Sequence":
+    def from_json(cls, node: dict[str, _Any]) -> Sequence:
         from toktools.parts.registry import parts_from_json
 
-        return cls(parts_from_json("pre_tokenizer", _field(node, "pretokenizers", list, "pre-tokenizer Sequence"), "pre-tokenizer Sequence", "pretokenizers"))
+        return cls(
+            parts_from_json(
+                "pre_tokenizer",
+                _field(node, "pretokenizers", list, "pre-tokenizer Sequence"),
+                "pre-tokenizer Sequence",
+                "pretokenizers",
+            )
+        )
 
     def to_json(self) -> dict[str, _Any]:
         return {"type": "Sequence", "pretokenizers": [p.to_json() for p in self.pretokenizers]}

@@ -13,12 +13,13 @@ differently, and both are here:
 They agree on almost all text; they differ on a combining mark after a mapped character and on
 six-byte clusters (see ``spec/unigram.md`` §2.4 and the tests).
 """
+
 from __future__ import annotations
 
 import base64
 import binascii
 import struct
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from toktools.errors import ToktoolsError
@@ -37,7 +38,7 @@ class CharsMap:
             raise ToktoolsError(f"precompiled_charsmap: trie size {trie_size} does not fit a blob of {len(blob)} bytes")
         self.blob = bytes(blob)
         self.units = struct.unpack_from(f"<{trie_size // 4}I", blob, 4)
-        self.pool = blob[4 + trie_size:]
+        self.pool = blob[4 + trie_size :]
         try:
             self.pool.decode("utf-8")
         except UnicodeDecodeError:
@@ -104,7 +105,9 @@ class CharsMap:
             self._plain[ch] = state
         return state
 
-    def longest_at(self, data: bytes, pos: int, state: tuple[int, list[tuple[int, int]], int]) -> tuple[int, str] | None:
+    def longest_at(
+        self, data: bytes, pos: int, state: tuple[int, list[tuple[int, int]], int]
+    ) -> tuple[int, str] | None:
         """:meth:`longest` at ``pos``, where the character ``state`` (:meth:`char_state`) starts:
         the walk goes on after that character's bytes."""
         node, hits, skip = state
@@ -133,7 +136,7 @@ class CharsMap:
         text = self._strings.get(value)
         if text is None:
             end = self.pool.find(b"\0", value)
-            raw = self.pool[value:end if end >= 0 else len(self.pool)]
+            raw = self.pool[value : end if end >= 0 else len(self.pool)]
             text = raw.decode("utf-8", errors="replace")
             self._strings[value] = text
         return text
@@ -159,7 +162,7 @@ def _offset(unit: int) -> int:
     return (unit >> 10) << ((unit & 0x200) >> 6)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _grapheme_regex():
     import regex
 
@@ -169,10 +172,16 @@ def _grapheme_regex():
 SPACE = "\u2581"
 
 
-def spm_normalize(text: str, charsmap: CharsMap | None, *, add_dummy_prefix: bool = True,
-                  remove_extra_whitespaces: bool = True, escape_whitespaces: bool = True,
-                  treat_whitespace_as_suffix: bool = False,
-                  user_defined: tuple[str, ...] = ()) -> tuple[str, list[int]]:
+def spm_normalize(
+    text: str,
+    charsmap: CharsMap | None,
+    *,
+    add_dummy_prefix: bool = True,
+    remove_extra_whitespaces: bool = True,
+    escape_whitespaces: bool = True,
+    treat_whitespace_as_suffix: bool = False,
+    user_defined: tuple[str, ...] = (),
+) -> tuple[str, list[int]]:
     """sentencepiece's ``Normalizer::Normalize``: the normalised text and, per output character,
     the index in ``text`` of the character that produced it.
 
@@ -198,7 +207,7 @@ def spm_normalize(text: str, charsmap: CharsMap | None, *, add_dummy_prefix: boo
             hit = charsmap.longest_at(data, b, state)
             if hit is not None:
                 try:
-                    consumed = data[b:b + hit[0]].decode("utf-8")
+                    consumed = data[b : b + hit[0]].decode("utf-8")
                 except UnicodeDecodeError:
                     raise ToktoolsError("precompiled_charsmap: a rule ends inside a UTF-8 character") from None
                 return hit[1], len(consumed), hit[0]
@@ -274,16 +283,16 @@ class Precompiled(Normalizer):
         self._plans: dict[str, Any] = {}
 
     @classmethod
-    def from_json(cls, node: dict[str, Any]) -> "Precompiled":
+    def from_json(cls, node: dict[str, Any]) -> Precompiled:
         raw = node.get("precompiled_charsmap")
         if raw is None:
             return cls(b"")
         if not isinstance(raw, str):
-            raise ToktoolsError("tokenizer.json: Precompiled \"precompiled_charsmap\" must be a base64 string")
+            raise ToktoolsError('tokenizer.json: Precompiled "precompiled_charsmap" must be a base64 string')
         try:
             blob = base64.b64decode(raw, validate=True)
         except (binascii.Error, ValueError):
-            raise ToktoolsError("tokenizer.json: Precompiled \"precompiled_charsmap\" is not valid base64") from None
+            raise ToktoolsError('tokenizer.json: Precompiled "precompiled_charsmap" is not valid base64') from None
         return cls(blob)
 
     def to_json(self) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """One registry of parts keyed by (category, ``type``): loading ``tokenizer.json`` is looking
 each node's type up here. Modules register their classes with :func:`register` when imported;
 :func:`part_from_json` imports them all first, so callers never need to."""
+
 from __future__ import annotations
 
 import importlib
@@ -9,9 +10,16 @@ from typing import Any, TypeVar
 from toktools.errors import ToktoolsError
 
 CATEGORIES = ("normalizer", "pre_tokenizer", "model", "post_processor", "decoder")
-_PART_MODULES = ("toktools.parts.normalizers", "toktools.parts.pre_tokenizers", "toktools.parts.models",
-                 "toktools.parts.wordlevel", "toktools.parts.precompiled", "toktools.parts.unigram",
-                 "toktools.parts.post_processors", "toktools.parts.decoders")
+_PART_MODULES = (
+    "toktools.parts.normalizers",
+    "toktools.parts.pre_tokenizers",
+    "toktools.parts.models",
+    "toktools.parts.wordlevel",
+    "toktools.parts.precompiled",
+    "toktools.parts.unigram",
+    "toktools.parts.post_processors",
+    "toktools.parts.decoders",
+)
 _REGISTRY: dict[tuple[str, str], type] = {}
 _loaded = False
 
@@ -47,8 +55,10 @@ def part_class(category: str, type_name: str) -> type:
     _load_all()
     cls = _REGISTRY.get((category, type_name))
     if cls is None:
-        raise ToktoolsError(f"unsupported {category.replace('_', '-')} type {type_name!r} "
-                            f"(toktools supports: {', '.join(supported(category))})")
+        raise ToktoolsError(
+            f"unsupported {category.replace('_', '-')} type {type_name!r} "
+            f"(toktools supports: {', '.join(supported(category))})"
+        )
     return cls
 
 
@@ -57,7 +67,7 @@ def part_from_json(category: str, node: Any) -> Any:
     if node is None:
         return None
     if not isinstance(node, dict) or not isinstance(node.get("type"), str):
-        raise ToktoolsError(f"tokenizer.json: the {category} must be an object with a \"type\"")
+        raise ToktoolsError(f'tokenizer.json: the {category} must be an object with a "type"')
     return part_class(category, node["type"]).from_json(node)
 
 

@@ -15,6 +15,7 @@ skipped (the default, and what sentencepiece always does); kept, they are writte
 The part has no ``tokenizer.json`` form of its own: it writes the ``tokenizers`` chain it stands
 for, so a converted ``tokenizer.json`` still loads in ``tokenizers``.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -30,8 +31,16 @@ class SentencePieceDecoder(Decoder):
 
     type = "SentencePiece"
 
-    def __init__(self, *, unk_piece: str | None, unk_surface: str, byte_pieces: dict[str, int],
-                 add_dummy_prefix: bool, remove_extra_whitespaces: bool, chain: Decoder) -> None:
+    def __init__(
+        self,
+        *,
+        unk_piece: str | None,
+        unk_surface: str,
+        byte_pieces: dict[str, int],
+        add_dummy_prefix: bool,
+        remove_extra_whitespaces: bool,
+        chain: Decoder,
+    ) -> None:
         self.unk_piece = unk_piece
         self.unk_surface = unk_surface
         self.byte_pieces = byte_pieces  # "<0xNN>" -> NN, for the pieces of type BYTE
@@ -40,22 +49,29 @@ class SentencePieceDecoder(Decoder):
         self.chain = chain  # the tokenizers decoder it stands for, in tokenizer.json and reports
 
     @classmethod
-    def for_model(cls, model: Any, chain: Decoder) -> "SentencePieceDecoder":
+    def for_model(cls, model: Any, chain: Decoder) -> SentencePieceDecoder:
         """The decoder of a :class:`toktools.sentencepiece.model_file.SentencePieceModel`; ``chain`` is
         the ``tokenizers`` decoder written for it in ``tokenizer.json``."""
         from toktools.sentencepiece.model_file import BYTE, UNKNOWN
 
         spec = model.normalizer_spec
         unk = next((p.piece for p in model.pieces if p.type == UNKNOWN), None)
-        byte_pieces = {p.piece: int(p.piece[3:5], 16) for p in model.pieces
-                       if p.type == BYTE and len(p.piece) == 6 and p.piece.startswith("<0x")}
-        return cls(unk_piece=unk, unk_surface=model.trainer_spec.get("unk_surface"), byte_pieces=byte_pieces,
-                   add_dummy_prefix=bool(spec.get("add_dummy_prefix")),
-                   remove_extra_whitespaces=bool(spec.get("remove_extra_whitespaces")),
-                   chain=chain)
+        byte_pieces = {
+            p.piece: int(p.piece[3:5], 16)
+            for p in model.pieces
+            if p.type == BYTE and len(p.piece) == 6 and p.piece.startswith("<0x")
+        }
+        return cls(
+            unk_piece=unk,
+            unk_surface=model.trainer_spec.get("unk_surface"),
+            byte_pieces=byte_pieces,
+            add_dummy_prefix=bool(spec.get("add_dummy_prefix")),
+            remove_extra_whitespaces=bool(spec.get("remove_extra_whitespaces")),
+            chain=chain,
+        )
 
     @classmethod
-    def from_json(cls, node: dict[str, Any]) -> "SentencePieceDecoder":
+    def from_json(cls, node: dict[str, Any]) -> SentencePieceDecoder:
         raise ToktoolsError("the sentencepiece decoder is built from a .model file, not from tokenizer.json")
 
     def to_json(self) -> dict[str, Any]:
@@ -107,11 +123,18 @@ def _decode_bytes(data: bytes) -> str:
     n = len(data)
     while i < n:
         lead = data[i]
-        size = 1 if lead < 0x80 else 2 if 0xC2 <= lead < 0xE0 else 3 if 0xE0 <= lead < 0xF0 else (
-            4 if 0xF0 <= lead < 0xF5 else 0)
+        size = (
+            1
+            if lead < 0x80
+            else 2
+            if 0xC2 <= lead < 0xE0
+            else 3
+            if 0xE0 <= lead < 0xF0
+            else (4 if 0xF0 <= lead < 0xF5 else 0)
+        )
         if size:
             try:
-                out.append(data[i:i + size].decode("utf-8"))
+                out.append(data[i : i + size].decode("utf-8"))
                 i += size
                 continue
             except UnicodeDecodeError:

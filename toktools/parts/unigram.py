@@ -13,6 +13,7 @@ fused into one token, which byte fallback spells as ``<0xNN>`` pieces when all o
 the same loop compiled (:mod:`toktools.models.unigram.compiled_viterbi`, through :func:`best_paths`), which
 gives the same paths, ties included; ``TOKTOOLS_PURE_PYTHON=1`` turns it off.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -21,8 +22,9 @@ import math
 import random
 import struct
 from bisect import bisect_right
+from collections.abc import Iterable
 from itertools import accumulate
-from typing import Any, Iterable
+from typing import Any
 
 from toktools.errors import ToktoolsError
 from toktools.parts.base import Model
@@ -114,7 +116,7 @@ class PieceIndex:
         get = self.table.get
         limit = min(self.max_len, len(text) - pos)
         for length in range(1, limit + 1):
-            hit = get(text[pos:pos + length], _MISSING)
+            hit = get(text[pos : pos + length], _MISSING)
             if hit is None:
                 continue
             if hit is _MISSING:
@@ -126,8 +128,7 @@ class PieceIndex:
 _MISSING = (-1, math.nan)  # sentinel: neither a piece nor a prefix of one
 
 
-def viterbi(text: str, index: PieceIndex, unk_id: int | None, unk_score: float, *,
-            float32: bool = False) -> Path:
+def viterbi(text: str, index: PieceIndex, unk_id: int | None, unk_score: float, *, float32: bool = False) -> Path:
     """The best path over ``text`` (sentencepiece's "optimized" encoder): strict ``>`` so the
     first candidate reaching an end keeps a tie. ``float32`` rounds every sum as sentencepiece does.
 
@@ -163,8 +164,15 @@ def compiled_viterbi() -> Any:
     return compiled_module("toktools.models.unigram.compiled_viterbi")
 
 
-def best_paths(texts: list[str], index: PieceIndex, unk_id: int | None, unk_score: float, *,
-               float32: bool = False, fuse: bool = False) -> list[Path]:
+def best_paths(
+    texts: list[str],
+    index: PieceIndex,
+    unk_id: int | None,
+    unk_score: float,
+    *,
+    float32: bool = False,
+    fuse: bool = False,
+) -> list[Path]:
     """:func:`viterbi` of each text, compiled when numba is there; with ``fuse`` each run of
     ``unk_id`` nodes is one ``(start, end, unk_id)`` step, as :meth:`Unigram.encode` fuses them."""
     compiled = index.compiled()
@@ -176,13 +184,14 @@ def best_paths(texts: list[str], index: PieceIndex, unk_id: int | None, unk_scor
     out: list[Path] = []
     k = 0
     for count in counts.tolist():
-        out.append(steps[k:k + count])
+        out.append(steps[k : k + count])
         k += count
     return out
 
 
-def best_ids(texts: list[str], index: PieceIndex, unk_id: int | None, unk_score: float, *,
-             float32: bool = False) -> tuple[list[tuple[int, ...]], dict[int, Path]]:
+def best_ids(
+    texts: list[str], index: PieceIndex, unk_id: int | None, unk_score: float, *, float32: bool = False
+) -> tuple[list[tuple[int, ...]], dict[int, Path]]:
     """The ids of each text's best path with runs of ``unk_id`` fused (as :func:`best_paths`
     with ``fuse``), and the whole path of the texts that hold ``unk_id`` (their caller looks
     the runs up): no per-token Python objects for the others."""
@@ -218,8 +227,18 @@ def _fused(path: Path, unk_id: int) -> Path:
     return out
 
 
-def _forward(text: str, lo: int, hi: int, index: PieceIndex, unk_id: int | None, unk_score: float,
-             float32: bool, score: list[float], start: list[int], ids: list[int]) -> None:
+def _forward(
+    text: str,
+    lo: int,
+    hi: int,
+    index: PieceIndex,
+    unk_id: int | None,
+    unk_score: float,
+    float32: bool,
+    score: list[float],
+    start: list[int],
+    ids: list[int],
+) -> None:
     """The forward pass over positions ``lo..hi-1``, pieces ending by ``hi``."""
     get = index.table.get
     max_len = index.max_len
@@ -229,7 +248,7 @@ def _forward(text: str, lo: int, hi: int, index: PieceIndex, unk_id: int | None,
         single = False
         limit = hi - pos if hi - pos < max_len else max_len
         for length in range(1, limit + 1):
-            hit = get(text[pos:pos + length], _MISSING)
+            hit = get(text[pos : pos + length], _MISSING)
             if hit is None:
                 continue
             if hit is _MISSING:
@@ -253,8 +272,18 @@ def _forward(text: str, lo: int, hi: int, index: PieceIndex, unk_id: int | None,
                 score[end], start[end], ids[end] = cand, pos, unk_id
 
 
-def _forward_word(text: str, lo: int, hi: int, index: PieceIndex, unk_id: int | None, unk_score: float,
-                  float32: bool, score: list[float], start: list[int], ids: list[int]) -> None:
+def _forward_word(
+    text: str,
+    lo: int,
+    hi: int,
+    index: PieceIndex,
+    unk_id: int | None,
+    unk_score: float,
+    float32: bool,
+    score: list[float],
+    start: list[int],
+    ids: list[int],
+) -> None:
     """:func:`_forward` over one ``▁word`` with its matches from the cache: the same candidates
     in the same order, the same sums and comparisons."""
     pack, unpack = _F32.pack, _F32.unpack
@@ -438,9 +467,16 @@ class Unigram(Model):
     #: the trainer that makes this model (see :mod:`toktools.training.trainers`)
     kind = "unigram"
 
-    def __init__(self, vocab: list[tuple[str, float]] | None = None, unk_id: int | None = None,
-                 byte_fallback: bool = False, *, alpha: float | None = None,
-                 nbest_size: int | None = None, seed: int | None = 0) -> None:
+    def __init__(
+        self,
+        vocab: list[tuple[str, float]] | None = None,
+        unk_id: int | None = None,
+        byte_fallback: bool = False,
+        *,
+        alpha: float | None = None,
+        nbest_size: int | None = None,
+        seed: int | None = 0,
+    ) -> None:
         if vocab is None:  # tokenizers' Unigram(): just <unk>
             vocab, unk_id = [("<unk>", 0.0)], 0
         if unk_id is not None:
@@ -465,27 +501,36 @@ class Unigram(Model):
 
     # -- tokenizer.json ---------------------------------------------------------------------
     @classmethod
-    def from_json(cls, node: dict[str, Any]) -> "Unigram":
+    def from_json(cls, node: dict[str, Any]) -> Unigram:
         vocab = node.get("vocab")
         if not isinstance(vocab, list):
-            raise ToktoolsError("tokenizer.json: Unigram \"vocab\" must be a list of [piece, score]")
+            raise ToktoolsError('tokenizer.json: Unigram "vocab" must be a list of [piece, score]')
         pairs = []
         for k, item in enumerate(vocab):
-            if (not isinstance(item, (list, tuple)) or len(item) != 2 or not isinstance(item[0], str)
-                    or isinstance(item[1], bool) or not isinstance(item[1], (int, float))):
+            if (
+                not isinstance(item, (list, tuple))
+                or len(item) != 2
+                or not isinstance(item[0], str)
+                or isinstance(item[1], bool)
+                or not isinstance(item[1], (int, float))
+            ):
                 raise ToktoolsError(f"tokenizer.json: Unigram vocab entry {k} must be [piece, score], got {item!r}")
             pairs.append((item[0], float(item[1])))
         unk_id = node.get("unk_id")
         if unk_id is not None and (isinstance(unk_id, bool) or not isinstance(unk_id, int)):
-            raise ToktoolsError(f"tokenizer.json: Unigram \"unk_id\" must be an integer or null, got {unk_id!r}")
+            raise ToktoolsError(f'tokenizer.json: Unigram "unk_id" must be an integer or null, got {unk_id!r}')
         byte_fallback = node.get("byte_fallback", False)
         if not isinstance(byte_fallback, bool):
-            raise ToktoolsError("tokenizer.json: Unigram \"byte_fallback\" must be true or false")
+            raise ToktoolsError('tokenizer.json: Unigram "byte_fallback" must be true or false')
         return cls(pairs, unk_id, byte_fallback)
 
     def to_json(self) -> dict[str, Any]:
-        return {"type": "Unigram", "unk_id": self.unk_id,
-                "vocab": [[p, s] for p, s in self.vocab], "byte_fallback": self.byte_fallback}
+        return {
+            "type": "Unigram",
+            "unk_id": self.unk_id,
+            "vocab": [[p, s] for p, s in self.vocab],
+            "byte_fallback": self.byte_fallback,
+        }
 
     def files(self) -> dict[str, str]:
         """``unigram.json``, as ``tokenizers``' ``Model.save`` writes it (the model node, pretty-printed)."""
@@ -500,8 +545,14 @@ class Unigram(Model):
         rebuilds its own pipeline from the vocabulary (its normaliser, ``unk_id`` 1, ``[CLS] A
         [SEP]``), which would encode differently; the generic class runs ``tokenizer.json``."""
         return {"tokenizer_class": "PreTrainedTokenizerFast"}, {
-            "bos_token": "[CLS]", "eos_token": "[SEP]", "unk_token": "<unk>", "sep_token": "[SEP]", "pad_token": "<pad>",
-            "cls_token": "[CLS]", "mask_token": "[MASK]"}
+            "bos_token": "[CLS]",
+            "eos_token": "[SEP]",
+            "unk_token": "<unk>",
+            "sep_token": "[SEP]",
+            "pad_token": "<pad>",
+            "cls_token": "[CLS]",
+            "mask_token": "[MASK]",
+        }
 
     # -- the model interface ----------------------------------------------------------------
     def get_vocab(self) -> dict[str, int]:

@@ -1,4 +1,5 @@
 """The WordLevel model: a word is one token, or the unknown token."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -22,7 +23,7 @@ class WordLevel(Model):
         self._by_id = {i: t for t, i in self.vocab.items()}
 
     @classmethod
-    def from_json(cls, node: dict[str, Any]) -> "WordLevel":
+    def from_json(cls, node: dict[str, Any]) -> WordLevel:
         where = "model WordLevel"
         vocab = field(node, "vocab", dict, where)
         for token, token_id in vocab.items():
@@ -43,8 +44,10 @@ class WordLevel(Model):
             return [(token_id, word, 0, len(word))]
         unk_id = self.vocab.get(self.unk_token)
         if unk_id is None:
-            raise ToktoolsError(f"WordLevel: {word!r} is not in the vocabulary and the unknown token "
-                                f"{self.unk_token!r} is missing from it")
+            raise ToktoolsError(
+                f"WordLevel: {word!r} is not in the vocabulary and the unknown token "
+                f"{self.unk_token!r} is missing from it"
+            )
         return [(unk_id, self.unk_token, 0, len(word))]
 
     def get_vocab(self) -> dict[str, int]:

@@ -49,14 +49,16 @@ Where this differs from google-research/bert (and ALBERT), point by point:
 Like BERT, the whole corpus is held in memory while examples are made (as int32 token ids, 4
 bytes a token, plus one offset per sentence).
 """
+
 from __future__ import annotations
 
 import json
 import os
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 from toktools.errors import ToktoolsError
 
@@ -102,8 +104,10 @@ class PretrainSettings:
         least = specials + (1 if self.objective == "mlm" else 2)
         if self.max_length < least:
             template = "[CLS] text [SEP]" if self.objective == "mlm" else "[CLS] A [SEP] B [SEP]"
-            raise ToktoolsError(f"--max-length {self.max_length} leaves no room for text: {template} takes {specials} special "
-                                f"tokens, so the least is {least}")
+            raise ToktoolsError(
+                f"--max-length {self.max_length} leaves no room for text: {template} takes {specials} special "
+                f"tokens, so the least is {least}"
+            )
         if not 0 <= self.mask_prob <= 1:
             raise ToktoolsError(f"--mask-prob {self.mask_prob} is not between 0 and 1")
         if not 0 <= self.short_seq_prob <= 1:
@@ -113,8 +117,10 @@ class PretrainSettings:
         if self.max_predictions is not None and self.max_predictions < 1:
             raise ToktoolsError("--max-predictions must be at least 1")
         if self.dynamic and self.objective == "mlm" and self.dupe_factor > 1:
-            raise ToktoolsError("--dupe-factor writes differently masked copies; with --dynamic the collator masks at load time, "
-                                "so copies of the same mlm blocks would be identical")
+            raise ToktoolsError(
+                "--dupe-factor writes differently masked copies; with --dynamic the collator masks at load time, "
+                "so copies of the same mlm blocks would be identical"
+            )
 
 
 @dataclass
@@ -152,7 +158,7 @@ class Summary:
 # ---------------------------------------------------------------------------------------------
 
 
-def iter_documents(sources: Sequence["CorpusSource"], progress: Progress | None = None) -> Iterator[list[str]]:
+def iter_documents(sources: Sequence[CorpusSource], progress: Progress | None = None) -> Iterator[list[str]]:
     """Documents as lists of sentences (stripped, non-empty lines). Text files: a blank line
     ends a document, and so does the end of a file. JSON Lines (a source with ``json_field``):
     each record is a document and the lines of its field are its sentences."""
@@ -169,7 +175,9 @@ def iter_documents(sources: Sequence["CorpusSource"], progress: Progress | None 
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as err:
-                raise ToktoolsError(f"{source.path}, line {number}: invalid UTF-8 (byte 0x{raw[err.start]:02X})") from None
+                raise ToktoolsError(
+                    f"{source.path}, line {number}: invalid UTF-8 (byte 0x{raw[err.start]:02X})"
+                ) from None
             if source.json_field:
                 if line.strip():
                     sentences = [s.strip() for s in _json_field(line, source, number).split("\n")]
@@ -188,11 +196,13 @@ def iter_documents(sources: Sequence["CorpusSource"], progress: Progress | None 
         progress("read", total, total)
 
 
-def _json_field(line: str, source: "CorpusSource", number: int) -> str:
+def _json_field(line: str, source: CorpusSource, number: int) -> str:
     try:
         value = json.loads(line)[source.json_field]
     except (json.JSONDecodeError, KeyError, TypeError, IndexError, RecursionError):
-        raise ToktoolsError(f"{source.path}, line {number}: not a JSON object with a {source.json_field!r} field") from None
+        raise ToktoolsError(
+            f"{source.path}, line {number}: not a JSON object with a {source.json_field!r} field"
+        ) from None
     if not isinstance(value, str):
         raise ToktoolsError(f"{source.path}, line {number}: field {source.json_field!r} is not a string")
     return value
@@ -204,10 +214,10 @@ class EncodedCorpus:
     ``s``; ``document_bounds[d]:document_bounds[d+1]`` are the sentences of document ``d``;
     ``continuations`` (Chinese whole words) marks tokens that continue a word."""
 
-    ids: "np.ndarray"
-    sentence_bounds: "np.ndarray"
-    document_bounds: "np.ndarray"
-    continuations: "np.ndarray | None" = None
+    ids: np.ndarray
+    sentence_bounds: np.ndarray
+    document_bounds: np.ndarray
+    continuations: np.ndarray | None = None
 
     @property
     def documents(self) -> int:
@@ -218,8 +228,14 @@ class EncodedCorpus:
         return len(self.sentence_bounds) - 1
 
 
-def encode_documents(documents: Iterator[list[str]], tokenizer: "Tokenizer", *, workers: int | None = None,
-                     segmenter: "ChineseWords | None" = None, progress: Progress | None = None) -> EncodedCorpus:
+def encode_documents(
+    documents: Iterator[list[str]],
+    tokenizer: Tokenizer,
+    *,
+    workers: int | None = None,
+    segmenter: ChineseWords | None = None,
+    progress: Progress | None = None,
+) -> EncodedCorpus:
     """Encode every sentence once (no special tokens, no truncation); sentences without tokens
     and documents without sentences are dropped, as BERT does."""
     from array import array
@@ -334,8 +350,14 @@ class Pair:
     label: int
 
 
-def pair_instances(corpus: EncodedCorpus, document: int, rng: "np.random.Generator", max_length: int,
-                   short_seq_prob: float, objective: Objective) -> tuple[list[Pair], int]:
+def pair_instances(
+    corpus: EncodedCorpus,
+    document: int,
+    rng: np.random.Generator,
+    max_length: int,
+    short_seq_prob: float,
+    objective: Objective,
+) -> tuple[list[Pair], int]:
     """BERT's ``create_instances_from_document`` (NSP) or ALBERT's sentence-order variant (SOP)
     for one document; returns the pairs and how many one-token chunks SOP had to skip."""
     bounds = corpus.sentence_bounds
@@ -383,7 +405,7 @@ def pair_instances(corpus: EncodedCorpus, document: int, rng: "np.random.Generat
     return pairs, skipped
 
 
-def _random_next(corpus: EncodedCorpus, document: int, rng: "np.random.Generator", target_b: int) -> Span:
+def _random_next(corpus: EncodedCorpus, document: int, rng: np.random.Generator, target_b: int) -> Span:
     """Sentences from a random start in a random *other* document, until ``target_b`` tokens."""
     other = int(rng.integers(0, corpus.documents - 1))
     if other >= document:
@@ -399,7 +421,7 @@ def _random_next(corpus: EncodedCorpus, document: int, rng: "np.random.Generator
     return int(bounds[start]), int(bounds[end])
 
 
-def truncate_seq_pair(a: Span, b: Span, max_tokens: int, rng: "np.random.Generator") -> tuple[Span, Span]:
+def truncate_seq_pair(a: Span, b: Span, max_tokens: int, rng: np.random.Generator) -> tuple[Span, Span]:
     """BERT's ``truncate_seq_pair``: while too long, drop one token from the longer segment (B
     on a tie), from the front or the back at random."""
     over = (a[1] - a[0]) + (b[1] - b[0]) - max_tokens
@@ -427,7 +449,7 @@ def truncate_seq_pair(a: Span, b: Span, max_tokens: int, rng: "np.random.Generat
 @dataclass
 class _Job:
     corpus: EncodedCorpus
-    info: "MaskingInfo"
+    info: MaskingInfo
     settings: PretrainSettings
     blocks: list[Block] | None
 
@@ -435,7 +457,7 @@ class _Job:
 _JOB: _Job | None = None  # set in the parent before forking workers, which inherit it
 
 
-def _rng(settings: PretrainSettings, dupe: int, unit: int) -> "np.random.Generator":
+def _rng(settings: PretrainSettings, dupe: int, unit: int) -> np.random.Generator:
     import numpy as np
 
     return np.random.default_rng([settings.seed, _OBJECTIVE_STREAM[settings.objective], dupe, unit])
@@ -456,18 +478,26 @@ def _rows_for(units: Sequence[tuple[int, int]]) -> tuple[list[dict[str, Any]], i
             assert job.blocks is not None
             parts: list[np.ndarray] = [np.array([info.cls_id], dtype=np.int64)]
             for span in job.blocks[unit]:
-                parts.append(np.array([info.sep_id], dtype=np.int64) if span is None else corpus.ids[span[0]:span[1]].astype(np.int64))
+                parts.append(
+                    np.array([info.sep_id], dtype=np.int64)
+                    if span is None
+                    else corpus.ids[span[0] : span[1]].astype(np.int64)
+                )
             parts.append(np.array([info.sep_id], dtype=np.int64))
             marks = _word_marks(corpus, [None, *job.blocks[unit], None], settings)
             rows.append(_finish(np.concatenate(parts), None, marks, None, info, settings, rng))
         else:
-            pairs, missed = pair_instances(corpus, unit, rng, settings.max_length, settings.short_seq_prob, settings.objective)
+            pairs, missed = pair_instances(
+                corpus, unit, rng, settings.max_length, settings.short_seq_prob, settings.objective
+            )
             skipped += missed
             for pair in pairs:
                 (a0, a1), (b0, b1) = pair.a, pair.b
-                ids = np.concatenate([[info.cls_id], corpus.ids[a0:a1], [info.sep_id], corpus.ids[b0:b1], [info.sep_id]]).astype(np.int64)
+                ids = np.concatenate(
+                    [[info.cls_id], corpus.ids[a0:a1], [info.sep_id], corpus.ids[b0:b1], [info.sep_id]]
+                ).astype(np.int64)
                 types = np.zeros(len(ids), dtype=np.int64)
-                types[a1 - a0 + 2:] = 1
+                types[a1 - a0 + 2 :] = 1
                 marks = _word_marks(corpus, [None, pair.a, None, pair.b, None], settings)
                 rows.append(_finish(ids, types, marks, pair.label, info, settings, rng))
     return rows, skipped
@@ -498,13 +528,21 @@ def _word_marks(corpus: EncodedCorpus, spans: Sequence[Span | None], settings: P
         starts.append(flags)
     continuations = None
     if corpus.continuations is not None:
-        continuations = np.concatenate([np.zeros(1, dtype=bool) if s is None else corpus.continuations[s[0]:s[1]]
-                                        for s in spans])
+        continuations = np.concatenate(
+            [np.zeros(1, dtype=bool) if s is None else corpus.continuations[s[0] : s[1]] for s in spans]
+        )
     return continuations, np.concatenate(starts)
 
 
-def _finish(ids: "np.ndarray", types: "np.ndarray | None", marks: _Marks, label: int | None,
-            info: "MaskingInfo", settings: PretrainSettings, rng: "np.random.Generator") -> dict[str, Any]:
+def _finish(
+    ids: np.ndarray,
+    types: np.ndarray | None,
+    marks: _Marks,
+    label: int | None,
+    info: MaskingInfo,
+    settings: PretrainSettings,
+    rng: np.random.Generator,
+) -> dict[str, Any]:
     import numpy as np
 
     from toktools.pretraining.masking import mask_tokens
@@ -518,9 +556,18 @@ def _finish(ids: "np.ndarray", types: "np.ndarray | None", marks: _Marks, label:
         if starts is not None:
             row["sentence_starts"] = np.flatnonzero(starts)
     else:
-        masked = mask_tokens(ids, info, rng, settings.mask_prob, settings.max_predictions,
-                             whole_word=settings.whole_word != "off", continuations=continuations, starts=starts,
-                             mask_replace_prob=settings.mask_replace_prob, random_replace_prob=settings.random_replace_prob)
+        masked = mask_tokens(
+            ids,
+            info,
+            rng,
+            settings.mask_prob,
+            settings.max_predictions,
+            whole_word=settings.whole_word != "off",
+            continuations=continuations,
+            starts=starts,
+            mask_replace_prob=settings.mask_replace_prob,
+            random_replace_prob=settings.random_replace_prob,
+        )
         row["input_ids"] = masked.input_ids
         row["labels"] = masked.labels
     row["token_type_ids"] = types if types is not None else np.zeros(len(ids), dtype=np.int64)
@@ -542,8 +589,8 @@ def _finish(ids: "np.ndarray", types: "np.ndarray | None", marks: _Marks, label:
 
 
 def make_pretraining_data(
-    sources: Sequence["CorpusSource"],
-    tokenizer: "Tokenizer",
+    sources: Sequence[CorpusSource],
+    tokenizer: Tokenizer,
     output: str | os.PathLike[str],
     settings: PretrainSettings = PretrainSettings(),
     *,
@@ -574,18 +621,25 @@ def make_pretraining_data(
         raise ToktoolsError("whole-word masking: this tokenizer marks no word boundaries (## prefix, Ġ or ▁)")
     segmenter = ChineseWords(zh_dictionary) if settings.whole_word == "zh" else None
 
-    corpus = encode_documents(iter_documents(sources, progress), tokenizer, workers=workers, segmenter=segmenter, progress=progress)
+    corpus = encode_documents(
+        iter_documents(sources, progress), tokenizer, workers=workers, segmenter=segmenter, progress=progress
+    )
     if corpus.documents == 0:
         raise ToktoolsError("the corpus holds no text: no documents to make examples from")
     if settings.objective == "mlm+nsp" and corpus.documents < 2:
-        raise ToktoolsError("mlm+nsp needs at least 2 documents (blank lines separate them): a random next segment "
-                            "comes from another document")
+        raise ToktoolsError(
+            "mlm+nsp needs at least 2 documents (blank lines separate them): a random next segment "
+            "comes from another document"
+        )
     blocks = pack_blocks(corpus, settings.max_length) if settings.objective == "mlm" else None
     units_per_dupe = len(blocks) if blocks is not None else corpus.documents
     units = [(dupe, unit) for dupe in range(settings.dupe_factor) for unit in range(units_per_dupe)]
 
-    summary = Summary(documents=corpus.documents, sentences=corpus.sentences,
-                      settings={**asdict(settings), "tokenizer": tokenizer_name})
+    summary = Summary(
+        documents=corpus.documents,
+        sentences=corpus.sentences,
+        settings={**asdict(settings), "tokenizer": tokenizer_name},
+    )
     global _JOB
     _JOB = _Job(corpus, info, settings, blocks)
     from toktools.io.outputs import temporary_beside, unregister_temporary
@@ -633,7 +687,7 @@ def _documents_without_pairs(corpus: EncodedCorpus) -> int:
     return int(np.count_nonzero(ends - starts < 2))
 
 
-def _count(summary: Summary, row: dict[str, Any], info: "MaskingInfo", settings: PretrainSettings) -> None:
+def _count(summary: Summary, row: dict[str, Any], info: MaskingInfo, settings: PretrainSettings) -> None:
     import numpy as np
 
     ids = row["input_ids"]
@@ -661,7 +715,7 @@ _UNITS_PER_TASK = 64
 def _map_in_order(units: Sequence[tuple[int, int]], workers: int | None) -> Iterator[tuple[list[dict[str, Any]], int]]:
     """Rows for the units, task by task in unit order, in forked worker processes (which inherit
     the encoded corpus) or in this one."""
-    tasks = [units[i:i + _UNITS_PER_TASK] for i in range(0, len(units), _UNITS_PER_TASK)]
+    tasks = [units[i : i + _UNITS_PER_TASK] for i in range(0, len(units), _UNITS_PER_TASK)]
     if workers is None:
         workers = min(os.cpu_count() or 1, 4) if len(tasks) > 8 else 1
     from toktools.runtime.workers import fork_available, process_pool
@@ -679,8 +733,11 @@ class _ParquetRows:
 
     def __init__(self, path: Path, settings: PretrainSettings, pyarrow: Any, metadata: str) -> None:
         pa = pyarrow
-        columns = [("input_ids", pa.list_(pa.int32())), ("token_type_ids", pa.list_(pa.int8())),
-                   ("attention_mask", pa.list_(pa.int8()))]
+        columns = [
+            ("input_ids", pa.list_(pa.int32())),
+            ("token_type_ids", pa.list_(pa.int8())),
+            ("attention_mask", pa.list_(pa.int8())),
+        ]
         if not settings.dynamic:
             columns.append(("labels", pa.list_(pa.int32())))
         if settings.label_name:
@@ -721,7 +778,7 @@ class _ParquetRows:
             self.writer.close()
 
 
-def _list_array(pa: Any, values: list["np.ndarray"], list_type: Any) -> Any:
+def _list_array(pa: Any, values: list[np.ndarray], list_type: Any) -> Any:
     """A list column from NumPy arrays without a Python loop over elements."""
     import numpy as np
 

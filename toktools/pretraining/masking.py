@@ -22,12 +22,14 @@ from a tokenizer class. Deliberate differences from both references:
 * whole-word masking keeps the 80/10/10 split per token, as BERT and ALBERT do; transformers 5
   turns random replacement off in that mode (pass ``mask_replace_prob=1.0`` for its behaviour).
 """
+
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 from toktools.errors import ToktoolsError
 
@@ -72,8 +74,10 @@ def word_rule(document: Mapping[str, Any]) -> WordRule:
         return ("continuation", prefix)
     if model.get("type") == "Unigram":
         return ("start", "▁")
-    raise ToktoolsError(f"cannot tell where words start in a {model.get('type')} tokenizer without a "
-                        "continuing-subword prefix, ByteLevel or Metaspace: whole-word masking needs one")
+    raise ToktoolsError(
+        f"cannot tell where words start in a {model.get('type')} tokenizer without a "
+        "continuing-subword prefix, ByteLevel or Metaspace: whole-word masking needs one"
+    )
 
 
 def _nodes(node: Any) -> Iterable[Mapping[str, Any]]:
@@ -92,24 +96,25 @@ class MaskingInfo:
     pad_id: int | None
     cls_id: int | None
     sep_id: int | None
-    special: "np.ndarray"  # bool: never chosen, never a replacement
-    replacements: "np.ndarray"  # int64: the ids a random replacement draws from
-    marks_start: "np.ndarray"  # bool: the token itself says "a word starts here"
-    marks_continuation: "np.ndarray"  # bool: the token itself says "this continues a word"
-    ends_word: "np.ndarray"  # bool: the token ends a word (whitespace), so the next one starts one
+    special: np.ndarray  # bool: never chosen, never a replacement
+    replacements: np.ndarray  # int64: the ids a random replacement draws from
+    marks_start: np.ndarray  # bool: the token itself says "a word starts here"
+    marks_continuation: np.ndarray  # bool: the token itself says "this continues a word"
+    ends_word: np.ndarray  # bool: the token ends a word (whitespace), so the next one starts one
     rule: WordRule | None
 
     @property
     def size(self) -> int:
         return len(self.special)
 
-    def check_ids(self, ids: "np.ndarray") -> None:
+    def check_ids(self, ids: np.ndarray) -> None:
         if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= self.size):
             bad = int(ids.max()) if int(ids.max()) >= self.size else int(ids.min())
             raise ToktoolsError(f"token id {bad} is outside the tokenizer's vocabulary (0..{self.size - 1})")
 
-    def word_starts(self, ids: "np.ndarray", continuations: "np.ndarray | None" = None,
-                    starts: "np.ndarray | None" = None) -> "np.ndarray":
+    def word_starts(
+        self, ids: np.ndarray, continuations: np.ndarray | None = None, starts: np.ndarray | None = None
+    ) -> np.ndarray:
         """For ids of shape ``(..., length)``: True where a word starts. A token after a special
         token or at position 0 always starts one; ``continuations`` (e.g. from a Chinese word
         segmenter) turns marked starts into continuations; ``starts`` (e.g. where a sentence
@@ -129,7 +134,7 @@ class MaskingInfo:
         return (marked | before) & ~self.special[ids]
 
 
-def masking_info(tokenizer: "Tokenizer", *, require_mask: bool = True) -> MaskingInfo:
+def masking_info(tokenizer: Tokenizer, *, require_mask: bool = True) -> MaskingInfo:
     """Build the tables from a tokenizer's vocabulary and ``tokenizer.json`` document.
 
     Special tokens are the document's ``added_tokens`` with ``special: true``; the mask token is
@@ -151,7 +156,9 @@ def masking_info(tokenizer: "Tokenizer", *, require_mask: bool = True) -> Maskin
     mask_id = role(MASK_TOKENS)
     if mask_id is None:
         if require_mask:
-            raise ToktoolsError("the tokenizer has no mask token ([MASK] or <mask>): masked language modelling needs one")
+            raise ToktoolsError(
+                "the tokenizer has no mask token ([MASK] or <mask>): masked language modelling needs one"
+            )
         mask_id = -1
     if mask_id >= 0:
         special_ids.add(mask_id)
@@ -178,12 +185,21 @@ def masking_info(tokenizer: "Tokenizer", *, require_mask: bool = True) -> Maskin
             else:
                 marks_start[token_id] = token[:1] in spaces or token.startswith(marker)
                 ends_word[token_id] = token[-1:] in spaces
-    return MaskingInfo(mask_id=mask_id, pad_id=role(PAD_TOKENS), cls_id=role(CLS_TOKENS), sep_id=role(SEP_TOKENS),
-                       special=special, replacements=replacements, marks_start=marks_start,
-                       marks_continuation=marks_continuation, ends_word=ends_word, rule=rule)
+    return MaskingInfo(
+        mask_id=mask_id,
+        pad_id=role(PAD_TOKENS),
+        cls_id=role(CLS_TOKENS),
+        sep_id=role(SEP_TOKENS),
+        special=special,
+        replacements=replacements,
+        marks_start=marks_start,
+        marks_continuation=marks_continuation,
+        ends_word=ends_word,
+        rule=rule,
+    )
 
 
-def _info(tokenizer_or_info: "Tokenizer | MaskingInfo") -> MaskingInfo:
+def _info(tokenizer_or_info: Tokenizer | MaskingInfo) -> MaskingInfo:
     return tokenizer_or_info if isinstance(tokenizer_or_info, MaskingInfo) else masking_info(tokenizer_or_info)
 
 
@@ -204,19 +220,19 @@ class MaskedSequence:
     """``input_ids`` with the masks applied; ``labels`` hold the original id where a token was
     chosen and -100 elsewhere (the value PyTorch's cross-entropy ignores)."""
 
-    input_ids: "np.ndarray"
-    labels: "np.ndarray"
+    input_ids: np.ndarray
+    labels: np.ndarray
 
 
 def mask_tokens(
-    ids: Sequence[int] | "np.ndarray",
-    tokenizer_or_info: "Tokenizer | MaskingInfo",
-    rng: "np.random.Generator",
+    ids: Sequence[int] | np.ndarray,
+    tokenizer_or_info: Tokenizer | MaskingInfo,
+    rng: np.random.Generator,
     mask_prob: float = 0.15,
     max_predictions: int | None = None,
     whole_word: bool = False,
-    continuations: "np.ndarray | None" = None,
-    starts: "np.ndarray | None" = None,
+    continuations: np.ndarray | None = None,
+    starts: np.ndarray | None = None,
     mask_replace_prob: float = 0.8,
     random_replace_prob: float = 0.1,
 ) -> MaskedSequence:
@@ -264,8 +280,14 @@ def mask_tokens(
     return MaskedSequence(inputs, labels)
 
 
-def _choose_words(ids: "np.ndarray", info: MaskingInfo, rng: "np.random.Generator", target: int,
-                  starts: "np.ndarray", candidates: "np.ndarray") -> "np.ndarray":
+def _choose_words(
+    ids: np.ndarray,
+    info: MaskingInfo,
+    rng: np.random.Generator,
+    target: int,
+    starts: np.ndarray,
+    candidates: np.ndarray,
+) -> np.ndarray:
     """Positions of whole words, picked in random order until ``target`` tokens are covered; a
     word that would overshoot is skipped (BERT's ``len(masked_lms) + len(index_set) >
     num_to_predict: continue``)."""
@@ -316,9 +338,17 @@ class MaskingCollator:
     ``(seed, worker id)`` so workers do not repeat each other's masks.
     """
 
-    def __init__(self, tokenizer_or_info: "Tokenizer | MaskingInfo", mlm_probability: float = 0.15,
-                 mask_replace_prob: float = 0.8, random_replace_prob: float = 0.1, whole_word: bool = False,
-                 pad_to_multiple_of: int | None = None, seed: int | None = None, return_tensors: str = "np") -> None:
+    def __init__(
+        self,
+        tokenizer_or_info: Tokenizer | MaskingInfo,
+        mlm_probability: float = 0.15,
+        mask_replace_prob: float = 0.8,
+        random_replace_prob: float = 0.1,
+        whole_word: bool = False,
+        pad_to_multiple_of: int | None = None,
+        seed: int | None = None,
+        return_tensors: str = "np",
+    ) -> None:
         _check_probabilities(mlm_probability, mask_replace_prob, random_replace_prob)
         if return_tensors not in ("np", "pt"):
             raise ToktoolsError(f"return_tensors must be 'np' or 'pt', not {return_tensors!r}")
@@ -335,7 +365,7 @@ class MaskingCollator:
         self._rng: Any = None
         self._rng_key: Any = None
 
-    def _generator(self) -> "np.random.Generator":
+    def _generator(self) -> np.random.Generator:
         import numpy as np
 
         worker = None
@@ -363,9 +393,13 @@ class MaskingCollator:
             return {name: torch.from_numpy(value) for name, value in batch.items()}
         return batch
 
-    def mask(self, input_ids: "np.ndarray", special: "np.ndarray | None" = None,
-             continuations: "np.ndarray | None" = None, starts: "np.ndarray | None" = None
-             ) -> tuple["np.ndarray", "np.ndarray"]:
+    def mask(
+        self,
+        input_ids: np.ndarray,
+        special: np.ndarray | None = None,
+        continuations: np.ndarray | None = None,
+        starts: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Mask a padded ``(batch, length)`` array; returns new ``(input_ids, labels)``."""
         import numpy as np
 
@@ -401,8 +435,12 @@ class MaskingCollator:
 _POSITION_LISTS = ("chinese_ref", "sentence_starts")
 
 
-def pad_batch(examples: Sequence[Any], tokenizer_or_info: "Tokenizer | MaskingInfo",
-              pad_to_multiple_of: int | None = None, special_tokens_mask: bool = False) -> dict[str, "np.ndarray"]:
+def pad_batch(
+    examples: Sequence[Any],
+    tokenizer_or_info: Tokenizer | MaskingInfo,
+    pad_to_multiple_of: int | None = None,
+    special_tokens_mask: bool = False,
+) -> dict[str, np.ndarray]:
     """Pad examples (id lists or dicts) to the longest one: ``input_ids`` with the pad token,
     ``attention_mask`` and ``token_type_ids`` with 0, ``labels`` with -100; ``chinese_ref`` and
     ``sentence_starts`` positions become boolean arrays; other scalar fields are stacked. With
@@ -418,9 +456,16 @@ def pad_batch(examples: Sequence[Any], tokenizer_or_info: "Tokenizer | MaskingIn
     if pad_to_multiple_of:
         width = -(-width // pad_to_multiple_of) * pad_to_multiple_of
     if any(n != width for n in lengths) and info.pad_id is None:
-        raise ToktoolsError("examples of different lengths need padding, and the tokenizer has no pad token ([PAD] or <pad>)")
-    fills = {"input_ids": info.pad_id if info.pad_id is not None else 0, "attention_mask": 0, "token_type_ids": 0,
-             "labels": -100, "special_tokens_mask": 1}
+        raise ToktoolsError(
+            "examples of different lengths need padding, and the tokenizer has no pad token ([PAD] or <pad>)"
+        )
+    fills = {
+        "input_ids": info.pad_id if info.pad_id is not None else 0,
+        "attention_mask": 0,
+        "token_type_ids": 0,
+        "labels": -100,
+        "special_tokens_mask": 1,
+    }
     out: dict[str, np.ndarray] = {}
     for name, fill in fills.items():
         if name == "special_tokens_mask" and not special_tokens_mask:
@@ -475,7 +520,7 @@ class ChineseWords:
         """``(start, end)`` character spans of the words of ``text``."""
         return [(start, end) for _, start, end in self._segmenter.tokenize(text)]
 
-    def continuations(self, text: str, offsets: Sequence[tuple[int, int]]) -> "np.ndarray":
+    def continuations(self, text: str, offsets: Sequence[tuple[int, int]]) -> np.ndarray:
         """For tokens with these character offsets: True where a token starts inside a word that
         holds a Chinese character (so it continues that word, like BERT-wwm's ``##`` marks)."""
         import numpy as np
@@ -522,9 +567,25 @@ def _plain_dictionary(path: str) -> str:
 def _is_chinese(ch: str) -> bool:
     """The CJK ideograph blocks BERT's tokenizer pads with spaces (``_is_chinese_char``)."""
     cp = ord(ch)
-    return (0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0x20000 <= cp <= 0x2A6DF or 0x2A700 <= cp <= 0x2B73F
-            or 0x2B740 <= cp <= 0x2B81F or 0x2B820 <= cp <= 0x2CEAF or 0xF900 <= cp <= 0xFAFF or 0x2F800 <= cp <= 0x2FA1F)
+    return (
+        0x4E00 <= cp <= 0x9FFF
+        or 0x3400 <= cp <= 0x4DBF
+        or 0x20000 <= cp <= 0x2A6DF
+        or 0x2A700 <= cp <= 0x2B73F
+        or 0x2B740 <= cp <= 0x2B81F
+        or 0x2B820 <= cp <= 0x2CEAF
+        or 0xF900 <= cp <= 0xFAFF
+        or 0x2F800 <= cp <= 0x2FA1F
+    )
 
 
-__all__ = ["MaskingInfo", "MaskedSequence", "MaskingCollator", "ChineseWords", "masking_info", "mask_tokens",
-           "pad_batch", "word_rule"]
+__all__ = [
+    "MaskingInfo",
+    "MaskedSequence",
+    "MaskingCollator",
+    "ChineseWords",
+    "masking_info",
+    "mask_tokens",
+    "pad_batch",
+    "word_rule",
+]

@@ -1,5 +1,6 @@
 """Whether toktools' compiled kernels (numba, extra ``fast``) may be used, answered without
 importing numba (its import alone is a large share of a short run's start-up)."""
+
 from __future__ import annotations
 
 import os

@@ -10,6 +10,7 @@ training a big corpus) would delay them: a watcher thread, woken through the sig
 gives the main thread a grace period to unwind, then removes the registered temporary files
 itself and exits.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,8 +19,8 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 #: How long the main thread may take to unwind before the watcher exits for it.
 GRACE_SECONDS = 3.0

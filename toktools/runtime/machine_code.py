@@ -24,6 +24,7 @@ A kernel is a plain Python function in a module that imports numba (e.g.
 returns an ``int64``. The caller states these parameter types, so a cache hit never imports the
 kernel's module.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -31,13 +32,19 @@ import hashlib
 import importlib.util
 import marshal
 import sys
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 #: Bump when the entry's layout or the way it is compiled changes.
 FORMAT = 1
 
-_CTYPES = {"int64": ctypes.c_int64, "uint64": ctypes.c_uint64, "int64*": ctypes.c_void_p,
-           "uint64*": ctypes.c_void_p, "uint8*": ctypes.c_void_p}
+_CTYPES = {
+    "int64": ctypes.c_int64,
+    "uint64": ctypes.c_uint64,
+    "int64*": ctypes.c_void_p,
+    "uint64*": ctypes.c_void_p,
+    "uint8*": ctypes.c_void_p,
+}
 
 #: Kernels loaded in this process, by (module, function, parameters).
 _loaded: dict[tuple[str, str, tuple[str, ...]], Callable[..., int] | None] = {}
@@ -99,7 +106,7 @@ def _read_entry(payload: bytes | None) -> tuple[str, bytes] | None:
         entry = marshal.loads(payload)
     except (EOFError, ValueError, TypeError):
         return None
-    if (isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[0], str) and isinstance(entry[1], bytes)):
+    if isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[0], str) and isinstance(entry[1], bytes):
         return entry
     return None
 
@@ -117,8 +124,19 @@ def _entry_path(module: str, function: str, parameters: tuple[str, ...]) -> Any:
         host = (llvm.get_process_triple(), llvm.get_host_cpu_name(), _host_features(llvm))
     except (ImportError, OSError, AttributeError, TypeError, ValueError):
         return None
-    key = repr((FORMAT, module, function, parameters, source_hash, library_version("numba"),
-                library_version("llvmlite"), host, sys.version_info[:2]))
+    key = repr(
+        (
+            FORMAT,
+            module,
+            function,
+            parameters,
+            source_hash,
+            library_version("numba"),
+            library_version("llvmlite"),
+            host,
+            sys.version_info[:2],
+        )
+    )
     return cache_file("native-code-v1", f"{module}.{function}-{hashlib.sha256(key.encode()).hexdigest()[:32]}.bin")
 
 
@@ -161,8 +179,14 @@ def _target_machine(llvm: Any) -> Any:
     target = llvm.Target.from_triple(llvm.get_process_triple())
     arch = target.name
     reloc = "static" if arch.startswith("x86") else "pic" if arch.startswith("ppc") else "default"
-    return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=_host_features(llvm), opt=3,
-                                        reloc=reloc, codemodel="jitdefault", jit=True)
+    return target.create_target_machine(
+        cpu=llvm.get_host_cpu_name(),
+        features=_host_features(llvm),
+        opt=3,
+        reloc=reloc,
+        codemodel="jitdefault",
+        jit=True,
+    )
 
 
 def _numba_signature(parameters: Sequence[str]) -> Any:
@@ -197,8 +221,11 @@ def _compile(module: str, function: str, parameters: tuple[str, ...]) -> tuple[s
     passes.add_strip_dead_prototype_pass()
     passes.run(ir_module, llvm.create_pass_builder(machine, llvm.create_pipeline_tuning_options(speed_level=0)))
     ir_module.verify()
-    outside = [name for name in re.findall(r"^declare [^@]*@\"?([^\"(]+)", str(ir_module), re.M)
-               if not name.startswith("llvm.")]
+    outside = [
+        name
+        for name in re.findall(r"^declare [^@]*@\"?([^\"(]+)", str(ir_module), re.M)
+        if not name.startswith("llvm.")
+    ]
     if outside:
         raise RuntimeError(f"kernel {module}.{function} calls {outside}: not self-contained")
     return symbol, machine.emit_object(ir_module)

@@ -7,6 +7,7 @@
 * leaving the pool early (an error, an interrupt) stops the workers at once instead of
   letting them finish the queued work.
 """
+
 from __future__ import annotations
 
 import os
@@ -14,8 +15,9 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported where a pool starts: ~15 ms of every run's start-up otherwise
     from concurrent.futures import ProcessPoolExecutor
@@ -90,8 +92,9 @@ def _worker_init(parent: int, initializer: Callable[..., None] | None = None, in
         initializer(*initargs)
 
 
-def start_pool(workers: int, initializer: Callable[..., None] | None = None,
-               initargs: tuple[Any, ...] = ()) -> ProcessPoolExecutor:
+def start_pool(
+    workers: int, initializer: Callable[..., None] | None = None, initargs: tuple[Any, ...] = ()
+) -> ProcessPoolExecutor:
     """A pool of at most ``workers`` forked processes (capped at the cores) that behave as the
     module docstring says; for a pool kept across calls (an engine), stopped by :func:`stop_pool`.
     Prefer :func:`process_pool` where a ``with`` block fits. ``initializer(*initargs)`` runs in
@@ -104,13 +107,18 @@ def start_pool(workers: int, initializer: Callable[..., None] | None = None,
         context = multiprocessing.get_context("fork")
     except ValueError:  # no fork on this platform
         context = multiprocessing.get_context()
-    return ProcessPoolExecutor(max_workers=cap_workers(workers), mp_context=context,
-                               initializer=_worker_init, initargs=(os.getpid(), initializer, initargs))
+    return ProcessPoolExecutor(
+        max_workers=cap_workers(workers),
+        mp_context=context,
+        initializer=_worker_init,
+        initargs=(os.getpid(), initializer, initargs),
+    )
 
 
 @contextmanager
-def process_pool(workers: int, initializer: Callable[..., None] | None = None,
-                 initargs: tuple[Any, ...] = ()) -> Iterator[ProcessPoolExecutor]:
+def process_pool(
+    workers: int, initializer: Callable[..., None] | None = None, initargs: tuple[Any, ...] = ()
+) -> Iterator[ProcessPoolExecutor]:
     """A pool of at most ``workers`` forked processes (capped at the cores).
 
     Forked workers inherit the parent's memory (e.g. a loaded tokenizer), so nothing big is

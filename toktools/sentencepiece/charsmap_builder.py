@@ -17,6 +17,7 @@ Bases are distinct per node (two nodes sharing a base would see each other's chi
 (the root's place), and children stay in their base's 256-unit block, so the array is padded to a
 multiple of 256 units: a walk never indexes past its end.
 """
+
 from __future__ import annotations
 
 import struct
@@ -75,8 +76,9 @@ def _pool(mapping: Mapping[str, str]) -> tuple[bytes, dict[str, int]]:
         if b"\0" in raw:
             raise ToktoolsError(f"charsmap: the replacement {target!r} contains NUL, which ends a pool string")
         if len(pool) > MAX_VALUE:
-            raise ToktoolsError(f"charsmap: the replacement pool passes {MAX_VALUE} bytes, past what a unit "
-                                "value can point to")
+            raise ToktoolsError(
+                f"charsmap: the replacement pool passes {MAX_VALUE} bytes, past what a unit value can point to"
+            )
         offsets[target] = len(pool)
         pool += raw + b"\0"
     return bytes(pool), offsets
@@ -91,8 +93,10 @@ def _check_prefixes(keys: list[bytes]) -> None:
             chain.pop()
         chain.append(key)
         if len(chain) >= MAX_PREFIX_MATCHES:
-            raise ToktoolsError(f"charsmap: {len(chain)} rules are prefixes of {key.decode()!r}; sentencepiece "
-                                f"reads fewer than {MAX_PREFIX_MATCHES}")
+            raise ToktoolsError(
+                f"charsmap: {len(chain)} rules are prefixes of {key.decode()!r}; sentencepiece "
+                f"reads fewer than {MAX_PREFIX_MATCHES}"
+            )
 
 
 def _double_array(keyed: list[tuple[bytes, int]]) -> array:
@@ -147,8 +151,9 @@ def _double_array(keyed: list[tuple[bytes, int]]) -> array:
             probe = free.find(0, probe + 1)
         need = (base | 0xFF) + 1
         if need > MAX_UNITS:
-            raise ToktoolsError(f"charsmap: the trie needs more than {MAX_UNITS} units, past what a unit "
-                                "offset can address")
+            raise ToktoolsError(
+                f"charsmap: the trie needs more than {MAX_UNITS} units, past what a unit offset can address"
+            )
         while need > size:
             units.extend(array("I", [_LEAF]) * size)
             used.extend(bytes(size))

@@ -18,6 +18,7 @@ a mark composing with the end of a multi-character replacement (``ﬁ`` U+0300: 
 NFKC ``fì``), a composition across a character ``Nmt`` drops. ``benchmarks/charsmap_agreement.py``
 measures how often that matters.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -41,8 +42,10 @@ def rule_name(parts: Sequence[Any]) -> str:
 def _check(parts: Sequence[Any]) -> None:
     for part in parts:
         if part.type not in SUPPORTED:
-            raise ToktoolsError(f"the normalizer {part.type!r} has no sentencepiece charsmap equivalent "
-                                f"(supported: {', '.join(SUPPORTED)}, or a Precompiled charsmap)")
+            raise ToktoolsError(
+                f"the normalizer {part.type!r} has no sentencepiece charsmap equivalent "
+                f"(supported: {', '.join(SUPPORTED)}, or a Precompiled charsmap)"
+            )
 
 
 def charsmap_rules(parts: Sequence[Any]) -> dict[str, str]:
@@ -89,16 +92,27 @@ def charsmap_rules(parts: Sequence[Any]) -> dict[str, str]:
 
 
 #: the ``Nmt`` characters: controls it drops, spaces it maps (``toktools.parts.normalizers``)
-_NMT_CHARS = (*range(0x01, 0x20), 0x7F, 0x8F, 0x9F, 0x1680, *range(0x200B, 0x2010), 0x2028, 0x2029, 0x2581,
-              0xFEFF, 0xFFFD)
+_NMT_CHARS = (
+    *range(0x01, 0x20),
+    0x7F,
+    0x8F,
+    0x9F,
+    0x1680,
+    *range(0x200B, 0x2010),
+    0x2028,
+    0x2029,
+    0x2581,
+    0xFEFF,
+    0xFFFD,
+)
 
 
 def _candidates() -> list[str]:
     """Every character a supported part may change alone, from toktools' own tables (so the
     rules do not depend on Python's Unicode version): the ``Nmt`` characters, those with a
     (compatibility) decomposition, Hangul syllables, and those with a lowercase mapping."""
-    from toktools.tables import bert as _bert_tables
     from toktools.parts import _unicode
+    from toktools.tables import bert as _bert_tables
 
     chars = {chr(cp) for cp in _NMT_CHARS}
     chars.update(_unicode.tables().compat)
@@ -129,7 +143,7 @@ def _longest_match(rules: dict[str, str], text: str, max_len: int) -> str:
     while i < n:
         size = min(max_len, n - i)
         while size:
-            target = get(text[i:i + size])
+            target = get(text[i : i + size])
             if target is not None:
                 out += target
                 i += size
@@ -150,7 +164,7 @@ def compile_charsmap(parts: Sequence[Any]) -> bytes:
 
 @lru_cache(maxsize=8)
 def _compiled(types: tuple[str, ...]) -> bytes:
-    from toktools.sentencepiece.charsmap_builder import build_charsmap
     from toktools.parts.registry import part_from_json
+    from toktools.sentencepiece.charsmap_builder import build_charsmap
 
     return build_charsmap(charsmap_rules([part_from_json("normalizer", {"type": t}) for t in types]))

@@ -10,6 +10,7 @@ the places where a ``tokenizer.json`` cannot follow it (``spec/unigram.md`` §6)
   adjacent pair whose concatenation is a piece with the highest score (ties: leftmost), then
   split UNUSED pieces back into the pair they were merged from.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -19,8 +20,15 @@ from typing import Any
 from toktools.errors import ToktoolsError
 from toktools.parts.precompiled import CharsMap
 from toktools.parts.unigram import UNK_PENALTY, PieceIndex, best_paths, byte_piece, f32
-from toktools.sentencepiece.model_file import (CONTROL, NORMAL, UNKNOWN, UNUSED, USER_DEFINED, SentencePieceModel,
-                                          read_model)
+from toktools.sentencepiece.model_file import (
+    CONTROL,
+    NORMAL,
+    UNKNOWN,
+    UNUSED,
+    USER_DEFINED,
+    SentencePieceModel,
+    read_model,
+)
 
 FLT_MIN = 1.1754943508222875e-38
 USER_DEFINED_EPSILON = 0.1
@@ -40,10 +48,12 @@ class _SentencePieceEncoder:
         spec = model.normalizer_spec
         blob = spec.get("precompiled_charsmap")
         self.charsmap = CharsMap(blob) if blob else None
-        self.flags = dict(add_dummy_prefix=spec.get("add_dummy_prefix"),
-                          remove_extra_whitespaces=spec.get("remove_extra_whitespaces"),
-                          escape_whitespaces=spec.get("escape_whitespaces"),
-                          treat_whitespace_as_suffix=model.trainer_spec.get("treat_whitespace_as_suffix"))
+        self.flags = dict(
+            add_dummy_prefix=spec.get("add_dummy_prefix"),
+            remove_extra_whitespaces=spec.get("remove_extra_whitespaces"),
+            escape_whitespaces=spec.get("escape_whitespaces"),
+            treat_whitespace_as_suffix=model.trainer_spec.get("treat_whitespace_as_suffix"),
+        )
         self.user_defined = tuple(p.piece for p in model.pieces if p.type == USER_DEFINED)
         self.unk_id = next((i for i, p in enumerate(model.pieces) if p.type == UNKNOWN), None)
         if self.unk_id is None:

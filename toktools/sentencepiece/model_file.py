@@ -5,6 +5,7 @@ little-endian values and length-delimited bytes. Known fields are decoded by a s
 (numbers and defaults from sentencepiece's ``sentencepiece_model.proto``); unknown fields are
 kept as raw bytes, so reading then writing a file gives back the same bytes.
 """
+
 from __future__ import annotations
 
 import struct
@@ -16,8 +17,14 @@ from toktools.errors import ToktoolsError
 
 # SentencePiece.Type
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
-TYPE_NAMES = {NORMAL: "NORMAL", UNKNOWN: "UNKNOWN", CONTROL: "CONTROL", USER_DEFINED: "USER_DEFINED",
-              UNUSED: "UNUSED", BYTE: "BYTE"}
+TYPE_NAMES = {
+    NORMAL: "NORMAL",
+    UNKNOWN: "UNKNOWN",
+    CONTROL: "CONTROL",
+    USER_DEFINED: "USER_DEFINED",
+    UNUSED: "UNUSED",
+    BYTE: "BYTE",
+}
 # TrainerSpec.ModelType
 UNIGRAM, BPE, WORD, CHAR = 1, 2, 3, 4
 MODEL_TYPE_NAMES = {UNIGRAM: "unigram", BPE: "bpe", WORD: "word", CHAR: "char"}
@@ -25,36 +32,65 @@ MODEL_TYPE_NAMES = {UNIGRAM: "unigram", BPE: "bpe", WORD: "word", CHAR: "char"}
 # field number -> (name, kind, default); kind "s" string, "b" bytes, "f" float, "i" int32,
 # "u" uint64, "?" bool; a trailing "*" marks a repeated field.
 TRAINER_FIELDS: dict[int, tuple[str, str, Any]] = {
-    1: ("input", "s*", None), 7: ("input_format", "s", ""), 2: ("model_prefix", "s", ""),
-    3: ("model_type", "i", UNIGRAM), 4: ("vocab_size", "i", 8000), 5: ("accept_language", "s*", None),
-    6: ("self_test_sample_size", "i", 0), 50: ("enable_differential_privacy", "?", False),
+    1: ("input", "s*", None),
+    7: ("input_format", "s", ""),
+    2: ("model_prefix", "s", ""),
+    3: ("model_type", "i", UNIGRAM),
+    4: ("vocab_size", "i", 8000),
+    5: ("accept_language", "s*", None),
+    6: ("self_test_sample_size", "i", 0),
+    50: ("enable_differential_privacy", "?", False),
     51: ("differential_privacy_noise_level", "f", 0.0),
     52: ("differential_privacy_clipping_threshold", "u", 0),
-    10: ("character_coverage", "f", 0.9995), 11: ("input_sentence_size", "u", 0),
-    19: ("shuffle_input_sentence", "?", True), 12: ("mining_sentence_size", "i", 0),
-    13: ("training_sentence_size", "i", 0), 14: ("seed_sentencepiece_size", "i", 1000000),
-    15: ("shrinking_factor", "f", 0.75), 18: ("max_sentence_length", "i", 4192),
-    16: ("num_threads", "i", 16), 17: ("num_sub_iterations", "i", 2),
-    20: ("max_sentencepiece_length", "i", 16), 21: ("split_by_unicode_script", "?", True),
-    23: ("split_by_number", "?", True), 22: ("split_by_whitespace", "?", True),
-    24: ("treat_whitespace_as_suffix", "?", False), 26: ("allow_whitespace_only_pieces", "?", False),
-    25: ("split_digits", "?", False), 53: ("pretokenization_delimiter", "s", ""),
-    30: ("control_symbols", "s*", None), 31: ("user_defined_symbols", "s*", None),
-    36: ("required_chars", "s", ""), 35: ("byte_fallback", "?", False),
-    32: ("vocabulary_output_piece_score", "?", True), 33: ("hard_vocab_limit", "?", True),
-    34: ("use_all_vocab", "?", False), 40: ("unk_id", "i", 0), 41: ("bos_id", "i", 1),
-    42: ("eos_id", "i", 2), 43: ("pad_id", "i", -1), 45: ("unk_piece", "s", "<unk>"),
-    46: ("bos_piece", "s", "<s>"), 47: ("eos_piece", "s", "</s>"), 48: ("pad_piece", "s", "<pad>"),
-    44: ("unk_surface", "s", " \u2047 "), 49: ("train_extremely_large_corpus", "?", False),
+    10: ("character_coverage", "f", 0.9995),
+    11: ("input_sentence_size", "u", 0),
+    19: ("shuffle_input_sentence", "?", True),
+    12: ("mining_sentence_size", "i", 0),
+    13: ("training_sentence_size", "i", 0),
+    14: ("seed_sentencepiece_size", "i", 1000000),
+    15: ("shrinking_factor", "f", 0.75),
+    18: ("max_sentence_length", "i", 4192),
+    16: ("num_threads", "i", 16),
+    17: ("num_sub_iterations", "i", 2),
+    20: ("max_sentencepiece_length", "i", 16),
+    21: ("split_by_unicode_script", "?", True),
+    23: ("split_by_number", "?", True),
+    22: ("split_by_whitespace", "?", True),
+    24: ("treat_whitespace_as_suffix", "?", False),
+    26: ("allow_whitespace_only_pieces", "?", False),
+    25: ("split_digits", "?", False),
+    53: ("pretokenization_delimiter", "s", ""),
+    30: ("control_symbols", "s*", None),
+    31: ("user_defined_symbols", "s*", None),
+    36: ("required_chars", "s", ""),
+    35: ("byte_fallback", "?", False),
+    32: ("vocabulary_output_piece_score", "?", True),
+    33: ("hard_vocab_limit", "?", True),
+    34: ("use_all_vocab", "?", False),
+    40: ("unk_id", "i", 0),
+    41: ("bos_id", "i", 1),
+    42: ("eos_id", "i", 2),
+    43: ("pad_id", "i", -1),
+    45: ("unk_piece", "s", "<unk>"),
+    46: ("bos_piece", "s", "<s>"),
+    47: ("eos_piece", "s", "</s>"),
+    48: ("pad_piece", "s", "<pad>"),
+    44: ("unk_surface", "s", " \u2047 "),
+    49: ("train_extremely_large_corpus", "?", False),
     54: ("seed_sentencepieces_file", "s", ""),
 }
 NORMALIZER_FIELDS: dict[int, tuple[str, str, Any]] = {
-    1: ("name", "s", ""), 2: ("precompiled_charsmap", "b", b""), 3: ("add_dummy_prefix", "?", True),
-    4: ("remove_extra_whitespaces", "?", True), 5: ("escape_whitespaces", "?", True),
+    1: ("name", "s", ""),
+    2: ("precompiled_charsmap", "b", b""),
+    3: ("add_dummy_prefix", "?", True),
+    4: ("remove_extra_whitespaces", "?", True),
+    5: ("escape_whitespaces", "?", True),
     6: ("normalization_rule_tsv", "s", ""),
 }
 PIECE_FIELDS: dict[int, tuple[str, str, Any]] = {
-    1: ("piece", "s", ""), 2: ("score", "f", 0.0), 3: ("type", "i", NORMAL),
+    1: ("piece", "s", ""),
+    2: ("score", "f", 0.0),
+    3: ("type", "i", NORMAL),
 }
 _WIRE = {"s": 2, "b": 2, "f": 5, "i": 0, "u": 0, "?": 0}
 
@@ -86,7 +122,7 @@ class _Reader:
     def take(self, n: int) -> bytes:
         if n < 0 or self.pos + n > len(self.data):
             raise self.fail("truncated field")
-        out = self.data[self.pos:self.pos + n]
+        out = self.data[self.pos : self.pos + n]
         self.pos += n
         return out
 
@@ -112,7 +148,7 @@ class _Reader:
 _SCORE = struct.Struct("<f")
 
 
-def _quick_piece(raw: bytes) -> tuple["SentencePiece", tuple[bool, bool]] | None:
+def _quick_piece(raw: bytes) -> tuple[SentencePiece, tuple[bool, bool]] | None:
     """A piece in the layout sentencepiece writes -- ``piece`` (under 128 bytes), ``score``,
     then an optional ``type`` below 128 -- read without the general parser (a 30K model loads
     in a tenth of the time); None for anything else, which :meth:`Message.parse` then reads
@@ -165,7 +201,7 @@ class Message:
         self.values[name] = value
 
     @classmethod
-    def parse(cls, data: bytes, schema: dict[int, tuple[str, str, Any]], where: str) -> "Message":
+    def parse(cls, data: bytes, schema: dict[int, tuple[str, str, Any]], where: str) -> Message:
         reader = _Reader(data, where)
         msg = cls(schema)
         for number, wire, raw in reader.fields():
@@ -291,7 +327,7 @@ class SentencePieceModel:
 
     # -- bytes ------------------------------------------------------------------------------
     @classmethod
-    def from_bytes(cls, data: bytes, where: str = "model") -> "SentencePieceModel":
+    def from_bytes(cls, data: bytes, where: str = "model") -> SentencePieceModel:
         reader = _Reader(data, where)
         pieces: list[SentencePiece] = []
         present: list[tuple[bool, bool]] = []
@@ -327,8 +363,10 @@ class SentencePieceModel:
             raise ToktoolsError(f"{where}: not a sentencepiece model (no pieces)")
         model._present = present
         if seen_trainer and model.model_type not in ("unigram", "bpe"):
-            raise ToktoolsError(f"{where}: sentencepiece model type {model.model_type!r} is not supported "
-                                "(toktools reads unigram and bpe models)")
+            raise ToktoolsError(
+                f"{where}: sentencepiece model type {model.model_type!r} is not supported "
+                "(toktools reads unigram and bpe models)"
+            )
         return model
 
     def to_bytes(self) -> bytes:

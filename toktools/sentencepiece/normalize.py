@@ -9,13 +9,15 @@ is one character and its output is fixed by that character alone, so the text is
 operations (proved in :class:`SpmText`). Other texts take ``spm_normalize`` itself.
 ``tests/test_sentencepiece_normalize.py`` checks both give the same text.
 """
+
 from __future__ import annotations
 
 import re
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from toktools.parts.precompiled import SPACE, CharsMap, _offset as offset, spm_normalize
+from toktools.parts.precompiled import SPACE, CharsMap, spm_normalize
+from toktools.parts.precompiled import _offset as offset
 
 
 def second_characters(charsmap: CharsMap) -> frozenset[str] | None:
@@ -50,8 +52,11 @@ def second_characters(charsmap: CharsMap) -> frozenset[str] | None:
             for _ in range(length - 1):
                 if any(hit for _, _, hit in paths):
                     return None  # a rule that ends inside a character
-                paths = [(path + bytes((c,)), child, hit) for path, node, _ in paths
-                         for c, child, hit in children(node, 0x80, 0xBF)]
+                paths = [
+                    (path + bytes((c,)), child, hit)
+                    for path, node, _ in paths
+                    for c, child, hit in children(node, 0x80, 0xBF)
+                ]
             out.extend((path, node) for path, node, _ in paths)
         return out
 
@@ -72,7 +77,7 @@ def second_characters(charsmap: CharsMap) -> frozenset[str] | None:
 
 
 #: :func:`second_characters` of each charsmap met (a walk of the whole trie: once per charsmap)
-_seconds: "WeakKeyDictionary[CharsMap, frozenset[str] | None]" = WeakKeyDictionary()
+_seconds: WeakKeyDictionary[CharsMap, frozenset[str] | None] = WeakKeyDictionary()
 _UNKNOWN = frozenset({""})
 
 
@@ -117,12 +122,23 @@ class SpmText:
     included) removed. Without ``remove_extra_whitespaces`` the outputs are only joined, the
     prefix put before them and spaces escaped."""
 
-    def __init__(self, charsmap: CharsMap | None, *, add_dummy_prefix: bool = True,
-                 remove_extra_whitespaces: bool = True, escape_whitespaces: bool = True,
-                 treat_whitespace_as_suffix: bool = False, user_defined: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        charsmap: CharsMap | None,
+        *,
+        add_dummy_prefix: bool = True,
+        remove_extra_whitespaces: bool = True,
+        escape_whitespaces: bool = True,
+        treat_whitespace_as_suffix: bool = False,
+        user_defined: tuple[str, ...] = (),
+    ) -> None:
         self.charsmap = charsmap
-        self.flags = dict(add_dummy_prefix=add_dummy_prefix, remove_extra_whitespaces=remove_extra_whitespaces,
-                          escape_whitespaces=escape_whitespaces, treat_whitespace_as_suffix=treat_whitespace_as_suffix)
+        self.flags = dict(
+            add_dummy_prefix=add_dummy_prefix,
+            remove_extra_whitespaces=remove_extra_whitespaces,
+            escape_whitespaces=escape_whitespaces,
+            treat_whitespace_as_suffix=treat_whitespace_as_suffix,
+        )
         self.user_defined = user_defined
         self.add_dummy_prefix = add_dummy_prefix
         self.remove_extra = remove_extra_whitespaces

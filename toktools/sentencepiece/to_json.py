@@ -16,6 +16,7 @@ The document is the one transformers' ``SpmConverter.build_tokenizer_from_spm_pr
 Added to that: CONTROL pieces as special added tokens and, when asked, a ``TemplateProcessing``
 that adds ``<s>``/``</s>`` as ``encode(add_bos=True, add_eos=True)`` does.
 """
+
 from __future__ import annotations
 
 import base64
@@ -35,8 +36,7 @@ def load_sentencepiece(path: str | Path, *, add_bos: bool = False, add_eos: bool
     return sentencepiece_to_json(read_model(path), add_bos=add_bos, add_eos=add_eos)
 
 
-def sentencepiece_to_json(model: SentencePieceModel, *, add_bos: bool = False,
-                          add_eos: bool = False) -> dict[str, Any]:
+def sentencepiece_to_json(model: SentencePieceModel, *, add_bos: bool = False, add_eos: bool = False) -> dict[str, Any]:
     spec = model.normalizer_spec
     trainer = model.trainer_spec
     byte_fallback = model.byte_fallback
@@ -55,9 +55,19 @@ def sentencepiece_to_json(model: SentencePieceModel, *, add_bos: bool = False,
 
 
 def _added_tokens(model: SentencePieceModel) -> list[dict[str, Any]]:
-    return [{"id": i, "content": p.piece, "single_word": False, "lstrip": False, "rstrip": False,
-             "normalized": False, "special": True}
-            for i, p in enumerate(model.pieces) if p.type == CONTROL]
+    return [
+        {
+            "id": i,
+            "content": p.piece,
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": False,
+            "special": True,
+        }
+        for i, p in enumerate(model.pieces)
+        if p.type == CONTROL
+    ]
 
 
 def _regex_replace(pattern: str, content: str) -> dict[str, Any]:
@@ -132,8 +142,12 @@ def _post_processor(model: SentencePieceModel, add_bos: bool, add_eos: bool) -> 
 
 def _model(model: SentencePieceModel, trainer, byte_fallback: bool, has_user_defined: bool) -> dict[str, Any]:
     if model.model_type == "unigram":
-        return {"type": "Unigram", "unk_id": trainer.get("unk_id"),
-                "vocab": [[p.piece, p.score] for p in model.pieces], "byte_fallback": byte_fallback}
+        return {
+            "type": "Unigram",
+            "unk_id": trainer.get("unk_id"),
+            "vocab": [[p.piece, p.score] for p in model.pieces],
+            "byte_fallback": byte_fallback,
+        }
     # BPE: merges are the splits of NORMAL pieces into two NORMAL pieces, best score first
     vocab = {p.piece: i for i, p in enumerate(model.pieces)}
     normal = {p.piece: (p.score, i) for i, p in enumerate(model.pieces) if p.type == NORMAL}
@@ -145,12 +159,18 @@ def _model(model: SentencePieceModel, trainer, byte_fallback: bool, has_user_def
                 ranked.append((-score, token_id, left, right))
     ranked.sort()
     unk = trainer.get("unk_piece")
-    return {"type": "BPE", "dropout": None, "unk_token": unk, "continuing_subword_prefix": None,
-            "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": byte_fallback,
-            "ignore_merges": has_user_defined, "vocab": vocab,
-            "merges": [[left, right] for _, _, left, right in ranked]}
-
-
+    return {
+        "type": "BPE",
+        "dropout": None,
+        "unk_token": unk,
+        "continuing_subword_prefix": None,
+        "end_of_word_suffix": None,
+        "fuse_unk": True,
+        "byte_fallback": byte_fallback,
+        "ignore_merges": has_user_defined,
+        "vocab": vocab,
+        "merges": [[left, right] for _, _, left, right in ranked],
+    }
 
 
 def _charsmap(steps: list[dict[str, Any]], flags: dict[str, bool]) -> tuple[bytes, str]:
@@ -163,8 +183,8 @@ def _charsmap(steps: list[dict[str, Any]], flags: dict[str, bool]) -> tuple[byte
       (runs of spaces made one: ``remove_extra_whitespaces``, which also trims both ends).
 
     Any other step, or a charsmap step after another kind of step, is one :class:`ToktoolsError`."""
-    from toktools.sentencepiece.charsmap_rules import SUPPORTED, compile_charsmap, rule_name
     from toktools.parts.registry import part_from_json
+    from toktools.sentencepiece.charsmap_rules import SUPPORTED, compile_charsmap, rule_name
 
     charsmap = b""
     char_parts: list[Any] = []
@@ -187,11 +207,15 @@ def _charsmap(steps: list[dict[str, Any]], flags: dict[str, bool]) -> tuple[byte
         elif kind == "Replace" and pattern == {"String": " "} and step.get("content") == SPACE:
             flags["escape_whitespaces"] = True
         elif kind in SUPPORTED or kind == "Precompiled":
-            raise ToktoolsError(f"the normalizer step {kind!r} cannot follow the steps before it: sentencepiece "
-                                "applies one charsmap (Precompiled, or Nmt/NFKC/Lowercase), before any other step")
+            raise ToktoolsError(
+                f"the normalizer step {kind!r} cannot follow the steps before it: sentencepiece "
+                "applies one charsmap (Precompiled, or Nmt/NFKC/Lowercase), before any other step"
+            )
         else:
-            raise ToktoolsError(f"the normalizer step {kind!r} ({json.dumps(step, ensure_ascii=False)[:60]}) has no "
-                                "sentencepiece equivalent")
+            raise ToktoolsError(
+                f"the normalizer step {kind!r} ({json.dumps(step, ensure_ascii=False)[:60]}) has no "
+                "sentencepiece equivalent"
+            )
     if char_parts:
         return compile_charsmap(char_parts), rule_name(char_parts)
     return charsmap, "nmt_nfkc" if charsmap else "identity"
@@ -211,13 +235,17 @@ def json_to_sentencepiece(doc: dict[str, Any]) -> SentencePieceModel:
 
     model = doc.get("model") or {}
     if model.get("type") != "Unigram":
-        raise ToktoolsError(f"only Unigram tokenizers can be written as a sentencepiece model (this one is "
-                            f"{model.get('type')!r})")
+        raise ToktoolsError(
+            f"only Unigram tokenizers can be written as a sentencepiece model (this one is {model.get('type')!r})"
+        )
     spec = Message(NORMALIZER_FIELDS)
     flags = {"add_dummy_prefix": False, "remove_extra_whitespaces": False, "escape_whitespaces": False}
     normalizer = doc.get("normalizer")
-    steps = normalizer.get("normalizers", []) if normalizer and normalizer.get("type") == "Sequence" else (
-        [normalizer] if normalizer else [])
+    steps = (
+        normalizer.get("normalizers", [])
+        if normalizer and normalizer.get("type") == "Sequence"
+        else ([normalizer] if normalizer else [])
+    )
     charsmap, name = _charsmap(steps, flags)
     pre = doc.get("pre_tokenizer")
     pre_steps = pre.get("pretokenizers", []) if pre and pre.get("type") == "Sequence" else ([pre] if pre else [])

@@ -5,6 +5,7 @@ name (:mod:`.trainers`), and the same training with HuggingFace ``tokenizers``
 ``toktools.training`` was one module before 0.2.0; its names still resolve here (from
 :mod:`toktools.training.pipeline`).
 """
+
 from __future__ import annotations
 
 from typing import Any

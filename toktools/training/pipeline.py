@@ -5,23 +5,23 @@
 (likewise ``train_wordpiece`` / ``BertWordPieceTokenizer`` and ``train_unigram`` /
 ``SentencePieceUnigramTokenizer``).
 """
+
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
-
-from toktools.models.bpe import trainer as bpe
-
-from toktools.models.bpe import bytelevel
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from toktools.corpus import reading as corpus
 from toktools.encoding import AddedToken
 from toktools.errors import ToktoolsError
+from toktools.models.bpe import bytelevel
+from toktools.models.bpe import trainer as bpe
 from toktools.presets import ByteLevelBPETokenizer, WordPieceTokenizer, roberta_processing, sentencepiece_unigram
 
 if TYPE_CHECKING:  # pragma: no cover
-    from toktools.parts.bert_text import BertNormalizerConfig
     from toktools.cluster.settings import Cluster
+    from toktools.parts.bert_text import BertNormalizerConfig
     from toktools.tokenizer import Tokenizer
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
@@ -43,17 +43,30 @@ def _count_texts(texts: Iterable[str], words_of: Callable[[str], Iterable[str]])
     return counts
 
 
-def _count_files(files: Sequence[str] | None, splitter: Callable[[str], Iterable[str]], *, workers: int | None = None,
-                 errors: corpus.ErrorPolicy = "strict", json_field: str | None = None,
-                 progress: Progress | None = None, cluster: "Cluster | str | None" = None) -> dict[str, int]:
+def _count_files(
+    files: Sequence[str] | None,
+    splitter: Callable[[str], Iterable[str]],
+    *,
+    workers: int | None = None,
+    errors: corpus.ErrorPolicy = "strict",
+    json_field: str | None = None,
+    progress: Progress | None = None,
+    cluster: Cluster | str | None = None,
+) -> dict[str, int]:
     """Word counts of corpus files, cut into lines as ``tokenizers`` does, on ``workers`` processes
     or on a Dask ``cluster`` (the same counts, in the same order; ``splitter`` takes a chunk of
     whole lines; it must be picklable)."""
     if cluster is not None:
         from toktools.cluster import blocks as distributed
 
-        return distributed.count_corpus(cluster, list(files or []), splitter, errors=errors, json_field=json_field,
-                                        progress=_stage(progress, "read"))
+        return distributed.count_corpus(
+            cluster,
+            list(files or []),
+            splitter,
+            errors=errors,
+            json_field=json_field,
+            progress=_stage(progress, "read"),
+        )
     sources = corpus.expand_sources(list(files or []), json_field)
     return corpus.count_words(sources, splitter, workers=workers, errors=errors, progress=_stage(progress, "read"))
 
@@ -68,13 +81,14 @@ def count_bytebpe_words(
     errors: corpus.ErrorPolicy = "strict",
     json_field: str | None = None,
     progress: Progress | None = None,
-    cluster: "Cluster | str | None" = None,
+    cluster: Cluster | str | None = None,
 ) -> dict[str, int]:
     """Byte-level word counts: files are cut into lines as ``tokenizers`` does; each item of
     ``texts`` is one sequence (like ``train_from_iterator``)."""
     if texts is not None and cluster is not None:
         raise ToktoolsError("a cluster reads files: count texts given in Python without cluster=")
     if texts is not None:
+
         def pieces(text: str) -> list[str]:
             prepared = bytelevel.prefixed(text, add_prefix_space)
             return bytelevel.split(prepared) if use_regex else [prepared] if prepared else []
@@ -82,8 +96,9 @@ def count_bytebpe_words(
         counts = _count_texts(texts, pieces)
     else:
         splitter = functools.partial(bytelevel.training_pieces, add_prefix_space=add_prefix_space, use_regex=use_regex)
-        counts = _count_files(files, splitter, workers=workers, errors=errors, json_field=json_field, progress=progress,
-                              cluster=cluster)
+        counts = _count_files(
+            files, splitter, workers=workers, errors=errors, json_field=json_field, progress=progress, cluster=cluster
+        )
     to_symbols = bytelevel.text_to_symbols
     return {to_symbols(piece): count for piece, count in counts.items()}
 
@@ -107,7 +122,7 @@ def train_bytebpe(
     errors: corpus.ErrorPolicy = "strict",
     json_field: str | None = None,
     progress: Progress | None = None,
-    cluster: "Cluster | str | None" = None,
+    cluster: Cluster | str | None = None,
 ) -> ByteLevelBPETokenizer:
     """Train a byte-level BPE tokenizer, identical to ``ByteLevelBPETokenizer().train(...)``.
 
@@ -122,8 +137,16 @@ def train_bytebpe(
     if template == "roberta" and not {"<s>", "</s>"} <= set(special_tokens):
         raise ToktoolsError("the roberta template needs <s> and </s> among the special tokens")
     if word_counts is None:
-        word_counts = count_bytebpe_words(files, texts=texts, add_prefix_space=add_prefix_space, workers=workers,
-                                          errors=errors, json_field=json_field, progress=progress, cluster=cluster)
+        word_counts = count_bytebpe_words(
+            files,
+            texts=texts,
+            add_prefix_space=add_prefix_space,
+            workers=workers,
+            errors=errors,
+            json_field=json_field,
+            progress=progress,
+            cluster=cluster,
+        )
     config = bpe.BpeTrainerConfig(
         vocab_size=vocab_size,
         min_frequency=min_frequency,
@@ -155,12 +178,12 @@ def count_wordpiece_words(
     files: Sequence[str] | None = None,
     *,
     texts: Iterable[str] | None = None,
-    normalizer: "BertNormalizerConfig | None" = None,
+    normalizer: BertNormalizerConfig | None = None,
     workers: int | None = None,
     errors: corpus.ErrorPolicy = "strict",
     json_field: str | None = None,
     progress: Progress | None = None,
-    cluster: "Cluster | str | None" = None,
+    cluster: Cluster | str | None = None,
 ) -> dict[str, int]:
     """Normalised, pre-tokenised word counts in first-occurrence order (BERT normaliser)."""
     from toktools.parts import bert_text
@@ -171,14 +194,17 @@ def count_wordpiece_words(
     if texts is not None:
         return _count_texts(texts, functools.partial(bert_text.iter_words, config=config))
     splitter = functools.partial(bert_text.iter_words, config=config)
-    return _count_files(files, splitter, workers=workers, errors=errors, json_field=json_field, progress=progress,
-                        cluster=cluster)
+    return _count_files(
+        files, splitter, workers=workers, errors=errors, json_field=json_field, progress=progress, cluster=cluster
+    )
 
 
-def forced_order_from_vocab(vocab_tokens: Sequence[str], special_tokens: Sequence[str], prefix: str = "##") -> tuple[list[str], list[str]]:
+def forced_order_from_vocab(
+    vocab_tokens: Sequence[str], special_tokens: Sequence[str], prefix: str = "##"
+) -> tuple[list[str], list[str]]:
     """The alphabet and the ``##c`` block of a ``tokenizers`` WordPiece ``vocab.txt`` (in id order),
     to replay its random choices: ``(alphabet, prefixed symbols)``."""
-    rest = [t for t in vocab_tokens[len(dict.fromkeys(special_tokens)):]]
+    rest = [t for t in vocab_tokens[len(dict.fromkeys(special_tokens)) :]]
     alphabet = []
     index = 0
     while index < len(rest) and len(rest[index]) == 1:
@@ -213,7 +239,7 @@ def train_wordpiece(
     errors: corpus.ErrorPolicy = "strict",
     json_field: str | None = None,
     progress: Progress | None = None,
-    cluster: "Cluster | str | None" = None,
+    cluster: Cluster | str | None = None,
 ) -> WordPieceTokenizer:
     """Train a BERT WordPiece vocabulary with ``BertWordPieceTokenizer.train``'s defaults.
 
@@ -229,8 +255,16 @@ def train_wordpiece(
 
     normalizer = BertNormalizerConfig(clean_text, handle_chinese_chars, strip_accents, lowercase)
     if word_counts is None:
-        word_counts = count_wordpiece_words(files, texts=texts, normalizer=normalizer, workers=workers,
-                                            errors=errors, json_field=json_field, progress=progress, cluster=cluster)
+        word_counts = count_wordpiece_words(
+            files,
+            texts=texts,
+            normalizer=normalizer,
+            workers=workers,
+            errors=errors,
+            json_field=json_field,
+            progress=progress,
+            cluster=cluster,
+        )
     if algorithm == "bpe":
         config = bpe.BpeTrainerConfig(
             vocab_size=vocab_size,
@@ -249,8 +283,12 @@ def train_wordpiece(
 
         result = None
         tokens = likelihood.train_likelihood_wordpiece(
-            word_counts, vocab_size=vocab_size, special_tokens=list(special_tokens), prefix=wordpieces_prefix,
-            limit_alphabet=limit_alphabet, initial_alphabet=initial_alphabet,
+            word_counts,
+            vocab_size=vocab_size,
+            special_tokens=list(special_tokens),
+            prefix=wordpieces_prefix,
+            limit_alphabet=limit_alphabet,
+            initial_alphabet=initial_alphabet,
             min_pair_frequency=min_pair_frequency if min_pair_frequency is not None else max(min_frequency, 2),
             progress=_stage(progress, "merge"),
         )
@@ -260,8 +298,14 @@ def train_wordpiece(
     unk = "[UNK]" if "[UNK]" in vocab else next((t for t in special_tokens if "unk" in t.lower()), None)
     if unk is None or unk not in vocab:
         raise ToktoolsError("WordPiece needs an unknown token: include [UNK] in the special tokens")
-    tokenizer = WordPieceTokenizer.bert(vocab, lowercase=lowercase, strip_accents=strip_accents, clean_text=clean_text,
-                                        handle_chinese_chars=handle_chinese_chars, unk_token=unk)
+    tokenizer = WordPieceTokenizer.bert(
+        vocab,
+        lowercase=lowercase,
+        strip_accents=strip_accents,
+        clean_text=clean_text,
+        handle_chinese_chars=handle_chinese_chars,
+        unk_token=unk,
+    )
     # the trainer's special tokens are all registered, as tokenizers does after training
     tokenizer.add_special_tokens(list(special_tokens))
     tokenizer.training_result = result  # type: ignore[attr-defined]
@@ -290,8 +334,13 @@ def unigram_training_words(chunk: str, add_prefix_space: bool = True) -> list[st
     return words + unigram_words(lines[-1], add_prefix_space) if lines[-1] else words
 
 
-def count_unigram_words(files: Sequence[str] | None = None, *, texts: Iterable[str] | None = None,
-                        add_prefix_space: bool = True, **reading: Any) -> dict[str, int]:
+def count_unigram_words(
+    files: Sequence[str] | None = None,
+    *,
+    texts: Iterable[str] | None = None,
+    add_prefix_space: bool = True,
+    **reading: Any,
+) -> dict[str, int]:
     """Unigram word counts, read as :func:`count_bytebpe_words` reads (``workers``, ``errors``,
     ``json_field``, ``progress``)."""
     if texts is not None and reading.get("cluster") is not None:
@@ -318,8 +367,8 @@ def train_unigram(
     errors: corpus.ErrorPolicy = "strict",
     json_field: str | None = None,
     progress: Progress | None = None,
-    cluster: "Cluster | str | None" = None,
-) -> "Tokenizer":
+    cluster: Cluster | str | None = None,
+) -> Tokenizer:
     """Train a SentencePiece-style Unigram tokenizer with ``SentencePieceUnigramTokenizer.train``'s
     pipeline and ``UnigramTrainer``'s options and defaults (:mod:`toktools.models.unigram.trainer`).
 
@@ -329,13 +378,27 @@ def train_unigram(
     from toktools.models.unigram.trainer import UnigramTrainer
 
     if word_counts is None:
-        word_counts = count_unigram_words(files, texts=texts, add_prefix_space=add_prefix_space, workers=workers,
-                                          errors=errors, json_field=json_field, progress=progress, cluster=cluster)
+        word_counts = count_unigram_words(
+            files,
+            texts=texts,
+            add_prefix_space=add_prefix_space,
+            workers=workers,
+            errors=errors,
+            json_field=json_field,
+            progress=progress,
+            cluster=cluster,
+        )
     em = _stage(progress, "em")
-    trainer = UnigramTrainer(vocab_size, n_sub_iterations=n_sub_iterations, shrinking_factor=shrinking_factor,
-                             special_tokens=special_tokens, unk_token=unk_token, initial_alphabet=initial_alphabet,
-                             max_piece_length=max_piece_length,
-                             progress=None if em is None else lambda _stage_name, step, pieces: em(step, pieces))
+    trainer = UnigramTrainer(
+        vocab_size,
+        n_sub_iterations=n_sub_iterations,
+        shrinking_factor=shrinking_factor,
+        special_tokens=special_tokens,
+        unk_token=unk_token,
+        initial_alphabet=initial_alphabet,
+        max_piece_length=max_piece_length,
+        progress=None if em is None else lambda _stage_name, step, pieces: em(step, pieces),
+    )
     model = trainer.train(word_counts)
     vocab = model.get_vocab()
     # the trainer's special tokens are all registered, as tokenizers does after training

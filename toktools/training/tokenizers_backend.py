@@ -4,13 +4,15 @@ the ``--backend fast`` of the CLI. The only module of toktools that imports ``to
 Each function takes the same settings as its reference twin in :mod:`toktools.training.pipeline`, so a
 parity test is one call on each side.
 """
+
 from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
 import tokenizers
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
@@ -128,7 +130,9 @@ def train_bytebpe(
     return _train(tokenizer, trainer, files, texts)
 
 
-def _train(tokenizer: Tokenizer, trainer: trainers.Trainer, files: Sequence[str] | None, texts: Iterable[str] | None) -> Tokenizer:
+def _train(
+    tokenizer: Tokenizer, trainer: trainers.Trainer, files: Sequence[str] | None, texts: Iterable[str] | None
+) -> Tokenizer:
     """``train_from_iterator`` for texts; ``train`` for files (decompressed as needed)."""
     if texts is not None:
         tokenizer.train_from_iterator(texts, trainer=trainer)
@@ -138,12 +142,20 @@ def _train(tokenizer: Tokenizer, trainer: trainers.Trainer, files: Sequence[str]
     return tokenizer
 
 
-def wordpiece_tokenizer(lowercase: bool = True, strip_accents: bool | None = None, clean_text: bool = True,
-                        handle_chinese_chars: bool = True) -> Tokenizer:
+def wordpiece_tokenizer(
+    lowercase: bool = True,
+    strip_accents: bool | None = None,
+    clean_text: bool = True,
+    handle_chinese_chars: bool = True,
+) -> Tokenizer:
     """An untrained tokenizer with ``BertWordPieceTokenizer``'s normaliser and pre-tokeniser."""
     tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tokenizer.normalizer = normalizers.BertNormalizer(clean_text=clean_text, handle_chinese_chars=handle_chinese_chars,
-                                                      strip_accents=strip_accents, lowercase=lowercase)
+    tokenizer.normalizer = normalizers.BertNormalizer(
+        clean_text=clean_text,
+        handle_chinese_chars=handle_chinese_chars,
+        strip_accents=strip_accents,
+        lowercase=lowercase,
+    )
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tokenizer.decoder = decoders.WordPiece(prefix="##")
     return tokenizer
@@ -166,9 +178,14 @@ def train_wordpiece(
 ) -> Tokenizer:
     """``BertWordPieceTokenizer().train(...)`` with the settings of :func:`toktools.train_wordpiece`."""
     tokenizer = wordpiece_tokenizer(lowercase, strip_accents, clean_text, handle_chinese_chars)
-    options: dict[str, object] = dict(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=list(special_tokens),
-                                      initial_alphabet=list(initial_alphabet), continuing_subword_prefix=wordpieces_prefix,
-                                      show_progress=False)
+    options: dict[str, object] = dict(
+        vocab_size=vocab_size,
+        min_frequency=min_frequency,
+        special_tokens=list(special_tokens),
+        initial_alphabet=list(initial_alphabet),
+        continuing_subword_prefix=wordpieces_prefix,
+        show_progress=False,
+    )
     if limit_alphabet is not None:
         options["limit_alphabet"] = limit_alphabet
     return _train(tokenizer, trainers.WordPieceTrainer(**options), files, texts)
@@ -194,8 +211,9 @@ def train_unigram(
     (``unk_token``, ``initial_alphabet``, ``shrinking_factor``, ``max_piece_length``, ``n_sub_iterations``)."""
     if "initial_alphabet" in trainer_options:
         trainer_options["initial_alphabet"] = list(trainer_options["initial_alphabet"])
-    trainer = trainers.UnigramTrainer(vocab_size=vocab_size, special_tokens=list(special_tokens), show_progress=False,
-                                      **trainer_options)
+    trainer = trainers.UnigramTrainer(
+        vocab_size=vocab_size, special_tokens=list(special_tokens), show_progress=False, **trainer_options
+    )
     return _train(unigram_tokenizer(add_prefix_space), trainer, files, texts)
 
 

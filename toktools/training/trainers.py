@@ -7,22 +7,24 @@ the one training call behind both backends.
 A model names its trainer (``model.kind``); adding a model family is one new :class:`Trainer`
 subclass here, registered with :func:`register_trainer`: the CLI needs no edit.
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from toktools.errors import ToktoolsError
 
 if TYPE_CHECKING:  # pragma: no cover
     from toktools.tokenizer import Tokenizer
 
-TRAINERS: dict[str, "Trainer"] = {}
+TRAINERS: dict[str, Trainer] = {}
 
 
-def register_trainer(cls: type["Trainer"]) -> type["Trainer"]:
+def register_trainer(cls: type[Trainer]) -> type[Trainer]:
     TRAINERS[cls.name] = cls()
     return cls
 
@@ -32,7 +34,7 @@ def trainer_names() -> list[str]:
     return list(TRAINERS)
 
 
-def get_trainer(name: str) -> "Trainer":
+def get_trainer(name: str) -> Trainer:
     """The trainer called ``name``, or one clear error listing the known ones."""
     found = TRAINERS.get(name)
     if found is None:
@@ -40,15 +42,32 @@ def get_trainer(name: str) -> "Trainer":
     return found
 
 
-def train(name: str, files: Sequence[str] = (), *, backend: str = "reference", word_counts: dict[str, int] | None = None,
-          workers: int | None = None, errors: str = "strict", json_field: str | None = None, progress: Any = None,
-          **settings: Any) -> "Tokenizer":
+def train(
+    name: str,
+    files: Sequence[str] = (),
+    *,
+    backend: str = "reference",
+    word_counts: dict[str, int] | None = None,
+    workers: int | None = None,
+    errors: str = "strict",
+    json_field: str | None = None,
+    progress: Any = None,
+    **settings: Any,
+) -> Tokenizer:
     """Train the ``name`` family on corpus ``files`` as ``toktools train NAME`` does:
     ``toktools.train("unigram", ["corpus.txt"], vocab_size=8000, backend="fast")``. The
     settings are those of the command (``vocab_size``, ``special_tokens`` …, see
     :attr:`Trainer.cli_options`), with its defaults."""
-    return get_trainer(name).run(files, settings, backend=backend, word_counts=word_counts, workers=workers,
-                                 errors=errors, json_field=json_field, progress=progress)
+    return get_trainer(name).run(
+        files,
+        settings,
+        backend=backend,
+        word_counts=word_counts,
+        workers=workers,
+        errors=errors,
+        json_field=json_field,
+        progress=progress,
+    )
 
 
 class OptionConflict(ToktoolsError):
@@ -73,17 +92,30 @@ class Option:
 
 
 def vocab_size_option(default: int) -> Option:
-    return Option("vocab_size", "--vocab-size", int, default, "Size of the vocabulary, special tokens and alphabet included.",
-                  minimum=1)
+    return Option(
+        "vocab_size",
+        "--vocab-size",
+        int,
+        default,
+        "Size of the vocabulary, special tokens and alphabet included.",
+        minimum=1,
+    )
 
 
-MIN_FREQUENCY = Option("min_frequency", "--min-frequency", int, 2, "Stop merging when the best pair is rarer than this.",
-                       minimum=0)
+MIN_FREQUENCY = Option(
+    "min_frequency", "--min-frequency", int, 2, "Stop merging when the best pair is rarer than this.", minimum=0
+)
 
 
 def special_tokens_option(default: tuple[str, ...]) -> Option:
-    return Option("special_tokens", "--special-tokens", list, default,
-                  "Comma-separated special tokens; they get the first ids, in order.", show_default=bool(default))
+    return Option(
+        "special_tokens",
+        "--special-tokens",
+        list,
+        default,
+        "Comma-separated special tokens; they get the first ids, in order.",
+        show_default=bool(default),
+    )
 
 
 class Trainer(ABC):
@@ -122,8 +154,9 @@ class Trainer(ABC):
     def with_defaults(self, options: Mapping[str, Any]) -> dict[str, Any]:
         unknown = sorted(set(options) - set(self.options))
         if unknown:
-            raise ToktoolsError(f"{self.name}: unknown trainer option(s) {', '.join(unknown)} "
-                                f"(it takes: {', '.join(self.options)})")
+            raise ToktoolsError(
+                f"{self.name}: unknown trainer option(s) {', '.join(unknown)} (it takes: {', '.join(self.options)})"
+            )
         return {**self.options, **options}
 
     def settings(self, given: Mapping[str, Any]) -> dict[str, Any]:
@@ -131,8 +164,9 @@ class Trainer(ABC):
         known = {option.name: option for option in self.cli_options}
         unknown = sorted(set(given) - set(known))
         if unknown:
-            raise ToktoolsError(f"train {self.name}: unknown setting(s) {', '.join(unknown)} "
-                                f"(it takes: {', '.join(known)})")
+            raise ToktoolsError(
+                f"train {self.name}: unknown setting(s) {', '.join(unknown)} (it takes: {', '.join(known)})"
+            )
         merged = {name: given.get(name, option.default) for name, option in known.items()}
         return {name: list(value) if known[name].type is list else value for name, value in merged.items()}
 
@@ -145,18 +179,30 @@ class Trainer(ABC):
         merged = self.with_defaults({name: value for name, value in options.items() if name in self.options})
         return {name: merged[name] for name in self.count_options}
 
-    def check_settings(self, settings: Mapping[str, Any], *, backend: str = "reference", check: bool = False,
-                       corpus: Sequence[str] = (), from_counts: bool = False, json_field: str | None = None,
-                       errors: str = "strict", cluster: bool = False) -> None:
+    def check_settings(
+        self,
+        settings: Mapping[str, Any],
+        *,
+        backend: str = "reference",
+        check: bool = False,
+        corpus: Sequence[str] = (),
+        from_counts: bool = False,
+        json_field: str | None = None,
+        errors: str = "strict",
+        cluster: bool = False,
+    ) -> None:
         """Every combination of settings, checked before any work: a conflict is an
         :class:`OptionConflict` naming the options (``cluster``: words are to be counted on Dask)."""
         if cluster and (backend == "fast" or from_counts):
-            raise OptionConflict("--cluster counts corpus files for the reference backend: not with --backend fast "
-                                 "or --from-counts")
+            raise OptionConflict(
+                "--cluster counts corpus files for the reference backend: not with --backend fast or --from-counts"
+            )
         if from_counts and corpus:
             raise OptionConflict("give either CORPUS files or --from-counts, not both")
         if not from_counts and not corpus:
-            raise ToktoolsError("no corpus given: name one or more files (or - for standard input), or use --from-counts")
+            raise ToktoolsError(
+                "no corpus given: name one or more files (or - for standard input), or use --from-counts"
+            )
         if backend == "fast":
             if from_counts:
                 raise OptionConflict("--backend fast trains from corpus files only, not from --from-counts")
@@ -165,7 +211,9 @@ class Trainer(ABC):
         for problem in self.conflicts(settings, backend=backend, check=check):
             raise OptionConflict(problem)
         if backend == "fast" and check:
-            raise OptionConflict("--check compares the reference backend with tokenizers: use it with --backend reference")
+            raise OptionConflict(
+                "--check compares the reference backend with tokenizers: use it with --backend reference"
+            )
         if check and (from_counts or "-" in corpus):
             raise OptionConflict("--check needs corpus files (not --from-counts or standard input)")
 
@@ -179,37 +227,66 @@ class Trainer(ABC):
 
     # -- training -------------------------------------------------------------------------------
 
-    def run(self, files: Sequence[str], settings: Mapping[str, Any], *, backend: str = "reference",
-            word_counts: dict[str, int] | None = None, workers: int | None = None, errors: str = "strict",
-            json_field: str | None = None, progress: Any = None, cluster: Any = None) -> "Tokenizer":
+    def run(
+        self,
+        files: Sequence[str],
+        settings: Mapping[str, Any],
+        *,
+        backend: str = "reference",
+        word_counts: dict[str, int] | None = None,
+        workers: int | None = None,
+        errors: str = "strict",
+        json_field: str | None = None,
+        progress: Any = None,
+        cluster: Any = None,
+    ) -> Tokenizer:
         """Train from corpus ``files`` (or ``word_counts``) with ``settings`` (names of
         :attr:`cli_options`; defaults for the others) on either backend — what ``toktools train``
         does. ``progress(stage, done, total)`` is called by the reference backend; ``cluster``
         (an address or :class:`toktools.cluster.settings.Cluster`) counts the words on Dask."""
         settings = self.settings(settings)
-        self.check_settings(settings, backend=backend, corpus=list(files), from_counts=word_counts is not None,
-                            json_field=json_field, errors=errors, cluster=cluster is not None)
+        self.check_settings(
+            settings,
+            backend=backend,
+            corpus=list(files),
+            from_counts=word_counts is not None,
+            json_field=json_field,
+            errors=errors,
+            cluster=cluster is not None,
+        )
         if backend == "fast":
             from toktools.training import tokenizers_backend as fast
 
             with fast.training_files(files) as paths:
-                trained = self.train_fast(paths, settings["vocab_size"], settings.get("min_frequency", 0),
-                                          settings["special_tokens"], self.shared_options(settings))
+                trained = self.train_fast(
+                    paths,
+                    settings["vocab_size"],
+                    settings.get("min_frequency", 0),
+                    settings["special_tokens"],
+                    self.shared_options(settings),
+                )
             return self.from_fast(trained, settings)
         if backend != "reference":
             raise ToktoolsError(f"unknown backend {backend!r} (reference or fast)")
         from toktools.training import pipeline as training
 
         train = getattr(training, self.reference_function)
-        return train(list(files) or None, word_counts=word_counts, workers=workers, errors=errors,  # type: ignore[no-any-return]
-                     json_field=json_field, progress=progress, **({} if cluster is None else {"cluster": cluster}),
-                     **self.reference_settings(settings))
+        return train(
+            list(files) or None,
+            word_counts=word_counts,
+            workers=workers,
+            errors=errors,  # type: ignore[no-any-return]
+            json_field=json_field,
+            progress=progress,
+            **({} if cluster is None else {"cluster": cluster}),
+            **self.reference_settings(settings),
+        )
 
     def reference_settings(self, settings: Mapping[str, Any]) -> dict[str, Any]:
         """The settings as :attr:`reference_function` takes them."""
         return dict(settings)
 
-    def from_fast(self, trained: Any, settings: Mapping[str, Any]) -> "Tokenizer":
+    def from_fast(self, trained: Any, settings: Mapping[str, Any]) -> Tokenizer:
         """A toktools tokenizer from the ``tokenizers.Tokenizer`` the fast backend trained."""
         import json
 
@@ -217,25 +294,50 @@ class Trainer(ABC):
 
         return from_tokenizer_json(json.loads(trained.to_str()))
 
-    def train(self, vocab_size: int, min_frequency: int, special_tokens: Sequence[str], word_counts: dict[str, int],
-              options: Mapping[str, Any], forced_order: Any = None) -> "Tokenizer":
+    def train(
+        self,
+        vocab_size: int,
+        min_frequency: int,
+        special_tokens: Sequence[str],
+        word_counts: dict[str, int],
+        options: Mapping[str, Any],
+        forced_order: Any = None,
+    ) -> Tokenizer:
         """The reference training from word counts, with :attr:`options`."""
         from toktools.training import pipeline as training
 
         extra = {"forced_order": forced_order} if forced_order is not None else {}
-        settings = {"vocab_size": vocab_size, "special_tokens": list(special_tokens), **self.with_defaults(options), **extra}
+        settings = {
+            "vocab_size": vocab_size,
+            "special_tokens": list(special_tokens),
+            **self.with_defaults(options),
+            **extra,
+        }
         if any(option.name == "min_frequency" for option in self.cli_options):
             settings["min_frequency"] = min_frequency
         return getattr(training, self.reference_function)(word_counts=word_counts, **settings)  # type: ignore[no-any-return]
 
     @abstractmethod
-    def count_words(self, files: Sequence[str] | None, options: Mapping[str, Any], *, texts: Iterable[str] | None = None,
-                    workers: int | None = None, **reading: Any) -> dict[str, int]:
+    def count_words(
+        self,
+        files: Sequence[str] | None,
+        options: Mapping[str, Any],
+        *,
+        texts: Iterable[str] | None = None,
+        workers: int | None = None,
+        **reading: Any,
+    ) -> dict[str, int]:
         """Word counts with this model's normalisation and pre-tokenisation."""
 
     @abstractmethod
-    def train_fast(self, files: Sequence[str], vocab_size: int, min_frequency: int, special_tokens: Sequence[str],
-                   options: Mapping[str, Any]) -> Any:
+    def train_fast(
+        self,
+        files: Sequence[str],
+        vocab_size: int,
+        min_frequency: int,
+        special_tokens: Sequence[str],
+        options: Mapping[str, Any],
+    ) -> Any:
         """The same training with ``tokenizers`` (a ``tokenizers.Tokenizer``)."""
 
     def save_fast(self, tokenizer: Any, directory: Path) -> None:
@@ -280,13 +382,38 @@ class ByteBpeTrainer(Trainer):
         vocab_size_option(30000),
         MIN_FREQUENCY,
         special_tokens_option(()),
-        Option("limit_alphabet", "--limit-alphabet", int, None,
-               "Keep at most this many initial characters (the most frequent).", show_default=False, minimum=0),
-        Option("max_token_length", "--max-token-length", int, None,
-               "Do not create tokens of this many bytes or more (tokenizers' semantics).", show_default=False, minimum=1),
-        Option("add_prefix_space", "--add-prefix-space/--no-add-prefix-space", bool, False, "Prefix every line with a space."),
-        Option("template", "--template", ("none", "roberta"), "none",
-               "roberta: encode adds <s> A </s> (needs <s> and </s> in --special-tokens)."),
+        Option(
+            "limit_alphabet",
+            "--limit-alphabet",
+            int,
+            None,
+            "Keep at most this many initial characters (the most frequent).",
+            show_default=False,
+            minimum=0,
+        ),
+        Option(
+            "max_token_length",
+            "--max-token-length",
+            int,
+            None,
+            "Do not create tokens of this many bytes or more (tokenizers' semantics).",
+            show_default=False,
+            minimum=1,
+        ),
+        Option(
+            "add_prefix_space",
+            "--add-prefix-space/--no-add-prefix-space",
+            bool,
+            False,
+            "Prefix every line with a space.",
+        ),
+        Option(
+            "template",
+            "--template",
+            ("none", "roberta"),
+            "none",
+            "roberta: encode adds <s> A </s> (needs <s> and </s> in --special-tokens).",
+        ),
     )
     options = {
         "limit_alphabet": None,
@@ -318,7 +445,7 @@ class ByteBpeTrainer(Trainer):
     def reference_settings(self, settings: Mapping[str, Any]) -> dict[str, Any]:
         return {**settings, "template": None if settings.get("template") == "none" else settings.get("template")}
 
-    def from_fast(self, trained: Any, settings: Mapping[str, Any]) -> "Tokenizer":
+    def from_fast(self, trained: Any, settings: Mapping[str, Any]) -> Tokenizer:
         tokenizer = super().from_fast(trained, settings)
         if settings.get("template") == "roberta":
             from toktools.presets import roberta_processing
@@ -328,15 +455,33 @@ class ByteBpeTrainer(Trainer):
             tokenizer.post_processor = roberta_processing(tokenizer)
         return tokenizer
 
-    def count_words(self, files: Sequence[str] | None, options: Mapping[str, Any], *, texts: Iterable[str] | None = None,
-                    workers: int | None = None, **reading: Any) -> dict[str, int]:
+    def count_words(
+        self,
+        files: Sequence[str] | None,
+        options: Mapping[str, Any],
+        *,
+        texts: Iterable[str] | None = None,
+        workers: int | None = None,
+        **reading: Any,
+    ) -> dict[str, int]:
         from toktools.training import pipeline as training
 
-        return training.count_bytebpe_words(files, texts=texts, add_prefix_space=self.with_defaults(options)["add_prefix_space"],
-                                            workers=workers, **reading)
+        return training.count_bytebpe_words(
+            files,
+            texts=texts,
+            add_prefix_space=self.with_defaults(options)["add_prefix_space"],
+            workers=workers,
+            **reading,
+        )
 
-    def train_fast(self, files: Sequence[str], vocab_size: int, min_frequency: int, special_tokens: Sequence[str],
-                   options: Mapping[str, Any]) -> Any:
+    def train_fast(
+        self,
+        files: Sequence[str],
+        vocab_size: int,
+        min_frequency: int,
+        special_tokens: Sequence[str],
+        options: Mapping[str, Any],
+    ) -> Any:
         from toktools.training import tokenizers_backend as fast
 
         return fast.train_bytebpe(list(files), vocab_size, min_frequency, special_tokens, **self.with_defaults(options))
@@ -375,26 +520,55 @@ class WordPieceTrainer(Trainer):
       toktools train wordpiece zh.txt -o zh-bert --cased --limit-alphabet 8000
       toktools train wordpiece wiki.txt -o lk-bert --algorithm likelihood --min-pair-frequency 5
     """
-    check_help = ("Also train with tokenizers and report parity (exit code 3 if they differ beyond tokenizers' own "
-                  "randomness).")
+    check_help = (
+        "Also train with tokenizers and report parity (exit code 3 if they differ beyond tokenizers' own randomness)."
+    )
     model_files = ("vocab.txt",)
     default_special_tokens = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
     cli_options = (
         vocab_size_option(30000),
         MIN_FREQUENCY,
         special_tokens_option(default_special_tokens),
-        Option("limit_alphabet", "--limit-alphabet", int, 1000,
-               "Keep at most this many initial characters (the most frequent; ties: lower code point).", minimum=0),
-        Option("lowercase", "--lowercase/--cased", bool, True,
-               "Lower-case (and strip accents) like bert-base-uncased, or keep case."),
-        Option("strip_accents", "--strip-accents/--keep-accents", bool, None,
-               "Strip accents (default: same as --lowercase).", show_default=False),
-        Option("algorithm", "--algorithm", ("bpe", "likelihood"), "bpe",
-               "bpe: what tokenizers trains (merges by pair count); likelihood: the original WordPiece score "
-               "f(ab)/(f(a)f(b))."),
-        Option("min_pair_frequency", "--min-pair-frequency", int, None,
-               "likelihood only: pairs rarer than this are never merged (default: max(2, --min-frequency)).",
-               show_default=False, minimum=1),
+        Option(
+            "limit_alphabet",
+            "--limit-alphabet",
+            int,
+            1000,
+            "Keep at most this many initial characters (the most frequent; ties: lower code point).",
+            minimum=0,
+        ),
+        Option(
+            "lowercase",
+            "--lowercase/--cased",
+            bool,
+            True,
+            "Lower-case (and strip accents) like bert-base-uncased, or keep case.",
+        ),
+        Option(
+            "strip_accents",
+            "--strip-accents/--keep-accents",
+            bool,
+            None,
+            "Strip accents (default: same as --lowercase).",
+            show_default=False,
+        ),
+        Option(
+            "algorithm",
+            "--algorithm",
+            ("bpe", "likelihood"),
+            "bpe",
+            "bpe: what tokenizers trains (merges by pair count); likelihood: the original WordPiece score "
+            "f(ab)/(f(a)f(b)).",
+        ),
+        Option(
+            "min_pair_frequency",
+            "--min-pair-frequency",
+            int,
+            None,
+            "likelihood only: pairs rarer than this are never merged (default: max(2, --min-frequency)).",
+            show_default=False,
+            minimum=1,
+        ),
     )
     options = {
         "limit_alphabet": 1000,
@@ -418,35 +592,57 @@ class WordPieceTrainer(Trainer):
         if settings.get("min_pair_frequency") is not None and not likelihood:
             yield "--min-pair-frequency is for --algorithm likelihood only"
 
-    def from_fast(self, trained: Any, settings: Mapping[str, Any]) -> "Tokenizer":
+    def from_fast(self, trained: Any, settings: Mapping[str, Any]) -> Tokenizer:
         """BERT's tokenizer (with ``[CLS] A [SEP]``) on the vocabulary ``tokenizers`` trained."""
-        from toktools.training import tokenizers_backend as fast
-        from toktools.presets import WordPieceTokenizer
         from toktools.models.wordpiece.model import loads_vocab_txt
+        from toktools.presets import WordPieceTokenizer
+        from toktools.training import tokenizers_backend as fast
 
         specials = settings["special_tokens"]
         if trained.get_vocab_size(with_added_tokens=False) <= len(set(specials)):
             raise ToktoolsError("the corpus is empty: no words to learn from")
-        tokenizer = WordPieceTokenizer.bert(loads_vocab_txt(fast.wordpiece_vocab_txt(trained)),
-                                            lowercase=settings["lowercase"], strip_accents=settings["strip_accents"])
+        tokenizer = WordPieceTokenizer.bert(
+            loads_vocab_txt(fast.wordpiece_vocab_txt(trained)),
+            lowercase=settings["lowercase"],
+            strip_accents=settings["strip_accents"],
+        )
         tokenizer.add_special_tokens(specials)
         return tokenizer
 
-    def count_words(self, files: Sequence[str] | None, options: Mapping[str, Any], *, texts: Iterable[str] | None = None,
-                    workers: int | None = None, **reading: Any) -> dict[str, int]:
-        from toktools.training import pipeline as training
+    def count_words(
+        self,
+        files: Sequence[str] | None,
+        options: Mapping[str, Any],
+        *,
+        texts: Iterable[str] | None = None,
+        workers: int | None = None,
+        **reading: Any,
+    ) -> dict[str, int]:
         from toktools.parts.bert_text import BertNormalizerConfig
+        from toktools.training import pipeline as training
 
         merged = self.with_defaults(options)
-        normalizer = BertNormalizerConfig(clean_text=merged["clean_text"], handle_chinese_chars=merged["handle_chinese_chars"],
-                                          strip_accents=merged["strip_accents"], lowercase=merged["lowercase"])
+        normalizer = BertNormalizerConfig(
+            clean_text=merged["clean_text"],
+            handle_chinese_chars=merged["handle_chinese_chars"],
+            strip_accents=merged["strip_accents"],
+            lowercase=merged["lowercase"],
+        )
         return training.count_wordpiece_words(files, texts=texts, normalizer=normalizer, workers=workers, **reading)
 
-    def train_fast(self, files: Sequence[str], vocab_size: int, min_frequency: int, special_tokens: Sequence[str],
-                   options: Mapping[str, Any]) -> Any:
+    def train_fast(
+        self,
+        files: Sequence[str],
+        vocab_size: int,
+        min_frequency: int,
+        special_tokens: Sequence[str],
+        options: Mapping[str, Any],
+    ) -> Any:
         from toktools.training import tokenizers_backend as fast
 
-        return fast.train_wordpiece(list(files), vocab_size, min_frequency, special_tokens, **self.with_defaults(options))
+        return fast.train_wordpiece(
+            list(files), vocab_size, min_frequency, special_tokens, **self.with_defaults(options)
+        )
 
     def decorations(self, options: Mapping[str, Any]) -> tuple[str | None, str | None]:
         return self.with_defaults(options)["wordpieces_prefix"], None
@@ -479,21 +675,35 @@ class UnigramTrainer(Trainer):
       toktools train unigram wiki.txt -o my-unigram --vocab-size 8000
       toktools train unigram zh.txt -o zh-unigram --vocab-size 30000 --special-tokens "<pad>,<unk>,[CLS],[SEP],[MASK]"
     """
-    check_help = ("Also train with tokenizers and report parity (tokenizers' Unigram training is not deterministic: "
-                  "exit code 3 only if they differ beyond that).")
+    check_help = (
+        "Also train with tokenizers and report parity (tokenizers' Unigram training is not deterministic: "
+        "exit code 3 only if they differ beyond that)."
+    )
     model_files = ("unigram.json",)
     default_special_tokens = ("<unk>",)
     cli_options = (
         vocab_size_option(8000),
         special_tokens_option(default_special_tokens),
-        Option("unk_token", "--unk-token", str, "<unk>",
-               "The unknown token (id 0 unless it is one of --special-tokens)."),
-        Option("shrinking_factor", "--shrinking-factor", float, 0.75,
-               "Each pruning round keeps this share of the pieces (between 0 and 1)."),
+        Option(
+            "unk_token", "--unk-token", str, "<unk>", "The unknown token (id 0 unless it is one of --special-tokens)."
+        ),
+        Option(
+            "shrinking_factor",
+            "--shrinking-factor",
+            float,
+            0.75,
+            "Each pruning round keeps this share of the pieces (between 0 and 1).",
+        ),
         Option("max_piece_length", "--max-piece-length", int, 16, "Longest piece, in characters.", minimum=1),
         Option("n_sub_iterations", "--n-sub-iterations", int, 2, "EM steps between two pruning rounds.", minimum=1),
-        Option("initial_alphabet", "--initial-alphabet", list, (),
-               "Comma-separated characters kept in the vocabulary even if the corpus lacks them.", show_default=False),
+        Option(
+            "initial_alphabet",
+            "--initial-alphabet",
+            list,
+            (),
+            "Comma-separated characters kept in the vocabulary even if the corpus lacks them.",
+            show_default=False,
+        ),
     )
     options = {
         "unk_token": "<unk>",  # tokenizers' UnigramTrainer: none (then an unseen character cannot be encoded)
@@ -513,14 +723,27 @@ class UnigramTrainer(Trainer):
         if not 0 < settings.get("shrinking_factor", 0.75) < 1:  # at 1 or more, pruning never ends
             yield "--shrinking-factor must be between 0 and 1: the share of pieces each pruning round keeps"
 
-    def count_words(self, files: Sequence[str] | None, options: Mapping[str, Any], *, texts: Iterable[str] | None = None,
-                    workers: int | None = None, **reading: Any) -> dict[str, int]:
+    def count_words(
+        self,
+        files: Sequence[str] | None,
+        options: Mapping[str, Any],
+        *,
+        texts: Iterable[str] | None = None,
+        workers: int | None = None,
+        **reading: Any,
+    ) -> dict[str, int]:
         from toktools.training import pipeline as training
 
         return training.count_unigram_words(files, texts=texts, workers=workers, **reading)
 
-    def train_fast(self, files: Sequence[str], vocab_size: int, min_frequency: int, special_tokens: Sequence[str],
-                   options: Mapping[str, Any]) -> Any:
+    def train_fast(
+        self,
+        files: Sequence[str],
+        vocab_size: int,
+        min_frequency: int,
+        special_tokens: Sequence[str],
+        options: Mapping[str, Any],
+    ) -> Any:
         from toktools.training import tokenizers_backend as fast
 
         return fast.train_unigram(list(files), vocab_size, special_tokens, **self.with_defaults(options))

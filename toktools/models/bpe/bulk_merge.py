@@ -24,11 +24,13 @@ the Python merge's ids (``tests/test_fast_ids.py`` checks them against it and ``
   with it, with no cache at all (``IdsEncoder.encode_packed``): cheaper than caching words that
   rarely repeat.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from time import thread_time
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 Pair = tuple[int, int]
 
@@ -88,8 +90,13 @@ class BulkMerge:
     (in Python, in numpy), which decides when the compiled merge is loaded.
     """
 
-    def __init__(self, byte_ids: list[int], merge_map: Mapping[Pair, tuple[int, int]],
-                 finish: Callable[[list[int]], list[int]], seconds: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        byte_ids: list[int],
+        merge_map: Mapping[Pair, tuple[int, int]],
+        finish: Callable[[list[int]], list[int]],
+        seconds: Callable[[], float],
+    ) -> None:
         self.byte_ids = byte_ids
         self.merge_map = merge_map
         self.finish = finish
@@ -99,7 +106,9 @@ class BulkMerge:
         #: CPU seconds spent loading the merges (not merging: callers leave it out of their count)
         self.load_seconds = 0.0
 
-    def compiled(self, load: bool = True, own_process: bool = False) -> Callable[[list[str]], list[tuple[int, ...]]] | None:
+    def compiled(
+        self, load: bool = True, own_process: bool = False
+    ) -> Callable[[list[str]], list[tuple[int, ...]]] | None:
         """The compiled merge (loaded now with ``load``: see :mod:`toktools.runtime.machine_code`), or
         ``None``. ``own_process``: this process runs toktools' kernels only, so numba, if it must
         compile them, starts without ``scipy.linalg`` (see :func:`without_scipy_linalg`)."""

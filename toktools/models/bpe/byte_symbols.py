@@ -4,6 +4,7 @@ A module of its own, without ``regex`` or the Unicode tables of :mod:`toktools.m
 (which re-exports everything here): corpus encoding with tiktoken needs only this map, and
 its start-up time counts on every run.
 """
+
 from __future__ import annotations
 
 

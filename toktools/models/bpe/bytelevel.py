@@ -8,26 +8,27 @@ Before that, a sequence is cut into words by GPT-2's regular expression. Its cla
 ``\\p{N}`` and ``\\s`` are spelled out from ``_bytelevel_tables`` (what the Oniguruma build in
 ``tokenizers`` 0.23.3 says) instead of relying on the Unicode version of the ``regex`` module.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator
 
 import regex
 
-from toktools.tables.bytelevel import LETTER_RANGES, NUMBER_RANGES, REGEX_DISAGREEMENTS, SPACE_RANGES
 from toktools.models.bpe.byte_symbols import (  # noqa: F401  re-exported (the byte <-> symbol map, section 1)
+    _LATIN1_TO_SYMBOL,
+    _SYMBOL_TO_LATIN1,
     ALPHABET,
     BYTE_TO_SYMBOL,
     SYMBOL_TO_BYTE,
-    _LATIN1_TO_SYMBOL,
-    _SYMBOL_TO_LATIN1,
     _build_byte_symbols,
     bytes_to_symbols,
     is_byte_symbols,
     symbols_to_bytes,
     text_to_symbols,
 )
+from toktools.tables.bytelevel import LETTER_RANGES, NUMBER_RANGES, REGEX_DISAGREEMENTS, SPACE_RANGES
 
 
 @dataclass(frozen=True)
@@ -104,8 +105,10 @@ class _Splitters:
         if self._exact is None:
             letter, number, space = _char_class(LETTER_RANGES), _char_class(NUMBER_RANGES), _char_class(SPACE_RANGES)
             space_not_lf = _char_class(_without(SPACE_RANGES, 0x0A))
-            self._exact = (regex.compile(_gpt2_pattern(letter, number, space)),
-                           regex.compile(_gpt2_pattern(letter, number, space, space_not_lf)))
+            self._exact = (
+                regex.compile(_gpt2_pattern(letter, number, space)),
+                regex.compile(_gpt2_pattern(letter, number, space, space_not_lf)),
+            )
         return self._exact
 
     def pick(self, text: str, lines: bool = False) -> regex.Pattern[str]:

@@ -5,19 +5,42 @@ the user cache, numba only to compile it the first time).
 :class:`BulkMerger` lays many words out as the kernel reads them (one ``uint8`` array of their
 UTF-8 bytes and their bounds), gives it every array it writes to, and reads the ids back.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from itertools import chain
-from typing import Mapping
 
 import numpy as np
 
 from toktools.models.bpe.vectorized_merge import PairTable
 
 #: The kernel: module, function, and the types of its parameters (its signature; see there).
-_KERNEL = ("toktools.models.bpe.kernels", "merge_words_at",
-           ("int64", "int64", "uint8*", "int64*", "int64*", "int64", "uint64*", "int64*", "int64*", "uint64", "int64",
-            "int64*", "int64*", "int64*", "uint8*", "int64*", "int64*", "int64*", "int64*"))
+_KERNEL = (
+    "toktools.models.bpe.kernels",
+    "merge_words_at",
+    (
+        "int64",
+        "int64",
+        "uint8*",
+        "int64*",
+        "int64*",
+        "int64",
+        "uint64*",
+        "int64*",
+        "int64*",
+        "uint64",
+        "int64",
+        "int64*",
+        "int64*",
+        "int64*",
+        "uint8*",
+        "int64*",
+        "int64*",
+        "int64*",
+        "int64*",
+    ),
+)
 
 
 class MergeTable:
@@ -63,10 +86,26 @@ class BulkMerger:
         id_starts = np.empty(n_words + 1, dtype=np.int64)
         table = self.table
         written = self._kernel(
-            n_words, len(data), data.ctypes.data, starts.ctypes.data, self.byte_ids.ctypes.data, len(table.keys),
-            table.keys.ctypes.data, table.ranks.ctypes.data, table.new_ids.ctypes.data, int(table.shift), longest,
-            symbols.ctypes.data, following.ctypes.data, previous.ctypes.data, alive.ctypes.data, heap_keys.ctypes.data,
-            heap_new.ctypes.data, ids.ctypes.data, id_starts.ctypes.data)
+            n_words,
+            len(data),
+            data.ctypes.data,
+            starts.ctypes.data,
+            self.byte_ids.ctypes.data,
+            len(table.keys),
+            table.keys.ctypes.data,
+            table.ranks.ctypes.data,
+            table.new_ids.ctypes.data,
+            int(table.shift),
+            longest,
+            symbols.ctypes.data,
+            following.ctypes.data,
+            previous.ctypes.data,
+            alive.ctypes.data,
+            heap_keys.ctypes.data,
+            heap_new.ctypes.data,
+            ids.ctypes.data,
+            id_starts.ctypes.data,
+        )
         return ids[:written], id_starts
 
     def __call__(self, words: list[str]) -> list[tuple[int, ...]]:

@@ -1,10 +1,11 @@
 """``vocab.json`` / ``merges.txt`` as ``tokenizers``' ``save_model`` writes them, and reading
 text files with errors that name the file."""
+
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from toktools.errors import ToktoolsError
 

@@ -18,6 +18,7 @@ are an open-addressing hash table (:class:`toktools.models.bpe.compiled_merge.Me
 kernel allocates nothing and raises nothing: its machine code needs nothing from numba at run
 time (see :mod:`toktools.runtime.machine_code`).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -73,8 +74,23 @@ def _push(heap_keys, heap_new, size, key, new):
 
 
 @njit(inline="always")
-def merge_into(data, starts, byte_ids, table_keys, table_ranks, table_new, shift,
-               symbols, following, previous, alive, heap_keys, heap_new, ids, id_starts):
+def merge_into(
+    data,
+    starts,
+    byte_ids,
+    table_keys,
+    table_ranks,
+    table_new,
+    shift,
+    symbols,
+    following,
+    previous,
+    alive,
+    heap_keys,
+    heap_new,
+    ids,
+    id_starts,
+):
     """Merge every word; returns how many ids it wrote. Word ``w``'s ids are
     ``ids[id_starts[w]:id_starts[w + 1]]``. A heap key is ``rank << 32 | position``, so ordering
     keys orders by rank, then position, as ``tokenizers`` pops them. The scratch arrays hold
@@ -142,14 +158,44 @@ def merge_into(data, starts, byte_ids, table_keys, table_ranks, table_new, shift
     return out
 
 
-def merge_words_at(n_words, n_data, data, starts, byte_ids, table_size, table_keys, table_ranks, table_new, shift,
-                   longest, symbols, following, previous, alive, heap_keys, heap_new, ids, id_starts):
+def merge_words_at(
+    n_words,
+    n_data,
+    data,
+    starts,
+    byte_ids,
+    table_size,
+    table_keys,
+    table_ranks,
+    table_new,
+    shift,
+    longest,
+    symbols,
+    following,
+    previous,
+    alive,
+    heap_keys,
+    heap_new,
+    ids,
+    id_starts,
+):
     """:func:`merge_into` over raw pointers (the compiled entry point; its parameter types are
     listed in :data:`toktools.models.bpe.compiled_merge._KERNEL`): the arrays' lengths come from the counts
     given, ``longest`` being the longest word in bytes."""
     return merge_into(
-        carray(data, (n_data,)), carray(starts, (n_words + 1,)), carray(byte_ids, (256,)),
-        carray(table_keys, (table_size,)), carray(table_ranks, (table_size,)), carray(table_new, (table_size,)),
-        shift, carray(symbols, (longest,)), carray(following, (longest,)), carray(previous, (longest,)),
-        carray(alive, (longest,)), carray(heap_keys, (3 * longest,)), carray(heap_new, (3 * longest,)),
-        carray(ids, (n_data,)), carray(id_starts, (n_words + 1,)))
+        carray(data, (n_data,)),
+        carray(starts, (n_words + 1,)),
+        carray(byte_ids, (256,)),
+        carray(table_keys, (table_size,)),
+        carray(table_ranks, (table_size,)),
+        carray(table_new, (table_size,)),
+        shift,
+        carray(symbols, (longest,)),
+        carray(following, (longest,)),
+        carray(previous, (longest,)),
+        carray(alive, (longest,)),
+        carray(heap_keys, (3 * longest,)),
+        carray(heap_new, (3 * longest,)),
+        carray(ids, (n_data,)),
+        carray(id_starts, (n_words + 1,)),
+    )

@@ -4,11 +4,12 @@ Given ``vocab`` and the ranked ``merges`` (as :mod:`toktools.models.bpe.trainer`
 ``merges.txt`` lists them), a word's symbol ids are merged lowest rank first, exactly as
 ``tokenizers``' ``Word::merge_all`` does (``shared/spec/bytelevel-bpe.md`` §7).
 """
+
 from __future__ import annotations
 
 import heapq
+from collections.abc import Mapping, Sequence
 from operator import add
-from typing import Mapping, Sequence
 
 from toktools.errors import ToktoolsError
 
@@ -21,7 +22,9 @@ def build_merge_map(
 ) -> MergeMap:
     """``(left id, right id) -> (rank, new id)``; a pair listed twice keeps its last rank."""
     prefix_length = len(continuing_subword_prefix or "")
-    if merges and set(map(len, merges)) == {2}:  # in C calls (a third of the time of the loop below, which only explains a missing token)
+    if merges and set(map(len, merges)) == {
+        2
+    }:  # in C calls (a third of the time of the loop below, which only explains a missing token)
         lefts, rights = zip(*merges)
         get = vocab.__getitem__
         try:
@@ -35,7 +38,9 @@ def build_merge_map(
         try:
             merge_map[(vocab[a], vocab[b])] = (rank, vocab[a + b[prefix_length:]])
         except KeyError as missing:
-            raise ToktoolsError(f"merge {rank + 1} ({a!r} {b!r}) uses a token missing from the vocabulary: {missing}") from None
+            raise ToktoolsError(
+                f"merge {rank + 1} ({a!r} {b!r}) uses a token missing from the vocabulary: {missing}"
+            ) from None
     return merge_map
 
 

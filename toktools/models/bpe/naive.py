@@ -11,22 +11,29 @@ ties at the ``limit_alphabet`` cut keep the more frequent, then the lower code p
 already in the vocabulary raises :class:`ReusedToken`: ``tokenizers``' result then depends on
 its bookkeeping, which :class:`toktools.models.bpe.trainer._ExactEngine` ports.
 """
+
 from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 
 class ReusedToken(Exception):
     """A merge made a token string that is already in the vocabulary (``ab`` + ``c`` after ``a`` + ``bc``)."""
 
 
-def train_bpe_naive(word_counts: Mapping[str, int], vocab_size: int, min_frequency: int = 0,
-                    special_tokens: Sequence[str] = (), limit_alphabet: int | None = None,
-                    initial_alphabet: Sequence[str] = (), continuing_subword_prefix: str | None = None,
-                    end_of_word_suffix: str | None = None, max_token_length: int | None = None,
-                    ) -> tuple[list[str], list[tuple[str, str]], list[int]]:
+def train_bpe_naive(
+    word_counts: Mapping[str, int],
+    vocab_size: int,
+    min_frequency: int = 0,
+    special_tokens: Sequence[str] = (),
+    limit_alphabet: int | None = None,
+    initial_alphabet: Sequence[str] = (),
+    continuing_subword_prefix: str | None = None,
+    end_of_word_suffix: str | None = None,
+    max_token_length: int | None = None,
+) -> tuple[list[str], list[tuple[str, str]], list[int]]:
     """``(vocab in id order, merges in rank order, count of each merge)``."""
     vocab: list[str] = []  # id -> token string
     # 1. Special tokens first, once each.
@@ -73,7 +80,7 @@ def train_bpe_naive(word_counts: Mapping[str, int], vocab_size: int, min_frequen
         if pairs[best] < max(min_frequency, 1):
             break
         left, right = vocab[best[0]], vocab[best[1]]  # the new token drops the right part's "##"
-        token = left + (right[len(prefix):] if prefix and right.startswith(prefix) else right)
+        token = left + (right[len(prefix) :] if prefix and right.startswith(prefix) else right)
         if token in vocab:
             raise ReusedToken(f"merge {left!r} + {right!r} makes {token!r} again")
         vocab.append(token)
@@ -85,6 +92,6 @@ def train_bpe_naive(word_counts: Mapping[str, int], vocab_size: int, min_frequen
             i = 0
             while i < len(symbols) - 1:
                 if (symbols[i], symbols[i + 1]) == best:
-                    symbols[i:i + 2] = [new]
+                    symbols[i : i + 2] = [new]
                 i += 1
     return vocab, merges, counts

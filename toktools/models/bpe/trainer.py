@@ -24,6 +24,7 @@ Data structures (what makes it fast in pure Python):
 Applying trained merges to a word lives in :mod:`toktools.models.bpe.merges`; ``vocab.json`` /
 ``merges.txt`` in :mod:`toktools.models.bpe.files` (both re-exported here for older imports).
 """
+
 from __future__ import annotations
 
 import heapq
@@ -32,11 +33,12 @@ import math
 from array import array
 from bisect import bisect_left
 from collections import Counter, defaultdict, deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, chain, compress, islice, pairwise, repeat
 from operator import add, and_, ge, getitem, neg, sub
-from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
+from toktools.errors import ToktoolsError
 from toktools.models.bpe.files import (  # noqa: F401  re-exported
     MERGES_HEADER,
     dumps_merges_txt,
@@ -46,7 +48,6 @@ from toktools.models.bpe.files import (  # noqa: F401  re-exported
     read_text_file,
 )
 from toktools.models.bpe.merges import MergeMap, Pair, build_merge_map, merge_symbols  # noqa: F401  re-exported
-from toktools.errors import ToktoolsError
 
 
 @dataclass
@@ -167,8 +168,10 @@ def _encode_words(
             for ch in set("".join(word_counts)):
                 table.setdefault(ord(ch), None)
         return [word.translate(table) for word in word_counts], counts
-    words = ["".join(chr(vocab.add(symbol)) for ch, symbol in decorated(word, prefix, suffix) if ch in alphabet)
-             for word in word_counts]
+    words = [
+        "".join(chr(vocab.add(symbol)) for ch, symbol in decorated(word, prefix, suffix) if ch in alphabet)
+        for word in word_counts
+    ]
     return words, counts
 
 
@@ -253,7 +256,7 @@ def _train(
         left, right = ord(pair[0]), ord(pair[1])
         right_part = vocab.tokens[right]
         if prefix and right_part.startswith(prefix):
-            right_part = right_part[len(prefix):]
+            right_part = right_part[len(prefix) :]
         size_before = len(vocab.tokens)
         new_id = vocab.add(vocab.tokens[left] + right_part)
         if new_id == size_before:
@@ -315,9 +318,7 @@ def _separator(bound: int) -> str:
     raise ToktoolsError(f"vocabulary too large for the merge engine: {bound} ids")
 
 
-def _count_pairs(
-    words: list[str], counts: list[int], separator: str
-) -> tuple[dict[str, int], dict[str, list[int]]]:
+def _count_pairs(words: list[str], counts: list[int], separator: str) -> tuple[dict[str, int], dict[str, list[int]]]:
     """Initial pair counts and, per pair, the words that contain it (``tokenizers``' ``pos``).
 
     Each list is sorted and names a word once per occurrence of the pair (so it may repeat
@@ -376,8 +377,9 @@ class _Queue:
         """New entries for those ``pairs`` whose current count is at least ``floor``."""
         counts = list(map(pair_counts.__getitem__, pairs))
         wanted = list(map(ge, counts, repeat(self.floor)))
-        entries = zip(map(neg, compress(counts, wanted)), compress(pairs, wanted), self.serials,
-                      compress(positions, wanted))
+        entries = zip(
+            map(neg, compress(counts, wanted)), compress(pairs, wanted), self.serials, compress(positions, wanted)
+        )
         heap = self.heap
         if len(heap) < len(pairs):  # cheaper to heapify everything again than to push one by one
             heap.extend(entries)
@@ -523,8 +525,9 @@ class _LeanEngine:
         contains the pair is rewritten to itself and counts no occurrence.
         """
         words, separator = self.words, self.separator
-        _consume(map(words.__setitem__, todo,
-                     map(str.replace, map(words.__getitem__, todo), repeat(pair), repeat(new))))
+        _consume(
+            map(words.__setitem__, todo, map(str.replace, map(words.__getitem__, todo), repeat(pair), repeat(new)))
+        )
         rewritten = list(map(words.__getitem__, todo))
         joined = separator.join(chain(("",), rewritten, ("",)))
         pieces = joined.split(new)
@@ -537,8 +540,11 @@ class _LeanEngine:
         owners = array("I", chain.from_iterable(map(repeat, todo, per_word)))
         heavy = bisect_left(todo, self.heavy_from)
         light = sum(islice(per_word, heavy))
-        weights = list(chain.from_iterable(map(repeat, map(self.counts.__getitem__, islice(todo, heavy, None)),
-                                               islice(per_word, heavy, None))))
+        weights = list(
+            chain.from_iterable(
+                map(repeat, map(self.counts.__getitem__, islice(todo, heavy, None)), islice(per_word, heavy, None))
+            )
+        )
         return "".join(before), "".join(after), owners, light, weights
 
     def _visit_few(self, todo: list[int], pair: str, new: str) -> tuple[str, str, array, int, list[int]]:

@@ -17,10 +17,11 @@ vocabularies, checked too), a merge only creates pairs of higher rank than its o
 steps after it merge the other occurrences of the same pair, left to right (in a run
 ``a a a`` of a pair ``(a, a)``: the first, third...). One numpy step then does them all.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping
 
 import numpy as np
 
@@ -106,8 +107,9 @@ def plan(byte_ids: list[int], merge_map: Mapping[Pair, tuple[int, int]]) -> Vect
     made_at = np.full(int(max(new_ids.max(), pairs.max())) + 1, -1, dtype=np.int64)
     made_at[new_ids] = ranks
     monotone = bool(np.all((made_at[pairs[:, 0]] < ranks) & (made_at[pairs[:, 1]] < ranks)))
-    return VectorPlan(PairTable((pairs[:, 0] << 32) | pairs[:, 1]), ranks, new_ids,
-                      np.array(byte_ids, dtype=np.int64), monotone)
+    return VectorPlan(
+        PairTable((pairs[:, 0] << 32) | pairs[:, 1]), ranks, new_ids, np.array(byte_ids, dtype=np.int64), monotone
+    )
 
 
 class VectorMerger:

@@ -14,9 +14,10 @@ keyed by ``node * 0x110000 + code point``. ``term_id[node]``/``term_score[node]`
 ending at a node (-1 if it is only a prefix of longer pieces). Texts are one ``int32`` array of
 code points with offsets, so a batch of texts is one call.
 """
+
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 from numba import njit
@@ -101,8 +102,23 @@ def _child(node, code, root, table, shift):
 
 
 @njit(cache=True)
-def viterbi_batch(codes, offsets, root, table, shift, term_id, term_score, unk_id, unk_score,
-                  float32, fuse_id, out_id, out_start, out_end, counts):
+def viterbi_batch(
+    codes,
+    offsets,
+    root,
+    table,
+    shift,
+    term_id,
+    term_score,
+    unk_id,
+    unk_score,
+    float32,
+    fuse_id,
+    out_id,
+    out_start,
+    out_end,
+    counts,
+):
     """The best path of every text ``codes[offsets[t]:offsets[t + 1]]``.
 
     Tokens go to ``out_id``/``out_start``/``out_end`` (character offsets within the text), text
@@ -217,8 +233,9 @@ class CompiledIndex:
         self.table = np.full(2 << bits, -1, dtype=np.int64)
         _fill(edges[:, 0].copy(), edges[:, 1].copy(), self.table, self.shift)
 
-    def paths(self, texts: Sequence[str], unk_id: int | None, unk_score: float, *, float32: bool = False,
-              fuse: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def paths(
+        self, texts: Sequence[str], unk_id: int | None, unk_score: float, *, float32: bool = False, fuse: bool = False
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Token ids, starts, ends (flat arrays, text after text) and the count per text; runs
         of ``unk_id`` nodes fused into one token with ``fuse``. Raises :class:`ToktoolsError`
         as :func:`~toktools.parts.unigram.viterbi` does."""
@@ -231,9 +248,23 @@ class CompiledIndex:
         out_end = np.empty(size, dtype=np.int64)
         counts = np.zeros(len(texts), dtype=np.int64)
         unk = -1 if unk_id is None else unk_id
-        status, _ = viterbi_batch(codes, offsets, self.root, self.table, self.shift, self.term_id,
-                                  self.term_score, unk, float(unk_score), float32, unk if fuse else -1,
-                                  out_id, out_start, out_end, counts)
+        status, _ = viterbi_batch(
+            codes,
+            offsets,
+            self.root,
+            self.table,
+            self.shift,
+            self.term_id,
+            self.term_score,
+            unk,
+            float(unk_score),
+            float32,
+            unk if fuse else -1,
+            out_id,
+            out_start,
+            out_end,
+            counts,
+        )
         if status == UNK_WITHOUT_ID:
             raise ToktoolsError("Unigram: an unknown character but the model has no unk_id")
         if status == UNREACHABLE:

@@ -12,6 +12,7 @@ Layout: the words' characters are one ``int32`` array of code points, word ``w``
 lattice candidates of every word are ``(start, length, seed)`` arrays sorted by start, then
 length: the order in which ``tokenizers`` inserts lattice nodes.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,6 +28,7 @@ _BASE = 0x110000
 
 # -- seeds: suffix array and the internal nodes of the suffix tree -----------------------------
 
+
 def prefix_sorted_suffixes(text: np.ndarray, depth: int) -> np.ndarray:
     """Suffix start positions sorted by their first ``depth`` (or more) characters (prefix
     doubling; ties beyond that are left in position order: the suffix-tree nodes no deeper than
@@ -40,7 +42,7 @@ def prefix_sorted_suffixes(text: np.ndarray, depth: int) -> np.ndarray:
     order = np.argsort(rank, kind="stable")
     while k < depth:
         second = np.full(n, -1, dtype=np.int64)
-        second[:n - k] = rank[k:]
+        second[: n - k] = rank[k:]
         key = rank * (n + 1) + (second + 1)
         order = np.argsort(key, kind="stable")
         sorted_key = key[order]
@@ -109,6 +111,7 @@ def suffix_tree_seeds(text, sa, max_len):
 
 
 # -- the trie of seed pieces and the lattice candidates --------------------------------------
+
 
 @njit(cache=True)
 def _child(children, key):
@@ -393,6 +396,7 @@ def m_step(expected):
 
 # -- pruning: each piece's two best segmentations --------------------------------------------
 
+
 @njit(cache=True)
 def _less(negfx, seq, a, b):
     """Python's tuple ``<`` on agenda entries ``(-fx, seq, ...)``."""
@@ -636,14 +640,14 @@ def two_best(piece_codes, piece_off, children, terminal, seed_cur, cur_scores, u
 @njit(cache=True)
 def _grow_f(a, cap):
     out = np.empty(cap, dtype=np.float64)
-    out[:len(a)] = a
+    out[: len(a)] = a
     return out
 
 
 @njit(cache=True)
 def _grow_i(a, cap):
     out = np.empty(cap, dtype=np.int64)
-    out[:len(a)] = a
+    out[: len(a)] = a
     return out
 
 
@@ -708,5 +712,5 @@ def gather_pieces(seed_codes, seed_off, piece_seed):
     codes = np.empty(off[n], dtype=seed_codes.dtype)
     for i in range(n):
         s = piece_seed[i]
-        codes[off[i]:off[i + 1]] = seed_codes[seed_off[s]:seed_off[s + 1]]
+        codes[off[i] : off[i + 1]] = seed_codes[seed_off[s] : seed_off[s + 1]]
     return codes, off

@@ -22,14 +22,16 @@ same vocabulary byte for byte; ``TOKTOOLS_PURE_PYTHON=1`` turns them off). The s
 from a suffix array sorted on ``max_piece_length + 1`` characters only, and every word's lattice
 candidates are found once, in a trie of the seed pieces, then filtered as pieces are dropped.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from toktools.errors import ToktoolsError
-from toktools.parts.unigram import UNK_PENALTY, Lattice, PieceIndex, Unigram
 from toktools.models.unigram.digamma import digamma
+from toktools.parts.unigram import UNK_PENALTY, Lattice, PieceIndex, Unigram
 
 NAN = float("nan")
 TRAIN_UNK = "<UNK>"
@@ -42,6 +44,7 @@ def _log(x: float) -> float:
 
 
 # -- suffix array seeds ------------------------------------------------------------------------
+
 
 def suffix_array(text: list[int]) -> list[int]:
     """Suffix array by prefix doubling (ranks of pairs, one sort per round)."""
@@ -100,8 +103,9 @@ def suffix_tree_nodes(text: list[int]) -> Iterable[tuple[int, int, int]]:
         stack.append((i, n - sa[i] + 1))
 
 
-def seed_pieces(words: list[tuple[str, int]], max_piece_length: int = 16,
-                seed_size: int = 1_000_000) -> list[tuple[str, float]]:
+def seed_pieces(
+    words: list[tuple[str, int]], max_piece_length: int = 16, seed_size: int = 1_000_000
+) -> list[tuple[str, float]]:
     """``make_seed_sentence_pieces``: characters, then suffix-tree substrings, as log-probs."""
     seeds, flat = _char_seeds(words)
     codes = list(map(ord, flat))
@@ -109,9 +113,9 @@ def seed_pieces(words: list[tuple[str, int]], max_piece_length: int = 16,
     for start, depth, freq in suffix_tree_nodes(codes):
         if depth <= 1 or depth > max_piece_length:
             continue
-        if 0 in codes[start:start + depth]:
+        if 0 in codes[start : start + depth]:
             continue
-        substrings.append((freq * depth, flat[start:start + depth]))
+        substrings.append((freq * depth, flat[start : start + depth]))
     substrings.sort(reverse=True)
     return _log_probs(seeds, substrings, seed_size)
 
@@ -133,8 +137,9 @@ def _char_seeds(words: list[tuple[str, int]]) -> tuple[list[tuple[str, float]], 
     return seeds, "".join(parts)
 
 
-def _log_probs(seeds: list[tuple[str, float]], substrings: list[tuple[int, str]],
-               seed_size: int) -> list[tuple[str, float]]:
+def _log_probs(
+    seeds: list[tuple[str, float]], substrings: list[tuple[int, str]], seed_size: int
+) -> list[tuple[str, float]]:
     """The characters, then the best substrings up to ``seed_size`` seeds, as log-probabilities."""
     for score, piece in substrings:
         if len(seeds) >= seed_size:
@@ -148,6 +153,7 @@ def _log_probs(seeds: list[tuple[str, float]], substrings: list[tuple[int, str]]
 
 
 # -- the model during training ---------------------------------------------------------------
+
 
 class _Model:
     """The training-time model: pieces in order, id 0 = ``<UNK>`` (score NaN)."""
@@ -267,10 +273,19 @@ def _marginal(begin: list[list[tuple[int, int, float]]], n: int, freq: float, ex
 class UnigramTrainer:
     """Settings of ``tokenizers.trainers.UnigramTrainer`` (same names and defaults)."""
 
-    def __init__(self, vocab_size: int = 8000, *, n_sub_iterations: int = 2, shrinking_factor: float = 0.75,
-                 special_tokens: Iterable[str] = (), unk_token: str | None = None,
-                 initial_alphabet: Iterable[str] = (), max_piece_length: int = 16, seed_size: int = 1_000_000,
-                 progress: Callable[[str, int, int], None] | None = None) -> None:
+    def __init__(
+        self,
+        vocab_size: int = 8000,
+        *,
+        n_sub_iterations: int = 2,
+        shrinking_factor: float = 0.75,
+        special_tokens: Iterable[str] = (),
+        unk_token: str | None = None,
+        initial_alphabet: Iterable[str] = (),
+        max_piece_length: int = 16,
+        seed_size: int = 1_000_000,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> None:
         self.vocab_size = vocab_size
         self.n_sub_iterations = n_sub_iterations
         self.shrinking_factor = shrinking_factor
@@ -291,8 +306,13 @@ class UnigramTrainer:
         desired = self.vocab_size * 11 // 10
         required = self._required(words)
         seeds = PieceIndex((p, i, 0.0) for i, (p, _) in enumerate(pieces))
-        rows = [[[(pos + length, word[pos:pos + length]) for length, _, _ in seeds.matches(word, pos)]
-                 for pos in range(len(word))] for word, _ in words]
+        rows = [
+            [
+                [(pos + length, word[pos : pos + length]) for length, _, _ in seeds.matches(word, pos)]
+                for pos in range(len(word))
+            ]
+            for word, _ in words
+        ]
         model = _Model(pieces)
         step = 0
         while True:
@@ -312,8 +332,9 @@ class UnigramTrainer:
     def _required(self, words: list[tuple[str, int]]) -> set[str]:
         required = {ch for w, _ in words for ch in w} | self.initial_alphabet
         if len(required) > self.vocab_size:
-            raise ToktoolsError(f"vocab size {self.vocab_size} is smaller than the {len(required)} characters "
-                                "the corpus needs")
+            raise ToktoolsError(
+                f"vocab size {self.vocab_size} is smaller than the {len(required)} characters the corpus needs"
+            )
         return required
 
     def _train_compiled(self, words: list[tuple[str, int]], kernels: Any) -> Unigram:
@@ -323,7 +344,8 @@ class UnigramTrainer:
         import numpy as np
 
         seeds: list[tuple[str, float]] = [(TRAIN_UNK, NAN)] + _seed_pieces_compiled(
-            words, self.max_piece_length, self.seed_size, kernels)
+            words, self.max_piece_length, self.seed_size, kernels
+        )
         desired = self.vocab_size * 11 // 10
         required = self._required(words)
         lattice = _Candidates([p for p, _ in seeds], [w for w, _ in words], kernels)
@@ -334,8 +356,16 @@ class UnigramTrainer:
         while True:
             for _ in range(self.n_sub_iterations):
                 ids = lattice.current(piece_seed)
-                expected, nan = kernels.e_step(lattice.word_off, counts, lattice.starts, lattice.lengths, ids,
-                                               scores[ids], _unk_score(scores), len(piece_seed))
+                expected, nan = kernels.e_step(
+                    lattice.word_off,
+                    counts,
+                    lattice.starts,
+                    lattice.lengths,
+                    ids,
+                    scores[ids],
+                    _unk_score(scores),
+                    len(piece_seed),
+                )
                 if nan:
                     raise ToktoolsError("Unigram training: the likelihood is NaN (a word may be too long)")
                 keep, new_scores = kernels.m_step(expected)
@@ -348,37 +378,39 @@ class UnigramTrainer:
             order = self._prune_compiled(piece_seed, scores, counts, lattice, kernels)
             piece_seed, scores = piece_seed[order], scores[order]
         strings = lattice.seed_strings
-        return self._finalize(_Model([(strings[s], sc) for s, sc in zip(piece_seed.tolist(), scores.tolist())]),
-                              required)
+        return self._finalize(
+            _Model([(strings[s], sc) for s, sc in zip(piece_seed.tolist(), scores.tolist())]), required
+        )
 
-    def _prune_compiled(self, piece_seed: Any, scores: Any, counts: Any, lattice: "_Candidates",
-                        kernels: Any) -> Any:
+    def _prune_compiled(self, piece_seed: Any, scores: Any, counts: Any, lattice: _Candidates, kernels: Any) -> Any:
         """:meth:`_prune` compiled: the ids kept, in their new order."""
-        import numpy as np
 
         ids = lattice.current(piece_seed)
         unk_score = _unk_score(scores)
         codes, offsets = kernels.gather_pieces(lattice.seed_codes, lattice.seed_off, piece_seed)
-        status, first_len, alt_off, alt = kernels.two_best(codes, offsets, lattice.children, lattice.terminal,
-                                                           lattice.seed_cur, scores, unk_score)
+        status, first_len, alt_off, alt = kernels.two_best(
+            codes, offsets, lattice.children, lattice.terminal, lattice.seed_cur, scores, unk_score
+        )
         if (status < 0).any():  # agendas too large for the compiled 2-best: the Python lattice decides
             alt_off, alt = self._two_best_fallback(piece_seed, scores, lattice, status, first_len, alt_off, alt)
         always_keep = ~((status == 2) & (first_len >= 2))  # only one path: the piece itself, kept
         always_keep[0] = False
-        freq, vsum = kernels.viterbi_counts(lattice.word_off, counts, lattice.starts, lattice.lengths, ids,
-                                            scores[ids], unk_score, len(piece_seed))
+        freq, vsum = kernels.viterbi_counts(
+            lattice.word_off, counts, lattice.starts, lattice.lengths, ids, scores[ids], unk_score, len(piece_seed)
+        )
         desired = self.vocab_size * 11 // 10
         pruned_size = max(desired, int(len(piece_seed) * self.shrinking_factor))
         return kernels.prune_select(freq, always_keep, alt_off, alt, vsum, pruned_size)
 
     @staticmethod
-    def _two_best_fallback(piece_seed: Any, scores: Any, lattice: "_Candidates", status: Any, first_len: Any,
-                           alt_off: Any, alt: Any) -> tuple[Any, Any]:
+    def _two_best_fallback(
+        piece_seed: Any, scores: Any, lattice: _Candidates, status: Any, first_len: Any, alt_off: Any, alt: Any
+    ) -> tuple[Any, Any]:
         import numpy as np
 
         strings = lattice.seed_strings
         model = _Model([(strings[s], sc) for s, sc in zip(piece_seed.tolist(), scores.tolist())])
-        alternatives = [alt[alt_off[i]:alt_off[i + 1]].tolist() for i in range(len(piece_seed))]
+        alternatives = [alt[alt_off[i] : alt_off[i + 1]].tolist() for i in range(len(piece_seed))]
         for pid in np.flatnonzero(status < 0).tolist():
             piece_lattice = model.lattice(model.pieces[pid][0])
             nbests = piece_lattice.nbest(2)
@@ -413,8 +445,9 @@ class UnigramTrainer:
         logsum = digamma(total)
         return [(piece, digamma(freq) - logsum) for piece, freq in kept]
 
-    def _prune(self, model: _Model, pieces: list[tuple[str, float]], words: list[tuple[str, int]],
-               rows: list) -> list[tuple[str, float]]:
+    def _prune(
+        self, model: _Model, pieces: list[tuple[str, float]], words: list[tuple[str, int]], rows: list
+    ) -> list[tuple[str, float]]:
         always_keep = [True] * len(pieces)
         alternatives: list[list[int]] = [[] for _ in pieces]
         for pid, (token, _) in enumerate(pieces):
@@ -438,8 +471,14 @@ class UnigramTrainer:
                 freq[pid] += count
         return self._prune_by_loss(pieces, always_keep, alternatives, freq, vsum)
 
-    def _prune_by_loss(self, pieces: list[tuple[str, float]], always_keep: list[bool], alternatives: list[list[int]],
-                       freq: list[float], vsum: float) -> list[tuple[str, float]]:
+    def _prune_by_loss(
+        self,
+        pieces: list[tuple[str, float]],
+        always_keep: list[bool],
+        alternatives: list[list[int]],
+        freq: list[float],
+        vsum: float,
+    ) -> list[tuple[str, float]]:
         """Keep the pieces whose removal would cost the most likelihood (``prune_sentence_pieces``).
 
         ``tokenizers`` sums the counts of the words listed in ``inverted[id]`` (one entry per
@@ -514,6 +553,7 @@ class UnigramTrainer:
 
 # -- the compiled steps ------------------------------------------------------------------------
 
+
 def compiled_kernels() -> Any:
     """:mod:`toktools.models.unigram.kernels` when numba is installed (extra ``fast``), else None.
     ``TOKTOOLS_PURE_PYTHON=1`` forces the pure-Python steps (same results, slower)."""
@@ -555,8 +595,9 @@ class _Candidates:
         self.seed_codes, self.seed_off = _code_points(seed_strings)
         self.children, self.terminal = kernels.build_trie(self.seed_codes, self.seed_off)
         codes, self.word_off = _code_points(words)
-        self.starts, self.lengths, self.seeds = kernels.lattice_candidates(codes, self.word_off, self.children,
-                                                                           self.terminal)
+        self.starts, self.lengths, self.seeds = kernels.lattice_candidates(
+            codes, self.word_off, self.children, self.terminal
+        )
         self.seed_cur = np.arange(len(seed_strings), dtype=np.int64)
         first: dict[str, list[int]] = {}
         for i, piece in enumerate(seed_strings):
@@ -575,13 +616,18 @@ class _Candidates:
         ids = seed_cur[self.seeds]
         live = ids >= 0
         if not live.all():
-            self.starts, self.lengths, self.seeds, ids = (self.starts[live], self.lengths[live],
-                                                          self.seeds[live], ids[live])
+            self.starts, self.lengths, self.seeds, ids = (
+                self.starts[live],
+                self.lengths[live],
+                self.seeds[live],
+                ids[live],
+            )
         return ids
 
 
-def _seed_pieces_compiled(words: list[tuple[str, int]], max_piece_length: int, seed_size: int,
-                          kernels: Any) -> list[tuple[str, float]]:
+def _seed_pieces_compiled(
+    words: list[tuple[str, int]], max_piece_length: int, seed_size: int, kernels: Any
+) -> list[tuple[str, float]]:
     """:func:`seed_pieces` over a suffix array sorted on ``max_piece_length + 1`` characters
     (the nodes no deeper than ``max_piece_length`` are all it keeps)."""
     import numpy as np
@@ -599,6 +645,7 @@ def _seed_pieces_compiled(words: list[tuple[str, int]], max_piece_length: int, s
             threshold = np.partition(scores, len(scores) - room)[len(scores) - room]
             keep = np.flatnonzero(scores >= threshold)
         starts, depths, scores = starts[keep], depths[keep], scores[keep]
-    substrings = sorted(zip(scores.tolist(), (flat[s:s + d] for s, d in zip(starts.tolist(), depths.tolist()))),
-                        reverse=True)
+    substrings = sorted(
+        zip(scores.tolist(), (flat[s : s + d] for s, d in zip(starts.tolist(), depths.tolist()))), reverse=True
+    )
     return _log_probs(seeds, substrings, seed_size)

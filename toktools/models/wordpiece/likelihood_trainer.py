@@ -15,18 +15,21 @@ the pairs around it. Deviations from the course, on purpose: ``min_pair_frequenc
 ``limit_alphabet`` cut of :func:`toktools.models.bpe.trainer.compute_alphabet`; a token string that already
 exists is not appended a second time.
 """
+
 from __future__ import annotations
 
 import heapq
 from collections import defaultdict
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from toktools.models.bpe.trainer import compute_alphabet
 
 Pair = tuple[str, str]
 
 
-def initial_splits(word_counts: Mapping[str, int], prefix: str, alphabet: set[str]) -> tuple[list[list[str]], list[int]]:
+def initial_splits(
+    word_counts: Mapping[str, int], prefix: str, alphabet: set[str]
+) -> tuple[list[list[str]], list[int]]:
     """Words as symbols: first character bare, the others with the prefix (by position in the
     original word); characters outside the alphabet are dropped."""
     splits, counts = [], []
@@ -138,7 +141,7 @@ def train_likelihood_wordpiece(
         a, b = min(candidates, key=first_occurrence)
         for pair in candidates - {(a, b)}:
             push(pair)
-        merged = a + (b[len(prefix):] if b.startswith(prefix) else b)
+        merged = a + (b[len(prefix) :] if b.startswith(prefix) else b)
         if merged not in known:
             vocab.append(merged)
             known.add(merged)

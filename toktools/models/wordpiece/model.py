@@ -6,21 +6,35 @@ Everything follows ``tokenizers`` 0.23.3 (``shared/spec/wordpiece.md`` §4–§8
 in :mod:`toktools.training.pipeline` (the BPE engine with a ``##`` prefix) and
 :mod:`toktools.models.wordpiece.likelihood_trainer` (the original, likelihood-scored WordPiece idea).
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from toktools.errors import ToktoolsError
 
 BERT_SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 #: Rust's ``char::is_whitespace`` (what ``trim_end`` strips from ``vocab.txt`` lines).
-RUST_WHITESPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+RUST_WHITESPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+)
 
 # The decoder's cleanup, applied to each token on its own, in this order.
-_CLEANUP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"), (" 'm", "'m"),
-            (" do not", " don't"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
+_CLEANUP = (
+    (" .", "."),
+    (" ?", "?"),
+    (" !", "!"),
+    (" ,", ","),
+    (" ' ", "'"),
+    (" n't", "n't"),
+    (" 'm", "'m"),
+    (" do not", " don't"),
+    (" 's", "'s"),
+    (" 've", "'ve"),
+    (" 're", "'re"),
+)
 
 
 # ---------------------------------------------------------------------------------------------
