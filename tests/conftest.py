@@ -8,8 +8,10 @@ with a reason that says where they were looked for.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +43,14 @@ def read_corpus_sample(name: str, max_bytes: int, *, skip_lines: int = 0) -> str
     """The first ``max_bytes`` (cut at a line end) of a shared corpus, decompressing ``.gz``.
 
     Tests sample the corpora to keep the suite fast; full sizes belong to ``benchmarks/``.
+    Read once per session (many modules take the same samples; a ``str`` is safe to share).
     """
+    corpus_path(name)  # skips when absent (a skip is not cached)
+    return _read_corpus_sample(name, max_bytes, skip_lines)
+
+
+@functools.cache
+def _read_corpus_sample(name: str, max_bytes: int, skip_lines: int) -> str:
     path = corpus_path(name)
     opener = gzip.open if path.suffix == ".gz" else open
     out: list[str] = []
@@ -55,6 +64,90 @@ def read_corpus_sample(name: str, max_bytes: int, *, skip_lines: int = 0) -> str
             if size >= max_bytes:
                 break
     return "".join(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Code-point sweeps: a sample by default, every scalar value under ``-m full``
+# ---------------------------------------------------------------------------------------------
+
+#: Every this-many-th code point is in the sample, besides the places where behaviour changes.
+SAMPLE_STEP = 97
+#: Blocks taken whole: ASCII and Latin with its combining marks, Greek, Cyrillic.
+SAMPLE_WHOLE_BLOCKS = ((0x0000, 0x052F),)
+_HEX_RANGE = re.compile(r"\b([0-9A-Fa-f]{1,6})(?:-([0-9A-Fa-f]{1,6}))?\b")
+
+
+def _is_scalar(code_point: int) -> bool:
+    return 0 <= code_point < 0x110000 and not 0xD800 <= code_point <= 0xDFFF
+
+
+@functools.cache
+def all_unicode_scalars() -> tuple[int, ...]:
+    """All 1,112,064 Unicode scalar values (code points but the surrogates), in order."""
+    return tuple(c for c in range(0x110000) if _is_scalar(c))
+
+
+@functools.cache
+def sampled_unicode_scalars() -> tuple[int, ...]:
+    """A deterministic sample of about 2.5 % of the scalar values, in code point order, for the
+    default run's sweeps (the full sweeps run under ``-m full``): every ``SAMPLE_STEP``-th code
+    point; ``SAMPLE_WHOLE_BLOCKS``; every key of toktools' generated per-code-point tables and
+    both ends, the middle and the outer neighbours of each of their ranges (where tokenizers'
+    behaviour changes, measured from tokenizers itself); and both sides of every change of
+    general category, combining class or decomposition in Python's ``unicodedata`` (which
+    toktools does not use, so this part is independent of the tables)."""
+    import importlib
+    import unicodedata
+
+    points: set[int] = set(range(0, 0x110000, SAMPLE_STEP))
+    for first, last in SAMPLE_WHOLE_BLOCKS:
+        points.update(range(first, last + 1))
+
+    def add_range(first: int, last: int) -> None:
+        points.update((first - 1, first, (first + last) // 2, last, last + 1))
+
+    def walk(value: object) -> None:
+        if isinstance(value, dict):
+            points.update(key for key in value if isinstance(key, int))
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, (tuple, list)):
+            if len(value) in (2, 3) and all(isinstance(item, int) for item in value):
+                add_range(value[0], value[1])
+            else:
+                for item in value:
+                    walk(item)
+        elif isinstance(value, str) and re.fullmatch(r"[0-9A-Fa-f\- ]+", value):
+            for match in _HEX_RANGE.finditer(value):
+                add_range(int(match[1], 16), int(match[2] or match[1], 16))
+
+    for name in ("bert", "bytelevel", "parts"):
+        tables = importlib.import_module(f"toktools.tables.{name}")
+        for attribute, value in vars(tables).items():
+            if attribute.isupper():
+                walk(value)
+    previous = None
+    for code_point in range(0x110000):
+        char = chr(code_point)
+        properties = (
+            unicodedata.category(char),
+            unicodedata.combining(char),
+            bool(unicodedata.decomposition(char)),
+        )
+        if properties != previous:
+            points.update((code_point - 1, code_point))
+        previous = properties
+    return tuple(sorted(c for c in points if _is_scalar(c)))
+
+
+@pytest.fixture(
+    scope="session",
+    params=[pytest.param("sample", id="sample"), pytest.param("all", id="every", marks=pytest.mark.full)],
+)
+def unicode_scalars(request: pytest.FixtureRequest) -> tuple[int, ...]:
+    """The scalar values a code-point sweep covers: the sample (default run) or all of them
+    (``-m full``). Tests that take it run once for each."""
+    return sampled_unicode_scalars() if request.param == "sample" else all_unicode_scalars()
 
 
 @pytest.fixture
