@@ -155,6 +155,51 @@ def shared_dir() -> Path:
     return _require(SHARED_DIR, "the shared research folder")
 
 
+# ---------------------------------------------------------------------------------------------
+# The user cache (TOKTOOLS_CACHE_DIR or ~/.cache/toktools), warmed once per session
+# ---------------------------------------------------------------------------------------------
+
+#: Fills what many tests read from the user cache: the byte-level merge kernel as machine code
+#: (a numba compile, ~2.5 s, when the cache is cold; a load otherwise).
+_WARM_UP = """
+from toktools.engines.ids_only import ids_encoder
+from toktools.io.formats import load
+ids_encoder(load("bytebpe-50k")).load_compiled()
+"""
+_WARMING: list[Any] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Warm the user cache once per session, in a process of its own while the tests are being
+    collected (by the pytest-xdist controller, not by each worker): on a cold cache the workers
+    then find the compiled code instead of each compiling it."""
+    import subprocess
+    import sys
+
+    if IN_DASK_CHILD or hasattr(config, "workerinput") or config.option.collectonly:
+        return
+    if os.environ.get("TOKTOOLS_CACHE_DIR") == "":  # the cache is turned off
+        return
+    _WARMING.append(  # run in the checkout, so that it imports this toktools
+        subprocess.Popen(
+            [sys.executable, "-c", _WARM_UP], cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+    )
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """A warm-up still going (a short session) is let finish its entry, not cut off mid-write."""
+    import subprocess
+
+    for process in _WARMING:
+        try:
+            process.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    _WARMING.clear()
+
+
 #: Set in the child pytest process that runs the Dask cluster tests.
 DASK_CHILD_VARIABLE = "TOKTOOLS_DASK_TEST_CHILD"
 IN_DASK_CHILD = os.environ.get(DASK_CHILD_VARIABLE) == "1"
