@@ -11,6 +11,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import lzma
+import signal
 import time
 from pathlib import Path
 
@@ -123,3 +124,26 @@ def test_an_error_in_the_pool_stops_the_workers_at_once() -> None:
     assert time.monotonic() - started < 15
     assert not any(process.is_alive() for process in processes)
     assert all(future.cancelled() or future.done() for future in futures)
+
+
+def _deaf_to_sigterm(started: str) -> None:
+    """A task that ignores SIGTERM (as native code that blocks signals would), says it is
+    running, then waits."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    Path(started).touch()
+    time.sleep(60)
+
+
+def test_a_worker_deaf_to_sigterm_is_killed(tmp_path: Path) -> None:
+    """A worker that does not stop on SIGTERM within the grace period is killed."""
+    started = tmp_path / "started"
+    with pytest.raises(KeyboardInterrupt):
+        with workers.process_pool(1) as pool:
+            pool.submit(_deaf_to_sigterm, str(started))
+            processes = list(pool._processes.values())
+            deadline = time.monotonic() + 60
+            while not started.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert started.exists(), "the task did not start"
+            raise KeyboardInterrupt
+    assert processes and not any(process.is_alive() for process in processes)
