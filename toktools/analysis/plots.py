@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 from toktools.errors import ToktoolsError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from toktools.analysis.report import VocabStats
     from toktools.analysis.segstats import SegmentStats
+    from toktools.analysis.vocabulary import VocabStats
 
 __all__ = ["require_matplotlib", "plot_comparison", "plot_vocab"]
 
