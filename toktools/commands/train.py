@@ -12,8 +12,8 @@ from typing import Any
 
 import click
 
-from toktools.commands._shared import _cap_workers, _progress, _split_list, cluster_options
-from toktools.commands.count import _load_counts
+from toktools.commands._shared import cap_workers, cluster_options, progress_bars, split_list
+from toktools.commands.count import load_counts
 from toktools.errors import ToktoolsError
 from toktools.training.trainers import TRAINERS, Option, OptionConflict, Trainer
 
@@ -92,7 +92,7 @@ def _command_options(trainer: Trainer) -> list[Callable[[Any], Any]]:
             "--workers",
             type=click.IntRange(min=1),
             default=None,
-            callback=_cap_workers,
+            callback=cap_workers,
             help="Processes that count words (default: all cores). Output is identical for any value.",
         ),
         click.option(
@@ -169,7 +169,7 @@ def _train(
 ) -> None:
     """Check every option, refuse a bad output, train, write, summarise (and ``--check``)."""
     settings = trainer.settings(
-        {name: _split_list(value) if _is_list(trainer, name) else value for name, value in given.items()}
+        {name: split_list(value) if _is_list(trainer, name) else value for name, value in given.items()}
     )
     try:
         trainer.check_settings(
@@ -191,8 +191,8 @@ def _train(
     started = time.perf_counter()
     word_counts = None
     if counts_path is not None:
-        word_counts = _load_counts(counts_path, trainer.name, trainer.count_settings(settings))
-    with _progress(progress and backend == "reference") as callback:
+        word_counts = load_counts(counts_path, trainer.name, trainer.count_settings(settings))
+    with progress_bars(progress and backend == "reference") as callback:
         tokenizer = trainer.run(
             list(corpus),
             settings,
