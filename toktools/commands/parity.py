@@ -87,7 +87,7 @@ def parity(
     import json
 
     from toktools.io.outputs import check_output_dir
-    from toktools.parity import core as parity_module
+    from toktools.parity.run import run_parity
 
     if force and output_dir is None:
         raise click.UsageError("--force replaces the directories of --keep: give --keep DIR")
@@ -102,7 +102,7 @@ def parity(
     options: dict[str, Any] = {}
     if limit_alphabet is not None:
         options["limit_alphabet"] = limit_alphabet
-    report = parity_module.run_parity(
+    report = run_parity(
         kind,
         list(corpus),
         vocab_size,

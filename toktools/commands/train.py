@@ -42,8 +42,8 @@ def _click_option(option: Option) -> Callable[[Any], Any]:
     if isinstance(option.type, tuple):
         return click.option(option.flags, option.name, type=click.Choice(list(option.type)), **settings)
     if option.type in (int, float) and option.minimum is not None:
-        ranged = click.IntRange if option.type is int else click.FloatRange
-        return click.option(option.flags, option.name, type=ranged(min=option.minimum), **settings)
+        ranged = click.IntRange(min=int(option.minimum)) if option.type is int else click.FloatRange(min=option.minimum)
+        return click.option(option.flags, option.name, type=ranged, **settings)
     return click.option(option.flags, option.name, type=option.type, **settings)
 
 
@@ -281,9 +281,9 @@ def _check(
     options: dict[str, Any],
 ) -> None:
     """``train --check``: train the other way too and print the parity report."""
-    from toktools.parity import core as parity
+    from toktools.parity.run import check_trained
 
-    report = parity.check_trained(
+    report = check_trained(
         kind,
         tokenizer,
         list(corpus),
