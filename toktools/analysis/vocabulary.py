@@ -289,12 +289,12 @@ def vocab_stats(tokenizer: Tokenizer, top: int = 20) -> VocabStats:
     entries.sort(key=lambda e: (-(e.chars or 0), -e.bytes, e.id))
     scores = None
     if scored:
-        values = [e.score for e in scored]
+        values = [e.score for e in scored if e.score is not None]  # all of them
         by_score = sorted(scored, key=lambda e: (-e.score, e.id))  # type: ignore[operator]
         scores = ScoreStats(
             min(values),
             max(values),
-            math.fsum(values) / len(values),  # type: ignore[arg-type]
+            math.fsum(values) / len(values),
             by_score[:top],
             by_score[::-1][:top],
         )

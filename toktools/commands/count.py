@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -106,7 +106,7 @@ def count(
     options = _count_options(kind, lowercase, strip_accents, add_prefix_space)
     settings = trainer.count_settings(options)
     with progress_bars(progress) as callback:
-        reading = {} if cluster is None else {"cluster": cluster}
+        reading: dict[str, Any] = {} if cluster is None else {"cluster": cluster}
         counts = trainer.count_words(
             list(corpus), options, workers=workers, errors=errors, json_field=json_field, progress=callback, **reading
         )
