@@ -278,26 +278,10 @@ def vocab_stats(tokenizer: Tokenizer, top: int = 20) -> VocabStats:
                 singles.add(s.text)
 
     if bytelevel:
-        present = [b for b in range(256) if BYTE_TO_SYMBOL[b] in model_vocab]
-        alphabet = [BYTE_TO_SYMBOL[b] for b in present]
-        missing = [f"{b:02X}" for b in range(256) if BYTE_TO_SYMBOL[b] not in model_vocab]
-        byte_symbols_present: int | None = len(present)
+        alphabet, missing, byte_symbols_present = _byte_alphabet(model_vocab)
     else:
-        alphabet = sorted(singles)
-        missing, byte_symbols_present = [], None
-
+        alphabet, missing, byte_symbols_present = sorted(singles), [], None
     entries.sort(key=lambda e: (-(e.chars or 0), -e.bytes, e.id))
-    scores = None
-    if scored:
-        values = [e.score for e in scored if e.score is not None]  # all of them
-        by_score = sorted(scored, key=lambda e: (-e.score, e.id))  # type: ignore[operator]
-        scores = ScoreStats(
-            min(values),
-            max(values),
-            math.fsum(values) / len(values),
-            by_score[:top],
-            by_score[::-1][:top],
-        )
     return VocabStats(
         kind=token_view.family(tokenizer),
         vocab_size=tokenizer.vocab_size,
@@ -321,5 +305,22 @@ def vocab_stats(tokenizer: Tokenizer, top: int = 20) -> VocabStats:
         scripts=dict(sorted(scripts.items(), key=lambda item: (-item[1], item[0]))),
         longest=entries[:top],
         embedding=EmbeddingCost(tokenizer.vocab_size),
-        scores=scores,
+        scores=_score_stats(scored, top),
     )
+
+
+def _byte_alphabet(model_vocab: Mapping[str, int]) -> tuple[list[str], list[str], int | None]:
+    """Byte-level BPE: the byte symbols present as tokens (in byte order), the bytes missing
+    (hex), and how many are present."""
+    present = [b for b in range(256) if BYTE_TO_SYMBOL[b] in model_vocab]
+    missing = [f"{b:02X}" for b in range(256) if BYTE_TO_SYMBOL[b] not in model_vocab]
+    return [BYTE_TO_SYMBOL[b] for b in present], missing, len(present)
+
+
+def _score_stats(scored: list[TokenEntry], top: int) -> ScoreStats | None:
+    """The scores' range and mean, and the ``top`` pieces at either end (None without scores)."""
+    if not scored:
+        return None
+    values = [e.score for e in scored if e.score is not None]  # all of them
+    by_score = sorted(scored, key=lambda e: (-e.score, e.id))  # type: ignore[operator]
+    return ScoreStats(min(values), max(values), math.fsum(values) / len(values), by_score[:top], by_score[::-1][:top])
