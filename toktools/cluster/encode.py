@@ -276,7 +276,7 @@ _REFERENCES: dict[str, Any] = {}
 def _engine(job: BlockJob) -> Any:
     key = (job.fingerprint, job.engine, job.threads)
     if key not in _ENGINES:
-        from toktools.engines.core import make_engine
+        from toktools.engines.choice import make_engine
 
         _ENGINES[key] = make_engine(
             job.engine, job.document, workers=job.threads, analysis=job.analysis, fingerprint=job.fingerprint
@@ -511,7 +511,7 @@ def encode_blocks(
         shard_base,
     )
     from toktools.corpus.writers import output_files
-    from toktools.engines import core as engines
+    from toktools.engines.analysis import Analysis, analyse, cuttable
 
     started = time.perf_counter()
     if shard_tokens is not None:
@@ -608,9 +608,9 @@ def encode_blocks(
         verified = 0
         if missing or not manifest_file.exists():
             if engine in ("auto", "tiktoken"):
-                analysis = engines.analyse(doc, fingerprint)
+                analysis = analyse(doc, fingerprint)
             else:
-                analysis = engines.Analysis("not analysed", cuttable=engines.cuttable(doc))
+                analysis = Analysis("not analysed", cuttable=cuttable(doc))
             chosen = runner.engine(engine, doc, analysis, fingerprint)
             manifest["engine"] = chosen
             job = BlockJob(
@@ -701,7 +701,7 @@ class _LocalRunner:
         return [input_entry(n, u) for n, u in zip(names, urls)]
 
     def engine(self, name: str, doc: dict[str, Any], analysis: Any, fingerprint: str) -> str:
-        from toktools.engines.core import make_engine
+        from toktools.engines.choice import make_engine
 
         self._engine = make_engine(name, doc, workers=self.workers, analysis=analysis, fingerprint=fingerprint)
         return str(self._engine.name)
@@ -770,7 +770,7 @@ class _ClusterRunner:
     def engine(self, name: str, doc: dict[str, Any], analysis: Any, fingerprint: str) -> str:
         """Which engine the workers run: chosen here by the rules of a local run (so the manifest
         names the same one), then built by each worker once."""
-        from toktools.engines.core import make_engine
+        from toktools.engines.choice import make_engine
 
         chosen = make_engine(name, doc, workers=1, analysis=analysis, fingerprint=fingerprint)
         chosen.close()

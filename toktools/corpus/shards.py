@@ -5,7 +5,7 @@ local or on a cluster (:func:`encode_documents`).
 0. read the tokenizer: from the start-up cache when its ``tokenizer.json`` was seen before
    (:mod:`toktools.corpus.prepared_tokenizer`: then it is parsed only if an engine needs it);
 1. read the inputs as documents (:mod:`toktools.corpus.documents`), in bounded segments;
-2. encode batches of them with the chosen engine (:mod:`toktools.engines.core`), while the next
+2. encode batches of them with the chosen engine (:mod:`toktools.engines.choice`), while the next
    batch is being read; a sample of documents spread over the input is re-encoded with the
    reference (:mod:`toktools.corpus.verify`) and any difference stops the run;
 3. write documents (with ``prepend_bos`` / ``append_eos`` ids) into outputs
@@ -39,7 +39,7 @@ from toktools.corpus.documents import MAX_DOCUMENT_BYTES, SEGMENT_CHARS, Documen
 from toktools.corpus.prepared_tokenizer import CorpusTokenizer, load_corpus_tokenizer, token_ids, vocab_size_of
 from toktools.corpus.verify import Verifier, start_checker
 from toktools.corpus.writers import DocumentWriter, ShardInfo, file_sha256, flat_dtype, megatron_dtype, output_files
-from toktools.engines.core import PackedIds
+from toktools.engines.base import PackedIds
 from toktools.errors import ToktoolsError
 
 DEFAULT_VERIFY = 16
@@ -229,7 +229,8 @@ def encode_shards(
     """Encode ``inputs`` here into one output or into ``shard_tokens`` shards with a resumable
     manifest (the options as :func:`toktools.corpus.encode.encode_corpus` takes them)."""
     from toktools.corpus.reading import expand_sources
-    from toktools.engines import core as engines
+    from toktools.engines.analysis import Analysis, analyse, cuttable
+    from toktools.engines.choice import likely_engine, make_engine
 
     started = time.perf_counter()
     collector = CollectorPause()  # until the engine is built
@@ -247,7 +248,7 @@ def encode_shards(
         checker = start_checker(
             tok.document,
             verify,
-            engines.likely_engine(engine, tok.shape, workers, input_bytes),
+            likely_engine(engine, tok.shape, workers, input_bytes),
             fingerprint=fingerprint,
         )
         field, eos_id, bos_id, vocab_size, dtype = _output_settings(
@@ -301,10 +302,10 @@ def encode_shards(
             return _result(manifest, base, suffix, format, manifest_file, 0, kept, sources, started, 0, "none")
 
         if engine in ("auto", "tiktoken"):
-            analysis = tok.analysis or engines.analyse(tok.document(), fingerprint)
+            analysis = tok.analysis or analyse(tok.document(), fingerprint)
         else:  # the tiktoken checks are not needed
-            analysis = engines.Analysis("not analysed", cuttable=engines.cuttable(tok.shape))
-        chosen = engines.make_engine(
+            analysis = Analysis("not analysed", cuttable=cuttable(tok.shape))
+        chosen = make_engine(
             engine,
             tok.document,
             workers=workers,

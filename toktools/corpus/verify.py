@@ -26,10 +26,10 @@ VERIFY_PREFERRED_CHARS = 4096
 
 def _build_reference(document: Any, fingerprint: str | None = None) -> tuple[Any, str]:
     """The reference engine, or why it cannot be built (one line). ``document`` may be a
-    :data:`toktools.engines.core.DocumentSource`: with a ``fingerprint`` whose built tokenizer is in
+    :data:`toktools.engines.base.DocumentSource`: with a ``fingerprint`` whose built tokenizer is in
     the user cache (:mod:`toktools.engines.reference_cache`), it is never read."""
     try:
-        from toktools.engines.core import ReferenceEngine
+        from toktools.engines.reference import ReferenceEngine
 
         return ReferenceEngine(document, workers=1, fingerprint=fingerprint), ""
     except ToktoolsError as err:

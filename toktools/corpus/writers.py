@@ -204,7 +204,7 @@ class DocumentWriter:
                 self.flush()
 
     def write_uint32(self, data: bytes) -> None:
-        """Append ids given as native uint32 (:class:`toktools.engines.core.PackedIds` data: a batch
+        """Append ids given as native uint32 (:class:`toktools.engines.base.PackedIds` data: a batch
         at once, converted to the dtype in C calls). Unlike :meth:`write`, no document is
         counted: the caller ends them with :meth:`add_document`."""
         if data:

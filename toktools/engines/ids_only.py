@@ -416,7 +416,7 @@ def _byte_level_ready(model: Any) -> bool:
 
 
 class IdsPath(Protocol):
-    """What the reference engine (:class:`toktools.engines.core.ReferenceEngine`) asks of an ids-only
+    """What the reference engine (:class:`toktools.engines.reference.ReferenceEngine`) asks of an ids-only
     path: :class:`IdsEncoder` here, :class:`toktools.engines.ids_only_unigram.UnigramIdsEncoder`."""
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
