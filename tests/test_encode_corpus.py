@@ -603,3 +603,22 @@ def test_a_unigram_vocabulary_past_uint16_gets_wider_ids_and_its_size_in_the_man
     encode_corpus([text], str(tmp_path / "tokenizer.json"), tmp_path / "flat.npy", format="npy")
     assert np.load(tmp_path / "flat.npy").dtype == np.uint32
     assert np.load(tmp_path / "flat.npy").tolist() == [i for doc in expected for i in doc[:-1]]
+
+
+def test_the_options_object_holds_every_keyword_of_encode_corpus_with_its_default() -> None:
+    """``toktools.encode_corpus`` keeps its keywords and builds one ``EncodeOptions`` from them,
+    which every way of running takes whole: the two lists of options cannot drift apart."""
+    import dataclasses
+    import inspect
+
+    from toktools.corpus.options import EncodeOptions
+
+    keywords = {
+        name: parameter.default
+        for name, parameter in inspect.signature(toktools.encode_corpus).parameters.items()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    }
+    fields = {f.name: f.default for f in dataclasses.fields(EncodeOptions)}
+    assert list(keywords) == list(fields) and keywords == fields
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        EncodeOptions().workers = 2  # type: ignore[misc]
