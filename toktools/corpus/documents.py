@@ -17,7 +17,7 @@ import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from toktools.corpus.reading import CorpusSource, _position
+from toktools.corpus.reading import CorpusSource, stream_position
 from toktools.errors import ToktoolsError
 
 DOCUMENT_MODES = ("line", "blank-line", "file", "jsonl")
@@ -188,7 +188,7 @@ class DocumentReader:
                 except (OSError, EOFError, lzma.LZMAError, zlib.error) as err:  # as corpus.read_blocks says it
                     reason = "the file ends too early" if isinstance(err, EOFError) else str(err)
                     raise ToktoolsError(f"{source.path}: cannot decompress ({reason})") from None
-                position = _position(handle, raw)
+                position = stream_position(handle, raw)
                 if position is not None:
                     self.bytes_done = done_before + min(position, source.size() or position)
                 if not block:

@@ -16,9 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toktools.errors import ToktoolsError
+
+if TYPE_CHECKING:
+    from toktools.engines.base import DocumentSource
 
 VERIFY_MAX_CHARS = 1 << 18
 VERIFY_PREFERRED_CHARS = 4096
@@ -122,7 +125,7 @@ class CheckerProcess:
     thread (the engines' pools). ``build`` makes what answers (default: the reference engine's
     ids)."""
 
-    def __init__(self, document: dict[str, Any], build: Build | None = None) -> None:
+    def __init__(self, document: DocumentSource, build: Build | None = None) -> None:
         import multiprocessing
         import os
 
@@ -181,7 +184,7 @@ class Verifier:
     def __init__(
         self,
         engine_name: str,
-        document: dict[str, Any],
+        document: DocumentSource,
         count: int,
         total: int,
         sources: Sequence[Any],

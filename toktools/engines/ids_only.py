@@ -160,7 +160,7 @@ class _BertWords:
 
     def __call__(self, text: str) -> list[str]:
         """The words of a text, normalised."""
-        if self.split_is_exact and not text.isascii():  # CJK: one word per char, str.split is faster
+        if self.split_is_exact and self.config is not None and not text.isascii():  # CJK: one word per char
             return list(self._bert_text.iter_words(text, self.config))
         return self.pre_tokenize(self.normalize(text))
 
@@ -495,13 +495,14 @@ class IdsEncoder:
         many = getattr(self.cache.compute, "many", None)
         if many is None or not self._defer:
             misses = self.cache.misses
-            out = [self.encode(text) for text in texts]
+            out: list[list[int]] = [self.encode(text) for text in texts]
             self._defer = (self.cache.misses - misses) * DEFER_BELOW_CHARS_PER_MISS >= sum(map(len, texts))
             return out
         cache = self.cache
         get = cache.__getitem__
-        cache.deferred = deferred = []
-        out: list[list[int]] = []
+        deferred: list[str] = []
+        cache.deferred = deferred
+        out = []
         again: list[tuple[int, list[str] | None]] = []  # (text, its words if plain) to look up again
         try:
             for text in texts:
