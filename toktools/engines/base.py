@@ -80,7 +80,3 @@ class PackedIds:
             self._starts = list(accumulate(self.counts, initial=0))
         start = self._starts[index]
         return array("I", self.data[4 * start : 4 * self._starts[index + 1]]).tolist()
-
-    def lists(self) -> IdBatch:
-        """Every text's ids as a list."""
-        return [self[i] for i in range(len(self))]
