@@ -1,6 +1,6 @@
-"""Document-aware outputs written here: Megatron / npy / bin (one output or shards) and the
-manifest that makes a sharded run resumable; the one encode loop every output goes through,
-local or on a cluster (:func:`encode_documents`).
+"""Document-aware outputs written here: Megatron / npy / bin (one output or shards, resumable
+through their manifest: :mod:`toktools.corpus.manifest`); the one encode loop every output goes
+through, local or on a cluster (:func:`encode_documents`).
 
 0. read the tokenizer: from the start-up cache when its ``tokenizer.json`` was seen before
    (:mod:`toktools.corpus.prepared_tokenizer`: then it is parsed only if an engine needs it);
@@ -13,9 +13,10 @@ local or on a cluster (:func:`encode_documents`).
    document that reaches the count, so shard boundaries depend on token counts only. An
    engine that gives a batch's ids as one packed array (tiktoken: :class:`PackedIds`) has
    them written from it, with no Python int per id;
-4. with shards, a manifest (``PREFIX-manifest.json``) rewritten after every finished shard:
-   tokenizer fingerprint, engine, settings, inputs (size, sha256), shards (documents, tokens,
-   files with sha256, where in the input the next shard starts).
+4. with shards, a manifest (``PREFIX-manifest.json``, :mod:`toktools.corpus.manifest`)
+   rewritten after every finished shard: tokenizer fingerprint, engine, settings, inputs
+   (size, sha256), shards (documents, tokens, files with sha256, where in the input the next
+   shard starts).
 
 The ids do not depend on the engine or on the number of workers, so neither is part of the
 settings a resumed run must match. Documents with no token of their own are dropped.
