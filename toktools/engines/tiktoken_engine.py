@@ -14,6 +14,7 @@ from toktools.engines.base import Engine, IdBatch, PackedIds
 
 
 def tiktoken_available() -> bool:
+    """Whether tiktoken is installed (the ``corpus`` extra): ``auto`` then considers it."""
     try:
         import tiktoken  # noqa: F401
     except ImportError:

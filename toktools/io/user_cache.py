@@ -72,7 +72,8 @@ def cache_file(*parts: str) -> Path | None:
 
 
 def module_source(name: str) -> bytes:
-    """The source bytes of module ``name`` (found as ``import`` would find it, without running it)."""
+    """The source bytes of module ``name``, found as ``import`` would find it without running it
+    (its parent packages are imported)."""
     import importlib.util
 
     spec = importlib.util.find_spec(name)
@@ -86,7 +87,8 @@ def code_fingerprint(*modules: str) -> str:
     """sha256 of the source bytes of ``modules`` (dotted names; a package stands for every ``.py``
     file below it), by name and content only: never a modification time. Kept per process:
     reading ~20 modules costs about a millisecond, and the code does not change while it runs.
-    Raises :class:`OSError` where a module has no source file (then there is no entry)."""
+    Raises :class:`OSError` where a module has no source file (then there is no entry), or
+    :class:`ImportError` where a parent package is missing."""
     import importlib.util
 
     digest = hashlib.sha256()
@@ -128,7 +130,7 @@ def entry_path(
         return None
     try:
         key = code_key(modules, libraries)
-    except OSError:
+    except (OSError, ImportError):
         return None
     return root / kind / f"{name}-{key}{suffix}"
 
