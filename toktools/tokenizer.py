@@ -240,7 +240,7 @@ class Tokenizer:
 
     def encode(self, text: str, pair: str | None = None, add_special_tokens: bool = True) -> Encoding:
         """Encode one text (or a pair) into ids, tokens, offsets, type ids and masks."""
-        _check_text(text, pair)
+        check_text(text, pair)
         encoding = self._encode_unpadded(text, pair, add_special_tokens)
         if self.padding is not None:
             encoding = self.padding.apply(encoding, self.padding.target(len(encoding)))
@@ -255,7 +255,7 @@ class Tokenizer:
         ``tokenizers`` uses every thread); the result does not depend on the number of workers.
         """
         for item in inputs:
-            _check_text(*((item,) if isinstance(item, str) else item))
+            check_text(*((item,) if isinstance(item, str) else item))
         if workers is None:
             workers = (os.cpu_count() or 1) if len(inputs) >= _PARALLEL_BATCH else 1
         if workers > 1 and len(inputs) > 1:
@@ -330,7 +330,7 @@ class Tokenizer:
         }
 
 
-def _check_text(*texts: str | None) -> None:
+def check_text(*texts: str | None) -> None:
     """Refuse text that is not valid Unicode (a lone surrogate such as ``"\\ud800"``, which
     has no UTF-8 form) with a ``TypeError``, as ``tokenizers`` does, before any work."""
     for text in texts:

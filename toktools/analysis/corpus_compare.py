@@ -265,8 +265,8 @@ def _compare_on_cluster(
 
     if sample is not None:
         raise ToktoolsError("a sample is read here, not on a cluster: drop the sample or the cluster")
-    if distributed._is_client(cluster):
-        distributed._check_workers(cluster, str(cluster.scheduler.address))
+    if distributed.is_client(cluster):
+        distributed.check_workers(cluster, str(cluster.scheduler.address))
         connection: Any = nullcontext(cluster)
         largest = DEFAULT_BLOCK_BYTES
     else:

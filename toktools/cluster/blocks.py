@@ -76,7 +76,7 @@ def cluster_client(address: str, timeout: float = 30.0) -> Iterator[Any]:
         except (OSError, TimeoutError, ValueError) as err:
             raise ToktoolsError(f"cannot reach the Dask scheduler at {address} within {timeout:g} s ({err})") from None
     try:
-        _check_workers(client, address)
+        check_workers(client, address)
         yield client
     finally:
         client.close()
@@ -84,7 +84,9 @@ def cluster_client(address: str, timeout: float = 30.0) -> Iterator[Any]:
             cluster.close()
 
 
-def _check_workers(client: Any, address: str) -> None:
+def check_workers(client: Any, address: str) -> None:
+    """Refuse, in one line, a cluster with no workers or with workers that cannot run this
+    version of toktools."""
     from toktools._version import __version__
 
     versions = client.run(_worker_version, on_error="return")
@@ -417,8 +419,8 @@ def count_corpus(
     at most the cluster's ``block_bytes`` (see :func:`balanced_block_bytes`)."""
     from toktools.cluster.settings import DEFAULT_BLOCK_BYTES, as_cluster
 
-    if _is_client(cluster):
-        _check_workers(cluster, str(cluster.scheduler.address))
+    if is_client(cluster):
+        check_workers(cluster, str(cluster.scheduler.address))
         return count_words(
             cluster,
             inputs,
@@ -442,6 +444,6 @@ def count_corpus(
         )
 
 
-def _is_client(value: Any) -> bool:
+def is_client(value: Any) -> bool:
     """A ``distributed.Client``, recognised without importing Dask when it is not one."""
     return type(value).__name__ == "Client" and type(value).__module__.startswith("distributed")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import bz2
 import glob
 import gzip
-import io
 import itertools
 import json
 import lzma
@@ -23,10 +22,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import Any, BinaryIO, Literal, TypeVar
 
 from toktools.errors import ToktoolsError
 from toktools.runtime.workers import available_cores, process_pool
+
+T = TypeVar("T")
 
 CHUNK_BYTES = 1 << 20
 #: A picklable function from a chunk of whole lines to its words (for worker processes).
@@ -108,9 +109,9 @@ def _decode(block: bytes, source: CorpusSource, first_line: int, errors: ErrorPo
             return block.decode("utf-8", errors="replace")
         if errors == "skip":
             kept = []
-            for line in block.split(b"\n"):
+            for raw_line in block.split(b"\n"):
                 try:
-                    kept.append(line.decode("utf-8"))
+                    kept.append(raw_line.decode("utf-8"))
                 except UnicodeDecodeError:
                     continue
             return "\n".join(kept)
@@ -204,7 +205,7 @@ def numbered_lines(
         if bytes_read is not None:
 
             def note(handle: BinaryIO, raw: object, before: int = done_before) -> None:
-                position = _position(handle, raw)
+                position = stream_position(handle, raw)
                 if position is not None:
                     bytes_read(before + position)  # type: ignore[misc]
 
@@ -237,7 +238,7 @@ def iter_chunks(
         position: list[int | None] = [None]
 
         def note_position(handle: BinaryIO, raw: object, position: list[int | None] = position) -> None:
-            position[0] = _position(handle, raw)
+            position[0] = stream_position(handle, raw)
 
         for block in read_blocks(source, chunk_bytes, note_position if progress is not None else None):
             block = pending + block
@@ -262,19 +263,19 @@ def iter_chunks(
             progress(done_before, total)
 
 
-def _position(handle: io.IOBase, raw: object) -> int | None:
+def stream_position(handle: Any, raw: Any) -> int | None:
     """How far into the file on disk we are (compressed offset for compressed files)."""
     try:
         target = raw if raw is not None and hasattr(raw, "tell") else handle
-        return int(target.tell())  # type: ignore[union-attr]
+        return int(target.tell())
     except (OSError, ValueError, AttributeError):
         return None
 
 
-def batched(items: Iterable[str], size: int) -> Iterator[list[str]]:
+def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
     """Consecutive lists of ``size`` items (the last may be shorter): streaming work in batches
     keeps memory flat on inputs of any length."""
-    batch: list[str] = []
+    batch: list[T] = []
     for item in items:
         batch.append(item)
         if len(batch) >= size:
@@ -305,14 +306,15 @@ def count_words(
     total: Counter[str] = Counter()
     first = next(chunks, None)
     second = next(chunks, None) if first is not None else None
+    read = [c for c in (first, second) if c is not None]
     if workers <= 1 or second is None:  # one chunk: starting processes cannot pay off
-        for chunk in itertools.chain((c for c in (first, second) if c is not None), chunks):
+        for chunk in itertools.chain(read, chunks):
             total.update(_count_chunk(splitter, chunk))
     else:
         with process_pool(workers) as pool:
             # a bounded window of chunks in flight keeps memory flat on huge corpora
             in_flight = []
-            for chunk in itertools.chain((first, second), chunks):
+            for chunk in itertools.chain(read, chunks):
                 in_flight.append(pool.submit(_count_chunk, splitter, chunk))
                 if len(in_flight) >= 2 * workers:
                     total.update(in_flight.pop(0).result())

@@ -30,7 +30,7 @@ from typing import Any
 from toktools import presets
 from toktools.encoding import AddedToken
 from toktools.errors import ToktoolsError
-from toktools.io.outputs import _umask, dumps_tokenizer_json, write_files_atomically  # noqa: F401 (re-exported)
+from toktools.io.outputs import dumps_tokenizer_json, write_files_atomically  # noqa: F401 (re-exported)
 from toktools.io.validate import parse_json, validate_tokenizer_json
 from toktools.models.bpe import trainer as bpe
 from toktools.models.bpe.bytelevel import is_byte_symbols, symbols_to_bytes

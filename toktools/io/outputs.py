@@ -315,7 +315,8 @@ def temporary_directory(prefix: str) -> Iterator[str]:
         unregister_temporary(path)
 
 
-def _umask() -> int:
+def current_umask() -> int:
+    """The process's umask (read by setting it, then set back): what new files' modes honour."""
     current = os.umask(0)
     os.umask(current)
     return current
@@ -332,7 +333,7 @@ def atomic_file(path: str | os.PathLike[str], binary: bool = False) -> Iterator[
     except OSError as err:
         raise ToktoolsError(f"cannot write {target}: {err.strerror or err}") from None
     try:
-        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes 0600 files
+        os.chmod(temporary, 0o666 & ~current_umask())  # mkstemp makes 0600 files
         options: dict[str, Any] = {} if binary else {"encoding": "utf-8", "newline": "\n"}
         with os.fdopen(handle, "wb" if binary else "w", **options) as out:
             yield out
@@ -367,7 +368,7 @@ def write_files_atomically(directory: Path, files: Mapping[str, str | bytes], *,
     directory.mkdir(parents=True, exist_ok=True)
     targets = [directory / name for name in files]
     temporaries: list[tuple[str, Path]] = []
-    mode = 0o666 & ~_umask()  # mkstemp makes 0600 files; give them the usual permissions
+    mode = 0o666 & ~current_umask()  # mkstemp makes 0600 files; give them the usual permissions
     try:
         for name, text in files.items():
             handle, temporary = temporary_beside(

@@ -163,7 +163,8 @@ def _offset(unit: int) -> int:
 
 
 @cache
-def _grapheme_regex():
+def grapheme_regex():
+    """``\\X`` (one extended grapheme cluster), compiled once: the unit Precompiled normalises."""
     import regex
 
     return regex.compile(r"\X")
@@ -306,7 +307,7 @@ class Precompiled(Normalizer):
         changes: list[list] = []  # [char, change] as tokenizers' NormalizedString.transform takes them
         modified = False
         plans = self._plans
-        for match in _grapheme_regex().finditer(piece.text):
+        for match in grapheme_regex().finditer(piece.text):
             grapheme = match.group()
             plan = plans.get(grapheme)
             if plan is None:
