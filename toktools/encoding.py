@@ -159,7 +159,7 @@ class AddedTokens:
         """Normalised ``text`` as (start, end, ``normalized`` added token or None); each token
         is looked for as its content passed through ``normalize``."""
         if self._normalized is None or self._normalized[0] is not normalize:
-            patterns = {}
+            patterns: dict[str, AddedToken] = {}
             for token in self.tokens:
                 if token.normalized:
                     pattern = normalize(token.content) if normalize is not None else token.content
@@ -200,6 +200,7 @@ class Truncation:
             if self.strategy == "longest_first":
                 return first.truncated(budget, self.direction), None
         if self.strategy == "longest_first":
+            assert second is not None  # a single sequence returned above
             n1, n2 = len(first), len(second)
             swapped = n1 > n2
             if swapped:

@@ -13,7 +13,7 @@ char inserted before everything is aligned with ``(base, base)``, and ``Metaspac
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from toktools.parts.base import Piece, Span
 
@@ -175,7 +175,7 @@ def transform_ranges(piece: Piece, edits: Iterable[tuple[int, int, list[Change]]
     (each stream consumes exactly its range)."""
     if piece.spans is None:
         b = piece.base
-        spans = list(zip(range(b, b + len(piece.text)), range(b + 1, b + len(piece.text) + 1)))
+        spans: Sequence[Span] = list(zip(range(b, b + len(piece.text)), range(b + 1, b + len(piece.text) + 1)))
     else:
         spans = piece.spans
     text = piece.text

@@ -174,14 +174,14 @@ def changes(text: str, compat: bool, compose: bool) -> list[Change]:
     return recompositions(stream) if compose else stream
 
 
-def active_runs(text: str, compat: bool, compose: bool):
+def active_runs(text: str, compat: bool, compose: bool) -> list[tuple[int, int]]:
     """``(start, end)`` of the stretches that normalisation may change; the rest is inert."""
     t = tables()
     pattern = t.active(compat, compose)
     if not compose:
         return [m.span() for m in pattern.finditer(text)]
     joining = t.joining[compat]
-    runs = []
+    runs: list[tuple[int, int]] = []
     for m in pattern.finditer(text):
         start, end = m.span()
         if start and text[start] in joining and (not runs or runs[-1][1] < start):

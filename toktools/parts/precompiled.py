@@ -204,7 +204,7 @@ def spm_normalize(
                     return symbol, len(symbol), len(symbol.encode("utf-8"))
         state = charsmap.char_state(ch) if charsmap is not None else None
         if state is not None:
-            hit = charsmap.longest_at(data, b, state)
+            hit = charsmap.longest_at(data, b, state)  # type: ignore[union-attr]  # a state implies a charsmap
             if hit is not None:
                 try:
                     consumed = data[b : b + hit[0]].decode("utf-8")
@@ -237,7 +237,7 @@ def spm_normalize(
         if ch != " " and ch not in user_first:
             state = known(ch, _UNSEEN) if known is not None else None
             if state is _UNSEEN:
-                state = charsmap.char_state(ch)  # type: ignore[union-attr]
+                state = charsmap.char_state(ch)  # type: ignore[union-attr]  # _UNSEEN implies a charsmap
             if state is None:  # no rule starts with it: copied as it is
                 add_char(ch)
                 add_origin(i)
@@ -328,6 +328,7 @@ class Precompiled(Normalizer):
         """What becomes of one grapheme (cached: it depends on nothing else): ``_KEEP``, or
         ``(replacement, characters replaced, None)`` / ``(None, 1, kept character)`` steps."""
         cmap = self.charsmap
+        assert cmap is not None  # normalize plans only with a charsmap
         if len(grapheme.encode("utf-8")) < 6:
             repl = cmap.shortest(grapheme)
             if repl is not None:

@@ -45,7 +45,7 @@ def second_characters(charsmap: CharsMap) -> frozenset[str] | None:
 
     def whole_characters(state: int) -> list[tuple[bytes, int]] | None:
         """Every character the walk from ``state`` gets through, with the node after it."""
-        out = []
+        out: list[tuple[bytes, int]] = []
         for lead, node, leaf in children(state, 1, 0xF4):
             length = 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
             paths = [(bytes((lead,)), node, leaf)]

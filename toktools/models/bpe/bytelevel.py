@@ -56,7 +56,7 @@ def byte_view(text: str) -> list[ByteViewRow]:
 
 def _without(ranges: tuple[tuple[int, int], ...], code_point: int) -> tuple[tuple[int, int], ...]:
     """``ranges`` with one code point taken out."""
-    out = []
+    out: list[tuple[int, int]] = []
     for lo, hi in ranges:
         out.extend(r for r in ((lo, min(hi, code_point - 1)), (max(lo, code_point + 1), hi)) if r[0] <= r[1])
     return tuple(out)
