@@ -66,10 +66,10 @@ class _Graphemes(dict):  # type: ignore[type-arg]
         self.part = part
 
     def __missing__(self, grapheme: str) -> str:
-        from toktools.parts.precompiled import _KEEP
+        from toktools.parts.precompiled import KEEP
 
         plan = self.part._plan(grapheme)
-        value = grapheme if plan is _KEEP else "".join(ch if repl is None else repl for repl, _, ch in plan)
+        value = grapheme if plan is KEEP else "".join(ch if repl is None else repl for repl, _, ch in plan)
         if len(self) < CACHE_WORDS:
             self[grapheme] = value
         return value
@@ -87,12 +87,12 @@ class _PrecompiledText:
     def __init__(self, part: Any) -> None:
         import regex
 
-        from toktools.parts.precompiled import _grapheme_regex
+        from toktools.parts.precompiled import grapheme_regex
 
         self.chars = _Chars(part.charsmap)
         self.graphemes = _Graphemes(part)
         self.joining = regex.compile(_JOINING).search
-        self.clusters = _grapheme_regex().findall
+        self.clusters = grapheme_regex().findall
 
     def __call__(self, text: str) -> str:
         if text.isascii() or self.joining(text) is None:

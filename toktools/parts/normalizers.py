@@ -7,7 +7,7 @@ from functools import cache
 from typing import Any
 
 from toktools.errors import ToktoolsError
-from toktools.parts import _normalized, _unicode, bert_text
+from toktools.parts import bert_text, normalized_string, unicode_forms
 from toktools.parts._fields import field
 from toktools.parts._onig import OnigPattern, pattern_from_json, pattern_to_json, unpack
 from toktools.parts.base import CharSpans, Normalizer, Piece, TypeOnly
@@ -96,8 +96,8 @@ class BertNormalizer(Normalizer):
 # ---------------------------------------------------------------------------------------------
 # NFC/NFD/NFKC/NFKD, Lowercase, StripAccents, Strip, Replace, Prepend and Sequence, each equal to
 # tokenizers 0.23.3 in text *and* offsets: they rewrite a Piece through the same (char, change)
-# streams as tokenizers' NormalizedString (toktools.parts._normalized), on tables measured from
-# tokenizers (toktools.parts._unicode), never on the running Python's unicodedata.
+# streams as tokenizers' NormalizedString (toktools.parts.normalized_string), on tables measured from
+# tokenizers (toktools.parts.unicode_forms), never on the running Python's unicodedata.
 
 
 class _UnicodeForm(TypeOnly, Normalizer):
@@ -107,10 +107,10 @@ class _UnicodeForm(TypeOnly, Normalizer):
     def normalize(self, piece: Piece) -> Piece:
         text = piece.text
         edits = [
-            (s, e, _unicode.changes(text[s:e], self.compat, self.compose))
-            for s, e in _unicode.active_runs(text, self.compat, self.compose)
+            (s, e, unicode_forms.changes(text[s:e], self.compat, self.compose))
+            for s, e in unicode_forms.active_runs(text, self.compat, self.compose)
         ]
-        return _normalized.transform_ranges(piece, edits) if edits else piece
+        return normalized_string.transform_ranges(piece, edits) if edits else piece
 
 
 @register
@@ -194,7 +194,7 @@ class StripAccents(TypeOnly, Normalizer):
         removed = {m.start() for m in _combining_marks().finditer(piece.text)}
         if not removed:
             return piece
-        return _normalized.keep_where(piece, [i not in removed for i in range(len(piece.text))])
+        return normalized_string.keep_where(piece, [i not in removed for i in range(len(piece.text))])
 
 
 #: ``Nmt``: control characters it drops, and characters it turns into a space (measured from
@@ -219,7 +219,7 @@ class Nmt(TypeOnly, Normalizer):
     def normalize(self, piece: Piece) -> Piece:
         text = piece.text
         if not _NMT_DROPPED.isdisjoint(text):
-            piece = _normalized.keep_where(piece, [ch not in _NMT_DROPPED for ch in text])
+            piece = normalized_string.keep_where(piece, [ch not in _NMT_DROPPED for ch in text])
         mapped = piece.text.translate(_NMT_SPACES)
         return piece if mapped == piece.text else Piece(mapped, piece.spans, piece.base)
 
@@ -286,7 +286,7 @@ class Replace(Normalizer):
 
     def normalize(self, piece: Piece) -> Piece:
         matches = [span for span, is_match in self.pattern.find_matches(piece.text) if is_match]
-        return _normalized.replace_matches(piece, matches, self.content) if matches else piece
+        return normalized_string.replace_matches(piece, matches, self.content) if matches else piece
 
 
 @register
@@ -306,7 +306,7 @@ class Prepend(Normalizer):
         return {"type": "Prepend", "prepend": self.prepend}
 
     def normalize(self, piece: Piece) -> Piece:
-        return _normalized.prepend(piece, self.prepend)
+        return normalized_string.prepend(piece, self.prepend)
 
 
 @register

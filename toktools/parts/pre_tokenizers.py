@@ -9,11 +9,11 @@ from typing import Any
 
 from toktools.errors import ToktoolsError
 from toktools.models.bpe import bytelevel
-from toktools.parts import _normalized, bert_text
+from toktools.parts import bert_text, normalized_string
 from toktools.parts._fields import ByteLevelOptions, char_field, choice, field, spelling_of
-from toktools.parts._normalized import BEHAVIORS
 from toktools.parts._onig import OnigPattern, pattern_from_json, pattern_to_json, unpack
 from toktools.parts.base import WHOLE_TEXT, Piece, PreTokenizer, TypeOnly, Words
+from toktools.parts.normalized_string import BEHAVIORS
 from toktools.parts.registry import register
 from toktools.tables import bert as bert_tables
 
@@ -68,7 +68,7 @@ class ByteLevel(ByteLevelOptions, PreTokenizer):
 # Whitespace, WhitespaceSplit, Punctuation, Digits, Split, Metaspace and Sequence, equal to
 # tokenizers 0.23.3 in pieces and offsets. Patterns run on the regex module with Oniguruma's
 # classes and match iteration (toktools.parts._onig); splitting follows NormalizedString::split
-# (toktools.parts._normalized.split_by).
+# (toktools.parts.normalized_string.split_by).
 
 
 def _split_pieces(pieces: list[Piece], split: Callable[[Piece], list[Piece]]) -> list[Piece]:
@@ -115,15 +115,16 @@ class Whitespace(TypeOnly, PreTokenizer):
     def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
         global _WHITESPACE_WORDS
         if _WHITESPACE_WORDS is None:
-            from toktools.parts._onig import _body, onig_class
+            from toktools.parts._onig import class_body, onig_class
 
-            word, space = _body(onig_class("rust_w")), _body(onig_class("rust_s"))
+            word, space = class_body(onig_class("rust_w")), class_body(onig_class("rust_s"))
             _WHITESPACE_WORDS = OnigPattern.spelled(
                 r"\w+|[^\w\s]+", f"[{word}]+|[^{word}{space}]+", frozenset({"rust_w", "rust_s"})
             )
         words = _WHITESPACE_WORDS
         return _split_pieces(
-            pieces, lambda p: _normalized.split_by(p, _normalized.invert(words.find_matches(p.text)), "Removed")
+            pieces,
+            lambda p: normalized_string.split_by(p, normalized_string.invert(words.find_matches(p.text)), "Removed"),
         )
 
 
@@ -136,8 +137,8 @@ class WhitespaceSplit(TypeOnly, PreTokenizer):
     def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
         return _split_pieces(
             pieces,
-            lambda p: _normalized.split_by(
-                p, _normalized.char_matches(p.text, _WHITE_SPACE_CHARS.__contains__), "Removed"
+            lambda p: normalized_string.split_by(
+                p, normalized_string.char_matches(p.text, _WHITE_SPACE_CHARS.__contains__), "Removed"
             ),
         )
 
@@ -161,8 +162,8 @@ class Punctuation(PreTokenizer):
     def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
         return _split_pieces(
             pieces,
-            lambda p: _normalized.split_by(
-                p, _normalized.char_matches(p.text, _PUNCTUATION_CHARS.__contains__), self.behavior
+            lambda p: normalized_string.split_by(
+                p, normalized_string.char_matches(p.text, _PUNCTUATION_CHARS.__contains__), self.behavior
             ),
         )
 
@@ -187,7 +188,10 @@ class Digits(PreTokenizer):
         behavior = "Isolated" if self.individual_digits else "Contiguous"
         numeric = _numeric_chars()
         return _split_pieces(
-            pieces, lambda p: _normalized.split_by(p, _normalized.char_matches(p.text, numeric.__contains__), behavior)
+            pieces,
+            lambda p: normalized_string.split_by(
+                p, normalized_string.char_matches(p.text, numeric.__contains__), behavior
+            ),
         )
 
 
@@ -222,7 +226,9 @@ class Split(PreTokenizer):
     def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
         def split(piece: Piece) -> list[Piece]:
             matches = self.pattern.find_matches(piece.text)
-            return _normalized.split_by(piece, _normalized.invert(matches) if self.invert else matches, self.behavior)
+            return normalized_string.split_by(
+                piece, normalized_string.invert(matches) if self.invert else matches, self.behavior
+            )
 
         return _split_pieces(pieces, split)
 
@@ -274,15 +280,17 @@ class Metaspace(PreTokenizer):
         text = piece.text
         spaces = [(i, i + 1) for i, ch in enumerate(text) if ch == " "]
         if spaces:
-            piece = _normalized.replace_matches(piece, spaces, self.replacement)
+            piece = normalized_string.replace_matches(piece, spaces, self.replacement)
         if not piece.text.startswith(self.replacement) and (
             self.prepend_scheme == "always" or (self.prepend_scheme == "first" and piece.base == 0)
         ):
-            piece = _normalized.prepend(piece, self.replacement)
+            piece = normalized_string.prepend(piece, self.replacement)
         if not self.split:
             return [piece]
         rep = self.replacement
-        return _normalized.split_by(piece, _normalized.char_matches(piece.text, rep.__eq__), "MergedWithNext")
+        return normalized_string.split_by(
+            piece, normalized_string.char_matches(piece.text, rep.__eq__), "MergedWithNext"
+        )
 
     def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
         return _split_pieces(pieces, self._one)

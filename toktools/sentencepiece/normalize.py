@@ -17,7 +17,7 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 from toktools.parts.precompiled import SPACE, CharsMap, spm_normalize
-from toktools.parts.precompiled import _offset as offset
+from toktools.parts.precompiled import unit_offset
 
 
 def second_characters(charsmap: CharsMap) -> frozenset[str] | None:
@@ -40,7 +40,7 @@ def second_characters(charsmap: CharsMap) -> frozenset[str] | None:
             if index < size:
                 unit = units[index]
                 if unit & 0x800000FF == c:
-                    out.append((c, index ^ offset(unit), bool((unit >> 8) & 1)))
+                    out.append((c, index ^ unit_offset(unit), bool((unit >> 8) & 1)))
         return out
 
     def whole_characters(state: int) -> list[tuple[bytes, int]] | None:
@@ -60,7 +60,7 @@ def second_characters(charsmap: CharsMap) -> frozenset[str] | None:
             out.extend((path, node) for path, node, _ in paths)
         return out
 
-    firsts = whole_characters(offset(units[0]))
+    firsts = whole_characters(unit_offset(units[0]))
     if firsts is None:
         return None
     seconds: set[str] = set()

@@ -16,9 +16,9 @@ of recurring runs (fullwidth punctuation…) are cached.
 from __future__ import annotations
 
 import re
-from functools import cache, lru_cache
+from functools import lru_cache
 
-from toktools.parts._normalized import Change
+from toktools.parts.normalized_string import Change
 from toktools.tables import bert as _BT
 
 _S_BASE, _L_BASE, _V_BASE, _T_BASE = 0xAC00, 0x1100, 0x1161, 0x11A7
@@ -42,6 +42,7 @@ class _Tables:
                 self.compose[(a, b)] = c
         self.seconds = {b for _a, b in self.compose}
         self.joining: dict[bool, frozenset[str]] = {}  # per compat: may compose with the char before
+        self._active: dict[tuple[bool, bool], re.Pattern[str]] = {}
 
     def decompose(self, ch: str, compat: bool) -> str:
         cp = ord(ch)
@@ -59,11 +60,16 @@ class _Tables:
             return chr(ca + cb - _T_BASE)
         return self.compose.get((a, b))
 
-    @cache
     def active(self, compat: bool, compose: bool) -> re.Pattern[str]:
         """Runs of chars that are not inert; for the composing forms a run that starts with a
         char that may compose with the one before (a second half of a pair, a Hangul vowel or
-        trailing consonant, a mark) takes that char along."""
+        trailing consonant, a mark) takes that char along. Built once per form."""
+        pattern = self._active.get((compat, compose))
+        if pattern is None:
+            pattern = self._active[(compat, compose)] = self._active_pattern(compat, compose)
+        return pattern
+
+    def _active_pattern(self, compat: bool, compose: bool) -> re.Pattern[str]:
         table = self.compat if compat else self.canonical
         active: set[int] = {ord(c) for c in table} | set(self.ccc)
         active |= set(range(_S_BASE, _S_BASE + _S_COUNT))
