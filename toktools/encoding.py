@@ -38,7 +38,7 @@ class Encoding:
         if len(parts) == 1:
             return parts[0]
         fields = []
-        for name in _FIELDS:
+        for name in ENCODING_FIELDS:
             values: list = []
             for part in parts:
                 values += getattr(part, name)
@@ -47,13 +47,14 @@ class Encoding:
 
     def truncated(self, length: int, direction: str = "right") -> Encoding:
         keep = slice(0, length) if direction == "right" else slice(max(len(self.ids) - length, 0), None)
-        return Encoding(*(list(getattr(self, name)[keep]) for name in _FIELDS))
+        return Encoding(*(list(getattr(self, name)[keep]) for name in ENCODING_FIELDS))
 
     def __add__(self, other: Encoding) -> Encoding:
-        return Encoding(*(getattr(self, name) + getattr(other, name) for name in _FIELDS))
+        return Encoding(*(getattr(self, name) + getattr(other, name) for name in ENCODING_FIELDS))
 
 
-_FIELDS = ("ids", "tokens", "offsets", "type_ids", "attention_mask", "special_tokens_mask")
+#: the fields of an :class:`Encoding`, in order
+ENCODING_FIELDS = ("ids", "tokens", "offsets", "type_ids", "attention_mask", "special_tokens_mask")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -63,9 +63,9 @@ def _checker(conn: Any, document: Any, parent: int, build: Build) -> None:
     import gc
     import signal
 
-    from toktools.runtime.workers import _worker_init
+    from toktools.runtime.workers import worker_init
 
-    _worker_init(parent)  # Ctrl-C and SIGTERM are the parent's business; die with the parent
+    worker_init(parent)  # Ctrl-C and SIGTERM are the parent's business; die with the parent
     # the parent's wakeup fd (toktools.runtime.interrupts) is not ours: a signal here would tell the
     # parent's watcher that the parent was terminated
     try:

@@ -126,11 +126,11 @@ class _AtomicFile:
 
     def commit(self) -> None:
         from toktools.io.outputs import (
-            _umask,  # not formats: it would load the whole reference
+            current_umask,  # not formats: it would load the whole reference
             unregister_temporary,
         )
 
-        os.chmod(self.temporary, 0o666 & ~_umask())
+        os.chmod(self.temporary, 0o666 & ~current_umask())
         os.replace(self.temporary, self.target)
         unregister_temporary(self.temporary)
 

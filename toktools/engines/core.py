@@ -226,7 +226,7 @@ def _plan(
     per token, which counts on every short run."""
     from itertools import accumulate
 
-    from toktools.models.bpe.byte_symbols import _SYMBOL_TO_LATIN1
+    from toktools.models.bpe.byte_symbols import SYMBOL_TO_LATIN1
 
     added = {t["content"]: t["id"] for t in doc.get("added_tokens") or []}
     if rank_of is None:  # the vocabulary without the added tokens, in its order (a copy in C)
@@ -234,7 +234,7 @@ def _plan(
         for token in added:
             rank_of.pop(token, None)
     symbols = list(rank_of)
-    data = "".join(symbols).translate(_SYMBOL_TO_LATIN1).encode("latin-1")
+    data = "".join(symbols).translate(SYMBOL_TO_LATIN1).encode("latin-1")
     ends = list(accumulate(map(len, symbols)))
     starts = [0, *ends[:-1]]
     ranks_bytes = dict(zip(map(data.__getitem__, map(slice, starts, ends)), rank_of.values()))

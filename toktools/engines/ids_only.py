@@ -474,9 +474,9 @@ class IdsEncoder:
 
     def encode(self, text: str) -> list[int]:
         """The ids of one text."""
-        from toktools.tokenizer import _check_text
+        from toktools.tokenizer import check_text
 
-        _check_text(text)
+        check_text(text)
         if self._raw_search is None or self._raw_search(text) is None:
             return self._fragment(text)
         ids: list[int] = []
@@ -555,9 +555,9 @@ class IdsEncoder:
 
     def _plain_words(self, text: str) -> list[str] | None:
         """The words of a text that holds no added token (``None`` if it may hold one)."""
-        from toktools.tokenizer import _check_text
+        from toktools.tokenizer import check_text
 
-        _check_text(text)
+        check_text(text)
         if self._raw_search is not None and self._raw_search(text) is not None:
             return None
         if not self._has_normalized:

@@ -229,13 +229,13 @@ class UnigramIdsEncoder:
         return out
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-        from toktools.tokenizer import _check_text
+        from toktools.tokenizer import check_text
 
         try:  # every text is valid Unicode (no lone surrogate): one check in C for the batch
             "".join(texts).encode("utf-8")
         except (TypeError, UnicodeEncodeError):
             for text in texts:
-                _check_text(text)  # the reference's error, for the first text that is not text
+                check_text(text)  # the reference's error, for the first text that is not text
         if self._raw_search is None:  # no added token to look for: normalise, then the words
             normalize, words = self.normalize, self.words
             normalized = texts if normalize is None else map(normalize, texts)

@@ -86,7 +86,9 @@ def _cached_kernel(module: str, function: str, parameters: tuple[str, ...]) -> C
         address = _load(code, symbol)
     except Exception:  # noqa: BLE001 - an llvmlite that cannot load it: numba's own way
         return None
-    native = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, *map(_CTYPES.get, parameters))(address)
+    native = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, *[_CTYPES[p] for p in parameters])(
+        address
+    )
 
     def call(*args: int) -> int:
         result = ctypes.c_int64()
@@ -207,7 +209,8 @@ def _compile(module: str, function: str, parameters: tuple[str, ...]) -> tuple[s
 
     pyfunc = getattr(importlib.import_module(module), function)
     signature = _numba_signature(parameters)
-    dispatcher = njit(signature, no_cpython_wrapper=True, no_cfunc_wrapper=True)(pyfunc)
+X
+    dispatcher = njit(signature, no_cpython_wrapper=True, no_cfunc_wrapper=True)(pyfunc)  # type: ignore[call-overload]
     compiled = dispatcher.overloads[signature.args]
     symbol = compiled.fndesc.mangled_name
     llvm = _llvm()
@@ -259,7 +262,9 @@ def _numba_cfunc(module: str, function: str, parameters: tuple[str, ...]) -> Cal
         compiled = cfunc(_numba_signature(parameters), cache=True)(pyfunc)
     except Exception:  # noqa: BLE001 - numba's errors have no common base worth naming
         return None
-    native = ctypes.CFUNCTYPE(ctypes.c_int64, *map(_CTYPES.get, parameters))(compiled.address)  # addresses as ints
+    if compiled.address is None:  # not compiled after all
+        return None
+    native = ctypes.CFUNCTYPE(ctypes.c_int64, *[_CTYPES[p] for p in parameters])(compiled.address)  # addresses as ints
 
     def call(*args: int) -> int:
         return native(*args)

@@ -115,7 +115,7 @@ def _post_processor(model: SentencePieceModel, add_bos: bool, add_eos: bool) -> 
     specials: dict[str, Any] = {}
     single: list[dict[str, Any]] = []
     pair: list[dict[str, Any]] = []
-    ends = []
+    ends: list[str | None] = []
     for which, wanted in (("bos", add_bos), ("eos", add_eos)):
         if not wanted:
             ends.append(None)

@@ -87,7 +87,7 @@ def bytebpe_trainer(
     max_token_length: int | None = None,
 ) -> trainers.BpeTrainer:
     """``BpeTrainer`` with ``ByteLevelBPETokenizer.train``'s defaults."""
-    options = dict(
+    options: dict[str, Any] = dict(
         vocab_size=vocab_size,
         min_frequency=min_frequency,
         special_tokens=list(special_tokens),
@@ -178,7 +178,7 @@ def train_wordpiece(
 ) -> Tokenizer:
     """``BertWordPieceTokenizer().train(...)`` with the settings of :func:`toktools.train_wordpiece`."""
     tokenizer = wordpiece_tokenizer(lowercase, strip_accents, clean_text, handle_chinese_chars)
-    options: dict[str, object] = dict(
+    options: dict[str, Any] = dict(
         vocab_size=vocab_size,
         min_frequency=min_frequency,
         special_tokens=list(special_tokens),

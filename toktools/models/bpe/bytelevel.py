@@ -5,29 +5,25 @@ printable Unicode symbol so that the merge engine can work on ``str`` (``我`` =
 ``æĪĳ``). Nothing is ever unknown, since every byte has a symbol.
 
 Before that, a sequence is cut into words by GPT-2's regular expression. Its classes ``\\p{L}``,
-``\\p{N}`` and ``\\s`` are spelled out from ``_bytelevel_tables`` (what the Oniguruma build in
+``\\p{N}`` and ``\\s`` are spelled out from :mod:`toktools.tables.bytelevel` (what the Oniguruma build in
 ``tokenizers`` 0.23.3 says) instead of relying on the Unicode version of the ``regex`` module.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import regex
 
-from toktools.models.bpe.byte_symbols import (  # noqa: F401  re-exported (the byte <-> symbol map, section 1)
-    _LATIN1_TO_SYMBOL,
-    _SYMBOL_TO_LATIN1,
-    ALPHABET,
-    BYTE_TO_SYMBOL,
-    SYMBOL_TO_BYTE,
-    _build_byte_symbols,
-    bytes_to_symbols,
-    is_byte_symbols,
-    symbols_to_bytes,
-    text_to_symbols,
-)
+# the byte <-> symbol map (section 1), re-exported
+from toktools.models.bpe.byte_symbols import ALPHABET as ALPHABET
+from toktools.models.bpe.byte_symbols import BYTE_TO_SYMBOL as BYTE_TO_SYMBOL
+from toktools.models.bpe.byte_symbols import SYMBOL_TO_BYTE as SYMBOL_TO_BYTE
+from toktools.models.bpe.byte_symbols import bytes_to_symbols as bytes_to_symbols
+from toktools.models.bpe.byte_symbols import is_byte_symbols as is_byte_symbols
+from toktools.models.bpe.byte_symbols import symbols_to_bytes as symbols_to_bytes
+from toktools.models.bpe.byte_symbols import text_to_symbols as text_to_symbols
 from toktools.tables.bytelevel import LETTER_RANGES, NUMBER_RANGES, REGEX_DISAGREEMENTS, SPACE_RANGES
 
 
@@ -169,12 +165,6 @@ def splitters() -> _Splitters:
 def split(text: str) -> list[str]:
     """The GPT-2 split of one sequence, as text pieces (not yet byte-mapped)."""
     return splitters().pick(text).findall(text)
-
-
-def split_with_offsets(text: str) -> Iterator[tuple[str, int, int]]:
-    """The GPT-2 split of one sequence with each piece's character offsets."""
-    for match in splitters().pick(text).finditer(text):
-        yield match.group(), match.start(), match.end()
 
 
 def split_lines(chunk: str, add_prefix_space: bool = False) -> list[str]:
