@@ -209,7 +209,7 @@ def _compile(module: str, function: str, parameters: tuple[str, ...]) -> tuple[s
 
     pyfunc = getattr(importlib.import_module(module), function)
     signature = _numba_signature(parameters)
-X
+    # real compiler flags (numba sets both for its own cfunc), absent from numba's typed overloads
     dispatcher = njit(signature, no_cpython_wrapper=True, no_cfunc_wrapper=True)(pyfunc)  # type: ignore[call-overload]
     compiled = dispatcher.overloads[signature.args]
     symbol = compiled.fndesc.mangled_name
