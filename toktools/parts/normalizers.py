@@ -36,10 +36,6 @@ class BertNormalizer(Normalizer):
     ) -> None:
         self.config = BertNormalizerConfig(clean_text, handle_chinese_chars, strip_accents, lowercase)
 
-    @classmethod
-    def from_config(cls, config: BertNormalizerConfig) -> BertNormalizer:
-        return cls(config.clean_text, config.handle_chinese_chars, config.strip_accents, config.lowercase)
-
     # the options, read as tokenizers' Python attributes
     clean_text = property(lambda self: self.config.clean_text)
     handle_chinese_chars = property(lambda self: self.config.handle_chinese_chars)
@@ -48,20 +44,20 @@ class BertNormalizer(Normalizer):
 
     @classmethod
     def from_json(cls, node: dict[str, Any]) -> BertNormalizer:
-        values = []
-        for name, default in (
-            ("clean_text", True),
-            ("handle_chinese_chars", True),
-            ("strip_accents", None),
-            ("lowercase", True),
-        ):
+        def flag(name: str, default: bool | None) -> bool | None:
             value = node.get(name, default)
             if not isinstance(value, bool) and not (name == "strip_accents" and value is None):
                 raise ToktoolsError(
                     f"tokenizer.json: BertNormalizer field {name!r} must be true or false, not {value!r}"
                 )
-            values.append(value)
-        return cls(*values)
+            return value
+
+        # checked in this order; only strip_accents may be null
+        clean_text = bool(flag("clean_text", True))
+        handle_chinese_chars = bool(flag("handle_chinese_chars", True))
+        strip_accents = flag("strip_accents", None)
+        lowercase = bool(flag("lowercase", True))
+        return cls(clean_text, handle_chinese_chars, strip_accents, lowercase)
 
     def to_json(self) -> dict[str, Any]:
         c = self.config

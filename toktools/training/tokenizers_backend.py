@@ -18,6 +18,7 @@ import tokenizers
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
 from toktools.models.bpe import bytelevel
+from toktools.models.wordpiece.model import BERT_SPECIAL_TOKENS
 
 TOKENIZERS_VERSION = tokenizers.__version__
 
@@ -165,7 +166,7 @@ def train_wordpiece(
     files: Sequence[str] | None = None,
     vocab_size: int = 30000,
     min_frequency: int = 2,
-    special_tokens: Sequence[str] = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"),
+    special_tokens: Sequence[str] = BERT_SPECIAL_TOKENS,
     *,
     texts: Iterable[str] | None = None,
     limit_alphabet: int | None = 1000,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from toktools.errors import ToktoolsError
+from toktools.models.wordpiece.model import BERT_SPECIAL_TOKENS
 
 if TYPE_CHECKING:  # pragma: no cover
     from toktools.tokenizer import Tokenizer
@@ -524,7 +525,7 @@ class WordPieceTrainer(Trainer):
         "Also train with tokenizers and report parity (exit code 3 if they differ beyond tokenizers' own randomness)."
     )
     model_files = ("vocab.txt",)
-    default_special_tokens = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+    default_special_tokens = BERT_SPECIAL_TOKENS
     cli_options = (
         vocab_size_option(30000),
         MIN_FREQUENCY,
