@@ -16,8 +16,7 @@ import re
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from toktools.parts.precompiled import SPACE, CharsMap, spm_normalize
-from toktools.parts.precompiled import unit_offset
+from toktools.parts.precompiled import SPACE, CharsMap, spm_normalize, unit_offset
 
 
 def second_characters(charsmap: CharsMap) -> frozenset[str] | None:
