@@ -107,9 +107,9 @@ class _Matcher:
             if token.single_word and (_ENDS_WITH_WORD.search(text, 0, start) or _STARTS_WITH_WORD.match(text, stop)):
                 continue
             if token.lstrip:  # the previous match may have taken those spaces already
-                start = max(_SPACES_AT_END.search(text, 0, start).start(), position)  # type: ignore[union-attr]
+                start = max(_SPACES_AT_END.search(text, 0, start).start(), position)
             if token.rstrip:
-                stop = _SPACES_AT_START.match(text, stop).end()  # type: ignore[union-attr]
+                stop = _SPACES_AT_START.match(text, stop).end()
             if start > position:
                 out.append((position, start, None))
             out.append((start, stop, token))

@@ -70,7 +70,7 @@ class Tokenizer:
     @property
     def kind(self) -> str:
         """The model family (``"bytebpe"``, ``"wordpiece"``): the key of its trainer."""
-        return self.model.kind  # type: ignore[attr-defined, no-any-return]
+        return self.model.kind
 
     @property
     def vocab(self) -> dict[str, int]:

@@ -153,7 +153,7 @@ class _NeedsReordering(Exception):
     """Raised from inside ``str.translate`` when the text holds a char NFD may reorder."""
 
 
-class _CharMap(dict):  # type: ignore[type-arg]
+class _CharMap(dict):
     """``str.translate`` table: code point -> replacement (``None`` deletes, an int is itself).
 
     The BMP chars no step changes and the emoji blocks are filled up front, because a hit is

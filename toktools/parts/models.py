@@ -158,7 +158,7 @@ class _CachedWords(Model):
         get = cache.get
         entry: Any  # a CacheEntry (see the class doc)
         if spans.__class__ is CharSpans:  # one original character per character: index arithmetic
-            origins, at = spans.origins, spans.base  # type: ignore[union-attr]
+            origins, at = spans.origins, spans.base
             if shift:  # prefix characters have the span of the piece's first character
                 origins = [origins[0]] * shift + origins
             for match in words.matches:
@@ -282,7 +282,7 @@ class BPE(_CachedWords):
             raise ToktoolsError(f"tokenizer.json: the BPE model's dropout must be a number or null, not {dropout!r}")
         return cls(
             _vocab_of(node, "BPE"),
-            merges,  # type: ignore[arg-type]
+            merges,
             dropout=dropout,
             unk_token=_optional_str(node, "unk_token", "BPE"),
             continuing_subword_prefix=_optional_str(node, "continuing_subword_prefix", "BPE"),

@@ -80,7 +80,7 @@ _seconds: WeakKeyDictionary[CharsMap, frozenset[str] | None] = WeakKeyDictionary
 _UNKNOWN = frozenset({""})
 
 
-class _Replacements(dict):  # type: ignore[type-arg]
+class _Replacements(dict):
     """``str.translate`` table: code point → the output of the one-character unit (the longest
     rule within its bytes, or itself); filled on first sight. A character with a rule that ends
     inside it, or whose output holds two spaces in a row, is also put in :attr:`unsafe` (a

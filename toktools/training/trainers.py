@@ -276,7 +276,7 @@ class Trainer(ABC):
             list(files) or None,
             word_counts=word_counts,
             workers=workers,
-            errors=errors,  # type: ignore[no-any-return]
+            errors=errors,
             json_field=json_field,
             progress=progress,
             **({} if cluster is None else {"cluster": cluster}),
@@ -316,7 +316,7 @@ class Trainer(ABC):
         }
         if any(option.name == "min_frequency" for option in self.cli_options):
             settings["min_frequency"] = min_frequency
-        return getattr(training, self.reference_function)(word_counts=word_counts, **settings)  # type: ignore[no-any-return]
+        return getattr(training, self.reference_function)(word_counts=word_counts, **settings)
 
     @abstractmethod
     def count_words(

@@ -540,9 +540,8 @@ class _LeanEngine:
         before: list[str] = list(map(getitem, pieces, repeat(_LAST, len(pieces) - 1)))
         after: list[str] = list(map(getitem, islice(pieces, 1, None), repeat(_FIRST)))
         if new + new in joined:  # touching occurrences: name the symbol next to each
-            # dict.get(symbol, symbol): mypy cannot pick one of get's overloads for map
-            before = list(map({"": new}.get, before, before))  # type: ignore[arg-type]
-            after = list(map({"": pair[0]}.get, after, after))  # type: ignore[arg-type]
+            before = list(map({"": new}.get, before, before))
+            after = list(map({"": pair[0]}.get, after, after))
         per_word = list(map(str.count, rewritten, repeat(new)))
         owners = array("I", chain.from_iterable(map(repeat, todo, per_word)))
         heavy = bisect_left(todo, self.heavy_from)
