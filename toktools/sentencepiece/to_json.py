@@ -295,6 +295,5 @@ def json_to_sentencepiece(doc: dict[str, Any]) -> SentencePieceModel:
     for which, default in (("bos", "<s>"), ("eos", "</s>"), ("pad", "<pad>")):
         found = next((i for i, p in enumerate(pieces) if p.piece == default and p.type == CONTROL), -1)
         trainer.set(f"{which}_id", found)
-    result = SentencePieceModel(pieces, trainer, spec)
-    result._present = [(True, p.type != NORMAL) for p in pieces]
-    return result
+    # no _present: to_bytes then writes each score, and each type that is not NORMAL
+    return SentencePieceModel(pieces, trainer, spec)
