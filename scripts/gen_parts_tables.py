@@ -7,7 +7,7 @@ Why: ``tokenizers`` 0.23.3 normalises with ``unicode-normalization-alignments`` 
 Unicode 12) and runs patterns with Oniguruma (Unicode 16).
 Python's ``unicodedata`` (14.0 on 3.11, newer later) and the ``regex`` module (17.0) disagree with
 both on a few thousand code points. Canonical decompositions, combining classes and lowercase are
-already measured in ``_bert_tables`` (same crate, same functions); this adds what is missing:
+already measured in ``toktools.tables.bert`` (same crate, same functions); this adds what is missing:
 
 - ``COMPAT``: the full NFKD of every char whose NFKD differs from its NFD;
 - ``COMPOSE``: the canonical pairs ``(a, b) -> c`` that NFC composes;
@@ -36,7 +36,7 @@ from tokenizers import Regex, normalizers, pre_tokenizers
 
 from toktools.tables import bert as BT
 
-OUT = Path(__file__).resolve().parent.parent / "toktools" / "_parts_tables.py"
+OUT = Path(__file__).resolve().parent.parent / "toktools" / "tables" / "parts.py"
 SEP = "\x00"
 SCALARS = [c for c in range(1, 0x110000) if not 0xD800 <= c <= 0xDFFF]
 #: Classes a Split pattern may use that toktools spells out exactly (Oniguruma syntax).
@@ -170,7 +170,7 @@ def main() -> int:
     nfkd = per_char(normalizers.NFKD().normalize_str)
     strip = per_char(normalizers.StripAccents().normalize_str)
     hangul_lo, hangul_hi = BT.HANGUL_SYLLABLES
-    for c in SCALARS:  # _bert_tables.NFD is tokenizers' canonical decomposition
+    for c in SCALARS:  # toktools.tables.bert.NFD is tokenizers' canonical decomposition
         if not hangul_lo <= c <= hangul_hi:
             assert nfd[c] == BT.NFD.get(c, chr(c)), hex(c)
     compat = {c: nfkd[c] for c in SCALARS if nfkd[c] != nfd[c]}

@@ -4,7 +4,7 @@ Three things differ between the engines and are handled here:
 
 - **Character classes.** ``\\p{L}``, ``\\s``, ``\\w``… follow each engine's Unicode version. The
   classes are spelled out as code-point ranges measured from ``tokenizers``
-  (``_parts_tables.ONIG_CLASSES``) in an *exact* variant of the pattern; since ``regex`` runs long
+  (``toktools.tables.parts.ONIG_CLASSES``) in an *exact* variant of the pattern; since ``regex`` runs long
   range lists slowly, text that holds none of the code points where the built-ins disagree (nearly
   all text) uses the built-ins, as :mod:`toktools.models.bpe.bytelevel` does for the GPT-2 split.
 - **Ruby syntax.** ``^``/``$`` always match at line ends (``regex.MULTILINE``), ``(?m)`` means

@@ -2,8 +2,8 @@
 
 ``tokenizers`` uses ``unicode-normalization-alignments``, whose tables are about Unicode 12: older
 than any Python's ``unicodedata`` (U+32FF and U+11938 are left alone). The tables are measured from
-``tokenizers`` (``_bert_tables`` for canonical decompositions, classes and lowercase;
-``_parts_tables`` for the rest). The crate yields ``(char, change)`` pairs; they are reproduced
+``tokenizers`` (:mod:`toktools.tables.bert` for canonical decompositions, classes and lowercase;
+:mod:`toktools.tables.parts` for the rest). The crate yields ``(char, change)`` pairs; they are reproduced
 here step by step, because the offsets depend on them: reordering moves a change along with its
 char, and a char that composes with a later mark absorbs the mark *before* it in the offsets.
 

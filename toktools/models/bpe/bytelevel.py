@@ -114,7 +114,7 @@ class _Splitters:
         return self.exact[1] if lines else self.exact[0]
 
 
-def _disagreements() -> list[tuple[int, int]]:  # also used by scripts/gen_bytelevel_tables.py
+def measure_regex_disagreements() -> list[tuple[int, int]]:  # also run by scripts/gen_bytelevel_tables.py
     """Code-point ranges where ``regex``'s ``\\p{L}``, ``\\p{N}`` or ``\\s`` differ from
     ``tokenizers``' (one C-speed pass over a string of every scalar value)."""
     scalars = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
@@ -133,7 +133,7 @@ def _disagreements() -> list[tuple[int, int]]:  # also used by scripts/gen_bytel
 
 
 def _cached_disagreements() -> list[tuple[int, int]]:
-    """:func:`_disagreements` for a ``regex`` version the generated table does not list,
+    """:func:`measure_regex_disagreements` for a ``regex`` version the generated table does not list,
     measured once and kept in the user cache (:mod:`toktools.io.user_cache`) per ``regex``
     version and tables: the scan costs ~0.7 s, a large share of a short encoding run."""
     import hashlib
@@ -145,7 +145,7 @@ def _cached_disagreements() -> list[tuple[int, int]]:
     cached = read_json(path)
     if isinstance(cached, list) and all(isinstance(r, list) and len(r) == 2 for r in cached):
         return [(int(lo), int(hi)) for lo, hi in cached]
-    ranges = _disagreements()
+    ranges = measure_regex_disagreements()
     write_json(path, ranges)
     return ranges
 
