@@ -91,7 +91,7 @@ def _silence_stdout() -> None:
 @click.group(cls=ToktoolsGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="toktools")
 def main() -> None:
-    """Train, run and compare WordPiece and byte-level BPE tokenizers.
+    """Train, run and compare WordPiece, byte-level BPE and Unigram/SentencePiece tokenizers.
 
     \b
     Examples:
