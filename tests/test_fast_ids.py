@@ -22,6 +22,8 @@ from toktools.engines.reference import ReferenceEngine
 from toktools.engines.tokenizers_engine import TokenizersEngine
 from toktools.io.formats import load
 from toktools.io.shipped import shipped_path
+from toktools.models.bpe import bulk_merge as bpe_bulk
+from toktools.models.bpe import vectorized_merge as bpe_vectorized
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -364,9 +366,6 @@ def test_reference_engine_without_a_fast_path_in_workers(monkeypatch: pytest.Mon
 # ---------------------------------------------------------------------------------------------
 # New words merged all at once (toktools.models.bpe.bulk_merge): numpy steps and the numba kernel
 # ---------------------------------------------------------------------------------------------
-
-from toktools.models.bpe import bulk_merge as bpe_bulk  # noqa: E402
-from toktools.models.bpe import vectorized_merge as bpe_vectorized  # noqa: E402
 
 
 def _corpus_words(name: str) -> list[str]:

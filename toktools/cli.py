@@ -12,6 +12,9 @@ import os
 import sys
 from typing import Any
 
+from toktools._version import __version__
+from toktools.errors import ToktoolsError
+
 
 def _running_as_the_program() -> bool:
     """``toktools`` (the console script) or ``python -m toktools.cli``, not an import by a library
@@ -20,14 +23,11 @@ def _running_as_the_program() -> bool:
 
 
 if _running_as_the_program():  # before importing click: a SIGTERM while it loads is one line too
-    from toktools.runtime import interrupts as _interrupts
+    from toktools.runtime import interrupts
 
-    _interrupts.install()
+    interrupts.install()
 
-import click  # noqa: E402
-
-from toktools._version import __version__
-from toktools.errors import ToktoolsError
+import click  # noqa: E402 - after the handlers above
 
 
 class ToktoolsGroup(click.Group):

@@ -15,7 +15,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from toktools.encoding import _FIELDS, AddedToken, AddedTokens, Encoding, Padding, Truncation
+from toktools.encoding import ENCODING_FIELDS, AddedToken, AddedTokens, Encoding, Padding, Truncation
 from toktools.io.outputs import dumps_tokenizer_json, write_files_atomically
 from toktools.parts.base import WHOLE_TEXT, Decoder, Model, Normalizer, Piece, PostProcessor, PreTokenizer, Span, Words
 
@@ -70,7 +70,7 @@ class Tokenizer:
     @property
     def kind(self) -> str:
         """The model family (``"bytebpe"``, ``"wordpiece"``): the key of its trainer."""
-        return self.model.kind  # type: ignore[attr-defined, no-any-return]
+        return self.model.kind
 
     @property
     def vocab(self) -> dict[str, int]:
@@ -393,7 +393,7 @@ class _PackedEncoding(Encoding):
             self.__dict__["_packed"] = packed
 
     def __getattr__(self, name: str) -> Any:
-        if name not in _FIELDS:
+        if name not in ENCODING_FIELDS:
             raise AttributeError(name)
         if "_packed" not in self.__dict__:
             raise AttributeError(name)
@@ -417,7 +417,7 @@ class _PackedEncoding(Encoding):
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Encoding):
             return NotImplemented
-        return all(getattr(self, name) == getattr(other, name) for name in _FIELDS)
+        return all(getattr(self, name) == getattr(other, name) for name in ENCODING_FIELDS)
 
     __hash__ = None  # type: ignore[assignment]  # mutable, like Encoding
 
@@ -433,7 +433,7 @@ def _encode_in_processes(
 
     global _worker_tokenizer
     try:
-        context = multiprocessing.get_context("fork")
+        multiprocessing.get_context("fork")  # process_pool forks: is there fork here?
     except ValueError:  # no fork on this platform: stay in this process
         return tokenizer._encode_unpadded_batch(inputs, add_special_tokens)
     workers = worth_starting(workers, len(inputs), per_worker=_MIN_PER_WORKER)

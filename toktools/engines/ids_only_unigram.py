@@ -66,10 +66,10 @@ class _Graphemes(dict):  # type: ignore[type-arg]
         self.part = part
 
     def __missing__(self, grapheme: str) -> str:
-        from toktools.parts.precompiled import _KEEP
+        from toktools.parts.precompiled import KEEP
 
         plan = self.part._plan(grapheme)
-        value = grapheme if plan is _KEEP else "".join(ch if repl is None else repl for repl, _, ch in plan)
+        value = grapheme if plan is KEEP else "".join(ch if repl is None else repl for repl, _, ch in plan)
         if len(self) < CACHE_WORDS:
             self[grapheme] = value
         return value

@@ -316,7 +316,7 @@ def temporary_directory(prefix: str) -> Iterator[str]:
 
 
 def current_umask() -> int:
-    """The process's umask (read by setting it, then set back): what new files' modes honour."""
+    """The process's umask (reading it means setting it, so it is set back at once)."""
     current = os.umask(0)
     os.umask(current)
     return current
@@ -327,7 +327,6 @@ def atomic_file(path: str | os.PathLike[str], binary: bool = False) -> Iterator[
     """A file that appears at ``path`` only when the block ends without error (a temporary file
     beside it is renamed over it); otherwise nothing is left behind."""
     target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
     try:
         handle, temporary = temporary_beside(target)
     except OSError as err:
@@ -376,12 +375,8 @@ def write_files_atomically(directory: Path, files: Mapping[str, str | bytes], *,
             )  # registered: a SIGTERM stuck in native code removes it too
             temporaries.append((temporary, directory / name))
             os.chmod(temporary, mode)
-            with (
-                os.fdopen(handle, "wb")
-                if isinstance(text, bytes)
-                else os.fdopen(handle, "w", encoding="utf-8", newline="")
-            ) as out:
-                out.write(text)
+            with os.fdopen(handle, "wb") as out:
+                out.write(text.encode("utf-8") if isinstance(text, str) else text)  # text: no newline translation
                 out.flush()
                 os.fsync(out.fileno())
         for temporary, target in temporaries:

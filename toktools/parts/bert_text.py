@@ -2,7 +2,7 @@
 
 ``tokenizers`` (``BertNormalizer`` + ``BertPreTokenizer``) mixes Unicode tables of several ages,
 so nothing here asks Python's ``unicodedata`` or ``\\p{..}`` regex properties: all per-code-point
-facts come from ``_bert_tables`` (generated from ``tokenizers`` by ``scripts/gen_bert_tables.py``).
+facts come from :mod:`toktools.tables.bert` (generated from ``tokenizers`` by ``scripts/gen_bert_tables.py``).
 See ``../shared/spec/wordpiece.md`` §2-§3.
 
 How it works:
@@ -153,7 +153,7 @@ class _NeedsReordering(Exception):
     """Raised from inside ``str.translate`` when the text holds a char NFD may reorder."""
 
 
-class _CharMap(dict):  # type: ignore[type-arg]
+class _CharMap(dict):
     """``str.translate`` table: code point -> replacement (``None`` deletes, an int is itself).
 
     The BMP chars no step changes and the emoji blocks are filled up front, because a hit is

@@ -82,7 +82,7 @@ def _cached_kernel(module: str, function: str, parameters: tuple[str, ...]) -> C
         address = _load(code, symbol)
     except Exception:  # noqa: BLE001 - an llvmlite that cannot load it: numba's own way
         return None
-    native = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, *(_CTYPES[p] for p in parameters))(
+    native = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, *[_CTYPES[p] for p in parameters])(
         address
     )
 
@@ -192,7 +192,7 @@ def _compile(module: str, function: str, parameters: tuple[str, ...]) -> tuple[s
 
     pyfunc = getattr(importlib.import_module(module), function)
     signature = _numba_signature(parameters)
-    # numba's own options, which its stubs do not list
+    # real compiler flags (numba sets both for its own cfunc), absent from numba's typed overloads
     dispatcher = njit(signature, no_cpython_wrapper=True, no_cfunc_wrapper=True)(pyfunc)  # type: ignore[call-overload]
     compiled = dispatcher.overloads[signature.args]
     symbol = compiled.fndesc.mangled_name
@@ -247,7 +247,7 @@ def _numba_cfunc(module: str, function: str, parameters: tuple[str, ...]) -> Cal
         return None
     if compiled.address is None:  # not compiled after all
         return None
-    native = ctypes.CFUNCTYPE(ctypes.c_int64, *(_CTYPES[p] for p in parameters))(compiled.address)  # addresses as ints
+    native = ctypes.CFUNCTYPE(ctypes.c_int64, *[_CTYPES[p] for p in parameters])(compiled.address)  # addresses as ints
 
     def call(*args: int) -> int:
         return native(*args)

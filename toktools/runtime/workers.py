@@ -103,6 +103,7 @@ def start_pool(
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
+    context: multiprocessing.context.BaseContext
     try:
         context = multiprocessing.get_context("fork")
     except ValueError:  # no fork on this platform
