@@ -15,8 +15,8 @@ from toktools.commands._shared import echo_plain_or_rich, input_lines
     "--token",
     "token",
     default=None,
-    help="Show one token, given as its token string (ĠHello, ##ing, ▁the) or the text it stands for: "
-    '" Hello" for byte-level BPE, " the" for sentencepiece (▁). Never read as an id: use --id.',
+    help="Show one token, given as its token string (Ġworld, ##ing, ▁the) or the text it stands for: "
+    '" world" for byte-level BPE, " the" for sentencepiece (▁). Never read as an id: use --id.',
 )
 @click.option("--id", "token_id", type=int, default=None, help="Show the token with this id.")
 @click.option(
@@ -65,7 +65,7 @@ def inspect(
     \b
     Examples:
       toktools inspect wordpiece-30k
-      toktools inspect bytebpe-50k --token " Hello"
+      toktools inspect bytebpe-50k --token " world"
       toktools inspect bytebpe-50k --id 1990
       toktools inspect my-bert --corpus heldout.txt --top 30 --json
       toktools inspect my-bert --plot vocab.png
