@@ -147,7 +147,7 @@ def long_line_file(megabytes: int, directory: Path) -> Path:
 
 SETUP_LINES = """
 import json
-from toktools.io.formats import load
+from toktools.formats import load
 from toktools.engines.analysis import analyse
 from toktools.engines.base import corpus_document
 tok = load({tokenizer!r})

@@ -41,7 +41,7 @@ def no_analysis_cache(monkeypatch: pytest.MonkeyPatch) -> None:
 def bpe():
     """A small byte-level BPE with RoBERTa's special tokens, trained on the fixture and the
     samples (a 50K vocabulary would only make every run slower to set up)."""
-    from toktools.io.formats import from_tokenizer_json
+    from toktools.formats import from_tokenizer_json
     from toktools.training import tokenizers_backend as fast
 
     text = (
@@ -350,7 +350,7 @@ def run(*args: str):
 
 
 def test_cli_megatron_shards_and_json_summary(tmp_path: Path, bpe) -> None:
-    from toktools.io.formats import dumps_tokenizer_json
+    from toktools.formats import dumps_tokenizer_json
 
     (tmp_path / "tok").mkdir()
     (tmp_path / "tok" / "tokenizer.json").write_text(dumps_tokenizer_json(bpe.to_tokenizer_json()), encoding="utf-8")
@@ -425,7 +425,7 @@ def test_progress_reports_bytes_of_the_total_and_tokens(tmp_path: Path, corpus: 
 
 
 def test_standard_input_and_the_cli_defaults(tmp_path: Path, bpe) -> None:
-    from toktools.io.formats import dumps_tokenizer_json
+    from toktools.formats import dumps_tokenizer_json
 
     (tmp_path / "tok.json").write_text(dumps_tokenizer_json(bpe.to_tokenizer_json()), encoding="utf-8")
     result = CliRunner().invoke(

@@ -20,7 +20,7 @@ from toktools.engines.base import corpus_document
 from toktools.engines.ids_only import ids_encoder
 from toktools.engines.reference import ReferenceEngine
 from toktools.engines.tokenizers_engine import TokenizersEngine
-from toktools.io.formats import load
+from toktools.formats import load
 from toktools.io.shipped import shipped_path
 from toktools.models.bpe import bulk_merge as bpe_bulk
 from toktools.models.bpe import vectorized_merge as bpe_vectorized
@@ -91,7 +91,7 @@ def test_other_pipelines_and_settings_are_refused() -> None:
         "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True},
         "model": {"type": "WordLevel", "vocab": {"[UNK]": 0, "\u2581a": 1}, "unk_token": "[UNK]"},
     }
-    from toktools.io.formats import from_tokenizer_json
+    from toktools.formats import from_tokenizer_json
 
     assert ids_encoder(from_tokenizer_json(doc)) is None
 
@@ -268,7 +268,7 @@ def test_merges_across_partial_characters_are_never_cut(cuts_after: float, monke
         (zhong[1:2], zhong[2:]),
     ]
     doc = _byte_level_doc(merges)
-    from toktools.io.formats import from_tokenizer_json
+    from toktools.formats import from_tokenizer_json
 
     reference = from_tokenizer_json(doc)
     fast = ids_encoder(reference)
@@ -411,7 +411,7 @@ def test_merges_out_of_rank_order_take_one_step_per_merge() -> None:
     ``c``: not monotone), so one numpy step may merge only the leftmost best pair of a word."""
     pytest.importorskip("numpy")
     doc = _byte_level_doc([(b"c", b"d"), (b"a", b"bc"), (b"b", b"c"), (b"bc", b"bc"), (b"a", b"a"), (b"aa", b"a")])
-    from toktools.io.formats import from_tokenizer_json
+    from toktools.formats import from_tokenizer_json
 
     reference = from_tokenizer_json(doc)
     bpe = ids_encoder(reference).cache.compute
@@ -427,7 +427,7 @@ def test_two_merges_making_one_token_are_left_to_python() -> None:
     """Not E2 (``ab`` from ``a b`` and from nothing else, ``abc`` from ``ab c`` and ``a bc``):
     a stale heap entry may then merge another pair's token, so no step over all words."""
     doc = _byte_level_doc([(b"a", b"b"), (b"b", b"c"), (b"ab", b"c"), (b"a", b"bc")])
-    from toktools.io.formats import from_tokenizer_json
+    from toktools.formats import from_tokenizer_json
 
     bpe = ids_encoder(from_tokenizer_json(doc)).cache.compute
     assert bpe_vectorized.plan(bpe.bulk().byte_ids, bpe.merge_map) is None

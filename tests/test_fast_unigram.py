@@ -26,7 +26,7 @@ from toktools.engines.ids_only import ids_encoder
 from toktools.engines.ids_only_unigram import UnigramIdsEncoder, string_normalizer
 from toktools.engines.reference import ReferenceEngine
 from toktools.engines.tokenizers_engine import TokenizersEngine
-from toktools.io.formats import from_tokenizer_json
+from toktools.formats import from_tokenizer_json
 from toktools.parts.unigram import Unigram
 
 tokenizers = pytest.importorskip("tokenizers")

@@ -38,7 +38,7 @@ TEXTS = [
 _PROBE = r"""
 import json, sys
 from toktools.runtime import machine_code as native_code
-from toktools.io.formats import load
+from toktools.formats import load
 from toktools.engines.ids_only import ids_encoder
 texts = json.loads(sys.argv[1])
 encoder = ids_encoder(load(sys.argv[2]))
@@ -110,7 +110,7 @@ def test_where_the_object_cannot_be_loaded_numba_cfunc_is_used(tmp_path: Path, m
     import numpy as np
 
     from toktools.engines.ids_only import ids_encoder
-    from toktools.io.formats import load
+    from toktools.formats import load
     from toktools.models.bpe.compiled_merge import BulkMerger
 
     def refuse(code: bytes, symbol: str) -> int:

@@ -51,7 +51,6 @@ MOVED: dict[str, str] = {
     "fast": "training.tokenizers_backend",
     "fast_ids": "engines.ids_only",
     "fast_unigram": "engines.ids_only_unigram",
-    "formats": "io.formats",
     "id_packing": "engines.id_packing",
     "interrupts": "runtime.interrupts",
     "likelihood": "models.wordpiece.likelihood_trainer",
@@ -78,6 +77,7 @@ MOVED: dict[str, str] = {
     "validate": "io.validate",
     "workers": "runtime.workers",
     "files": "io.outputs",
+    "parts.spm_decoder": "sentencepiece.decoder",
 }
 
 

@@ -1,4 +1,4 @@
-"""An :class:`~toktools.analysis.alignment.Alignment` drawn as plain text: one row per
+"""An alignment (:class:`~toktools.analysis.alignment.Alignment`) drawn as plain text: one row per
 tokenizer in display columns, the differing regions marked, long lines wrapped at token
 boundaries, an optional block of UTF-8 bytes, and a legend of the marks used."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from toktools.analysis import token_view
-from toktools.analysis.alignment import Alignment, ByteMap, SegmentationRow
+from toktools.analysis.alignment_rows import AlignedText, ByteMap, SegmentationRow
 from toktools.analysis.columns import char_width, pad, text_width
 
 __all__ = ["legend_lines", "render_alignment"]
@@ -82,7 +82,7 @@ def _cuts_inside(row: SegmentationRow, bmap: ByteMap) -> dict[int, set[int]]:
     return cuts
 
 
-def _char_block(alignment: Alignment, bmap: ByteMap) -> tuple[list[str], list[_Column], set[str]]:
+def _char_block(alignment: AlignedText, bmap: ByteMap) -> tuple[list[str], list[_Column], set[str]]:
     """The main view and the legend entries it needs."""
     text = alignment.text
     rows = alignment.rows
@@ -138,7 +138,7 @@ def _hex_with_cuts(raw: bytes, start: int, cuts: set[int], mark: str) -> str:
 
 
 def _marks_used(
-    alignment: Alignment, bmap: ByteMap, unknown_bounds: list[set[int]], cuts: list[dict[int, set[int]]]
+    alignment: AlignedText, bmap: ByteMap, unknown_bounds: list[set[int]], cuts: list[dict[int, set[int]]]
 ) -> set[str]:
     """The marks the main view draws, for the legend (keys of :data:`_LEGEND`)."""
     used: set[str] = {"|"}
@@ -159,7 +159,7 @@ def _marks_used(
     return used
 
 
-def _byte_block(alignment: Alignment, bmap: ByteMap) -> tuple[list[str], list[_Column]]:
+def _byte_block(alignment: AlignedText, bmap: ByteMap) -> tuple[list[str], list[_Column]]:
     """The byte view: each multi-byte character as its hex bytes (under the character), with
     ``|`` where a tokenizer cuts — between characters in the gutters, inside a character in
     place of the space between two bytes (``E6 88|91``). One-byte characters stay as they are."""
@@ -209,7 +209,7 @@ def legend_lines(used: set[str]) -> list[str]:
     return [("legend  " if i == 0 else "        ") + entry for i, entry in enumerate(entries)]
 
 
-def render_alignment(alignment: Alignment, width: int | None, byte_view: bool, legend: bool = True) -> str:
+def render_alignment(alignment: AlignedText, width: int | None, byte_view: bool, legend: bool = True) -> str:
     """What :meth:`Alignment.render_plain <toktools.analysis.alignment.Alignment.render_plain>` draws."""
     if not alignment.rows:
         return ""

@@ -27,7 +27,7 @@ def _labels(names: list[str]) -> list[str]:
 
 
 def _looks_like_tokenizer(argument: str) -> bool:
-    from toktools.io.formats import resolve
+    from toktools.formats import resolve
 
     try:
         resolve(argument)
@@ -154,7 +154,7 @@ def compare(
     """
     import json
 
-    from toktools.io.formats import load
+    from toktools.formats import load
 
     corpus = list(corpus_paths) + list(file_paths)
     names = list(arguments)

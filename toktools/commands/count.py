@@ -98,7 +98,7 @@ def count(
       toktools count big.txt --model bytebpe -o big.counts --cluster local:8 --block-size 128MB
     """
     from toktools.corpus.reading import dumps_counts
-    from toktools.io.formats import write_files_atomically
+    from toktools.formats import write_files_atomically
 
     _check_model_options(kind)
     check_output_file(out_path, force=force, inputs=corpus)

@@ -395,7 +395,7 @@ def decode(tokenizer_path: str, files: tuple[str, ...], skip_special_tokens: boo
       echo "15496 995" | toktools decode -t my-bpe
       toktools encode -t my-bert notes.txt | toktools decode -t my-bert
     """
-    from toktools.io.formats import load
+    from toktools.formats import load
 
     tokenizer = load(tokenizer_path)
     for number, line in enumerate(input_lines(files or ("-",)), start=1):

@@ -76,7 +76,7 @@ def inspect(
     from toktools.analysis.token_anatomy import token_info
     from toktools.analysis.usage import corpus_usage
     from toktools.analysis.vocabulary import vocab_stats
-    from toktools.io.formats import load
+    from toktools.formats import load
 
     if token is not None and token_id is not None:
         raise click.UsageError("give --token or --id, not both")

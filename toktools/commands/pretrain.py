@@ -139,7 +139,7 @@ def pretrain_data(
       toktools pretrain-data zh.txt -t my-bert-zh -o wwm.parquet --whole-word zh
     """
     from toktools.corpus.reading import expand_sources
-    from toktools.io.formats import load
+    from toktools.formats import load
     from toktools.pretraining.examples import PretrainSettings, make_pretraining_data
 
     settings = PretrainSettings(

@@ -302,7 +302,7 @@ def _check(
 def _save(tokenizer: Any, out_dir: Path, transformers_config: bool) -> list[Path]:
     written = list(tokenizer.save(out_dir))
     if transformers_config:
-        from toktools.io.formats import transformers_config_files, write_files_atomically
+        from toktools.formats import transformers_config_files, write_files_atomically
 
         written += write_files_atomically(out_dir, transformers_config_files(tokenizer))
     return written

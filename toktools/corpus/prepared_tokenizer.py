@@ -151,7 +151,7 @@ def load_document(
     if not isinstance(tokenizer, (str, Path)):
         doc = finish(tokenizer.to_tokenizer_json())
         return doc, document_fingerprint(doc)
-    # toktools.io.formats (and the reference's tables behind it) costs a large share of a short
+    # toktools.formats (and the reference's tables behind it) costs a large share of a short
     # run's start-up: a tokenizer.json, the usual case, is read without it
     candidate = tokenizer_json_file(tokenizer)
     if candidate is not None:
@@ -170,7 +170,7 @@ def load_document(
                 return finish(document), hashlib.sha256(text.encode("utf-8")).hexdigest()
         except json.JSONDecodeError:
             pass  # load() gives the readable error
-    from toktools.io.formats import load
+    from toktools.formats import load
 
     doc = finish(load(tokenizer).to_tokenizer_json())
     return doc, document_fingerprint(doc)
@@ -193,7 +193,7 @@ def load_corpus_tokenizer(tokenizer: Any) -> CorpusTokenizer:
         shape, vocab_size, analysis = cached
         return CorpusTokenizer(fingerprint, shape, vocab_size, analysis, _raw=raw)
     doc, parsed_fingerprint = load_document(tokenizer, text=decode_utf8(raw, path))
-    # a file read through toktools.io.formats instead (not a tokenizer.json after all) is
+    # a file read through toktools.formats instead (not a tokenizer.json after all) is
     # fingerprinted by its canonical JSON: no entry (a lookup would never find it)
     keep = raw if parsed_fingerprint == fingerprint else None
     return CorpusTokenizer(parsed_fingerprint, document_shape(doc), vocab_size_of(doc), _document=doc, _raw=keep)

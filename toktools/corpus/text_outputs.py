@@ -117,7 +117,7 @@ class _Reference:
     name = "reference"
 
     def __init__(self, doc: Mapping[str, Any], max_length: int | None, workers: int | None) -> None:
-        from toktools.io.formats import from_tokenizer_json
+        from toktools.formats import from_tokenizer_json
 
         try:
             self.tokenizer = from_tokenizer_json(doc)

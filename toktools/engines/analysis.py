@@ -14,14 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from toktools.engines.base import DocumentSource, document_fingerprint, loaded_document
+from toktools.engines.base import DocumentSource, Engine, document_fingerprint, loaded_document
 from toktools.engines.tokenizers_engine import TokenizersEngine
 from toktools.errors import ToktoolsError
-
-if TYPE_CHECKING:
-    from toktools.engines.tiktoken_engine import TiktokenEngine
 
 #: tiktoken's spelling of the GPT-2 split (openai/tiktoken ``tiktoken_ext/openai_public.py``);
 #: the spec measured it equal to ``tokenizers``' Oniguruma pattern on every code point.
@@ -363,7 +360,7 @@ def probe_text(points: Sequence[int]) -> list[str]:
     return out
 
 
-def probe_tiktoken(engine: TiktokenEngine, document: DocumentSource, fingerprint: str | None = None) -> str | None:
+def probe_tiktoken(engine: Engine, document: DocumentSource, fingerprint: str | None = None) -> str | None:
     """None when tiktoken gives ``tokenizers``' ids on the probe texts, else where it differs.
     Kept per tokenizer and code (:data:`VERDICT_CODE`, with tiktoken's version): the spec found no differing code point for
     tiktoken 0.14.0 against tokenizers 0.23.3, and this keeps checking that on every run."""

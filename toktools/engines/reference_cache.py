@@ -34,7 +34,7 @@ BUILT_BY = (
     "toktools.tables",
     "toktools.models.bpe",
     "toktools.models.wordpiece.model",
-    "toktools.io.formats",
+    "toktools.formats",
     "toktools.io.validate",
     "toktools.engines.reference_cache",
 )
@@ -68,7 +68,7 @@ def reference_tokenizer(document: Callable[[], Mapping[str, Any]], fingerprint: 
 def _build(document: Callable[[], Mapping[str, Any]]) -> Any:
     # the collector is already paused by the callers that build at start-up (encode_shards'
     # CollectorPause, the --verify checker)
-    from toktools.io.formats import from_tokenizer_json
+    from toktools.formats import from_tokenizer_json
 
     return from_tokenizer_json(document())
 

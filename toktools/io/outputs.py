@@ -134,7 +134,7 @@ def check_output_dir(
     return target
 
 
-#: the files :func:`toktools.io.formats.load` may read in a tokenizer's directory (besides a
+#: the files :func:`toktools.formats.load` may read in a tokenizer's directory (besides a
 #: ``.model`` or ``.tiktoken`` file): the ones no output may be written over
 TOKENIZER_FILE_NAMES = frozenset(
     {

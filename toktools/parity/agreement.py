@@ -90,7 +90,7 @@ def check_tolerance(
     vocabulary by both libraries."""
     from tokenizers import Tokenizer as FastTokenizer
 
-    from toktools.io.formats import from_tokenizer_json
+    from toktools.formats import from_tokenizer_json
 
     theirs_json = json.loads((theirs_dir / "tokenizer.json").read_text(encoding="utf-8"))
     ours_text = (ours_dir / "tokenizer.json").read_text(encoding="utf-8")

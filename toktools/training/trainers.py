@@ -291,7 +291,7 @@ class Trainer(ABC):
         """A toktools tokenizer from the ``tokenizers.Tokenizer`` the fast backend trained."""
         import json
 
-        from toktools.io.formats import from_tokenizer_json
+        from toktools.formats import from_tokenizer_json
 
         return from_tokenizer_json(json.loads(trained.to_str()))
 

@@ -123,8 +123,8 @@ def load_sentencepiece_model(
     piece written in the text (``<s>``) is a special token, a combining mark after a
     compatibility character is normalised per grapheme, and a float32 near-tie may fall the
     other way. :mod:`toktools.sentencepiece.encode` reproduces sentencepiece there too.
-    Decoding is sentencepiece's own (:class:`toktools.parts.spm_decoder.SentencePieceDecoder`)."""
-    from toktools.parts.spm_decoder import SentencePieceDecoder
+    Decoding is sentencepiece's own (:class:`toktools.sentencepiece.decoder.SentencePieceDecoder`)."""
+    from toktools.sentencepiece.decoder import SentencePieceDecoder
     from toktools.sentencepiece.model_file import read_model
     from toktools.sentencepiece.to_json import sentencepiece_to_json
 
