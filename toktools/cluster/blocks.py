@@ -167,7 +167,7 @@ def plan_blocks(inputs: Sequence[str], block_bytes: int = BLOCK_BYTES) -> list[B
     return blocks
 
 
-def _lines_before(block: Block) -> int:
+def lines_before(block: Block) -> int:
     """How many lines of the file come before the block (asked for only to name a bad line).
 
     A block that does not start the file begins just after the first newline at or after
@@ -233,11 +233,11 @@ def count_block(block: Block, splitter: Any, errors: str = "strict", json_field:
     lines = 0  # lines of the block before the current piece
     for piece in read_block(block):
         try:
-            text = corpus._decode(piece, source, 1, errors)  # type: ignore[arg-type]
+            text = corpus.decode_lines(piece, source, 1, errors)  # type: ignore[arg-type]
             if json_field:
-                text = corpus._json_lines_text(text, source, 1)
+                text = corpus.json_lines_text(text, source, 1)
         except ToktoolsError:
-            raise _relocated(piece, source, _lines_before(block) + lines + 1, errors, json_field) from None
+            raise _relocated(piece, source, lines_before(block) + lines + 1, errors, json_field) from None
         counts.update(splitter(text))
         lines += piece.count(b"\n")
     return dict(counts)
@@ -248,9 +248,9 @@ def _relocated(piece: bytes, source: Any, first_line: int, errors: str, json_fie
     from toktools.corpus import reading as corpus
 
     try:
-        text = corpus._decode(piece, source, first_line, errors)  # type: ignore[arg-type]
+        text = corpus.decode_lines(piece, source, first_line, errors)  # type: ignore[arg-type]
         if json_field:
-            corpus._json_lines_text(text, source, first_line)
+            corpus.json_lines_text(text, source, first_line)
     except ToktoolsError as err:
         return err
     return ToktoolsError(f"{source.path}: cannot read")  # pragma: no cover - the error recurs
@@ -351,7 +351,7 @@ def _progress_as_done(futures: Sequence[Any], blocks: Sequence[Block], progress:
     import threading
 
     file_sizes: dict[str, int] = {}
-    sizes = [_block_size(block, file_sizes) for block in blocks]
+    sizes = [block_size(block, file_sizes) for block in blocks]
     total, state, lock = sum(sizes), [0], threading.Lock()
 
     def finished(size: int) -> Any:
@@ -367,7 +367,7 @@ def _progress_as_done(futures: Sequence[Any], blocks: Sequence[Block], progress:
     return total
 
 
-def _block_size(block: Block, file_sizes: dict[str, int] | None = None) -> int:
+def block_size(block: Block, file_sizes: dict[str, int] | None = None) -> int:
     """A block's bytes on disk: its range within the file (a compressed file: its size)."""
     import fsspec
 

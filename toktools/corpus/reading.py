@@ -100,7 +100,7 @@ def expand_sources(paths: Sequence[str], json_field: str | None = None) -> list[
     return sources
 
 
-def _decode(block: bytes, source: CorpusSource, first_line: int, errors: ErrorPolicy, hint: bool = True) -> str:
+def decode_lines(block: bytes, source: CorpusSource, first_line: int, errors: ErrorPolicy, hint: bool = True) -> str:
     """Strict UTF-8 with an error that names the file and line, or replace / skip bad lines."""
     try:
         return block.decode("utf-8")
@@ -122,7 +122,8 @@ def _decode(block: bytes, source: CorpusSource, first_line: int, errors: ErrorPo
         ) from None
 
 
-def _json_lines_text(text: str, source: CorpusSource, first_line: int) -> str:
+def json_lines_text(text: str, source: CorpusSource, first_line: int) -> str:
+    """The text field of each JSON Lines record in ``text`` (first line numbered ``first_line``), one per line."""
     out = []
     for offset, line in enumerate(text.split("\n")):
         if not line.strip():
@@ -210,7 +211,7 @@ def numbered_lines(
                     bytes_read(before + position)  # type: ignore[misc]
 
         for number, raw in enumerate(raw_lines(source, note), start=1):
-            yield index, number, _decode(raw, source, number, "strict", hint=False)
+            yield index, number, decode_lines(raw, source, number, "strict", hint=False)
         if bytes_read is not None:
             done_before += source.size()
             bytes_read(done_before)
@@ -248,16 +249,16 @@ def iter_chunks(
                 continue
             pending = block[cut:]
             whole = block[:cut]
-            text = _decode(whole, source, line_number, errors)
+            text = decode_lines(whole, source, line_number, errors)
             if source.json_field:
-                text = _json_lines_text(text, source, line_number)
+                text = json_lines_text(text, source, line_number)
             line_number += whole.count(b"\n")
             if progress is not None:
                 progress(done_before + position[0] if position[0] is not None else 0, total)
             yield text
         if pending:
-            text = _decode(pending, source, line_number, errors)
-            yield _json_lines_text(text, source, line_number) if source.json_field else text
+            text = decode_lines(pending, source, line_number, errors)
+            yield json_lines_text(text, source, line_number) if source.json_field else text
         done_before += source.size()
         if progress is not None:
             progress(done_before, total)

@@ -148,7 +148,7 @@ class _BertWords:
         self.full = bert_text.PRE_TOKENIZER_RE
         self.config = config
         self._bert_text = bert_text
-        self.split_is_exact = config is not None and bert_text._tables_for(config).split_is_exact
+        self.split_is_exact = config is not None and bert_text.tables_for(config).split_is_exact
 
     def normalize(self, text: str) -> str:
         return text if self.config is None else self._bert_text.normalize(text, self.config)

@@ -59,7 +59,7 @@ class _Chars(dict):  # type: ignore[type-arg]
 
 
 class _Graphemes(dict):  # type: ignore[type-arg]
-    """grapheme → its text after the Precompiled normaliser (its ``_plan``), filled on first sight."""
+    """grapheme → its text after the Precompiled normaliser (its ``plan``), filled on first sight."""
 
     def __init__(self, part: Any) -> None:
         super().__init__()
@@ -68,7 +68,7 @@ class _Graphemes(dict):  # type: ignore[type-arg]
     def __missing__(self, grapheme: str) -> str:
         from toktools.parts.precompiled import KEEP
 
-        plan = self.part._plan(grapheme)
+        plan = self.part.plan(grapheme)
         value = grapheme if plan is KEEP else "".join(ch if repl is None else repl for repl, _, ch in plan)
         if len(self) < CACHE_WORDS:
             self[grapheme] = value

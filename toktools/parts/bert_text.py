@@ -401,7 +401,7 @@ def _tables(clean: bool, chinese: bool, strip: bool, lower: bool) -> _Tables:
     return _Tables(clean, chinese, strip, lower)
 
 
-def _tables_for(config: BertNormalizerConfig) -> _Tables:
+def tables_for(config: BertNormalizerConfig) -> _Tables:
     return _tables(config.clean_text, config.handle_chinese_chars, config.effective_strip_accents, config.lowercase)
 
 
@@ -410,7 +410,7 @@ def _tables_for(config: BertNormalizerConfig) -> _Tables:
 
 def normalize(text: str, config: BertNormalizerConfig = DEFAULT_CONFIG) -> str:
     """``BertNormalizer(...).normalize_str(text)``, without ``tokenizers``."""
-    tables = _tables_for(config)
+    tables = tables_for(config)
     return tables.translate(text, tables.char_map)
 
 
@@ -421,7 +421,7 @@ def normalize_with_offsets(text: str, config: BertNormalizerConfig = DEFAULT_CON
     multi-char result (``İ`` → ``i̇``, decompositions) point at the char they come from. The
     original span of normalized ``[start, end)`` is ``original_span(offsets, start, end)``.
     """
-    tables = _tables_for(config)
+    tables = tables_for(config)
     pieces: list[str] = []
     offsets: list[int] = []
 
@@ -485,7 +485,7 @@ def iter_words(text: str, config: BertNormalizerConfig = DEFAULT_CONFIG) -> Iter
     same order: the normalizer is per char (reordering cannot cross a line break) and the line
     break itself is whitespace, so no word spans two lines.
     """
-    tables = _tables_for(config)
+    tables = tables_for(config)
     if tables.split_is_exact:
         return iter(tables.translate(text, tables.padded_map, _pad_punctuation).split())
     return iter(PRE_TOKENIZER_RE.findall(normalize(text, config)))

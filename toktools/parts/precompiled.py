@@ -312,7 +312,7 @@ class Precompiled(Normalizer):
             grapheme = match.group()
             plan = plans.get(grapheme)
             if plan is None:
-                plan = plans[grapheme] = self._plan(grapheme)
+                plan = plans[grapheme] = self.plan(grapheme)
             if plan is KEEP:
                 changes.extend([ch, 0] for ch in grapheme)
                 continue
@@ -326,7 +326,7 @@ class Precompiled(Normalizer):
             return piece
         return _apply_changes(piece, changes)
 
-    def _plan(self, grapheme: str) -> Any:
+    def plan(self, grapheme: str) -> Any:
         """What becomes of one grapheme (cached: it depends on nothing else): ``KEEP``, or
         ``(replacement, characters replaced, None)`` / ``(None, 1, kept character)`` steps."""
         cmap = self.charsmap
