@@ -2,12 +2,13 @@
 
 Reference: ``tokenizers.normalizers.BertNormalizer`` and ``tokenizers.pre_tokenizers.BertPreTokenizer``
 (pinned 0.23.3). The tests go from the exhaustive (every Unicode code point, under many option
-combinations) to the concrete (the examples of ``spec/wordpiece.md``), then real corpora and
+combinations; a sample of them but under ``-m full``) to the concrete (the examples of ``spec/wordpiece.md``), then real corpora and
 random text. ``tokenizers`` is only the oracle here; ``toktools.parts.bert_text`` never imports it.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import pytest
@@ -30,10 +31,14 @@ tokenizers = pytest.importorskip("tokenizers")
 from tokenizers import Regex, Tokenizer, normalizers, pre_tokenizers  # noqa: E402
 from tokenizers.models import WordPiece  # noqa: E402
 
-ALL_CODE_POINTS = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
-#: Every Unicode scalar value once, in code point order: neighbours such as runs of combining
-#: marks also exercise NFD's canonical reordering.
-ALL_CHARS = "".join(map(chr, ALL_CODE_POINTS))
+
+@functools.cache
+def chars_of(scalars: tuple[int, ...]) -> str:
+    """The ``unicode_scalars`` of a sweep (every Unicode scalar value under ``-m full``, a sample
+    otherwise), each once, in code point order: neighbours such as runs of combining marks also
+    exercise NFD's canonical reordering."""
+    return "".join(map(chr, scalars))
+
 
 DEFAULT = BertNormalizerConfig()
 CASED = BertNormalizerConfig(lowercase=False)  # strip_accents None -> off as well
@@ -101,16 +106,17 @@ def our_char_offsets(text: str, config: BertNormalizerConfig) -> list[tuple[int,
 #: The options of ``test_words_of_every_code_point``: HF's normalized text of every code point
 #: under them is computed once (~1 s each) for it and ``test_normalize_every_code_point``.
 WORD_CONFIGS = [DEFAULT, BertNormalizerConfig(clean_text=False)]
-_HF_NORMALIZED_ALL: dict[BertNormalizerConfig, str] = {}
+_HF_NORMALIZED_ALL: dict[tuple[BertNormalizerConfig, str], str] = {}
 
 
-def hf_normalized_all_chars(config: BertNormalizerConfig) -> str:
-    """HF's normalized ``ALL_CHARS``, kept for the ``WORD_CONFIGS`` only (4 MB each)."""
-    if config in _HF_NORMALIZED_ALL:
-        return _HF_NORMALIZED_ALL[config]
-    normalized = hf_normalizer(config).normalize_str(ALL_CHARS)
+def hf_normalized_chars(config: BertNormalizerConfig, chars: str) -> str:
+    """HF's normalized ``chars`` (a sweep's ``chars_of``), kept for the ``WORD_CONFIGS`` only
+    (4 MB each for the full sweep)."""
+    if (config, chars) in _HF_NORMALIZED_ALL:
+        return _HF_NORMALIZED_ALL[config, chars]
+    normalized = hf_normalizer(config).normalize_str(chars)
     if config in WORD_CONFIGS:
-        _HF_NORMALIZED_ALL[config] = normalized
+        _HF_NORMALIZED_ALL[config, chars] = normalized
     return normalized
 
 
@@ -123,43 +129,47 @@ def first_difference(ours: str, theirs: str) -> str:
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=str)
-def test_normalize_every_code_point(config: BertNormalizerConfig) -> None:
+def test_normalize_every_code_point(config: BertNormalizerConfig, unicode_scalars: tuple[int, ...]) -> None:
     """All 1,112,064 scalar values in one string: the normalized text is identical to HF's."""
-    ours, theirs = normalize(ALL_CHARS, config), hf_normalized_all_chars(config)
+    chars = chars_of(unicode_scalars)
+    ours, theirs = normalize(chars, config), hf_normalized_chars(config, chars)
     assert ours == theirs, first_difference(ours, theirs)
 
 
-def test_normalize_every_code_point_alone() -> None:
+def test_normalize_every_code_point_alone(unicode_scalars: tuple[int, ...]) -> None:
     """With a starter between code points, each one is normalized alone (no reordering with its
     neighbour): the per-char tables are right even where neighbours would mask a mistake."""
-    text = "|".join(ALL_CHARS)
+    text = "|".join(chars_of(unicode_scalars))
     ours, theirs = normalize(text), hf_normalizer(DEFAULT).normalize_str(text)
     assert ours == theirs, first_difference(ours, theirs)
 
 
-def test_pre_tokenize_every_code_point() -> None:
+def test_pre_tokenize_every_code_point(unicode_scalars: tuple[int, ...]) -> None:
     """Each code point between two letters: it is whitespace (dropped), punctuation (isolated) or
     part of the word, exactly as in HF; and the same on all code points side by side."""
-    separated = "a" + "a".join(ALL_CHARS) + "a"
+    chars = chars_of(unicode_scalars)
+    separated = "a" + "a".join(chars) + "a"
     assert pre_tokenize(separated) == hf_pre_tokenize(separated)
-    assert pre_tokenize(ALL_CHARS) == hf_pre_tokenize(ALL_CHARS)
+    assert pre_tokenize(chars) == hf_pre_tokenize(chars)
 
 
 @pytest.mark.parametrize("config", WORD_CONFIGS, ids=str)
-def test_words_of_every_code_point(config: BertNormalizerConfig) -> None:
+def test_words_of_every_code_point(config: BertNormalizerConfig, unicode_scalars: tuple[int, ...]) -> None:
     """``iter_words`` (the training fast path: str.split with clean_text, the regex without)
     gives HF's pieces of the normalized text of all code points."""
-    theirs = [piece for piece, _ in HF_PRE.pre_tokenize_str(hf_normalized_all_chars(config))]
-    assert list(iter_words(ALL_CHARS, config)) == theirs
+    chars = chars_of(unicode_scalars)
+    theirs = [piece for piece, _ in HF_PRE.pre_tokenize_str(hf_normalized_chars(config, chars))]
+    assert list(iter_words(chars, config)) == theirs
 
 
 @pytest.mark.parametrize("config", [DEFAULT, CASED, BertNormalizerConfig(strip_accents=False)], ids=str)
-def test_offsets_every_code_point(config: BertNormalizerConfig) -> None:
+def test_offsets_every_code_point(config: BertNormalizerConfig, unicode_scalars: tuple[int, ...]) -> None:
     """The original index of every normalized char equals HF's alignment, for all code points.
 
     Code points go in groups of 16 neighbours (so reordering and multi-char results are covered)
     separated by spaces (so HF's per-char WordPiece split stays cheap)."""
-    texts = [ALL_CHARS[i : i + 4096] for i in range(0, len(ALL_CHARS), 4096)]
+    chars = chars_of(unicode_scalars)
+    texts = [chars[i : i + 4096] for i in range(0, len(chars), 4096)]
     texts = [" ".join(t[j : j + 16] for j in range(0, len(t), 16)) for t in texts]
     for text, theirs in zip(texts, hf_char_offsets(texts, config)):
         assert our_char_offsets(text, config) == theirs, f"text starting at U+{ord(text[0]):04X}"

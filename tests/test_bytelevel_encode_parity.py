@@ -204,11 +204,19 @@ def test_gpt2_hello_world(layout, gpt2):
     assert encoding.offsets == [(0, 5), (5, 11)]
 
 
+@pytest.fixture(
+    scope="module", params=[pytest.param(3, id="every-3rd-line"), pytest.param(1, id="whole", marks=pytest.mark.full)]
+)
+def mixed_lines(request, texts) -> list[str]:
+    """mixed_sample.txt: every third line (all 37 languages and scripts), all of it under ``-m full``."""
+    return texts["mixed"][:: request.param]
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_gpt2_layouts_match_tokenizers_on_mixed_sample(layout, gpt2, hf_gpt2, hf_gpt2_model_only, texts):
-    """mixed_sample.txt in full (37 languages, emoji with ZWJ / flags / tags, Python and
-    JavaScript indentation), line by line: same ids, tokens and character offsets."""
-    assert_same_lines(gpt2[layout], hf_for_layout(layout, hf_gpt2, hf_gpt2_model_only), texts["mixed"])
+def test_gpt2_layouts_match_tokenizers_on_mixed_sample(layout, gpt2, hf_gpt2, hf_gpt2_model_only, mixed_lines):
+    """mixed_sample.txt (37 languages, emoji with ZWJ / flags / tags, Python and JavaScript
+    indentation), line by line: same ids, tokens and character offsets."""
+    assert_same_lines(gpt2[layout], hf_for_layout(layout, hf_gpt2, hf_gpt2_model_only), mixed_lines)
 
 
 @pytest.mark.parametrize("corpus", ["en", "zh"])
@@ -217,10 +225,10 @@ def test_gpt2_matches_tokenizers_on_english_and_chinese(corpus, gpt2, hf_gpt2, t
     assert_same_lines(gpt2["tokenizer.json"], hf_gpt2, texts[corpus])
 
 
-def test_gpt2_whole_document_as_one_sequence(gpt2, hf_gpt2, texts):
-    """mixed_sample.txt as one 900 KB sequence: newlines, blank lines and indentation between
-    lines are part of the words, and offsets run over the whole document."""
-    document = "\n".join(texts["mixed"])
+def test_gpt2_whole_document_as_one_sequence(gpt2, hf_gpt2, mixed_lines):
+    """mixed_sample.txt as one sequence (900 KB under ``-m full``): newlines, blank lines and
+    indentation between lines are part of the words, and offsets run over the whole document."""
+    document = "\n".join(mixed_lines)
     assert_same_encoding(gpt2["encoder.json+vocab.bpe"].encode(document), hf_gpt2.encode(document))
 
 

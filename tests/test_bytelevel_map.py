@@ -276,7 +276,7 @@ def test_split_lines_on_real_text(name, max_bytes, add_prefix_space):
 # ---------------------------------------------------------------------------------------------
 
 CONTEXTS = ("a{c}b", " {c}1", "{c}{c} x")
-BATCH = 4096  # contiguous code points per comparison: batches of one Unicode block stay together
+BATCH = 4096  # consecutive code points per comparison: batches of one Unicode block stay together
 
 
 def _same_pieces(text: str) -> bool:
@@ -292,14 +292,11 @@ def _same_pieces(text: str) -> bool:
     ]
 
 
-def _compare_batch(context: str, start: int, stop: int) -> list[int]:
-    """Code points in [start, stop) for which ``split`` and ``tokenizers`` disagree in ``context``.
+def _compare_batch(context: str, scalars: list[int]) -> list[int]:
+    """Code points of ``scalars`` for which ``split`` and ``tokenizers`` disagree in ``context``.
 
     The whole batch is compared as one string first (fast); only a failing batch is re-checked
     one code point at a time to name the culprits."""
-    scalars = [c for c in range(start, stop) if not 0xD800 <= c <= 0xDFFF]
-    if not scalars:
-        return []
     text = "".join(context.replace("{c}", chr(c)) for c in scalars)
     if _same_pieces(text):
         return []
@@ -308,34 +305,45 @@ def _compare_batch(context: str, start: int, stop: int) -> list[int]:
         one = context.replace("{c}", chr(c))
         if our_pieces(one) != hf_pieces(one):
             bad.append(c)
-    return bad or [start]  # a disagreement only visible in the long string still fails
+    return bad or scalars[:1]  # a disagreement only visible in the long string still fails
 
 
-def test_split_matches_tokenizers_on_every_unicode_scalar():
-    """All 1,112,064 scalar values, each in three contexts (between letters, after a space and
+def test_split_matches_tokenizers_on_every_unicode_scalar(unicode_scalars):
+    """All 1,112,064 scalar values (a sample of them but under ``-m full``), each in three contexts (between letters, after a space and
     before a digit, doubled before a space and a letter): identical pieces to ``tokenizers``.
 
     This pins the ``\\p{L}`` / ``\\p{N}`` / ``\\s`` classes to the Oniguruma build of
     ``tokenizers`` 0.23.3 (spec §2: 17,480 code points where the ``regex`` module disagrees).
-    Runs in two processes to stay fast. The objects the test process holds are frozen
-    (``gc.freeze``) before the fork, so that the children's garbage collector does not walk
-    (and copy) the heap they inherit from a long pytest run."""
+    The full sweep runs in two processes to stay fast."""
     jobs = [
-        (context, start, min(start + BATCH, 0x110000)) for context in CONTEXTS for start in range(0, 0x110000, BATCH)
+        (context, list(unicode_scalars[start : start + BATCH]))
+        for context in CONTEXTS
+        for start in range(0, len(unicode_scalars), BATCH)
     ]
-    workers = min(2, os.cpu_count() or 1)
+    workers = min(2, os.cpu_count() or 1) if len(unicode_scalars) > 100_000 else 1  # a sample: no pool
+    if workers == 1:
+        results = [_compare_batch(context, scalars) for context, scalars in jobs]
+    else:
+        results = _compare_in_processes(jobs, workers)
+    failures = {}
+    for (context, _), bad in zip(jobs, results):
+        if bad:
+            failures.setdefault(context, []).extend(bad)
+    summary = {ctx: (len(cps), [f"U+{c:04X}" for c in cps[:10]]) for ctx, cps in failures.items()}
+    assert not failures, f"split differs from tokenizers for: {summary}"
+
+
+def _compare_in_processes(jobs: list[tuple[str, list[int]]], workers: int) -> list[list[int]]:
+    """``_compare_batch`` of each job in forked processes. The objects the test process holds
+    are frozen (``gc.freeze``) before the fork, so that the children's garbage collector does
+    not walk (and copy) the heap they inherit from a long pytest run."""
     gc.freeze()
     try:
         with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
             results = list(pool.map(_compare_batch, *zip(*jobs), chunksize=8))
     finally:
         gc.unfreeze()
-    failures = {}
-    for (context, _, _), bad in zip(jobs, results):
-        if bad:
-            failures.setdefault(context, []).extend(bad)
-    summary = {ctx: (len(cps), [f"U+{c:04X}" for c in cps[:10]]) for ctx, cps in failures.items()}
-    assert not failures, f"split differs from tokenizers for: {summary}"
+    return results
 
 
 def test_an_unlisted_regex_version_is_measured_once_and_cached_on_disk(tmp_path, monkeypatch):

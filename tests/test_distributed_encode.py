@@ -320,6 +320,22 @@ def test_the_cluster_writes_the_bytes_of_the_local_block_run(
     assert (again.shards_written, again.shards_kept) == (0, len(remote.outputs) // 2)
 
 
+def _holds_a_shard(pid: int, directory: Path) -> bool:
+    """Whether process ``pid`` has a shard being written in ``directory`` open (Linux /proc)."""
+    try:
+        descriptors = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for descriptor in descriptors:
+        try:
+            target = Path(os.readlink(f"/proc/{pid}/fd/{descriptor}"))
+        except OSError:  # closed meanwhile
+            continue
+        if target.parent == directory.resolve() and target.name.startswith(".out-"):
+            return True
+    return False
+
+
 @child_only
 def test_a_killed_worker_is_replaced_and_the_output_is_still_identical(
     cluster, corpus: list[Path], tmp_path: Path
@@ -331,7 +347,7 @@ def test_a_killed_worker_is_replaced_and_the_output_is_still_identical(
     encode_corpus(corpus, TOKENIZER, here / "out", block_bytes=12_000, verify=0)
     ours = set(client.run(os.getpid).values())  # the worker processes this test started
     assert len(ours) == 2 and os.getpid() not in ours
-    # each block pauses 0.3 s with its shard open, so that a worker can be caught mid-task
+    # each block pauses 0.3 s with its shard open (re-reading the pause file while it waits)
     pause = Path(os.environ[distributed_encode.TEST_PAUSE_VARIABLE])
     pause.write_text("0.3")
     outcome: dict[str, object] = {}
@@ -346,17 +362,20 @@ def test_a_killed_worker_is_replaced_and_the_output_is_still_identical(
 
     thread = threading.Thread(target=run)
     thread.start()
-    victim = None
     deadline = time.monotonic() + 120
+    while len(list(there.glob("out-*.bin"))) < 2 and time.monotonic() < deadline and thread.is_alive():
+        time.sleep(0.05)
+    # two shards are done: from now on a block that has opened its shard holds it (the blocks
+    # waiting already too), so the worker that holds one cannot finish before it is killed
+    pause.write_text("600")
+    victim = None
     while victim is None and time.monotonic() < deadline and thread.is_alive():
-        busy = [worker for worker, keys in client.processing().items() if any("_run_block" in str(k) for k in keys)]
-        shards = [p for p in there.iterdir() if p.name.startswith(".out-")]  # a shard being written
-        if busy and shards and len(list(there.glob("out-*.bin"))) >= 2:
-            victim = client.run(os.getpid, workers=[busy[0]])[busy[0]]
-        else:
+        victim = next((pid for pid in sorted(ours) if _holds_a_shard(pid, there)), None)
+        if victim is None:
             time.sleep(0.05)
     assert victim in ours, f"no worker was caught mid-task (run finished: {not thread.is_alive()}, {outcome})"
     os.kill(victim, signal.SIGKILL)
+    pause.write_text("0")  # the other worker, and the block the victim held, go on
     thread.join(300)
     assert not thread.is_alive()
     assert "error" not in outcome, outcome.get("error")

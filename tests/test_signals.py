@@ -2,20 +2,28 @@
 
 Each test starts ``python -m toktools.cli`` as a real process (with this checkout on the path and
 a private TMPDIR), waits until it is working (its worker processes exist, or its temporary
-directory does), records the pids of its children from /proc, sends the signal to the pid it
-started, and then checks the process table for survivors. Only the processes these tests start
-are ever signalled. The corpus is generated here (a few MB), so nothing needs ``../shared``.
+directory does, and it has read some of its input), records the pids of its children from /proc,
+sends the signal to the pid it started, and then checks the process table for survivors. Only
+the processes these tests start are ever signalled.
+
+No test races the machine: the input of every run that is signalled never ends. It is a FIFO
+that a thread of the test keeps feeding with the same generated text (about 1 MB, so nothing
+needs ``../shared``) until the reader goes away, so the work cannot finish before the signal
+arrives, however fast or slow the machine is.
 """
 
 from __future__ import annotations
 
+import errno
 import gzip
 import os
 import random
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -26,32 +34,14 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="ne
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """About 6 MB of varied text: six 1 MB chunks, enough to keep two workers busy for seconds."""
+    """About 1 MB of varied text: one reading chunk, fed over and over by ``EndlessInput``."""
     rng = random.Random(7)
     words = [
         ("".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9)))) for _ in range(20000)
     ]
-    lines = [" ".join(rng.choice(words) for _ in range(rng.randint(5, 25))) for _ in range(60000)]
+    lines = [" ".join(rng.choice(words) for _ in range(rng.randint(5, 25))) for _ in range(10000)]
     path = tmp_path_factory.mktemp("signals") / "corpus.txt"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
-@pytest.fixture(scope="module")
-def long_corpus(corpus: Path) -> Path:
-    """The corpus four times over: counting it takes two workers seconds even on an idle machine."""
-    path = corpus.with_name("long.txt")
-    path.write_bytes(corpus.read_bytes() * 4)
-    return path
-
-
-@pytest.fixture(scope="module")
-def big_gz(corpus: Path) -> Path:
-    """The corpus five times over, gzipped: long enough that tokenizers' training is under way."""
-    path = corpus.with_name("big.txt.gz")
-    with gzip.open(path, "wb", compresslevel=1) as out:
-        for _ in range(5):
-            out.write(corpus.read_bytes())
     return path
 
 
@@ -64,6 +54,74 @@ def tokenizer_dir(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
     sample.write_bytes(corpus.read_bytes()[:200_000])
     toktools.train_bytebpe([str(sample)], 600, workers=1).save(directory)
     return directory
+
+
+class EndlessInput:
+    """A FIFO that a thread of the test feeds with ``data`` over and over while a reader has it
+    open: the reader never reaches its end. Each open by a reader gets a stream of its own
+    (``tokenizers`` opens a file once to look at it, then again to read it); ``written`` counts
+    the bytes the current reader has taken, the sign that the work it feeds is under way."""
+
+    #: Written in pieces of this size, so that ``written`` follows a slow reader closely.
+    PIECE = 1 << 16
+    #: A pause after each copy of the text: a reader that only copies its input (parity's
+    #: held-out split) fills the disk at most about 50 MB/s.
+    PAUSE = 0.02
+
+    def __init__(self, path: Path, data: bytes) -> None:
+        os.mkfifo(path)
+        self.path, self.data = path, data
+        self.written = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._feed, name=f"feed {path.name}", daemon=True)
+        self._thread.start()
+
+    def _feed(self) -> None:
+        while not self._stop.is_set():
+            try:  # non-blocking: fails with ENXIO while no reader has the FIFO open
+                handle = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError as err:
+                if err.errno != errno.ENXIO:
+                    raise
+                time.sleep(0.01)
+                continue
+            os.set_blocking(handle, True)
+            self.written = 0
+            try:
+                while not self._stop.is_set():
+                    for start in range(0, len(self.data), self.PIECE):
+                        self.written += os.write(handle, self.data[start : start + self.PIECE])
+                    time.sleep(self.PAUSE)
+            except BrokenPipeError:  # the reader closed it (or died): wait for the next one
+                pass
+            finally:
+                os.close(handle)
+
+    def read_end(self) -> int:
+        """A descriptor of the FIFO's read end, for a child's standard input (opening it does
+        not wait for the writer; the child inherits a blocking descriptor)."""
+        handle = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
+        os.set_blocking(handle, True)
+        return handle
+
+    def close(self) -> None:
+        """Stop feeding (the reader is gone by now, so a blocked write has failed too)."""
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+
+@pytest.fixture
+def endless(corpus: Path, tmp_path: Path) -> Iterator[Callable[[str], EndlessInput]]:
+    """``endless(name)``: an ``EndlessInput`` FIFO of the generated text at ``tmp_path/name``."""
+    inputs: list[EndlessInput] = []
+
+    def make(name: str) -> EndlessInput:
+        inputs.append(EndlessInput(tmp_path / name, corpus.read_bytes()))
+        return inputs[-1]
+
+    yield make
+    for endless_input in inputs:
+        endless_input.close()
 
 
 def _children(pid: int) -> list[int]:
@@ -110,18 +168,23 @@ def _default_signal_handling() -> None:
 class Run:
     """One toktools process with a private TMPDIR."""
 
-    def __init__(self, tmp_path: Path, *args: str) -> None:
+    def __init__(self, tmp_path: Path, *args: str, stdin: EndlessInput | None = None) -> None:
         self.tmp = tmp_path / "private-tmp"
         self.tmp.mkdir()
         env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TMPDIR=str(self.tmp), TOKTOOLS_CACHE_DIR="")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "toktools.cli", *args],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            preexec_fn=_default_signal_handling,
-        )
+        standard_input = stdin.read_end() if stdin is not None else subprocess.DEVNULL
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "toktools.cli", *args],
+                stdin=standard_input,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                preexec_fn=_default_signal_handling,
+            )
+        finally:
+            if stdin is not None:
+                os.close(standard_input)  # the child's copy only: the feeder sees it go
         self.workers: list[int] = []
 
     def wait_for(self, condition, what: str, timeout: float = 60) -> None:
@@ -134,14 +197,22 @@ class Run:
                 pytest.fail(f"timed out waiting for {what}")
             time.sleep(0.05)
 
-    def wait_for_workers(self, count: int) -> None:
+    def wait_for_workers(self, count: int, feeding: EndlessInput) -> None:
+        """Until ``count`` worker processes exist and the run has read more of its endless
+        input (work went out to the workers)."""
+
         def enough() -> bool:
             self.workers = _descendants(self.process.pid)
             return len(self.workers) >= count
 
         self.wait_for(enough, f"{count} worker processes")
-        time.sleep(0.5)  # let them get busy
+        self.wait_for_reading(feeding)
         self.workers = _descendants(self.process.pid)
+
+    def wait_for_reading(self, feeding: EndlessInput, more: int = 1 << 18) -> None:
+        """Until the run has taken ``more`` bytes (256 KB) more from ``feeding``."""
+        target = feeding.written + more
+        self.wait_for(lambda: feeding.written >= target, f"{more} more bytes of input read")
 
     def stop(self, signum: int) -> tuple[int, str]:
         self.process.send_signal(signum)
@@ -195,20 +266,24 @@ class Run:
     ],
     ids=["train-sigterm", "count-sigint", "count-sigterm"],
 )
-def test_a_signal_stops_counting_with_one_line_and_no_survivors(tmp_path, long_corpus, command, signum, code, message):
+def test_a_signal_stops_counting_with_one_line_and_no_survivors(tmp_path, endless, command, signum, code, message):
     out = tmp_path / "out"
-    run = Run(tmp_path, *[a.format(corpus=long_corpus, out=out) for a in command])
-    run.wait_for_workers(2)
+    feeding = endless("corpus.txt")
+    run = Run(tmp_path, *[a.format(corpus=feeding.path, out=out) for a in command])
+    run.wait_for_workers(2, feeding)
     returncode, stderr = run.stop(signum)
     assert (returncode, stderr.strip()) == (code, message)
     assert run.survivors() == [], "worker processes outlived the parent"
     assert not out.exists() and os.listdir(run.tmp) == []
 
 
-def test_workers_die_with_a_killed_parent(tmp_path, corpus):
+def test_workers_die_with_a_killed_parent(tmp_path, endless):
     """SIGKILL cannot be handled: the kernel takes the workers down with the parent."""
-    run = Run(tmp_path, "count", str(corpus), "--model", "bytebpe", "-o", str(tmp_path / "counts"), "--workers", "2")
-    run.wait_for_workers(2)
+    feeding = endless("corpus.txt")
+    run = Run(
+        tmp_path, "count", str(feeding.path), "--model", "bytebpe", "-o", str(tmp_path / "counts"), "--workers", "2"
+    )
+    run.wait_for_workers(2, feeding)
     run.process.send_signal(signal.SIGKILL)
     run.process.wait(timeout=30)
     assert run.survivors(within=5.0) == [], "workers outlived a killed parent"
@@ -216,20 +291,22 @@ def test_workers_die_with_a_killed_parent(tmp_path, corpus):
 
 @pytest.mark.parametrize("output_format, engine", [("npy", "reference"), ("ids", None)], ids=["npy-reference", "ids"])
 def test_sigterm_during_parallel_encode_leaves_no_partial_output(
-    tmp_path, long_corpus, tokenizer_dir, output_format, engine
+    tmp_path, endless, tokenizer_dir, output_format, engine
 ):
     """No ``.out.XXXX.tmp`` beside the output, no BrokenPipeError from the workers, no worker
-    left: with the reference engine's pool of processes (training data; on this much byte-level
-    BPE, forked by a zygote loading the compiled merge) and with the line encoder's."""
+    left: with the reference engine's pool of processes (training data) and with the line
+    encoder's. The endless input comes on standard input (a named input would be hashed to
+    the end first, for the manifest)."""
     out_dir = tmp_path / "encoded"
     out_dir.mkdir()
-    options = ["--engine", engine] if engine else ["--engine", "reference", "--batch-lines", "20000"]
+    options = ["--engine", engine] if engine else ["--engine", "reference", "--batch-lines", "2000"]
+    feeding = endless("stdin.txt")
     run = Run(
         tmp_path,
         "encode",
         "-t",
         str(tokenizer_dir),
-        str(long_corpus),
+        "-",
         "--format",
         output_format,
         "-o",
@@ -238,24 +315,27 @@ def test_sigterm_during_parallel_encode_leaves_no_partial_output(
         "2",
         "--no-progress",
         *options,
+        stdin=feeding,
     )
-    run.wait_for_workers(2)
+    run.wait_for_workers(2, feeding)
     returncode, stderr = run.stop(signal.SIGTERM)
     assert (returncode, stderr.strip()) == (143, "toktools: terminated")
     assert run.survivors() == []
     assert os.listdir(out_dir) == [] and os.listdir(run.tmp) == []
 
 
-def test_sigterm_during_a_threaded_encode_leaves_no_partial_output(tmp_path, big_gz, tokenizer_dir):
-    """The tiktoken engine encodes on threads: SIGTERM once the output's temporary file exists."""
+def test_sigterm_during_a_threaded_encode_leaves_no_partial_output(tmp_path, endless, tokenizer_dir):
+    """The tiktoken engine encodes on threads: SIGTERM once the output's temporary file exists
+    and batches are being encoded."""
     out_dir = tmp_path / "encoded"
     out_dir.mkdir()
+    feeding = endless("stdin.txt")
     run = Run(
         tmp_path,
         "encode",
         "-t",
         str(tokenizer_dir),
-        str(big_gz),
+        "-",
         "--format",
         "npy",
         "-o",
@@ -265,28 +345,44 @@ def test_sigterm_during_a_threaded_encode_leaves_no_partial_output(tmp_path, big
         "--workers",
         "2",
         "--no-progress",
+        stdin=feeding,
     )
     run.wait_for(lambda: any(name.endswith(".tmp") for name in os.listdir(out_dir)), "the temporary output file")
-    time.sleep(0.5)  # encoding batches
+    run.wait_for_reading(feeding)
     returncode, stderr = run.stop(signal.SIGTERM)
     assert (returncode, stderr.strip()) == (143, "toktools: terminated")
     assert os.listdir(out_dir) == [] and os.listdir(run.tmp) == []
 
 
+@pytest.fixture(scope="module")
+def small_gz(corpus: Path) -> Path:
+    """200 KB of the text, gzipped: decompressed into a temporary directory for tokenizers."""
+    path = corpus.with_name("small.txt.gz")
+    with gzip.open(path, "wb", compresslevel=1) as out:
+        out.write(corpus.read_bytes()[:200_000])
+    return path
+
+
 @pytest.mark.parametrize(
     "command, prefix",
     [
-        (["train", "bytebpe", "{gz}", "-o", "{out}", "--backend", "fast", "--vocab-size", "2000"], "toktools-fast-"),
-        (["parity", "bytebpe", "{gz}", "--vocab-size", "2000"], "toktools-parity-"),
+        (
+            ["train", "bytebpe", "{gz}", "{fifo}", "-o", "{out}", "--backend", "fast", "--vocab-size", "2000"],
+            "toktools-fast-",
+        ),
+        (["parity", "bytebpe", "{fifo}", "--vocab-size", "2000"], "toktools-parity-"),
     ],
     ids=["train-fast", "parity"],
 )
-def test_sigterm_removes_temporary_directories(tmp_path, big_gz, command, prefix):
+def test_sigterm_removes_temporary_directories(tmp_path, endless, small_gz, command, prefix):
     """The decompressed copy for tokenizers lives in a temporary directory; SIGTERM removes it,
-    also while tokenizers (native code, deaf to Python signal handlers) is training."""
-    run = Run(tmp_path, *[a.format(gz=big_gz, out=tmp_path / "out") for a in command])
+    also while tokenizers (native code, deaf to Python signal handlers) is training: it reads
+    the endless input after the decompressed file. Parity copies its endless input (less the
+    held-out lines) into its temporary directory."""
+    feeding = endless("corpus.txt")
+    run = Run(tmp_path, *[a.format(gz=small_gz, fifo=feeding.path, out=tmp_path / "out") for a in command])
     run.wait_for(lambda: any(name.startswith(prefix) for name in os.listdir(run.tmp)), "the temporary directory")
-    time.sleep(1.5)  # decompressed by now: tokenizers is reading or training
+    run.wait_for_reading(feeding)  # tokenizers is training (or parity is copying)
     started = time.monotonic()
     returncode, stderr = run.stop(signal.SIGTERM)
     assert (returncode, stderr.strip()) == (143, "toktools: terminated")

@@ -287,13 +287,22 @@ def _engine(job: BlockJob) -> Any:
 
 
 def _test_pause() -> None:
+    """Tests only: hold the new shard open until the number of seconds in the file named by
+    ``TEST_PAUSE_VARIABLE`` has passed. The file is read again every 50 ms, so that a test can
+    lengthen the pause of a waiting block (to catch its worker mid-task) and then end it."""
     flag = os.environ.get(TEST_PAUSE_VARIABLE)
-    if flag:
+    if not flag:
+        return
+    started = time.monotonic()
+    while True:
         try:
             seconds = float(Path(flag).read_text())
         except (OSError, ValueError):
             return
-        time.sleep(seconds)
+        left = started + seconds - time.monotonic()
+        if left <= 0:
+            return
+        time.sleep(min(left, 0.05))
 
 
 def encode_block(
