@@ -115,6 +115,20 @@ def test_fast_backend_writes_the_same_files_as_the_reference(tmp_path):
         assert (fast_out / name).read_bytes() == (hf_out / name).read_bytes()
 
 
+def test_fast_backend_trains_on_a_plain_copy_of_a_compressed_corpus(tmp_path):
+    """``tokenizers`` reads plain files only: a .gz corpus is decompressed into a temporary
+    directory for it, and the files are those of the plain corpus."""
+    import gzip
+
+    packed = tmp_path / "corpus.txt.gz"
+    packed.write_bytes(gzip.compress(CORPUS.read_bytes()))
+    plain, from_gz = tmp_path / "plain", tmp_path / "gz"
+    assert run("train", "bytebpe", CORPUS, "-o", plain, "--vocab-size", 350, "--backend", "fast").exit_code == 0
+    result = run("train", "bytebpe", packed, "-o", from_gz, "--vocab-size", 350, "--backend", "fast")
+    assert result.exit_code == 0, result.stderr
+    assert read_files(from_gz) == read_files(plain)
+
+
 def test_existing_output_is_only_overwritten_with_force(tmp_path):
     """A second run into the same directory refuses (and leaves the files alone) unless
     ``--force`` is given."""

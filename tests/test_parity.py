@@ -350,6 +350,16 @@ def test_in_sample_lines_when_nothing_is_held_out(en_file):
     assert "not a true held-out set" in report.agreement.source and "50 of" in report.agreement.source
 
 
+def test_more_held_out_lines_than_the_limit_are_evenly_spread(workdir, en_file):
+    """``heldout_max_lines`` keeps that many of the held-out lines, evenly spread over them."""
+    text = en_file.read_text(encoding="utf-8")[:30_000]
+    small = _write(workdir / "en-30k.txt", text[: text.rfind("\n") + 1])
+    lines = [f"held-out line number {number}" for number in range(40)]
+    report = parity.run_parity("bytebpe", [str(small)], 300, heldout_lines=lines, heldout_max_lines=8, workers=1)
+    assert report.agreement.lines == 8 and report.agreement.share == 1.0
+    assert report.agreement.source.endswith("8 of 40 evenly spread")
+
+
 def test_invalid_utf8_is_reported_against_the_given_file(workdir):
     bad = workdir / "bad.txt"
     bad.write_bytes(b"fine line\n\xe4 broken\n")

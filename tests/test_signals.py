@@ -325,8 +325,8 @@ def test_sigterm_during_parallel_encode_leaves_no_partial_output(
 
 
 def test_sigterm_during_a_threaded_encode_leaves_no_partial_output(tmp_path, endless, tokenizer_dir):
-    """The tiktoken engine encodes on threads: SIGTERM once the output's temporary file exists
-    and batches are being encoded."""
+    """The tiktoken engine encodes on threads: SIGTERM once the output's temporary file holds
+    data (its first million ids were written)."""
     out_dir = tmp_path / "encoded"
     out_dir.mkdir()
     feeding = endless("stdin.txt")
@@ -347,11 +347,22 @@ def test_sigterm_during_a_threaded_encode_leaves_no_partial_output(tmp_path, end
         "--no-progress",
         stdin=feeding,
     )
-    run.wait_for(lambda: any(name.endswith(".tmp") for name in os.listdir(out_dir)), "the temporary output file")
-    run.wait_for_reading(feeding)
+    run.wait_for(lambda: _largest_temporary(out_dir) >= 1 << 20, "the first MB in the temporary output file")
     returncode, stderr = run.stop(signal.SIGTERM)
     assert (returncode, stderr.strip()) == (143, "toktools: terminated")
     assert os.listdir(out_dir) == [] and os.listdir(run.tmp) == []
+
+
+def _largest_temporary(directory: Path) -> int:
+    """The size of the largest temporary output file in ``directory`` (0 if there is none)."""
+    sizes = []
+    for name in os.listdir(directory):
+        if name.endswith(".tmp"):
+            try:
+                sizes.append((directory / name).stat().st_size)
+            except FileNotFoundError:
+                pass
+    return max(sizes, default=0)
 
 
 @pytest.fixture(scope="module")
