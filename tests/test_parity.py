@@ -355,7 +355,7 @@ def test_more_held_out_lines_than_the_limit_are_evenly_spread(workdir, en_file):
     text = en_file.read_text(encoding="utf-8")[:30_000]
     small = _write(workdir / "en-30k.txt", text[: text.rfind("\n") + 1])
     lines = [f"held-out line number {number}" for number in range(40)]
-    report = parity.run_parity("bytebpe", [str(small)], 300, heldout_lines=lines, heldout_max_lines=8, workers=1)
+    report = run_parity("bytebpe", [str(small)], 300, heldout_lines=lines, heldout_max_lines=8, workers=1)
     assert report.agreement.lines == 8 and report.agreement.share == 1.0
     assert report.agreement.source.endswith("8 of 40 evenly spread")
 
