@@ -21,7 +21,7 @@ from _common import CORPORA, SHARED  # noqa: E402
 
 def main() -> None:
     import toktools
-    from toktools.analysis import report
+    from toktools.analysis.alignment import align_segmentations
 
     with gzip.open(CORPORA / "en_wiki.txt.gz", "rt", encoding="utf-8") as handle:
         text = " ".join(line.strip() for _, line in zip(range(2000), handle))
@@ -29,11 +29,11 @@ def main() -> None:
         "bert": toktools.load(SHARED / "vocabs-ref" / "bert-base-uncased"),
         "gpt2": toktools.load(SHARED / "vocabs-ref" / "gpt2"),
     }
-    report.align_segmentations(text[:1000], tokenizers).render_plain(width=120)  # warm up
+    align_segmentations(text[:1000], tokenizers).render_plain(width=120)  # warm up
     for kb in (30, 60, 120):
         line = text[: kb * 1000]
         started = time.perf_counter()
-        alignment = report.align_segmentations(line, tokenizers)
+        alignment = align_segmentations(line, tokenizers)
         aligned = time.perf_counter() - started
         alignment.render_plain(width=120)
         total = time.perf_counter() - started

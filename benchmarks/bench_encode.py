@@ -12,8 +12,8 @@ Warm or cold start-up: the first encode job of a tokenizer writes its start-up c
 (:mod:`toktools.corpus.prepared_tokenizer`: the parsed shape, the exactness analysis and tiktoken's ranks,
 in the user cache), which every later job reads; the figures are then warm. ``--cold`` deletes
 those entries before every encode job (untimed), so each one parses and analyses the tokenizer
-(the exactness verdicts of ``engines.analyse``, kept since earlier versions, stay). In both modes
-the compiled BPE merge's machine code (:mod:`toktools.runtime.machine_code`, ``native-code-v1/`` in the
+(the exactness verdicts of ``analyse``, kept since earlier versions, stay). In both modes
+the compiled BPE merge's machine code (:mod:`toktools.runtime.machine_code`, ``native-code/`` in the
 user cache) stays: the first run on a machine compiles it with numba (~1.5 s more, once).
 Targets (issue 12): auto ≥ 0.9× the fastest exact library's raw batch; reference ≥ 1.0×
 ``tokenizers`` ``encode_batch``. The machine is shared and noisy: quote ratios with sizes.
@@ -147,17 +147,18 @@ def long_line_file(megabytes: int, directory: Path) -> Path:
 
 SETUP_LINES = """
 import json
-from toktools.io.formats import load
-from toktools.engines import core as engines
+from toktools.formats import load
+from toktools.engines.analysis import analyse
+from toktools.engines.base import corpus_document
 tok = load({tokenizer!r})
-doc = engines.corpus_document(tok.to_tokenizer_json())
+doc = corpus_document(tok.to_tokenizer_json())
 lines = [l for l in open({path!r}, encoding='utf-8').read().split('\\n') if l]
 """
 
 RAW_TOKENIZERS = "import tokenizers; t = tokenizers.Tokenizer.from_str(json.dumps(doc))"
 RUN_RAW_TOKENIZERS = "out = t.encode_batch(lines, add_special_tokens=False); result = sum(len(e.ids) for e in out)"
 RAW_TIKTOKEN = """import tiktoken
-a = engines.analyse(doc)
+a = analyse(doc)
 enc = tiktoken.Encoding('x', pat_str=a.plan.pattern, mergeable_ranks=a.plan.mergeable_ranks, special_tokens=a.plan.special_tokens)"""
 RUN_RAW_TIKTOKEN = (
     "import os; out = enc.encode_ordinary_batch(lines, num_threads=os.cpu_count()); result = sum(map(len, out))"
@@ -170,7 +171,7 @@ from pathlib import Path
 root = os.environ.get('TOKTOOLS_CACHE_DIR')
 if root != '':
     root = Path(root) if root else Path(os.environ.get('XDG_CACHE_HOME') or Path.home() / '.cache') / 'toktools'
-    for entry in root.glob('corpus-tokenizer-v*'):
+    for entry in root.glob('corpus-tokenizer'):
         shutil.rmtree(entry, ignore_errors=True)
 """
 RUN_ENCODE = """
@@ -227,7 +228,7 @@ def main() -> None:
                 hf = best_job(setup + RAW_TOKENIZERS, RUN_RAW_TOKENIZERS)
                 hf_speed = size / hf["seconds"]
                 tt_speed = None
-                probe = run_job(setup, "a = engines.analyse(doc); result = a.tiktoken_reason")
+                probe = run_job(setup, "a = analyse(doc); result = a.tiktoken_reason")
                 if probe["result"] is None:
                     tt = best_job(setup + RAW_TIKTOKEN, RUN_RAW_TIKTOKEN)
                     assert tt["result"] == hf["result"], "tiktoken and tokenizers disagree on the token count"

@@ -46,7 +46,7 @@ def main() -> None:
     import numpy as np
     import transformers
 
-    from toktools.io.formats import load
+    from toktools.formats import load
     from toktools.pretraining.masking import MaskingCollator, mask_tokens, masking_info
 
     with gzip.open(CORPORA / "en_wiki.txt.gz", "rt", encoding="utf-8") as handle:

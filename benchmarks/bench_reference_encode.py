@@ -58,8 +58,10 @@ def main() -> None:
         for corpus in ("en_wiki.txt.gz", "zh_wiki_sample.txt"):
             lines = _sample(corpus, args.mb)
             size = sum(len(line.encode("utf-8")) for line in lines) / 1e6
-            mine = _best(lambda: [e.ids for e in ours.encode_batch(lines, workers=1)], args.repeat)
-            fast = _best(lambda: [e.ids for e in theirs.encode_batch(lines)], args.repeat)
+            mine = _best(
+                lambda ours=ours, lines=lines: [e.ids for e in ours.encode_batch(lines, workers=1)], args.repeat
+            )
+            fast = _best(lambda theirs=theirs, lines=lines: [e.ids for e in theirs.encode_batch(lines)], args.repeat)
             rows.append(
                 {
                     "tokenizer": vocab,

@@ -102,7 +102,7 @@ def classify(tok, sp, line: str) -> str:
 
 def compare_ids(tok_dir: Path, fuzz: int) -> None:
     import toktools
-    from toktools.io.formats import export
+    from toktools.formats import export
 
     tok = toktools.load(str(tok_dir))
     out = Path(tempfile.mkdtemp(prefix="charsmap-agree-"))

@@ -18,7 +18,9 @@ def main() -> None:
     import tiktoken
     import tokenizers
 
-    from toktools.engines import core as engines
+    from toktools.engines.analysis import analyse, probe_text
+    from toktools.engines.tiktoken_engine import TiktokenEngine
+    from toktools.engines.tokenizers_engine import TokenizersEngine
     from toktools.models.bpe.bytelevel import BYTE_TO_SYMBOL, text_to_symbols
 
     symbols = sorted(BYTE_TO_SYMBOL)
@@ -52,15 +54,15 @@ def main() -> None:
             "merges": merges,
         },
     }
-    analysis = engines.analyse(doc)
+    analysis = analyse(doc)
     assert analysis.tiktoken_reason is None, analysis.tiktoken_reason
     points = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
     start = time.perf_counter()
-    ours = engines.TiktokenEngine(analysis.plan)
-    theirs = engines.TokenizersEngine(doc)
+    ours = TiktokenEngine(analysis.plan)
+    theirs = TokenizersEngine(doc)
     differing = []
     for begin in range(0, len(points), 20_000):
-        texts = engines.probe_text(points[begin : begin + 20_000])
+        texts = probe_text(points[begin : begin + 20_000])
         for text, a, b in zip(texts, ours.encode_batch(texts), theirs.encode_batch(texts)):
             if a != b:
                 differing.append(ord(text[1]))

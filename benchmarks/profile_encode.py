@@ -58,21 +58,24 @@ import toktools.corpus.encode as api
 from toktools.corpus import verify as corpus_verify
 from toktools.corpus import writers as corpus_writers
 from toktools.corpus import shards as encode_shards
-from toktools.engines import core as engines
+from toktools.engines import analysis, choice
+from toktools.engines.reference import ReferenceEngine
+from toktools.engines.tiktoken_engine import TiktokenEngine
+from toktools.engines.tokenizers_engine import TokenizersEngine
 times["import"] = time.perf_counter() - started
 timed(encode_shards, "load_corpus_tokenizer", "load tokenizer (cached: not parsed)")
-timed(encode_shards, "_check_outputs", "check outputs")
-timed(encode_shards, "_input_entries", "input sha256")
-timed(engines, "analyse", "exactness analysis")
-timed(engines, "make_engine", "build engine")
+timed(encode_shards, "check_outputs", "check outputs")
+timed(encode_shards, "input_entries", "input sha256")
+timed(analysis, "analyse", "exactness analysis")
+timed(choice, "make_engine", "build engine")
 timed(corpus_verify.Verifier, "check", "verify: send sample")
 timed(corpus_verify.Verifier, "sync", "verify: wait for checker")
 timed(corpus_writers.DocumentWriter, "flush", "ids to bytes + write")
 timed(corpus_writers.DocumentWriter, "finish", "finish shard (fsync, sha256, index)")
 timed_iterator(encode_shards, "_batches", "read + split (main thread)")
-for engine in (engines.TokenizersEngine, engines.TiktokenEngine, engines.ReferenceEngine):
+for engine in (TokenizersEngine, TiktokenEngine, ReferenceEngine):
     timed(engine, "encode_batch", "encode_batch (encoding thread)")
-timed(engines.TiktokenEngine, "encode_packed", "encode_packed (encoding thread)")
+timed(TiktokenEngine, "encode_packed", "encode_packed (encoding thread)")
 import shutil, tempfile
 out = tempfile.mkdtemp(prefix="profile-encode-")
 start = time.perf_counter()
@@ -89,11 +92,11 @@ print(json.dumps({"engine": result.engine, "total": times["import"] + total,
 _RAW = r"""
 import json, os, resource, sys, time
 job = json.loads(sys.argv[1])
-from toktools.engines import core as engines
+from toktools.engines.analysis import analyse
 from toktools.corpus.prepared_tokenizer import load_document
 doc, fingerprint = load_document(job["tokenizer"])
 lines = [line for line in open(job["path"], encoding="utf-8").read().split("\n") if line]
-analysis = engines.analyse(doc, fingerprint)
+analysis = analyse(doc, fingerprint)
 def cpu():
     own = resource.getrusage(resource.RUSAGE_SELF)
     return own.ru_utime + own.ru_stime

@@ -329,7 +329,7 @@ def render(norm: dict[str, object], ccc: list[tuple[int, int, int]], whitespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    default = Path(__file__).resolve().parent.parent / "toktools" / "_bert_tables.py"
+    default = Path(__file__).resolve().parent.parent / "toktools" / "tables" / "bert.py"
     parser.add_argument("--output", type=Path, default=default)
     args = parser.parse_args(argv)
     if tokenizers.__version__ != EXPECTED_TOKENIZERS_VERSION:

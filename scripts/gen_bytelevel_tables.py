@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import tokenizers
 from tokenizers import Regex, pre_tokenizers
 
-OUT = Path(__file__).resolve().parent.parent / "toktools" / "_bytelevel_tables.py"
+OUT = Path(__file__).resolve().parent.parent / "toktools" / "tables" / "bytelevel.py"
 SCALARS = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
 
 
@@ -87,7 +87,7 @@ def main() -> int:
 
     importlib.reload(toktools.tables.bytelevel)
     importlib.reload(toktools.models.bpe.bytelevel)
-    earlier[regex.__version__] = toktools.models.bpe.bytelevel._disagreements()
+    earlier[regex.__version__] = toktools.models.bpe.bytelevel.measure_regex_disagreements()
     for version in sorted(earlier):
         lines.append(f"    {version!r}: [")
         lines.extend(f"        (0x{lo:X}, 0x{hi:X})," for lo, hi in earlier[version])

@@ -11,7 +11,7 @@ from functools import cache
 from conftest import read_corpus_sample
 from tokenizers import Tokenizer as HFTokenizer
 
-from toktools.io.formats import from_tokenizer_json
+from toktools.formats import from_tokenizer_json
 from toktools.tokenizer import Tokenizer
 
 FIELDS = ("ids", "tokens", "offsets", "type_ids", "attention_mask", "special_tokens_mask")

@@ -357,7 +357,7 @@ def test_an_unlisted_regex_version_is_measured_once_and_cached_on_disk(tmp_path,
     monkeypatch.setattr(bytelevel, "REGEX_DISAGREEMENTS", {})
     measured = bytelevel._Splitters().risky
     assert list(tmp_path.glob("regex-disagreements-v1/bytelevel-*.json"))
-    monkeypatch.setattr(bytelevel, "_disagreements", lambda: pytest.fail("measured again"))
+    monkeypatch.setattr(bytelevel, "measure_regex_disagreements", lambda: pytest.fail("measured again"))
     assert bytelevel._Splitters().risky == measured
     from toktools.tables.bytelevel import REGEX_DISAGREEMENTS
 

@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 import toktools
-from toktools.analysis import report
+from toktools.analysis.comparison import compare
+from toktools.analysis.vocabulary import vocab_stats
 from toktools.cli import main
 
 FIXTURE = Path(__file__).parent / "fixtures" / "sample.txt"
@@ -24,7 +25,7 @@ def run(*args: str, env: dict[str, str] | None = None):
 def test_inspect_json_matches_the_library() -> None:
     result = run("inspect", "wordpiece-30k", "--json")
     assert result.exit_code == 0, result.stderr
-    assert json.loads(result.stdout) == report.vocab_stats(toktools.load("wordpiece-30k")).to_dict()
+    assert json.loads(result.stdout) == vocab_stats(toktools.load("wordpiece-30k")).to_dict()
 
 
 def test_inspect_plain_output_is_stable_text_without_colour_codes() -> None:
@@ -57,7 +58,7 @@ def test_compare_marks_where_the_tokenizers_disagree() -> None:
     text = "unaffable 我是"
     result = run("compare", "wordpiece-30k", "bytebpe-50k", text, "--json")
     document = json.loads(result.stdout)
-    expected = report.compare([(n, toktools.load(n)) for n in ("wordpiece-30k", "bytebpe-50k")], text).to_dict()
+    expected = compare([(n, toktools.load(n)) for n in ("wordpiece-30k", "bytebpe-50k")], text).to_dict()
     assert document == expected
     plain = run("compare", "wordpiece-30k", "bytebpe-50k", text, env={"NO_COLOR": "1"}).stdout
     assert plain.splitlines()[0].startswith("wordpiece-30k")

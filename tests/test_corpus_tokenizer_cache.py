@@ -1,8 +1,8 @@
 """The start-up cache of corpus encoding (:mod:`toktools.corpus.prepared_tokenizer`): a second run on the
 same ``tokenizer.json`` takes the document's shape, the exactness analysis and tiktoken's byte
 ranks from the user cache instead of parsing and analysing the file, and writes the same bytes.
-A corrupt entry is ignored and written again, a changed file misses, and a cache that cannot be
-written changes nothing but the speed."""
+A corrupt entry is ignored and written again, a changed file misses, so does changed code (not
+merely touched code), and a cache that cannot be written changes nothing but the speed."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from conftest import read_corpus_sample
 from toktools.cli import main
 from toktools.corpus import prepared_tokenizer as corpus_tokenizer
 from toktools.corpus.encode import encode_corpus
-from toktools.engines import core as engines
+from toktools.engines.analysis import tiktoken_plan
 from toktools.io.shipped import shipped_path
 
 pytest.importorskip("tiktoken")
@@ -55,7 +55,7 @@ def encoded(corpus: Path, tokenizer: Path, out: Path, engine: str = "auto") -> t
 
 
 def entries(cache: Path) -> list[Path]:
-    return sorted(cache.glob("corpus-tokenizer-v*/*.bin"))
+    return sorted(cache.glob("corpus-tokenizer/*.bin"))
 
 
 def test_a_second_run_reads_the_cache_and_writes_the_same_bytes(tmp_path, monkeypatch, tokenizer, corpus):
@@ -70,7 +70,7 @@ def test_a_second_run_reads_the_cache_and_writes_the_same_bytes(tmp_path, monkey
     assert hit._document is None  # not parsed: the shape and the ranks come from the cache
     assert hit.vocab_size == 50_000 and "vocab" not in hit.shape["model"]
     document = json.loads(tokenizer.read_text(encoding="utf-8"))
-    assert hit.analysis.plan.mergeable_ranks == engines._plan(document, None).mergeable_ranks
+    assert hit.analysis.plan.mergeable_ranks == tiktoken_plan(document, None).mergeable_ranks
     warm = encoded(corpus, tokenizer, tmp_path / "warm")
     assert uncached == cold == warm
     assert uncached[0] == "tiktoken"
@@ -133,7 +133,7 @@ def test_an_entry_that_checks_out_but_holds_nonsense_is_ignored(tmp_path, monkey
     monkeypatch.setenv("TOKTOOLS_CACHE_DIR", str(tmp_path / "cache"))
     first = encoded(corpus, tokenizer, tmp_path / "first")
     [entry] = entries(tmp_path / "cache")
-    write_blob(entry, marshal.dumps({"format": corpus_tokenizer.CACHE_FORMAT, "shape": [], "vocab_size": "x"}))
+    write_blob(entry, marshal.dumps({"shape": [], "vocab_size": "x"}))
     assert corpus_tokenizer.load_corpus_tokenizer(tokenizer).analysis is None
     assert encoded(corpus, tokenizer, tmp_path / "again") == first
 
@@ -160,6 +160,38 @@ def test_a_changed_tokenizer_file_misses_the_cache(tmp_path, monkeypatch, tokeni
     assert after == encoded(corpus, tokenizer, tmp_path / "uncached")
     assert after[1] == encoded(corpus, tokenizer, tmp_path / "ref", "reference")[1]
     assert after[1] != before[1]
+
+
+def test_changed_code_misses_the_cache_and_touched_code_does_not(tmp_path, monkeypatch, tokenizer, corpus):
+    """The key holds the sources of the code that derives an entry: a module added to it here
+    (from a directory of the test's own) stands for any of them."""
+    import os
+
+    from toktools.io import user_cache
+
+    monkeypatch.setenv("TOKTOOLS_CACHE_DIR", str(tmp_path / "cache"))
+    code = tmp_path / "code" / "toktools_test_entry_code.py"
+    code.parent.mkdir()
+    code.write_text("RULE = 1\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(code.parent))
+    monkeypatch.setattr(corpus_tokenizer, "ENTRY_CODE", (*corpus_tokenizer.ENTRY_CODE, code.stem))
+
+    def fresh_load() -> corpus_tokenizer.CorpusTokenizer:
+        user_cache.code_fingerprint.cache_clear()  # as a new process would
+        return corpus_tokenizer.load_corpus_tokenizer(tokenizer)
+
+    try:
+        first = encoded(corpus, tokenizer, tmp_path / "first")
+        [entry] = entries(tmp_path / "cache")
+        os.utime(code, ns=(1_000_000_000, 1_000_000_000))
+        assert fresh_load().analysis is not None, "a touched module keeps the entry"
+        code.write_text("RULE = 2\n", encoding="utf-8")
+        os.utime(code, ns=(1_000_000_000, 1_000_000_000))
+        assert fresh_load().analysis is None, "an edited module misses"
+        assert encoded(corpus, tokenizer, tmp_path / "again") == first
+        assert len(entries(tmp_path / "cache")) == 2 and entry in entries(tmp_path / "cache")
+    finally:
+        user_cache.code_fingerprint.cache_clear()
 
 
 def test_a_cache_that_cannot_be_written_changes_nothing(tmp_path, monkeypatch, tokenizer, corpus):

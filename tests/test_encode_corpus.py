@@ -21,7 +21,11 @@ from toktools.corpus import writers as corpus_writers
 from toktools.corpus.documents import safe_cut
 from toktools.corpus.encode import encode_corpus
 from toktools.corpus.writers import read_megatron_documents
-from toktools.engines import core as engines
+from toktools.engines.analysis import cuttable
+from toktools.engines.base import corpus_document, document_fingerprint
+from toktools.engines.choice import make_engine
+from toktools.engines.tiktoken_engine import tiktoken_available
+from toktools.engines.tokenizers_engine import TokenizersEngine
 from toktools.errors import ToktoolsError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "sample.txt"
@@ -37,7 +41,7 @@ def no_analysis_cache(monkeypatch: pytest.MonkeyPatch) -> None:
 def bpe():
     """A small byte-level BPE with RoBERTa's special tokens, trained on the fixture and the
     samples (a 50K vocabulary would only make every run slower to set up)."""
-    from toktools.io.formats import from_tokenizer_json
+    from toktools.formats import from_tokenizer_json
     from toktools.training import tokenizers_backend as fast
 
     text = (
@@ -143,7 +147,7 @@ def test_npy_and_bin_hold_plain_ids_and_document_offsets(tmp_path: Path, bert) -
 def test_output_is_identical_for_every_engine_and_worker_count(tmp_path: Path, corpus: Path, bpe) -> None:
     runs = {}
     for engine, workers in (("reference", 1), ("reference", 2), ("tokenizers", None), ("tiktoken", 1), ("tiktoken", 2)):
-        if engine == "tiktoken" and not engines.tiktoken_available():
+        if engine == "tiktoken" and not tiktoken_available():
             continue
         out = tmp_path / f"{engine}{workers}"
         result = encode_corpus([corpus], bpe, out, engine=engine, workers=workers, shard_tokens=5000, batch_bytes=7000)
@@ -167,9 +171,7 @@ def test_manifest_describes_every_shard(tmp_path: Path, corpus: Path, bpe) -> No
     result = encode_corpus([corpus], bpe, tmp_path / "s", engine="tokenizers", shard_tokens=6000)
     manifest = json.loads((tmp_path / "s-manifest.json").read_text())
     assert manifest["complete"] and manifest["engine"] == "tokenizers"
-    assert manifest["tokenizer"]["sha256"] == engines.document_fingerprint(
-        engines.corpus_document(bpe.to_tokenizer_json())
-    )
+    assert manifest["tokenizer"]["sha256"] == document_fingerprint(corpus_document(bpe.to_tokenizer_json()))
     assert (
         manifest["settings"]["append_eos"] == bpe.token_to_id("</s>") and manifest["settings"]["shard_tokens"] == 6000
     )
@@ -192,7 +194,7 @@ def test_rerun_resumes_missing_shards_and_refuses_other_settings(tmp_path: Path,
     before = digest(tmp_path.glob("r-0*"))
     # nothing to do: every shard verifies
     again = encode_corpus(
-        [corpus], bpe, out, engine="tiktoken" if engines.tiktoken_available() else "reference", shard_tokens=6000
+        [corpus], bpe, out, engine="tiktoken" if tiktoken_available() else "reference", shard_tokens=6000
     )
     assert (again.shards_written, again.shards_kept) == (0, first.shards_written)
     # an interrupted run: shard 2 corrupt, later shards gone, manifest not complete
@@ -277,12 +279,12 @@ def test_full_disk_leaves_no_partial_shard_and_an_honest_manifest(
 
 
 def test_verification_stops_at_the_first_difference(tmp_path: Path, corpus: Path, bpe, monkeypatch) -> None:
-    real = engines.TokenizersEngine.encode_batch
+    real = TokenizersEngine.encode_batch
 
     def off_by_one(self, texts):
         return [[i + 1 for i in row] if " the " in text else row for text, row in zip(texts, real(self, texts))]
 
-    monkeypatch.setattr(engines.TokenizersEngine, "encode_batch", off_by_one)
+    monkeypatch.setattr(TokenizersEngine, "encode_batch", off_by_one)
     with pytest.raises(
         ToktoolsError, match=r"engine tokenizers disagrees with the reference on .*mixed\.txt, document at line \d+"
     ):
@@ -299,10 +301,10 @@ def test_verification_stops_at_the_first_difference(tmp_path: Path, corpus: Path
 @pytest.mark.parametrize("name", ["bytebpe-50k", "wordpiece-30k"])
 def test_safe_cuts_never_change_the_ids(name: str) -> None:
     """Cut real text at every safe place in turn: the ids of the parts, joined, are the ids of
-    the whole (the claim that :func:`engines.cuttable` makes, tested on real text)."""
+    the whole (the claim that :func:`cuttable` makes, tested on real text)."""
     tokenizer = toktools.load(name)
-    assert engines.cuttable(tokenizer.to_tokenizer_json())
-    engine = engines.make_engine("tokenizers", tokenizer.to_tokenizer_json())
+    assert cuttable(tokenizer.to_tokenizer_json())
+    engine = make_engine("tokenizers", tokenizer.to_tokenizer_json())
     text = read_corpus_sample("mixed_sample.txt", 6_000) + " 我们  x\u3000 y \t z's 'll\u00a0 ok  <s> 12 34"
     cuts = sorted({safe_cut(text, i) for i in range(1, len(text))} - {0})
     assert len(cuts) > 100
@@ -324,7 +326,7 @@ def test_a_long_line_is_encoded_in_segments_with_the_same_ids(tmp_path: Path, bp
     )
     expected = [
         ids(bpe, "short one"),
-        engines.make_engine("tokenizers", bpe.to_tokenizer_json()).encode_batch([line])[0],
+        make_engine("tokenizers", bpe.to_tokenizer_json()).encode_batch([line])[0],
         ids(bpe, "short two"),
     ]
     assert read_megatron_documents(tmp_path / "l") == expected and result.documents == 3
@@ -348,7 +350,7 @@ def run(*args: str):
 
 
 def test_cli_megatron_shards_and_json_summary(tmp_path: Path, bpe) -> None:
-    from toktools.io.formats import dumps_tokenizer_json
+    from toktools.formats import dumps_tokenizer_json
 
     (tmp_path / "tok").mkdir()
     (tmp_path / "tok" / "tokenizer.json").write_text(dumps_tokenizer_json(bpe.to_tokenizer_json()), encoding="utf-8")
@@ -423,7 +425,7 @@ def test_progress_reports_bytes_of_the_total_and_tokens(tmp_path: Path, corpus: 
 
 
 def test_standard_input_and_the_cli_defaults(tmp_path: Path, bpe) -> None:
-    from toktools.io.formats import dumps_tokenizer_json
+    from toktools.formats import dumps_tokenizer_json
 
     (tmp_path / "tok.json").write_text(dumps_tokenizer_json(bpe.to_tokenizer_json()), encoding="utf-8")
     result = CliRunner().invoke(
@@ -467,7 +469,7 @@ def test_lines_longer_than_a_read_block_are_streamed(tmp_path: Path, bpe, monkey
         "blank-line": [f"intro\n{long_line}\nafter", "last"],
         "file": [text],
     }[mode]
-    engine = engines.make_engine("tokenizers", bpe.to_tokenizer_json())
+    engine = make_engine("tokenizers", bpe.to_tokenizer_json())
     assert read_megatron_documents(tmp_path / "o") == engine.encode_batch(documents)
 
 
@@ -476,16 +478,16 @@ def test_verification_runs_beside_the_encoding_and_commits_no_shard_it_has_not_c
 ) -> None:
     """The reference runs in a checker process; every answer is read before a shard is
     committed, so a difference in the first shard leaves no shard and no complete manifest."""
-    real = engines.TokenizersEngine.encode_batch
+    real = TokenizersEngine.encode_batch
     monkeypatch.setattr(
-        engines.TokenizersEngine,
+        TokenizersEngine,
         "encode_batch",
         lambda self, texts: [[i + 1 for i in row] for row in real(self, texts)],
     )
     with pytest.raises(ToktoolsError, match="engine tokenizers disagrees with the reference"):
         encode_corpus([corpus], bpe, tmp_path / "v", engine="tokenizers", verify=16, shard_tokens=6000)
     assert not list(tmp_path.glob("v-0*"))
-    monkeypatch.setattr(engines.TokenizersEngine, "encode_batch", real)
+    monkeypatch.setattr(TokenizersEngine, "encode_batch", real)
     result = encode_corpus([corpus], bpe, tmp_path / "w", engine="tokenizers", verify=16, shard_tokens=6000)
     assert result.verified == 16
 
@@ -601,3 +603,22 @@ def test_a_unigram_vocabulary_past_uint16_gets_wider_ids_and_its_size_in_the_man
     encode_corpus([text], str(tmp_path / "tokenizer.json"), tmp_path / "flat.npy", format="npy")
     assert np.load(tmp_path / "flat.npy").dtype == np.uint32
     assert np.load(tmp_path / "flat.npy").tolist() == [i for doc in expected for i in doc[:-1]]
+
+
+def test_the_options_object_holds_every_keyword_of_encode_corpus_with_its_default() -> None:
+    """``toktools.encode_corpus`` keeps its keywords and builds one ``EncodeOptions`` from them,
+    which every way of running takes whole: the two lists of options cannot drift apart."""
+    import dataclasses
+    import inspect
+
+    from toktools.corpus.options import EncodeOptions
+
+    keywords = {
+        name: parameter.default
+        for name, parameter in inspect.signature(toktools.encode_corpus).parameters.items()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    }
+    fields = {f.name: f.default for f in dataclasses.fields(EncodeOptions)}
+    assert list(keywords) == list(fields) and keywords == fields
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        EncodeOptions().workers = 2  # type: ignore[misc]

@@ -158,9 +158,9 @@ def _numbers_of_lines_with(path: Path, word: str) -> set[int]:
 def test_a_wrong_id_stops_the_run_naming_the_file_and_line_and_writes_nothing(
     sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from toktools.engines import core as engines
+    from toktools.engines.tiktoken_engine import TiktokenEngine
 
-    _broken_where(monkeypatch, engines.TiktokenEngine, "encode_batch", " the ", lambda ids: [i + 1 for i in ids])
+    _broken_where(monkeypatch, TiktokenEngine, "encode_batch", " the ", lambda ids: [i + 1 for i in ids])
     out = tmp_path / "ids.txt"
     result = CliRunner().invoke(
         main,
@@ -211,9 +211,9 @@ def test_wrong_offsets_alone_are_found_in_jsonl_and_on_standard_output(
 
 
 def test_a_difference_on_standard_input_is_named_and_nothing_is_printed(monkeypatch: pytest.MonkeyPatch) -> None:
-    from toktools.engines import core as engines
+    from toktools.engines.tiktoken_engine import TiktokenEngine
 
-    _broken_where(monkeypatch, engines.TiktokenEngine, "encode_batch", "second", lambda ids: [i + 1 for i in ids])
+    _broken_where(monkeypatch, TiktokenEngine, "encode_batch", "second", lambda ids: [i + 1 for i in ids])
     result = CliRunner().invoke(
         main,
         ["encode", "-t", str(ref_vocab_dir("gpt2"))],

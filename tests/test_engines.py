@@ -15,7 +15,10 @@ import pytest
 from conftest import read_corpus_sample, ref_vocab_dir
 
 import toktools
-from toktools.engines import core as engines
+from toktools.engines.analysis import GPT2_PATTERN, VERDICT_CODE, analyse, probe_code_points, probe_text
+from toktools.engines.base import document_fingerprint
+from toktools.engines.choice import likely_engine, make_engine
+from toktools.engines.tiktoken_engine import TiktokenEngine
 from toktools.errors import ToktoolsError
 from toktools.models.bpe.bytelevel import BYTE_TO_SYMBOL, text_to_symbols
 
@@ -55,14 +58,14 @@ def _samples() -> list[str]:
 def test_every_engine_gives_the_reference_ids_on_english_and_chinese(name: str, fastest: str) -> None:
     doc = _doc(name)
     texts = _samples() + SPECIALS_TEXT
-    reference = engines.make_engine("reference", doc, workers=1).encode_batch(texts)
-    auto = engines.make_engine("auto", doc, workers=2)
+    reference = make_engine("reference", doc, workers=1).encode_batch(texts)
+    auto = make_engine("auto", doc, workers=2)
     assert auto.name == fastest
     assert auto.encode_batch(texts) == reference
     auto.close()
-    assert engines.make_engine("tokenizers", doc).encode_batch(texts) == reference
+    assert make_engine("tokenizers", doc).encode_batch(texts) == reference
     if fastest == "tiktoken":
-        assert engines.make_engine("tiktoken", doc, workers=1).encode_batch(texts) == reference
+        assert make_engine("tiktoken", doc, workers=1).encode_batch(texts) == reference
 
 
 @pytest.mark.shared
@@ -70,10 +73,10 @@ def test_auto_takes_the_reference_for_bert_wordpiece_only_with_a_pool_of_workers
     """Its ids-only path on worker processes beats ``tokenizers`` there; on one worker it
     would not (``tokenizers`` uses every core)."""
     doc = _doc("bert-base-uncased")
-    assert engines.likely_engine("auto", doc, workers=2) == "reference"
-    assert engines.make_engine("auto", doc, workers=1).name == "tokenizers"
-    assert engines.likely_engine("auto", doc, workers=1) == "auto"
-    assert engines.likely_engine("auto", _doc("bytebpe-50k"), workers=2) == "auto"
+    assert likely_engine("auto", doc, workers=2) == "reference"
+    assert make_engine("auto", doc, workers=1).name == "tokenizers"
+    assert likely_engine("auto", doc, workers=1) == "auto"
+    assert likely_engine("auto", _doc("bytebpe-50k"), workers=2) == "auto"
 
 
 @pytest.mark.shared
@@ -83,21 +86,22 @@ def test_tiktoken_packed_ids_are_its_id_lists(threads: int) -> None:
     from) holds exactly ``encode_batch``'s ids, text by text, special tokens and the repair of
     a lone surrogate included."""
     doc = _doc("gpt2")
-    engine = engines.make_engine("tiktoken", doc, workers=threads)
+    engine = make_engine("tiktoken", doc, workers=threads)
     for texts in (_samples() + SPECIALS_TEXT + ["", "<|endoftext|>"], ["a\ud800b", "x", "<|endoftext|>"]):
         packed = engine.encode_packed(texts)
         lists = engine.encode_batch(texts)
         assert len(packed) == len(texts) and sum(packed.counts) * 4 == len(packed.data)
-        assert packed.lists() == lists
+        assert [packed[i] for i in range(len(packed))] == lists
         assert packed[len(texts) - 1] == [doc["model"]["vocab"]["<|endoftext|>"]]
-    assert engine.encode_packed(_samples()).lists() == engines.make_engine("tokenizers", doc).encode_batch(_samples())
+    packed = engine.encode_packed(_samples())
+    assert [packed[i] for i in range(len(packed))] == make_engine("tokenizers", doc).encode_batch(_samples())
     engine.close()
 
 
 def test_special_tokens_in_text_are_tokens_on_every_engine() -> None:
     doc = _doc("bytebpe-50k")
     ids = {
-        name: engines.make_engine(name, doc, workers=1).encode_batch(SPECIALS_TEXT)
+        name: make_engine(name, doc, workers=1).encode_batch(SPECIALS_TEXT)
         for name in ("reference", "tokenizers", "tiktoken")
     }
     assert ids["reference"] == ids["tokenizers"] == ids["tiktoken"]
@@ -170,12 +174,12 @@ def raw_tiktoken_ids(doc: dict, text: str) -> list[int]:
     from toktools.models.bpe.bytelevel import symbols_to_bytes
 
     ranks = {symbols_to_bytes(s): i for s, i in doc["model"]["vocab"].items() if s not in added}
-    encoding = tiktoken.Encoding("probe", pat_str=engines.GPT2_PATTERN, mergeable_ranks=ranks, special_tokens=added)
+    encoding = tiktoken.Encoding("probe", pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens=added)
     return encoding.encode(text, allowed_special="all")
 
 
 def hf_ids(doc: dict, text: str) -> list[int]:
-    return engines.make_engine("tokenizers", doc).encode_batch([text])[0]
+    return make_engine("tokenizers", doc).encode_batch([text])[0]
 
 
 @pytest.mark.parametrize(
@@ -190,12 +194,12 @@ def hf_ids(doc: dict, text: str) -> list[int]:
     ],
 )
 def test_inexact_vocabularies_are_detected_and_really_differ(doc: dict, text: str, reason: str) -> None:
-    analysis = engines.analyse(doc)
+    analysis = analyse(doc)
     assert analysis.tiktoken_reason is not None and reason in analysis.tiktoken_reason
     assert raw_tiktoken_ids(doc, text) != hf_ids(doc, text)  # the verdict is not over-cautious here
     with pytest.raises(ToktoolsError, match="not exact"):
-        engines.make_engine("tiktoken", doc)
-    assert engines.make_engine("auto", doc).name == "tokenizers"
+        make_engine("tiktoken", doc)
+    assert make_engine("auto", doc).name == "tokenizers"
 
 
 @pytest.mark.parametrize(
@@ -209,13 +213,13 @@ def test_inexact_vocabularies_are_detected_and_really_differ(doc: dict, text: st
     ],
 )
 def test_configurations_tiktoken_cannot_express(doc: dict, reason: str | None) -> None:
-    assert engines.analyse(doc).tiktoken_reason == reason or reason in (engines.analyse(doc).tiktoken_reason or "")
+    assert analyse(doc).tiktoken_reason == reason or reason in (analyse(doc).tiktoken_reason or "")
 
 
 def test_missing_byte_is_not_exact() -> None:
     doc = bpe_doc([("a", "b")])
     del doc["model"]["vocab"]["Ġ"]
-    assert "E1" in engines.analyse(doc).tiktoken_reason
+    assert "E1" in analyse(doc).tiktoken_reason
 
 
 def test_merge_order_against_id_order_is_exact_with_a_remap() -> None:
@@ -223,12 +227,10 @@ def test_merge_order_against_id_order_is_exact_with_a_remap() -> None:
     doc = bpe_doc([("a", "b"), ("c", "d"), ("ab", "cd")])
     vocab = doc["model"]["vocab"]
     vocab["ab"], vocab["cd"] = vocab["cd"], vocab["ab"]
-    analysis = engines.analyse(doc)
+    analysis = analyse(doc)
     assert analysis.tiktoken_reason is None and analysis.plan.rank_to_id is not None
     texts = ["abcd abab cdcd", "dcba", "abc d"]
-    assert engines.make_engine("tiktoken", doc).encode_batch(texts) == engines.make_engine(
-        "tokenizers", doc
-    ).encode_batch(texts)
+    assert make_engine("tiktoken", doc).encode_batch(texts) == make_engine("tokenizers", doc).encode_batch(texts)
 
 
 def test_no_false_positive_on_trained_and_perturbed_vocabularies() -> None:
@@ -251,15 +253,15 @@ def test_no_false_positive_on_trained_and_perturbed_vocabularies() -> None:
             i = rng.randrange(len(merges) - 50)
             j = i + rng.randrange(1, 50)
             merges[i], merges[j] = merges[j], merges[i]
-        analysis = engines.analyse(doc)
+        analysis = analyse(doc)
         verdicts.append(analysis.tiktoken_reason is None)
         if analysis.tiktoken_reason is None:
-            assert engines.make_engine("tiktoken", doc).encode_batch(tests) == hf_ids_batch(doc, tests)
+            assert make_engine("tiktoken", doc).encode_batch(tests) == hf_ids_batch(doc, tests)
     assert verdicts[0] and not all(verdicts)
 
 
 def hf_ids_batch(doc: dict, texts: list[str]) -> list[list[int]]:
-    return engines.make_engine("tokenizers", doc).encode_batch(texts)
+    return make_engine("tokenizers", doc).encode_batch(texts)
 
 
 def test_tiktoken_regex_matches_tokenizers_on_every_risky_code_point() -> None:
@@ -277,9 +279,9 @@ def test_tiktoken_regex_matches_tokenizers_on_every_risky_code_point() -> None:
                     seen.add(pair[0] + pair[1])
                     merges.append(pair)
     doc = bpe_doc(merges)
-    assert engines.analyse(doc).tiktoken_reason is None
-    texts = engines.probe_text(engines.probe_code_points(full=True))
-    ours = engines.TiktokenEngine(engines.analyse(doc).plan).encode_batch(texts)
+    assert analyse(doc).tiktoken_reason is None
+    texts = probe_text(probe_code_points(full=True))
+    ours = TiktokenEngine(analyse(doc).plan).encode_batch(texts)
     theirs = hf_ids_batch(doc, texts)
     differing = [t[:3] for t, a, b in zip(texts, ours, theirs) if a != b]
     assert not differing
@@ -288,33 +290,33 @@ def test_tiktoken_regex_matches_tokenizers_on_every_risky_code_point() -> None:
 def test_unavailable_or_inexact_engines_explain_themselves(monkeypatch: pytest.MonkeyPatch) -> None:
     doc = _doc("wordpiece-30k")
     with pytest.raises(ToktoolsError, match="tiktoken is not exact for this tokenizer: model 'WordPiece' is not BPE"):
-        engines.make_engine("tiktoken", doc)
-    monkeypatch.setattr(engines, "tiktoken_available", lambda: False)
+        make_engine("tiktoken", doc)
+    monkeypatch.setattr("toktools.engines.choice.tiktoken_available", lambda: False)
     gpt = _doc("bytebpe-50k")
-    assert engines.make_engine("auto", gpt).name == "tokenizers"
+    assert make_engine("auto", gpt).name == "tokenizers"
     with pytest.raises(ToktoolsError, match="not installed"):
-        engines.make_engine("tiktoken", gpt)
+        make_engine("tiktoken", gpt)
     with pytest.raises(ToktoolsError, match="unknown engine"):
-        engines.make_engine("fastest", gpt)
+        make_engine("fastest", gpt)
 
 
 def test_the_slow_verdicts_are_remembered_per_tokenizer_and_versions(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOKTOOLS_CACHE_DIR", str(tmp_path))
     doc = bpe_doc([("a", "b"), ("ab", "c")])
-    monkeypatch.setattr(engines, "_analysis_cache", {})
-    assert engines.analyse(doc).tiktoken_reason is None
-    engines.make_engine("tiktoken", doc)  # runs and remembers the regex probe
-    [saved] = (tmp_path / "engine-analysis-v1").iterdir()
-    assert json.loads(saved.read_text()) == {"e4": None, "probe": None, "exact": {"version": 1, "remap": False}}
-    assert engines.document_fingerprint(doc) in saved.name
-    monkeypatch.setattr(engines, "_analysis_cache", {})
-    monkeypatch.setattr(engines, "_self_reachability", lambda *args: pytest.fail("E4 ran again"))
-    monkeypatch.setattr(engines, "_analyse", lambda *args, **kw: pytest.fail("E1-E3 ran again"))
-    plan = engines.analyse(doc).plan  # every check is read: only the ranks are rebuilt
+    monkeypatch.setattr("toktools.engines.analysis._analysis_cache", {})
+    assert analyse(doc).tiktoken_reason is None
+    make_engine("tiktoken", doc)  # runs and remembers the regex probe
+    [saved] = (tmp_path / "engine-analysis").iterdir()
+    assert json.loads(saved.read_text()) == {"e4": None, "probe": None, "exact": {"remap": False}}
+    assert document_fingerprint(doc) in saved.name
+    monkeypatch.setattr("toktools.engines.analysis._analysis_cache", {})
+    monkeypatch.setattr("toktools.engines.analysis._self_reachability", lambda *args: pytest.fail("E4 ran again"))
+    monkeypatch.setattr("toktools.engines.analysis._analyse", lambda *args, **kw: pytest.fail("E1-E3 ran again"))
+    plan = analyse(doc).plan  # every check is read: only the ranks are rebuilt
     assert plan is not None and plan.rank_to_id is None
     assert plan.mergeable_ranks[b"ab"] == doc["model"]["vocab"]["ab"]
-    # a verdict written by other checks (an older version) is not trusted: E1-E3 run again
-    saved.write_text(json.dumps({"e4": None, "probe": None, "exact": {"version": 0, "remap": False}}))
-    monkeypatch.setattr(engines, "_analysis_cache", {})
+    # a verdict written by other code is not read (another key): E1-E3 run again
+    monkeypatch.setattr("toktools.engines.analysis.VERDICT_CODE", (*VERDICT_CODE, "toktools.errors"))
+    monkeypatch.setattr("toktools.engines.analysis._analysis_cache", {})
     with pytest.raises(pytest.fail.Exception, match="E1-E3 ran again"):
-        engines.analyse(doc)
+        analyse(doc)

@@ -14,11 +14,16 @@ from conftest import read_corpus_sample, ref_vocab_dir
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toktools.engines import core as engines
 from toktools.engines import ids_only as fast_ids
+from toktools.engines.analysis import probe_code_points, probe_text
+from toktools.engines.base import corpus_document
 from toktools.engines.ids_only import ids_encoder
-from toktools.io.formats import load
+from toktools.engines.reference import ReferenceEngine
+from toktools.engines.tokenizers_engine import TokenizersEngine
+from toktools.formats import load
 from toktools.io.shipped import shipped_path
+from toktools.models.bpe import bulk_merge as bpe_bulk
+from toktools.models.bpe import vectorized_merge as bpe_vectorized
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -86,7 +91,7 @@ def test_other_pipelines_and_settings_are_refused() -> None:
         "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True},
         "model": {"type": "WordLevel", "vocab": {"[UNK]": 0, "\u2581a": 1}, "unk_token": "[UNK]"},
     }
-    from toktools.io.formats import from_tokenizer_json
+    from toktools.formats import from_tokenizer_json
 
     assert ids_encoder(from_tokenizer_json(doc)) is None
 
@@ -158,13 +163,13 @@ def test_odd_code_points_and_specials(name: str) -> None:
 def test_where_regex_and_oniguruma_disagree(name: str) -> None:
     """Every code point of the disagreement table (and the spec's extras), in the probe's
     six contexts: the ids-only split never relies on ``regex``'s own tables."""
-    assert_same_ids(name, engines.probe_text(engines.probe_code_points()))  # first, middle, last of each range
+    assert_same_ids(name, probe_text(probe_code_points()))  # first, middle, last of each range
 
 
 def test_every_disagreeing_code_point_against_tokenizers() -> None:
     """All of them (the reference is slow on these: tokenizers alone is the yardstick here)."""
     _, fast, theirs = trio("gpt2")
-    texts = engines.probe_text(engines.probe_code_points(full=True))
+    texts = probe_text(probe_code_points(full=True))
     assert fast.encode_batch(texts) == [e.ids for e in theirs.encode_batch(texts, add_special_tokens=False)]
 
 
@@ -263,7 +268,7 @@ def test_merges_across_partial_characters_are_never_cut(cuts_after: float, monke
         (zhong[1:2], zhong[2:]),
     ]
     doc = _byte_level_doc(merges)
-    from toktools.io.formats import from_tokenizer_json
+    from toktools.formats import from_tokenizer_json
 
     reference = from_tokenizer_json(doc)
     fast = ids_encoder(reference)
@@ -303,15 +308,15 @@ def test_chinese_runs_cut_or_whole_give_the_same_ids(
 
 @pytest.mark.parametrize("name", ["bytebpe-50k", "bert-base-uncased"])
 def test_reference_engine_in_workers(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(engines, "PARALLEL_CHARS", 2_000)  # workers even for this small batch
+    monkeypatch.setattr("toktools.engines.reference.PARALLEL_CHARS", 2_000)  # workers even for this small batch
     reference, _, theirs = trio(name)
-    document = engines.corpus_document(reference.to_tokenizer_json())
-    engine = engines.ReferenceEngine(document, workers=2)
+    document = corpus_document(reference.to_tokenizer_json())
+    engine = ReferenceEngine(document, workers=2)
     try:
         assert engine.fast is not None
         lines = [line for line in read_corpus_sample("mixed_sample.txt", 40_000).split("\n") if line]
         lines += ["", "<|endoftext|> [SEP]"]
-        expected = engines.TokenizersEngine(document).encode_batch(lines)
+        expected = TokenizersEngine(document).encode_batch(lines)
         assert engine.encode_batch(lines) == expected
         assert engine.encode_batch(lines[::-1]) == expected[::-1]  # the pool is kept and reused
     finally:
@@ -330,13 +335,13 @@ def test_reference_engine_without_a_fast_path_still_encodes() -> None:
         "decoder": None,
         "model": {"type": "WordLevel", "vocab": {"[UNK]": 0, "a": 1, "b": 2}, "unk_token": "[UNK]"},
     }
-    engine = engines.ReferenceEngine(doc, workers=1)
+    engine = ReferenceEngine(doc, workers=1)
     assert engine.fast is None
     assert engine.encode_batch(["a b c", "ｂ"]) == [[1, 2, 0], [2]]
 
 
 def test_reference_engine_without_a_fast_path_in_workers(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(engines, "PARALLEL_CHARS", 20)  # workers even for these few lines
+    monkeypatch.setattr("toktools.engines.reference.PARALLEL_CHARS", 20)  # workers even for these few lines
     doc = {
         "version": "1.0",
         "truncation": None,
@@ -348,7 +353,7 @@ def test_reference_engine_without_a_fast_path_in_workers(monkeypatch: pytest.Mon
         "decoder": None,
         "model": {"type": "WordLevel", "vocab": {"[UNK]": 0, "a": 1, "b": 2}, "unk_token": "[UNK]"},
     }
-    engine = engines.ReferenceEngine(doc, workers=2)
+    engine = ReferenceEngine(doc, workers=2)
     try:
         assert engine.fast is None
         lines = ["a b c", "ｂ", "b b a", "c"] * 50
@@ -362,9 +367,6 @@ def test_reference_engine_without_a_fast_path_in_workers(monkeypatch: pytest.Mon
 # New words merged all at once (toktools.models.bpe.bulk_merge): numpy steps and the numba kernel
 # ---------------------------------------------------------------------------------------------
 
-from toktools.models.bpe import bulk_merge as bpe_bulk  # noqa: E402
-from toktools.models.bpe import vectorized_merge as bpe_vectorized
-
 
 def _corpus_words(name: str) -> list[str]:
     """Distinct words of real English, Chinese and mixed text, and of the odd texts."""
@@ -372,7 +374,7 @@ def _corpus_words(name: str) -> list[str]:
     words: set[str] = set()
     for corpus in CORPORA.values():
         words.update(fast.words(read_corpus_sample(corpus, 30_000, skip_lines=10)))
-    for text in ODD_TEXTS + engines.probe_text(engines.probe_code_points()):
+    for text in ODD_TEXTS + probe_text(probe_code_points()):
         words.update(fast.words(text))
     words.add("a" * 300 + "中国人" * 100)  # long words: many numpy steps, finished in Python
     return sorted(words)
@@ -409,7 +411,7 @@ def test_merges_out_of_rank_order_take_one_step_per_merge() -> None:
     ``c``: not monotone), so one numpy step may merge only the leftmost best pair of a word."""
     pytest.importorskip("numpy")
     doc = _byte_level_doc([(b"c", b"d"), (b"a", b"bc"), (b"b", b"c"), (b"bc", b"bc"), (b"a", b"a"), (b"aa", b"a")])
-    from toktools.io.formats import from_tokenizer_json
+    from toktools.formats import from_tokenizer_json
 
     reference = from_tokenizer_json(doc)
     bpe = ids_encoder(reference).cache.compute
@@ -425,7 +427,7 @@ def test_two_merges_making_one_token_are_left_to_python() -> None:
     """Not E2 (``ab`` from ``a b`` and from nothing else, ``abc`` from ``ab c`` and ``a bc``):
     a stale heap entry may then merge another pair's token, so no step over all words."""
     doc = _byte_level_doc([(b"a", b"b"), (b"b", b"c"), (b"ab", b"c"), (b"a", b"bc")])
-    from toktools.io.formats import from_tokenizer_json
+    from toktools.formats import from_tokenizer_json
 
     bpe = ids_encoder(from_tokenizer_json(doc)).cache.compute
     assert bpe_vectorized.plan(bpe.bulk().byte_ids, bpe.merge_map) is None
@@ -506,7 +508,7 @@ def test_packed_ids_of_whole_texts(name: str) -> None:
         pytest.importorskip("numba")
         assert fast.cache.compute.bulk().compiled() is not None
     lines = [line for line in read_corpus_sample("mixed_sample.txt", 30_000).split("\n") if line]
-    texts = lines + ODD_TEXTS + engines.probe_text(engines.probe_code_points())
+    texts = lines + ODD_TEXTS + probe_text(probe_code_points())
     expected = [e.ids for e in theirs.encode_batch(texts, add_special_tokens=False)]
     assert _unpack(*fast.encode_packed(texts)) == expected
     assert _unpack(*fast.encode_packed(lines)) == expected[: len(lines)]  # no added token: one kernel call
@@ -515,15 +517,15 @@ def test_packed_ids_of_whole_texts(name: str) -> None:
 
 def test_reference_engine_workers_with_the_compiled_merge(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("numba")
-    monkeypatch.setattr(engines, "PARALLEL_CHARS", 2_000)
+    monkeypatch.setattr("toktools.engines.reference.PARALLEL_CHARS", 2_000)
     monkeypatch.setattr(bpe_bulk, "COMPILED_FORESEEN_SECONDS", 0.0)  # loaded before forking
     reference, _, _ = trio("bytebpe-50k")
-    document = engines.corpus_document(reference.to_tokenizer_json())
-    engine = engines.ReferenceEngine(document, workers=2)
+    document = corpus_document(reference.to_tokenizer_json())
+    engine = ReferenceEngine(document, workers=2)
     try:
         lines = [line for line in read_corpus_sample("zh_novels.txt", 40_000).split("\n") if line]
         lines += ["", "<|endoftext|> 中文 <|endoftext|>"]
-        expected = engines.TokenizersEngine(document).encode_batch(lines)
+        expected = TokenizersEngine(document).encode_batch(lines)
         assert engine.encode_batch(lines) == expected
         assert engine.fast.cache.compute.bulk()._compiled  # the workers had it
         assert engine.encode_batch(lines[::-1]) == expected[::-1]
@@ -549,10 +551,10 @@ def test_reference_engine_planned_for_a_large_input(workers: int, monkeypatch: p
     workers, with no timing involved and no first texts encoded here; the ids are tokenizers'
     (English, Chinese, added tokens, empty texts), batch after batch, for any worker count."""
     pytest.importorskip("numba")
-    monkeypatch.setattr(engines, "PARALLEL_CHARS", 2_000)
+    monkeypatch.setattr("toktools.engines.reference.PARALLEL_CHARS", 2_000)
     monkeypatch.setattr(bpe_bulk, "COMPILED_PLANNED_BYTES", 50_000)
     reference, _, _ = trio("bytebpe-50k")
-    document = engines.corpus_document(reference.to_tokenizer_json())
+    document = corpus_document(reference.to_tokenizer_json())
     lines = [
         line
         for line in (read_corpus_sample("zh_novels.txt", 40_000) + read_corpus_sample("en_wiki.txt.gz", 40_000)).split(
@@ -561,11 +563,11 @@ def test_reference_engine_planned_for_a_large_input(workers: int, monkeypatch: p
         if line
     ]
     lines += ["", "<|endoftext|> 中文 <|endoftext|>", *ODD_TEXTS]
-    expected = engines.TokenizersEngine(document).encode_batch(lines)
-    small = engines.ReferenceEngine(document, workers=workers, input_bytes=49_999)
+    expected = TokenizersEngine(document).encode_batch(lines)
+    small = ReferenceEngine(document, workers=workers, input_bytes=49_999)
     assert small._pool is None  # below the size: the first texts decide, as before
     small.close()
-    engine = engines.ReferenceEngine(document, workers=workers, input_bytes=60_000)
+    engine = ReferenceEngine(document, workers=workers, input_bytes=60_000)
     try:
         assert engine._zygote is (workers > 1)
         assert engine.encode_batch(lines) == expected

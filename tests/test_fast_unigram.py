@@ -20,10 +20,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toktools import presets
-from toktools.engines import core as engines
+from toktools.engines.base import corpus_document
+from toktools.engines.choice import UNIGRAM_REFERENCE_MIN_BYTES, likely_engine, make_engine
 from toktools.engines.ids_only import ids_encoder
 from toktools.engines.ids_only_unigram import UnigramIdsEncoder, string_normalizer
-from toktools.io.formats import from_tokenizer_json
+from toktools.engines.reference import ReferenceEngine
+from toktools.engines.tokenizers_engine import TokenizersEngine
+from toktools.formats import from_tokenizer_json
 from toktools.parts.unigram import Unigram
 
 tokenizers = pytest.importorskip("tokenizers")
@@ -53,7 +56,7 @@ def metaspace_pipeline(name: str, scheme: str, split: bool = True):
         model, added_tokens=[AddedToken("<s>", 1, special=True), AddedToken("</s>", 2, special=True)]
     )
     tokenizer.pre_tokenizer = pre_tokenizers.Metaspace("\u2581", scheme, split)
-    return engines.corpus_document(tokenizer.to_tokenizer_json())
+    return corpus_document(tokenizer.to_tokenizer_json())
 
 
 def assert_same(document: dict, lines: list[str], against_tokenizers: bool = True) -> None:
@@ -93,7 +96,7 @@ def test_a_model_trained_by_toktools():
     )
     held = read_corpus_sample("mixed_sample.txt", 20_000, skip_lines=3000).splitlines()
     held += read_corpus_sample("zh_novels.txt", 10_000, skip_lines=3000).splitlines() + ["<s>x<s>", "☃ 𝔘 unseen"]
-    assert_same(engines.corpus_document(tokenizer.to_tokenizer_json()), held)
+    assert_same(corpus_document(tokenizer.to_tokenizer_json()), held)
 
 
 @settings(max_examples=150, deadline=None)
@@ -146,13 +149,13 @@ def test_sampling_and_other_pre_tokenizers_keep_the_reference_pipeline():
 
 
 def test_reference_engine_in_workers(monkeypatch):
-    monkeypatch.setattr(engines, "PARALLEL_CHARS", 2_000)  # workers even for this small batch
-    document = engines.corpus_document(converted("unigram_user"))
-    engine = engines.ReferenceEngine(document, workers=2)
+    monkeypatch.setattr("toktools.engines.reference.PARALLEL_CHARS", 2_000)  # workers even for this small batch
+    document = corpus_document(converted("unigram_user"))
+    engine = ReferenceEngine(document, workers=2)
     try:
         assert isinstance(engine.fast, UnigramIdsEncoder)
         texts = lines()
-        expected = engines.TokenizersEngine(document).encode_batch(texts)
+        expected = TokenizersEngine(document).encode_batch(texts)
         assert engine.encode_batch(texts) == expected
         assert engine.encode_batch(texts[::-1]) == expected[::-1]
         assert engine._pool is not None
@@ -166,22 +169,22 @@ def test_reference_engine_in_workers(monkeypatch):
 def test_auto_picks_the_compiled_reference_for_unigram_and_tokenizers_without_numba(monkeypatch):
     from toktools.parts.unigram import compiled_viterbi
 
-    document = engines.corpus_document(converted("unigram"))
+    document = corpus_document(converted("unigram"))
     texts = lines()
-    expected = engines.TokenizersEngine(document).encode_batch(texts)
-    auto = engines.make_engine("auto", document, workers=1)
+    expected = TokenizersEngine(document).encode_batch(texts)
+    auto = make_engine("auto", document, workers=1)
     try:
         assert auto.name == ("reference" if compiled_viterbi() is not None else "tokenizers")
         assert auto.encode_batch(texts) == expected
     finally:
         auto.close()
     monkeypatch.setenv("TOKTOOLS_PURE_PYTHON", "1")  # no compiled Viterbi: the reference is slower
-    assert engines.make_engine("auto", document).name == "tokenizers"
+    assert make_engine("auto", document).name == "tokenizers"
 
 
 def test_auto_keeps_tokenizers_for_a_unigram_pipeline_without_the_ids_path():
-    document = engines.corpus_document(dict(converted("unigram"), pre_tokenizer={"type": "WhitespaceSplit"}))
-    assert engines.make_engine("auto", document).name == "tokenizers"
+    document = corpus_document(dict(converted("unigram"), pre_tokenizer={"type": "WhitespaceSplit"}))
+    assert make_engine("auto", document).name == "tokenizers"
 
 
 def test_text_that_is_not_unicode_is_refused_as_the_reference_refuses_it():
@@ -238,9 +241,9 @@ def test_auto_keeps_tokenizers_for_small_inputs():
     """numba's start-up costs more than the compiled reference saves on a small input."""
     from toktools.parts.unigram import compiled_viterbi
 
-    document = engines.corpus_document(converted("unigram"))
-    assert engines.make_engine("auto", document, input_bytes=100_000).name == "tokenizers"
-    large = engines.make_engine("auto", document, input_bytes=engines.UNIGRAM_REFERENCE_MIN_BYTES)
+    document = corpus_document(converted("unigram"))
+    assert make_engine("auto", document, input_bytes=100_000).name == "tokenizers"
+    large = make_engine("auto", document, input_bytes=UNIGRAM_REFERENCE_MIN_BYTES)
     large.close()
     assert large.name == ("reference" if compiled_viterbi() is not None else "tokenizers")
 
@@ -255,11 +258,11 @@ def test_no_verify_checker_is_forked_when_auto_takes_the_compiled_reference(tmp_
     from toktools.corpus.encode import encode_corpus
     from toktools.parts.unigram import compiled_viterbi
 
-    document = engines.corpus_document(converted("unigram"))
+    document = corpus_document(converted("unigram"))
     numba = importlib.util.find_spec("numba") is not None
-    assert engines.likely_engine("auto", document, workers=2, input_bytes=100_000) == "auto"
-    assert engines.likely_engine("auto", document, workers=2, input_bytes=None) == "auto"
-    large = engines.likely_engine("auto", document, workers=2, input_bytes=engines.UNIGRAM_REFERENCE_MIN_BYTES)
+    assert likely_engine("auto", document, workers=2, input_bytes=100_000) == "auto"
+    assert likely_engine("auto", document, workers=2, input_bytes=None) == "auto"
+    large = likely_engine("auto", document, workers=2, input_bytes=UNIGRAM_REFERENCE_MIN_BYTES)
     assert large == ("reference" if numba else "auto")
 
     tokenizer = tmp_path / "tokenizer.json"
@@ -277,7 +280,9 @@ def test_no_verify_checker_is_forked_when_auto_takes_the_compiled_reference(tmp_
     small = encode_corpus([corpus], tokenizer, tmp_path / "small", format="megatron", workers=2)
     assert small.engine == "tokenizers" and small.verified == 16 and forked == ["checker"]
     forked.clear()
-    monkeypatch.setattr(engines, "UNIGRAM_REFERENCE_MIN_BYTES", corpus.stat().st_size)  # this input is "large"
+    monkeypatch.setattr(
+        "toktools.engines.choice.UNIGRAM_REFERENCE_MIN_BYTES", corpus.stat().st_size
+    )  # this input is "large"
     big = encode_corpus([corpus], tokenizer, tmp_path / "big", format="megatron", workers=2)
     if compiled_viterbi() is not None:
         assert big.engine == "reference" and forked == [] and big.verified == 0

@@ -16,7 +16,7 @@ import pytest
 from conftest import read_corpus_sample, ref_vocab_dir
 
 from toktools.errors import ToktoolsError
-from toktools.io.formats import load
+from toktools.formats import load
 from toktools.pretraining.masking import ChineseWords, MaskingCollator, mask_tokens, masking_info, pad_batch, word_rule
 
 SEQUENCE = 128

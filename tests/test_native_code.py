@@ -38,7 +38,7 @@ TEXTS = [
 _PROBE = r"""
 import json, sys
 from toktools.runtime import machine_code as native_code
-from toktools.io.formats import load
+from toktools.formats import load
 from toktools.engines.ids_only import ids_encoder
 texts = json.loads(sys.argv[1])
 encoder = ids_encoder(load(sys.argv[2]))
@@ -82,7 +82,7 @@ def _probe(cache: str) -> dict:
 
 
 def _entries(cache: Path) -> list[Path]:
-    return sorted((cache / "native-code-v1").glob("toktools.models.bpe.kernels.merge_words_at-*.bin"))
+    return sorted((cache / "native-code").glob("toktools.models.bpe.kernels.merge_words_at-*.bin"))
 
 
 def test_first_run_compiles_and_stores_later_runs_load_without_numba_and_damage_compiles_again(tmp_path: Path) -> None:
@@ -110,7 +110,7 @@ def test_where_the_object_cannot_be_loaded_numba_cfunc_is_used(tmp_path: Path, m
     import numpy as np
 
     from toktools.engines.ids_only import ids_encoder
-    from toktools.io.formats import load
+    from toktools.formats import load
     from toktools.models.bpe.compiled_merge import BulkMerger
 
     def refuse(code: bytes, symbol: str) -> int:
@@ -132,7 +132,7 @@ def test_the_entry_is_keyed_by_what_the_code_depends_on(tmp_path: Path, monkeypa
 
     monkeypatch.setenv("TOKTOOLS_CACHE_DIR", str(tmp_path))
     here = native_code._entry_path(*_KERNEL[:2], _KERNEL[2])
-    assert here is not None and here.parent == tmp_path / "native-code-v1"
+    assert here is not None and here.parent == tmp_path / "native-code"
     monkeypatch.setattr(user_cache, "library_version", lambda name: "0.0-other" if name == "numba" else "x")
     assert native_code._entry_path(*_KERNEL[:2], _KERNEL[2]) != here, "another numba compiles its own"
     monkeypatch.setenv("TOKTOOLS_CACHE_DIR", "")
@@ -144,7 +144,12 @@ def test_the_key_covers_the_modules_the_kernel_imports(tmp_path: Path, monkeypat
     against another version of that module must not be loaded."""
     import importlib.util
 
-    before = native_code._source_hash("toktools.models.bpe.kernels")
+    from toktools.io import user_cache
+
+    monkeypatch.setenv("TOKTOOLS_CACHE_DIR", str(tmp_path))
+    modules = native_code._kernel_modules("toktools.models.bpe.kernels")
+    assert "toktools.models.bpe.vectorized_merge" in modules and "toktools.runtime.machine_code" in modules
+    before = native_code._entry_path(*_KERNEL[:2], _KERNEL[2])
     real = importlib.util.find_spec
     changed = tmp_path / "bpe_vectorized.py"
     changed.write_bytes(
@@ -157,7 +162,11 @@ def test_the_key_covers_the_modules_the_kernel_imports(tmp_path: Path, monkeypat
         return real(name, *args)
 
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
-    assert native_code._source_hash("toktools.models.bpe.kernels") != before
+    user_cache.code_fingerprint.cache_clear()
+    try:
+        assert native_code._entry_path(*_KERNEL[:2], _KERNEL[2]) != before
+    finally:
+        user_cache.code_fingerprint.cache_clear()
 
 
 def test_an_unknown_parameter_type_is_refused() -> None:

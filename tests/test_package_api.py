@@ -21,7 +21,7 @@ def test_dir_lists_the_public_api_including_lazy_names() -> None:
 def test_every_name_in_all_resolves() -> None:
     for name in toktools.__all__:
         assert getattr(toktools, name) is not None, name
-    assert toktools.load.__module__ == "toktools.io.formats"
+    assert toktools.load.__module__ == "toktools.formats"
     assert toktools.shipped_names() == ["bytebpe-50k", "wordpiece-30k"]
     namespace: dict[str, object] = {}
     exec("from toktools import *", namespace)
@@ -36,7 +36,7 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 def test_import_and_dir_load_no_heavy_module() -> None:
     code = (
         "import sys, toktools; dir(toktools); "
-        "print(sorted(m for m in ('toktools.io.formats', 'toktools.training.pipeline', 'tokenizers', 'rich', 'regex') "
+        "print(sorted(m for m in ('toktools.formats', 'toktools.training.pipeline', 'tokenizers', 'rich', 'regex') "
         "if m in sys.modules))"
     )
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -1,4 +1,4 @@
-"""``toktools.parity.core``: train with both backends and explain any difference.
+"""``toktools.parity``: train with both backends and explain any difference.
 
 What the parity report promises, checked here:
 
@@ -27,7 +27,10 @@ from conftest import read_corpus_sample
 from toktools import presets
 from toktools.errors import ToktoolsError
 from toktools.models.bpe import bytelevel
-from toktools.parity import core as parity
+from toktools.parity.merges import explain_merge_divergence, replay_pair_counts
+from toktools.parity.results import ParityReport
+from toktools.parity.run import check_trained, run_parity
+from toktools.parity.vocabularies import compare_alphabets, compare_symbol_blocks, compare_token_sets
 from toktools.training import pipeline as training
 
 
@@ -55,12 +58,12 @@ def zh_file(workdir) -> Path:
 def reports(workdir):
     """``reports(kind, corpus_file, vocab_size, **options)``: one run per configuration, holding
     out every 20th non-blank line (the Chinese sample has few, long lines)."""
-    cache: dict[tuple, parity.ParityReport] = {}
+    cache: dict[tuple, ParityReport] = {}
 
-    def run(kind: str, path: Path, vocab_size: int, **options) -> parity.ParityReport:
+    def run(kind: str, path: Path, vocab_size: int, **options) -> ParityReport:
         key = (kind, path.name, vocab_size, tuple(sorted(options.items())))
         if key not in cache:
-            cache[key] = parity.run_parity(
+            cache[key] = run_parity(
                 kind,
                 [str(path)],
                 vocab_size,
@@ -145,7 +148,7 @@ def test_report_round_trips_through_json(reports, en_file):
 def test_train_check_compares_an_already_trained_tokenizer(en_file):
     """``train --check``: the reference was trained already; only tokenizers trains."""
     ours = training.train_bytebpe([str(en_file)], 1500, workers=1)
-    report = parity.check_trained(
+    report = check_trained(
         "bytebpe",
         ours,
         [str(en_file)],
@@ -161,9 +164,9 @@ def test_train_check_compares_an_already_trained_tokenizer(en_file):
 
 def test_unknown_options_and_kinds_are_refused(en_file):
     with pytest.raises(ToktoolsError, match="lowercase"):
-        parity.run_parity("bytebpe", [str(en_file)], 1000, lowercase=True)
+        run_parity("bytebpe", [str(en_file)], 1000, lowercase=True)
     with pytest.raises(ToktoolsError, match="unknown tokenizer kind"):
-        parity.run_parity("wordlevel", [str(en_file)], 1000)
+        run_parity("wordlevel", [str(en_file)], 1000)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -196,9 +199,7 @@ def test_swapped_tied_merges_are_explained_as_a_tie(tie_case):
     swapped = [("x", "y"), ("c", "d"), ("xy", "a"), ("xya", "b")]  # "xy a" taken first
     vocab = dict(tokenizer.vocab)
     fast_vocab = {**{t: i for t, i in vocab.items() if t not in ("ab", "xyab")}, "xya": 258, "xyab": 259}
-    step = parity.explain_merge_divergence(
-        counts, vocab, tokenizer.merges, swapped, min_frequency=1, fast_vocab=fast_vocab
-    )
+    step = explain_merge_divergence(counts, vocab, tokenizer.merges, swapped, min_frequency=1, fast_vocab=fast_vocab)
     assert step.index == 2 and step.reason == "tie"
     assert step.reference_pair == ["a", "b"] and step.fast_pair == ["xy", "a"]
     assert step.reference_count == step.fast_count == step.best_count == 1
@@ -213,13 +214,13 @@ def test_swapped_tied_merges_are_explained_as_a_tie(tie_case):
 
 def test_the_same_lists_need_no_explanation(tie_case):
     counts, tokenizer = tie_case
-    assert parity.explain_merge_divergence(counts, dict(tokenizer.vocab), tokenizer.merges, tokenizer.merges) is None
+    assert explain_merge_divergence(counts, dict(tokenizer.vocab), tokenizer.merges, tokenizer.merges) is None
 
 
 def test_a_pair_taken_with_a_lower_count_is_a_bug(tie_case):
     counts, tokenizer = tie_case
     wrong = [("x", "y"), ("a", "b")]  # "a b" (count 1) taken while "c d" has 5
-    step = parity.explain_merge_divergence(counts, dict(tokenizer.vocab), tokenizer.merges, wrong, min_frequency=1)
+    step = explain_merge_divergence(counts, dict(tokenizer.vocab), tokenizer.merges, wrong, min_frequency=1)
     assert step.index == 1 and step.reason == "count-differs"
     assert (step.reference_count, step.fast_count, step.best_count) == (5, 1, 5)
     assert step.rule_pair == ["c", "d"] and step.rule_followed_by == "reference"
@@ -228,13 +229,13 @@ def test_a_pair_taken_with_a_lower_count_is_a_bug(tie_case):
 
 def test_a_side_that_stops_early_is_named(tie_case):
     counts, tokenizer = tie_case
-    step = parity.explain_merge_divergence(
+    step = explain_merge_divergence(
         counts, dict(tokenizer.vocab), tokenizer.merges, tokenizer.merges[:2], min_frequency=1
     )
     assert step.index == 2 and step.reason == "stopped" and step.fast_pair is None
     assert "tokenizers stopped too early" in step.message
     # with min_frequency 2 the pair left (count 1) is too rare: stopping there was right
-    step = parity.explain_merge_divergence(
+    step = explain_merge_divergence(
         counts, dict(tokenizer.vocab), tokenizer.merges, tokenizer.merges[:2], min_frequency=2
     )
     assert step.reason == "stopped" and step.rule_followed_by == "fast" and "right to stop" in step.message
@@ -248,7 +249,7 @@ def test_replayed_counts_match_the_trainer_at_every_step(en_file):
     vocab, merges = tokenizer.vocab, tokenizer.merges
     recorded = tokenizer.training_result.merge_counts
     for k in (0, 1, 7, 30, 59):
-        pairs = parity.replay_pair_counts(counts, vocab, merges[:k])
+        pairs = replay_pair_counts(counts, vocab, merges[:k])
         best = max(pairs.values())
         chosen = (vocab[merges[k][0]], vocab[merges[k][1]])
         assert pairs[chosen] == recorded[k] == best
@@ -264,27 +265,27 @@ def test_alphabet_difference_at_the_cut_is_a_tie():
     """limit_alphabet=2 over a (3), b (1), c (1): b and c tie at the cut; toktools keeps the
     lower code point, tokenizers may keep either."""
     counts = {"aab": 1, "ac": 1}
-    alphabet = parity.compare_alphabets(["a", "b"], ["a", "c"], counts, limit_alphabet=2)
+    alphabet = compare_alphabets(["a", "b"], ["a", "c"], counts, limit_alphabet=2)
     assert alphabet.reason == "tie" and alphabet.all_at_cut and alphabet.cut_frequency == 1
     assert alphabet.only_reference == [["b", 1]] and alphabet.only_fast == [["c", 1]]
     assert "tie at the limit_alphabet=2 cut" in alphabet.message
     # dropping a more frequent char is no tie
-    wrong = parity.compare_alphabets(["a", "b"], ["b", "c"], counts, limit_alphabet=2)
+    wrong = compare_alphabets(["a", "b"], ["b", "c"], counts, limit_alphabet=2)
     assert wrong.reason == "not-a-tie" and not wrong.all_at_cut and "bug" in wrong.message
-    assert parity.compare_alphabets(["a", "b"], ["a", "b"], counts, limit_alphabet=2) is None
+    assert compare_alphabets(["a", "b"], ["a", "b"], counts, limit_alphabet=2) is None
 
 
 def test_symbol_block_order_versus_set():
-    order = parity.compare_symbol_blocks(["##a", "##b", "##c"], ["##b", "##a", "##c"])
+    order = compare_symbol_blocks(["##a", "##b", "##c"], ["##b", "##a", "##c"])
     assert order.reason == "order" and order.same_set and order.first_difference == 0
     assert order.positions_differing == 2 and "hash-map order" in order.message
-    different = parity.compare_symbol_blocks(["##a", "##b"], ["##a", "##z"])
+    different = compare_symbol_blocks(["##a", "##b"], ["##a", "##z"])
     assert different.reason == "set" and not different.same_set
-    assert parity.compare_symbol_blocks(["##a"], ["##a"]) is None
+    assert compare_symbol_blocks(["##a"], ["##a"]) is None
 
 
 def test_token_set_overlap():
-    overlap = parity.compare_token_sets(["[UNK]", "a", "b", "ab"], ["[UNK]", "a", "b", "ba", "abc"])
+    overlap = compare_token_sets(["[UNK]", "a", "b", "ab"], ["[UNK]", "a", "b", "ba", "abc"])
     assert (overlap.common, overlap.only_reference, overlap.only_fast) == (3, 1, 2)
     assert overlap.jaccard == pytest.approx(3 / 6) and overlap.same_id == 3
     assert overlap.examples_only_reference == ["ab"] and overlap.examples_only_fast == ["ba", "abc"]
@@ -300,14 +301,14 @@ def test_a_real_tie_broken_the_other_way_is_caught_end_to_end(workdir, en_file):
     k = next(
         k
         for k in range(len(merges) - 1)
-        if _tied_and_independent(parity.replay_pair_counts(counts, vocab, merges[:k]), vocab, merges[k], merges[k + 1])
+        if _tied_and_independent(replay_pair_counts(counts, vocab, merges[:k]), vocab, merges[k], merges[k + 1])
     )
     first, second = ("".join(merges[k]), "".join(merges[k + 1]))
     vocab[first], vocab[second] = vocab[second], vocab[first]
     merges[k], merges[k + 1] = merges[k + 1], merges[k]
     swapped = presets.ByteLevelBPETokenizer(vocab, merges)
 
-    report = parity.check_trained("bytebpe", swapped, [str(en_file)], 1000, word_counts=counts, heldout_max_lines=300)
+    report = check_trained("bytebpe", swapped, [str(en_file)], 1000, word_counts=counts, heldout_max_lines=300)
     assert not report.identical and not report.ok
     assert report.first_difference.stage == "merges" and report.first_difference.index == 256 + k
     step = report.merge
@@ -336,14 +337,14 @@ def test_compressed_corpus_and_held_out_file(workdir, en_file):
     text = en_file.read_text(encoding="utf-8")[:60_000]
     packed.write_bytes(gzip.compress(text[: text.rfind("\n") + 1].encode("utf-8")))
     heldout = _write(workdir / "heldout.txt", "First held-out line.\n\nSecond one, with 2 numbers: 3.14\n")
-    report = parity.run_parity("bytebpe", [str(packed)], 600, heldout_file=str(heldout), workers=1)
+    report = run_parity("bytebpe", [str(packed)], 600, heldout_file=str(heldout), workers=1)
     assert report.ok and report.identical
     assert report.corpus.trained_on.startswith("a plain copy") and report.corpus.files == [str(packed)]
     assert report.agreement.lines == 2 and report.agreement.share == 1.0
 
 
 def test_in_sample_lines_when_nothing_is_held_out(en_file):
-    report = parity.run_parity("bytebpe", [str(en_file)], 600, heldout_fraction=0, heldout_max_lines=50, workers=1)
+    report = run_parity("bytebpe", [str(en_file)], 600, heldout_fraction=0, heldout_max_lines=50, workers=1)
     assert report.corpus.trained_on == "the given files"
     assert report.agreement.lines == 50 and report.agreement.share == 1.0
     assert "not a true held-out set" in report.agreement.source and "50 of" in report.agreement.source
@@ -354,7 +355,7 @@ def test_more_held_out_lines_than_the_limit_are_evenly_spread(workdir, en_file):
     text = en_file.read_text(encoding="utf-8")[:30_000]
     small = _write(workdir / "en-30k.txt", text[: text.rfind("\n") + 1])
     lines = [f"held-out line number {number}" for number in range(40)]
-    report = parity.run_parity("bytebpe", [str(small)], 300, heldout_lines=lines, heldout_max_lines=8, workers=1)
+    report = run_parity("bytebpe", [str(small)], 300, heldout_lines=lines, heldout_max_lines=8, workers=1)
     assert report.agreement.lines == 8 and report.agreement.share == 1.0
     assert report.agreement.source.endswith("8 of 40 evenly spread")
 
@@ -363,4 +364,28 @@ def test_invalid_utf8_is_reported_against_the_given_file(workdir):
     bad = workdir / "bad.txt"
     bad.write_bytes(b"fine line\n\xe4 broken\n")
     with pytest.raises(ToktoolsError, match=r"bad\.txt, line 2: invalid UTF-8"):
-        parity.run_parity("bytebpe", [str(bad)], 300)
+        run_parity("bytebpe", [str(bad)], 300)
+
+
+def test_the_names_of_the_former_parity_module_still_resolve() -> None:
+    """``toktools.parity`` was one module before 0.2.0: every public name it had still resolves
+    on the package, as the object of the module that holds it now."""
+    import toktools.parity as package
+    from toktools.parity import agreement, merges, results, run, vocabularies
+
+    names = {
+        "KINDS", "TRAINER_OPTIONS", "EXAMPLES", "Pair", "Agreement", "AlphabetComparison", "CorpusInfo",
+        "Divergence", "FileComparison", "ForcedCheck", "MergeStep", "Overlap", "ParityReport", "ScoreAgreement",
+        "SymbolBlockComparison", "Timing", "Tolerance", "char_frequencies", "check_trained", "compare_alphabets",
+        "compare_encodings", "compare_files", "compare_scores", "compare_symbol_blocks", "compare_token_sets",
+        "explain_merge_divergence", "replay_pair_counts", "run_parity",
+    }  # fmt: skip
+    assert all(getattr(package, name) is not None for name in names)
+    assert names <= set(dir(package))
+    assert package.run_parity is run.run_parity and package.ParityReport is results.ParityReport
+    assert (
+        package.replay_pair_counts is merges.replay_pair_counts and package.compare_scores is agreement.compare_scores
+    )
+    assert package.compare_alphabets is vocabularies.compare_alphabets
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        package.nope  # noqa: B018

@@ -14,7 +14,8 @@ from click.testing import CliRunner
 from conftest import read_corpus_sample
 
 from toktools.cli import main
-from toktools.parity.core import Agreement, Tolerance, compare_scores
+from toktools.parity.agreement import compare_scores
+from toktools.parity.results import Agreement, Tolerance
 
 pytest.importorskip("tokenizers")
 

@@ -13,7 +13,7 @@ from parts_parity import check_all, corpus_lines, load_in_toktools
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 from toktools.errors import ToktoolsError
-from toktools.io.formats import from_tokenizer_json
+from toktools.formats import from_tokenizer_json
 from toktools.models.wordpiece.model import read_vocab_txt
 from toktools.parts.models import BPE
 

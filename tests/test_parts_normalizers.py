@@ -19,9 +19,9 @@ from tokenizers import normalizers as hf
 from toktools.errors import ToktoolsError
 from toktools.parts import normalizers as tt
 from toktools.parts import pre_tokenizers as tt_pre
-from toktools.parts._unicode import tables
 from toktools.parts.base import Piece
 from toktools.parts.registry import part_from_json
+from toktools.parts.unicode_forms import tables
 
 
 def spans(normalizer, text: str) -> tuple[str, list[tuple[int, int]]]:

@@ -14,7 +14,7 @@ from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre
 
 from toktools.cli import main
 from toktools.errors import ToktoolsError
-from toktools.io.formats import from_tokenizer_json
+from toktools.formats import from_tokenizer_json
 from toktools.models.wordpiece.model import read_vocab_txt
 from toktools.parts import decoders as our_decoders
 from toktools.parts import models as our_models

@@ -21,7 +21,7 @@ from conftest import corpus_path, read_corpus_sample, ref_vocab_dir
 
 from toktools.cli import main
 from toktools.corpus.reading import expand_sources
-from toktools.io.formats import load
+from toktools.formats import load
 from toktools.pretraining.examples import (
     encode_documents,
     iter_documents,

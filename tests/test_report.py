@@ -1,5 +1,7 @@
-"""``toktools.analysis.report``: vocabulary statistics, one token's anatomy, corpus usage, segmentation
-metrics and the side-by-side alignment behind ``toktools inspect`` and ``toktools compare``.
+"""The reports of ``toktools.analysis`` (``scripts``, ``vocabulary``, ``token_anatomy``, ``usage``,
+``metrics``, ``alignment``, ``comparison``): vocabulary statistics, one token's anatomy, corpus
+usage, segmentation metrics and the side-by-side alignment behind ``toktools inspect`` and
+``toktools compare``.
 
 Where the expected values come from:
 
@@ -9,7 +11,7 @@ Where the expected values come from:
   it is absent): GPT-2 has 50,257 tokens, 50,000 merges, all 256 bytes, `` Hello`` is one token and
   ``我`` (E6 88 91) two; BERT cuts ``unaffable`` into ``una ##ffa ##ble`` (its paper's example).
 
-No expected value is read back from ``toktools.analysis.report`` itself.
+No expected value is read back from the reports themselves.
 """
 
 from __future__ import annotations
@@ -23,7 +25,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toktools
-from toktools.analysis import report
+from toktools.analysis.alignment import align_segmentations
+from toktools.analysis.comparison import compare
+from toktools.analysis.metrics import segment_metrics
+from toktools.analysis.scripts import script_of_text
+from toktools.analysis.token_anatomy import token_info
+from toktools.analysis.usage import corpus_usage
+from toktools.analysis.vocabulary import vocab_stats
 from toktools.errors import ToktoolsError
 from toktools.models.bpe.bytelevel import ALPHABET, BYTE_TO_SYMBOL, text_to_symbols
 from toktools.presets import ByteLevelBPETokenizer, WordPieceTokenizer
@@ -124,7 +132,7 @@ def test_the_hand_built_tokenizers_cut_as_described():
     ],
 )
 def test_script_of_text(text, script):
-    assert report.script_of_text(text) == script
+    assert script_of_text(text) == script
 
 
 # ---------------------------------------------------------------------------------------------
@@ -135,7 +143,7 @@ def test_script_of_text(text, script):
 def test_vocab_stats_of_a_hand_built_wordpiece_vocabulary():
     """9 entries, 5 of them special: the histograms are over the 4 others — the (3 chars),
     un (2), ##aff → aff (3), ##able → able (4); 2 of the 4 are ## pieces; all Latin."""
-    stats = report.vocab_stats(hand_wordpiece())
+    stats = vocab_stats(hand_wordpiece())
     assert stats.kind == "wordpiece"
     assert stats.vocab_size == 9 and stats.model_vocab_size == 9
     assert stats.special_tokens == [("[PAD]", 0), ("[UNK]", 1), ("[CLS]", 2), ("[SEP]", 3), ("[MASK]", 4)]
@@ -152,7 +160,7 @@ def test_script_coverage_puts_chinese_tokens_in_han():
     """ "你好" and the piece "##好" are Han; "日本語です" mixes Han and Hiragana; digits are
     Common; a single Cyrillic letter is Cyrillic (and also part of the alphabet)."""
     vocab = {t: i for i, t in enumerate(["[UNK]", "你好", "##好", "hello", "123", "日本語です", "ж"])}
-    stats = report.vocab_stats(WordPieceTokenizer.bert(vocab))
+    stats = vocab_stats(WordPieceTokenizer.bert(vocab))
     assert stats.scripts == {"Han": 2, "Common": 1, "Cyrillic": 1, "Latin": 1, "Mixed": 1}
     assert stats.alphabet == ["ж"]
     assert stats.length_bytes[6] == 1  # 你好 is 6 bytes of UTF-8 and 2 characters
@@ -167,25 +175,25 @@ def test_vocab_stats_of_byte_level_bpe_decode_symbols_to_surface_text():
     assert (nihao, wo_head) == ("ä½łå¥½", "æĪ")
     vocab = {symbol: i for i, symbol in enumerate(ALPHABET)}
     vocab.update({nihao: 256, wo_head: 257, "Ġthe": 258})
-    stats = report.vocab_stats(ByteLevelBPETokenizer(vocab, []))
+    stats = vocab_stats(ByteLevelBPETokenizer(vocab, []))
     assert stats.byte_symbols_present == 256 and stats.missing_bytes == []
     assert stats.alphabet == BYTE_TO_SYMBOL  # in byte order
     assert stats.partial_byte_tokens == 128 + 1  # 0x80–0xFF alone are not UTF-8, nor is E6 88
     assert stats.scripts["Partial bytes"] == 129
     assert stats.scripts["Han"] == 1
     assert stats.longest[0].surface == " the" and stats.longest[0].bytes == 4
-    assert report.vocab_stats(ByteLevelBPETokenizer(vocab, [])).length_bytes == {1: 256, 2: 1, 4: 1, 6: 1}
+    assert vocab_stats(ByteLevelBPETokenizer(vocab, [])).length_bytes == {1: 256, 2: 1, 4: 1, 6: 1}
 
 
 def test_a_byte_level_vocabulary_without_some_bytes_says_which():
     vocab = {"a": 0, "b": 1, "ab": 2}
-    stats = report.vocab_stats(ByteLevelBPETokenizer(vocab, [("a", "b")]))
+    stats = vocab_stats(ByteLevelBPETokenizer(vocab, [("a", "b")]))
     assert stats.byte_symbols_present == 2
     assert len(stats.missing_bytes) == 254 and "61" not in stats.missing_bytes and "20" in stats.missing_bytes
 
 
 def test_vocab_stats_of_gpt2(gpt2):
-    stats = report.vocab_stats(gpt2, top=5)
+    stats = vocab_stats(gpt2, top=5)
     assert stats.vocab_size == 50257
     assert stats.special_tokens == [("<|endoftext|>", 50256)]
     assert stats.byte_symbols_present == 256
@@ -198,7 +206,7 @@ def test_vocab_stats_of_gpt2(gpt2):
 
 
 def test_vocab_stats_of_bert_counts_continuation_pieces(bert):
-    stats = report.vocab_stats(bert)
+    stats = vocab_stats(bert)
     pieces = sum(1 for t in bert.vocab if t.startswith("##") and len(t) > 2)
     assert stats.continuation_tokens == pieces
     assert stats.continuation_share == pytest.approx(pieces / (30522 - 5))
@@ -214,7 +222,7 @@ def test_vocab_stats_of_bert_counts_continuation_pieces(bert):
 def test_merge_tree_of_a_hand_built_token():
     """Ġunaff = merge 4 (Ġ + unaff); unaff = merge 3 (un + aff); un = merge 0; aff = merge 2
     (af + f); af = merge 1. The leaves spell the token's bytes."""
-    info = report.token_info(hand_bpe(), "Ġunaff")
+    info = token_info(hand_bpe(), "Ġunaff")
     tree = info.merge_tree
     assert (tree.token, tree.rank) == ("Ġunaff", 4)
     assert (tree.left.token, tree.left.rank) == ("Ġ", None)
@@ -240,7 +248,7 @@ def test_merge_tree_of_a_gpt2_token_reaches_byte_symbols(gpt2):
     """ " Hello" is one GPT-2 token; its tree's leaves are single byte symbols, the bytes of
     " Hello", and every inner node is a merge whose two halves concatenate to it."""
     assert gpt2.encode(" Hello").tokens == ["ĠHello"]
-    info = report.token_info(gpt2, " Hello")  # text is accepted and mapped to byte symbols
+    info = token_info(gpt2, " Hello")  # text is accepted and mapped to byte symbols
     assert (info.token, info.id) == ("ĠHello", gpt2.token_to_id("ĠHello"))
     assert info.hex == "20 48 65 6C 6C 6F" and info.byte_symbols == "ĠHello" and info.script == "Latin"
     leaves = info.merge_tree.leaves()
@@ -260,25 +268,25 @@ def test_merge_tree_of_a_gpt2_token_reaches_byte_symbols(gpt2):
 
 
 def test_token_info_of_partial_bytes_and_of_special_tokens(gpt2):
-    head = report.token_info(gpt2, "æĪ")
+    head = token_info(gpt2, "æĪ")
     assert head.surface is None and head.hex == "E6 88" and head.script == "Partial bytes"
     assert [leaf.token for leaf in head.merge_tree.leaves()] == ["æ", "Ī"]
-    eot = report.token_info(gpt2, 50256)
+    eot = token_info(gpt2, 50256)
     assert eot.token == "<|endoftext|>" and eot.special and eot.merge_tree is None
     with pytest.raises(ToktoolsError, match="use --id 50256"):  # a string is never taken for an id
-        report.token_info(gpt2, "50256")
-    assert report.token_info(gpt2, "1990").token == "1990"  # "1990" is itself a token of GPT-2
-    assert report.token_info(gpt2, 1990).id == 1990
+        token_info(gpt2, "50256")
+    assert token_info(gpt2, "1990").token == "1990"  # "1990" is itself a token of GPT-2
+    assert token_info(gpt2, 1990).id == 1990
     with pytest.raises(ToktoolsError, match=r"2 tokens: <E6 88> \| <91>"):
-        report.token_info(gpt2, "我")
+        token_info(gpt2, "我")
 
 
 def test_token_info_of_a_wordpiece_piece():
-    info = report.token_info(hand_wordpiece(), "##able")
+    info = token_info(hand_wordpiece(), "##able")
     assert (info.id, info.surface, info.continuation, info.merge_tree) == (8, "able", True, None)
     assert info.byte_symbols == "able" and info.hex == "61 62 6C 65"
     with pytest.raises(ToktoolsError):
-        report.token_info(hand_wordpiece(), 99)
+        token_info(hand_wordpiece(), 99)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -289,7 +297,7 @@ def test_token_info_of_a_wordpiece_piece():
 def test_corpus_usage_counts_tokens_unused_entries_and_unknowns():
     """Line 1: the un ##aff ##able [UNK] (5 tokens); line 2: the the (2). 7 tokens, 5 distinct;
     of the 4 non-special entries only "the", "un", "##aff", "##able" exist and all are used."""
-    usage = report.corpus_usage(hand_wordpiece(), ["the unaffable xyz\n", "the the\r\n"])
+    usage = corpus_usage(hand_wordpiece(), ["the unaffable xyz\n", "the the\r\n"])
     assert (usage.lines, usage.words, usage.characters) == (2, 5, 17 + 7)
     assert (usage.tokens, usage.distinct_used) == (7, 5)
     assert (usage.vocab_considered, usage.unused, usage.unused_sample) == (4, 0, [])
@@ -299,7 +307,7 @@ def test_corpus_usage_counts_tokens_unused_entries_and_unknowns():
 
 
 def test_corpus_usage_lists_unused_tokens_by_id():
-    usage = report.corpus_usage(hand_bpe(), ["the"])
+    usage = corpus_usage(hand_bpe(), ["the"])
     assert usage.tokens == 1 and usage.distinct_used == 1
     assert usage.vocab_considered == 256 + 10 and usage.unused == 265
     assert usage.unused_sample[:2] == [(0, "!"), (1, '"')]
@@ -315,7 +323,7 @@ def test_metrics_arithmetic_on_a_tiny_example():
     """ "the unaffable xyz": 17 characters, 3 words, 5 tokens (the | un ##aff ##able | [UNK]);
     one word of three is split; one token of five is unknown; chars/token and bytes/token use
     the same characters (spaces included)."""
-    m = report.segment_metrics(hand_wordpiece(), "the unaffable xyz")
+    m = segment_metrics(hand_wordpiece(), "the unaffable xyz")
     assert (m.tokens, m.characters, m.bytes, m.words, m.documents) == (5, 17, 17, 3, 1)
     assert m.chars_per_token == pytest.approx(17 / 5)
     assert m.bytes_per_token == pytest.approx(17 / 5)
@@ -330,7 +338,7 @@ def test_metrics_attribute_a_leading_space_token_to_the_next_word():
     """Byte-level: the | Ġunaff able | Ġ x y z. "Ġunaff" belongs to "unaffable" (its last
     character is in it); the lone "Ġ" is all space and belongs to no word. So "unaffable"
     has 2 tokens and "xyz" 3: 2 split words of 3, 7 tokens for 3 words."""
-    m = report.segment_metrics(hand_bpe(), "the unaffable xyz")
+    m = segment_metrics(hand_bpe(), "the unaffable xyz")
     assert m.tokens == 7 and m.split_words == 2 and m.tokens_per_word == pytest.approx(7 / 3)
     assert m.unk_count == 0 and m.unk_rate == 0.0
 
@@ -338,7 +346,7 @@ def test_metrics_attribute_a_leading_space_token_to_the_next_word():
 def test_cjk_text_without_spaces_is_one_word_and_its_characters_are_byte_pieces():
     """ "你好" has no merges in the hand-built BPE: 6 byte tokens, 1 word, 2 characters, both
     characters in byte pieces."""
-    m = report.segment_metrics(hand_bpe(), "你好")
+    m = segment_metrics(hand_bpe(), "你好")
     assert (m.tokens, m.words, m.characters, m.bytes) == (6, 1, 2, 6)
     assert m.tokens_per_word == 6.0 and m.split_share == 1.0
     assert m.bytes_per_token == 1.0 and m.chars_per_token == pytest.approx(2 / 6)
@@ -346,15 +354,15 @@ def test_cjk_text_without_spaces_is_one_word_and_its_characters_are_byte_pieces(
 
 
 def test_empty_text_has_undefined_ratios():
-    m = report.segment_metrics(hand_bpe(), "")
+    m = segment_metrics(hand_bpe(), "")
     assert m.tokens == 0 and m.chars_per_token is None and m.tokens_per_word is None
     assert json_round_trip(m.to_dict())["tokens_per_word"] is None
 
 
 def test_metrics_of_gpt2_facts(gpt2):
-    m = report.segment_metrics(gpt2, "Hello world")  # Hello | Ġworld
+    m = segment_metrics(gpt2, "Hello world")  # Hello | Ġworld
     assert (m.tokens, m.chars_per_token, m.tokens_per_word, m.split_words) == (2, 5.5, 1.0, 0)
-    wo = report.segment_metrics(gpt2, "我")  # E6 88 | 91
+    wo = segment_metrics(gpt2, "我")  # E6 88 | 91
     assert (wo.tokens, wo.bytes_per_token, wo.split_words, wo.byte_piece_chars) == (2, 1.5, 1, 1)
 
 
@@ -363,9 +371,9 @@ def test_metrics_ignore_truncation_and_padding_of_published_tokenizers(gpt2, ber
     metrics see the whole text and no padding, and the tokenizers keep their settings."""
     text = " ".join(["word"] * 80)
     assert gpt2.truncation is not None and bert.padding is not None
-    assert report.segment_metrics(gpt2, text).tokens == 80
-    assert report.segment_metrics(bert, text).tokens == 80
-    assert report.segment_metrics(bert, "hello").tokens == 1
+    assert segment_metrics(gpt2, text).tokens == 80
+    assert segment_metrics(bert, text).tokens == 80
+    assert segment_metrics(bert, "hello").tokens == 1
     assert gpt2.truncation is not None and bert.padding is not None
     assert len(gpt2.encode(text)) == 50
 
@@ -379,7 +387,7 @@ def test_alignment_of_hand_built_tokenizers_marks_the_differing_spans():
     """WordPiece cuts {0,3 | 4,6,9,13 | 14,17}; BPE {0,3 | 4,9,13 | 14,15,16,17} (whitespace is
     neutral: "Ġunaff" starts at u). They differ inside "unaff" (the cut at 6) and inside "xyz"
     (15, 16): two minimal regions between boundaries both share."""
-    alignment = report.align_segmentations("the unaffable xyz", {"wordpiece": hand_wordpiece(), "bpe": hand_bpe()})
+    alignment = align_segmentations("the unaffable xyz", {"wordpiece": hand_wordpiece(), "bpe": hand_bpe()})
     assert alignment.row("wordpiece").boundaries == [0, 3, 4, 6, 9, 13, 14, 17]
     assert alignment.row("bpe").boundaries == [0, 3, 4, 9, 13, 14, 15, 16, 17]
     assert [(d.char_start, d.char_end, d.text) for d in alignment.diffs] == [(4, 9, "unaff"), (14, 17, "xyz")]
@@ -399,7 +407,7 @@ def test_plain_rendering_of_the_hand_built_alignment():
     """The plain view: one row per tokenizer, | at its cuts, · where only another row cuts,
     spaces a token owns inside its bars (bpe's "Ġunaff" is drawn "  un·aff|"), ? around the
     unknown token, ^ under the regions that differ, and a legend for the marks used."""
-    alignment = report.align_segmentations("the unaffable xyz", {"wordpiece": hand_wordpiece(), "bpe": hand_bpe()})
+    alignment = align_segmentations("the unaffable xyz", {"wordpiece": hand_wordpiece(), "bpe": hand_bpe()})
     lines = alignment.render_plain().splitlines()
     assert lines[0] == "wordpiece  |the| |un|aff|able| ?x·y·z?"
     assert lines[1] == "bpe        |the|  un·aff|able| |x|y|z|"
@@ -413,7 +421,7 @@ def test_alignment_of_unaffable_between_bert_and_gpt2(bert, gpt2):
     """BERT: una ##ffa ##ble (cuts at 3 and 6 inside the word); GPT-2: Ġunaff able (cut at 5).
     Only "unaffable" differs; "an" and "man" are cut alike."""
     text = "an unaffable man"
-    alignment = report.align_segmentations(text, {"bert": bert, "gpt2": gpt2})
+    alignment = align_segmentations(text, {"bert": bert, "gpt2": gpt2})
     assert [s.token for s in alignment.row("bert").spans] == ["an", "una", "##ffa", "##ble", "man"]
     assert [s.token for s in alignment.row("gpt2").spans] == ["an", "Ġunaff", "able", "Ġman"]
     assert [(d.char_start, d.char_end, d.text) for d in alignment.diffs] == [(3, 12, "unaffable")]
@@ -427,7 +435,7 @@ def test_a_character_cut_between_byte_tokens_is_drawn_as_its_bytes(gpt2, bert):
     """我 = E6 88 91; GPT-2 cuts it E6 88 | 91: two tokens sharing character offsets (0, 1),
     with byte ranges (0, 2) and (2, 3). BERT keeps it whole, so the character is a difference;
     the main view shows GPT-2's cut inside the character, and --bytes adds every byte."""
-    alignment = report.align_segmentations("我", {"bert": bert, "gpt2": gpt2})
+    alignment = align_segmentations("我", {"bert": bert, "gpt2": gpt2})
     spans = alignment.row("gpt2").spans
     assert [(s.token, s.char_start, s.char_end, s.byte_start, s.byte_end, s.partial) for s in spans] == [
         ("æĪ", 0, 1, 0, 2, True),
@@ -446,10 +454,10 @@ def test_a_character_cut_between_byte_tokens_is_drawn_as_its_bytes(gpt2, bert):
 
 def test_invisible_characters_are_escaped_and_unknown_tokens_marked():
     tokenizers = {"wordpiece": hand_wordpiece(), "bpe": hand_bpe()}
-    view = report.align_segmentations("the\u200dthe\tthe", tokenizers).render_plain()
+    view = align_segmentations("the\u200dthe\tthe", tokenizers).render_plain()
     assert "\\u200d" in view and "\\t" in view and "\u200d" not in view and "\t" not in view
     assert "invisible characters" in view
-    view = report.align_segmentations("the 你", tokenizers).render_plain()
+    view = align_segmentations("the 你", tokenizers).render_plain()
     assert "bpe        |the| |E4¦BD¦A0|" in view  # no merge: one token per byte
     assert "wordpiece  |the| ?你" in view  # [UNK] for the whole character
 
@@ -458,7 +466,7 @@ def test_diff_regions_list_the_overlapping_tokens_of_every_row_on_a_long_line(be
     """The sweep that matches regions to tokens (linear; see benchmarks/bench_align.py) gives,
     for each region, exactly the tokens whose trimmed byte range overlaps it."""
     text = "The unaffable anarchists reorganised Fédération syndicaliste 我是 in 1945. " * 30
-    alignment = report.align_segmentations(text, {"bert": bert, "gpt2": gpt2})
+    alignment = align_segmentations(text, {"bert": bert, "gpt2": gpt2})
     assert len(alignment.diffs) > 100
     data = text.encode("utf-8")
     for diff in alignment.diffs:
@@ -475,7 +483,7 @@ def test_diff_regions_list_the_overlapping_tokens_of_every_row_on_a_long_line(be
 
 def test_rows_differ_only_in_their_bars_and_wrapping_respects_the_width(bert, gpt2):
     text = "Tokenizers disagree: 北京 is 2 characters and 6 bytes, naïve has a diaeresis."
-    alignment = report.align_segmentations(text, {"bert": bert, "gpt2": gpt2})
+    alignment = align_segmentations(text, {"bert": bert, "gpt2": gpt2})
     for view in (alignment.render_plain(legend=False), alignment.render_plain(width=40, legend=False)):
         lines = view.split("\n")
         for first, second in zip(lines, lines[1:]):
@@ -487,7 +495,7 @@ def test_rows_differ_only_in_their_bars_and_wrapping_respects_the_width(bert, gp
 
 
 def test_comparison_bundles_metrics_and_alignment_and_is_json(gpt2, bert):
-    comparison = report.compare({"bert": bert, "gpt2": gpt2}, "我爱北京 hello")
+    comparison = compare({"bert": bert, "gpt2": gpt2}, "我爱北京 hello")
     assert list(comparison.metrics) == ["bert", "gpt2"]
     assert comparison.metrics["gpt2"].tokens == len(gpt2.encode("我爱北京 hello").ids)
     data = comparison.to_dict()
@@ -513,23 +521,23 @@ def test_every_report_is_json_serialisable():
     """to_dict() gives plain JSON data: string keys, and a JSON round trip changes nothing."""
     wp, bpe = hand_wordpiece(), hand_bpe()
     for item in (
-        report.vocab_stats(wp),
-        report.vocab_stats(bpe),
-        report.token_info(bpe, "Ġunaff"),
-        report.token_info(wp, "[CLS]"),
-        report.corpus_usage(wp, ["the unaffable xyz"]),
-        report.segment_metrics(bpe, "the unaffable xyz"),
-        report.align_segmentations("the 我", {"wp": wp, "bpe": bpe}),
-        report.compare([("wp", wp), ("bpe", bpe)], "the unaffable xyz"),
+        vocab_stats(wp),
+        vocab_stats(bpe),
+        token_info(bpe, "Ġunaff"),
+        token_info(wp, "[CLS]"),
+        corpus_usage(wp, ["the unaffable xyz"]),
+        segment_metrics(bpe, "the unaffable xyz"),
+        align_segmentations("the 我", {"wp": wp, "bpe": bpe}),
+        compare([("wp", wp), ("bpe", bpe)], "the unaffable xyz"),
     ):
         data = item.to_dict()
         assert json_round_trip(data) == data, type(item).__name__
-    assert report.vocab_stats(wp).to_dict()["length_chars"] == {"2": 1, "3": 2, "4": 1}
+    assert vocab_stats(wp).to_dict()["length_chars"] == {"2": 1, "3": 2, "4": 1}
 
 
 def test_tokenizer_names_must_be_distinct():
     with pytest.raises(ToktoolsError):
-        report.align_segmentations("x", [("a", hand_bpe()), ("a", hand_wordpiece())])
+        align_segmentations("x", [("a", hand_bpe()), ("a", hand_wordpiece())])
 
 
 def test_trained_vocabularies_work_end_to_end():
@@ -537,9 +545,9 @@ def test_trained_vocabularies_work_end_to_end():
     texts = ["unaffable affable unable able"] * 5 + ["你好 你好 世界"] * 5
     bpe = toktools.train_bytebpe(texts=texts, vocab_size=300)
     wp = toktools.train_wordpiece(texts=texts, vocab_size=200)
-    assert report.vocab_stats(bpe).byte_symbols_present == 256
-    assert report.vocab_stats(wp).scripts.get("Han", 0) >= 2  # 你, 好 (and 世, 界) are characters of the alphabet
-    comparison = report.compare({"bpe": bpe, "wp": wp}, "unaffable 你好")
+    assert vocab_stats(bpe).byte_symbols_present == 256
+    assert vocab_stats(wp).scripts.get("Han", 0) >= 2  # 你, 好 (and 世, 界) are characters of the alphabet
+    comparison = compare({"bpe": bpe, "wp": wp}, "unaffable 你好")
     assert json_round_trip(comparison.to_dict()) == comparison.to_dict()
     assert "bytes" in comparison.render_plain(byte_view=True)
 
@@ -561,7 +569,7 @@ def test_alignment_properties(text):
     """For any text: byte-level spans tile the UTF-8 bytes exactly; every span lies inside the
     text; each diff lies between boundaries that all rows share; the plain rows only differ
     in their bars."""
-    alignment = report.align_segmentations(text, {"wp": _WP, "bpe": _BPE})
+    alignment = align_segmentations(text, {"wp": _WP, "bpe": _BPE})
     data = text.encode("utf-8")
     position = 0
     for span in alignment.row("bpe").spans:
@@ -580,3 +588,29 @@ def test_alignment_properties(text):
     wp_line, bpe_line = alignment.render_plain().split("\n")[:2]
     assert wp_line.startswith("wp") and bpe_line.startswith("bpe")
     assert "\x00" not in alignment.render_plain()  # controls are escaped
+
+
+# ---------------------------------------------------------------------------------------------
+# The old module path
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_old_report_module_still_gives_every_public_name() -> None:
+    """``toktools.analysis.report`` (and ``toktools.report``, its alias from before 0.2.0) was one
+    module; its public names still import from it, as the objects of the modules they moved to."""
+    import warnings
+
+    from toktools.analysis import alignment, alignment_layout, scripts, vocabulary
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import toktools.report as old
+    names = {
+        "Alignment", "BERT_BASE_PARAMETERS", "Comparison", "DiffSpan", "EmbeddingCost", "MergeNode", "Metrics",
+        "ScoreStats", "ScriptName", "SegmentationRow", "TokenEntry", "TokenInfo", "TokenSpan", "UsageStats",
+        "VocabStats", "align_segmentations", "compare", "corpus_usage", "legend_lines", "merge_tree",
+        "render_metrics_plain", "script_of_char", "script_of_text", "segment_metrics", "token_info", "vocab_stats",
+    }  # fmt: skip
+    assert names <= set(dir(old)) and set(old.__all__) <= names
+    assert old.Alignment is alignment.Alignment and old.vocab_stats is vocabulary.vocab_stats
+    assert old.script_of_char is scripts.script_of_char and old.legend_lines is alignment_layout.legend_lines

@@ -139,7 +139,7 @@ def test_the_readme_main_job_runs_from_another_directory(venv_bin: Path, tmp_pat
 
 def test_the_installed_package_finds_its_own_copy(venv_bin: Path, tmp_path: Path) -> None:
     script = (
-        "import toktools, toktools.io.shipped as s, toktools.io.formats as f; "
+        "import toktools, toktools.io.shipped as s, toktools.formats as f; "
         "print(toktools.__file__); print(s.shipped_names()); print(f.resolve('wordpiece-30k'))"
     )
     completed = subprocess.run(

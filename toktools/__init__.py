@@ -22,7 +22,7 @@ _moved.install()  # the module paths from before 0.2.0 (toktools.masking, ...) s
 #: The public API imported on first use, name -> module, so that ``import toktools`` and
 #: ``toktools --help`` stay fast. A new public name goes here (and under TYPE_CHECKING below).
 _LAZY = {
-    "load": "toktools.io.formats",
+    "load": "toktools.formats",
     "train_bytebpe": "toktools.training.pipeline",
     "train_wordpiece": "toktools.training.pipeline",
     "train_unigram": "toktools.training.pipeline",
@@ -38,15 +38,19 @@ _LAZY = {
 
 __all__ = ["ToktoolsError", "__version__", *_LAZY]
 
-if TYPE_CHECKING:  # pragma: no cover
-    from toktools.corpus.encode import encode_corpus
-    from toktools.io.formats import load
-    from toktools.io.shipped import shipped_names
-    from toktools.presets import bert_wordpiece, byte_level_bpe
-    from toktools.pretraining.examples import make_pretraining_data
-    from toktools.tokenizer import Tokenizer
-    from toktools.training.pipeline import train_bytebpe, train_unigram, train_wordpiece
-    from toktools.training.trainers import train, trainer_names
+if TYPE_CHECKING:  # pragma: no cover - the lazy names for type checkers ("x as x": re-exported)
+    from toktools.corpus.encode import encode_corpus as encode_corpus
+    from toktools.formats import load as load
+    from toktools.io.shipped import shipped_names as shipped_names
+    from toktools.presets import bert_wordpiece as bert_wordpiece
+    from toktools.presets import byte_level_bpe as byte_level_bpe
+    from toktools.pretraining.examples import make_pretraining_data as make_pretraining_data
+    from toktools.tokenizer import Tokenizer as Tokenizer
+    from toktools.training.pipeline import train_bytebpe as train_bytebpe
+    from toktools.training.pipeline import train_unigram as train_unigram
+    from toktools.training.pipeline import train_wordpiece as train_wordpiece
+    from toktools.training.trainers import train as train
+    from toktools.training.trainers import trainer_names as trainer_names
 
 
 def __getattr__(name: str) -> Any:

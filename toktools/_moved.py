@@ -14,7 +14,6 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.machinery
-import importlib.util
 import sys
 import warnings
 from types import ModuleType
@@ -52,7 +51,6 @@ MOVED: dict[str, str] = {
     "fast": "training.tokenizers_backend",
     "fast_ids": "engines.ids_only",
     "fast_unigram": "engines.ids_only_unigram",
-    "formats": "io.formats",
     "id_packing": "engines.id_packing",
     "interrupts": "runtime.interrupts",
     "likelihood": "models.wordpiece.likelihood_trainer",
@@ -79,6 +77,7 @@ MOVED: dict[str, str] = {
     "validate": "io.validate",
     "workers": "runtime.workers",
     "files": "io.outputs",
+    "parts.spm_decoder": "sentencepiece.decoder",
 }
 
 
@@ -87,19 +86,22 @@ class _AliasLoader(importlib.abc.Loader):
 
     def __init__(self, new_name: str) -> None:
         self.new_name = new_name
+        self.own_spec: importlib.machinery.ModuleSpec | None = None
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
         warnings.warn(
             f"{spec.name} moved to {self.new_name} in toktools 0.2.0; import it from there",
             DeprecationWarning,
-            stacklevel=2,
+            stacklevel=2,  # past the import system's frames, which warnings skips: the user's import line
         )
-        return importlib.import_module(self.new_name)
+        module = importlib.import_module(self.new_name)
+        self.own_spec = module.__spec__
+        return module
 
     def exec_module(self, module: ModuleType) -> None:
         """Nothing to run: the new module ran when it was imported. The import system has just
         set its ``__spec__`` to the old name's; give it back its own."""
-        module.__spec__ = importlib.util.find_spec(self.new_name)
+        module.__spec__ = self.own_spec
 
 
 class _MovedFinder(importlib.abc.MetaPathFinder):

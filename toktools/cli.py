@@ -12,6 +12,9 @@ import os
 import sys
 from typing import Any
 
+from toktools._version import __version__
+from toktools.errors import ToktoolsError
+
 
 def _running_as_the_program() -> bool:
     """``toktools`` (the console script) or ``python -m toktools.cli``, not an import by a library
@@ -20,14 +23,11 @@ def _running_as_the_program() -> bool:
 
 
 if _running_as_the_program():  # before importing click: a SIGTERM while it loads is one line too
-    from toktools.runtime import interrupts as _interrupts
+    from toktools.runtime import interrupts
 
-    _interrupts.install()
+    interrupts.install()
 
-import click  # noqa: E402
-
-from toktools._version import __version__
-from toktools.errors import ToktoolsError
+import click  # noqa: E402 - after the handlers above
 
 
 class ToktoolsGroup(click.Group):
@@ -91,7 +91,7 @@ def _silence_stdout() -> None:
 @click.group(cls=ToktoolsGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="toktools")
 def main() -> None:
-    """Train, run and compare WordPiece and byte-level BPE tokenizers.
+    """Train, run and compare WordPiece, byte-level BPE and Unigram/SentencePiece tokenizers.
 
     \b
     Examples:

@@ -38,7 +38,7 @@ class Encoding:
         if len(parts) == 1:
             return parts[0]
         fields = []
-        for name in _FIELDS:
+        for name in ENCODING_FIELDS:
             values: list = []
             for part in parts:
                 values += getattr(part, name)
@@ -47,13 +47,14 @@ class Encoding:
 
     def truncated(self, length: int, direction: str = "right") -> Encoding:
         keep = slice(0, length) if direction == "right" else slice(max(len(self.ids) - length, 0), None)
-        return Encoding(*(list(getattr(self, name)[keep]) for name in _FIELDS))
+        return Encoding(*(list(getattr(self, name)[keep]) for name in ENCODING_FIELDS))
 
     def __add__(self, other: Encoding) -> Encoding:
-        return Encoding(*(getattr(self, name) + getattr(other, name) for name in _FIELDS))
+        return Encoding(*(getattr(self, name) + getattr(other, name) for name in ENCODING_FIELDS))
 
 
-_FIELDS = ("ids", "tokens", "offsets", "type_ids", "attention_mask", "special_tokens_mask")
+#: the fields of an :class:`Encoding`, in order
+ENCODING_FIELDS = ("ids", "tokens", "offsets", "type_ids", "attention_mask", "special_tokens_mask")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -106,9 +107,9 @@ class _Matcher:
             if token.single_word and (_ENDS_WITH_WORD.search(text, 0, start) or _STARTS_WITH_WORD.match(text, stop)):
                 continue
             if token.lstrip:  # the previous match may have taken those spaces already
-                start = max(_SPACES_AT_END.search(text, 0, start).start(), position)  # type: ignore[union-attr]
+                start = max(_SPACES_AT_END.search(text, 0, start).start(), position)
             if token.rstrip:
-                stop = _SPACES_AT_START.match(text, stop).end()  # type: ignore[union-attr]
+                stop = _SPACES_AT_START.match(text, stop).end()
             if start > position:
                 out.append((position, start, None))
             out.append((start, stop, token))
@@ -159,7 +160,7 @@ class AddedTokens:
         """Normalised ``text`` as (start, end, ``normalized`` added token or None); each token
         is looked for as its content passed through ``normalize``."""
         if self._normalized is None or self._normalized[0] is not normalize:
-            patterns = {}
+            patterns: dict[str, AddedToken] = {}
             for token in self.tokens:
                 if token.normalized:
                     pattern = normalize(token.content) if normalize is not None else token.content
@@ -200,6 +201,7 @@ class Truncation:
             if self.strategy == "longest_first":
                 return first.truncated(budget, self.direction), None
         if self.strategy == "longest_first":
+            assert second is not None  # a single sequence returned above
             n1, n2 = len(first), len(second)
             swapped = n1 > n2
             if swapped:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from toktools.encoding import AddedToken
+from toktools.models.wordpiece.model import BERT_SPECIAL_TOKENS as BERT_SPECIAL_TOKENS
 from toktools.models.wordpiece.model import read_vocab_txt
 from toktools.parts import decoders, models, normalizers, post_processors, pre_tokenizers
 from toktools.parts._onig import OnigPattern
@@ -22,16 +23,21 @@ from toktools.parts.base import PostProcessor
 from toktools.parts.unigram import Unigram
 from toktools.tokenizer import Tokenizer
 
-BERT_SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+#: the normaliser a WordPieceTokenizer gets by default (one instance, shared as a default argument is)
+DEFAULT_BERT_NORMALIZER = normalizers.BertNormalizer()
 
 
 def roberta_processing(
     tokenizer: Tokenizer, cls: str = "<s>", sep: str = "</s>", add_prefix_space: bool = True
 ) -> post_processors.RobertaProcessing:
     """RoBERTa's ``<s> A </s></s> B </s>`` with the ids the tokenizer gives both tokens."""
+    sep_id, cls_id = tokenizer.token_to_id(sep), tokenizer.token_to_id(cls)
+    # callers check that both tokens are in the vocabulary (a missing one would stay None)
     return post_processors.RobertaProcessing(
-        (sep, tokenizer.token_to_id(sep)), (cls, tokenizer.token_to_id(cls)), add_prefix_space=add_prefix_space
-    )  # type: ignore[arg-type]
+        (sep, sep_id),  # type: ignore[arg-type]
+        (cls, cls_id),  # type: ignore[arg-type]
+        add_prefix_space=add_prefix_space,
+    )
 
 
 class ByteLevelBPETokenizer(Tokenizer):
@@ -75,7 +81,7 @@ class WordPieceTokenizer(Tokenizer):
         unk_token: str = "[UNK]",
         continuing_subword_prefix: str = "##",
         max_input_chars_per_word: int = 100,
-        normalizer: normalizers.BertNormalizer | None = normalizers.BertNormalizer(),
+        normalizer: normalizers.BertNormalizer | None = DEFAULT_BERT_NORMALIZER,
         added_tokens: Sequence[AddedToken] = (),
         post_processor: PostProcessor | None = None,
     ) -> None:

@@ -15,7 +15,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from toktools.encoding import _FIELDS, AddedToken, AddedTokens, Encoding, Padding, Truncation
+from toktools.encoding import ENCODING_FIELDS, AddedToken, AddedTokens, Encoding, Padding, Truncation
 from toktools.io.outputs import dumps_tokenizer_json, write_files_atomically
 from toktools.parts.base import WHOLE_TEXT, Decoder, Model, Normalizer, Piece, PostProcessor, PreTokenizer, Span, Words
 
@@ -70,7 +70,7 @@ class Tokenizer:
     @property
     def kind(self) -> str:
         """The model family (``"bytebpe"``, ``"wordpiece"``): the key of its trainer."""
-        return self.model.kind  # type: ignore[attr-defined, no-any-return]
+        return self.model.kind
 
     @property
     def vocab(self) -> dict[str, int]:
@@ -240,7 +240,7 @@ class Tokenizer:
 
     def encode(self, text: str, pair: str | None = None, add_special_tokens: bool = True) -> Encoding:
         """Encode one text (or a pair) into ids, tokens, offsets, type ids and masks."""
-        _check_text(text, pair)
+        check_text(text, pair)
         encoding = self._encode_unpadded(text, pair, add_special_tokens)
         if self.padding is not None:
             encoding = self.padding.apply(encoding, self.padding.target(len(encoding)))
@@ -255,7 +255,7 @@ class Tokenizer:
         ``tokenizers`` uses every thread); the result does not depend on the number of workers.
         """
         for item in inputs:
-            _check_text(*((item,) if isinstance(item, str) else item))
+            check_text(*((item,) if isinstance(item, str) else item))
         if workers is None:
             workers = (os.cpu_count() or 1) if len(inputs) >= _PARALLEL_BATCH else 1
         if workers > 1 and len(inputs) > 1:
@@ -330,7 +330,7 @@ class Tokenizer:
         }
 
 
-def _check_text(*texts: str | None) -> None:
+def check_text(*texts: str | None) -> None:
     """Refuse text that is not valid Unicode (a lone surrogate such as ``"\\ud800"``, which
     has no UTF-8 form) with a ``TypeError``, as ``tokenizers`` does, before any work."""
     for text in texts:
@@ -393,7 +393,7 @@ class _PackedEncoding(Encoding):
             self.__dict__["_packed"] = packed
 
     def __getattr__(self, name: str) -> Any:
-        if name not in _FIELDS:
+        if name not in ENCODING_FIELDS:
             raise AttributeError(name)
         if "_packed" not in self.__dict__:
             raise AttributeError(name)
@@ -417,7 +417,7 @@ class _PackedEncoding(Encoding):
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Encoding):
             return NotImplemented
-        return all(getattr(self, name) == getattr(other, name) for name in _FIELDS)
+        return all(getattr(self, name) == getattr(other, name) for name in ENCODING_FIELDS)
 
     __hash__ = None  # type: ignore[assignment]  # mutable, like Encoding
 
@@ -433,7 +433,7 @@ def _encode_in_processes(
 
     global _worker_tokenizer
     try:
-        context = multiprocessing.get_context("fork")
+        multiprocessing.get_context("fork")  # process_pool forks: is there fork here?
     except ValueError:  # no fork on this platform: stay in this process
         return tokenizer._encode_unpadded_batch(inputs, add_special_tokens)
     workers = worth_starting(workers, len(inputs), per_worker=_MIN_PER_WORKER)

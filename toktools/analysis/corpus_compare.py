@@ -6,7 +6,7 @@ keep their caches from chunk to chunk (results are combined in chunk order, so t
 depend on the number of workers). Memory stays flat: the tallies are histograms,
 and only the ``show`` documents where the tokenizers disagree most are kept (a bounded heap),
 to be aligned at the end. Time is linear in the corpus: the disagreement score of a document
-is a set difference of token ends, and the alignment (see :mod:`toktools.analysis.report`) is linear too.
+is a set difference of token ends, and the alignment (see :mod:`toktools.analysis.alignment`) is linear too.
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toktools.analysis import token_view
+from toktools.analysis.alignment import Alignment, align_encoded, named_tokenizers
 from toktools.analysis.compare_chunks import Candidate, Item, Located, chunked, documents_of, process_chunk
-from toktools.analysis.report import Alignment, _align, _items, render_metrics_plain
+from toktools.analysis.metrics import render_metrics_plain
 from toktools.analysis.segstats import SegmentStats
 from toktools.corpus import reading as corpus
 from toktools.errors import ToktoolsError
@@ -199,7 +200,7 @@ def compare_corpus(
     import os
 
     global _job
-    items = _items(tokenizers)
+    items = named_tokenizers(tokenizers)
     if not items:
         raise ToktoolsError("give at least one tokenizer to compare")
     plain = [(name, token_view.without_truncation(tok)) for name, tok in items]
@@ -240,7 +241,7 @@ def _comparison(
     shown = []
     for share, differing, _, (source, line), text in best:
         encoded = [(name, tok, tok.encode(text, add_special_tokens=False)) for name, tok in plain]
-        shown.append(ShownLine(source, line, differing, round(share, 6), _align(text, encoded)))
+        shown.append(ShownLine(source, line, differing, round(share, 6), align_encoded(text, encoded)))
     return CorpusComparison(sources, sample, metrics, shown)
 
 
@@ -264,8 +265,8 @@ def _compare_on_cluster(
 
     if sample is not None:
         raise ToktoolsError("a sample is read here, not on a cluster: drop the sample or the cluster")
-    if distributed._is_client(cluster):
-        distributed._check_workers(cluster, str(cluster.scheduler.address))
+    if distributed.is_client(cluster):
+        distributed.check_workers(cluster, str(cluster.scheduler.address))
         connection: Any = nullcontext(cluster)
         largest = DEFAULT_BLOCK_BYTES
     else:

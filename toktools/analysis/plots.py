@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 from toktools.errors import ToktoolsError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from toktools.analysis.report import VocabStats
     from toktools.analysis.segstats import SegmentStats
+    from toktools.analysis.vocabulary import VocabStats
 
 __all__ = ["require_matplotlib", "plot_comparison", "plot_vocab"]
 
@@ -98,8 +98,7 @@ def plot_comparison(metrics: Mapping[str, SegmentStats], path: str | Path) -> Pa
     longest = max((max(m.sequence_lengths, default=1) for m in metrics.values()), default=1)
     top = max(longest, 600)
     # integer-aligned bins on a log scale: no empty bins between small whole numbers
-    edges = sorted({round(math.exp(math.log(top + 1) * i / 60)) for i in range(61)} | {top + 1})
-    edges = [e - 0.5 for e in edges]
+    edges = [e - 0.5 for e in sorted({round(math.exp(math.log(top + 1) * i / 60)) for i in range(61)} | {top + 1})]
     for name, m in metrics.items():
         if m.sequence_lengths:
             p99 = m.length_percentile(99)

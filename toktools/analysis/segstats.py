@@ -38,6 +38,7 @@ from itertools import repeat
 from typing import Any
 
 from toktools.analysis import token_view
+from toktools.analysis.plain_data import ratio
 
 __all__ = ["Document", "SegmentStats", "Tally", "percentile", "THRESHOLDS"]
 
@@ -74,10 +75,6 @@ def percentile(histogram: Mapping[int, int], p: float) -> int | None:
     return max(histogram)  # pragma: no cover - unreachable
 
 
-def _ratio(numerator: float, denominator: float) -> float | None:
-    return numerator / denominator if denominator else None
-
-
 def _round(value: Any) -> Any:
     if isinstance(value, float):
         return round(value, 6) if math.isfinite(value) else None
@@ -103,34 +100,34 @@ class SegmentStats:
 
     @property
     def chars_per_token(self) -> float | None:
-        return _ratio(self.characters, self.tokens)
+        return ratio(self.characters, self.tokens)
 
     @property
     def bytes_per_token(self) -> float | None:
-        return _ratio(self.bytes, self.tokens)
+        return ratio(self.bytes, self.tokens)
 
     @property
     def tokens_per_word(self) -> float | None:
-        return _ratio(self.tokens, self.words)
+        return ratio(self.tokens, self.words)
 
     @property
     def split_share(self) -> float | None:
-        return _ratio(self.split_words, self.words)
+        return ratio(self.split_words, self.words)
 
     @property
     def unk_rate(self) -> float | None:
-        return _ratio(self.unk_count, self.tokens)
+        return ratio(self.unk_count, self.tokens)
 
     @property
     def byte_piece_share(self) -> float | None:
-        return _ratio(self.byte_piece_chars, self.characters)
+        return ratio(self.byte_piece_chars, self.characters)
 
     def length_percentile(self, p: float) -> int | None:
         return percentile(self.sequence_lengths, p)
 
     def over(self, limit: int) -> float | None:
         """Share of documents longer than ``limit`` tokens (special tokens included)."""
-        return _ratio(sum(c for length, c in self.sequence_lengths.items() if length > limit), self.documents)
+        return ratio(sum(c for length, c in self.sequence_lengths.items() if length > limit), self.documents)
 
     @classmethod
     def combined(cls, parts: list[SegmentStats], specials: int) -> SegmentStats:

@@ -45,6 +45,7 @@ __all__ = [
     "merges",
     "merge_of",
     "without_truncation",
+    "encode_plain",
     "specials_added",
     "escape_char",
 ]
@@ -303,6 +304,11 @@ def without_truncation(tokenizer: Any) -> Any:
     except TypeError:
         pass
     return plain
+
+
+def encode_plain(tokenizer: Any, text: str) -> Any:
+    """``text`` encoded as the reports count it: without special tokens, truncation or padding."""
+    return without_truncation(tokenizer).encode(text, add_special_tokens=False)
 
 
 def specials_added(tokenizer: Any) -> int:

@@ -76,7 +76,7 @@ def cluster_client(address: str, timeout: float = 30.0) -> Iterator[Any]:
         except (OSError, TimeoutError, ValueError) as err:
             raise ToktoolsError(f"cannot reach the Dask scheduler at {address} within {timeout:g} s ({err})") from None
     try:
-        _check_workers(client, address)
+        check_workers(client, address)
         yield client
     finally:
         client.close()
@@ -84,7 +84,9 @@ def cluster_client(address: str, timeout: float = 30.0) -> Iterator[Any]:
             cluster.close()
 
 
-def _check_workers(client: Any, address: str) -> None:
+def check_workers(client: Any, address: str) -> None:
+    """Refuse, in one line, a cluster with no workers or with workers that cannot run this
+    version of toktools."""
     from toktools._version import __version__
 
     versions = client.run(_worker_version, on_error="return")
@@ -165,7 +167,7 @@ def plan_blocks(inputs: Sequence[str], block_bytes: int = BLOCK_BYTES) -> list[B
     return blocks
 
 
-def _lines_before(block: Block) -> int:
+def lines_before(block: Block) -> int:
     """How many lines of the file come before the block (asked for only to name a bad line).
 
     A block that does not start the file begins just after the first newline at or after
@@ -231,11 +233,11 @@ def count_block(block: Block, splitter: Any, errors: str = "strict", json_field:
     lines = 0  # lines of the block before the current piece
     for piece in read_block(block):
         try:
-            text = corpus._decode(piece, source, 1, errors)  # type: ignore[arg-type]
+            text = corpus.decode_lines(piece, source, 1, errors)  # type: ignore[arg-type]
             if json_field:
-                text = corpus._json_lines_text(text, source, 1)
+                text = corpus.json_lines_text(text, source, 1)
         except ToktoolsError:
-            raise _relocated(piece, source, _lines_before(block) + lines + 1, errors, json_field) from None
+            raise _relocated(piece, source, lines_before(block) + lines + 1, errors, json_field) from None
         counts.update(splitter(text))
         lines += piece.count(b"\n")
     return dict(counts)
@@ -246,9 +248,9 @@ def _relocated(piece: bytes, source: Any, first_line: int, errors: str, json_fie
     from toktools.corpus import reading as corpus
 
     try:
-        text = corpus._decode(piece, source, first_line, errors)  # type: ignore[arg-type]
+        text = corpus.decode_lines(piece, source, first_line, errors)  # type: ignore[arg-type]
         if json_field:
-            corpus._json_lines_text(text, source, first_line)
+            corpus.json_lines_text(text, source, first_line)
     except ToktoolsError as err:
         return err
     return ToktoolsError(f"{source.path}: cannot read")  # pragma: no cover - the error recurs
@@ -349,7 +351,7 @@ def _progress_as_done(futures: Sequence[Any], blocks: Sequence[Block], progress:
     import threading
 
     file_sizes: dict[str, int] = {}
-    sizes = [_block_size(block, file_sizes) for block in blocks]
+    sizes = [block_size(block, file_sizes) for block in blocks]
     total, state, lock = sum(sizes), [0], threading.Lock()
 
     def finished(size: int) -> Any:
@@ -365,7 +367,7 @@ def _progress_as_done(futures: Sequence[Any], blocks: Sequence[Block], progress:
     return total
 
 
-def _block_size(block: Block, file_sizes: dict[str, int] | None = None) -> int:
+def block_size(block: Block, file_sizes: dict[str, int] | None = None) -> int:
     """A block's bytes on disk: its range within the file (a compressed file: its size)."""
     import fsspec
 
@@ -417,8 +419,8 @@ def count_corpus(
     at most the cluster's ``block_bytes`` (see :func:`balanced_block_bytes`)."""
     from toktools.cluster.settings import DEFAULT_BLOCK_BYTES, as_cluster
 
-    if _is_client(cluster):
-        _check_workers(cluster, str(cluster.scheduler.address))
+    if is_client(cluster):
+        check_workers(cluster, str(cluster.scheduler.address))
         return count_words(
             cluster,
             inputs,
@@ -442,6 +444,6 @@ def count_corpus(
         )
 
 
-def _is_client(value: Any) -> bool:
+def is_client(value: Any) -> bool:
     """A ``distributed.Client``, recognised without importing Dask when it is not one."""
     return type(value).__name__ == "Client" and type(value).__module__.startswith("distributed")

@@ -49,7 +49,7 @@ def compare_block(block: Any, tokenizers: Sequence[Any], show: int, json_field: 
     source = corpus.CorpusSource(block.path)
     pieces = list(distributed.read_block(block))
     try:
-        texts = [corpus._decode(piece, source, 1, errors) for piece in pieces]  # type: ignore[arg-type]
+        texts = [corpus.decode_lines(piece, source, 1, errors) for piece in pieces]  # type: ignore[arg-type]
         documents = [
             ((block.path, number), text) for number, text in compare_chunks.documents_of(texts, block.path, json_field)
         ]
@@ -81,12 +81,12 @@ def _relocated(block: Any, pieces: list[bytes], errors: str, json_field: str | N
     from toktools.corpus import reading as corpus
 
     source = corpus.CorpusSource(block.path)
-    first = distributed._lines_before(block) + 1
+    first = distributed.lines_before(block) + 1
     try:
         line = first
         texts = []
         for piece in pieces:
-            texts.append(corpus._decode(piece, source, line, errors))  # type: ignore[arg-type]
+            texts.append(corpus.decode_lines(piece, source, line, errors))  # type: ignore[arg-type]
             line += piece.count(b"\n")
         for _ in compare_chunks.documents_of(texts, block.path, json_field, first_line=first):
             pass
@@ -117,7 +117,7 @@ def compare_on_cluster(
     sent = client.scatter(list(tokenizers), broadcast=True, hash=False)
     futures = [client.submit(compare_block, block, sent, show, json_field, errors, pure=False) for block in blocks]
     file_sizes: dict[str, int] = {}
-    sizes = [distributed._block_size(block, file_sizes) for block in blocks]
+    sizes = [distributed.block_size(block, file_sizes) for block in blocks]
     total_bytes, done_bytes = sum(sizes), 0
     specials = [_specials(tok) for tok in tokenizers]
     totals = [SegmentStats.combined([], n) for n in specials]

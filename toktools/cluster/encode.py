@@ -28,7 +28,6 @@ runs the block again elsewhere, and the shard comes out the same.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import time
@@ -37,8 +36,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toktools.cluster.blocks import _is_client
+from toktools.cluster.blocks import is_client
+from toktools.corpus.manifest import partial_path
+from toktools.corpus.options import EncodeOptions
 from toktools.corpus.reading import CorpusSource
+from toktools.corpus.shards import CorpusResult
 from toktools.errors import ToktoolsError
 
 #: The byte sequence a block may start after, per document mode (None: whole files only).
@@ -276,7 +278,7 @@ _REFERENCES: dict[str, Any] = {}
 def _engine(job: BlockJob) -> Any:
     key = (job.fingerprint, job.engine, job.threads)
     if key not in _ENGINES:
-        from toktools.engines.core import make_engine
+        from toktools.engines.choice import make_engine
 
         _ENGINES[key] = make_engine(
             job.engine, job.document, workers=job.threads, analysis=job.analysis, fingerprint=job.fingerprint
@@ -310,7 +312,8 @@ def encode_block(
     ``{"shard": its manifest entry, "verified": documents checked}``. Runs on a worker (with this
     process's cached engine) or here (with ``engine``)."""
     from toktools.corpus.documents import DocumentReader
-    from toktools.corpus.shards import encode_documents, shard_base
+    from toktools.corpus.manifest import shard_base, shard_entry
+    from toktools.corpus.shards import encode_documents
     from toktools.corpus.verify import InlineChecker, Verifier
     from toktools.corpus.writers import DocumentWriter
 
@@ -358,24 +361,13 @@ def encode_block(
         if checker.reference is not None:
             _REFERENCES[job.fingerprint] = checker.reference
     (info,) = finished
-    entry = {
-        "index": task.index,
-        "documents": info.documents,
-        "tokens": info.tokens,
-        "engine": job.engine,
-        "files": info.files,
-        "block": {"input": task.input, "bytes": [begin, end] if end is not None else None},
-    }
-    return {"shard": entry, "verified": verifier.done}
+    block = {"input": task.input, "bytes": [begin, end] if end is not None else None}
+    return {"shard": shard_entry(task.index, info, job.engine, block=block), "verified": verifier.done}
 
 
 # ---------------------------------------------------------------------------------------------
 # The run: plan, resume, encode the missing blocks, manifest last
 # ---------------------------------------------------------------------------------------------
-
-
-def partial_path(base: Path) -> Path:
-    return Path(f"{base}-manifest.partial.json")
 
 
 def input_entry(name: str, url: str) -> dict[str, Any]:
@@ -394,83 +386,12 @@ def input_entry(name: str, url: str) -> dict[str, Any]:
     return {"path": name, "size": size, "sha256": digest.hexdigest()}
 
 
-def _read_record(path: Path) -> dict[str, Any]:
-    from toktools.corpus.shards import MANIFEST_FORMAT
-
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(record, dict) or record.get("format") != MANIFEST_FORMAT:
-            raise ValueError
-    except (ValueError, OSError):
-        raise ToktoolsError(f"{path} is not a toktools corpus manifest (use --force to overwrite)") from None
-    return record
-
-
-def _kept_shards(
-    record: dict[str, Any],
-    path: Path,
-    fingerprint: str,
-    settings: dict[str, Any],
-    inputs: list[dict[str, Any]],
-    tasks: Sequence[BlockTask],
-    base: Path,
-    fmt: str,
-    suffix: str | None,
-) -> dict[int, dict[str, Any]]:
-    """The shards of an earlier run of the same command whose files still match; a record from
-    another tokenizer, other settings or changed inputs is refused in one line."""
-    from toktools.corpus.shards import shard_base
-    from toktools.corpus.writers import file_sha256, output_files
-
-    if record.get("tokenizer", {}).get("sha256") != fingerprint:
-        raise ToktoolsError(
-            f"{path} was written with another tokenizer; use --force to start over or choose another output"
-        )
-    old = record.get("settings", {})
-    for key in sorted(set(settings) | set(old)):
-        if old.get(key) != settings.get(key):
-            raise ToktoolsError(
-                f"{path} was written with other settings ({key}: {old.get(key)!r}, now "
-                f"{settings.get(key)!r}); use --force to start over or choose another output"
-            )
-    if [(e["path"], e["size"], e["sha256"]) for e in record.get("inputs", [])] != [
-        (e["path"], e["size"], e["sha256"]) for e in inputs
-    ]:
-        raise ToktoolsError(
-            f"{path} was written from other inputs (names, sizes or checksums differ); "
-            "use --force to start over or choose another output"
-        )
-    kept: dict[int, dict[str, Any]] = {}
-    for shard in record.get("shards", []):
-        index = shard.get("index")
-        if not isinstance(index, int) or not 0 <= index < len(tasks) or index in kept:
-            continue
-        files = output_files(fmt, shard_base(base, index), suffix)
-        if set(files) == set(shard.get("files", {})) and all(
-            files[role].is_file()
-            and files[role].stat().st_size == entry["bytes"]
-            and file_sha256(files[role]) == entry["sha256"]
-            for role, entry in shard["files"].items()
-        ):
-            kept[index] = shard
-    return kept
-
-
-def _write_record(path: Path, record: dict[str, Any]) -> None:
-    from toktools.corpus.shards import _write_manifest
-
-    _write_manifest(path, record)
-
-
 def _tidy(base: Path, suffix: str | None, shards: int) -> None:
     """Remove shards past the last block (of an older run, with force) and the temporaries a
     killed worker left behind."""
-    from toktools.corpus.shards import _shard_files
+    from toktools.corpus.manifest import remove_shards_from
 
-    for stale in _shard_files(base, suffix):
-        number = int(re.search(r"-(\d{5})(?:\.offsets)?\.?\w*$", stale.name).group(1))  # type: ignore[union-attr]
-        if number >= shards:
-            stale.unlink()
+    remove_shards_from(base, suffix, shards)
     directory = base.parent if str(base.parent) else Path(".")
     leftover = re.compile(r"\." + re.escape(base.name) + r"-\d{5}(\.offsets)?\.\w+\..+\.tmp$")
     for name in os.listdir(directory):
@@ -482,60 +403,51 @@ def _tidy(base: Path, suffix: str | None, shards: int) -> None:
 
 
 def encode_blocks(
-    inputs: Sequence[str | Path],
-    tokenizer: Any,
-    output: str | Path,
-    *,
-    format: str,
-    engine: str,
-    document: str,
-    field: str | None,
-    append_eos: bool | str | None,
-    prepend_bos: bool | str,
-    shard_tokens: int | None,
-    workers: int | None,
-    verify: int,
-    progress: Any,
-    force: bool,
-    dtype: str,
-    batch_bytes: int,
-    max_document_bytes: int,
-    segment_chars: int,
-    cluster: Any,
-    block_bytes: int | None,
-) -> Any:
+    inputs: Sequence[str | Path], tokenizer: Any, output: str | Path, options: EncodeOptions
+) -> CorpusResult:
     """:func:`toktools.encode_corpus` with shards made of blocks of the input (see the module
-    docstring); on ``cluster`` when given, else in this process."""
+    docstring); on ``options.cluster`` when given, else in this process."""
     from toktools.cluster.settings import DEFAULT_BLOCK_BYTES, as_cluster
     from toktools.corpus.documents import DOCUMENT_MODES
-    from toktools.corpus.prepared_tokenizer import load_document
-    from toktools.corpus.shards import (
-        MANIFEST_FORMAT,
-        CorpusResult,
-        _bases,
-        _check_outputs,
-        _output_settings,
-        _shard_files,
+    from toktools.corpus.manifest import (
+        check_outputs,
+        complete,
+        intact_blocks,
         manifest_path,
+        new_manifest,
+        output_base,
+        read_manifest,
         shard_base,
+        shard_files,
+        write_manifest,
     )
+    from toktools.corpus.options import shard_settings
+    from toktools.corpus.prepared_tokenizer import load_document
     from toktools.corpus.writers import output_files
-    from toktools.engines import core as engines
+    from toktools.engines.analysis import Analysis, analyse, cuttable
 
     started = time.perf_counter()
-    if shard_tokens is not None:
+    fmt, engine, document, force, workers = (
+        options.format,
+        options.engine,
+        options.document,
+        options.force,
+        options.workers,
+    )
+    if options.shard_tokens is not None:
         raise ToktoolsError(
             "--shard-tokens cannot be combined with --cluster or --block-size: there, each block of the "
             "input is one shard (size shards with --block-size)"
         )
-    client = cluster if _is_client(cluster) else None
-    cluster = None if client is not None else as_cluster(cluster)
+    client = options.cluster if is_client(options.cluster) else None
+    cluster = None if client is not None else as_cluster(options.cluster)
     remote = cluster is not None or client is not None
     if remote and workers is not None:
         raise ToktoolsError(
             "--workers is for local runs: on a cluster each worker process encodes one block at a time "
             "(choose local:N, or the workers' --nthreads)"
         )
+    block_bytes = options.block_bytes
     if block_bytes is None:
         block_bytes = cluster.block_bytes if cluster is not None else DEFAULT_BLOCK_BYTES
     if block_bytes < 1:
@@ -547,42 +459,31 @@ def encode_blocks(
             f"output {output}: shards are written to a filesystem path every worker can reach, not a URL"
         )
     doc, fingerprint = load_document(tokenizer)
-    field, eos_id, bos_id, vocab_size, dtype = _output_settings(
-        doc, format, document, field, append_eos, prepend_bos, dtype
-    )
-    names, tasks = plan_tasks([str(p) for p in inputs], block_bytes, document, verify)
+    written_as = shard_settings(doc, options)
+    names, tasks = plan_tasks([str(p) for p in inputs], block_bytes, document, options.verify)
 
-    base, suffix = _bases(format, Path(output))
+    base, suffix = output_base(fmt, Path(output))
     manifest_file, partial_file = manifest_path(base), partial_path(base)
     planned = [
         manifest_file,
         partial_file,
-        *(p for t in tasks for p in output_files(format, shard_base(base, t.index), suffix).values()),
+        *(p for t in tasks for p in output_files(fmt, shard_base(base, t.index), suffix).values()),
     ]
     # outputs: never an input (nor a file of the tokenizer); existing ones need force, unless a
     # manifest or partial record says they are this run's own (then they are resumed)
     resuming = manifest_file.exists() or partial_file.exists()
-    _check_outputs(
+    check_outputs(
         planned,
-        _shard_files(base, suffix),
+        shard_files(base, suffix),
         [name for name in names if "://" not in name],
         tokenizer,
         force=force or resuming,
     )
-    settings = {
-        "format": format,
-        "document": document,
-        "field": field,
-        "append_eos": eos_id,
-        "prepend_bos": bos_id,
-        "shard_tokens": None,
-        "dtype": dtype,
-        "block_bytes": block_bytes,
-    }
+    settings = written_as.as_manifest(options, block_bytes=block_bytes)
     if force:
-        for record in (manifest_file, partial_file):  # never leave a record that claims shards being rewritten
-            if record.exists():
-                record.unlink()
+        for earlier in (manifest_file, partial_file):  # never leave a record that claims shards being rewritten
+            if earlier.exists():
+                earlier.unlink()
 
     runner: Any = _ClusterRunner(cluster, client) if remote else _LocalRunner(workers)
     with runner:
@@ -590,36 +491,27 @@ def encode_blocks(
         kept: dict[int, dict[str, Any]] = {}
         for record_file in (manifest_file, partial_file):
             if not force and record_file.exists():
-                found = _kept_shards(
-                    _read_record(record_file),
+                found = intact_blocks(
                     record_file,
+                    read_manifest(record_file),
                     fingerprint,
                     settings,
                     inputs_json,
-                    tasks,
+                    len(tasks),
                     base,
-                    format,
+                    fmt,
                     suffix,
                 )
                 kept.update({i: s for i, s in found.items() if i not in kept})
-        manifest: dict[str, Any] = {
-            "format": MANIFEST_FORMAT,
-            "version": 1,
-            "complete": False,
-            "tokenizer": {"sha256": fingerprint, "vocab_size": vocab_size},
-            "engine": None,
-            "settings": settings,
-            "inputs": inputs_json,
-            "shards": [],
-        }
+        manifest = new_manifest(fingerprint, written_as.vocab_size, settings, inputs_json, [])
         missing = [t for t in tasks if t.index not in kept]
         shards = dict(kept)
         verified = 0
         if missing or not manifest_file.exists():
             if engine in ("auto", "tiktoken"):
-                analysis = engines.analyse(doc, fingerprint)
+                analysis = analyse(doc, fingerprint)
             else:
-                analysis = engines.Analysis("not analysed", cuttable=engines.cuttable(doc))
+                analysis = Analysis("not analysed", cuttable=cuttable(doc))
             chosen = runner.engine(engine, doc, analysis, fingerprint)
             manifest["engine"] = chosen
             job = BlockJob(
@@ -627,23 +519,23 @@ def encode_blocks(
                 fingerprint,
                 analysis,
                 chosen,
-                format,
-                dtype,
+                fmt,
+                written_as.dtype,
                 document,
-                field,
-                eos_id,
-                bos_id,
+                written_as.field,
+                written_as.eos_id,
+                written_as.bos_id,
                 str(base.absolute()),
                 suffix,
-                batch_bytes,
-                segment_chars,
-                max_document_bytes,
+                options.batch_bytes,
+                options.segment_chars,
+                options.max_document_bytes,
                 1 if remote else workers,
             )
 
             def record() -> None:
                 manifest["shards"] = [shards[i] for i in sorted(shards)]
-                _write_record(partial_file, manifest)
+                write_manifest(partial_file, manifest)
 
             record()
             if manifest_file.exists():  # a finished run with damaged shards: the partial record now speaks
@@ -652,6 +544,7 @@ def encode_blocks(
             done_bytes = sum(t.size for t in tasks if t.index in kept)
             tokens = sum(s["tokens"] for s in kept.values())
             last_write = time.monotonic()
+            progress = options.progress
             try:
                 for task, result in runner.run(job, missing, progress, done_bytes, total, tokens):
                     shards[task.index] = result["shard"]
@@ -666,16 +559,14 @@ def encode_blocks(
             finally:
                 record()
         else:
-            manifest["engine"] = _read_record(manifest_file).get("engine")
+            manifest["engine"] = read_manifest(manifest_file).get("engine")
         manifest["shards"] = [shards[i] for i in sorted(shards)]
-        manifest["complete"] = True
-        manifest["documents"] = sum(s["documents"] for s in manifest["shards"])
-        manifest["tokens"] = sum(s["tokens"] for s in manifest["shards"])
-        _write_record(manifest_file, manifest)
+        complete(manifest)
+        write_manifest(manifest_file, manifest)
         if partial_file.exists():
             partial_file.unlink()
         _tidy(base, suffix, len(tasks))
-    outputs = [p for t in tasks for p in output_files(format, shard_base(base, t.index), suffix).values()]
+    outputs = [p for t in tasks for p in output_files(fmt, shard_base(base, t.index), suffix).values()]
     return CorpusResult(
         str(manifest["engine"]),
         manifest["documents"],
@@ -710,7 +601,7 @@ class _LocalRunner:
         return [input_entry(n, u) for n, u in zip(names, urls)]
 
     def engine(self, name: str, doc: dict[str, Any], analysis: Any, fingerprint: str) -> str:
-        from toktools.engines.core import make_engine
+        from toktools.engines.choice import make_engine
 
         self._engine = make_engine(name, doc, workers=self.workers, analysis=analysis, fingerprint=fingerprint)
         return str(self._engine.name)
@@ -741,12 +632,12 @@ class _ClusterRunner:
     def __init__(self, cluster: Any, client: Any = None) -> None:
         """``cluster``: a :class:`toktools.cluster.settings.Cluster` (connected to, then closed), or
         ``client``: a ``distributed.Client`` the caller holds (used, and left open)."""
-        from toktools.cluster.blocks import _check_workers, cluster_client
+        from toktools.cluster.blocks import check_workers, cluster_client
 
         self._context = cluster_client(cluster.address, cluster.timeout) if client is None else None
         self.client: Any = client
         if client is not None:
-            _check_workers(client, str(client.scheduler.address))
+            check_workers(client, str(client.scheduler.address))
 
     def __enter__(self) -> _ClusterRunner:
         if self._context is not None:
@@ -779,7 +670,7 @@ class _ClusterRunner:
     def engine(self, name: str, doc: dict[str, Any], analysis: Any, fingerprint: str) -> str:
         """Which engine the workers run: chosen here by the rules of a local run (so the manifest
         names the same one), then built by each worker once."""
-        from toktools.engines.core import make_engine
+        from toktools.engines.choice import make_engine
 
         chosen = make_engine(name, doc, workers=1, analysis=analysis, fingerprint=fingerprint)
         chosen.close()

@@ -1,4 +1,4 @@
-"""What the commands share: progress bars, consoles, reading input lines, atomic outputs."""
+"""What the commands share: progress bars, consoles, reading input lines, option callbacks."""
 
 from __future__ import annotations
 
@@ -6,14 +6,13 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from toktools.errors import ToktoolsError
 
 
 @contextmanager
-def _progress(enabled: bool) -> Iterator[Any]:
+def progress_bars(enabled: bool) -> Iterator[Any]:
     """A rich progress display on stderr: bytes read, then merges (or Unigram's EM steps). Yields a callback
     ``(stage, done, total)`` or None when disabled or stderr is not a terminal.
 
@@ -64,11 +63,12 @@ def _progress(enabled: bool) -> Iterator[Any]:
         yield update
 
 
-def _split_list(value: str | None) -> list[str]:
+def split_list(value: str | None) -> list[str]:
+    """``"a,b,,c"`` → ``["a", "b", "c"]``: a comma-separated option value."""
     return [item for item in (value or "").split(",") if item]
 
 
-def _console() -> Any:
+def stdout_console() -> Any:
     """A rich console on stdout; plain (no colour, no markup) when NO_COLOR is set or stdout is
     not a terminal, so pipes and scripts get stable text."""
     from rich.console import Console
@@ -79,9 +79,9 @@ def _console() -> Any:
     )
 
 
-def _echo_plain_or_rich(text: str, styles: Sequence[tuple[str, str]] = ()) -> None:
+def echo_plain_or_rich(text: str, styles: Sequence[tuple[str, str]] = ()) -> None:
     """Print ``text``; on a colour terminal, colour the given substrings (regex, style)."""
-    console = _console()
+    console = stdout_console()
     if console.no_color or not console.is_terminal:
         sys.stdout.write(text)
         return
@@ -93,28 +93,14 @@ def _echo_plain_or_rich(text: str, styles: Sequence[tuple[str, str]] = ()) -> No
     console.print(rendered, end="")
 
 
-@contextmanager
-def _output(path: Path | None, binary: bool = False) -> Iterator[Any]:
-    """stdout, or a temporary file renamed over ``path`` only when everything was written
-    (check ``path`` first with :func:`toktools.io.outputs.check_output_file`)."""
-    if path is None:
-        yield sys.stdout.buffer if binary else sys.stdout
-        sys.stdout.flush()
-        return
-    from toktools.io.outputs import atomic_file
-
-    with atomic_file(path, binary=binary) as out:
-        yield out
-
-
-def _input_lines(files: Sequence[str]) -> Iterator[str]:
+def input_lines(files: Sequence[str]) -> Iterator[str]:
     """Lines of the inputs without their ``\\n`` (see :func:`toktools.corpus.reading.read_lines`)."""
     from toktools.corpus.reading import read_lines
 
     return read_lines(files)
 
 
-def _cap_workers(ctx: Any, param: Any, value: int | None) -> int | None:
+def cap_workers(ctx: Any, param: Any, value: int | None) -> int | None:
     """``--workers`` callback: more processes than cores only slow things down, so cap with a note."""
     from toktools.runtime.workers import available_cores
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from toktools.commands._shared import _console, _echo_plain_or_rich, _progress, cluster_options
+from toktools.commands._shared import cluster_options, echo_plain_or_rich, progress_bars, stdout_console
 from toktools.errors import ToktoolsError
 
 _STYLES = [
@@ -27,7 +27,7 @@ def _labels(names: list[str]) -> list[str]:
 
 
 def _looks_like_tokenizer(argument: str) -> bool:
-    from toktools.io.formats import resolve
+    from toktools.formats import resolve
 
     try:
         resolve(argument)
@@ -154,7 +154,7 @@ def compare(
     """
     import json
 
-    from toktools.io.formats import load
+    from toktools.formats import load
 
     corpus = list(corpus_paths) + list(file_paths)
     names = list(arguments)
@@ -172,7 +172,7 @@ def compare(
         loaded = [(label, load(name)) for label, name in zip(_labels(names), names)]
         from toktools.analysis.corpus_compare import compare_corpus
 
-        with _progress(progress) as callback:
+        with progress_bars(progress) as callback:
             result = compare_corpus(
                 loaded,
                 corpus,
@@ -192,7 +192,7 @@ def compare(
         if as_json:
             click.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
             return
-        _echo_plain_or_rich(result.render_plain(width=_width(width), byte_view=byte_view), _STYLES)
+        echo_plain_or_rich(result.render_plain(width=_width(width), byte_view=byte_view), _STYLES)
         return
     if plot_path is not None or sample is not None or json_field is not None:
         raise click.UsageError("--plot, --sample and --field need --corpus")
@@ -208,14 +208,14 @@ def compare(
         text = text[:-1] if text.endswith("\n") else text
     else:
         _check_argument_text(text)
-    from toktools.analysis import report
+    from toktools.analysis.comparison import compare
 
     loaded = [(label, load(name)) for label, name in zip(_labels(names), names)]
-    comparison = report.compare(loaded, text)
+    comparison = compare(loaded, text)
     if as_json:
         click.echo(json.dumps(comparison.to_dict(), ensure_ascii=False, indent=2))
         return
-    _echo_plain_or_rich(comparison.render_plain(width=_width(width), byte_view=byte_view), _STYLES)
+    echo_plain_or_rich(comparison.render_plain(width=_width(width), byte_view=byte_view), _STYLES)
 
 
 def _check_argument_text(text: str) -> None:
@@ -230,5 +230,5 @@ def _check_argument_text(text: str) -> None:
 
 
 def _width(width: int | None) -> int:
-    console = _console()
+    console = stdout_console()
     return width or (console.width if console.is_terminal else 100)

@@ -35,7 +35,7 @@ def convert(tokenizer_path: str, target: str, out_dir: Path, force: bool) -> Non
       toktools convert albert/spiece.model --to tokenizer.json -o albert-json
       toktools convert my-unigram --to spiece.model -o my-unigram-spm
     """
-    from toktools.io.formats import EXPORT_FILES, export, load, resolve
+    from toktools.formats import EXPORT_FILES, export, load, resolve
     from toktools.io.outputs import check_output_dir, input_files
 
     check_output_dir(out_dir, EXPORT_FILES[target], force=force, inputs=input_files(resolve(tokenizer_path)))

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from toktools.commands._shared import _cap_workers, _progress, cluster_options
+from toktools.commands._shared import cap_workers, cluster_options, progress_bars
 from toktools.errors import ToktoolsError
 from toktools.io.outputs import check_output_file
 from toktools.training.trainers import TRAINERS, get_trainer
@@ -52,7 +52,7 @@ if TYPE_CHECKING:  # pragma: no cover
     "--workers",
     type=click.IntRange(min=1),
     default=None,
-    callback=_cap_workers,
+    callback=cap_workers,
     help="Processes that count (default: all cores). Output is identical for any value.",
 )
 @click.option(
@@ -98,15 +98,15 @@ def count(
       toktools count big.txt --model bytebpe -o big.counts --cluster local:8 --block-size 128MB
     """
     from toktools.corpus.reading import dumps_counts
-    from toktools.io.formats import write_files_atomically
+    from toktools.formats import write_files_atomically
 
     _check_model_options(kind)
     check_output_file(out_path, force=force, inputs=corpus)
     trainer = get_trainer(kind)
     options = _count_options(kind, lowercase, strip_accents, add_prefix_space)
     settings = trainer.count_settings(options)
-    with _progress(progress) as callback:
-        reading = {} if cluster is None else {"cluster": cluster}
+    with progress_bars(progress) as callback:
+        reading: dict[str, Any] = {} if cluster is None else {"cluster": cluster}
         counts = trainer.count_words(
             list(corpus), options, workers=workers, errors=errors, json_field=json_field, progress=callback, **reading
         )
@@ -140,7 +140,9 @@ def _check_model_options(kind: str) -> None:
         raise click.UsageError(f"{', '.join(flags[name] for name in given)} does not apply to --model {kind}")
 
 
-def _load_counts(path: Path, kind: str, expected: dict[str, object]) -> dict[str, int]:
+def load_counts(path: Path, kind: str, expected: dict[str, object]) -> dict[str, int]:
+    """The word counts a ``count`` run wrote to ``path``, refused unless they were counted for
+    ``kind`` with the ``expected`` settings (``train --counts``)."""
     from toktools.corpus.reading import read_counts
 
     found_kind, settings, counts = read_counts(path)

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from toktools.commands._shared import _cap_workers, _input_lines, cluster_options
+from toktools.commands._shared import cap_workers, cluster_options, input_lines
 from toktools.errors import ToktoolsError
 
 
@@ -131,7 +131,7 @@ CORPUS_FORMATS = ("megatron", "npy", "bin")
     "--workers",
     type=click.IntRange(min=1),
     default=None,
-    callback=_cap_workers,
+    callback=cap_workers,
     help="Processes or threads that encode (default: all cores). Output is identical for any value.",
 )
 @click.option(
@@ -395,10 +395,10 @@ def decode(tokenizer_path: str, files: tuple[str, ...], skip_special_tokens: boo
       echo "15496 995" | toktools decode -t my-bpe
       toktools encode -t my-bert notes.txt | toktools decode -t my-bert
     """
-    from toktools.io.formats import load
+    from toktools.formats import load
 
     tokenizer = load(tokenizer_path)
-    for number, line in enumerate(_input_lines(files or ("-",)), start=1):
+    for number, line in enumerate(input_lines(files or ("-",)), start=1):
         try:
             ids = [int(item) for item in line.split()]
         except ValueError:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from toktools.commands._shared import _echo_plain_or_rich, _input_lines
+from toktools.commands._shared import echo_plain_or_rich, input_lines
 
 
 @click.command()
@@ -15,8 +15,8 @@ from toktools.commands._shared import _echo_plain_or_rich, _input_lines
     "--token",
     "token",
     default=None,
-    help="Show one token, given as its token string (ĠHello, ##ing, ▁the) or the text it stands for: "
-    '" Hello" for byte-level BPE, " the" for sentencepiece (▁). Never read as an id: use --id.',
+    help="Show one token, given as its token string (Ġworld, ##ing, ▁the) or the text it stands for: "
+    '" world" for byte-level BPE, " the" for sentencepiece (▁). Never read as an id: use --id.',
 )
 @click.option("--id", "token_id", type=int, default=None, help="Show the token with this id.")
 @click.option(
@@ -65,7 +65,7 @@ def inspect(
     \b
     Examples:
       toktools inspect wordpiece-30k
-      toktools inspect bytebpe-50k --token " Hello"
+      toktools inspect bytebpe-50k --token " world"
       toktools inspect bytebpe-50k --id 1990
       toktools inspect my-bert --corpus heldout.txt --top 30 --json
       toktools inspect my-bert --plot vocab.png
@@ -73,8 +73,10 @@ def inspect(
     """
     import json
 
-    from toktools.analysis import report
-    from toktools.io.formats import load
+    from toktools.analysis.token_anatomy import token_info
+    from toktools.analysis.usage import corpus_usage
+    from toktools.analysis.vocabulary import vocab_stats
+    from toktools.formats import load
 
     if token is not None and token_id is not None:
         raise click.UsageError("give --token or --id, not both")
@@ -84,16 +86,16 @@ def inspect(
         require_matplotlib()
     tokenizer = load(tokenizer_path)
     if token is not None or token_id is not None:
-        info = report.token_info(tokenizer, token_id if token_id is not None else token)  # type: ignore[arg-type]
+        info = token_info(tokenizer, token_id if token_id is not None else token)  # type: ignore[arg-type]
         if as_json:
             click.echo(json.dumps(info.to_dict(), ensure_ascii=False, indent=2))
         else:
-            _echo_plain_or_rich(info.render_plain(), [(r"(?m)^[a-z ]+(?=  )", "bold cyan"), (r"[├└│─]+", "dim")])
+            echo_plain_or_rich(info.render_plain(), [(r"(?m)^[a-z ]+(?=  )", "bold cyan"), (r"[├└│─]+", "dim")])
         return
-    stats = report.vocab_stats(tokenizer, top=top)
+    stats = vocab_stats(tokenizer, top=top)
     usage = None
     if corpus_files:
-        usage = report.corpus_usage(tokenizer, _input_lines(corpus_files), top=top)
+        usage = corpus_usage(tokenizer, input_lines(corpus_files), top=top)
     if plot_path is not None:
         from toktools.analysis.plots import plot_vocab
 
@@ -106,4 +108,4 @@ def inspect(
         click.echo(json.dumps(document, ensure_ascii=False, indent=2))
         return
     text = stats.render_plain() + ("\n" + usage.render_plain() if usage is not None else "")
-    _echo_plain_or_rich(text, [(r"(?m)^[a-z][a-z ]+(?=  |$)", "bold cyan"), (r"#+$", "green")])
+    echo_plain_or_rich(text, [(r"(?m)^[a-z][a-z ]+(?=  |$)", "bold cyan"), (r"#+$", "green")])

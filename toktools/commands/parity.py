@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from toktools.commands._shared import _echo_plain_or_rich, _split_list
+from toktools.commands._shared import echo_plain_or_rich, split_list
 from toktools.training.trainers import TRAINERS
 
 
@@ -87,7 +87,7 @@ def parity(
     import json
 
     from toktools.io.outputs import check_output_dir
-    from toktools.parity import core as parity_module
+    from toktools.parity.run import run_parity
 
     if force and output_dir is None:
         raise click.UsageError("--force replaces the directories of --keep: give --keep DIR")
@@ -102,12 +102,12 @@ def parity(
     options: dict[str, Any] = {}
     if limit_alphabet is not None:
         options["limit_alphabet"] = limit_alphabet
-    report = parity_module.run_parity(
+    report = run_parity(
         kind,
         list(corpus),
         vocab_size,
         min_frequency=min_frequency,
-        special_tokens=_split_list(special_tokens) if special_tokens is not None else None,
+        special_tokens=split_list(special_tokens) if special_tokens is not None else None,
         heldout_file=heldout_file,
         output_dir=output_dir,
         **options,
@@ -115,7 +115,7 @@ def parity(
     if as_json:
         click.echo(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
     else:
-        _echo_plain_or_rich(
+        echo_plain_or_rich(
             "\n".join(report.summary_lines()) + "\n",
             [(r"\bidentical\b|\bPARITY\b|100(\.0)?%", "bold green"), (r"\bdiffer\w*|NO PARITY", "bold red")],
         )

@@ -7,9 +7,12 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import click
+
+if TYPE_CHECKING:  # pragma: no cover
+    from toktools.pretraining.examples import Objective
 
 
 @click.command("pretrain-data")
@@ -104,11 +107,11 @@ def pretrain_data(
     corpus: tuple[str, ...],
     tokenizer_path: str,
     out_path: Path,
-    objective: str,
+    objective: Objective,
     max_length: int,
     mask_prob: float,
     max_predictions: int | None,
-    whole_word: str,
+    whole_word: Literal["off", "pieces", "zh"],
     zh_dict: str | None,
     dupe_factor: int,
     dynamic: bool,
@@ -136,16 +139,16 @@ def pretrain_data(
       toktools pretrain-data zh.txt -t my-bert-zh -o wwm.parquet --whole-word zh
     """
     from toktools.corpus.reading import expand_sources
-    from toktools.io.formats import load
+    from toktools.formats import load
     from toktools.pretraining.examples import PretrainSettings, make_pretraining_data
 
     settings = PretrainSettings(
         objective=objective,
         max_length=max_length,
-        mask_prob=mask_prob,  # type: ignore[arg-type]
+        mask_prob=mask_prob,
         max_predictions=max_predictions,
         whole_word=whole_word,
-        dupe_factor=dupe_factor,  # type: ignore[arg-type]
+        dupe_factor=dupe_factor,
         dynamic=dynamic,
         short_seq_prob=short_seq_prob,
         seed=seed,

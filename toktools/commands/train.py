@@ -12,8 +12,8 @@ from typing import Any
 
 import click
 
-from toktools.commands._shared import _cap_workers, _progress, _split_list, cluster_options
-from toktools.commands.count import _load_counts
+from toktools.commands._shared import cap_workers, cluster_options, progress_bars, split_list
+from toktools.commands.count import load_counts
 from toktools.errors import ToktoolsError
 from toktools.training.trainers import TRAINERS, Option, OptionConflict, Trainer
 
@@ -42,8 +42,8 @@ def _click_option(option: Option) -> Callable[[Any], Any]:
     if isinstance(option.type, tuple):
         return click.option(option.flags, option.name, type=click.Choice(list(option.type)), **settings)
     if option.type in (int, float) and option.minimum is not None:
-        ranged = click.IntRange if option.type is int else click.FloatRange
-        return click.option(option.flags, option.name, type=ranged(min=option.minimum), **settings)
+        ranged = click.IntRange(min=int(option.minimum)) if option.type is int else click.FloatRange(min=option.minimum)
+        return click.option(option.flags, option.name, type=ranged, **settings)
     return click.option(option.flags, option.name, type=option.type, **settings)
 
 
@@ -92,7 +92,7 @@ def _command_options(trainer: Trainer) -> list[Callable[[Any], Any]]:
             "--workers",
             type=click.IntRange(min=1),
             default=None,
-            callback=_cap_workers,
+            callback=cap_workers,
             help="Processes that count words (default: all cores). Output is identical for any value.",
         ),
         click.option(
@@ -169,7 +169,7 @@ def _train(
 ) -> None:
     """Check every option, refuse a bad output, train, write, summarise (and ``--check``)."""
     settings = trainer.settings(
-        {name: _split_list(value) if _is_list(trainer, name) else value for name, value in given.items()}
+        {name: split_list(value) if _is_list(trainer, name) else value for name, value in given.items()}
     )
     try:
         trainer.check_settings(
@@ -191,8 +191,8 @@ def _train(
     started = time.perf_counter()
     word_counts = None
     if counts_path is not None:
-        word_counts = _load_counts(counts_path, trainer.name, trainer.count_settings(settings))
-    with _progress(progress and backend == "reference") as callback:
+        word_counts = load_counts(counts_path, trainer.name, trainer.count_settings(settings))
+    with progress_bars(progress and backend == "reference") as callback:
         tokenizer = trainer.run(
             list(corpus),
             settings,
@@ -281,9 +281,9 @@ def _check(
     options: dict[str, Any],
 ) -> None:
     """``train --check``: train the other way too and print the parity report."""
-    from toktools.parity import core as parity
+    from toktools.parity.run import check_trained
 
-    report = parity.check_trained(
+    report = check_trained(
         kind,
         tokenizer,
         list(corpus),
@@ -302,7 +302,7 @@ def _check(
 def _save(tokenizer: Any, out_dir: Path, transformers_config: bool) -> list[Path]:
     written = list(tokenizer.save(out_dir))
     if transformers_config:
-        from toktools.io.formats import transformers_config_files, write_files_atomically
+        from toktools.formats import transformers_config_files, write_files_atomically
 
         written += write_files_atomically(out_dir, transformers_config_files(tokenizer))
     return written

@@ -4,7 +4,7 @@ A document is a line (``line``), a run of lines between blank lines (``blank-lin
 file (``file``) or one JSON Lines record's text field (``jsonl``). Files are read in blocks;
 only the document being assembled is held in memory. A document longer than ``segment_chars``
 is handed out in segments, cut where the cut provably cannot change the ids (see
-:func:`toktools.engines.core.cuttable` and :func:`safe_cut`); when the tokenizer allows no such
+:func:`toktools.engines.analysis.cuttable` and :func:`safe_cut`); when the tokenizer allows no such
 cut, or none is found within ``max_document_bytes``, reading stops with one line.
 """
 
@@ -17,7 +17,7 @@ import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from toktools.corpus.reading import CorpusSource, _position
+from toktools.corpus.reading import CorpusSource, stream_position
 from toktools.errors import ToktoolsError
 
 DOCUMENT_MODES = ("line", "blank-line", "file", "jsonl")
@@ -45,7 +45,7 @@ def _is_space(ch: str) -> bool:
 def safe_cut(text: str, limit: int) -> int:
     """The largest ``i <= limit`` with ``text[i] == " "`` and ``text[i - 1]`` not whitespace
     (neither Python's nor ``tokenizers``' ``\\s``), or 0 if there is none. Cutting there keeps
-    the ids for the tokenizers :func:`toktools.engines.core.cuttable` accepts."""
+    the ids for the tokenizers :func:`toktools.engines.analysis.cuttable` accepts."""
     i = min(limit, len(text) - 1)
     while i > 0:
         i = text.rfind(" ", 0, i + 1)
@@ -188,7 +188,7 @@ class DocumentReader:
                 except (OSError, EOFError, lzma.LZMAError, zlib.error) as err:  # as corpus.read_blocks says it
                     reason = "the file ends too early" if isinstance(err, EOFError) else str(err)
                     raise ToktoolsError(f"{source.path}: cannot decompress ({reason})") from None
-                position = _position(handle, raw)
+                position = stream_position(handle, raw)
                 if position is not None:
                     self.bytes_done = done_before + min(position, source.size() or position)
                 if not block:
@@ -259,7 +259,7 @@ class DocumentReader:
             while left:
                 block = handle.read(min(left, READ_BYTES))  # type: ignore[attr-defined]
                 if not block:
-                    raise ToktoolsError(f"{source.path}: shorter than when the manifest was written")
+                    raise ToktoolsError(f"{source.path}: shorter than when the manifest was written") from None
                 left -= len(block)
 
     @staticmethod

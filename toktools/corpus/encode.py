@@ -11,6 +11,9 @@ It only chooses who does the work:
   resumable manifest (:mod:`toktools.corpus.shards`);
 * the same formats with ``cluster`` (or ``block_bytes``): each block of the input is one
   shard, encoded on a Dask worker or here (:mod:`toktools.cluster.encode`).
+
+The keywords of :func:`encode_corpus` become one :class:`~toktools.corpus.options.EncodeOptions`,
+which :func:`encode_corpus_with` hands whole to whoever does the work.
 """
 
 from __future__ import annotations
@@ -20,18 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from toktools.corpus.documents import MAX_DOCUMENT_BYTES, SEGMENT_CHARS
+from toktools.corpus.manifest import MANIFEST_FORMAT, manifest_path, shard_base
+from toktools.corpus.options import BATCH_BYTES, DEFAULT_VERIFY, CorpusProgress, EncodeOptions
 from toktools.corpus.prepared_tokenizer import load_document
-from toktools.corpus.shards import (
-    BATCH_BYTES,
-    DEFAULT_VERIFY,
-    MANIFEST_FORMAT,
-    CorpusProgress,
-    CorpusResult,
-    encode_documents,
-    encode_shards,
-    manifest_path,
-    shard_base,
-)
+from toktools.corpus.shards import CorpusResult, encode_documents, encode_shards
 from toktools.corpus.writers import FORMATS
 from toktools.errors import ToktoolsError
 
@@ -40,7 +35,9 @@ __all__ = [
     "DEFAULT_VERIFY",
     "MANIFEST_FORMAT",
     "CorpusResult",
+    "EncodeOptions",
     "encode_corpus",
+    "encode_corpus_with",
     "encode_documents",
     "load_document",
     "manifest_path",
@@ -98,49 +95,7 @@ def encode_corpus(
     ``output`` or stdout (``None``): see :mod:`toktools.corpus.text_outputs`.
     """
 
-    from toktools.corpus.text_outputs import TEXT_FORMATS
-
-    if format in TEXT_FORMATS and (cluster is not None or block_bytes is not None):
-        raise ToktoolsError(
-            f"--format {format} writes one output: a cluster (or --block-size) writes shards "
-            "(--format megatron, npy or bin)"
-        )
-    if format in TEXT_FORMATS:
-        from toktools.corpus.text_outputs import BATCH_LINES, encode_text
-
-        text = encode_text(
-            inputs,
-            tokenizer,
-            output,
-            format=format,
-            engine=engine,
-            pair=pair,
-            add_special_tokens=add_special_tokens,
-            max_length=max_length,
-            workers=workers,
-            batch_lines=batch_lines or BATCH_LINES,
-            force=force,
-            verify=verify,
-        )
-        return CorpusResult(
-            text.engine,
-            text.lines,
-            text.tokens,
-            [Path(output)] if output is not None else [],
-            None,
-            1,
-            0,
-            0,
-            text.seconds,
-            text.verified,
-        )
-    if format not in FORMATS:
-        raise ToktoolsError(f"unknown corpus format {format!r}; choose one of {', '.join((*FORMATS, *TEXT_FORMATS))}")
-    if output is None:
-        raise ToktoolsError(f"--format {format} writes binary data: give an output path")
-    if shard_tokens is not None and shard_tokens < 1:
-        raise ToktoolsError("shard_tokens must be at least 1")
-    common = dict(
+    options = EncodeOptions(
         format=format,
         engine=engine,
         document=document,
@@ -156,9 +111,66 @@ def encode_corpus(
         batch_bytes=batch_bytes,
         max_document_bytes=max_document_bytes,
         segment_chars=segment_chars,
+        cluster=cluster,
+        block_bytes=block_bytes,
+        pair=pair,
+        add_special_tokens=add_special_tokens,
+        max_length=max_length,
+        batch_lines=batch_lines,
     )
-    if cluster is not None or block_bytes is not None:  # shards are blocks of the input
+    return encode_corpus_with(inputs, tokenizer, output, options)
+
+
+def encode_corpus_with(
+    inputs: Sequence[str | Path], tokenizer: Any, output: str | Path | None, options: EncodeOptions
+) -> CorpusResult:
+    """:func:`encode_corpus` with its options in one object (``dataclasses.replace(options,
+    workers=2)`` changes one): the text formats, local shards or blocks, as the options say."""
+    from toktools.corpus.text_outputs import TEXT_FORMATS
+
+    fmt = options.format
+    if fmt in TEXT_FORMATS and (options.cluster is not None or options.block_bytes is not None):
+        raise ToktoolsError(
+            f"--format {fmt} writes one output: a cluster (or --block-size) writes shards "
+            "(--format megatron, npy or bin)"
+        )
+    if fmt in TEXT_FORMATS:
+        from toktools.corpus.text_outputs import BATCH_LINES, encode_text
+
+        text = encode_text(
+            inputs,
+            tokenizer,
+            output,
+            format=fmt,
+            engine=options.engine,
+            pair=options.pair,
+            add_special_tokens=options.add_special_tokens,
+            max_length=options.max_length,
+            workers=options.workers,
+            batch_lines=options.batch_lines or BATCH_LINES,
+            force=options.force,
+            verify=options.verify,
+        )
+        return CorpusResult(
+            text.engine,
+            text.lines,
+            text.tokens,
+            [Path(output)] if output is not None else [],
+            None,
+            1,
+            0,
+            0,
+            text.seconds,
+            text.verified,
+        )
+    if fmt not in FORMATS:
+        raise ToktoolsError(f"unknown corpus format {fmt!r}; choose one of {', '.join((*FORMATS, *TEXT_FORMATS))}")
+    if output is None:
+        raise ToktoolsError(f"--format {fmt} writes binary data: give an output path")
+    if options.shard_tokens is not None and options.shard_tokens < 1:
+        raise ToktoolsError("shard_tokens must be at least 1")
+    if options.cluster is not None or options.block_bytes is not None:  # shards are blocks of the input
         from toktools.cluster.encode import encode_blocks
 
-        return encode_blocks(inputs, tokenizer, output, cluster=cluster, block_bytes=block_bytes, **common)
-    return encode_shards(inputs, tokenizer, output, **common)
+        return encode_blocks(inputs, tokenizer, output, options)
+    return encode_shards(inputs, tokenizer, output, options)

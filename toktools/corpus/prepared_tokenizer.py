@@ -1,16 +1,16 @@
 """The tokenizer as corpus encoding reads it, with what start-up derives from it kept between runs.
 
 On a short run start-up weighs: parsing a ``tokenizer.json`` (GPT-2: 2 MB of JSON, 20-40 ms),
-deciding whether tiktoken is exact for it (:func:`toktools.engines.core.analyse`) and building
+deciding whether tiktoken is exact for it (:func:`toktools.engines.analysis.analyse`) and building
 tiktoken's byte ranks (20-50 ms), against a tiktoken call of well under a second on 5 MB. For a
 ``tokenizer.json`` file all of it is kept in the user cache (:mod:`toktools.io.user_cache`): one
-binary entry per sha256 of the file's bytes, toktools, ``tokenizers``, tiktoken and Python
-versions. On a hit the file is read and hashed but not parsed: the document is parsed only when
+binary entry per sha256 of the file's bytes and the code that derives it (the sources of this
+module and of the analysis, the ``tokenizers`` and tiktoken versions: :data:`ENTRY_CODE`). On a hit the file is read and hashed but not parsed: the document is parsed only when
 something asks for it (:meth:`CorpusTokenizer.document`: the reference engine, ``tokenizers``,
 the ``--verify`` checker, which does it in its own process from the bytes read here).
 
-A cache only: an entry that is missing, truncated or altered (its checksum), or of another
-layout, is ignored and written again; one that cannot be written is skipped; a file with other
+A cache only: an entry that is missing, truncated or altered (its checksum), or that does not
+hold what it should, is ignored and written again; one that cannot be written is skipped; a file with other
 bytes has another key.
 """
 
@@ -19,16 +19,15 @@ from __future__ import annotations
 import hashlib
 import json
 import marshal
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-#: Bumped when the entry's layout or the meaning of a field changes (e.g. how
-#: :func:`toktools.engines.core._plan` builds the ranks; the E1-E4 checks have their own
-#: ``engines._EXACT_VERSION``, which is part of the key).
-CACHE_FORMAT = 2  # 2: Unigram vocabulary sizes (a list vocabulary was counted as empty)
+#: The modules whose code decides an entry (its layout here, the analysis and tiktoken's ranks
+#: there): their sources are part of its key, with the versions of the libraries that decide
+#: the analysis (:func:`toktools.io.user_cache.entry_path`).
+ENTRY_CODE = ("toktools.corpus.prepared_tokenizer",)
 
 
 def token_ids(doc: Mapping[str, Any]) -> dict[str, int]:
@@ -64,7 +63,7 @@ class CorpusTokenizer:
     fingerprint: str
     shape: dict[str, Any]
     vocab_size: int
-    #: the analysis of :func:`toktools.engines.core.analyse` (with tiktoken's plan), when cached
+    #: the analysis of :func:`toktools.engines.analysis.analyse` (with tiktoken's plan), when cached
     analysis: Any = None
     #: the parsed document (None until asked for, after a cache hit)
     _document: dict[str, Any] | None = field(default=None, repr=False)
@@ -75,7 +74,7 @@ class CorpusTokenizer:
     def document(self) -> dict[str, Any]:
         """The whole document (truncation and padding off), parsed on first use."""
         if self._document is None:
-            from toktools.engines.core import corpus_document
+            from toktools.engines.base import corpus_document
 
             assert self._raw is not None
             self._document = corpus_document(json.loads(self._raw.decode("utf-8")))
@@ -98,7 +97,6 @@ class CorpusTokenizer:
 
         plan = analysis.plan
         entry = {
-            "format": CACHE_FORMAT,
             "shape": self.shape,
             "vocab_size": self.vocab_size,
             "reason": analysis.tiktoken_reason,
@@ -147,13 +145,13 @@ def load_document(
     padding are dropped (whole documents); ``validate`` checks a ``tokenizer.json`` as
     :func:`toktools.load` does, with the same one-line errors. ``text``: the file's text, when
     the caller has read it already."""
-    from toktools.engines.core import corpus_document, document_fingerprint
+    from toktools.engines.base import corpus_document, document_fingerprint
 
     finish: Any = (lambda d: d) if whole else corpus_document
     if not isinstance(tokenizer, (str, Path)):
         doc = finish(tokenizer.to_tokenizer_json())
         return doc, document_fingerprint(doc)
-    # toktools.io.formats (and the reference's tables behind it) costs a large share of a short
+    # toktools.formats (and the reference's tables behind it) costs a large share of a short
     # run's start-up: a tokenizer.json, the usual case, is read without it
     candidate = tokenizer_json_file(tokenizer)
     if candidate is not None:
@@ -172,7 +170,7 @@ def load_document(
                 return finish(document), hashlib.sha256(text.encode("utf-8")).hexdigest()
         except json.JSONDecodeError:
             pass  # load() gives the readable error
-    from toktools.io.formats import load
+    from toktools.formats import load
 
     doc = finish(load(tokenizer).to_tokenizer_json())
     return doc, document_fingerprint(doc)
@@ -195,7 +193,7 @@ def load_corpus_tokenizer(tokenizer: Any) -> CorpusTokenizer:
         shape, vocab_size, analysis = cached
         return CorpusTokenizer(fingerprint, shape, vocab_size, analysis, _raw=raw)
     doc, parsed_fingerprint = load_document(tokenizer, text=decode_utf8(raw, path))
-    # a file read through toktools.io.formats instead (not a tokenizer.json after all) is
+    # a file read through toktools.formats instead (not a tokenizer.json after all) is
     # fingerprinted by its canonical JSON: no entry (a lookup would never find it)
     keep = raw if parsed_fingerprint == fingerprint else None
     return CorpusTokenizer(parsed_fingerprint, document_shape(doc), vocab_size_of(doc), _document=doc, _raw=keep)
@@ -207,15 +205,12 @@ def vocab_size_of(doc: Mapping[str, Any]) -> int:
 
 
 def _entry_path(fingerprint: str) -> Path | None:
-    from toktools._version import __version__
-    from toktools.engines.core import _EXACT_VERSION
-    from toktools.io.user_cache import cache_file, library_version
+    from toktools.engines.analysis import VERDICT_CODE, VERDICT_LIBRARIES
+    from toktools.io.user_cache import entry_path
 
-    versions = (
-        f"toktools{__version__}-tokenizers{library_version('tokenizers')}-tiktoken{library_version('tiktoken')}"
-        f"-py{sys.version_info[0]}.{sys.version_info[1]}-exact{_EXACT_VERSION}"
+    return entry_path(
+        "corpus-tokenizer", fingerprint, ".bin", modules=(*ENTRY_CODE, *VERDICT_CODE), libraries=VERDICT_LIBRARIES
     )
-    return cache_file(f"corpus-tokenizer-v{CACHE_FORMAT}", f"{fingerprint}-{versions}.bin")
 
 
 def _read_entry(fingerprint: str) -> tuple[dict[str, Any], int, Any] | None:
@@ -228,14 +223,14 @@ def _read_entry(fingerprint: str) -> tuple[dict[str, Any], int, Any] | None:
         return None
     try:
         entry = marshal.loads(payload)
-        if not isinstance(entry, dict) or entry.get("format") != CACHE_FORMAT:
+        if not isinstance(entry, dict):
             return None
         shape, vocab_size, reason, plan = entry["shape"], entry["vocab_size"], entry["reason"], entry["plan"]
         if not (
             isinstance(shape, dict) and isinstance(vocab_size, int) and (reason is None or isinstance(reason, str))
         ):
             return None
-        from toktools.engines.core import Analysis, TiktokenPlan, cuttable
+        from toktools.engines.analysis import Analysis, TiktokenPlan, cuttable
 
         if plan is not None:
             ranks, specials, pattern, rank_to_id = plan

@@ -12,7 +12,6 @@ from __future__ import annotations
 import bz2
 import glob
 import gzip
-import io
 import itertools
 import json
 import lzma
@@ -23,10 +22,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import Any, BinaryIO, Literal, TypeVar
 
 from toktools.errors import ToktoolsError
 from toktools.runtime.workers import available_cores, process_pool
+
+T = TypeVar("T")
 
 CHUNK_BYTES = 1 << 20
 #: A picklable function from a chunk of whole lines to its words (for worker processes).
@@ -99,7 +100,7 @@ def expand_sources(paths: Sequence[str], json_field: str | None = None) -> list[
     return sources
 
 
-def _decode(block: bytes, source: CorpusSource, first_line: int, errors: ErrorPolicy, hint: bool = True) -> str:
+def decode_lines(block: bytes, source: CorpusSource, first_line: int, errors: ErrorPolicy, hint: bool = True) -> str:
     """Strict UTF-8 with an error that names the file and line, or replace / skip bad lines."""
     try:
         return block.decode("utf-8")
@@ -108,9 +109,9 @@ def _decode(block: bytes, source: CorpusSource, first_line: int, errors: ErrorPo
             return block.decode("utf-8", errors="replace")
         if errors == "skip":
             kept = []
-            for line in block.split(b"\n"):
+            for raw_line in block.split(b"\n"):
                 try:
-                    kept.append(line.decode("utf-8"))
+                    kept.append(raw_line.decode("utf-8"))
                 except UnicodeDecodeError:
                     continue
             return "\n".join(kept)
@@ -121,7 +122,8 @@ def _decode(block: bytes, source: CorpusSource, first_line: int, errors: ErrorPo
         ) from None
 
 
-def _json_lines_text(text: str, source: CorpusSource, first_line: int) -> str:
+def json_lines_text(text: str, source: CorpusSource, first_line: int) -> str:
+    """The text field of each JSON Lines record in ``text`` (first line numbered ``first_line``), one per line."""
     out = []
     for offset, line in enumerate(text.split("\n")):
         if not line.strip():
@@ -204,12 +206,12 @@ def numbered_lines(
         if bytes_read is not None:
 
             def note(handle: BinaryIO, raw: object, before: int = done_before) -> None:
-                position = _position(handle, raw)
+                position = stream_position(handle, raw)
                 if position is not None:
                     bytes_read(before + position)  # type: ignore[misc]
 
         for number, raw in enumerate(raw_lines(source, note), start=1):
-            yield index, number, _decode(raw, source, number, "strict", hint=False)
+            yield index, number, decode_lines(raw, source, number, "strict", hint=False)
         if bytes_read is not None:
             done_before += source.size()
             bytes_read(done_before)
@@ -237,7 +239,7 @@ def iter_chunks(
         position: list[int | None] = [None]
 
         def note_position(handle: BinaryIO, raw: object, position: list[int | None] = position) -> None:
-            position[0] = _position(handle, raw)
+            position[0] = stream_position(handle, raw)
 
         for block in read_blocks(source, chunk_bytes, note_position if progress is not None else None):
             block = pending + block
@@ -247,34 +249,34 @@ def iter_chunks(
                 continue
             pending = block[cut:]
             whole = block[:cut]
-            text = _decode(whole, source, line_number, errors)
+            text = decode_lines(whole, source, line_number, errors)
             if source.json_field:
-                text = _json_lines_text(text, source, line_number)
+                text = json_lines_text(text, source, line_number)
             line_number += whole.count(b"\n")
             if progress is not None:
                 progress(done_before + position[0] if position[0] is not None else 0, total)
             yield text
         if pending:
-            text = _decode(pending, source, line_number, errors)
-            yield _json_lines_text(text, source, line_number) if source.json_field else text
+            text = decode_lines(pending, source, line_number, errors)
+            yield json_lines_text(text, source, line_number) if source.json_field else text
         done_before += source.size()
         if progress is not None:
             progress(done_before, total)
 
 
-def _position(handle: io.IOBase, raw: object) -> int | None:
+def stream_position(handle: Any, raw: Any) -> int | None:
     """How far into the file on disk we are (compressed offset for compressed files)."""
     try:
         target = raw if raw is not None and hasattr(raw, "tell") else handle
-        return int(target.tell())  # type: ignore[union-attr]
+        return int(target.tell())
     except (OSError, ValueError, AttributeError):
         return None
 
 
-def batched(items: Iterable[str], size: int) -> Iterator[list[str]]:
+def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
     """Consecutive lists of ``size`` items (the last may be shorter): streaming work in batches
     keeps memory flat on inputs of any length."""
-    batch: list[str] = []
+    batch: list[T] = []
     for item in items:
         batch.append(item)
         if len(batch) >= size:
@@ -305,14 +307,15 @@ def count_words(
     total: Counter[str] = Counter()
     first = next(chunks, None)
     second = next(chunks, None) if first is not None else None
+    read = [c for c in (first, second) if c is not None]
     if workers <= 1 or second is None:  # one chunk: starting processes cannot pay off
-        for chunk in itertools.chain((c for c in (first, second) if c is not None), chunks):
+        for chunk in itertools.chain(read, chunks):
             total.update(_count_chunk(splitter, chunk))
     else:
         with process_pool(workers) as pool:
             # a bounded window of chunks in flight keeps memory flat on huge corpora
             in_flight = []
-            for chunk in itertools.chain((first, second), chunks):
+            for chunk in itertools.chain(read, chunks):
                 in_flight.append(pool.submit(_count_chunk, splitter, chunk))
                 if len(in_flight) >= 2 * workers:
                     total.update(in_flight.pop(0).result())

@@ -1,11 +1,11 @@
-"""Document-aware outputs written here: Megatron / npy / bin (one output or shards) and the
-manifest that makes a sharded run resumable; the one encode loop every output goes through,
-local or on a cluster (:func:`encode_documents`).
+"""Document-aware outputs written here: Megatron / npy / bin (one output or shards, resumable
+through their manifest: :mod:`toktools.corpus.manifest`); the one encode loop every output goes
+through, local or on a cluster (:func:`encode_documents`).
 
 0. read the tokenizer: from the start-up cache when its ``tokenizer.json`` was seen before
    (:mod:`toktools.corpus.prepared_tokenizer`: then it is parsed only if an engine needs it);
 1. read the inputs as documents (:mod:`toktools.corpus.documents`), in bounded segments;
-2. encode batches of them with the chosen engine (:mod:`toktools.engines.core`), while the next
+2. encode batches of them with the chosen engine (:mod:`toktools.engines.choice`), while the next
    batch is being read; a sample of documents spread over the input is re-encoded with the
    reference (:mod:`toktools.corpus.verify`) and any difference stops the run;
 3. write documents (with ``prepend_bos`` / ``append_eos`` ids) into outputs
@@ -13,9 +13,10 @@ local or on a cluster (:func:`encode_documents`).
    document that reaches the count, so shard boundaries depend on token counts only. An
    engine that gives a batch's ids as one packed array (tiktoken: :class:`PackedIds`) has
    them written from it, with no Python int per id;
-4. with shards, a manifest (``PREFIX-manifest.json``) rewritten after every finished shard:
-   tokenizer fingerprint, engine, settings, inputs (size, sha256), shards (documents, tokens,
-   files with sha256, where in the input the next shard starts).
+4. with shards, a manifest (``PREFIX-manifest.json``, :mod:`toktools.corpus.manifest`)
+   rewritten after every finished shard: tokenizer fingerprint, engine, settings, inputs
+   (size, sha256), shards (documents, tokens, files with sha256, where in the input the next
+   shard starts).
 
 The ids do not depend on the engine or on the number of workers, so neither is part of the
 settings a resumed run must match. Documents with no token of their own are dropped.
@@ -23,10 +24,6 @@ settings a resumed run must match. Documents with no token of their own are drop
 
 from __future__ import annotations
 
-import glob
-import json
-import os
-import re
 import time
 from array import array
 from collections.abc import Callable, Iterator, Sequence
@@ -35,23 +32,34 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from toktools.corpus.documents import MAX_DOCUMENT_BYTES, SEGMENT_CHARS, DocumentReader, Position, Segment
-from toktools.corpus.prepared_tokenizer import CorpusTokenizer, load_corpus_tokenizer, token_ids, vocab_size_of
+from toktools.corpus.documents import DocumentReader, Position, Segment
+from toktools.corpus.manifest import (
+    MANIFEST_FORMAT,  # noqa: F401 - re-exported (toktools.encode_shards)
+    check_outputs,
+    complete,
+    input_entries,
+    is_complete,
+    manifest_path,
+    new_manifest,
+    output_base,
+    remove_shards_from,
+    resume_local,
+    shard_base,
+    shard_entry,
+    shard_files,
+    write_manifest,
+)
+from toktools.corpus.options import (
+    BATCH_BYTES,  # noqa: F401 - re-exported (toktools.encode_shards)
+    DEFAULT_VERIFY,  # noqa: F401 - re-exported (toktools.encode_shards)
+    CorpusProgress,
+    EncodeOptions,
+    shard_settings,
+)
+from toktools.corpus.prepared_tokenizer import load_corpus_tokenizer
 from toktools.corpus.verify import Verifier, start_checker
-from toktools.corpus.writers import DocumentWriter, ShardInfo, file_sha256, flat_dtype, megatron_dtype, output_files
-from toktools.engines.core import PackedIds
-from toktools.errors import ToktoolsError
-
-DEFAULT_VERIFY = 16
-#: characters per batch at most (engines may take less: ``Engine.batch_chars``): two batches
-#: are in flight; 1M Chinese characters already make ~1M tokens
-BATCH_BYTES = 1 << 20
-MANIFEST_FORMAT = "toktools-corpus-manifest"
-#: (bytes of input read, total bytes or 0 if unknown, tokens written)
-CorpusProgress = Callable[[int, int, int], None]
-
-_EOS_NAMES = ("<|endoftext|>", "</s>", "<|end_of_text|>", "<eos>", "<|eos|>", "[EOS]", "<|im_end|>", "[SEP]")
-_BOS_NAMES = ("<s>", "<|begin_of_text|>", "<bos>", "<|bos|>", "[BOS]", "<|startoftext|>", "[CLS]", "<|endoftext|>")
+from toktools.corpus.writers import DocumentWriter, ShardInfo, output_files
+from toktools.engines.base import PackedIds
 
 
 @dataclass
@@ -71,91 +79,6 @@ class CorpusResult:
     settings: dict[str, Any] = field(default_factory=dict)
 
 
-def _special_id(
-    doc: dict[str, Any],
-    value: bool | str | None,
-    names: Sequence[str],
-    what: str,
-    token_id_of: Callable[[str], int | None] | None = None,
-) -> int | None:
-    """The id of the token the user named, or of the tokenizer's usual one (``True``).
-    ``token_id_of``: how to look a named token up (default: in ``doc``)."""
-    if value is None or value is False:
-        return None
-    if isinstance(value, str) and value:
-        token_id = token_id_of(value) if token_id_of is not None else token_ids(doc).get(value)
-        if token_id is None:
-            raise ToktoolsError(f"{what} token {value!r} is not in the vocabulary")
-        return token_id
-    specials = {t["content"]: t["id"] for t in doc.get("added_tokens") or [] if t.get("special")}
-    for name in names:
-        if name in specials:
-            return specials[name]
-    hint = "--append-eos=TOKEN, or --no-append-eos" if what == "EOS" else "--prepend-bos=TOKEN"
-    raise ToktoolsError(f"this tokenizer has no {what} token ({' or '.join(names[:3])}…): name one, e.g. {hint}")
-
-
-def _bases(fmt: str, output: Path) -> tuple[Path, str | None]:
-    """The output path without its extension, and the extension for npy/bin: ``out/train``
-    for a Megatron prefix (``.bin``/``.idx`` given by mistake are dropped); ``out/ids.npy`` →
-    (``out/ids``, ``.npy``): the data file is exactly the path given."""
-    name = str(output)
-    if fmt == "megatron":
-        for suffix in (".bin", ".idx"):
-            if name.endswith(suffix):
-                return Path(name[: -len(suffix)]), None
-        return output, None
-    return Path(name[: len(name) - len(output.suffix)]), output.suffix
-
-
-def shard_base(base: Path, index: int) -> Path:
-    return Path(f"{base}-{index:05d}")
-
-
-def manifest_path(base: Path) -> Path:
-    return Path(f"{base}-manifest.json")
-
-
-def _shard_files(base: Path, suffix: str | None = None) -> list[Path]:
-    """Files that look like shards of ``base`` (of this or an earlier run)."""
-    ends = r"\.(bin|idx)" if suffix is None else re.escape(suffix)
-    pattern = re.compile(re.escape(base.name) + r"-\d{5}(\.offsets)?" + ends + "$")
-    directory = base.parent if str(base.parent) else Path(".")
-    return sorted(
-        Path(p) for p in glob.glob(os.path.join(glob.escape(str(directory)), "*")) if pattern.match(Path(p).name)
-    )
-
-
-def _check_outputs(
-    planned: Sequence[Path], earlier_shards: Sequence[Path], inputs: Sequence[str | Path], tokenizer: Any, force: bool
-) -> None:
-    """Before any work (:func:`toktools.io.outputs.check_output_file`): no output over an input
-    or a file of the tokenizer, in a directory that exists and is writable; existing outputs
-    (and shards of an earlier run) only with ``force`` (a resumed run passes it and checks its
-    shards against the manifest instead)."""
-    from toktools.io.outputs import check_output_file, input_files
-
-    inputs = list(inputs)
-    if isinstance(tokenizer, (str, Path)):
-        inputs += input_files(tokenizer)
-    for target in planned:
-        check_output_file(target, force=force, inputs=inputs)
-    for target in earlier_shards:
-        check_output_file(target, force=True, inputs=inputs)
-    if not force and earlier_shards:
-        raise ToktoolsError(f"{earlier_shards[0]} already exists; use --force to overwrite")
-
-
-def _input_entries(sources: Sequence[Any]) -> list[dict[str, Any]]:
-    out = []
-    for source in sources:
-        if source.is_stdin:
-            out.append({"path": "-", "size": None, "sha256": None})
-        else:
-            out.append({"path": source.path, "size": source.size(), "sha256": file_sha256(Path(source.path))})
-    return out
-
-
 def _batches(reader: Iterator[Segment], batch_bytes: int) -> Iterator[list[Segment]]:
     batch: list[Segment] = []
     size = 0
@@ -170,144 +93,73 @@ def _batches(reader: Iterator[Segment], batch_bytes: int) -> Iterator[list[Segme
         yield batch
 
 
-def _output_settings(
-    doc: Any,
-    format: str,
-    document: str,
-    field: str | None,
-    append_eos: bool | str | None,
-    prepend_bos: bool | str,
-    dtype: str,
-) -> tuple[str | None, int | None, int | None, int, str]:
-    """The settings every shard is written with: the JSON field, EOS and BOS ids, the vocabulary
-    size and the dtype (``auto`` resolved); bad combinations are refused in one line. ``doc``:
-    the document, or a :class:`toktools.corpus.prepared_tokenizer.CorpusTokenizer` (whose vocabulary is
-    then read only for a token named that is not an added one)."""
-    lookup = doc.token_id if isinstance(doc, CorpusTokenizer) else None
-    vocab_size = doc.vocab_size if isinstance(doc, CorpusTokenizer) else vocab_size_of(doc)
-    if isinstance(doc, CorpusTokenizer):
-        doc = doc.shape
-    if document == "jsonl":
-        field = field or "text"
-    elif field is not None:
-        raise ToktoolsError("--field is for --document jsonl")
-    if append_eos is None:
-        append_eos = format == "megatron"
-    eos_id = _special_id(doc, append_eos, _EOS_NAMES, "EOS", lookup)
-    bos_id = _special_id(doc, prepend_bos, _BOS_NAMES, "BOS", lookup)
-    if dtype == "auto":
-        dtype = megatron_dtype(vocab_size) if format == "megatron" else flat_dtype(vocab_size)
-    limits = {"uint16": 1 << 16, "uint32": 1 << 32, "int32": 1 << 31}
-    if dtype not in limits or (format == "megatron" and dtype == "uint32"):
-        raise ToktoolsError(f"dtype {dtype} is not available for {format}")
-    if vocab_size > limits[dtype]:
-        raise ToktoolsError(f"{vocab_size} ids do not fit in {dtype}")
-    return field, eos_id, bos_id, vocab_size, dtype
-
-
 def encode_shards(
-    inputs: Sequence[str | Path],
-    tokenizer: Any,
-    output: str | Path,
-    *,
-    format: str = "megatron",
-    engine: str = "auto",
-    document: str = "line",
-    field: str | None = None,
-    append_eos: bool | str | None = None,
-    prepend_bos: bool | str = False,
-    shard_tokens: int | None = None,
-    workers: int | None = None,
-    verify: int = DEFAULT_VERIFY,
-    progress: CorpusProgress | None = None,
-    force: bool = False,
-    dtype: str = "auto",
-    batch_bytes: int = BATCH_BYTES,
-    max_document_bytes: int = MAX_DOCUMENT_BYTES,
-    segment_chars: int = SEGMENT_CHARS,
+    inputs: Sequence[str | Path], tokenizer: Any, output: str | Path, options: EncodeOptions
 ) -> CorpusResult:
-    """Encode ``inputs`` here into one output or into ``shard_tokens`` shards with a resumable
-    manifest (the options as :func:`toktools.corpus.encode.encode_corpus` takes them)."""
+    """Encode ``inputs`` here into one output or into ``options.shard_tokens`` shards with a
+    resumable manifest (the options as :func:`toktools.corpus.encode.encode_corpus` takes them;
+    those of other ways of running, such as ``cluster``, are not read here)."""
     from toktools.corpus.reading import expand_sources
-    from toktools.engines import core as engines
+    from toktools.engines.analysis import Analysis, analyse, cuttable
+    from toktools.engines.choice import likely_engine, make_engine
 
     started = time.perf_counter()
     collector = CollectorPause()  # until the engine is built
     checker = None
+    fmt, engine, force = options.format, options.engine, options.force
     try:
         # the document itself is parsed only when needed, when start-up is cached (corpus_tokenizer)
         tok = load_corpus_tokenizer(tokenizer)
         fingerprint = tok.fingerprint
         sources = expand_sources([str(p) for p in inputs])
-        sizes = [None if s.is_stdin else s.size() for s in sources]
-        input_bytes = None if None in sizes else sum(sizes)  # type: ignore[arg-type]
+        sizes = [s.size() for s in sources if not s.is_stdin]
+        input_bytes = sum(sizes) if len(sizes) == len(sources) else None
         # the --verify checker is forked now: it builds the reference on the other core while
         # this process checks the outputs, hashes the inputs and builds its engine (not when
         # auto will take the reference, which needs no checker)
         checker = start_checker(
             tok.document,
-            verify,
-            engines.likely_engine(engine, tok.shape, workers, input_bytes),
+            options.verify,
+            likely_engine(engine, tok.shape, options.workers, input_bytes),
             fingerprint=fingerprint,
         )
-        field, eos_id, bos_id, vocab_size, dtype = _output_settings(
-            tok, format, document, field, append_eos, prepend_bos, dtype
-        )
+        written_as = shard_settings(tok, options)
 
         # outputs: never an input (nor a file of the tokenizer); existing ones need force (or are resumed)
-        base, suffix = _bases(format, Path(output))
-        sharded = shard_tokens is not None
-        manifest_file = manifest_path(base) if sharded else None
-        planned = [manifest_file] if sharded else list(output_files(format, base, suffix).values())
-        if sharded:
-            planned += list(output_files(format, shard_base(base, 0), suffix).values())
-        _check_outputs(
+        base, suffix = output_base(fmt, Path(output))
+        manifest_file = manifest_path(base) if options.shard_tokens is not None else None
+        if manifest_file is not None:
+            planned = [manifest_file, *output_files(fmt, shard_base(base, 0), suffix).values()]
+        else:
+            planned = list(output_files(fmt, base, suffix).values())
+        check_outputs(
             planned,
-            _shard_files(base, suffix) if sharded else [],
+            shard_files(base, suffix) if manifest_file is not None else [],
             [s.path for s in sources if not s.is_stdin],
             tokenizer,
-            force=force or (sharded and manifest_file.exists()),
-        )  # type: ignore[union-attr]
+            force=force or (manifest_file is not None and manifest_file.exists()),
+        )
 
-        settings = {
-            "format": format,
-            "document": document,
-            "field": field,
-            "append_eos": eos_id,
-            "prepend_bos": bos_id,
-            "shard_tokens": shard_tokens,
-            "dtype": dtype,
-        }
-        inputs_json = _input_entries(sources)
+        settings = written_as.as_manifest(options)
+        inputs_json = input_entries(sources)
         shards: list[dict[str, Any]] = []
         start = Position(0, 0, 1)
-        if sharded and not force:
-            assert manifest_file is not None
-            if manifest_file.exists():
-                shards, start = _resume(manifest_file, fingerprint, settings, inputs_json, base, format, suffix)
+        if manifest_file is not None and not force and manifest_file.exists():
+            shards, start = resume_local(manifest_file, fingerprint, settings, inputs_json, base, fmt, suffix)
 
-        manifest: dict[str, Any] = {
-            "format": MANIFEST_FORMAT,
-            "version": 1,
-            "complete": False,
-            "tokenizer": {"sha256": fingerprint, "vocab_size": vocab_size},
-            "engine": None,
-            "settings": settings,
-            "inputs": inputs_json,
-            "shards": shards,
-        }
+        manifest = new_manifest(fingerprint, written_as.vocab_size, settings, inputs_json, shards)
         kept = len(shards)
-        if sharded and shards and start.source >= len(sources) and _complete(manifest_file):
-            return _result(manifest, base, suffix, format, manifest_file, 0, kept, sources, started, 0, "none")
+        if shards and start.source >= len(sources) and is_complete(manifest_file):
+            return _result(manifest, base, suffix, fmt, manifest_file, 0, kept, sources, started, 0, "none")
 
         if engine in ("auto", "tiktoken"):
-            analysis = tok.analysis or engines.analyse(tok.document(), fingerprint)
+            analysis = tok.analysis or analyse(tok.document(), fingerprint)
         else:  # the tiktoken checks are not needed
-            analysis = engines.Analysis("not analysed", cuttable=engines.cuttable(tok.shape))
-        chosen = engines.make_engine(
+            analysis = Analysis("not analysed", cuttable=cuttable(tok.shape))
+        chosen = make_engine(
             engine,
             tok.document,
-            workers=workers,
+            workers=options.workers,
             analysis=analysis,
             fingerprint=fingerprint,
             input_bytes=input_bytes,
@@ -318,37 +170,28 @@ def encode_shards(
         manifest["engine"] = chosen.name
         reader = DocumentReader(
             sources,
-            document,
-            field,
+            options.document,
+            written_as.field,
             cuttable=analysis.cuttable,
-            segment_chars=segment_chars,
-            max_document_bytes=max_document_bytes,
+            segment_chars=options.segment_chars,
+            max_document_bytes=options.max_document_bytes,
             start=start,
         )
-        verifier = Verifier(chosen.name, tok.document, verify, reader.total, sources, process=checker)
+        verifier = Verifier(chosen.name, tok.document, options.verify, reader.total, sources, process=checker)
         checker = None  # the verifier closes it
         verifier.start()  # before this process starts threads (unless the checker is already running)
         written = 0
 
         def new_writer() -> DocumentWriter:
-            target = shard_base(base, len(shards)) if sharded else base
-            return DocumentWriter(format, target, dtype, suffix)
+            target = shard_base(base, len(shards)) if manifest_file is not None else base
+            return DocumentWriter(fmt, target, written_as.dtype, suffix)
 
         def finish_shard(info: ShardInfo, end: Position | None) -> None:
             nonlocal written
             written += 1
-            shards.append(
-                {
-                    "index": len(shards),
-                    "documents": info.documents,
-                    "tokens": info.tokens,
-                    "engine": chosen.name,
-                    "files": info.files,
-                    "next": end.as_json() if end is not None else None,
-                }
-            )
-            if sharded:
-                _write_manifest(manifest_file, manifest)  # type: ignore[arg-type]
+            shards.append(shard_entry(len(shards), info, chosen.name, next=end.as_json() if end is not None else None))
+            if manifest_file is not None:
+                write_manifest(manifest_file, manifest)
 
         try:
             encode_documents(
@@ -357,29 +200,23 @@ def encode_shards(
                 verifier,
                 new_writer,
                 finish_shard,
-                bos_id=bos_id,
-                eos_id=eos_id,
-                shard_tokens=shard_tokens,
-                batch_bytes=batch_bytes,
-                progress=progress,
+                bos_id=written_as.bos_id,
+                eos_id=written_as.eos_id,
+                shard_tokens=options.shard_tokens,
+                batch_bytes=options.batch_bytes,
+                progress=options.progress,
                 tokens_before=sum(s["tokens"] for s in shards),
                 kept=len(shards),
             )
         finally:
             chosen.close()
             verifier.close()
-        manifest["complete"] = True
-        manifest["documents"] = sum(s["documents"] for s in shards)
-        manifest["tokens"] = sum(s["tokens"] for s in shards)
-        if sharded:
-            assert manifest_file is not None
-            _write_manifest(manifest_file, manifest)
-            for stale in _shard_files(base, suffix):  # shards of an older, longer run (with force)
-                number = int(re.search(r"-(\d{5})(?:\.offsets)?\.?\w*$", stale.name).group(1))  # type: ignore[union-attr]
-                if number >= len(shards):
-                    stale.unlink()
+        complete(manifest)
+        if manifest_file is not None:
+            write_manifest(manifest_file, manifest)
+            remove_shards_from(base, suffix, len(shards))  # shards of an older, longer run (with force)
         return _result(
-            manifest, base, suffix, format, manifest_file, written, kept, sources, started, verifier.done, chosen.name
+            manifest, base, suffix, fmt, manifest_file, written, kept, sources, started, verifier.done, chosen.name
         )
     finally:
         collector.resume()
@@ -577,77 +414,3 @@ def _result(
         verified,
         manifest["settings"],
     )
-
-
-def _complete(path: Path | None) -> bool:
-    if path is None or not path.exists():
-        return False
-    return bool(json.loads(path.read_text(encoding="utf-8")).get("complete"))
-
-
-def _write_manifest(path: Path, manifest: dict[str, Any]) -> None:
-    from toktools.io.outputs import write_files_atomically
-
-    try:
-        write_files_atomically(
-            path.parent if str(path.parent) else Path("."),
-            {path.name: json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"},
-        )
-    except OSError as err:
-        raise ToktoolsError(f"cannot write {path}: {err.strerror or err}") from None
-
-
-def _resume(
-    path: Path,
-    fingerprint: str,
-    settings: dict[str, Any],
-    inputs: list[dict[str, Any]],
-    base: Path,
-    fmt: str,
-    suffix: str | None,
-) -> tuple[list[dict[str, Any]], Position]:
-    """The finished shards of an earlier run that still verify, and where to go on from; a
-    manifest from other settings, another tokenizer or changed inputs is refused in one line."""
-    try:
-        old = json.loads(path.read_text(encoding="utf-8"))
-        if old.get("format") != MANIFEST_FORMAT:
-            raise ValueError
-    except (ValueError, OSError):
-        raise ToktoolsError(f"{path} is not a toktools corpus manifest (use --force to overwrite)") from None
-    if old.get("tokenizer", {}).get("sha256") != fingerprint:
-        raise ToktoolsError(
-            f"{path} was written with another tokenizer; use --force to start over or choose another output"
-        )
-    for key, value in settings.items():
-        if old.get("settings", {}).get(key) != value:
-            raise ToktoolsError(
-                f"{path} was written with other settings ({key}: {old.get('settings', {}).get(key)!r}, "
-                f"now {value!r}); use --force to start over or choose another output"
-            )
-    if any(entry["path"] == "-" for entry in inputs):
-        raise ToktoolsError(f"{path}: cannot resume reading standard input; use --force to start over")
-    if [(e["path"], e["size"], e["sha256"]) for e in old.get("inputs", [])] != [
-        (e["path"], e["size"], e["sha256"]) for e in inputs
-    ]:
-        raise ToktoolsError(
-            f"{path} was written from other inputs (names, sizes or checksums differ); "
-            "use --force to start over or choose another output"
-        )
-    kept: list[dict[str, Any]] = []
-    for shard in old.get("shards", []):
-        files = output_files(fmt, shard_base(base, shard["index"]), suffix)
-        good = shard.get("index") == len(kept) and all(
-            files[role].exists()
-            and files[role].stat().st_size == entry["bytes"]
-            and file_sha256(files[role]) == entry["sha256"]
-            for role, entry in shard["files"].items()
-        )
-        if not good:
-            break
-        kept.append(shard)
-    if not kept:
-        return [], Position(0, 0, 1)
-    last = kept[-1].get("next")
-    if last is None:  # the last shard of a finished run
-        return kept, Position(len(inputs), 0, 1)
-    return kept, Position(last["input"], last["offset"], last["line"])

@@ -9,7 +9,7 @@ padding, pairs (``a<TAB>b``), and for ``jsonl`` tokens, offsets and type ids. Th
   template that adds no token, no padding, and truncation that keeps the head. Tokens then come
   from the id → token map; offsets (``jsonl``) are refused in one line.
 
-``auto`` takes tiktoken when it is exact for the tokenizer (:func:`toktools.engines.core.analyse`)
+``auto`` takes tiktoken when it is exact for the tokenizer (:func:`toktools.engines.analysis.analyse`)
 and can express the request, else ``tokenizers``, else the reference. The output is the same
 bytes on every engine.
 
@@ -117,7 +117,7 @@ class _Reference:
     name = "reference"
 
     def __init__(self, doc: Mapping[str, Any], max_length: int | None, workers: int | None) -> None:
-        from toktools.io.formats import from_tokenizer_json
+        from toktools.formats import from_tokenizer_json
 
         try:
             self.tokenizer = from_tokenizer_json(doc)
@@ -186,29 +186,29 @@ def _engine(
     max_length: int | None,
     workers: int | None,
 ) -> Any:
-    from toktools.engines import core as engines
+    from toktools.engines.analysis import analyse
+    from toktools.engines.base import corpus_document
+    from toktools.engines.choice import ENGINES, make_engine
+    from toktools.engines.tiktoken_engine import tiktoken_available
 
-    if name not in engines.ENGINES:
-        raise ToktoolsError(f"unknown engine {name!r}; choose one of {', '.join(engines.ENGINES)}")
+    if name not in ENGINES:
+        raise ToktoolsError(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
     if name == "reference":
         return _Reference(doc, max_length, workers)
     if name == "tokenizers":
         return _Tokenizers(doc, max_length)
-    whole = engines.corpus_document(doc)  # what tiktoken sees: no truncation, no padding
+    whole = corpus_document(doc)  # what tiktoken sees: no truncation, no padding
     limit = tiktoken_limit(doc, fmt=fmt, pair=pair, add_special_tokens=add_special_tokens)
     if name == "tiktoken" and limit is not None:
-        reason = engines.analyse(whole, fingerprint).tiktoken_reason
+        reason = analyse(whole, fingerprint).tiktoken_reason
         if reason is not None:  # the first thing to know
             raise ToktoolsError(f"engine tiktoken is not exact for this tokenizer: {reason}")
         raise ToktoolsError(f"engine tiktoken cannot write --format {fmt} here: {limit}")
     if limit is None and (
-        name == "tiktoken"
-        or (engines.tiktoken_available() and engines.analyse(whole, fingerprint).tiktoken_reason is None)
+        name == "tiktoken" or (tiktoken_available() and analyse(whole, fingerprint).tiktoken_reason is None)
     ):
         try:
-            return _Tiktoken(
-                engines.make_engine("tiktoken", whole, workers=workers, fingerprint=fingerprint), doc, max_length
-            )
+            return _Tiktoken(make_engine("tiktoken", whole, workers=workers, fingerprint=fingerprint), doc, max_length)
         except ToktoolsError:
             if name == "tiktoken":
                 raise

@@ -16,9 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toktools.errors import ToktoolsError
+
+if TYPE_CHECKING:
+    from toktools.engines.base import DocumentSource
 
 VERIFY_MAX_CHARS = 1 << 18
 VERIFY_PREFERRED_CHARS = 4096
@@ -26,10 +29,10 @@ VERIFY_PREFERRED_CHARS = 4096
 
 def _build_reference(document: Any, fingerprint: str | None = None) -> tuple[Any, str]:
     """The reference engine, or why it cannot be built (one line). ``document`` may be a
-    :data:`toktools.engines.core.DocumentSource`: with a ``fingerprint`` whose built tokenizer is in
+    :data:`toktools.engines.base.DocumentSource`: with a ``fingerprint`` whose built tokenizer is in
     the user cache (:mod:`toktools.engines.reference_cache`), it is never read."""
     try:
-        from toktools.engines.core import ReferenceEngine
+        from toktools.engines.reference import ReferenceEngine
 
         return ReferenceEngine(document, workers=1, fingerprint=fingerprint), ""
     except ToktoolsError as err:
@@ -63,9 +66,9 @@ def _checker(conn: Any, document: Any, parent: int, build: Build) -> None:
     import gc
     import signal
 
-    from toktools.runtime.workers import _worker_init
+    from toktools.runtime.workers import worker_init
 
-    _worker_init(parent)  # Ctrl-C and SIGTERM are the parent's business; die with the parent
+    worker_init(parent)  # Ctrl-C and SIGTERM are the parent's business; die with the parent
     # the parent's wakeup fd (toktools.runtime.interrupts) is not ours: a signal here would tell the
     # parent's watcher that the parent was terminated
     try:
@@ -122,7 +125,7 @@ class CheckerProcess:
     thread (the engines' pools). ``build`` makes what answers (default: the reference engine's
     ids)."""
 
-    def __init__(self, document: dict[str, Any], build: Build | None = None) -> None:
+    def __init__(self, document: DocumentSource, build: Build | None = None) -> None:
         import multiprocessing
         import os
 
@@ -181,7 +184,7 @@ class Verifier:
     def __init__(
         self,
         engine_name: str,
-        document: dict[str, Any],
+        document: DocumentSource,
         count: int,
         total: int,
         sources: Sequence[Any],

@@ -126,11 +126,11 @@ class _AtomicFile:
 
     def commit(self) -> None:
         from toktools.io.outputs import (
-            _umask,  # not formats: it would load the whole reference
+            current_umask,  # not formats: it would load the whole reference
             unregister_temporary,
         )
 
-        os.chmod(self.temporary, 0o666 & ~_umask())
+        os.chmod(self.temporary, 0o666 & ~current_umask())
         os.replace(self.temporary, self.target)
         unregister_temporary(self.temporary)
 
@@ -204,7 +204,7 @@ class DocumentWriter:
                 self.flush()
 
     def write_uint32(self, data: bytes) -> None:
-        """Append ids given as native uint32 (:class:`toktools.engines.core.PackedIds` data: a batch
+        """Append ids given as native uint32 (:class:`toktools.engines.base.PackedIds` data: a batch
         at once, converted to the dtype in C calls). Unlike :meth:`write`, no document is
         counted: the caller ends them with :meth:`add_document`."""
         if data:

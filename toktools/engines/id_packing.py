@@ -1,5 +1,5 @@
 """Ids as worker processes send them back: the bytes of two arrays, every id of a batch as a
-native uint32 (the layout of :class:`toktools.engines.core.PackedIds` and of the shards, so they are
+native uint32 (the layout of :class:`toktools.engines.base.PackedIds` and of the shards, so they are
 joined and written without a Python int per id) and each text's count as an int64. Pickling
 millions of small ints would cost a large share of the encoding."""
 

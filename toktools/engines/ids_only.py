@@ -148,7 +148,7 @@ class _BertWords:
         self.full = bert_text.PRE_TOKENIZER_RE
         self.config = config
         self._bert_text = bert_text
-        self.split_is_exact = config is not None and bert_text._tables_for(config).split_is_exact
+        self.split_is_exact = config is not None and bert_text.tables_for(config).split_is_exact
 
     def normalize(self, text: str) -> str:
         return text if self.config is None else self._bert_text.normalize(text, self.config)
@@ -160,7 +160,7 @@ class _BertWords:
 
     def __call__(self, text: str) -> list[str]:
         """The words of a text, normalised."""
-        if self.split_is_exact and not text.isascii():  # CJK: one word per char, str.split is faster
+        if self.split_is_exact and self.config is not None and not text.isascii():  # CJK: one word per char
             return list(self._bert_text.iter_words(text, self.config))
         return self.pre_tokenize(self.normalize(text))
 
@@ -416,7 +416,7 @@ def _byte_level_ready(model: Any) -> bool:
 
 
 class IdsPath(Protocol):
-    """What the reference engine (:class:`toktools.engines.core.ReferenceEngine`) asks of an ids-only
+    """What the reference engine (:class:`toktools.engines.reference.ReferenceEngine`) asks of an ids-only
     path: :class:`IdsEncoder` here, :class:`toktools.engines.ids_only_unigram.UnigramIdsEncoder`."""
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
@@ -474,9 +474,9 @@ class IdsEncoder:
 
     def encode(self, text: str) -> list[int]:
         """The ids of one text."""
-        from toktools.tokenizer import _check_text
+        from toktools.tokenizer import check_text
 
-        _check_text(text)
+        check_text(text)
         if self._raw_search is None or self._raw_search(text) is None:
             return self._fragment(text)
         ids: list[int] = []
@@ -495,13 +495,14 @@ class IdsEncoder:
         many = getattr(self.cache.compute, "many", None)
         if many is None or not self._defer:
             misses = self.cache.misses
-            out = [self.encode(text) for text in texts]
+            out: list[list[int]] = [self.encode(text) for text in texts]
             self._defer = (self.cache.misses - misses) * DEFER_BELOW_CHARS_PER_MISS >= sum(map(len, texts))
             return out
         cache = self.cache
         get = cache.__getitem__
-        cache.deferred = deferred = []
-        out: list[list[int]] = []
+        deferred: list[str] = []
+        cache.deferred = deferred
+        out = []
         again: list[tuple[int, list[str] | None]] = []  # (text, its words if plain) to look up again
         try:
             for text in texts:
@@ -555,9 +556,9 @@ class IdsEncoder:
 
     def _plain_words(self, text: str) -> list[str] | None:
         """The words of a text that holds no added token (``None`` if it may hold one)."""
-        from toktools.tokenizer import _check_text
+        from toktools.tokenizer import check_text
 
-        _check_text(text)
+        check_text(text)
         if self._raw_search is not None and self._raw_search(text) is not None:
             return None
         if not self._has_normalized:

@@ -59,17 +59,17 @@ class _Chars(dict):  # type: ignore[type-arg]
 
 
 class _Graphemes(dict):  # type: ignore[type-arg]
-    """grapheme → its text after the Precompiled normaliser (its ``_plan``), filled on first sight."""
+    """grapheme → its text after the Precompiled normaliser (its ``plan``), filled on first sight."""
 
     def __init__(self, part: Any) -> None:
         super().__init__()
         self.part = part
 
     def __missing__(self, grapheme: str) -> str:
-        from toktools.parts.precompiled import _KEEP
+        from toktools.parts.precompiled import KEEP
 
-        plan = self.part._plan(grapheme)
-        value = grapheme if plan is _KEEP else "".join(ch if repl is None else repl for repl, _, ch in plan)
+        plan = self.part.plan(grapheme)
+        value = grapheme if plan is KEEP else "".join(ch if repl is None else repl for repl, _, ch in plan)
         if len(self) < CACHE_WORDS:
             self[grapheme] = value
         return value
@@ -87,12 +87,12 @@ class _PrecompiledText:
     def __init__(self, part: Any) -> None:
         import regex
 
-        from toktools.parts.precompiled import _grapheme_regex
+        from toktools.parts.precompiled import grapheme_regex
 
         self.chars = _Chars(part.charsmap)
         self.graphemes = _Graphemes(part)
         self.joining = regex.compile(_JOINING).search
-        self.clusters = _grapheme_regex().findall
+        self.clusters = grapheme_regex().findall
 
     def __call__(self, text: str) -> str:
         if text.isascii() or self.joining(text) is None:
@@ -229,13 +229,13 @@ class UnigramIdsEncoder:
         return out
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-        from toktools.tokenizer import _check_text
+        from toktools.tokenizer import check_text
 
         try:  # every text is valid Unicode (no lone surrogate): one check in C for the batch
             "".join(texts).encode("utf-8")
         except (TypeError, UnicodeEncodeError):
             for text in texts:
-                _check_text(text)  # the reference's error, for the first text that is not text
+                check_text(text)  # the reference's error, for the first text that is not text
         if self._raw_search is None:  # no added token to look for: normalise, then the words
             normalize, words = self.normalize, self.words
             normalized = texts if normalize is None else map(normalize, texts)

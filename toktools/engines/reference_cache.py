@@ -7,26 +7,39 @@ the vocabulary maps, ~0.1 s). Unpickling the built tokenizer costs a third of th
 2-core machine the checker's CPU competes with the encoding for the whole of a short run.
 
 An entry is keyed by the tokenizer's fingerprint (the sha256 of its file, from
-:mod:`toktools.corpus.prepared_tokenizer`) and by toktools' own code. The code key is the size and
-modification time of every module of the package, so a new version or an edited checkout never
-unpickles objects whose classes have changed. Entries live in the user cache
-(:mod:`toktools.io.user_cache`; ``TOKTOOLS_CACHE_DIR=`` turns it off), with a checksum. A damaged
-entry is built again. Like the rest of the user cache, an entry is trusted as the user's own
-files are: unpickling runs code.
+:mod:`toktools.corpus.prepared_tokenizer`) and by the code that builds and defines it: the
+source bytes of the modules of :data:`BUILT_BY` (the tokenizer, its parts and their tables, the
+BPE and WordPiece models, the loader) and the versions of ``regex`` and Python
+(:func:`toktools.io.user_cache.entry_path`). So edited code never unpickles objects whose
+classes have changed, and touching a file without changing it keeps the entry. Entries live in
+the user cache (:mod:`toktools.io.user_cache`; ``TOKTOOLS_CACHE_DIR=`` turns it off), with a
+checksum. A damaged entry is built again. Like the rest of the user cache, an entry is trusted
+as the user's own files are: unpickling runs code.
 """
 
 from __future__ import annotations
 
-import hashlib
 import pickle
-import sys
 from collections.abc import Callable, Mapping
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-#: Bump when what is pickled changes in a way the code key would not see.
-FORMAT = 1
+#: The modules (a package: all of its own) whose code builds the reference tokenizer or defines
+#: the classes pickled with it; their sources are part of an entry's key.
+BUILT_BY = (
+    "toktools.tokenizer",
+    "toktools.encoding",
+    "toktools.presets",
+    "toktools.parts",
+    "toktools.tables",
+    "toktools.models.bpe",
+    "toktools.models.wordpiece.model",
+    "toktools.formats",
+    "toktools.io.validate",
+    "toktools.engines.reference_cache",
+)
+#: The libraries whose objects the built tokenizer may hold (compiled patterns).
+BUILT_WITH = ("regex",)
 
 
 def reference_tokenizer(document: Callable[[], Mapping[str, Any]], fingerprint: str | None = None) -> Any:
@@ -55,29 +68,12 @@ def reference_tokenizer(document: Callable[[], Mapping[str, Any]], fingerprint: 
 def _build(document: Callable[[], Mapping[str, Any]]) -> Any:
     # the collector is already paused by the callers that build at start-up (encode_shards'
     # CollectorPause, the --verify checker)
-    from toktools.io.formats import from_tokenizer_json
+    from toktools.formats import from_tokenizer_json
 
     return from_tokenizer_json(document())
 
 
 def _entry_path(fingerprint: str) -> Path | None:
-    from toktools.io.user_cache import cache_file, cache_root
+    from toktools.io.user_cache import entry_path
 
-    if cache_root() is None:
-        return None
-    return cache_file(f"reference-v{FORMAT}", f"{fingerprint}-{code_key()}.pickle")
-
-
-@lru_cache(maxsize=1)
-def code_key() -> str:
-    """A short hash of toktools' code as installed: every module's path, size and modification
-    time (~1 ms to read, where hashing the sources would take several), and the versions of
-    toktools and Python."""
-    import toktools
-
-    package = Path(toktools.__file__).resolve().parent
-    digest = hashlib.sha256(f"{toktools.__version__}|{sys.version_info[:3]}".encode())
-    for module in sorted(package.rglob("*.py")):
-        stat = module.stat()
-        digest.update(f"|{module.relative_to(package).as_posix()}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-    return digest.hexdigest()[:24]
+    return entry_path("reference", fingerprint, ".pickle", modules=BUILT_BY, libraries=BUILT_WITH)

@@ -134,7 +134,7 @@ def check_output_dir(
     return target
 
 
-#: the files :func:`toktools.io.formats.load` may read in a tokenizer's directory (besides a
+#: the files :func:`toktools.formats.load` may read in a tokenizer's directory (besides a
 #: ``.model`` or ``.tiktoken`` file): the ones no output may be written over
 TOKENIZER_FILE_NAMES = frozenset(
     {
@@ -315,7 +315,8 @@ def temporary_directory(prefix: str) -> Iterator[str]:
         unregister_temporary(path)
 
 
-def _umask() -> int:
+def current_umask() -> int:
+    """The process's umask (reading it means setting it, so it is set back at once)."""
     current = os.umask(0)
     os.umask(current)
     return current
@@ -326,13 +327,12 @@ def atomic_file(path: str | os.PathLike[str], binary: bool = False) -> Iterator[
     """A file that appears at ``path`` only when the block ends without error (a temporary file
     beside it is renamed over it); otherwise nothing is left behind."""
     target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
     try:
         handle, temporary = temporary_beside(target)
     except OSError as err:
         raise ToktoolsError(f"cannot write {target}: {err.strerror or err}") from None
     try:
-        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes 0600 files
+        os.chmod(temporary, 0o666 & ~current_umask())  # mkstemp makes 0600 files
         options: dict[str, Any] = {} if binary else {"encoding": "utf-8", "newline": "\n"}
         with os.fdopen(handle, "wb" if binary else "w", **options) as out:
             yield out
@@ -367,7 +367,7 @@ def write_files_atomically(directory: Path, files: Mapping[str, str | bytes], *,
     directory.mkdir(parents=True, exist_ok=True)
     targets = [directory / name for name in files]
     temporaries: list[tuple[str, Path]] = []
-    mode = 0o666 & ~_umask()  # mkstemp makes 0600 files; give them the usual permissions
+    mode = 0o666 & ~current_umask()  # mkstemp makes 0600 files; give them the usual permissions
     try:
         for name, text in files.items():
             handle, temporary = temporary_beside(
@@ -375,12 +375,8 @@ def write_files_atomically(directory: Path, files: Mapping[str, str | bytes], *,
             )  # registered: a SIGTERM stuck in native code removes it too
             temporaries.append((temporary, directory / name))
             os.chmod(temporary, mode)
-            with (
-                os.fdopen(handle, "wb")
-                if isinstance(text, bytes)
-                else os.fdopen(handle, "w", encoding="utf-8", newline="")
-            ) as out:
-                out.write(text)
+            with os.fdopen(handle, "wb") as out:
+                out.write(text.encode("utf-8") if isinstance(text, str) else text)  # text: no newline translation
                 out.flush()
                 os.fsync(out.fileno())
         for temporary, target in temporaries:

@@ -57,7 +57,7 @@ def validate_vocab(vocab: object, source: str, field: str = "vocabulary") -> dic
                 f"{source}: {field} token {token!r} has id {_describe_id_problem(token_id)}; "
                 f"ids must be integers from 0 to {MAX_ID}"
             )
-    return vocab  # type: ignore[return-value]
+    return vocab
 
 
 def validate_merges(merges: object, source: str) -> list[tuple[str, str]]:

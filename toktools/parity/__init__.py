@@ -1,13 +1,51 @@
 """Parity between toktools' trainers and HuggingFace ``tokenizers``: train both, compare the
 files, and explain the first difference.
 
-``toktools.parity`` was one module before 0.2.0; its names still resolve here (from
-:mod:`toktools.parity.core`).
+The modules, in the order a run uses them: :mod:`~toktools.parity.run` (``run_parity``,
+``check_trained``), :mod:`~toktools.parity.corpus_sample` (the training files and held-out
+lines), :mod:`~toktools.parity.backends` (both trainings), :mod:`~toktools.parity.files`,
+:mod:`~toktools.parity.vocabularies` (alphabet, ``##c`` block, token sets),
+:mod:`~toktools.parity.merges` (the first differing merge replayed),
+:mod:`~toktools.parity.forced` (WordPiece's forced mode), :mod:`~toktools.parity.agreement`
+(ids on held-out lines, Unigram's bounds) and :mod:`~toktools.parity.results` (the report).
+
+``toktools.parity`` was one module before 0.2.0; its names still resolve here, imported on
+first use.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+#: The names of the former module ``toktools.parity`` -> the module that holds each now.
+_NAMES: dict[str, str] = {
+    **dict.fromkeys(("KINDS", "TRAINER_OPTIONS", "check_trained", "run_parity"), "run"),
+    **dict.fromkeys(
+        (
+            "EXAMPLES",
+            "Agreement",
+            "AlphabetComparison",
+            "CorpusInfo",
+            "Divergence",
+            "FileComparison",
+            "ForcedCheck",
+            "MergeStep",
+            "Overlap",
+            "ParityReport",
+            "ScoreAgreement",
+            "SymbolBlockComparison",
+            "Timing",
+            "Tolerance",
+        ),
+        "results",
+    ),
+    **dict.fromkeys(("Pair", "explain_merge_divergence", "replay_pair_counts"), "merges"),
+    **dict.fromkeys(
+        ("char_frequencies", "compare_alphabets", "compare_symbol_blocks", "compare_token_sets"), "vocabularies"
+    ),
+    **dict.fromkeys(("compare_encodings", "compare_scores"), "agreement"),
+    "compare_files": "files",
+}
 
 
 def __getattr__(name: str) -> Any:
@@ -15,12 +53,13 @@ def __getattr__(name: str) -> Any:
     import importlib
     import importlib.util
 
-    if name.startswith("__"):
-        raise AttributeError(name)
-    if importlib.util.find_spec(f"{__name__}.{name}") is not None:  # a submodule: not the old names
-        return importlib.import_module(f"{__name__}.{name}")
-    module = importlib.import_module("toktools.parity.core")
-    try:
-        return getattr(module, name)
-    except AttributeError:
-        raise AttributeError(f"module 'toktools.parity' has no attribute {name!r}") from None
+    module = _NAMES.get(name)
+    if module is not None:
+        return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    if not name.startswith("__") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        return importlib.import_module(f"{__name__}.{name}")  # a submodule not imported yet
+    raise AttributeError(f"module 'toktools.parity' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_NAMES])

@@ -4,7 +4,7 @@ Three things differ between the engines and are handled here:
 
 - **Character classes.** ``\\p{L}``, ``\\s``, ``\\w``… follow each engine's Unicode version. The
   classes are spelled out as code-point ranges measured from ``tokenizers``
-  (``_parts_tables.ONIG_CLASSES``) in an *exact* variant of the pattern; since ``regex`` runs long
+  (``toktools.tables.parts.ONIG_CLASSES``) in an *exact* variant of the pattern; since ``regex`` runs long
   range lists slowly, text that holds none of the code points where the built-ins disagree (nearly
   all text) uses the built-ins, as :mod:`toktools.models.bpe.bytelevel` does for the GPT-2 split.
 - **Ruby syntax.** ``^``/``$`` always match at line ends (``regex.MULTILINE``), ``(?m)`` means
@@ -82,7 +82,8 @@ def _complement(ranges: Ranges) -> Ranges:
     return out
 
 
-def _body(ranges: Ranges) -> str:
+def class_body(ranges: Ranges) -> str:
+    """Code point ranges as the inside of a ``[...]`` character class."""
     return "".join(f"\\U{lo:08x}" if lo == hi else f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in ranges)
 
 
@@ -167,7 +168,7 @@ def translate(pattern: str) -> tuple[str, str, frozenset[str], bool]:
                 body = "0-9a-fA-F"
                 piece = (f"[^{body}]" if nxt == "H" else f"[{body}]") if depth == 0 else body
                 if depth and nxt == "H":
-                    piece = _body(_complement([(0x30, 0x39), (0x41, 0x46), (0x61, 0x66)]))
+                    piece = class_body(_complement([(0x30, 0x39), (0x41, 0x46), (0x61, 0x66)]))
                 fast.append(piece)
                 exact.append(piece)
                 i += 2
@@ -195,10 +196,10 @@ def translate(pattern: str) -> tuple[str, str, frozenset[str], bool]:
                 classes.add(name)
                 if depth == 0:
                     fast.append(text)
-                    exact.append(f"[{'^' if negated else ''}{_body(ranges)}]")
+                    exact.append(f"[{'^' if negated else ''}{class_body(ranges)}]")
                 else:
                     fast.append(text)
-                    exact.append(_body(_complement(ranges) if negated else ranges))
+                    exact.append(class_body(_complement(ranges) if negated else ranges))
                 i += size
                 continue
             if nxt in "XbBuUxNpP0123456789":  # graphemes, word boundaries, code points: see chars

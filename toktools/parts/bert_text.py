@@ -2,7 +2,7 @@
 
 ``tokenizers`` (``BertNormalizer`` + ``BertPreTokenizer``) mixes Unicode tables of several ages,
 so nothing here asks Python's ``unicodedata`` or ``\\p{..}`` regex properties: all per-code-point
-facts come from ``_bert_tables`` (generated from ``tokenizers`` by ``scripts/gen_bert_tables.py``).
+facts come from :mod:`toktools.tables.bert` (generated from ``tokenizers`` by ``scripts/gen_bert_tables.py``).
 See ``../shared/spec/wordpiece.md`` §2-§3.
 
 How it works:
@@ -153,7 +153,7 @@ class _NeedsReordering(Exception):
     """Raised from inside ``str.translate`` when the text holds a char NFD may reorder."""
 
 
-class _CharMap(dict):  # type: ignore[type-arg]
+class _CharMap(dict):
     """``str.translate`` table: code point -> replacement (``None`` deletes, an int is itself).
 
     The BMP chars no step changes and the emoji blocks are filled up front, because a hit is
@@ -401,7 +401,7 @@ def _tables(clean: bool, chinese: bool, strip: bool, lower: bool) -> _Tables:
     return _Tables(clean, chinese, strip, lower)
 
 
-def _tables_for(config: BertNormalizerConfig) -> _Tables:
+def tables_for(config: BertNormalizerConfig) -> _Tables:
     return _tables(config.clean_text, config.handle_chinese_chars, config.effective_strip_accents, config.lowercase)
 
 
@@ -410,7 +410,7 @@ def _tables_for(config: BertNormalizerConfig) -> _Tables:
 
 def normalize(text: str, config: BertNormalizerConfig = DEFAULT_CONFIG) -> str:
     """``BertNormalizer(...).normalize_str(text)``, without ``tokenizers``."""
-    tables = _tables_for(config)
+    tables = tables_for(config)
     return tables.translate(text, tables.char_map)
 
 
@@ -421,7 +421,7 @@ def normalize_with_offsets(text: str, config: BertNormalizerConfig = DEFAULT_CON
     multi-char result (``İ`` → ``i̇``, decompositions) point at the char they come from. The
     original span of normalized ``[start, end)`` is ``original_span(offsets, start, end)``.
     """
-    tables = _tables_for(config)
+    tables = tables_for(config)
     pieces: list[str] = []
     offsets: list[int] = []
 
@@ -485,7 +485,7 @@ def iter_words(text: str, config: BertNormalizerConfig = DEFAULT_CONFIG) -> Iter
     same order: the normalizer is per char (reordering cannot cross a line break) and the line
     break itself is whitespace, so no word spans two lines.
     """
-    tables = _tables_for(config)
+    tables = tables_for(config)
     if tables.split_is_exact:
         return iter(tables.translate(text, tables.padded_map, _pad_punctuation).split())
     return iter(PRE_TOKENIZER_RE.findall(normalize(text, config)))

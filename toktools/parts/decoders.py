@@ -7,8 +7,9 @@ from typing import Any
 from toktools.errors import ToktoolsError
 from toktools.models.bpe.bytelevel import is_byte_symbols, symbols_to_bytes
 from toktools.models.wordpiece.model import wordpiece_decode_chain
-from toktools.parts._fields import ByteLevelOptions, spelling_of
-from toktools.parts.base import Decoder, Piece  # noqa: F401 (used by the other parts)
+from toktools.parts._fields import ByteLevelOptions, char_field, count, field, spelling_of
+from toktools.parts._onig import OnigPattern, pattern_from_json, pattern_to_json
+from toktools.parts.base import Decoder, Piece, TypeOnly  # noqa: F401 (used by the other parts)
 from toktools.parts.registry import register
 
 # ---------------------------------------------------------------------------------------------
@@ -60,21 +61,10 @@ class WordPiece(Decoder):
 # ---------------------------------------------------------------------------------------------
 # Metaspace, BPEDecoder, ByteFallback, Fuse, Strip, Replace and Sequence: decode_chain equal to
 # tokenizers 0.23.3 (token list in, token list out; a Sequence feeds each decoder the last one's).
-from typing import Any as _Any
-
-from toktools.errors import ToktoolsError as _ToktoolsError
-from toktools.parts._fields import char_field as _char_field
-from toktools.parts._fields import count as _count
-from toktools.parts._fields import field as _field
-from toktools.parts._onig import OnigPattern as _OnigPattern
-from toktools.parts._onig import pattern_from_json as _pattern_from_json
-from toktools.parts._onig import pattern_to_json as _pattern_to_json
-from toktools.parts.base import Decoder as _Decoder
-from toktools.parts.base import TypeOnly as _TypeOnly
 
 
 @register
-class Metaspace(_Decoder):
+class Metaspace(Decoder):
     """▁ becomes a space; in the first token every ▁ is dropped unless ``prepend_scheme`` is
     ``never`` (the pre-tokeniser added it)."""
 
@@ -84,12 +74,12 @@ class Metaspace(_Decoder):
         self.replacement, self.prepend_scheme, self.split = replacement, prepend_scheme, split
 
     @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> Metaspace:
+    def from_json(cls, node: dict[str, Any]) -> Metaspace:
         from toktools.parts.pre_tokenizers import metaspace_fields
 
         return cls(*metaspace_fields(node, "decoder Metaspace"))
 
-    def to_json(self) -> dict[str, _Any]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "type": "Metaspace",
             "replacement": self.replacement,
@@ -97,7 +87,7 @@ class Metaspace(_Decoder):
             "split": self.split,
         }
 
-    def spelling(self) -> dict[str, _Any]:
+    def spelling(self) -> dict[str, Any]:
         return {"metaspace": self.replacement}
 
     def decode_chain(self, tokens: list[str]) -> list[str]:
@@ -111,7 +101,7 @@ class Metaspace(_Decoder):
 
 
 @register
-class BPEDecoder(_Decoder):
+class BPEDecoder(Decoder):
     """The end-of-word ``suffix`` becomes a space (nothing in the last token)."""
 
     type = "BPEDecoder"
@@ -120,10 +110,10 @@ class BPEDecoder(_Decoder):
         self.suffix = suffix
 
     @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> BPEDecoder:
-        return cls(_field(node, "suffix", str, "decoder BPEDecoder"))
+    def from_json(cls, node: dict[str, Any]) -> BPEDecoder:
+        return cls(field(node, "suffix", str, "decoder BPEDecoder"))
 
-    def to_json(self) -> dict[str, _Any]:
+    def to_json(self) -> dict[str, Any]:
         return {"type": "BPEDecoder", "suffix": self.suffix}
 
     def decode_chain(self, tokens: list[str]) -> list[str]:
@@ -144,7 +134,7 @@ def _fallback_byte(token: str) -> int | None:
 
 
 @register
-class ByteFallback(_TypeOnly, _Decoder):
+class ByteFallback(TypeOnly, Decoder):
     """Runs of ``<0xNN>`` tokens become the text of their bytes; a run that is not valid UTF-8
     becomes one U+FFFD per token."""
 
@@ -174,7 +164,7 @@ class ByteFallback(_TypeOnly, _Decoder):
 
 
 @register
-class Fuse(_TypeOnly, _Decoder):
+class Fuse(TypeOnly, Decoder):
     """All tokens into one."""
 
     type = "Fuse"
@@ -184,7 +174,7 @@ class Fuse(_TypeOnly, _Decoder):
 
 
 @register
-class Strip(_Decoder):
+class Strip(Decoder):
     """Removes up to ``start`` leading and ``stop`` trailing ``content`` chars of each token."""
 
     type = "Strip"
@@ -193,11 +183,11 @@ class Strip(_Decoder):
         self.content, self.start, self.stop = content, start, stop
 
     @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> Strip:
+    def from_json(cls, node: dict[str, Any]) -> Strip:
         where = "decoder Strip"
-        return cls(_char_field(node, "content", where), _count(node, "start", where), _count(node, "stop", where))
+        return cls(char_field(node, "content", where), count(node, "start", where), count(node, "stop", where))
 
-    def to_json(self) -> dict[str, _Any]:
+    def to_json(self) -> dict[str, Any]:
         return {"type": "Strip", "content": self.content, "start": self.start, "stop": self.stop}
 
     def _one(self, token: str) -> str:
@@ -210,12 +200,12 @@ class Strip(_Decoder):
         for i in range(self.stop):
             index = len(token) - i - 1
             if index < 0:
-                raise _ToktoolsError(f"decoder Strip: cannot strip {self.stop} chars from {token!r}")
+                raise ToktoolsError(f"decoder Strip: cannot strip {self.stop} chars from {token!r}")
             if token[index] != self.content:
                 break
             stop_cut = index
         if start_cut > stop_cut:  # tokenizers panics here
-            raise _ToktoolsError(f"decoder Strip: start and stop overlap in {token!r}")
+            raise ToktoolsError(f"decoder Strip: start and stop overlap in {token!r}")
         return token[start_cut:stop_cut]
 
     def decode_chain(self, tokens: list[str]) -> list[str]:
@@ -223,26 +213,24 @@ class Strip(_Decoder):
 
 
 @register
-class Replace(_Decoder):
+class Replace(Decoder):
     """Replaces every match of a string or Oniguruma regex in each token."""
 
     type = "Replace"
 
-    def __init__(self, pattern: _OnigPattern | str, content: str) -> None:
-        self.pattern = pattern if isinstance(pattern, _OnigPattern) else _OnigPattern(pattern, literal=True)
+    def __init__(self, pattern: OnigPattern | str, content: str) -> None:
+        self.pattern = pattern if isinstance(pattern, OnigPattern) else OnigPattern(pattern, literal=True)
         self.content = content
 
     @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> Replace:
+    def from_json(cls, node: dict[str, Any]) -> Replace:
         where = "decoder Replace"
         if "pattern" not in node:
-            raise _ToktoolsError(f"{where}: missing field 'pattern'")
-        return cls(
-            _pattern_from_json(node["pattern"], f"{where}: field 'pattern'"), _field(node, "content", str, where)
-        )
+            raise ToktoolsError(f"{where}: missing field 'pattern'")
+        return cls(pattern_from_json(node["pattern"], f"{where}: field 'pattern'"), field(node, "content", str, where))
 
-    def to_json(self) -> dict[str, _Any]:
-        return {"type": "Replace", "pattern": _pattern_to_json(self.pattern), "content": self.content}
+    def to_json(self) -> dict[str, Any]:
+        return {"type": "Replace", "pattern": pattern_to_json(self.pattern), "content": self.content}
 
     def decode_chain(self, tokens: list[str]) -> list[str]:
         out = []
@@ -253,28 +241,28 @@ class Replace(_Decoder):
 
 
 @register
-class Sequence(_Decoder):
+class Sequence(Decoder):
     """Decoders chained: each gets the token list the previous one returned."""
 
     type = "Sequence"
 
-    def __init__(self, decoders: list[_Decoder]) -> None:
+    def __init__(self, decoders: list[Decoder]) -> None:
         self.decoders = list(decoders)
 
     @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> Sequence:
+    def from_json(cls, node: dict[str, Any]) -> Sequence:
         from toktools.parts.registry import parts_from_json
 
         return cls(
             parts_from_json(
-                "decoder", _field(node, "decoders", list, "decoder Sequence"), "decoder Sequence", "decoders"
+                "decoder", field(node, "decoders", list, "decoder Sequence"), "decoder Sequence", "decoders"
             )
         )
 
-    def to_json(self) -> dict[str, _Any]:
+    def to_json(self) -> dict[str, Any]:
         return {"type": "Sequence", "decoders": [d.to_json() for d in self.decoders]}
 
-    def spelling(self) -> dict[str, _Any]:
+    def spelling(self) -> dict[str, Any]:
         return spelling_of(self.decoders)
 
     def decode_chain(self, tokens: list[str]) -> list[str]:

@@ -83,7 +83,13 @@ def _in_vocab_order(vocab: Mapping[str, int]) -> dict[str, int]:
 
 
 class _CachedWords(Model):
-    """The fast lane shared by the models: whole words from a cache, offsets by addition."""
+    """The fast lane shared by the models: whole words from a cache, offsets by addition.
+
+    A cache entry (:data:`CacheEntry`) has two shapes, told apart by ``entry.__class__ is tuple``
+    (quicker than ``isinstance`` in the hot loops); mypy cannot narrow on that, so the loops hold
+    their entry as ``Any``."""
+
+    vocab: dict[str, int]
 
     def _setup_cache(self, capacity: int) -> None:
         self._cache: dict[str, CacheEntry] = {}
@@ -121,13 +127,13 @@ class _CachedWords(Model):
     def encode_piece(self, piece: Piece, ids: list[int], tokens: list[str], offsets: list[Span]) -> None:
         """The general path (after a pre-tokeniser without a fast lane), cached all the same."""
         word = piece.text
-        entry = self._cache.get(word)
+        entry: Any = self._cache.get(word)  # a CacheEntry (see the class doc)
         if entry is None:
             entry = self._store(self._cache, word, False)
         if entry.__class__ is tuple:
-            entry = [(*entry, 0, len(word))]  # type: ignore[list-item]
+            entry = [(*entry, 0, len(word))]
         spans = piece.spans
-        for token_id, token, a, b in entry:  # type: ignore[misc]
+        for token_id, token, a, b in entry:
             ids.append(token_id)
             tokens.append(token)
             offsets.append((piece.base + a, piece.base + b) if spans is None else (spans[a][0], spans[b - 1][1]))
@@ -150,8 +156,9 @@ class _CachedWords(Model):
         delta = piece.base - shift
         floor = piece.base
         get = cache.get
+        entry: Any  # a CacheEntry (see the class doc)
         if spans.__class__ is CharSpans:  # one original character per character: index arithmetic
-            origins, at = spans.origins, spans.base  # type: ignore[union-attr]
+            origins, at = spans.origins, spans.base
             if shift:  # prefix characters have the span of the piece's first character
                 origins = [origins[0]] * shift + origins
             for match in words.matches:
@@ -161,11 +168,11 @@ class _CachedWords(Model):
                     entry = self._store(cache, word, byte_level)
                 start = match.start()
                 if entry.__class__ is tuple:
-                    add_id(entry[0])  # type: ignore[index]
-                    add_token(entry[1])  # type: ignore[index]
+                    add_id(entry[0])
+                    add_token(entry[1])
                     add_offset((at + origins[start], at + origins[match.end() - 1] + 1))
                     continue
-                for token_id, token, a, b in entry:  # type: ignore[misc]
+                for token_id, token, a, b in entry:
                     add_id(token_id)
                     add_token(token)
                     add_offset((at + origins[start + a], at + origins[start + b - 1] + 1))
@@ -179,12 +186,12 @@ class _CachedWords(Model):
                 if entry is None:
                     entry = self._store(cache, word, byte_level)
                 if entry.__class__ is tuple:  # the whole word is one token
-                    add_id(entry[0])  # type: ignore[index]
-                    add_token(entry[1])  # type: ignore[index]
+                    add_id(entry[0])
+                    add_token(entry[1])
                     add_offset((delta + match.start(), delta + match.end()))
                 else:
                     d = delta + match.start()
-                    for token_id, token, a, b in entry:  # type: ignore[misc]
+                    for token_id, token, a, b in entry:
                         add_id(token_id)
                         add_token(token)
                         add_offset((d + a, d + b))
@@ -196,8 +203,8 @@ class _CachedWords(Model):
                 entry = self._store(cache, word, byte_level)
             start = match.start()
             if entry.__class__ is tuple:
-                entry = [(*entry, 0, len(word))]  # type: ignore[list-item]
-            for token_id, token, a, b in entry:  # type: ignore[misc]
+                entry = [(*entry, 0, len(word))]
+            for token_id, token, a, b in entry:
                 add_id(token_id)
                 add_token(token)
                 if spans is not None:
@@ -251,7 +258,8 @@ class BPE(_CachedWords):
         if dropout is not None and dropout != 0:
             raise ToktoolsError(f"BPE dropout {dropout} is not supported (toktools is deterministic): set it to null")
         self.vocab = vocab
-        self.merges = list(map(tuple, merges))
+        # (lists too become pairs; mypy types map(tuple, ...) as tuples of any length)
+        self.merges: list[tuple[str, str]] = list(map(tuple, merges))  # type: ignore[arg-type]
         self.dropout = dropout
         self.unk_token = unk_token
         self.continuing_subword_prefix = continuing_subword_prefix
@@ -274,7 +282,7 @@ class BPE(_CachedWords):
             raise ToktoolsError(f"tokenizer.json: the BPE model's dropout must be a number or null, not {dropout!r}")
         return cls(
             _vocab_of(node, "BPE"),
-            merges,  # type: ignore[arg-type]
+            merges,
             dropout=dropout,
             unk_token=_optional_str(node, "unk_token", "BPE"),
             continuing_subword_prefix=_optional_str(node, "continuing_subword_prefix", "BPE"),

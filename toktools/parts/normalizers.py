@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import re
+from functools import cache
 from typing import Any
 
 from toktools.errors import ToktoolsError
-from toktools.parts import bert_text
-from toktools.parts.base import CharSpans, Normalizer, Piece
+from toktools.parts import bert_text, normalized_string, unicode_forms
+from toktools.parts._fields import field
+from toktools.parts._onig import OnigPattern, pattern_from_json, pattern_to_json, unpack
+from toktools.parts.base import CharSpans, Normalizer, Piece, TypeOnly
 from toktools.parts.bert_text import BertNormalizerConfig
 from toktools.parts.registry import register
+from toktools.tables import bert as bert_tables
 
 # ---------------------------------------------------------------------------------------------
 # BERT and byte-level parts (the presets' own)
@@ -31,10 +36,6 @@ class BertNormalizer(Normalizer):
     ) -> None:
         self.config = BertNormalizerConfig(clean_text, handle_chinese_chars, strip_accents, lowercase)
 
-    @classmethod
-    def from_config(cls, config: BertNormalizerConfig) -> BertNormalizer:
-        return cls(config.clean_text, config.handle_chinese_chars, config.strip_accents, config.lowercase)
-
     # the options, read as tokenizers' Python attributes
     clean_text = property(lambda self: self.config.clean_text)
     handle_chinese_chars = property(lambda self: self.config.handle_chinese_chars)
@@ -43,20 +44,20 @@ class BertNormalizer(Normalizer):
 
     @classmethod
     def from_json(cls, node: dict[str, Any]) -> BertNormalizer:
-        values = []
-        for name, default in (
-            ("clean_text", True),
-            ("handle_chinese_chars", True),
-            ("strip_accents", None),
-            ("lowercase", True),
-        ):
+        def flag(name: str, default: bool | None) -> bool | None:
             value = node.get(name, default)
             if not isinstance(value, bool) and not (name == "strip_accents" and value is None):
                 raise ToktoolsError(
                     f"tokenizer.json: BertNormalizer field {name!r} must be true or false, not {value!r}"
                 )
-            values.append(value)
-        return cls(*values)
+            return value
+
+        # checked in this order; only strip_accents may be null
+        clean_text = bool(flag("clean_text", True))
+        handle_chinese_chars = bool(flag("handle_chinese_chars", True))
+        strip_accents = flag("strip_accents", None)
+        lowercase = bool(flag("lowercase", True))
+        return cls(clean_text, handle_chinese_chars, strip_accents, lowercase)
 
     def to_json(self) -> dict[str, Any]:
         c = self.config
@@ -91,35 +92,21 @@ class BertNormalizer(Normalizer):
 # ---------------------------------------------------------------------------------------------
 # NFC/NFD/NFKC/NFKD, Lowercase, StripAccents, Strip, Replace, Prepend and Sequence, each equal to
 # tokenizers 0.23.3 in text *and* offsets: they rewrite a Piece through the same (char, change)
-# streams as tokenizers' NormalizedString (toktools.parts._normalized), on tables measured from
-# tokenizers (toktools.parts._unicode), never on the running Python's unicodedata.
-import re as _re
-from functools import cache
-from typing import Any as _Any
-
-from toktools.errors import ToktoolsError as _ToktoolsError
-from toktools.parts import _normalized, _unicode
-from toktools.parts._fields import field as _field
-from toktools.parts._onig import OnigPattern as _OnigPattern
-from toktools.parts._onig import pattern_from_json as _pattern_from_json
-from toktools.parts._onig import pattern_to_json as _pattern_to_json
-from toktools.parts._onig import unpack as _unpack
-from toktools.parts.base import Normalizer as _Normalizer
-from toktools.parts.base import TypeOnly as _TypeOnly
-from toktools.tables import bert as _BT
+# streams as tokenizers' NormalizedString (toktools.parts.normalized_string), on tables measured from
+# tokenizers (toktools.parts.unicode_forms), never on the running Python's unicodedata.
 
 
-class _UnicodeForm(_TypeOnly, _Normalizer):
+class _UnicodeForm(TypeOnly, Normalizer):
     compat: bool = False
     compose: bool = False
 
     def normalize(self, piece: Piece) -> Piece:
         text = piece.text
         edits = [
-            (s, e, _unicode.changes(text[s:e], self.compat, self.compose))
-            for s, e in _unicode.active_runs(text, self.compat, self.compose)
+            (s, e, unicode_forms.changes(text[s:e], self.compat, self.compose))
+            for s, e in unicode_forms.active_runs(text, self.compat, self.compose)
         ]
-        return _normalized.transform_ranges(piece, edits) if edits else piece
+        return normalized_string.transform_ranges(piece, edits) if edits else piece
 
 
 @register
@@ -146,7 +133,7 @@ class NFKC(_UnicodeForm):
     compose = True
 
 
-_LOWERCASE_OF = {c: s for c, s in _BT.LOWERCASE.items()}
+_LOWERCASE_OF = {c: s for c, s in bert_tables.LOWERCASE.items()}
 
 
 @cache
@@ -162,7 +149,7 @@ def _lower_differs() -> frozenset[str]:
 
 
 @register
-class Lowercase(_TypeOnly, _Normalizer):
+class Lowercase(TypeOnly, Normalizer):
     """Rust's ``char::to_lowercase`` one char at a time (no final sigma); a char that becomes
     several (``İ`` → ``i̇``) gives them all its span."""
 
@@ -185,15 +172,15 @@ class Lowercase(_TypeOnly, _Normalizer):
 
 
 @cache
-def _combining_marks() -> _re.Pattern[str]:
+def _combining_marks() -> re.Pattern[str]:
     from toktools.tables.parts import COMBINING_MARKS
 
-    body = "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in _unpack(COMBINING_MARKS))
-    return _re.compile(f"[{body}]")
+    body = "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in unpack(COMBINING_MARKS))
+    return re.compile(f"[{body}]")
 
 
 @register
-class StripAccents(_TypeOnly, _Normalizer):
+class StripAccents(TypeOnly, Normalizer):
     """Removes combining marks (``is_combining_mark`` of tokenizers' normalisation crate) without
     decomposing first: put NFD or NFKD before it, as ``tokenizers`` users do."""
 
@@ -203,7 +190,7 @@ class StripAccents(_TypeOnly, _Normalizer):
         removed = {m.start() for m in _combining_marks().finditer(piece.text)}
         if not removed:
             return piece
-        return _normalized.keep_where(piece, [i not in removed for i in range(len(piece.text))])
+        return normalized_string.keep_where(piece, [i not in removed for i in range(len(piece.text))])
 
 
 #: ``Nmt``: control characters it drops, and characters it turns into a space (measured from
@@ -218,7 +205,7 @@ _NMT_SPACES = str.maketrans(
 
 
 @register
-class Nmt(_TypeOnly, _Normalizer):
+class Nmt(TypeOnly, Normalizer):
     """sentencepiece's NMT rules as ``tokenizers`` codes them (what ``SentencePieceUnigramTokenizer``
     puts before NFKC): ASCII/C1 control characters vanish; tabs, line breaks, zero-width
     spaces, ▁ and U+FFFD become a space (one char for one: spans unchanged)."""
@@ -228,17 +215,17 @@ class Nmt(_TypeOnly, _Normalizer):
     def normalize(self, piece: Piece) -> Piece:
         text = piece.text
         if not _NMT_DROPPED.isdisjoint(text):
-            piece = _normalized.keep_where(piece, [ch not in _NMT_DROPPED for ch in text])
+            piece = normalized_string.keep_where(piece, [ch not in _NMT_DROPPED for ch in text])
         mapped = piece.text.translate(_NMT_SPACES)
         return piece if mapped == piece.text else Piece(mapped, piece.spans, piece.base)
 
 
 # Rust's char::is_whitespace (Unicode White_Space)
-_WHITE_SPACE_CHARS = frozenset(chr(c) for a, b in _BT.PRETOKENIZER_WHITESPACE for c in range(a, b + 1))
+_WHITE_SPACE_CHARS = frozenset(chr(c) for a, b in bert_tables.PRETOKENIZER_WHITESPACE for c in range(a, b + 1))
 
 
 @register
-class Strip(_Normalizer):
+class Strip(Normalizer):
     """Removes leading and/or trailing whitespace (Rust ``char::is_whitespace``)."""
 
     type = "Strip"
@@ -247,12 +234,12 @@ class Strip(_Normalizer):
         self.left, self.right = left, right
 
     @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> Strip:
+    def from_json(cls, node: dict[str, Any]) -> Strip:
         return cls(
-            _field(node, "strip_left", bool, "normalizer Strip"), _field(node, "strip_right", bool, "normalizer Strip")
+            field(node, "strip_left", bool, "normalizer Strip"), field(node, "strip_right", bool, "normalizer Strip")
         )
 
-    def to_json(self) -> dict[str, _Any]:
+    def to_json(self) -> dict[str, Any]:
         return {"type": "Strip", "strip_left": self.left, "strip_right": self.right}
 
     def normalize(self, piece: Piece) -> Piece:
@@ -272,34 +259,34 @@ class Strip(_Normalizer):
 
 
 @register
-class Replace(_Normalizer):
+class Replace(Normalizer):
     """Replaces every match of a string or an Oniguruma regex; the replacement is aligned with
     the last char of the match."""
 
     type = "Replace"
 
-    def __init__(self, pattern: _OnigPattern | str, content: str) -> None:
-        self.pattern = pattern if isinstance(pattern, _OnigPattern) else _OnigPattern(pattern, literal=True)
+    def __init__(self, pattern: OnigPattern | str, content: str) -> None:
+        self.pattern = pattern if isinstance(pattern, OnigPattern) else OnigPattern(pattern, literal=True)
         self.content = content
 
     @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> Replace:
+    def from_json(cls, node: dict[str, Any]) -> Replace:
         where = "normalizer Replace"
         if "pattern" not in node:
-            raise _ToktoolsError(f"{where}: missing field 'pattern'")
-        pattern = _pattern_from_json(node["pattern"], f"{where}: field 'pattern'")
-        return cls(pattern, _field(node, "content", str, where))
+            raise ToktoolsError(f"{where}: missing field 'pattern'")
+        pattern = pattern_from_json(node["pattern"], f"{where}: field 'pattern'")
+        return cls(pattern, field(node, "content", str, where))
 
-    def to_json(self) -> dict[str, _Any]:
-        return {"type": "Replace", "pattern": _pattern_to_json(self.pattern), "content": self.content}
+    def to_json(self) -> dict[str, Any]:
+        return {"type": "Replace", "pattern": pattern_to_json(self.pattern), "content": self.content}
 
     def normalize(self, piece: Piece) -> Piece:
         matches = [span for span, is_match in self.pattern.find_matches(piece.text) if is_match]
-        return _normalized.replace_matches(piece, matches, self.content) if matches else piece
+        return normalized_string.replace_matches(piece, matches, self.content) if matches else piece
 
 
 @register
-class Prepend(_Normalizer):
+class Prepend(Normalizer):
     """Puts a string before any non-empty text, aligned with its first char."""
 
     type = "Prepend"
@@ -308,39 +295,39 @@ class Prepend(_Normalizer):
         self.prepend = prepend
 
     @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> Prepend:
-        return cls(_field(node, "prepend", str, "normalizer Prepend"))
+    def from_json(cls, node: dict[str, Any]) -> Prepend:
+        return cls(field(node, "prepend", str, "normalizer Prepend"))
 
-    def to_json(self) -> dict[str, _Any]:
+    def to_json(self) -> dict[str, Any]:
         return {"type": "Prepend", "prepend": self.prepend}
 
     def normalize(self, piece: Piece) -> Piece:
-        return _normalized.prepend(piece, self.prepend)
+        return normalized_string.prepend(piece, self.prepend)
 
 
 @register
-class Sequence(_Normalizer):
+class Sequence(Normalizer):
     """Normalisers applied in order."""
 
     type = "Sequence"
 
-    def __init__(self, normalizers: list[_Normalizer]) -> None:
+    def __init__(self, normalizers: list[Normalizer]) -> None:
         self.normalizers = list(normalizers)
 
     @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> Sequence:
+    def from_json(cls, node: dict[str, Any]) -> Sequence:
         from toktools.parts.registry import parts_from_json
 
         return cls(
             parts_from_json(
                 "normalizer",
-                _field(node, "normalizers", list, "normalizer Sequence"),
+                field(node, "normalizers", list, "normalizer Sequence"),
                 "normalizer Sequence",
                 "normalizers",
             )
         )
 
-    def to_json(self) -> dict[str, _Any]:
+    def to_json(self) -> dict[str, Any]:
         return {"type": "Sequence", "normalizers": [n.to_json() for n in self.normalizers]}
 
     def normalize(self, piece: Piece) -> Piece:

@@ -64,8 +64,8 @@ class BertProcessing(PostProcessor):
     type = "BertProcessing"
 
     def __init__(self, sep: tuple[str, int], cls: tuple[str, int]) -> None:
-        self.sep = tuple(sep)
-        self.cls = tuple(cls)
+        self.sep = (sep[0], sep[1])
+        self.cls = (cls[0], cls[1])
 
     @classmethod
     def from_json(cls, node: dict[str, Any]) -> BertProcessing:
@@ -97,8 +97,8 @@ class RobertaProcessing(PostProcessor):
     def __init__(
         self, sep: tuple[str, int], cls: tuple[str, int], trim_offsets: bool = True, add_prefix_space: bool = True
     ) -> None:
-        self.sep = tuple(sep)
-        self.cls = tuple(cls)
+        self.sep = (sep[0], sep[1])
+        self.cls = (cls[0], cls[1])
         self.trim_offsets = trim_offsets
         self.add_prefix_space = add_prefix_space
 
@@ -176,14 +176,18 @@ class TemplateProcessing(PostProcessor):
     @classmethod
     def from_json(cls, node: dict[str, Any]) -> TemplateProcessing:
         def items(name: str) -> list[tuple[str, int, bool]]:
-            out = []
+            out: list[tuple[str, int, bool]] = []
             for item in node.get(name) or []:
                 if not isinstance(item, dict) or len(item) != 1:
                     raise ToktoolsError(f"tokenizer.json: TemplateProcessing {name} item {item!r} is not understood")
                 ((kind, body),) = item.items()
-                if kind not in ("Sequence", "SpecialToken") or not isinstance(body, dict):
+                if (
+                    kind not in ("Sequence", "SpecialToken")
+                    or not isinstance(body, dict)
+                    or not isinstance(body.get("id"), str)
+                ):
                     raise ToktoolsError(f"tokenizer.json: TemplateProcessing {name} item {item!r} is not understood")
-                out.append((body.get("id"), int(body.get("type_id", 0)), kind == "SpecialToken"))
+                out.append((body["id"], int(body.get("type_id", 0)), kind == "SpecialToken"))
             return out
 
         specials = {}

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import cache
 from re import Match
+from typing import Any
 
+from toktools.errors import ToktoolsError
 from toktools.models.bpe import bytelevel
-from toktools.parts import bert_text
-from toktools.parts._fields import ByteLevelOptions, spelling_of
+from toktools.parts import bert_text, normalized_string
+from toktools.parts._fields import ByteLevelOptions, char_field, choice, field, spelling_of
+from toktools.parts._onig import OnigPattern, pattern_from_json, pattern_to_json, unpack
 from toktools.parts.base import WHOLE_TEXT, Piece, PreTokenizer, TypeOnly, Words
+from toktools.parts.normalized_string import BEHAVIORS
 from toktools.parts.registry import register
+from toktools.tables import bert as bert_tables
 
 # ---------------------------------------------------------------------------------------------
 # BERT and byte-level parts (the presets' own)
@@ -62,27 +68,10 @@ class ByteLevel(ByteLevelOptions, PreTokenizer):
 # Whitespace, WhitespaceSplit, Punctuation, Digits, Split, Metaspace and Sequence, equal to
 # tokenizers 0.23.3 in pieces and offsets. Patterns run on the regex module with Oniguruma's
 # classes and match iteration (toktools.parts._onig); splitting follows NormalizedString::split
-# (toktools.parts._normalized.split_by).
-from collections.abc import Callable as _Callable
-from functools import cache
-from typing import Any as _Any
-
-from toktools.errors import ToktoolsError as _ToktoolsError
-from toktools.parts import _normalized
-from toktools.parts._fields import char_field as _char_field
-from toktools.parts._fields import choice as _choice
-from toktools.parts._fields import field as _field
-from toktools.parts._normalized import BEHAVIORS as _BEHAVIORS
-from toktools.parts._onig import OnigPattern as _OnigPattern
-from toktools.parts._onig import pattern_from_json as _pattern_from_json
-from toktools.parts._onig import pattern_to_json as _pattern_to_json
-from toktools.parts._onig import unpack as _unpack
-from toktools.parts.base import PreTokenizer as _PreTokenizer
-from toktools.parts.base import TypeOnly as _TypeOnly
-from toktools.tables import bert as _BT
+# (toktools.parts.normalized_string.split_by).
 
 
-def _split_pieces(pieces: list[Piece], split: _Callable[[Piece], list[Piece]]) -> list[Piece]:
+def _split_pieces(pieces: list[Piece], split: Callable[[Piece], list[Piece]]) -> list[Piece]:
     """``PreTokenizedString::split``: each piece is split on its own; empty pieces drop."""
     out: list[Piece] = []
     for piece in pieces:
@@ -91,33 +80,33 @@ def _split_pieces(pieces: list[Piece], split: _Callable[[Piece], list[Piece]]) -
     return out
 
 
-def _behavior_field(node: dict[str, _Any], part: str, default: _Any = None) -> str:
+def _behavior_field(node: dict[str, Any], part: str, default: Any = None) -> str:
     kwargs = {} if default is None else {"default": default}
-    return _choice(node, "behavior", _BEHAVIORS, part, **kwargs)
+    return choice(node, "behavior", BEHAVIORS, part, **kwargs)
 
 
 def _check_behavior(behavior: str) -> str:
-    if behavior not in _BEHAVIORS:
-        raise _ToktoolsError(f"unknown split behavior {behavior!r} (one of {', '.join(_BEHAVIORS)})")
+    if behavior not in BEHAVIORS:
+        raise ToktoolsError(f"unknown split behavior {behavior!r} (one of {', '.join(BEHAVIORS)})")
     return behavior
 
 
-_WHITE_SPACE_CHARS = frozenset(chr(c) for a, b in _BT.PRETOKENIZER_WHITESPACE for c in range(a, b + 1))
-_PUNCTUATION_CHARS = frozenset(chr(c) for a, b in _BT.PRETOKENIZER_PUNCTUATION for c in range(a, b + 1))
+_WHITE_SPACE_CHARS = frozenset(chr(c) for a, b in bert_tables.PRETOKENIZER_WHITESPACE for c in range(a, b + 1))
+_PUNCTUATION_CHARS = frozenset(chr(c) for a, b in bert_tables.PRETOKENIZER_PUNCTUATION for c in range(a, b + 1))
 
 
 @cache
 def _numeric_chars() -> frozenset[str]:
     from toktools.tables.parts import NUMERIC
 
-    return frozenset(chr(c) for a, b in _unpack(NUMERIC) for c in range(a, b + 1))
+    return frozenset(chr(c) for a, b in unpack(NUMERIC) for c in range(a, b + 1))
 
 
-_WHITESPACE_WORDS: _OnigPattern | None = None
+_WHITESPACE_WORDS: OnigPattern | None = None
 
 
 @register
-class Whitespace(_TypeOnly, _PreTokenizer):
+class Whitespace(TypeOnly, PreTokenizer):
     """Keeps the matches of ``\\w+|[^\\w\\s]+``, with the classes of the Rust ``regex`` crate
     that ``tokenizers`` uses here (not Oniguruma's: ZWJ is a word char)."""
 
@@ -126,20 +115,21 @@ class Whitespace(_TypeOnly, _PreTokenizer):
     def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
         global _WHITESPACE_WORDS
         if _WHITESPACE_WORDS is None:
-            from toktools.parts._onig import _body, onig_class
+            from toktools.parts._onig import class_body, onig_class
 
-            word, space = _body(onig_class("rust_w")), _body(onig_class("rust_s"))
-            _WHITESPACE_WORDS = _OnigPattern.spelled(
+            word, space = class_body(onig_class("rust_w")), class_body(onig_class("rust_s"))
+            _WHITESPACE_WORDS = OnigPattern.spelled(
                 r"\w+|[^\w\s]+", f"[{word}]+|[^{word}{space}]+", frozenset({"rust_w", "rust_s"})
             )
         words = _WHITESPACE_WORDS
         return _split_pieces(
-            pieces, lambda p: _normalized.split_by(p, _normalized.invert(words.find_matches(p.text)), "Removed")
+            pieces,
+            lambda p: normalized_string.split_by(p, normalized_string.invert(words.find_matches(p.text)), "Removed"),
         )
 
 
 @register
-class WhitespaceSplit(_TypeOnly, _PreTokenizer):
+class WhitespaceSplit(TypeOnly, PreTokenizer):
     """Splits on whitespace (Rust ``char::is_whitespace``), dropping it."""
 
     type = "WhitespaceSplit"
@@ -147,14 +137,14 @@ class WhitespaceSplit(_TypeOnly, _PreTokenizer):
     def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
         return _split_pieces(
             pieces,
-            lambda p: _normalized.split_by(
-                p, _normalized.char_matches(p.text, _WHITE_SPACE_CHARS.__contains__), "Removed"
+            lambda p: normalized_string.split_by(
+                p, normalized_string.char_matches(p.text, _WHITE_SPACE_CHARS.__contains__), "Removed"
             ),
         )
 
 
 @register
-class Punctuation(_PreTokenizer):
+class Punctuation(PreTokenizer):
     """Splits on each punctuation char (ASCII punctuation and tokenizers' Unicode P*)."""
 
     type = "Punctuation"
@@ -163,23 +153,23 @@ class Punctuation(_PreTokenizer):
         self.behavior = _check_behavior(behavior)
 
     @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> Punctuation:
+    def from_json(cls, node: dict[str, Any]) -> Punctuation:
         return cls(_behavior_field(node, "pre-tokenizer Punctuation", default="Isolated"))
 
-    def to_json(self) -> dict[str, _Any]:
+    def to_json(self) -> dict[str, Any]:
         return {"type": "Punctuation", "behavior": self.behavior}
 
     def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
         return _split_pieces(
             pieces,
-            lambda p: _normalized.split_by(
-                p, _normalized.char_matches(p.text, _PUNCTUATION_CHARS.__contains__), self.behavior
+            lambda p: normalized_string.split_by(
+                p, normalized_string.char_matches(p.text, _PUNCTUATION_CHARS.__contains__), self.behavior
             ),
         )
 
 
 @register
-class Digits(_PreTokenizer):
+class Digits(PreTokenizer):
     """Isolates numeric chars (Rust ``char::is_numeric``): each alone, or runs of them."""
 
     type = "Digits"
@@ -188,44 +178,47 @@ class Digits(_PreTokenizer):
         self.individual_digits = individual_digits
 
     @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> Digits:
-        return cls(_field(node, "individual_digits", bool, "pre-tokenizer Digits"))
+    def from_json(cls, node: dict[str, Any]) -> Digits:
+        return cls(field(node, "individual_digits", bool, "pre-tokenizer Digits"))
 
-    def to_json(self) -> dict[str, _Any]:
+    def to_json(self) -> dict[str, Any]:
         return {"type": "Digits", "individual_digits": self.individual_digits}
 
     def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
         behavior = "Isolated" if self.individual_digits else "Contiguous"
         numeric = _numeric_chars()
         return _split_pieces(
-            pieces, lambda p: _normalized.split_by(p, _normalized.char_matches(p.text, numeric.__contains__), behavior)
+            pieces,
+            lambda p: normalized_string.split_by(
+                p, normalized_string.char_matches(p.text, numeric.__contains__), behavior
+            ),
         )
 
 
 @register
-class Split(_PreTokenizer):
+class Split(PreTokenizer):
     """Splits on a string or an Oniguruma regex (GPT-4/Llama-3/Qwen patterns included), with
     any ``behavior``; ``invert`` makes the non-matches the delimiters."""
 
     type = "Split"
 
-    def __init__(self, pattern: _OnigPattern | str, behavior: str, invert: bool = False) -> None:
-        self.pattern = pattern if isinstance(pattern, _OnigPattern) else _OnigPattern(pattern, literal=True)
+    def __init__(self, pattern: OnigPattern | str, behavior: str, invert: bool = False) -> None:
+        self.pattern = pattern if isinstance(pattern, OnigPattern) else OnigPattern(pattern, literal=True)
         self.behavior = _check_behavior(behavior)
         self.invert = invert
 
     @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> Split:
+    def from_json(cls, node: dict[str, Any]) -> Split:
         where = "pre-tokenizer Split"
         if "pattern" not in node:
-            raise _ToktoolsError(f"{where}: missing field 'pattern'")
-        pattern = _pattern_from_json(node["pattern"], f"{where}: field 'pattern'")
-        return cls(pattern, _behavior_field(node, where), _field(node, "invert", bool, where))
+            raise ToktoolsError(f"{where}: missing field 'pattern'")
+        pattern = pattern_from_json(node["pattern"], f"{where}: field 'pattern'")
+        return cls(pattern, _behavior_field(node, where), field(node, "invert", bool, where))
 
-    def to_json(self) -> dict[str, _Any]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "type": "Split",
-            "pattern": _pattern_to_json(self.pattern),
+            "pattern": pattern_to_json(self.pattern),
             "behavior": self.behavior,
             "invert": self.invert,
         }
@@ -233,7 +226,9 @@ class Split(_PreTokenizer):
     def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
         def split(piece: Piece) -> list[Piece]:
             matches = self.pattern.find_matches(piece.text)
-            return _normalized.split_by(piece, _normalized.invert(matches) if self.invert else matches, self.behavior)
+            return normalized_string.split_by(
+                piece, normalized_string.invert(matches) if self.invert else matches, self.behavior
+            )
 
         return _split_pieces(pieces, split)
 
@@ -241,19 +236,19 @@ class Split(_PreTokenizer):
 _PREPEND_SCHEMES = ("always", "never", "first")
 
 
-def metaspace_fields(node: dict[str, _Any], part: str) -> tuple[str, str, bool]:
+def metaspace_fields(node: dict[str, Any], part: str) -> tuple[str, str, bool]:
     """``replacement``, ``prepend_scheme`` and ``split`` of a Metaspace node (the pre-tokenizer
     and the decoder share them), with tokenizers' handling of the legacy ``add_prefix_space``."""
-    replacement = _char_field(node, "replacement", part)
-    scheme = _choice(node, "prepend_scheme", _PREPEND_SCHEMES, part, default="always")
-    legacy = _field(node, "add_prefix_space", bool, part, default=None)
+    replacement = char_field(node, "replacement", part)
+    scheme = choice(node, "prepend_scheme", _PREPEND_SCHEMES, part, default="always")
+    legacy = field(node, "add_prefix_space", bool, part, default=None)
     if legacy is not None and legacy != (scheme != "never"):
-        raise _ToktoolsError(f"{part}: add_prefix_space does not match declared prepend_scheme")
-    return replacement, scheme, _field(node, "split", bool, part, default=True)
+        raise ToktoolsError(f"{part}: add_prefix_space does not match declared prepend_scheme")
+    return replacement, scheme, field(node, "split", bool, part, default=True)
 
 
 @register
-class Metaspace(_PreTokenizer):
+class Metaspace(PreTokenizer):
     """Spaces become ``replacement`` (▁), a ▁ is prepended (always, only to the piece at the
     start of the text, or never), then each piece splits before every ▁."""
 
@@ -261,16 +256,16 @@ class Metaspace(_PreTokenizer):
 
     def __init__(self, replacement: str = "\u2581", prepend_scheme: str = "always", split: bool = True) -> None:
         if len(replacement) != 1:
-            raise _ToktoolsError(f"Metaspace replacement must be one character, got {replacement!r}")
+            raise ToktoolsError(f"Metaspace replacement must be one character, got {replacement!r}")
         if prepend_scheme not in _PREPEND_SCHEMES:
-            raise _ToktoolsError(f"Metaspace prepend_scheme must be one of {', '.join(_PREPEND_SCHEMES)}")
+            raise ToktoolsError(f"Metaspace prepend_scheme must be one of {', '.join(_PREPEND_SCHEMES)}")
         self.replacement, self.prepend_scheme, self.split = replacement, prepend_scheme, split
 
     @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> Metaspace:
+    def from_json(cls, node: dict[str, Any]) -> Metaspace:
         return cls(*metaspace_fields(node, "pre-tokenizer Metaspace"))
 
-    def to_json(self) -> dict[str, _Any]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "type": "Metaspace",
             "replacement": self.replacement,
@@ -278,53 +273,55 @@ class Metaspace(_PreTokenizer):
             "split": self.split,
         }
 
-    def spelling(self) -> dict[str, _Any]:
+    def spelling(self) -> dict[str, Any]:
         return {"metaspace": self.replacement}
 
     def _one(self, piece: Piece) -> list[Piece]:
         text = piece.text
         spaces = [(i, i + 1) for i, ch in enumerate(text) if ch == " "]
         if spaces:
-            piece = _normalized.replace_matches(piece, spaces, self.replacement)
+            piece = normalized_string.replace_matches(piece, spaces, self.replacement)
         if not piece.text.startswith(self.replacement) and (
             self.prepend_scheme == "always" or (self.prepend_scheme == "first" and piece.base == 0)
         ):
-            piece = _normalized.prepend(piece, self.replacement)
+            piece = normalized_string.prepend(piece, self.replacement)
         if not self.split:
             return [piece]
         rep = self.replacement
-        return _normalized.split_by(piece, _normalized.char_matches(piece.text, rep.__eq__), "MergedWithNext")
+        return normalized_string.split_by(
+            piece, normalized_string.char_matches(piece.text, rep.__eq__), "MergedWithNext"
+        )
 
     def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
         return _split_pieces(pieces, self._one)
 
 
 @register
-class Sequence(_PreTokenizer):
+class Sequence(PreTokenizer):
     """Pre-tokenisers applied in order, each to every piece of the one before."""
 
     type = "Sequence"
 
-    def __init__(self, pretokenizers: list[_PreTokenizer]) -> None:
+    def __init__(self, pretokenizers: list[PreTokenizer]) -> None:
         self.pretokenizers = list(pretokenizers)
 
     @classmethod
-    def from_json(cls, node: dict[str, _Any]) -> Sequence:
+    def from_json(cls, node: dict[str, Any]) -> Sequence:
         from toktools.parts.registry import parts_from_json
 
         return cls(
             parts_from_json(
                 "pre_tokenizer",
-                _field(node, "pretokenizers", list, "pre-tokenizer Sequence"),
+                field(node, "pretokenizers", list, "pre-tokenizer Sequence"),
                 "pre-tokenizer Sequence",
                 "pretokenizers",
             )
         )
 
-    def to_json(self) -> dict[str, _Any]:
+    def to_json(self) -> dict[str, Any]:
         return {"type": "Sequence", "pretokenizers": [p.to_json() for p in self.pretokenizers]}
 
-    def spelling(self) -> dict[str, _Any]:
+    def spelling(self) -> dict[str, Any]:
         return spelling_of(self.pretokenizers)
 
     def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:

@@ -53,7 +53,7 @@ class CharsMap:
         units = self.units
         size = len(units)
         out = []
-        node = _offset(units[0])
+        node = unit_offset(units[0])
         for k in range(start, len(key)):
             c = key[k]
             if c == 0 and stop_at_nul:
@@ -64,7 +64,7 @@ class CharsMap:
             unit = units[node]
             if unit & 0x800000FF != c:
                 break
-            node ^= _offset(unit)
+            node ^= unit_offset(unit)
             if (unit >> 8) & 1:
                 if node >= size:
                     break
@@ -84,7 +84,7 @@ class CharsMap:
             key = ch.encode("utf-8", "surrogatepass")
             units = self.units
             size = len(units)
-            node = _offset(units[0])
+            node = unit_offset(units[0])
             hits: list[tuple[int, int]] = []
             for k, c in enumerate(key):
                 node ^= c
@@ -95,7 +95,7 @@ class CharsMap:
                 if unit & 0x800000FF != c:
                     node = -1
                     break
-                node ^= _offset(unit)
+                node ^= unit_offset(unit)
                 if (unit >> 8) & 1:
                     if node >= size:
                         node = -1
@@ -123,7 +123,7 @@ class CharsMap:
                 unit = units[node]
                 if unit & 0x800000FF != c:
                     break
-                node ^= _offset(unit)
+                node ^= unit_offset(unit)
                 if (unit >> 8) & 1:
                     if node >= size:
                         break
@@ -158,12 +158,14 @@ class CharsMap:
 _UNSEEN = object()
 
 
-def _offset(unit: int) -> int:
+def unit_offset(unit: int) -> int:
+    """The offset a double-array unit holds (darts-clone's ``offset()``): XOR it into the node index."""
     return (unit >> 10) << ((unit & 0x200) >> 6)
 
 
 @cache
-def _grapheme_regex():
+def grapheme_regex() -> Any:
+    """Extended grapheme clusters (``\\X``), the units ``tokenizers`` normalises one at a time."""
     import regex
 
     return regex.compile(r"\X")
@@ -204,7 +206,7 @@ def spm_normalize(
                     return symbol, len(symbol), len(symbol.encode("utf-8"))
         state = charsmap.char_state(ch) if charsmap is not None else None
         if state is not None:
-            hit = charsmap.longest_at(data, b, state)
+            hit = charsmap.longest_at(data, b, state)  # type: ignore[union-attr]  # a state implies a charsmap
             if hit is not None:
                 try:
                     consumed = data[b : b + hit[0]].decode("utf-8")
@@ -237,7 +239,7 @@ def spm_normalize(
         if ch != " " and ch not in user_first:
             state = known(ch, _UNSEEN) if known is not None else None
             if state is _UNSEEN:
-                state = charsmap.char_state(ch)  # type: ignore[union-attr]
+                state = charsmap.char_state(ch)  # type: ignore[union-attr]  # _UNSEEN implies a charsmap
             if state is None:  # no rule starts with it: copied as it is
                 add_char(ch)
                 add_origin(i)
@@ -306,12 +308,12 @@ class Precompiled(Normalizer):
         changes: list[list] = []  # [char, change] as tokenizers' NormalizedString.transform takes them
         modified = False
         plans = self._plans
-        for match in _grapheme_regex().finditer(piece.text):
+        for match in grapheme_regex().finditer(piece.text):
             grapheme = match.group()
             plan = plans.get(grapheme)
             if plan is None:
-                plan = plans[grapheme] = self._plan(grapheme)
-            if plan is _KEEP:
+                plan = plans[grapheme] = self.plan(grapheme)
+            if plan is KEEP:
                 changes.extend([ch, 0] for ch in grapheme)
                 continue
             modified = True
@@ -324,10 +326,11 @@ class Precompiled(Normalizer):
             return piece
         return _apply_changes(piece, changes)
 
-    def _plan(self, grapheme: str) -> Any:
-        """What becomes of one grapheme (cached: it depends on nothing else): ``_KEEP``, or
+    def plan(self, grapheme: str) -> Any:
+        """What becomes of one grapheme (cached: it depends on nothing else): ``KEEP``, or
         ``(replacement, characters replaced, None)`` / ``(None, 1, kept character)`` steps."""
         cmap = self.charsmap
+        assert cmap is not None  # normalize plans only with a charsmap
         if len(grapheme.encode("utf-8")) < 6:
             repl = cmap.shortest(grapheme)
             if repl is not None:
@@ -338,10 +341,10 @@ class Precompiled(Normalizer):
             repl = cmap.shortest(ch)
             found = found or repl is not None
             steps.append((repl, 1, None) if repl is not None else (None, 1, ch))
-        return tuple(steps) if found else _KEEP
+        return tuple(steps) if found else KEEP
 
 
-_KEEP = ()  # a grapheme the charsmap leaves as it is
+KEEP: tuple[()] = ()  # a grapheme the charsmap leaves as it is
 
 
 def _replace(changes: list[list], repl: str, count: int) -> None:

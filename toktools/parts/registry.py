@@ -5,9 +5,12 @@ each node's type up here. Modules register their classes with :func:`register` w
 from __future__ import annotations
 
 import importlib
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from toktools.errors import ToktoolsError
+
+if TYPE_CHECKING:
+    from toktools.parts.base import Part
 
 CATEGORIES = ("normalizer", "pre_tokenizer", "model", "post_processor", "decoder")
 _PART_MODULES = (
@@ -20,15 +23,15 @@ _PART_MODULES = (
     "toktools.parts.post_processors",
     "toktools.parts.decoders",
 )
-_REGISTRY: dict[tuple[str, str], type] = {}
+_REGISTRY: dict[tuple[str, str], type[Part]] = {}
 _loaded = False
 
-T = TypeVar("T", bound=type)
+T = TypeVar("T", bound="type[Part]")
 
 
 def register(cls: T) -> T:
     """Class decorator: make ``cls`` the part for ``(cls.category, cls.type)``."""
-    key = (cls.category, cls.type)  # type: ignore[attr-defined]
+    key = (cls.category, cls.type)
     if key[0] not in CATEGORIES or not key[1]:
         raise TypeError(f"{cls.__name__}: category and type must be set")
     if key in _REGISTRY and _REGISTRY[key] is not cls:
@@ -51,7 +54,7 @@ def supported(category: str) -> list[str]:
     return sorted(t for c, t in _REGISTRY if c == category)
 
 
-def part_class(category: str, type_name: str) -> type:
+def part_class(category: str, type_name: str) -> type[Part]:
     _load_all()
     cls = _REGISTRY.get((category, type_name))
     if cls is None:

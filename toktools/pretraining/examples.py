@@ -796,11 +796,3 @@ def _import_pyarrow() -> Any:
     except ImportError:
         raise ToktoolsError("writing Parquet needs pyarrow: pip install 'toktools[pretrain]'") from None
     return pyarrow
-
-
-def read_settings(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The settings a Parquet file was made with (from its ``toktools`` metadata)."""
-    import pyarrow.parquet as pq
-
-    metadata = pq.read_schema(str(path)).metadata or {}
-    return json.loads(metadata.get(b"toktools", b"{}"))

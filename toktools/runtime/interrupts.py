@@ -98,7 +98,7 @@ def _on_sigint(signum: int, frame: object) -> None:
     raise KeyboardInterrupt()
 
 
-def _on_unraisable(unraisable: object) -> None:
+def _on_unraisable(unraisable: sys.UnraisableHookArgs) -> None:
     """A signal's exception raised where Python cannot propagate it (a fork hook such as
     logging's while a worker is forked, a ``__del__``) would be printed as "Exception ignored"
     and lost: deliver the signal again a moment later, when the main thread is past that place."""

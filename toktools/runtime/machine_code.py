@@ -8,8 +8,9 @@ cost for kernels written over raw pointers and integers:
 * **Compile once** (numba, in :func:`_compile`). The kernel is compiled without numba's
   wrappers. It makes no array and raises no exception, so it never calls back into numba's
   runtime: the function is self-contained machine code. Its object code is stored in the user
-  cache (:mod:`toktools.io.user_cache`). The key covers the kernel module's source, the numba and
-  llvmlite versions, and this CPU, so a home shared by several machines keeps one entry each.
+  cache (:mod:`toktools.io.user_cache`). The key covers the sources of the kernel's module, of
+  the modules it imports and of this one, the numba and llvmlite versions, and this CPU, so a
+  home shared by several machines keeps one entry each.
 * **Load many times** (llvmlite alone, in :func:`_load`, ~0.03 s). The stored object is loaded
   into an MCJIT engine, as numba loads its own cache, and the function is called through
   ctypes, which releases the GIL during the call.
@@ -29,14 +30,9 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import importlib.util
 import marshal
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any
-
-#: Bump when the entry's layout or the way it is compiled changes.
-FORMAT = 1
 
 _CTYPES = {
     "int64": ctypes.c_int64,
@@ -86,7 +82,9 @@ def _cached_kernel(module: str, function: str, parameters: tuple[str, ...]) -> C
         address = _load(code, symbol)
     except Exception:  # noqa: BLE001 - an llvmlite that cannot load it: numba's own way
         return None
-    native = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, *map(_CTYPES.get, parameters))(address)
+    native = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, *[_CTYPES[p] for p in parameters])(
+        address
+    )
 
     def call(*args: int) -> int:
         result = ctypes.c_int64()
@@ -112,50 +110,37 @@ def _read_entry(payload: bytes | None) -> tuple[str, bytes] | None:
 
 
 def _entry_path(module: str, function: str, parameters: tuple[str, ...]) -> Any:
-    """Where the kernel's object code is kept, or None (cache off, module or llvmlite missing).
-    The name is a hash of everything the code depends on."""
-    from toktools.io.user_cache import cache_file, cache_root, library_version
+    """Where the kernel's object code is kept, or None (cache off, module or llvmlite missing):
+    named by the kernel and a hash of its parameters and of the host it is compiled for (the CPU,
+    its features), keyed (:func:`toktools.io.user_cache.entry_path`) by the sources of
+    :func:`_kernel_modules` and the numba and llvmlite versions."""
+    from toktools.io.user_cache import cache_root, entry_path
 
     if cache_root() is None:
         return None
     try:
-        source_hash = _source_hash(module)
+        modules = _kernel_modules(module)
         llvm = _llvm()
         host = (llvm.get_process_triple(), llvm.get_host_cpu_name(), _host_features(llvm))
     except (ImportError, OSError, AttributeError, TypeError, ValueError):
         return None
-    key = repr(
-        (
-            FORMAT,
-            module,
-            function,
-            parameters,
-            source_hash,
-            library_version("numba"),
-            library_version("llvmlite"),
-            host,
-            sys.version_info[:2],
-        )
+    target = hashlib.sha256(repr((parameters, host)).encode()).hexdigest()[:16]
+    return entry_path(
+        "native-code", f"{module}.{function}-{target}", ".bin", modules=modules, libraries=("numba", "llvmlite")
     )
-    return cache_file("native-code-v1", f"{module}.{function}-{hashlib.sha256(key.encode()).hexdigest()[:32]}.bin")
 
 
-def _source_hash(module: str) -> str:
-    """sha256 over the source of ``module`` and of the toktools modules it imports (numba
-    compiles their constants into the code, e.g. a hash table's layout)."""
+def _kernel_modules(module: str) -> tuple[str, ...]:
+    """The modules whose code the kernel's machine code depends on: ``module``, the toktools
+    modules it imports (numba compiles their constants into the code, e.g. a hash table's
+    layout) and this one (how it is compiled)."""
     import re
 
-    def source(name: str) -> bytes:
-        spec = importlib.util.find_spec(name)
-        with open(spec.origin, "rb") as handle:  # type: ignore[union-attr, arg-type]
-            return handle.read()
+    from toktools.io.user_cache import module_source
 
-    text = source(module)
-    imported = sorted(set(re.findall(r"^(?:from|import) (toktools[\w.]*)", text.decode("utf-8"), re.M)) - {module})
-    digest = hashlib.sha256()
-    for name, data in [(module, text), *((name, source(name)) for name in imported)]:
-        digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
-    return digest.hexdigest()
+    text = module_source(module).decode("utf-8")
+    imported = sorted(set(re.findall(r"^(?:from|import) (toktools[\w.]*)", text, re.M)) - {module, __name__})
+    return (module, *imported, __name__)
 
 
 def _llvm() -> Any:
@@ -207,7 +192,8 @@ def _compile(module: str, function: str, parameters: tuple[str, ...]) -> tuple[s
 
     pyfunc = getattr(importlib.import_module(module), function)
     signature = _numba_signature(parameters)
-    dispatcher = njit(signature, no_cpython_wrapper=True, no_cfunc_wrapper=True)(pyfunc)
+    # real compiler flags (numba sets both for its own cfunc), absent from numba's typed overloads
+    dispatcher = njit(signature, no_cpython_wrapper=True, no_cfunc_wrapper=True)(pyfunc)  # type: ignore[call-overload]
     compiled = dispatcher.overloads[signature.args]
     symbol = compiled.fndesc.mangled_name
     llvm = _llvm()
@@ -259,7 +245,9 @@ def _numba_cfunc(module: str, function: str, parameters: tuple[str, ...]) -> Cal
         compiled = cfunc(_numba_signature(parameters), cache=True)(pyfunc)
     except Exception:  # noqa: BLE001 - numba's errors have no common base worth naming
         return None
-    native = ctypes.CFUNCTYPE(ctypes.c_int64, *map(_CTYPES.get, parameters))(compiled.address)  # addresses as ints
+    if compiled.address is None:  # not compiled after all
+        return None
+    native = ctypes.CFUNCTYPE(ctypes.c_int64, *[_CTYPES[p] for p in parameters])(compiled.address)  # addresses as ints
 
     def call(*args: int) -> int:
         return native(*args)

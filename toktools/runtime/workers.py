@@ -76,7 +76,7 @@ def _die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="toktools-parent-watch", daemon=True).start()
 
 
-def _worker_init(parent: int, initializer: Callable[..., None] | None = None, initargs: tuple[Any, ...] = ()) -> None:
+def worker_init(parent: int, initializer: Callable[..., None] | None = None, initargs: tuple[Any, ...] = ()) -> None:
     """Run in every worker: Ctrl-C and SIGTERM are the parent's business (it sends SIGTERM to
     stop us, and that must kill us silently, not run the parent's handler we inherited). The
     parent's signal wakeup fd is dropped too: a signal a worker receives must not wake the
@@ -103,6 +103,7 @@ def start_pool(
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
+    context: multiprocessing.context.BaseContext
     try:
         context = multiprocessing.get_context("fork")
     except ValueError:  # no fork on this platform
@@ -110,7 +111,7 @@ def start_pool(
     return ProcessPoolExecutor(
         max_workers=cap_workers(workers),
         mp_context=context,
-        initializer=_worker_init,
+        initializer=worker_init,
         initargs=(os.getpid(), initializer, initargs),
     )
 

@@ -111,13 +111,13 @@ def _candidates() -> list[str]:
     """Every character a supported part may change alone, from toktools' own tables (so the
     rules do not depend on Python's Unicode version): the ``Nmt`` characters, those with a
     (compatibility) decomposition, Hangul syllables, and those with a lowercase mapping."""
-    from toktools.parts import _unicode
-    from toktools.tables import bert as _bert_tables
+    from toktools.parts import unicode_forms
+    from toktools.tables import bert as bert_tables
 
     chars = {chr(cp) for cp in _NMT_CHARS}
-    chars.update(_unicode.tables().compat)
+    chars.update(unicode_forms.tables().compat)
     chars.update(chr(cp) for cp in range(0xAC00, 0xD7A4))
-    chars.update(chr(cp) for cp in _bert_tables.LOWERCASE)
+    chars.update(chr(cp) for cp in bert_tables.LOWERCASE)
     chars.update(chr(cp) for cp in range(ord("A"), ord("Z") + 1))
     return sorted(chars)
 

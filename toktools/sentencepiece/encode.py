@@ -55,9 +55,10 @@ class _SentencePieceEncoder:
             treat_whitespace_as_suffix=model.trainer_spec.get("treat_whitespace_as_suffix"),
         )
         self.user_defined = tuple(p.piece for p in model.pieces if p.type == USER_DEFINED)
-        self.unk_id = next((i for i, p in enumerate(model.pieces) if p.type == UNKNOWN), None)
-        if self.unk_id is None:
+        unk_id = next((i for i, p in enumerate(model.pieces) if p.type == UNKNOWN), None)
+        if unk_id is None:
             raise ToktoolsError("sentencepiece model has no <unk> piece")
+        self.unk_id: int = unk_id
         self.ids = {p.piece: i for i, p in enumerate(model.pieces)}
         self._text: Any = None
 

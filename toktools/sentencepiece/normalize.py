@@ -16,8 +16,7 @@ import re
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from toktools.parts.precompiled import SPACE, CharsMap, spm_normalize
-from toktools.parts.precompiled import _offset as offset
+from toktools.parts.precompiled import SPACE, CharsMap, spm_normalize, unit_offset
 
 
 def second_characters(charsmap: CharsMap) -> frozenset[str] | None:
@@ -40,12 +39,12 @@ def second_characters(charsmap: CharsMap) -> frozenset[str] | None:
             if index < size:
                 unit = units[index]
                 if unit & 0x800000FF == c:
-                    out.append((c, index ^ offset(unit), bool((unit >> 8) & 1)))
+                    out.append((c, index ^ unit_offset(unit), bool((unit >> 8) & 1)))
         return out
 
     def whole_characters(state: int) -> list[tuple[bytes, int]] | None:
         """Every character the walk from ``state`` gets through, with the node after it."""
-        out = []
+        out: list[tuple[bytes, int]] = []
         for lead, node, leaf in children(state, 1, 0xF4):
             length = 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
             paths = [(bytes((lead,)), node, leaf)]
@@ -60,7 +59,7 @@ def second_characters(charsmap: CharsMap) -> frozenset[str] | None:
             out.extend((path, node) for path, node, _ in paths)
         return out
 
-    firsts = whole_characters(offset(units[0]))
+    firsts = whole_characters(unit_offset(units[0]))
     if firsts is None:
         return None
     seconds: set[str] = set()
@@ -81,7 +80,7 @@ _seconds: WeakKeyDictionary[CharsMap, frozenset[str] | None] = WeakKeyDictionary
 _UNKNOWN = frozenset({""})
 
 
-class _Replacements(dict):  # type: ignore[type-arg]
+class _Replacements(dict):
     """``str.translate`` table: code point → the output of the one-character unit (the longest
     rule within its bytes, or itself); filled on first sight. A character with a rule that ends
     inside it, or whose output holds two spaces in a row, is also put in :attr:`unsafe` (a

@@ -115,7 +115,7 @@ def _post_processor(model: SentencePieceModel, add_bos: bool, add_eos: bool) -> 
     specials: dict[str, Any] = {}
     single: list[dict[str, Any]] = []
     pair: list[dict[str, Any]] = []
-    ends = []
+    ends: list[str | None] = []
     for which, wanted in (("bos", add_bos), ("eos", add_eos)):
         if not wanted:
             ends.append(None)
@@ -295,6 +295,5 @@ def json_to_sentencepiece(doc: dict[str, Any]) -> SentencePieceModel:
     for which, default in (("bos", "<s>"), ("eos", "</s>"), ("pad", "<pad>")):
         found = next((i for i, p in enumerate(pieces) if p.piece == default and p.type == CONTROL), -1)
         trainer.set(f"{which}_id", found)
-    result = SentencePieceModel(pieces, trainer, spec)
-    result._present = [(True, p.type != NORMAL) for p in pieces]
-    return result
+    # no _present: to_bytes then writes each score, and each type that is not NORMAL
+    return SentencePieceModel(pieces, trainer, spec)

@@ -17,6 +17,7 @@ from toktools.encoding import AddedToken
 from toktools.errors import ToktoolsError
 from toktools.models.bpe import bytelevel
 from toktools.models.bpe import trainer as bpe
+from toktools.models.wordpiece.model import BERT_SPECIAL_TOKENS
 from toktools.presets import ByteLevelBPETokenizer, WordPieceTokenizer, roberta_processing, sentencepiece_unigram
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -221,7 +222,7 @@ def train_wordpiece(
     files: Sequence[str] | None = None,
     vocab_size: int = 30000,
     min_frequency: int = 2,
-    special_tokens: Sequence[str] = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"),
+    special_tokens: Sequence[str] = BERT_SPECIAL_TOKENS,
     *,
     texts: Iterable[str] | None = None,
     word_counts: dict[str, int] | None = None,

@@ -18,6 +18,7 @@ import tokenizers
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
 from toktools.models.bpe import bytelevel
+from toktools.models.wordpiece.model import BERT_SPECIAL_TOKENS
 
 TOKENIZERS_VERSION = tokenizers.__version__
 
@@ -87,7 +88,7 @@ def bytebpe_trainer(
     max_token_length: int | None = None,
 ) -> trainers.BpeTrainer:
     """``BpeTrainer`` with ``ByteLevelBPETokenizer.train``'s defaults."""
-    options = dict(
+    options: dict[str, Any] = dict(
         vocab_size=vocab_size,
         min_frequency=min_frequency,
         special_tokens=list(special_tokens),
@@ -165,7 +166,7 @@ def train_wordpiece(
     files: Sequence[str] | None = None,
     vocab_size: int = 30000,
     min_frequency: int = 2,
-    special_tokens: Sequence[str] = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"),
+    special_tokens: Sequence[str] = BERT_SPECIAL_TOKENS,
     *,
     texts: Iterable[str] | None = None,
     limit_alphabet: int | None = 1000,
@@ -178,7 +179,7 @@ def train_wordpiece(
 ) -> Tokenizer:
     """``BertWordPieceTokenizer().train(...)`` with the settings of :func:`toktools.train_wordpiece`."""
     tokenizer = wordpiece_tokenizer(lowercase, strip_accents, clean_text, handle_chinese_chars)
-    options: dict[str, object] = dict(
+    options: dict[str, Any] = dict(
         vocab_size=vocab_size,
         min_frequency=min_frequency,
         special_tokens=list(special_tokens),

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from toktools.errors import ToktoolsError
+from toktools.models.wordpiece.model import BERT_SPECIAL_TOKENS
 
 if TYPE_CHECKING:  # pragma: no cover
     from toktools.tokenizer import Tokenizer
@@ -275,7 +276,7 @@ class Trainer(ABC):
             list(files) or None,
             word_counts=word_counts,
             workers=workers,
-            errors=errors,  # type: ignore[no-any-return]
+            errors=errors,
             json_field=json_field,
             progress=progress,
             **({} if cluster is None else {"cluster": cluster}),
@@ -290,7 +291,7 @@ class Trainer(ABC):
         """A toktools tokenizer from the ``tokenizers.Tokenizer`` the fast backend trained."""
         import json
 
-        from toktools.io.formats import from_tokenizer_json
+        from toktools.formats import from_tokenizer_json
 
         return from_tokenizer_json(json.loads(trained.to_str()))
 
@@ -315,7 +316,7 @@ class Trainer(ABC):
         }
         if any(option.name == "min_frequency" for option in self.cli_options):
             settings["min_frequency"] = min_frequency
-        return getattr(training, self.reference_function)(word_counts=word_counts, **settings)  # type: ignore[no-any-return]
+        return getattr(training, self.reference_function)(word_counts=word_counts, **settings)
 
     @abstractmethod
     def count_words(
@@ -524,7 +525,7 @@ class WordPieceTrainer(Trainer):
         "Also train with tokenizers and report parity (exit code 3 if they differ beyond tokenizers' own randomness)."
     )
     model_files = ("vocab.txt",)
-    default_special_tokens = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+    default_special_tokens = BERT_SPECIAL_TOKENS
     cli_options = (
         vocab_size_option(30000),
         MIN_FREQUENCY,

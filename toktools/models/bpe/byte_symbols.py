@@ -26,18 +26,18 @@ SYMBOL_TO_BYTE: dict[str, int] = {s: b for b, s in enumerate(BYTE_TO_SYMBOL)}
 ALPHABET: list[str] = sorted(BYTE_TO_SYMBOL)
 
 # str.translate tables: latin-1 code point (= byte value) -> symbol, and back.
-_LATIN1_TO_SYMBOL = {b: s for b, s in enumerate(BYTE_TO_SYMBOL)}
-_SYMBOL_TO_LATIN1 = {ord(s): b for b, s in enumerate(BYTE_TO_SYMBOL)}
+LATIN1_TO_SYMBOL = {b: s for b, s in enumerate(BYTE_TO_SYMBOL)}
+SYMBOL_TO_LATIN1 = {ord(s): b for b, s in enumerate(BYTE_TO_SYMBOL)}
 
 
 def bytes_to_symbols(data: bytes) -> str:
     """Raw bytes → their byte-level symbols, one symbol per byte."""
-    return data.decode("latin-1").translate(_LATIN1_TO_SYMBOL)
+    return data.decode("latin-1").translate(LATIN1_TO_SYMBOL)
 
 
 def text_to_symbols(text: str) -> str:
     """Text → the byte-level symbols of its UTF-8 bytes (``"我"`` → ``"æĪĳ"``)."""
-    return text.encode("utf-8").decode("latin-1").translate(_LATIN1_TO_SYMBOL)
+    return text.encode("utf-8").decode("latin-1").translate(LATIN1_TO_SYMBOL)
 
 
 def is_byte_symbols(token: str) -> bool:
@@ -47,4 +47,4 @@ def is_byte_symbols(token: str) -> bool:
 
 def symbols_to_bytes(symbols: str) -> bytes:
     """Byte-level symbols → the bytes they stand for (the inverse of :func:`bytes_to_symbols`)."""
-    return symbols.translate(_SYMBOL_TO_LATIN1).encode("latin-1")
+    return symbols.translate(SYMBOL_TO_LATIN1).encode("latin-1")

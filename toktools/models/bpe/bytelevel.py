@@ -5,29 +5,25 @@ printable Unicode symbol so that the merge engine can work on ``str`` (``我`` =
 ``æĪĳ``). Nothing is ever unknown, since every byte has a symbol.
 
 Before that, a sequence is cut into words by GPT-2's regular expression. Its classes ``\\p{L}``,
-``\\p{N}`` and ``\\s`` are spelled out from ``_bytelevel_tables`` (what the Oniguruma build in
+``\\p{N}`` and ``\\s`` are spelled out from :mod:`toktools.tables.bytelevel` (what the Oniguruma build in
 ``tokenizers`` 0.23.3 says) instead of relying on the Unicode version of the ``regex`` module.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import regex
 
-from toktools.models.bpe.byte_symbols import (  # noqa: F401  re-exported (the byte <-> symbol map, section 1)
-    _LATIN1_TO_SYMBOL,
-    _SYMBOL_TO_LATIN1,
-    ALPHABET,
-    BYTE_TO_SYMBOL,
-    SYMBOL_TO_BYTE,
-    _build_byte_symbols,
-    bytes_to_symbols,
-    is_byte_symbols,
-    symbols_to_bytes,
-    text_to_symbols,
-)
+# the byte <-> symbol map (section 1), re-exported
+from toktools.models.bpe.byte_symbols import ALPHABET as ALPHABET
+from toktools.models.bpe.byte_symbols import BYTE_TO_SYMBOL as BYTE_TO_SYMBOL
+from toktools.models.bpe.byte_symbols import SYMBOL_TO_BYTE as SYMBOL_TO_BYTE
+from toktools.models.bpe.byte_symbols import bytes_to_symbols as bytes_to_symbols
+from toktools.models.bpe.byte_symbols import is_byte_symbols as is_byte_symbols
+from toktools.models.bpe.byte_symbols import symbols_to_bytes as symbols_to_bytes
+from toktools.models.bpe.byte_symbols import text_to_symbols as text_to_symbols
 from toktools.tables.bytelevel import LETTER_RANGES, NUMBER_RANGES, REGEX_DISAGREEMENTS, SPACE_RANGES
 
 
@@ -56,7 +52,7 @@ def byte_view(text: str) -> list[ByteViewRow]:
 
 def _without(ranges: tuple[tuple[int, int], ...], code_point: int) -> tuple[tuple[int, int], ...]:
     """``ranges`` with one code point taken out."""
-    out = []
+    out: list[tuple[int, int]] = []
     for lo, hi in ranges:
         out.extend(r for r in ((lo, min(hi, code_point - 1)), (max(lo, code_point + 1), hi)) if r[0] <= r[1])
     return tuple(out)
@@ -118,7 +114,7 @@ class _Splitters:
         return self.exact[1] if lines else self.exact[0]
 
 
-def _disagreements() -> list[tuple[int, int]]:  # also used by scripts/gen_bytelevel_tables.py
+def measure_regex_disagreements() -> list[tuple[int, int]]:  # also run by scripts/gen_bytelevel_tables.py
     """Code-point ranges where ``regex``'s ``\\p{L}``, ``\\p{N}`` or ``\\s`` differ from
     ``tokenizers``' (one C-speed pass over a string of every scalar value)."""
     scalars = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
@@ -137,7 +133,7 @@ def _disagreements() -> list[tuple[int, int]]:  # also used by scripts/gen_bytel
 
 
 def _cached_disagreements() -> list[tuple[int, int]]:
-    """:func:`_disagreements` for a ``regex`` version the generated table does not list,
+    """:func:`measure_regex_disagreements` for a ``regex`` version the generated table does not list,
     measured once and kept in the user cache (:mod:`toktools.io.user_cache`) per ``regex``
     version and tables: the scan costs ~0.7 s, a large share of a short encoding run."""
     import hashlib
@@ -149,7 +145,7 @@ def _cached_disagreements() -> list[tuple[int, int]]:
     cached = read_json(path)
     if isinstance(cached, list) and all(isinstance(r, list) and len(r) == 2 for r in cached):
         return [(int(lo), int(hi)) for lo, hi in cached]
-    ranges = _disagreements()
+    ranges = measure_regex_disagreements()
     write_json(path, ranges)
     return ranges
 
@@ -169,12 +165,6 @@ def splitters() -> _Splitters:
 def split(text: str) -> list[str]:
     """The GPT-2 split of one sequence, as text pieces (not yet byte-mapped)."""
     return splitters().pick(text).findall(text)
-
-
-def split_with_offsets(text: str) -> Iterator[tuple[str, int, int]]:
-    """The GPT-2 split of one sequence with each piece's character offsets."""
-    for match in splitters().pick(text).finditer(text):
-        yield match.group(), match.start(), match.end()
 
 
 def split_lines(chunk: str, add_prefix_space: bool = False) -> list[str]:

@@ -54,7 +54,7 @@ class MergeTable:
         values = np.array(list(merge_map.values()), dtype=np.int64).reshape(n, 2)
         table = PairTable((pairs[:, 0] << 32) | pairs[:, 1])
         self.keys, self.shift = table.keys, table.shift
-        self.ranks = values[table.index, 0]  # empty slots hold merge 0's: never read, their key is _EMPTY
+        self.ranks = values[table.index, 0]  # empty slots hold merge 0's: never read, their key is EMPTY_KEY
         self.new_ids = values[table.index, 1]
 
 

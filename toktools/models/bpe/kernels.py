@@ -24,15 +24,15 @@ from __future__ import annotations
 import numpy as np
 from numba import carray, njit
 
-from toktools.models.bpe.vectorized_merge import _EMPTY, _GOLDEN  # the same hash table layout
+from toktools.models.bpe.vectorized_merge import EMPTY_KEY, HASH_MULTIPLIER  # the same hash table layout
 
 
 @njit(inline="always")
 def _slot(table_keys, key, shift):
     """Where ``key`` is (or would go) in the table: linear probing from its Fibonacci hash."""
     mask = len(table_keys) - 1
-    h = np.int64((key * _GOLDEN) >> shift)
-    while table_keys[h] != key and table_keys[h] != _EMPTY:
+    h = np.int64((key * HASH_MULTIPLIER) >> shift)
+    while table_keys[h] != key and table_keys[h] != EMPTY_KEY:
         h = (h + 1) & mask
     return h
 

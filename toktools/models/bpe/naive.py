@@ -46,7 +46,7 @@ def train_bpe_naive(
     for word, count in word_counts.items():
         for ch in word:
             frequency[ch] += count
-    frequency.update({s[0]: math.inf for s in initial_alphabet if s})  # type: ignore[dict-item]
+    frequency.update({s[0]: math.inf for s in initial_alphabet if s})
     kept = sorted(frequency, key=lambda ch: (-frequency[ch], ch))[:limit_alphabet]
     vocab += [ch for ch in sorted(kept) if ch not in vocab]
     # 3. Words as lists of symbol ids: a character outside the alphabet is skipped; "##c" inside

@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, chain, compress, islice, pairwise, repeat
 from operator import add, and_, ge, getitem, neg, sub
+from typing import Generic, TypeVar
 
 from toktools.errors import ToktoolsError
 from toktools.models.bpe.files import (  # noqa: F401  re-exported
@@ -350,7 +351,11 @@ def _count_pairs(words: list[str], counts: list[int], separator: str) -> tuple[d
     return pair_counts, where
 
 
-class _Queue:
+#: what a queue entry carries about where its pair occurs (see the engines)
+Positions = TypeVar("Positions")
+
+
+class _Queue(Generic[Positions]):
     """``tokenizers``' priority queue of merge candidates, with its lazy invalidation.
 
     An entry is ``(-count, pair, serial, positions)``: the highest count first, then the
@@ -370,10 +375,10 @@ class _Queue:
     def __init__(self, floor: int, drop_stale: bool) -> None:
         self.floor = floor
         self.drop_stale = drop_stale
-        self.heap: list[tuple[int, str, int, object]] = []
+        self.heap: list[tuple[int, str, int, Positions]] = []
         self.serials = itertools.count()
 
-    def add(self, pairs: list[str], positions: Iterable[object], pair_counts: Mapping[str, int]) -> None:
+    def add(self, pairs: list[str], positions: Iterable[Positions], pair_counts: Mapping[str, int]) -> None:
         """New entries for those ``pairs`` whose current count is at least ``floor``."""
         counts = list(map(pair_counts.__getitem__, pairs))
         wanted = list(map(ge, counts, repeat(self.floor)))
@@ -387,7 +392,7 @@ class _Queue:
         else:
             _consume(map(heapq.heappush, repeat(heap), entries))
 
-    def pop(self, pair_counts: Mapping[str, int]) -> tuple[str, int, object] | None:
+    def pop(self, pair_counts: Mapping[str, int]) -> tuple[str, int, Positions] | None:
         """The next current entry as ``(pair, count, positions)``, or None when empty."""
         heap = self.heap
         while heap:
@@ -448,7 +453,8 @@ class _LeanEngine:
         self.pair_counts, where = _count_pairs(self.words, self.counts, self.separator)
         for pair in [pair for pair, count in self.pair_counts.items() if count < threshold]:
             del self.pair_counts[pair], where[pair]
-        self.queue = _Queue(threshold, drop_stale=True)
+        # initial pairs carry their word lists, formed pairs None (see the class doc)
+        self.queue: _Queue[list[int] | None] = _Queue(threshold, drop_stale=True)
         self.queue.add(list(where), where.values(), self.pair_counts)
         #: symbol id -> (symbols before each occurrence, symbols after, word of each occurrence)
         self.steps: dict[int, tuple[str, str, array]] = {}
@@ -464,7 +470,7 @@ class _LeanEngine:
 
     def _formed_in(self, pair: str) -> Iterable[int]:
         """The words where ``pair`` was formed, one entry per occurrence (see class doc)."""
-        left, right = pair
+        left, right = pair[0], pair[1]
         if right >= left:  # formed when ``right`` was created, after ``left``
             before, _after, owners = self.steps[ord(right)]
             side, symbol = before, left
@@ -531,8 +537,8 @@ class _LeanEngine:
         rewritten = list(map(words.__getitem__, todo))
         joined = separator.join(chain(("",), rewritten, ("",)))
         pieces = joined.split(new)
-        before = list(map(getitem, pieces, repeat(_LAST, len(pieces) - 1)))
-        after = list(map(getitem, islice(pieces, 1, None), repeat(_FIRST)))
+        before: list[str] = list(map(getitem, pieces, repeat(_LAST, len(pieces) - 1)))
+        after: list[str] = list(map(getitem, islice(pieces, 1, None), repeat(_FIRST)))
         if new + new in joined:  # touching occurrences: name the symbol next to each
             before = list(map({"": new}.get, before, before))
             after = list(map({"": pair[0]}.get, after, after))
@@ -596,16 +602,16 @@ class _LeanEngine:
             for symbol, amount in zip(neighbours, chain(repeat(1, light), weights)):
                 weight[symbol] = weight.get(symbol, 0) + amount
             weight.pop(self.separator, None)  # the edge of a word: no pair
-            gained = []
+            formed: list[str] = []
             for symbol, amount in weight.items():
-                lost = old + symbol if following else symbol + old
-                if lost in pair_counts:
-                    pair_counts[lost] -= amount
+                down = old + symbol if following else symbol + old
+                if down in pair_counts:
+                    pair_counts[down] -= amount
                 if amount >= keep and (fits is None or fits(symbol)):
-                    formed = new + symbol if following else symbol + new
-                    pair_counts[formed] = amount
-                    gained.append(formed)
-            return gained
+                    up = new + symbol if following else symbol + new
+                    pair_counts[up] = amount
+                    formed.append(up)
+            return formed
 
         weight = Counter(neighbours[:light])
         for symbol, amount in zip(neighbours[light:], weights):
@@ -624,11 +630,11 @@ class _LeanEngine:
         kept = list(map(ge, amounts, repeat(keep)))
         if fits is not None:
             kept = list(map(and_, kept, map(fits, symbols)))
-        symbols = compress(symbols, kept)
+        kept_symbols = compress(symbols, kept)
         if following:
-            gained = list(map(add, repeat(new), symbols))
+            gained = list(map(add, repeat(new), kept_symbols))
         else:
-            gained = list(map(add, symbols, repeat(new)))
+            gained = list(map(add, kept_symbols, repeat(new)))
         pair_counts.update(zip(gained, compress(amounts, kept)))
         return gained
 
@@ -649,7 +655,8 @@ class _ExactEngine:
         self.words = words
         self.counts = counts
         self.pair_counts, where = _count_pairs(words, counts, _separator(bound))
-        self.queue = _Queue(1, drop_stale=False)
+        self.queue: _Queue[set[int]] = _Queue(1, drop_stale=False)
+        self.positions: set[int] = set()
         self.queue.add(list(where), map(set, where.values()), self.pair_counts)
 
     def pop(self) -> tuple[str, int] | None:
@@ -664,7 +671,7 @@ class _ExactEngine:
         visits exactly the occurrences (updates as in :meth:`_LeanEngine.merge`)."""
         words, counts, pair_counts = self.words, self.counts, self.pair_counts
         formed: defaultdict[str, set[int]] = defaultdict(set)
-        left, right = pair
+        left, right = pair[0], pair[1]
         new_length = lengths[ord(new)]
         for index in self.positions:
             word = words[index].replace(pair, new)
@@ -697,7 +704,7 @@ class _ExactEngine:
         symbol-by-symbol rewrite, kept literal."""
         words, counts, pair_counts = self.words, self.counts, self.pair_counts
         formed: defaultdict[str, set[int]] = defaultdict(set)
-        left, right = pair
+        left, right = pair[0], pair[1]
         new_length = lengths[ord(new)]
         for index in self.positions:
             word = list(words[index])

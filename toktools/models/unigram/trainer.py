@@ -141,10 +141,10 @@ def _log_probs(
     seeds: list[tuple[str, float]], substrings: list[tuple[int, str]], seed_size: int
 ) -> list[tuple[str, float]]:
     """The characters, then the best substrings up to ``seed_size`` seeds, as log-probabilities."""
-    for score, piece in substrings:
+    for count, piece in substrings:
         if len(seeds) >= seed_size:
             break
-        seeds.append((piece, float(score)))
+        seeds.append((piece, float(count)))
     total = 0.0
     for _, score in seeds:
         total += score
@@ -216,18 +216,18 @@ def _viterbi(begin: list[list[tuple[int, int, float]]], n: int) -> list[int]:
                     best, best_score = left, cand
             node = len(ids)
             ids.append(pid)
-            prev.append(best)  # type: ignore[arg-type]
+            prev.append(best)  # type: ignore[arg-type]  # never None: every position has an edge to the next
             starts.append(pos)
             ends[end].append((node, best_score))
     best, best_score = None, 0.0
     for left, back in ends[n]:
         if best is None or back > best_score:
             best, best_score = left, back
-    path = []
-    node = best
-    while node is not None and node >= 0:
-        path.append(ids[node])
-        node = prev[node]
+    path: list[int] = []
+    at = best
+    while at is not None and at >= 0:
+        path.append(ids[at])
+        at = prev[at]
     path.reverse()
     return path
 
@@ -546,7 +546,7 @@ class UnigramTrainer:
                 break
         final.sort(key=lambda p: p[1], reverse=True)  # stable, ties keep their order
         specials = [(t, 0.0) for t in self.special_tokens]
-        if need_unk:
+        if need_unk and self.unk_token is not None:  # need_unk implies an unk_token
             specials.insert(0, (self.unk_token, 0.0))
         return Unigram(specials + final, unk_id, False)
 

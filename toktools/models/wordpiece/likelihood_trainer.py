@@ -23,6 +23,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 
 from toktools.models.bpe.trainer import compute_alphabet
+from toktools.models.wordpiece.model import BERT_SPECIAL_TOKENS
 
 Pair = tuple[str, str]
 
@@ -58,7 +59,7 @@ def merge_split(split: list[str], a: str, b: str, merged: str) -> list[str]:
 def train_likelihood_wordpiece(
     word_counts: Mapping[str, int],
     vocab_size: int = 30000,
-    special_tokens: Sequence[str] = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"),
+    special_tokens: Sequence[str] = BERT_SPECIAL_TOKENS,
     prefix: str = "##",
     limit_alphabet: int | None = 1000,
     initial_alphabet: Sequence[str] = (),

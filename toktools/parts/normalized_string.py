@@ -4,7 +4,7 @@
 ``(char, change)`` where ``change`` is ``0`` (the char replaces the next old one), ``1`` (a new
 char, aligned with the previous old char) or ``-n`` (replaces the next old one and removes ``n``
 more). Every normaliser (NFC, Lowercase, Replace, Strip, …) and Metaspace are written in terms of
-it, so reproducing the stream and :func:`transform` reproduces the offsets, quirks included.
+it, so reproducing the stream (:func:`transform_ranges`) reproduces the offsets, quirks included.
 
 A piece's ``base`` is the origin of its original text (``tokenizers``' ``original_shift``): a new
 char inserted before everything is aligned with ``(base, base)``, and ``Metaspace`` with
@@ -13,35 +13,11 @@ char inserted before everything is aligned with ``(base, base)``, and ``Metaspac
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from toktools.parts.base import Piece, Span
 
 Change = tuple[str, int]
-
-
-def transform(
-    piece: Piece, items: Iterable[Change], initial_offset: int = 0, start: int = 0, end: int | None = None
-) -> Piece:
-    """``NormalizedString::transform_range`` over ``piece.text[start:end]`` (char offsets).
-
-    ``initial_offset`` old chars at the start of the range are removed before the stream starts.
-    """
-    spans = piece.all_spans()
-    end = len(piece.text) if end is None else end
-    offset = start + initial_offset
-    chars: list[str] = []
-    new_spans: list[Span] = []
-    for ch, change in items:
-        if change > 0:
-            new_spans.append(spans[offset - 1] if offset >= 1 else (piece.base, piece.base))
-        else:
-            new_spans.append(spans[offset])
-            offset += 1 - change
-        chars.append(ch)
-    return Piece(
-        piece.text[:start] + "".join(chars) + piece.text[end:], spans[:start] + new_spans + spans[end:], piece.base
-    )
 
 
 def keep_where(piece: Piece, keep: list[bool]) -> Piece:
@@ -171,11 +147,11 @@ def invert(matches: list[Match]) -> list[Match]:
 
 
 def transform_ranges(piece: Piece, edits: Iterable[tuple[int, int, list[Change]]]) -> Piece:
-    """Several :func:`transform` calls on disjoint, ascending ``[start, end)`` ranges at once
-    (each stream consumes exactly its range)."""
+    """Several ``NormalizedString::transform_range`` calls on disjoint, ascending
+    ``[start, end)`` ranges at once (each stream consumes exactly its range)."""
     if piece.spans is None:
         b = piece.base
-        spans = list(zip(range(b, b + len(piece.text)), range(b + 1, b + len(piece.text) + 1)))
+        spans: Sequence[Span] = list(zip(range(b, b + len(piece.text)), range(b + 1, b + len(piece.text) + 1)))
     else:
         spans = piece.spans
     text = piece.text

@@ -2,8 +2,8 @@
 
 ``tokenizers`` uses ``unicode-normalization-alignments``, whose tables are about Unicode 12: older
 than any Python's ``unicodedata`` (U+32FF and U+11938 are left alone). The tables are measured from
-``tokenizers`` (``_bert_tables`` for canonical decompositions, classes and lowercase;
-``_parts_tables`` for the rest). The crate yields ``(char, change)`` pairs; they are reproduced
+``tokenizers`` (:mod:`toktools.tables.bert` for canonical decompositions, classes and lowercase;
+:mod:`toktools.tables.parts` for the rest). The crate yields ``(char, change)`` pairs; they are reproduced
 here step by step, because the offsets depend on them: reordering moves a change along with its
 char, and a char that composes with a later mark absorbs the mark *before* it in the offsets.
 
@@ -16,9 +16,9 @@ of recurring runs (fullwidth punctuation…) are cached.
 from __future__ import annotations
 
 import re
-from functools import cache, lru_cache
+from functools import lru_cache
 
-from toktools.parts._normalized import Change
+from toktools.parts.normalized_string import Change
 from toktools.tables import bert as _BT
 
 _S_BASE, _L_BASE, _V_BASE, _T_BASE = 0xAC00, 0x1100, 0x1161, 0x11A7
@@ -42,6 +42,7 @@ class _Tables:
                 self.compose[(a, b)] = c
         self.seconds = {b for _a, b in self.compose}
         self.joining: dict[bool, frozenset[str]] = {}  # per compat: may compose with the char before
+        self._active: dict[tuple[bool, bool], re.Pattern[str]] = {}
 
     def decompose(self, ch: str, compat: bool) -> str:
         cp = ord(ch)
@@ -59,11 +60,16 @@ class _Tables:
             return chr(ca + cb - _T_BASE)
         return self.compose.get((a, b))
 
-    @cache
     def active(self, compat: bool, compose: bool) -> re.Pattern[str]:
         """Runs of chars that are not inert; for the composing forms a run that starts with a
         char that may compose with the one before (a second half of a pair, a Hangul vowel or
-        trailing consonant, a mark) takes that char along."""
+        trailing consonant, a mark) takes that char along. Built once per form."""
+        pattern = self._active.get((compat, compose))
+        if pattern is None:
+            pattern = self._active[(compat, compose)] = self._active_pattern(compat, compose)
+        return pattern
+
+    def _active_pattern(self, compat: bool, compose: bool) -> re.Pattern[str]:
         table = self.compat if compat else self.canonical
         active: set[int] = {ord(c) for c in table} | set(self.ccc)
         active |= set(range(_S_BASE, _S_BASE + _S_COUNT))
@@ -174,14 +180,14 @@ def changes(text: str, compat: bool, compose: bool) -> list[Change]:
     return recompositions(stream) if compose else stream
 
 
-def active_runs(text: str, compat: bool, compose: bool):
+def active_runs(text: str, compat: bool, compose: bool) -> list[tuple[int, int]]:
     """``(start, end)`` of the stretches that normalisation may change; the rest is inert."""
     t = tables()
     pattern = t.active(compat, compose)
     if not compose:
         return [m.span() for m in pattern.finditer(text)]
     joining = t.joining[compat]
-    runs = []
+    runs: list[tuple[int, int]] = []
     for m in pattern.finditer(text):
         start, end = m.span()
         if start and text[start] in joining and (not runs or runs[-1][1] < start):

@@ -30,7 +30,7 @@ from typing import Any
 from toktools import presets
 from toktools.encoding import AddedToken
 from toktools.errors import ToktoolsError
-from toktools.io.outputs import _umask, dumps_tokenizer_json, write_files_atomically  # noqa: F401 (re-exported)
+from toktools.io.outputs import dumps_tokenizer_json, write_files_atomically
 from toktools.io.validate import parse_json, validate_tokenizer_json
 from toktools.models.bpe import trainer as bpe
 from toktools.models.bpe.bytelevel import is_byte_symbols, symbols_to_bytes
@@ -123,8 +123,8 @@ def load_sentencepiece_model(
     piece written in the text (``<s>``) is a special token, a combining mark after a
     compatibility character is normalised per grapheme, and a float32 near-tie may fall the
     other way. :mod:`toktools.sentencepiece.encode` reproduces sentencepiece there too.
-    Decoding is sentencepiece's own (:class:`toktools.parts.spm_decoder.SentencePieceDecoder`)."""
-    from toktools.parts.spm_decoder import SentencePieceDecoder
+    Decoding is sentencepiece's own (:class:`toktools.sentencepiece.decoder.SentencePieceDecoder`)."""
+    from toktools.sentencepiece.decoder import SentencePieceDecoder
     from toktools.sentencepiece.model_file import read_model
     from toktools.sentencepiece.to_json import sentencepiece_to_json
 
@@ -139,6 +139,7 @@ def load_sentencepiece_model(
     except ToktoolsError as err:
         raise ToktoolsError(f"{path}: {err}") from None
     # decode as sentencepiece does (unk_surface, leading ▁, byte runs); tokenizer.json keeps the chain
+    assert tokenizer.decoder is not None  # sentencepiece_to_json always writes one
     tokenizer.decoder = SentencePieceDecoder.for_model(model, tokenizer.decoder)
     return tokenizer
 
@@ -167,7 +168,7 @@ def _load_bpe_files(vocab_path: Path, merges_path: Path) -> Tokenizer:
     vocab = bpe.loads_vocab_json(bpe.read_text_file(vocab_path, "vocabulary"), str(vocab_path))
     merges = bpe.loads_merges_txt(bpe.read_text_file(merges_path, "merges file"), str(merges_path))
     config = _read_config(vocab_path.parent)
-    added = []
+    added: list[AddedToken] = []
     for role in ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"):
         found = _config_token(config, role)
         if found and found[0] in vocab and all(t.content != found[0] for t in added):
