@@ -14,9 +14,12 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.machinery
+import importlib.util
 import sys
 import warnings
+from collections.abc import Callable, Mapping
 from types import ModuleType
+from typing import Any
 
 #: old module name (below ``toktools.``) -> its module now (below ``toktools.``)
 MOVED: dict[str, str] = {
@@ -120,3 +123,25 @@ def install() -> None:
     """Put the finder on ``sys.meta_path`` once."""
     if not any(isinstance(finder, _MovedFinder) for finder in sys.meta_path):
         sys.meta_path.append(_MovedFinder())
+
+
+def old_module_names(package: str, holders: Mapping[str, str] | str) -> Callable[[str], Any]:
+    """The ``__getattr__`` of a package that was one module before 0.2.0: each old name is
+    imported on first use from the submodule now holding it (``holders`` maps name -> submodule,
+    or names the one submodule holding them all); a submodule not imported yet resolves too."""
+
+    def __getattr__(name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if not isinstance(holders, str) and name in holders:
+            return getattr(importlib.import_module(f"{package}.{holders[name]}"), name)
+        if importlib.util.find_spec(f"{package}.{name}") is not None:  # a submodule not imported yet
+            return importlib.import_module(f"{package}.{name}")
+        if isinstance(holders, str):
+            try:
+                return getattr(importlib.import_module(f"{package}.{holders}"), name)
+            except AttributeError:
+                pass
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    return __getattr__

@@ -14,7 +14,7 @@ tiktoken, and the ``auto`` rule that picks the fastest exact one.
 
 from __future__ import annotations
 
-from typing import Any
+from toktools._moved import old_module_names
 
 #: The public names of the former module ``toktools.engines`` -> the submodule that holds them.
 _OLD_NAMES = {
@@ -50,14 +50,4 @@ _OLD_NAMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """The names of the former module ``toktools.engines``, imported on first use."""
-    import importlib
-    import importlib.util
-
-    module = _OLD_NAMES.get(name)
-    if module is not None:
-        return getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    if not name.startswith("__") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
-        return importlib.import_module(f"{__name__}.{name}")  # a submodule not imported yet
-    raise AttributeError(f"module 'toktools.engines' has no attribute {name!r}")
+__getattr__ = old_module_names(__name__, _OLD_NAMES)

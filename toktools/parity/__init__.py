@@ -15,7 +15,7 @@ first use.
 
 from __future__ import annotations
 
-from typing import Any
+from toktools._moved import old_module_names
 
 #: The names of the former module ``toktools.parity`` -> the module that holds each now.
 _NAMES: dict[str, str] = {
@@ -48,17 +48,7 @@ _NAMES: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """The names of the former module ``toktools.parity``, imported on first use."""
-    import importlib
-    import importlib.util
-
-    module = _NAMES.get(name)
-    if module is not None:
-        return getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    if not name.startswith("__") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
-        return importlib.import_module(f"{__name__}.{name}")  # a submodule not imported yet
-    raise AttributeError(f"module 'toktools.parity' has no attribute {name!r}")
+__getattr__ = old_module_names(__name__, _NAMES)
 
 
 def __dir__() -> list[str]:

@@ -8,20 +8,6 @@ name (:mod:`.trainers`), and the same training with HuggingFace ``tokenizers``
 
 from __future__ import annotations
 
-from typing import Any
+from toktools._moved import old_module_names
 
-
-def __getattr__(name: str) -> Any:
-    """The names of the former module ``toktools.training``, imported on first use."""
-    import importlib
-    import importlib.util
-
-    if name.startswith("__"):
-        raise AttributeError(name)
-    if importlib.util.find_spec(f"{__name__}.{name}") is not None:  # a submodule: not the old names
-        return importlib.import_module(f"{__name__}.{name}")
-    module = importlib.import_module("toktools.training.pipeline")
-    try:
-        return getattr(module, name)
-    except AttributeError:
-        raise AttributeError(f"module 'toktools.training' has no attribute {name!r}") from None
+__getattr__ = old_module_names(__name__, "pipeline")
