@@ -7,7 +7,13 @@ from typing import Any
 
 import click
 
-from toktools.commands._shared import cluster_options, echo_plain_or_rich, progress_bars, stdout_console
+from toktools.commands._shared import (
+    cluster_options,
+    echo_plain_or_rich,
+    progress_bars,
+    quiet_option,
+    stdout_console,
+)
 from toktools.errors import ToktoolsError
 
 _STYLES = [
@@ -37,6 +43,7 @@ def _looks_like_tokenizer(argument: str) -> bool:
 
 
 @click.command()
+@quiet_option
 @click.argument("arguments", nargs=-1, required=True, metavar="TOK... [TEXT | -]")
 @click.option(
     "--corpus",

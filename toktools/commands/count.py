@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from toktools.commands._shared import cap_workers, cluster_options, progress_bars
+from toktools.commands._shared import cap_workers, cluster_options, progress_bars, quiet_option
 from toktools.errors import ToktoolsError
 from toktools.io.outputs import check_output_file
 from toktools.training.trainers import TRAINERS, get_trainer
@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 @click.command()
+@quiet_option
 @click.argument("corpus", nargs=-1, required=True)
 @click.option(
     "-o",

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from toktools.commands._shared import cap_workers, cluster_options, input_lines
+from toktools.commands._shared import cap_workers, cluster_options, input_lines, quiet_option
 from toktools.errors import ToktoolsError
 
 
@@ -24,6 +24,7 @@ CORPUS_FORMATS = ("megatron", "npy", "bin")
 
 
 @click.command()
+@quiet_option
 @click.option(
     "-t",
     "--tokenizer",
@@ -373,6 +374,7 @@ def _corpus_progress(enabled: bool) -> Any:
 
 
 @click.command()
+@quiet_option
 @click.option(
     "-t",
     "--tokenizer",

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import click
 
-from toktools.commands._shared import echo_plain_or_rich, input_lines
+from toktools.commands._shared import echo_plain_or_rich, input_lines, quiet_option
 
 
 @click.command()
+@quiet_option
 @click.argument("tokenizer_path", metavar="TOK")
 @click.option(
     "--token",

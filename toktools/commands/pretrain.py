@@ -11,11 +11,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import click
 
+from toktools.commands._shared import quiet_option
+
 if TYPE_CHECKING:  # pragma: no cover
     from toktools.pretraining.examples import Objective
 
 
 @click.command("pretrain-data")
+@quiet_option
 @click.argument("corpus", nargs=-1, required=True)
 @click.option(
     "-t",
