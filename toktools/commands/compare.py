@@ -165,6 +165,16 @@ def compare(
 
     corpus = list(corpus_paths) + list(file_paths)
     names = list(arguments)
+    ctx = click.get_current_context()
+    given = {name for name in ctx.params if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE}
+    if as_json:
+        for name, flag in (("byte_view", "--bytes/--no-bytes"), ("width", "--width")):
+            if name in given:
+                raise click.UsageError(f"{flag} shapes the aligned text view: it does not go with --json")
+    if not corpus:
+        for name, flag in (("show", "--show"), ("errors", "--errors"), ("workers", "--workers")):
+            if name in given:
+                raise click.UsageError(f"{flag} needs --corpus")
     if cluster is not None and not corpus:
         raise click.UsageError("--cluster works on a corpus: give --corpus")
     if cluster is not None and sample is not None:

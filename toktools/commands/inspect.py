@@ -81,6 +81,13 @@ def inspect(
 
     if token is not None and token_id is not None:
         raise click.UsageError("give --token or --id, not both")
+    if token is not None or token_id is not None:
+        ctx = click.get_current_context()
+        for name, flag in (("corpus_files", "--corpus"), ("top", "--top"), ("plot_path", "--plot")):
+            if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE:
+                raise click.UsageError(
+                    f"{flag} is for vocabulary statistics: it does not go with --{'token' if token is not None else 'id'}"
+                )
     if plot_path is not None:
         from toktools.analysis.plots import require_matplotlib
 

@@ -157,6 +157,7 @@ def pretrain_data(
         seed=seed,
         pad=pad,
     )
+    _check_option_pairs(objective, dynamic, whole_word, zh_dict, dupe_factor)
     settings.check()
     if out_path.exists() and not force:
         from toktools.errors import ToktoolsError
@@ -203,6 +204,25 @@ def pretrain_data(
         lines.append(f"skipped {summary.skipped_chunks:,} one-token chunks that cannot be split into two segments")
     for line in lines:
         click.echo(line, err=True)
+
+
+def _check_option_pairs(objective: str, dynamic: bool, whole_word: str, zh_dict: str | None, dupe_factor: int) -> None:
+    """Options that do nothing with the others given are usage errors (exit 2), before any work."""
+    ctx = click.get_current_context()
+    given = {name for name in ctx.params if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE}
+    if zh_dict is not None and whole_word != "zh":
+        raise click.UsageError("--zh-dict is for --whole-word zh")
+    if "short_seq_prob" in given and objective == "mlm":
+        raise click.UsageError("--short-seq-prob is for --objective mlm+nsp or mlm+sop (mlm packs full blocks)")
+    if dynamic:
+        for name, flag in (("mask_prob", "--mask-prob"), ("max_predictions", "--max-predictions")):
+            if name in given:
+                raise click.UsageError(f"{flag} and --dynamic contradict each other: with --dynamic the collator masks")
+        if objective == "mlm" and dupe_factor > 1:
+            raise click.UsageError(
+                "--dupe-factor and --dynamic contradict each other for mlm: the collator masks at load time, "
+                "so copies of the same blocks would be identical"
+            )
 
 
 @contextmanager

@@ -185,6 +185,14 @@ def _train(
         )
     except OptionConflict as conflict:
         raise click.UsageError(str(conflict)) from None
+    ctx = click.get_current_context()
+    if ctx.get_parameter_source("workers") == click.core.ParameterSource.COMMANDLINE and (
+        counts_path is not None or backend == "fast"
+    ):
+        raise click.UsageError(
+            "--workers sets the processes that count words: "
+            + ("--from-counts has them counted already" if counts_path is not None else "--backend fast counts its own")
+        )
     _prepare_output(
         out_dir, force, (*trainer.model_files, "tokenizer.json"), transformers_config, [*corpus, counts_path]
     )

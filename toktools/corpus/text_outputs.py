@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from toktools.corpus.diagnostics import TokenTally, file_limits
 from toktools.errors import ToktoolsError
 
 TEXT_FORMATS = ("ids", "tokens", "jsonl")
@@ -281,10 +282,15 @@ def encode_text(
     batch_lines: int = BATCH_LINES,
     force: bool = False,
     verify: int = DEFAULT_VERIFY,
+    truncation: bool = True,
+    padding: bool = True,
 ) -> TextResult:
     """Encode every line of ``inputs`` (files or ``-``) to ``output`` (stdout when None), one
     line each: ids or tokens separated by spaces, or a JSON object (``jsonl``). ``verify``:
-    lines re-encoded by the reference to check a faster engine (0: off)."""
+    lines re-encoded by the reference to check a faster engine (0: off). ``truncation`` /
+    ``padding`` False: the tokenizer file's own are not applied (when applied, a warning says so:
+    :func:`toktools.corpus.diagnostics.file_limits`); many unknown or byte-fallback tokens are
+    warned about at the end."""
     from functools import partial
 
     from toktools.corpus.prepared_tokenizer import load_document
@@ -307,6 +313,8 @@ def encode_text(
     lines = tokens = 0
     try:
         doc, fingerprint = load_document(tokenizer, whole=True, validate=True)
+        doc = file_limits(doc, truncation=truncation, padding=padding, max_length=max_length)
+        tally = _tally(doc)
         # the checker is forked before the engine starts threads: it builds the reference meanwhile
         build = partial(
             _checker_build, fmt=format, pair=pair, add_special_tokens=add_special_tokens, max_length=max_length
@@ -336,6 +344,7 @@ def encode_text(
                 if output is None:
                     verifier.sync()  # standard output cannot be taken back: check before writing
                 out.write("\n".join(rendered) + "\n")
+                tally.add_lists(row.ids for row in rows)
                 lines += len(rows)
                 tokens += sum(len(row.ids) for row in rows)
             verifier.sync()  # every sampled line checked before the output file is renamed into place
@@ -348,7 +357,19 @@ def encode_text(
         close = getattr(getattr(chosen, "engine", None), "close", None)
         if close is not None:
             close()
+    tally.warn()
     return TextResult(chosen.name, lines, tokens, time.perf_counter() - started, verifier.done)
+
+
+def _tally(doc: Mapping[str, Any]) -> TokenTally:
+    """Counts of unknown and byte-fallback ids for this document (its vocabulary read only when
+    a token's id is asked for)."""
+    from functools import cache
+
+    from toktools.corpus.prepared_tokenizer import token_ids
+
+    every = cache(lambda: token_ids(doc))
+    return TokenTally.for_model(doc.get("model") or {}, lambda token: every().get(token))
 
 
 def _checker_build(

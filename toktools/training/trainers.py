@@ -200,6 +200,8 @@ class Trainer(ABC):
             )
         if from_counts and corpus:
             raise OptionConflict("give either CORPUS files or --from-counts, not both")
+        if from_counts and (json_field or errors != "strict"):
+            raise OptionConflict("--from-counts reads a counts file: it takes no --field or --errors")
         if not from_counts and not corpus:
             raise ToktoolsError(
                 "no corpus given: name one or more files (or - for standard input), or use --from-counts"
