@@ -70,7 +70,7 @@ def _lines(path: Path) -> list[str]:
 def test_the_file_truncation_is_applied_with_one_warning(shapes) -> None:
     """GPT-2's published tokenizer.json truncates to 50 tokens: applied (tokenizers does), said once."""
     gpt2 = ref_vocab_dir("gpt2") / "tokenizer.json"
-    result = run("encode", "-t", gpt2, shapes["long"])
+    result = run("encode", "-t", gpt2, "--verify", "0", shapes["long"])
     assert result.exit_code == 0, result.stderr
     expected = [" ".join(map(str, e.ids)) for e in _tokenizers(gpt2).encode_batch(_lines(shapes["long"]))]
     assert result.stdout.splitlines() == expected and all(len(line.split()) == 50 for line in expected)
@@ -92,7 +92,7 @@ def test_the_file_truncation_is_applied_with_one_warning(shapes) -> None:
 def test_the_file_padding_is_applied_with_one_warning(shapes) -> None:
     """bert-base-uncased's published tokenizer.json truncates to 128 and pads to 128."""
     bert = ref_vocab_dir("bert-base-uncased") / "tokenizer.json"
-    result = run("encode", "-t", bert, shapes["english"], "--format", "tokens")
+    result = run("encode", "-t", bert, "--verify", "0", shapes["english"], "--format", "tokens")
     assert result.exit_code == 0, result.stderr
     expected = [" ".join(e.tokens) for e in _tokenizers(bert).encode_batch(_lines(shapes["english"]))]
     assert result.stdout.splitlines() == expected
@@ -137,7 +137,9 @@ def test_unknown_tokens_above_one_percent_warn(shapes, tmp_path) -> None:
     assert _unk_warning(text) == (with_template.count(unk), len(with_template))
     assert with_template.count(unk) / len(with_template) > 0.3
 
-    megatron = run("encode", "-t", bert, shapes["chinese"], "--format", "megatron", "-o", tmp_path / "zh")
+    megatron = run(
+        "encode", "-t", bert, "--verify", "0", shapes["chinese"], "--format", "megatron", "-o", tmp_path / "zh"
+    )
     assert megatron.exit_code == 0, megatron.stderr
     plain = [i for e in reference.encode_batch(lines, add_special_tokens=False) for i in e.ids]
     assert _unk_warning(megatron) == (plain.count(unk), len(plain))
@@ -191,7 +193,18 @@ def test_byte_fallback_pieces_above_five_percent_warn(shapes, byte_fallback_mode
     total = sum(len(p) for p in pieces)
     fallback = sum(1 for p in pieces for piece in p if re.fullmatch(r"<0x[0-9A-F]{2}>", piece))
 
-    result = run("encode", "-t", byte_fallback_model, shapes["chinese"], "--format", "megatron", "-o", tmp_path / "zh")
+    result = run(
+        "encode",
+        "-t",
+        byte_fallback_model,
+        "--verify",
+        "0",
+        shapes["chinese"],
+        "--format",
+        "megatron",
+        "-o",
+        tmp_path / "zh",
+    )
     assert result.exit_code == 0, result.stderr
     (warning,) = [w for w in warnings_of(result) if "byte-fallback" in w]
     assert f"{fallback:,} of {total:,} tokens" in warning and fallback / total > 0.5
