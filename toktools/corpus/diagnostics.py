@@ -25,17 +25,19 @@ BYTE_PIECE_SHARE = 0.05
 
 def file_limits(
     doc: Mapping[str, Any], *, truncation: bool = True, padding: bool = True, max_length: int | None = None
-) -> dict[str, Any]:
-    """``doc`` as the text formats apply it: its own truncation and padding kept (with one warning
-    each, naming the option that turns it off) or dropped (``truncation`` / ``padding`` False).
+) -> tuple[dict[str, Any], list[str]]:
+    """``doc`` as the text formats apply it: its own truncation and padding kept or dropped
+    (``truncation`` / ``padding`` False), and one warning for each that stays on, naming the
+    option that turns it off (to :func:`toktools.errors.warn` once the run is sure to start).
     ``max_length`` replaces the file's truncation, so that one is not warned about."""
     out = dict(doc)
+    warnings: list[str] = []
     cut = doc.get("truncation")
     if cut:
         if not truncation:
             out["truncation"] = None
         elif max_length is None:
-            warn(
+            warnings.append(
                 f"the tokenizer's file truncates every encoding to {cut.get('max_length')} tokens (its "
                 '"truncation"), as tokenizers does: longer lines are cut; --no-truncation turns it off, '
                 "--max-length N sets another limit"
@@ -51,11 +53,11 @@ def file_limits(
                 if isinstance(strategy, dict) and "Fixed" in strategy
                 else "to the longest line of each batch"
             )
-            warn(
+            warnings.append(
                 f"the tokenizer's file pads every encoding with {pad.get('pad_token', 'its pad token')} {to} "
                 '(its "padding"), as tokenizers does; --no-padding turns it off'
             )
-    return out
+    return out, warnings
 
 
 _BYTE_PIECES = [f"<0x{value:02X}>" for value in range(256)]

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from toktools.corpus.diagnostics import TokenTally, file_limits
-from toktools.errors import ToktoolsError
+from toktools.errors import ToktoolsError, warn
 
 TEXT_FORMATS = ("ids", "tokens", "jsonl")
 BATCH_LINES = 20000
@@ -313,7 +313,7 @@ def encode_text(
     lines = tokens = 0
     try:
         doc, fingerprint = load_document(tokenizer, whole=True, validate=True)
-        doc = file_limits(doc, truncation=truncation, padding=padding, max_length=max_length)
+        doc, limits = file_limits(doc, truncation=truncation, padding=padding, max_length=max_length)
         tally = _tally(doc)
         # the checker is forked before the engine starts threads: it builds the reference meanwhile
         build = partial(
@@ -331,6 +331,8 @@ def encode_text(
             workers=workers,
         )
         collector.resume()
+        for message in limits:  # once the run is sure to start
+            warn(message)
         reader = _Lines(names)
         verifier = Verifier(chosen.name, doc, verify, reader.total, reader.sources, process=checker, build=build)
         checker = None  # the verifier closes it
