@@ -380,6 +380,8 @@ CONFLICTS = [
         ],
         "--shard-tokens and --block-size contradict",
     ),
+    (["encode", "-t", "bytebpe-50k", "--format", "megatron", "-o", "{out}", "--dtype", "uint32"], "not available"),
+    (["encode", "-t", "bytebpe-50k", "--force"], "--force replaces the output file: give it with -o"),
     (["encode", "-t", "bytebpe-50k", "--cluster", "local:1"], "--cluster is for --format megatron"),
     (["encode", "-t", "bytebpe-50k", "--block-size", "1MB"], "--block-size is for --format megatron"),
     (["encode", "-t", "bytebpe-50k", "--document", "file"], "--document is for --format megatron"),

@@ -234,6 +234,8 @@ def encode(
             raise click.UsageError("--append-eos and --no-append-eos contradict each other")
         if field is not None and document_mode != "jsonl":
             raise click.UsageError("--field is for --document jsonl")
+        if output_format == "megatron" and dtype == "uint32":
+            raise click.UsageError("--dtype uint32 is not available for --format megatron (uint16 or int32)")
         if shard_tokens is not None and (cluster is not None or block_bytes is not None):
             raise click.UsageError(
                 f"--shard-tokens and --{'cluster' if cluster is not None else 'block-size'} contradict each "
@@ -279,6 +281,8 @@ def encode(
     ):
         if value:
             raise click.UsageError(f"{name} is for --format megatron, npy or bin")
+    if force and out_path is None:
+        raise click.UsageError("--force replaces the output file: give it with -o")
     if no_truncation and max_length is not None:
         raise click.UsageError("--no-truncation and --max-length contradict each other")
     if engine == "tiktoken" and (output_format == "jsonl" or pair):
