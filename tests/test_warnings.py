@@ -143,6 +143,11 @@ def test_unknown_tokens_above_one_percent_warn(shapes, tmp_path) -> None:
     assert megatron.exit_code == 0, megatron.stderr
     plain = [i for e in reference.encode_batch(lines, add_special_tokens=False) for i in e.ids]
     assert _unk_warning(megatron) == (plain.count(unk), len(plain))
+    # in blocks (as on a cluster): each block counts, the client sums
+    blocks = run("encode", "-t", bert, "--verify", "0", shapes["chinese"], "--format", "megatron",
+                 "-o", tmp_path / "b", "--block-size", "4KB")  # fmt: skip
+    assert blocks.exit_code == 0, blocks.stderr
+    assert len(list(tmp_path.glob("b-*.idx"))) > 1 and _unk_warning(blocks) == (plain.count(unk), len(plain))
 
     quiet = run(
         "encode",

@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,6 +91,16 @@ class TokenTally:
         return cls(unk_id, byte_ids)
 
     @classmethod
+    def for_document(cls, doc: Mapping[str, Any]) -> TokenTally:
+        """From a whole ``tokenizer.json`` document (its vocabulary indexed only when asked)."""
+        from functools import cache
+
+        from toktools.corpus.prepared_tokenizer import token_ids
+
+        every = cache(lambda: token_ids(doc))
+        return cls.for_model(doc.get("model") or {}, lambda token: every().get(token))
+
+    @classmethod
     def for_tokenizer(cls, tokenizer: Any) -> TokenTally:
         """From a toktools :class:`~toktools.tokenizer.Tokenizer`."""
         from toktools.analysis import token_view
@@ -139,6 +149,18 @@ class TokenTally:
             self.add_array(ids)
         else:
             self.add_lists(ids)
+
+    def counts(self) -> list[int]:
+        """``[tokens, unknown, byte_pieces]``: what a cluster block sends back to be summed."""
+        return [self.tokens, self.unknown, self.byte_pieces]
+
+    def add_counts(self, counts: Sequence[int] | None) -> None:
+        """Add a block's :meth:`counts` (nothing for None)."""
+        if counts:
+            tokens, unknown, byte_pieces = counts
+            self.tokens += tokens
+            self.unknown += unknown
+            self.byte_pieces += byte_pieces
 
     def warn(self) -> None:
         """One warning per share above its threshold."""

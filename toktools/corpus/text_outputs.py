@@ -314,7 +314,7 @@ def encode_text(
     try:
         doc, fingerprint = load_document(tokenizer, whole=True, validate=True)
         doc, limits = file_limits(doc, truncation=truncation, padding=padding, max_length=max_length)
-        tally = _tally(doc)
+        tally = TokenTally.for_document(doc)
         # the checker is forked before the engine starts threads: it builds the reference meanwhile
         build = partial(
             _checker_build, fmt=format, pair=pair, add_special_tokens=add_special_tokens, max_length=max_length
@@ -361,17 +361,6 @@ def encode_text(
             close()
     tally.warn()
     return TextResult(chosen.name, lines, tokens, time.perf_counter() - started, verifier.done)
-
-
-def _tally(doc: Mapping[str, Any]) -> TokenTally:
-    """Counts of unknown and byte-fallback ids for this document (its vocabulary read only when
-    a token's id is asked for)."""
-    from functools import cache
-
-    from toktools.corpus.prepared_tokenizer import token_ids
-
-    every = cache(lambda: token_ids(doc))
-    return TokenTally.for_model(doc.get("model") or {}, lambda token: every().get(token))
 
 
 def _checker_build(
