@@ -171,23 +171,39 @@ def test_ordinary_english_does_not_warn_about_unknown_tokens(shapes, tmp_path) -
         assert result.exit_code == 0 and warnings_of(result) == [], result.stderr
 
 
-@pytest.fixture(scope="module")
-def byte_fallback_model(tmp_path_factory) -> Path:
-    """A small sentencepiece Unigram model with byte fallback, trained on English only."""
+def _english_spm(folder: Path, name: str, **options) -> Path:
+    """A small sentencepiece Unigram model trained on English only."""
     spm = pytest.importorskip("sentencepiece")
-    folder = tmp_path_factory.mktemp("spm")
     text = folder / "en.txt"
     text.write_text(read_corpus_sample("mixed_sample.txt", 40_000), encoding="utf-8")
     spm.SentencePieceTrainer.train(
         input=str(text),
-        model_prefix=str(folder / "en"),
+        model_prefix=str(folder / name),
         num_threads=1,
         vocab_size=500,
-        byte_fallback=True,
         character_coverage=1.0,
         minloglevel=2,
+        **options,
     )
-    return folder / "en.model"
+    return folder / f"{name}.model"
+
+
+@pytest.fixture(scope="module")
+def byte_fallback_model(tmp_path_factory) -> Path:
+    return _english_spm(tmp_path_factory.mktemp("spm"), "bytes", byte_fallback=True)
+
+
+def test_unigram_unknown_pieces_warn(shapes, tmp_path) -> None:
+    """A Unigram model without byte fallback (its unk_id) on Chinese: counted as sentencepiece does."""
+    import sentencepiece
+
+    model = _english_spm(tmp_path, "plain")
+    processor = sentencepiece.SentencePieceProcessor(model_file=str(model))
+    ids = [i for line in _lines(shapes["chinese"]) for i in processor.encode(line)]
+    result = run("encode", "-t", model, "--verify", "0", shapes["chinese"], "--format", "megatron", "-o",
+                 tmp_path / "zh")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert _unk_warning(result) == (ids.count(processor.unk_id()), len(ids))
 
 
 def test_byte_fallback_pieces_above_five_percent_warn(shapes, byte_fallback_model, tmp_path) -> None:
@@ -539,3 +555,11 @@ def test_the_library_issues_python_warnings(shapes, tmp_path) -> None:
 
     with pytest.warns(ToktoolsWarning, match="truncates every encoding to 50 tokens"):
         toktools.encode_corpus([shapes["english"]], ref_vocab_dir("gpt2"), tmp_path / "ids.txt", format="ids", verify=0)
+
+
+def test_quiet_silences_notes_too() -> None:
+    """--quiet is parsed first, so the --workers note (a callback) sees it, wherever it is given."""
+    loud = run("encode", "-t", "bytebpe-50k", "--workers", "9999", "--verify", "0", input="hello\n")
+    assert loud.exit_code == 0 and "capped at the" in loud.stderr
+    quiet = run("encode", "--workers", "9999", "-t", "bytebpe-50k", "--verify", "0", "-q", input="hello\n")
+    assert quiet.exit_code == 0 and quiet.stderr == "" and quiet.stdout == loud.stdout
