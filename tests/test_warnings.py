@@ -473,6 +473,9 @@ CONFLICTS = [
         ["pretrain-data", "{corpus}", "-t", "wordpiece-30k", "-o", "{out}", "--dynamic", "--dupe-factor", "2"],
         "--dupe-factor and",
     ),
+    # (values out of range are usage errors too)
+    (["pretrain-data", "{corpus}", "-t", "wordpiece-30k", "-o", "{out}", "--mask-prob", "1.5"], "'--mask-prob'"),
+    (["pretrain-data", "{corpus}", "-t", "wordpiece-30k", "-o", "{out}", "--dupe-factor", "0"], "'--dupe-factor'"),
     # compare
     (["compare", "bytebpe-50k", "wordpiece-30k", "text", "--sample", "3"], "need --corpus"),
     (["compare", "bytebpe-50k", "wordpiece-30k", "text", "--show", "3"], "--show needs --corpus"),

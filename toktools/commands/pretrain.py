@@ -47,14 +47,14 @@ if TYPE_CHECKING:  # pragma: no cover
 )
 @click.option(
     "--mask-prob",
-    type=float,
+    type=click.FloatRange(0, 1),
     default=0.15,
     show_default=True,
     help="Share of text tokens chosen for prediction (80% [MASK], 10% random, 10% kept).",
 )
 @click.option(
     "--max-predictions",
-    type=int,
+    type=click.IntRange(min=1),
     default=None,
     help="At most this many masked tokens per example (BERT's max_predictions_per_seq; default: no cap).",
 )
@@ -73,7 +73,7 @@ if TYPE_CHECKING:  # pragma: no cover
 )
 @click.option(
     "--dupe-factor",
-    type=int,
+    type=click.IntRange(min=1),
     default=1,
     show_default=True,
     help="Write each example this many times with different masks (BERT uses 10).",
@@ -85,7 +85,7 @@ if TYPE_CHECKING:  # pragma: no cover
 )
 @click.option(
     "--short-seq-prob",
-    type=float,
+    type=click.FloatRange(0, 1),
     default=0.1,
     show_default=True,
     help="mlm+nsp/sop: chance of a shorter random target length, as BERT.",
