@@ -566,3 +566,25 @@ def test_quiet_silences_notes_too() -> None:
     assert loud.exit_code == 0 and "capped at the" in loud.stderr
     quiet = run("encode", "--workers", "9999", "-t", "bytebpe-50k", "--verify", "0", "-q", input="hello\n")
     assert quiet.exit_code == 0 and quiet.stderr == "" and quiet.stdout == loud.stdout
+
+
+@pytest.mark.parametrize("numpy_from", [0, 10**12])
+def test_packed_ids_count_the_same_with_and_without_numpy(numpy_from, monkeypatch) -> None:
+    """The packed path (array.count, or NumPy past NUMPY_FROM_IDS) against a plain count."""
+    import random
+    from array import array
+
+    from toktools.corpus import diagnostics
+    from toktools.engines.base import PackedIds
+
+    monkeypatch.setattr(diagnostics, "NUMPY_FROM_IDS", numpy_from)
+    rng = random.Random(5)
+    rows = [[rng.randrange(300) for _ in range(rng.randrange(50))] for _ in range(40)]
+    flat = [i for row in rows for i in row]
+    for byte_ids in (frozenset(range(3, 259)), frozenset(range(3, 259, 2))):
+        packed = diagnostics.TokenTally(0, byte_ids)
+        packed.add(PackedIds(array("I", flat).tobytes(), [len(row) for row in rows]))
+        listed = diagnostics.TokenTally(0, byte_ids)
+        listed.add(rows)
+        expected = [len(flat), flat.count(0), sum(i in byte_ids for i in flat)]
+        assert packed.counts() == listed.counts() == expected
