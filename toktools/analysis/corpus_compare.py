@@ -237,6 +237,8 @@ def _comparison(
     sources: list[str],
     sample: int | None,
 ) -> CorpusComparison:
+    if all(total.documents == 0 for total in totals):  # as every other command on an empty corpus
+        raise ToktoolsError("the corpus holds no text: no documents to compare")
     metrics = {name: total for (name, _), total in zip(plain, totals)}
     shown = []
     for share, differing, _, (source, line), text in best:

@@ -9,8 +9,8 @@ What the manifest says (:func:`new_manifest`): the tokenizer's fingerprint, the 
 settings, the inputs (size, sha256), the shards (documents, tokens, files with sha256, and where
 the next shard starts or which block a shard is), and at the end whether the run is complete.
 
-How a run resumes: an earlier record is taken only from the same tokenizer, settings and inputs
-(:func:`check_same_run`, one-line refusals otherwise), and only shards whose files still have
+How a run resumes: an earlier record is taken only from the same tokenizer, settings and inputs,
+the inputs matched by content, in order (:func:`check_same_run`, one-line refusals otherwise), and only shards whose files still have
 their recorded size and sha256 are kept (:func:`shard_intact`): the finished prefix of a local
 run (:func:`resume_local`), any finished block of a run in blocks (:func:`intact_blocks`).
 """
@@ -209,13 +209,17 @@ def check_same_run(
             )
     if any(entry["path"] == "-" for entry in inputs):
         raise ToktoolsError(f"{path}: cannot resume reading standard input; use --force to start over")
-    if [(e["path"], e["size"], e["sha256"]) for e in record.get("inputs", [])] != [
-        (e["path"], e["size"], e["sha256"]) for e in inputs
-    ]:
+    if [_content(e) for e in record.get("inputs", [])] != [_content(e) for e in inputs]:
         raise ToktoolsError(
-            f"{path} was written from other inputs (names, sizes or checksums differ); "
+            f"{path} was written from other inputs (their sizes or checksums differ); "
             "use --force to start over or choose another output"
         )
+
+
+def _content(entry: Mapping[str, Any]) -> tuple[Any, Any]:
+    """What identifies an input for resuming: its bytes (size and sha256), not the path it was
+    named by (the same file by another path, a copy, a FIFO fed the same bytes all resume)."""
+    return entry.get("size"), entry.get("sha256")
 
 
 def shard_intact(shard: Mapping[str, Any], base: Path, fmt: str, suffix: str | None) -> bool:
