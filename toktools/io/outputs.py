@@ -225,9 +225,7 @@ def check_output_dir(
         _check_special(target / name, "output")
     _check_writable_place(target)
     existing = [
-        name
-        for name in names
-        if name not in special and ((target / name).exists() or (target / name).is_symlink())
+        name for name in names if name not in special and ((target / name).exists() or (target / name).is_symlink())
     ]
     if existing and not force:
         raise ToktoolsError(f"{target} already holds {', '.join(existing)}; use --force to overwrite")
