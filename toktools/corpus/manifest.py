@@ -76,9 +76,11 @@ def shard_files(base: Path, suffix: str | None = None) -> list[Path]:
 
 def remove_shards_from(base: Path, suffix: str | None, count: int) -> None:
     """Remove the shards numbered ``count`` and above (of an older, longer run, with force)."""
+    from toktools.io.outputs import is_special
+
     for stale in shard_files(base, suffix):
         number = int(_SHARD_NUMBER.search(stale.name).group(1))  # type: ignore[union-attr]
-        if number >= count:
+        if number >= count and not is_special(stale):  # never a device or FIFO
             stale.unlink()
 
 
@@ -89,17 +91,19 @@ def check_outputs(
     or a file of the tokenizer, in a directory that exists and is writable; existing outputs
     (and shards of an earlier run) only with ``force`` (a resumed run passes it and checks its
     shards against the manifest instead)."""
-    from toktools.io.outputs import check_output_file, input_files
+    from toktools.io.outputs import check_output_file, input_files, input_identities, is_special
 
-    inputs = list(inputs)
+    names = list(inputs)
     if isinstance(tokenizer, (str, Path)):
-        inputs += input_files(tokenizer)
+        names += input_files(tokenizer)
+    inputs = input_identities(names)  # once, for every output checked
     for target in planned:
         check_output_file(target, force=force, inputs=inputs)
     for target in earlier_shards:
         check_output_file(target, force=True, inputs=inputs)
-    if not force and earlier_shards:
-        raise ToktoolsError(f"{earlier_shards[0]} already exists; use --force to overwrite")
+    earlier = [p for p in earlier_shards if not is_special(p)]  # a FIFO or device is written into
+    if not force and earlier:
+        raise ToktoolsError(f"{earlier[0]} already exists; use --force to overwrite")
 
 
 # ---------------------------------------------------------------------------------------------

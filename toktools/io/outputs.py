@@ -223,6 +223,8 @@ def check_output_dir(
     special = [name for name in names if not subdirectories and is_special(target / name)]
     for name in special:
         _check_special(target / name, "output")
+    if len(special) == len(names):  # only written into: nothing is created there (/dev)
+        return target
     _check_writable_place(target)
     existing = [
         name for name in names if name not in special and ((target / name).exists() or (target / name).is_symlink())
