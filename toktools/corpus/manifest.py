@@ -93,14 +93,14 @@ def check_outputs(
     shards against the manifest instead)."""
     from toktools.io.outputs import check_output_file, input_files, input_identities, is_special
 
-    names = list(inputs)
+    names: list[str | Path] = list(inputs)
     if isinstance(tokenizer, (str, Path)):
         names += input_files(tokenizer)
-    inputs = input_identities(names)  # once, for every output checked
+    identities = input_identities(names)  # once, for every output checked
     for target in planned:
-        check_output_file(target, force=force, inputs=inputs)
+        check_output_file(target, force=force, inputs=identities)
     for target in earlier_shards:
-        check_output_file(target, force=True, inputs=inputs)
+        check_output_file(target, force=True, inputs=identities)
     earlier = [p for p in earlier_shards if not is_special(p)]  # a FIFO or device is written into
     if not force and earlier:
         raise ToktoolsError(f"{earlier[0]} already exists; use --force to overwrite")
