@@ -403,7 +403,7 @@ def test_dev_null_itself_is_written_into(tmp_path: Path, trained: Path, writer: 
 @pytest.mark.parametrize("writer", _SINGLE_FILE)
 def test_dev_full_is_one_line_about_the_full_disk(tmp_path: Path, trained: Path, writer: str) -> None:
     box = _sandbox(tmp_path, trained, writer)
-    _one_line(box.run(Path("/dev/full")), "no space left on the device (the disk is full)")
+    _one_line(box.run(Path("/dev/full")), "No space left on device (the disk is full)")
     assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
 
 

@@ -354,7 +354,7 @@ def write_error(target: str | os.PathLike[str], err: OSError) -> str:
     import errno
 
     if err.errno in (errno.ENOSPC, errno.EDQUOT):
-        return f"cannot write {target}: no space left on the device (the disk is full)"
+        return f"cannot write {target}: {err.strerror or 'No space left on device'} (the disk is full)"
     if err.errno == errno.EFBIG:
         return f"cannot write {target}: the file is larger than the file system allows"
     return f"cannot write {target}: {err.strerror or err}"
