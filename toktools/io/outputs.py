@@ -207,10 +207,11 @@ def check_output_dir(
     target = Path(directory)
     if target.exists() and not target.is_dir():
         raise ToktoolsError(f"the {what} {target} is a file, not a directory")
-    if not subdirectories:
-        for name in names:
-            if (target / name).is_dir():
-                raise ToktoolsError(f"{target / name} is a directory; it cannot be replaced by a file")
+    for name in names:
+        if not subdirectories and (target / name).is_dir():
+            raise ToktoolsError(f"{target / name} is a directory; it cannot be replaced by a file")
+        if subdirectories and is_special(target / name):
+            raise ToktoolsError(f"{target / name} is a device, FIFO or socket; it cannot be replaced by a directory")
     identities = input_identities(inputs)
     for name in names:
         source = _is_input(target / name, identities)
