@@ -454,3 +454,14 @@ def test_a_socket_is_refused(tmp_path: Path, trained: Path) -> None:
         _one_line(box.run(path, force=True), "is a socket")
     finally:
         server.close()
+
+
+def test_a_run_refused_after_the_checks_creates_no_directory(tmp_path: Path, trained: Path) -> None:
+    """The missing directory is made when the output is written, not when it is checked."""
+    box = _sandbox(tmp_path, trained, "encode-ids")
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json", encoding="utf-8")
+    out = tmp_path / "new" / "ids.txt"
+    result = CliRunner().invoke(main, ["encode", "-t", str(broken), str(box.first), "-o", str(out)])
+    assert result.exit_code == 1
+    assert not (tmp_path / "new").exists()

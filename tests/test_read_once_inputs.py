@@ -156,3 +156,25 @@ def test_train_check_refuses_a_fifo_in_one_line(tmp_path: Path) -> None:
     with fifo(tmp_path / "corpus.fifo", SAMPLE.read_bytes()) as source:
         result = CliRunner().invoke(main, ["train", "bytebpe", str(source), "--check", "-o", str(tmp_path / "m")])
     assert result.exit_code == 2 and "a FIFO" in result.stderr, result.stderr
+
+
+def test_blocks_refuse_a_pipe_in_one_line(tmp_path: Path, bpe: Path) -> None:
+    """Blocks are read by offset (on other machines, with --cluster): a pipe cannot be cut."""
+    with process_substitution(SAMPLE.read_bytes()) as source:
+        result = CliRunner().invoke(
+            main,
+            [
+                "encode",
+                "-t",
+                str(bpe),
+                "--format",
+                "megatron",
+                "--block-size",
+                "1MB",
+                "-o",
+                str(tmp_path / "x"),
+                str(source),
+            ],
+        )
+    assert result.exit_code == 1 and "cannot be cut into blocks" in result.stderr, result.stderr
+    assert list(tmp_path.iterdir()) == []

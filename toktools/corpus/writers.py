@@ -96,15 +96,12 @@ class _AtomicFile:
 
     def __init__(self, target: Path) -> None:
         self.target = target
-        directory = target.parent if str(target.parent) else Path(".")
-        if not directory.is_dir():
-            raise ToktoolsError(f"output directory {directory} does not exist")
         from toktools.io.outputs import temporary_for
 
-        try:  # registered: a SIGTERM during a long native call removes it too
+        try:  # registered: a SIGTERM during a long native call removes it too; makes a missing directory
             handle, self.temporary = temporary_for(target)
         except OSError as err:
-            raise ToktoolsError(f"cannot write into {directory}: {err.strerror}") from None
+            raise ToktoolsError(_write_error(target, err)) from None
         self.out: BinaryIO = os.fdopen(handle, "wb")
         self.bytes = 0
 

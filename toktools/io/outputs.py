@@ -17,8 +17,9 @@ the failure this module exists to prevent), and writes through :func:`atomic_fil
   replace it for the whole machine); a socket or a directory is refused;
 * a regular file is written to a temporary file beside it and renamed over it when complete
   (an existing one only with ``force``), with the mode the umask gives new files;
-* missing parent directories of an output file are created (said on stderr); a file where a
-  directory should be, or a place this process cannot write to, is refused;
+* missing parent directories of an output file are created when it is written (said on
+  stderr); a file where a directory should be, or a place this process cannot write to, is
+  refused before any work;
 * a temporary file of an earlier run whose lock is free (its process is gone) is removed when
   the next run checks its outputs there.
 
@@ -148,14 +149,14 @@ def _check_writable_place(directory: Path) -> None:
     os.unlink(name)
 
 
-def _make_directory(directory: Path, what: str) -> None:
+def _make_directory(directory: Path) -> None:
     """Create the missing ``directory`` of an output file, and say so on stderr."""
     import sys
 
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise ToktoolsError(f"cannot create the {what}'s directory {directory}: {err.strerror or err}") from None
+        raise ToktoolsError(f"cannot create the directory {directory}: {err.strerror or err}") from None
     sys.stderr.write(f"toktools: note: created the directory {directory}\n")
 
 
@@ -182,12 +183,11 @@ def check_output_file(
         _check_special(target, what)
         return target
     parent = target.parent if str(target.parent) else Path(".")
-    _check_writable_place(parent)
-    if not parent.exists():
-        _make_directory(parent, what)
+    _check_writable_place(parent)  # a missing one can be made: it is, when the output is written
     if (target.exists() or target.is_symlink()) and not force:
         raise ToktoolsError(f"{target} already exists; use --force to overwrite")
-    remove_orphans(parent)
+    if parent.is_dir():
+        remove_orphans(parent)
     return target
 
 
@@ -329,8 +329,15 @@ def temporary_beside(target: Path, directory: Path | None = None) -> tuple[int, 
 def temporary_for(target: Path) -> tuple[int, str]:
     """:func:`temporary_beside` for an output that will be :func:`publish`-ed to ``target``:
     beside it for a regular file (renamed over it), in the system's temporary directory for a
-    device or a FIFO (copied into it: ``/dev`` is no place for our files)."""
-    return temporary_beside(target, Path(tempfile.gettempdir()) if is_special(target) else None)
+    device or a FIFO (copied into it: ``/dev`` is no place for our files). A missing parent
+    directory is created now, when the output is about to be written (said on stderr), so that
+    a run refused before it writes leaves nothing behind."""
+    if is_special(target):
+        return temporary_beside(target, Path(tempfile.gettempdir()))
+    parent = target.parent if str(target.parent) else Path(".")
+    if not parent.is_dir():
+        _make_directory(parent)
+    return temporary_beside(target)
 
 
 def publish(temporary: str | os.PathLike[str], target: Path) -> None:
