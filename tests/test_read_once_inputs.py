@@ -169,6 +169,7 @@ def test_blocks_refuse_a_pipe_in_one_line(tmp_path: Path, bpe: Path) -> None:
                 str(bpe),
                 "--format",
                 "megatron",
+                "--no-append-eos",
                 "--block-size",
                 "1MB",
                 "-o",
