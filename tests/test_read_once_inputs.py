@@ -45,12 +45,17 @@ def fifo(path: Path, data: bytes) -> Iterator[Path]:
     try:
         yield path
     finally:
-        if feeder.is_alive():  # nobody opened it: let the feeder go
+        if feeder.is_alive():  # nobody read it all: take the rest, so that the feeder ends
+            handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
             try:
-                os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
-            except OSError:
-                pass
-        feeder.join(timeout=30)
+                while feeder.is_alive():
+                    try:
+                        os.read(handle, 1 << 16)
+                    except BlockingIOError:
+                        feeder.join(timeout=0.01)
+            finally:
+                os.close(handle)
+        feeder.join()
 
 
 @contextmanager
