@@ -475,3 +475,12 @@ def test_a_run_refused_after_the_checks_creates_no_directory(tmp_path: Path, tra
     result = CliRunner().invoke(main, ["encode", "-t", str(broken), str(box.first), "-o", str(out)])
     assert result.exit_code == 1
     assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize("fmt", ["npy", "megatron"])
+def test_a_device_named_for_a_format_of_several_files_is_refused(tmp_path: Path, trained: Path, fmt: str) -> None:
+    """``--format npy -o /dev/null`` would also write /dev/null.offsets (in /dev, as root)."""
+    box = _sandbox(tmp_path, trained, f"encode-{fmt}")
+    before = set(os.listdir("/dev"))
+    _one_line(box.run(Path("/dev/null"), force=True), "is a device, and this format also writes")
+    assert set(os.listdir("/dev")) == before

@@ -85,13 +85,22 @@ def remove_shards_from(base: Path, suffix: str | None, count: int) -> None:
 
 
 def check_outputs(
-    planned: Sequence[Path], earlier_shards: Sequence[Path], inputs: Sequence[str | Path], tokenizer: Any, force: bool
+    planned: Sequence[Path],
+    earlier_shards: Sequence[Path],
+    inputs: Sequence[str | Path],
+    tokenizer: Any,
+    force: bool,
+    named: Path | None = None,
 ) -> None:
     """Before any work (:func:`toktools.io.outputs.check_output_file`): no output over an input
     or a file of the tokenizer, in a directory that exists and is writable; existing outputs
     (and shards of an earlier run) only with ``force`` (a resumed run passes it and checks its
-    shards against the manifest instead)."""
-    from toktools.io.outputs import check_output_file, input_files, input_identities, is_special
+    shards against the manifest instead). ``named``: the output as given (``-o``), when it is
+    a device or FIFO no other file may be derived from it."""
+    from toktools.io.outputs import check_companions, check_output_file, input_files, input_identities, is_special
+
+    if named is not None:
+        check_companions(named, planned)
 
     names: list[str | Path] = list(inputs)
     if isinstance(tokenizer, (str, Path)):

@@ -141,6 +141,7 @@ def encode_shards(
             [s.path for s in sources if not s.is_stdin],
             tokenizer,
             force=force or (manifest_file is not None and manifest_file.exists()),
+            named=Path(output),
         )
 
         settings = written_as.as_manifest(options)

@@ -191,6 +191,35 @@ def check_output_file(
     return target
 
 
+def check_companions(named: str | os.PathLike[str], planned: Sequence[Path]) -> None:
+    """An output named after a device (``-o /dev/null``) whose format also writes files named
+    from it (``/dev/null.offsets``, ``/dev/null.bin``) is refused: they would be created beside
+    the device, in ``/dev`` (as root). A FIFO, or a link to a device made elsewhere, takes its
+    own file; the others are written beside it as usual."""
+    import stat
+
+    target = Path(named)
+    try:
+        mode = os.stat(target).st_mode
+    except OSError:
+        return
+    if not (stat.S_ISCHR(mode) or stat.S_ISBLK(mode)):
+        return
+    home = os.path.dirname(os.path.realpath(target))
+    beside = [
+        p
+        for p in planned
+        if os.path.abspath(p) != os.path.abspath(target)
+        and os.path.realpath(p.parent if str(p.parent) else ".") == home
+        and not is_special(p)
+    ]
+    if beside:
+        raise ToktoolsError(
+            f"{target} is a device, and this format also writes {', '.join(str(p) for p in beside)} beside it; "
+            "give a file name (or links to the device, one for each file)"
+        )
+
+
 def check_output_dir(
     directory: str | os.PathLike[str],
     names: Sequence[str],
