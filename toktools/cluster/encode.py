@@ -485,6 +485,7 @@ def encode_blocks(
         [name for name in names if "://" not in name],
         tokenizer,
         force=force or resuming,
+        named=Path(output),
     )
     settings = written_as.as_manifest(options, block_bytes=block_bytes)
     if force:

@@ -183,9 +183,12 @@ def compare(
         if len(names) < 1:
             raise click.UsageError("give at least one tokenizer to compare")
         if plot_path is not None:
-            from toktools.analysis.plots import require_matplotlib
+            from toktools.analysis.plots import check_plot, require_matplotlib
+            from toktools.formats import resolve
+            from toktools.io.outputs import input_files
 
             require_matplotlib()
+            check_plot(plot_path, [*corpus, *(f for name in names for f in input_files(resolve(name)))])
         loaded = [(label, load(name)) for label, name in zip(_labels(names), names)]
         from toktools.analysis.corpus_compare import compare_corpus
 

@@ -89,9 +89,12 @@ def inspect(
                     f"{flag} is for vocabulary statistics: it does not go with --{'token' if token is not None else 'id'}"
                 )
     if plot_path is not None:
-        from toktools.analysis.plots import require_matplotlib
+        from toktools.analysis.plots import check_plot, require_matplotlib
+        from toktools.formats import resolve
+        from toktools.io.outputs import input_files
 
         require_matplotlib()
+        check_plot(plot_path, [*corpus_files, *input_files(resolve(tokenizer_path))])
     tokenizer = load(tokenizer_path)
     if token is not None or token_id is not None:
         info = token_info(tokenizer, token_id if token_id is not None else token)  # type: ignore[arg-type]

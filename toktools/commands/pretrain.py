@@ -159,10 +159,10 @@ def pretrain_data(
     )
     _check_option_pairs(objective, dynamic, whole_word, zh_dict, dupe_factor)
     settings.check()
-    if out_path.exists() and not force:
-        from toktools.errors import ToktoolsError
+    from toktools.formats import resolve
+    from toktools.io.outputs import check_output_file, input_files
 
-        raise ToktoolsError(f"refusing to overwrite {out_path} (use --force)")
+    check_output_file(out_path, force=force, inputs=[*corpus, *input_files(resolve(tokenizer_path))])
     sources = expand_sources(corpus, json_field=field)
     tokenizer = load(tokenizer_path)
     with _progress(progress) as callback:

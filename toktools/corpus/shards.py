@@ -28,6 +28,7 @@ import time
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -107,12 +108,14 @@ def encode_shards(
     started = time.perf_counter()
     collector = CollectorPause()  # until the engine is built
     checker = None
+    copies = ExitStack()  # of the inputs that can be read only once: hashed first, then encoded
     fmt, engine, force = options.format, options.engine, options.force
     try:
         # the document itself is parsed only when needed, when start-up is cached (corpus_tokenizer)
         tok = load_corpus_tokenizer(tokenizer)
         fingerprint = tok.fingerprint
         sources = expand_sources([str(p) for p in inputs])
+        sources = _rereadable(sources, copies)
         sizes = [s.size() for s in sources if not s.is_stdin]
         input_bytes = sum(sizes) if len(sizes) == len(sources) else None
         # the --verify checker is forked now: it builds the reference on the other core while
@@ -139,6 +142,7 @@ def encode_shards(
             [s.path for s in sources if not s.is_stdin],
             tokenizer,
             force=force or (manifest_file is not None and manifest_file.exists()),
+            named=Path(output),
         )
 
         settings = written_as.as_manifest(options)
@@ -226,6 +230,18 @@ def encode_shards(
         collector.resume()
         if checker is not None:
             checker.close()
+        copies.close()
+
+
+def _rereadable(sources: list[Any], copies: ExitStack) -> list[Any]:
+    """The sources, a FIFO or device among them read from a copy (:mod:`toktools.io.inputs`):
+    the manifest hashes every named input before it is encoded. Standard input is streamed."""
+    from dataclasses import replace
+
+    from toktools.io.inputs import rereadable
+
+    paths = copies.enter_context(rereadable([s.path for s in sources], stdin=False))
+    return [s if s.path == path else replace(s, path=path) for s, path in zip(sources, paths)]
 
 
 class CollectorPause:

@@ -613,11 +613,9 @@ def make_pretraining_data(
 
     started = time.perf_counter()
     settings.check()
-    output = Path(output)
-    if output.exists() and not overwrite:
-        raise ToktoolsError(f"refusing to overwrite {output} (use --force)")
-    if not (output.parent if str(output.parent) else Path(".")).is_dir():
-        raise ToktoolsError(f"output directory {output.parent} does not exist")
+    from toktools.io.outputs import check_output_file, publish, temporary_for, unregister_temporary
+
+    output = check_output_file(output, force=overwrite, inputs=[s.path for s in sources])  # never over an input
     pyarrow = _import_pyarrow()
     info = masking_info(tokenizer)
     if info.cls_id is None or info.sep_id is None:
@@ -654,10 +652,8 @@ def make_pretraining_data(
     )
     global _JOB
     _JOB = _Job(corpus, info, settings, blocks)
-    from toktools.io.outputs import temporary_beside, unregister_temporary
-
     try:  # registered (a SIGTERM stuck in native code removes it) and locked (a later run removes it after a SIGKILL)
-        handle, name = temporary_beside(output)
+        handle, name = temporary_for(output)
     except OSError as err:
         raise ToktoolsError(f"cannot write {output}: {err.strerror or err}") from None
     os.close(handle)  # pyarrow opens it by name
@@ -679,7 +675,7 @@ def make_pretraining_data(
             writer.close()
         if summary.examples == 0:
             raise ToktoolsError("no example could be made: every document is shorter than a segment (needs 2 tokens)")
-        os.replace(temporary, output)
+        publish(temporary, output)  # the umask's mode; a device or FIFO is written into
     finally:
         _JOB = None
         if temporary.exists():
