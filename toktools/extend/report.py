@@ -27,6 +27,9 @@ class TextStats:
     new_token_uses: int
     #: how many distinct new tokens occur
     new_tokens_seen: int
+    #: unknown tokens (``[UNK]``, ``<unk>``) in the output of each tokenizer
+    unknown_before: int = 0
+    unknown_after: int = 0
     #: the most used new tokens: (text, uses)
     top_new: list[tuple[str, int]] = field(default_factory=list)
 
@@ -81,6 +84,7 @@ class Report:
                 f"{t.per_char_before:.3f} -> {t.per_char_after:.3f} ({t.fewer:.1%} fewer); "
                 f"ids changed on {t.lines_changed:,} of {t.lines:,} lines; "
                 f"new tokens: {t.new_tokens_seen:,} distinct, {t.new_token_uses:,} uses"
+                + (f"; unknown tokens {t.unknown_before:,} -> {t.unknown_after:,}" if t.unknown_before else "")
             )
             if t.top_new:
                 out.append("  most used new tokens: " + ", ".join(f"{text!r} {n:,}" for text, n in t.top_new))
@@ -105,6 +109,8 @@ def measure(
     before = base.encode_batch(list(lines), add_special_tokens=False) if lines else []
     after = extended.encode_batch(list(lines), add_special_tokens=False) if lines else []
     uses: Counter[int] = Counter()
+    unknown_before, unknown_after = unknown_id(base), unknown_id(extended)
+    unknown = [0, 0]
     changed = 0
     tokens_before = tokens_after = 0
     for old, new in zip(before, after):
@@ -113,6 +119,8 @@ def measure(
         if old.ids != new.ids:
             changed += 1
         uses.update(i for i in new.ids if i in new_ids)
+        unknown[0] += old.ids.count(unknown_before)
+        unknown[1] += new.ids.count(unknown_after)
     top = [(texts.get(i, str(i)), n) for i, n in uses.most_common(10)]
     return TextStats(
         name,
@@ -123,5 +131,18 @@ def measure(
         changed,
         sum(uses.values()),
         len(uses),
+        unknown[0],
+        unknown[1],
         top,
     )
+
+
+def unknown_id(tokenizer: Tokenizer) -> int:
+    """The id of the unknown token (-1: none)."""
+    model = tokenizer.model
+    found = getattr(model, "unk_id", None)
+    if isinstance(found, int):
+        return found
+    token = getattr(model, "unk_token", None)
+    found = tokenizer.token_to_id(token) if isinstance(token, str) else None
+    return -1 if found is None else found

@@ -75,7 +75,7 @@ def extend(
         from toktools.io.outputs import check_output_dir, input_files
 
         inputs = [*input_files(found.path), *map(Path, corpus_paths), *map(Path, keep_paths)]
-        check_output_dir(Path(output), OUTPUT_FILES, force=overwrite, inputs=inputs)
+        check_output_dir(Path(output), [*OUTPUT_FILES, *found.files], force=overwrite, inputs=inputs)
     lines = split_corpus(corpus_paths, held_out_every)
     keep_lines = read_text_lines(keep_paths) if keep_paths else []
     if found.kind in ("bpe", "tiktoken"):
