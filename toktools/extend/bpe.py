@@ -19,6 +19,7 @@ from toktools.formats import from_tokenizer_json, transformers_config_files
 from toktools.io.outputs import dumps_tokenizer_json
 from toktools.models.bpe.bytelevel import is_byte_symbols, symbols_to_bytes
 from toktools.models.bpe.files import dumps_vocab_json, read_text_file
+from toktools.parts.models import BPE
 from toktools.tokenizer import Tokenizer
 
 
@@ -35,6 +36,7 @@ def extend_bpe(
     the base's ids on a line of ``keep_lines`` are passed over."""
     tokenizer = base.tokenizer
     model = tokenizer.model
+    assert isinstance(model, BPE)  # open_base chose this extender for a BPE model
     prefix = model.continuing_subword_prefix
     counts = count_words(tokenizer, training_lines)
     word_ids = {word: [token_id for token_id, *_ in model.tokenize(word)] for word in counts}

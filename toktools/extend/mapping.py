@@ -64,7 +64,7 @@ def _entries(mapping: str | Path | Mapping[str, Any] | Sequence[Any]) -> tuple[l
         if isinstance(entry, Mapping):
             pairs.append((int(entry["id"]), [int(i) for i in entry["base_ids"]]))
         else:
-            token_id, base_ids = entry
+            token_id, base_ids = entry[0], entry[1]
             pairs.append((int(token_id), [int(i) for i in base_ids]))
     return pairs, size
 

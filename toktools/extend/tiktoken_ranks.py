@@ -70,7 +70,12 @@ def load_ranks(path: Path, pattern: str | None = None) -> Tokenizer:
     if specials_path.is_file():
         loaded = json.loads(read_text_file(specials_path, "special tokens"))
         specials = {str(k): int(v) for k, v in loaded.items()}
-    pre_tokenizer: dict[str, Any] = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+    pre_tokenizer: dict[str, Any] = {
+        "type": "ByteLevel",
+        "add_prefix_space": False,
+        "trim_offsets": True,
+        "use_regex": True,
+    }
     if pattern is not None:
         pre_tokenizer = {
             "type": "Sequence",
@@ -85,7 +90,15 @@ def load_ranks(path: Path, pattern: str | None = None) -> Tokenizer:
         "truncation": None,
         "padding": None,
         "added_tokens": [
-            {"id": i, "content": c, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True}
+            {
+                "id": i,
+                "content": c,
+                "single_word": False,
+                "lstrip": False,
+                "rstrip": False,
+                "normalized": False,
+                "special": True,
+            }
             for c, i in sorted(specials.items(), key=lambda item: item[1])
         ],
         "normalizer": None,

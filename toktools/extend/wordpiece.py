@@ -33,6 +33,7 @@ from toktools.formats import from_tokenizer_json, transformers_config_files
 from toktools.io.outputs import dumps_tokenizer_json
 from toktools.models.bpe.trainer import BpeTrainerConfig, train_bpe
 from toktools.models.wordpiece.model import dumps_vocab_txt
+from toktools.parts.models import WordPiece
 
 UNUSED = re.compile(r"\[unused\d+\]|<unused\d+>")
 
@@ -49,6 +50,7 @@ def extend_wordpiece(
     """``base`` with up to ``add`` pieces from ``training_lines`` (see the module docstring)."""
     tokenizer = base.tokenizer
     model = tokenizer.model
+    assert isinstance(model, WordPiece)  # open_base chose this extender for a WordPiece model
     prefix = model.continuing_subword_prefix
     vocab: dict[str, int] = dict(model.get_vocab())
     counts = count_words(tokenizer, training_lines)
@@ -75,7 +77,10 @@ def extend_wordpiece(
     document = copy.deepcopy(base.document) if base.document is not None else tokenizer.to_tokenizer_json()
     document["model"]["vocab"] = dict(sorted(vocab.items(), key=lambda item: item[1]))
     extended = from_tokenizer_json(document)
-    files: dict[str, str | bytes] = {"tokenizer.json": dumps_tokenizer_json(document), "vocab.txt": dumps_vocab_txt(vocab)}
+    files: dict[str, str | bytes] = {
+        "tokenizer.json": dumps_tokenizer_json(document),
+        "vocab.txt": dumps_vocab_txt(vocab),
+    }
     config = base.config_files() or transformers_config_files(extended)
     files.update(config)
     notes = []
