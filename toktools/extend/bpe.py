@@ -62,8 +62,8 @@ def extend_bpe(
     document = _extended_document(base, learned, first_id)
     extended = from_tokenizer_json(document)
     new_tokens = _new_tokens(tokenizer, learned, first_id)
-    files = _files(base, document, extended, learned, first_id)
     notes = _notes(learned, add, min_frequency, bool(keep_lines))
+    files = _files(base, document, extended, learned, notes)
     return Extension(extended, files, new_tokens, first_id, notes)
 
 
@@ -106,11 +106,15 @@ def _text_of(tokenizer: Tokenizer, token: str, ids: list[int], byte_level: bool)
             return data.decode("utf-8"), None
         except UnicodeDecodeError:
             return data.decode("utf-8", errors="replace"), data.hex()
-    return tokenizer.decode(ids, skip_special_tokens=False), None
+    model = tokenizer.model
+    prefix, suffix = getattr(model, "continuing_subword_prefix", None), getattr(model, "end_of_word_suffix", None)
+    text = token[len(prefix) :] if prefix and token.startswith(prefix) else token
+    text = text[: -len(suffix)] if suffix and text.endswith(suffix) else text
+    return text.replace("\u2581", " "), None
 
 
 def _files(
-    base: Base, document: dict[str, Any], extended: Tokenizer, learned: Continuation, first_id: int
+    base: Base, document: dict[str, Any], extended: Tokenizer, learned: Continuation, notes: list[str]
 ) -> dict[str, str | bytes]:
     """The base's own layouts, rewritten; ``tokenizer.json`` always; tiktoken ranks for byte-level
     BPE; the transformers config files carried over (or written, when the base had none)."""
@@ -123,9 +127,12 @@ def _files(
             if old and not old.endswith("\n"):
                 old += "\n"
             files[merges_name] = old + "".join(f"{a} {b}\n" for a, b in learned.merges)
-    ranks = tiktoken_files(extended)
-    if ranks is not None:
-        files.update(ranks)
+    if getattr(extended.decoder, "type", None) == "ByteLevel":
+        ranks, reason = tiktoken_files(document)
+        if ranks is not None:
+            files.update(ranks)
+        else:
+            notes.append(f"tiktoken ranks not written: tiktoken would not give these ids ({reason})")
     config = base.config_files()
     if "tokenizer_config.json" not in config:
         config = transformers_config_files(extended)
@@ -133,15 +140,21 @@ def _files(
     return files
 
 
-def tiktoken_files(tokenizer: Tokenizer) -> dict[str, str | bytes] | None:
+def tiktoken_files(document: dict[str, Any]) -> tuple[dict[str, str | bytes] | None, str | None]:
     """``tokenizer.tiktoken`` (``base64(bytes) rank`` per line) and ``special_tokens.json``, when
-    every regular token is made of byte symbols; else None."""
-    specials = {t.content: t.id for t in tokenizer.added.tokens}
-    regular = sorted(((i, t) for t, i in tokenizer.vocab.items() if t not in specials))
-    if not regular or not all(is_byte_symbols(t) for _, t in regular):
-        return None
-    lines = "".join(f"{base64.b64encode(symbols_to_bytes(t)).decode('ascii')} {i}\n" for i, t in regular)
-    return {"tokenizer.tiktoken": lines, "special_tokens.json": dumps_json(specials)}
+    tiktoken gives the ids of this ``tokenizer.json`` exactly (E1-E4 of
+    ``spec/tiktoken-equivalence.md``, which continued training keeps: one merge per new token,
+    ranks in merge order, each new token built from a pair met side by side); else the reason."""
+    from toktools.engines.analysis import analyse
+
+    analysis = analyse(document)
+    if analysis.tiktoken_reason is not None or analysis.plan is None:
+        return None, analysis.tiktoken_reason
+    if analysis.plan.rank_to_id is not None:
+        return None, "ranks and ids are in different orders"
+    ranks = sorted(analysis.plan.mergeable_ranks.items(), key=lambda item: item[1])
+    lines = "".join(f"{base64.b64encode(data).decode('ascii')} {rank}\n" for data, rank in ranks)
+    return {"tokenizer.tiktoken": lines, "special_tokens.json": dumps_json(analysis.plan.special_tokens)}, None
 
 
 def _notes(learned: Continuation, add: int, min_frequency: int, keeping: bool) -> list[str]:

@@ -1,0 +1,257 @@
+"""``toktools extend``: a vocabulary extended for a new language keeps every existing id.
+
+Each base is extended once per module (small samples of the shared corpora); the target sizes of
+issue 26 (GPT-2 + 10,000 Chinese tokens, BERT's unused slots, a sentencepiece model) are the
+``full`` tests at the end. Every comparison is against the libraries that load the files
+(``tokenizers``, transformers, tiktoken, sentencepiece), never against toktools' own output.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import read_corpus_sample, ref_vocab_dir
+
+import toktools
+from toktools.extend.tiktoken_ranks import merges_of, read_ranks
+from toktools.models.bpe.byte_symbols import symbols_to_bytes
+
+pytestmark = pytest.mark.shared
+
+tokenizers = pytest.importorskip("tokenizers")
+
+
+def _lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def _write(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def _hf(directory: Path):
+    tok = tokenizers.Tokenizer.from_file(str(directory / "tokenizer.json"))
+    tok.no_truncation()
+    tok.no_padding()
+    return tok
+
+
+def _ids(tok, lines: list[str]) -> list[list[int]]:
+    return [e.ids for e in tok.encode_batch(lines, add_special_tokens=False)]
+
+
+# ---------------------------------------------------------------------------------------------
+# A hand-worked example: the merges written out on paper
+# ---------------------------------------------------------------------------------------------
+
+HAND_BASE = {
+    "version": "1.0",
+    "truncation": None,
+    "padding": None,
+    "added_tokens": [],
+    "normalizer": None,
+    "pre_tokenizer": {"type": "WhitespaceSplit"},
+    "post_processor": None,
+    "decoder": None,
+    "model": {
+        "type": "BPE",
+        "dropout": None,
+        "unk_token": None,
+        "continuing_subword_prefix": None,
+        "end_of_word_suffix": None,
+        "fuse_unk": False,
+        "byte_fallback": False,
+        "ignore_merges": False,
+        "vocab": {"a": 0, "b": 1, "c": 2, "d": 3, "ab": 4},
+        "merges": [["a", "b"]],
+    },
+}
+
+
+@pytest.fixture
+def hand(tmp_path: Path) -> Path:
+    (tmp_path / "base").mkdir()
+    (tmp_path / "base" / "tokenizer.json").write_text(json.dumps(HAND_BASE), encoding="utf-8")
+    (tmp_path / "corpus.txt").write_text("abcd abcd abc cd cd dd\n", encoding="utf-8")
+    (tmp_path / "keep.txt").write_text("cd\n", encoding="utf-8")
+    return tmp_path
+
+
+def test_hand_worked_example(hand: Path) -> None:
+    """Base: a b c d ab, merge (a, b). Corpus words cut by the base:
+    abcd -> ab c d (x2), abc -> ab c, cd -> c d (x2), dd -> d d.
+    Pair counts: (ab, c) 3, (c, d) 4, (d, d) 1. Merge (c, d) -> cd = 5.
+    Then abcd -> ab cd: (ab, cd) 2, (ab, c) 1, (d, d) 1. Merge (ab, cd) -> abcd = 6.
+    Nothing else occurs twice (--min-frequency 2): 2 of the 5 asked for."""
+    result = toktools.extend(hand / "base", hand / "corpus.txt", hand / "out", add=5, held_out_every=0)
+    document = json.loads((hand / "out" / "tokenizer.json").read_text(encoding="utf-8"))
+    assert document["model"]["vocab"] == {"a": 0, "b": 1, "c": 2, "d": 3, "ab": 4, "cd": 5, "abcd": 6}
+    assert document["model"]["merges"] == [["a", "b"], ["c", "d"], ["ab", "cd"]]
+    assert [(t.id, t.token, t.base_ids) for t in result.extension.new_tokens] == [(5, "cd", [2, 3]), (6, "abcd", [4, 2, 3])]
+    assert _hf(hand / "out").encode("abcd cd abc").ids == [6, 5, 4, 2]
+    assert "added 2 of 5" in "\n".join(result.report.lines())
+
+
+def test_hand_worked_example_keeping_a_file(hand: Path) -> None:
+    """With "cd" to keep, the pair (c, d) is never merged (it would change "cd"'s ids [2, 3]):
+    (ab, c) 3 is merged first -> abc = 5; abcd -> abc d, abc -> abc: (abc, d) 2 -> abcd = 6."""
+    toktools.extend(hand / "base", hand / "corpus.txt", hand / "out", add=5, held_out_every=0, keep_segmentation_of=hand / "keep.txt")
+    document = json.loads((hand / "out" / "tokenizer.json").read_text(encoding="utf-8"))
+    assert document["model"]["merges"] == [["a", "b"], ["ab", "c"], ["abc", "d"]]
+    assert document["model"]["vocab"]["abc"] == 5 and document["model"]["vocab"]["abcd"] == 6
+    assert _hf(hand / "out").encode("cd abcd").ids == [2, 3, 6]
+
+
+def test_cli_runs_and_refuses_bad_input(hand: Path) -> None:
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "toktools.cli", "extend", *args], capture_output=True, text=True)
+
+    done = run(str(hand / "base"), str(hand / "corpus.txt"), "-o", str(hand / "out"), "--add", "5", "--held-out-every", "0", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["added"] == 2
+    again = run(str(hand / "base"), str(hand / "corpus.txt"), "-o", str(hand / "out"), "--add", "5")
+    assert again.returncode != 0 and "Traceback" not in again.stderr and len(again.stderr.strip().splitlines()) == 1
+    wrong = run(str(hand / "base"), str(hand / "corpus.txt"), "-o", str(hand / "o2"), "--use-unused")
+    assert wrong.returncode != 0 and "use-unused" in wrong.stderr and "Traceback" not in wrong.stderr
+    assert not (hand / "o2").exists()
+    missing = run(str(hand / "nothing-here"), str(hand / "corpus.txt"), "-o", str(hand / "o3"))
+    assert missing.returncode != 0 and "Traceback" not in missing.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# GPT-2 (byte-level BPE), extended from a Chinese sample, keeping an English sample
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def gpt2(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    folder = tmp_path_factory.mktemp("gpt2-zh")
+    zh = _write(folder / "zh.txt", _lines(read_corpus_sample("zh_novels.txt", 150_000)))
+    english = _lines(read_corpus_sample("en_wiki.txt.gz", 120_000))
+    keep = _write(folder / "en.txt", english[:150])
+    result = toktools.extend(ref_vocab_dir("gpt2"), zh, folder / "out", add=400, keep_segmentation_of=keep)
+    samples = _lines(read_corpus_sample("zh_wiki_sample.txt", 20_000)) + english[150:200]
+    return {"dir": folder / "out", "result": result, "keep": english[:150], "samples": samples}
+
+
+def test_gpt2_keeps_every_id_and_merge(gpt2: dict) -> None:
+    base = json.loads((ref_vocab_dir("gpt2") / "tokenizer.json").read_text(encoding="utf-8"))["model"]
+    extended = json.loads((gpt2["dir"] / "tokenizer.json").read_text(encoding="utf-8"))["model"]
+    assert all(extended["vocab"][token] == token_id for token, token_id in base["vocab"].items())
+    assert extended["merges"][: len(base["merges"])] == base["merges"]
+    new = {t: i for t, i in extended["vocab"].items() if t not in base["vocab"]}
+    assert sorted(new.values()) == list(range(50257, 50257 + len(new))) and len(new) == 400
+    assert len(extended["merges"]) == len(base["merges"]) + 400
+    # the other layouts: vocab.json / merges.txt carry the same, old merges.txt as its start
+    vocab_json = json.loads((gpt2["dir"] / "vocab.json").read_text(encoding="utf-8"))
+    assert vocab_json == extended["vocab"]
+    old_merges = (ref_vocab_dir("gpt2") / "merges.txt").read_text(encoding="utf-8")
+    assert (gpt2["dir"] / "merges.txt").read_text(encoding="utf-8").startswith(old_merges)
+
+
+def test_gpt2_files_load_everywhere_with_the_same_ids(gpt2: dict) -> None:
+    tiktoken = pytest.importorskip("tiktoken")
+    from toktools.engines.analysis import GPT2_PATTERN
+
+    lines = gpt2["samples"]
+    ours = _ids(toktools.extend.report.untruncated(toktools.load(gpt2["dir"])), lines)
+    assert ours == _ids(_hf(gpt2["dir"]), lines)
+    ranks = {}
+    for line in (gpt2["dir"] / "tokenizer.tiktoken").read_text(encoding="ascii").splitlines():
+        data, rank = line.split()
+        ranks[base64.b64decode(data)] = int(rank)
+    specials = json.loads((gpt2["dir"] / "special_tokens.json").read_text(encoding="utf-8"))
+    encoding = tiktoken.Encoding("gpt2-zh", pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens=specials)
+    assert [encoding.encode_ordinary(line) for line in lines] == ours
+    vocab = json.loads((gpt2["dir"] / "vocab.json").read_text(encoding="utf-8"))
+    assert len(ranks) + len(specials) == len(vocab)
+
+
+def test_gpt2_loads_in_transformers(gpt2: dict) -> None:
+    transformers = pytest.importorskip("transformers")
+    auto = transformers.AutoTokenizer.from_pretrained(str(gpt2["dir"]))
+    lines = gpt2["samples"][:40]
+    assert [auto(line, add_special_tokens=False)["input_ids"] for line in lines] == _ids(_hf(gpt2["dir"]), lines)
+    assert len(auto) == 50257 + 400
+
+
+def test_gpt2_keeps_the_segmentation_of_its_file(gpt2: dict) -> None:
+    base = _hf(ref_vocab_dir("gpt2"))
+    keep = gpt2["keep"]
+    assert _ids(_hf(gpt2["dir"]), keep) == _ids(base, keep)
+    kept = next(t for t in gpt2["result"].report.texts if t.name == "--keep-segmentation-of")
+    assert kept.lines_changed == 0 and kept.lines == len(keep)
+
+
+def test_gpt2_fewer_tokens_on_held_out_chinese(gpt2: dict) -> None:
+    lines = _lines(read_corpus_sample("zh_wiki_sample.txt", 60_000, skip_lines=2000))
+    before = sum(map(len, _ids(_hf(ref_vocab_dir("gpt2")), lines)))
+    after = sum(map(len, _ids(_hf(gpt2["dir"]), lines)))
+    assert after < 0.85 * before  # 400 tokens from novels already save over 15 % on Wikipedia
+
+
+def test_gpt2_embedding_map_decodes_to_each_new_token(gpt2: dict) -> None:
+    mapping = json.loads((gpt2["dir"] / "new_tokens.json").read_text(encoding="utf-8"))
+    assert mapping["base_vocab_size"] == 50257 and mapping["vocab_size"] == 50657
+    base = _hf(ref_vocab_dir("gpt2"))
+    extended = _hf(gpt2["dir"])
+    for entry in mapping["new_tokens"]:
+        token_bytes = symbols_to_bytes(entry["token"])
+        pieces = b"".join(symbols_to_bytes(base.id_to_token(i)) for i in entry["base_ids"])
+        assert pieces == token_bytes, entry
+        assert extended.id_to_token(entry["id"]) == entry["token"]
+        if "hex" not in entry:
+            assert base.decode(entry["base_ids"]) == entry["text"] == token_bytes.decode("utf-8")
+        else:
+            assert bytes.fromhex(entry["hex"]) == token_bytes
+
+
+def test_init_embeddings() -> None:
+    np = pytest.importorskip("numpy")
+    old = np.arange(12, dtype=np.float32).reshape(6, 2)
+    mapping = {
+        "vocab_size": 8,
+        "new_tokens": [
+            {"id": 6, "base_ids": [1, 3]},
+            {"id": 7, "base_ids": [5]},
+            {"id": 2, "base_ids": [0, 1], "replaces": "[unused0]"},
+        ],
+    }
+    new = toktools.extend.init_embeddings(old, mapping)
+    assert new.shape == (8, 2) and new.dtype == old.dtype
+    assert new[6].tolist() == [4.0, 5.0]  # mean of rows 1 (2, 3) and 3 (6, 7)
+    assert new[7].tolist() == [10.0, 11.0]
+    assert new[2].tolist() == [1.0, 2.0]  # an unused slot: overwritten in place
+    assert new[[0, 1, 3, 4, 5]].tolist() == old[[0, 1, 3, 4, 5]].tolist()
+
+
+# ---------------------------------------------------------------------------------------------
+# A tiktoken ranks file as the base
+# ---------------------------------------------------------------------------------------------
+
+
+def test_tiktoken_ranks_base(tmp_path: Path) -> None:
+    tiktoken = pytest.importorskip("tiktoken")
+    from toktools.engines.analysis import GPT2_PATTERN
+    from toktools.formats import export
+
+    english = _lines(read_corpus_sample("en_wiki.txt.gz", 60_000))
+    trained = toktools.train_bytebpe(texts=english, vocab_size=600, special_tokens=["<|endoftext|>"])
+    export(trained, "tiktoken", tmp_path / "base")
+    ranks = read_ranks(tmp_path / "base" / "tokenizer.tiktoken")
+    assert merges_of(ranks) == list(trained.model.merges)  # every merge found again from the ranks
+    zh = _write(tmp_path / "zh.txt", _lines(read_corpus_sample("zh_novels.txt", 30_000)))
+    toktools.extend(tmp_path / "base" / "tokenizer.tiktoken", zh, tmp_path / "out", add=100)
+    new_ranks = read_ranks(tmp_path / "out" / "tokenizer.tiktoken")
+    assert all(new_ranks[token] == rank for token, rank in ranks.items())
+    assert len(new_ranks) == len(ranks) + 100
+    specials = json.loads((tmp_path / "out" / "special_tokens.json").read_text(encoding="utf-8"))
+    encoding = tiktoken.Encoding("x", pat_str=GPT2_PATTERN, mergeable_ranks=new_ranks, special_tokens=specials)
+    lines = _lines(read_corpus_sample("zh_wiki_sample.txt", 8_000)) + english[-20:]
+    assert [encoding.encode_ordinary(line) for line in lines] == _ids(_hf(tmp_path / "out"), lines)
