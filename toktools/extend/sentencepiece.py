@@ -45,6 +45,7 @@ def train_corpus_model(base: SentencePieceModel, lines: Sequence[str], size: int
     except ImportError:  # pragma: no cover - the extra is installed in the tests
         raise ToktoolsError("extending a sentencepiece model needs sentencepiece: pip install sentencepiece") from None
     spec = base.normalizer_spec
+    size = max(size, len(set("".join(lines))) + 64)  # sentencepiece wants a piece per kept character
     rule = spec.get("name") if spec.get("name") in RULES else "identity"
     with tempfile.TemporaryDirectory(prefix="toktools-extend-") as work:
         corpus = Path(work) / "corpus.txt"
