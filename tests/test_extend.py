@@ -200,6 +200,7 @@ def test_gpt2_files_load_everywhere_with_the_same_ids(gpt2: dict) -> None:
     assert len(ranks) + len(specials) == len(vocab)
 
 
+@pytest.mark.full
 def test_gpt2_loads_in_transformers(gpt2: dict) -> None:
     transformers = pytest.importorskip("transformers")
     auto = transformers.AutoTokenizer.from_pretrained(str(gpt2["dir"]))
@@ -400,3 +401,113 @@ def test_sentencepiece_ids_agree_and_chinese_gets_shorter(spm_extended: dict) ->
         assert extended.id_to_piece(entry["id"]) == entry["token"]
         if entry["base_ids"]:
             assert base.decode(entry["base_ids"]) == entry["text"].strip()
+
+
+# ---------------------------------------------------------------------------------------------
+# The targets of issue 26, at full size (measured on text not used to extend)
+# ---------------------------------------------------------------------------------------------
+
+CHINESE = ("zh_novels.txt", "zh_wiki_sample.txt")
+
+
+def _chinese_paths() -> list[Path]:
+    from conftest import corpus_path
+
+    return [corpus_path(name) for name in CHINESE]
+
+
+@pytest.mark.full
+def test_full_gpt2_plus_10000_chinese_tokens(tmp_path: Path) -> None:
+    """GPT-2 + 10,000 tokens from the Chinese corpora (every 20th line held out), keeping 8,000
+    lines of English Wikipedia: >= 55 % fewer tokens on the held-out Chinese lines; identical
+    ids on the kept lines and on >= 99.9 % of 6,000 other English lines (those without Chinese
+    characters: a line quoting Chinese is meant to change)."""
+    import regex
+
+    from toktools.extend.corpus_text import split_corpus
+
+    english = read_corpus_sample("en_wiki.txt.gz", 40_000_000).splitlines()
+    keep = _write(tmp_path / "en-keep.txt", english[:8000])
+    other = english[60_000:66_000]
+    result = toktools.extend(
+        ref_vocab_dir("gpt2"), _chinese_paths(), tmp_path / "out", add=10_000, keep_segmentation_of=keep
+    )
+    assert len(result.extension.new_tokens) == 10_000
+    base, extended = _hf(ref_vocab_dir("gpt2")), _hf(tmp_path / "out")
+    held_out = split_corpus([str(p) for p in _chinese_paths()]).held_out
+    before = sum(map(len, _ids(base, held_out)))
+    after = sum(map(len, _ids(extended, held_out)))
+    assert after <= 0.45 * before, f"{1 - after / before:.1%} fewer"
+    assert _ids(extended, english[:8000]) == _ids(base, english[:8000])
+    han = regex.compile(r"\p{Han}")
+    plain = [line for line in other if not han.search(line)]
+    same = sum(a == b for a, b in zip(_ids(base, plain), _ids(extended, plain)))
+    assert same >= 0.999 * len(plain), f"{same} of {len(plain)}"
+    same_all = sum(a == b for a, b in zip(_ids(base, other), _ids(extended, other)))
+    assert same_all >= 0.998 * len(other), f"{same_all} of {len(other)}"
+    # every library, the same ids
+    tiktoken = pytest.importorskip("tiktoken")
+    transformers = pytest.importorskip("transformers")
+    from toktools.engines.analysis import GPT2_PATTERN
+
+    ranks = read_ranks(tmp_path / "out" / "tokenizer.tiktoken")
+    specials = json.loads((tmp_path / "out" / "special_tokens.json").read_text(encoding="utf-8"))
+    encoding = tiktoken.Encoding("gpt2-zh", pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens=specials)
+    sample = held_out[:200] + other[:200]
+    expected = _ids(extended, sample)
+    assert [encoding.encode_ordinary(line) for line in sample] == expected
+    auto = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "out"))
+    assert [auto(line, add_special_tokens=False, truncation=False)["input_ids"] for line in sample] == expected
+    assert _ids(toktools.extend.report.untruncated(toktools.load(tmp_path / "out")), sample) == expected
+
+
+@pytest.mark.full
+def test_full_bert_use_unused(tmp_path: Path) -> None:
+    """bert-base-uncased, 994 Chinese characters into its 994 [unusedN] slots: the vocabulary
+    keeps its size; [UNK] on held-out Chinese falls by 81.6 % (the 994 slots cannot hold more:
+    90 % needs about 1,550 characters, which --add 1600 reaches by appending 606)."""
+    from toktools.extend.corpus_text import split_corpus
+
+    held_out = split_corpus([str(p) for p in _chinese_paths()]).held_out
+    base = _hf(ref_vocab_dir("bert-base-uncased"))
+    for add, size, fewer in ((994, 30522, 0.80), (1600, 31128, 0.90)):
+        out = tmp_path / f"out-{add}"
+        toktools.extend(ref_vocab_dir("bert-base-uncased"), _chinese_paths(), out, add=add, use_unused=True)
+        extended = _hf(out)
+        assert extended.get_vocab_size() == size
+        assert _unknown(extended, held_out, 100) <= (1 - fewer) * _unknown(base, held_out, 100)
+    transformers = pytest.importorskip("transformers")
+    auto = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "out-994"))
+    extended = _hf(tmp_path / "out-994")
+    assert [auto(line, add_special_tokens=False, truncation=False)["input_ids"] for line in held_out[:100]] == _ids(
+        extended, held_out[:100]
+    )
+    assert len(auto) == 30522
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("model_type", ["unigram", "bpe"])
+def test_full_sentencepiece_plus_chinese(tmp_path: Path, model_type: str) -> None:
+    """An English sentencepiece model (8,000 pieces, byte fallback, as Llama's) + 8,000 Chinese
+    pieces: every old piece keeps its id and score; >= 30 % fewer tokens on held-out Chinese."""
+    spm = pytest.importorskip("sentencepiece")
+    transformers = pytest.importorskip("transformers")
+    from toktools.extend.corpus_text import split_corpus
+
+    model = _train_english_spm(tmp_path, model_type, 8000, 3_000_000)
+    toktools.extend(model, _chinese_paths(), tmp_path / "out", add=8000)
+    base = spm.SentencePieceProcessor(model_file=str(model))
+    extended = spm.SentencePieceProcessor(model_file=str(tmp_path / "out" / model.name))
+    for i in range(base.vocab_size()):
+        assert (extended.id_to_piece(i), extended.get_score(i)) == (base.id_to_piece(i), base.get_score(i))
+    held_out = split_corpus([str(p) for p in _chinese_paths()]).held_out
+    before = sum(map(len, base.encode(held_out)))
+    after = sum(map(len, extended.encode(held_out)))
+    assert after <= 0.70 * before, f"{1 - after / before:.1%} fewer"
+    sample = held_out[:100] + _lines(read_corpus_sample("en_wiki.txt.gz", 30_000, skip_lines=50_000))
+    expected = extended.encode(sample)
+    assert _ids(_hf(tmp_path / "out"), sample) == expected
+    ours = toktools.load(tmp_path / "out" / model.name)
+    assert [ours.encode(line, add_special_tokens=False).ids for line in sample] == expected
+    auto = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "out"))
+    assert [auto(line, add_special_tokens=False)["input_ids"] for line in sample] == expected

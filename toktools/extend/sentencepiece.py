@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from toktools.errors import ToktoolsError
-from toktools.extend.base import Base
+from toktools.extend.base import Base, dumps_json
 from toktools.extend.mapping import NewToken
 from toktools.extend.result import Extension
 from toktools.io.outputs import dumps_tokenizer_json
@@ -112,7 +112,7 @@ def extend_sentencepiece(base: Base, training_lines: Sequence[str], add: int) ->
         ids = base_tokenizer.encode(text, add_special_tokens=False).ids if text.strip() else []
         new_tokens.append(NewToken(base_size + offset, piece.piece, text, ids))
     files: dict[str, str | bytes] = {model_name: data, "tokenizer.json": dumps_tokenizer_json(document)}
-    files.update(base.config_files())
+    files.update(base.config_files() or _transformers_config(extended_model))
     notes = []
     if len(candidates) < add:
         notes.append(f"added {len(candidates):,} of {add:,} pieces: the corpus model has no more pieces the base lacks")
@@ -130,3 +130,13 @@ def _new_scores(model: SentencePieceModel, candidates: Sequence[SentencePiece]) 
     shift = (statistics.median(normal) if normal else 0.0) - statistics.median(p.score for p in candidates)
     ceiling = max(normal, default=0.0)
     return [min(p.score + shift, ceiling) for p in candidates]
+
+
+def _transformers_config(model: SentencePieceModel) -> dict[str, str | bytes]:
+    """A ``tokenizer_config.json`` that lets ``AutoTokenizer`` load the ``tokenizer.json`` (the
+    generic fast class, with the model's special pieces), for a base that came without one."""
+    config: dict[str, object] = {"tokenizer_class": "PreTrainedTokenizerFast", "clean_up_tokenization_spaces": False}
+    for which in ("unk", "bos", "eos", "pad"):
+        if model.special_id(which) is not None:
+            config[f"{which}_token"] = model.trainer_spec.get(f"{which}_piece")
+    return {"tokenizer_config.json": dumps_json(config)}
