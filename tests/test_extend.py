@@ -151,6 +151,19 @@ def test_cli_runs_and_refuses_bad_input(hand: Path) -> None:
     assert missing.exit_code != 0 and "no tokenizer at" in missing.output and isinstance(missing.exception, SystemExit)
 
 
+def test_compare_takes_base_and_extension_side_by_side(hand: Path) -> None:
+    from click.testing import CliRunner
+
+    from toktools.cli import main
+
+    toktools.extend(hand / "base", hand / "corpus.txt", hand / "out", add=5, held_out_every=0)
+    shown = CliRunner().invoke(main, ["compare", str(hand / "base" / "tokenizer.json"), str(hand / "out"), "abcd cd"])
+    assert shown.exit_code == 0, shown.output
+    # the metrics table, last: tokens of "abcd cd": ab c d c d (5) before, abcd cd (2) after
+    tokens = {line.split()[0]: line.split()[1] for line in shown.output.splitlines() if line.strip()}
+    assert (tokens["tokenizer.json"], tokens["out"]) == ("5", "2")
+
+
 # ---------------------------------------------------------------------------------------------
 # GPT-2 (byte-level BPE), extended from a Chinese sample, keeping an English sample
 # ---------------------------------------------------------------------------------------------

@@ -41,12 +41,13 @@ def extend_bpe(
     counts = count_words(tokenizer, training_lines)
     word_ids = {word: [token_id for token_id, *_ in model.tokenize(word)] for word in counts}
     words, weights = segmented_words(word_ids, counts)
-    protected = protected_pairs(
-        [[token_id for token_id, *_ in model.tokenize(word)] for word in count_words(tokenizer, keep_lines)]
-    )
+    kept_words = count_words(tokenizer, keep_lines)
+    protected = protected_pairs([[token_id for token_id, *_ in model.tokenize(word)] for word in kept_words])
     id_to_token = {i: t for t, i in model.get_vocab().items()}
     first_id = tokenizer._max_id() + 1
     existing = set(model.get_vocab()) | {t.content for t in tokenizer.added.tokens}
+    if model.ignore_merges:  # a word that is a token is taken whole: no new token may spell a kept word
+        existing |= set(kept_words)
     learned = continue_training(
         words,
         weights,
