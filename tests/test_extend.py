@@ -373,8 +373,9 @@ def spm_extended(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
     folder = tmp_path_factory.mktemp(f"spm-{request.param}")
     base = _train_english_spm(folder, request.param, 1000, 100_000)
     zh = _write(folder / "zh.txt", _lines(read_corpus_sample("zh_novels.txt", 60_000)))
-    result = toktools.extend(base, zh, folder / "out", add=600)
-    return {"base": base, "model": folder / "out" / base.name, "dir": folder / "out", "result": result}
+    keep = _lines(read_corpus_sample("en_wiki.txt.gz", 30_000, skip_lines=1000))
+    result = toktools.extend(base, zh, folder / "out", add=600, keep_segmentation_of=_write(folder / "keep.txt", keep))
+    return {"base": base, "model": folder / "out" / base.name, "dir": folder / "out", "result": result, "keep": keep}
 
 
 def test_sentencepiece_keeps_every_piece_and_score(spm_extended: dict) -> None:
@@ -405,6 +406,7 @@ def test_sentencepiece_ids_agree_and_chinese_gets_shorter(spm_extended: dict) ->
     ours = toktools.load(spm_extended["model"])
     assert [ours.encode(line, add_special_tokens=False).ids for line in lines] == extended.encode(lines)
     assert _ids(_hf(spm_extended["dir"]), lines) == extended.encode(lines)
+    assert extended.encode(spm_extended["keep"]) == base.encode(spm_extended["keep"])  # --keep-segmentation-of
     chinese = _lines(read_corpus_sample("zh_wiki_sample.txt", 30_000, skip_lines=1000))
     before = sum(map(len, base.encode(chinese)))
     after = sum(map(len, extended.encode(chinese)))

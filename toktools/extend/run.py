@@ -54,7 +54,8 @@ def extend(
     """Extend the tokenizer at ``base`` with up to ``add`` tokens learned from ``corpus`` (files),
     keeping every existing id, merge and piece; write it into ``output`` (if given) in the base's
     own formats, with ``new_tokens.json`` (the embedding map), and report on a held-out slice of
-    the corpus (every ``held_out_every``-th line) and on ``keep_segmentation_of``.
+    the corpus (every ``held_out_every``-th line) and on ``keep_segmentation_of`` (files whose ids
+    the extension keeps: BPE merges and sentencepiece pieces that would change them are left out).
 
     BPE (``tokenizer.json``, ``vocab.json`` + ``merges.txt``, tiktoken ranks: ``pattern`` is the
     split regex of a ranks file, GPT-2's by default) continues training from the base's merges;
@@ -99,9 +100,7 @@ def extend(
     else:
         from toktools.extend.sentencepiece import extend_sentencepiece
 
-        if keep_paths:
-            raise ToktoolsError("--keep-segmentation-of is for BPE bases, not sentencepiece models")
-        extension = extend_sentencepiece(found, lines.training, add)
+        extension = extend_sentencepiece(found, lines.training, add, keep_lines)
     if use_unused and found.kind != "wordpiece":
         raise ToktoolsError("--use-unused is for WordPiece vocabularies ([unusedN] slots)")
     extension.files["new_tokens.json"] = dumps_new_tokens(str(base), extension.new_tokens, extension.base_size)

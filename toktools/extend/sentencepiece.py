@@ -72,16 +72,24 @@ def train_corpus_model(base: SentencePieceModel, lines: Sequence[str], size: int
         return read_model(prefix.with_suffix(".model"))
 
 
-def extend_sentencepiece(base: Base, training_lines: Sequence[str], add: int) -> Extension:
-    """``base`` with up to ``add`` pieces of a model trained on ``training_lines``."""
+def extend_sentencepiece(
+    base: Base, training_lines: Sequence[str], add: int, keep_lines: Sequence[str] = ()
+) -> Extension:
+    """``base`` with up to ``add`` pieces of a model trained on ``training_lines``; a piece that
+    occurs in the normalised text of ``keep_lines`` is left out (see :func:`pieces_in`)."""
     model_name, model_path = next(iter(base.files.items()))
     model = read_model(model_path)
+    skipped = 0
     if not training_lines or add <= 0:
         candidates: list[SentencePiece] = []
     else:
         corpus_model = train_corpus_model(model, training_lines, max(add + add // 4 + 200, 300))
         known = {p.piece for p in model.pieces}
         candidates = [p for p in corpus_model.pieces if p.type == NORMAL and p.piece not in known]
+        if keep_lines:
+            found = pieces_in(model_path, keep_lines, [p.piece for p in candidates])
+            skipped = len(found)
+            candidates = [p for p in candidates if p.piece not in found]
         if model.model_type == "bpe":
             chars = [p for p in candidates if len(p.piece) == 1]
             candidates = chars + [p for p in candidates if len(p.piece) > 1]
@@ -114,9 +122,25 @@ def extend_sentencepiece(base: Base, training_lines: Sequence[str], add: int) ->
     files: dict[str, str | bytes] = {model_name: data, "tokenizer.json": dumps_tokenizer_json(document)}
     files.update(base.config_files() or _transformers_config(extended_model))
     notes = []
+    if keep_lines:
+        notes.append(f"--keep-segmentation-of: left out {skipped:,} pieces that occur in its text")
     if len(candidates) < add:
         notes.append(f"added {len(candidates):,} of {add:,} pieces: the corpus model has no more pieces the base lacks")
     return Extension(tokenizer, files, new_tokens, base_size, notes)
+
+
+def pieces_in(model_path: Path, lines: Sequence[str], pieces: Sequence[str]) -> set[str]:
+    """The ``pieces`` that occur in the text of ``lines`` as the base normalises it.
+
+    A piece that occurs nowhere in a line's normalised text can be neither built by BPE nor
+    chosen by the Viterbi search there: the line keeps the base's ids when all new pieces are
+    such pieces. (Stricter than needed for the BPE type, exact for Unigram.)"""
+    import sentencepiece as spm
+
+    processor = spm.SentencePieceProcessor(model_file=str(model_path))
+    text = "\n".join(processor.normalize(list(lines)))
+    characters = set(text)
+    return {piece for piece in pieces if characters.issuperset(piece) and piece in text}
 
 
 def _new_scores(model: SentencePieceModel, candidates: Sequence[SentencePiece]) -> list[float]:
