@@ -368,7 +368,7 @@ def _train_english_spm(folder: Path, model_type: str, size: int, text_bytes: int
     return folder / f"{model_type}.model"
 
 
-@pytest.fixture(scope="module", params=["unigram", "bpe"])
+@pytest.fixture(scope="module", params=["bpe", pytest.param("unigram", marks=pytest.mark.full)])
 def spm_extended(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict:
     folder = tmp_path_factory.mktemp(f"spm-{request.param}")
     base = _train_english_spm(folder, request.param, 1000, 100_000)
