@@ -29,7 +29,7 @@ from toktools.commands._shared import progress_bars
     "keep",
     multiple=True,
     type=click.Path(exists=True, dir_okay=False),
-    help="BPE: skip every new merge that would change the base's ids on a line of this file; sentencepiece: leave out every new piece that occurs in its text (repeatable).",
+    help="BPE: skip every new merge that would change the base's ids on a line of this file; WordPiece and sentencepiece: leave out every new piece that occurs in its text (repeatable).",
 )
 @click.option(
     "--use-unused",

@@ -58,6 +58,7 @@ def extend_bpe(
         min_frequency=min_frequency,
         protected=protected,
         prefix=prefix,
+        unmergeable=_byte_fallback_ids(model),
         progress=progress,
     )
     document = _extended_document(base, learned, first_id)
@@ -66,6 +67,14 @@ def extend_bpe(
     notes = _notes(learned, add, min_frequency, bool(keep_lines))
     files = _files(base, document, extended, learned, notes)
     return Extension(extended, files, new_tokens, first_id, notes)
+
+
+def _byte_fallback_ids(model: BPE) -> set[int]:
+    """The ids of ``<0xNN>`` tokens, when the model falls back to them (never merged: their
+    string is not their text)."""
+    if not model.byte_fallback:
+        return set()
+    return {i for t, i in model.get_vocab().items() if len(t) == 6 and t.startswith("<0x") and t.endswith(">")}
 
 
 def _extended_document(base: Base, learned: Continuation, first_id: int) -> dict[str, Any]:

@@ -34,8 +34,6 @@ class Continuation:
     merges: list[tuple[str, str]]
     tokens: list[str]
     counts: list[int]
-    #: why merging stopped: "size", "min_frequency" (no pair left at the threshold)
-    stop_reason: str = "size"
     skipped_protected: int = 0
     skipped_existing: int = 0
     protected_examples: list[str] = field(default_factory=list)
@@ -82,13 +80,15 @@ def continue_training(
     min_frequency: int = 2,
     protected: Collection[str] = (),
     prefix: str | None = None,
+    unmergeable: Collection[int] = (),
     progress: Callable[[int, int], None] | None = None,
 ) -> Continuation:
     """Learn up to ``add`` merges over ``words`` (see :func:`segmented_words`); new tokens get ids
     ``first_id``, ``first_id + 1``, ... in the order they are learned.
 
     ``token_of`` gives a base id's token string, ``existing`` every string the base already has
-    (vocabulary and added tokens). Ties go to the smallest ``(left id, right id)``, as in
+    (vocabulary and added tokens); a pair holding an ``unmergeable`` id (a byte-fallback token
+    ``<0xE4>``, whose text is not its spelling) is passed over. Ties go to the smallest ``(left id, right id)``, as in
     ``tokenizers``' trainer."""
     result = Continuation([], [], [])
     if add <= 0:
@@ -108,10 +108,11 @@ def continue_training(
     while len(result.tokens) < add:
         top = engine.pop()
         if top is None or top[1] < threshold:
-            result.stop_reason = "min_frequency"
             break
         pair, count = top
         left, right = string_of(pair[0]), string_of(pair[1])
+        if unmergeable and (ord(pair[0]) in unmergeable or ord(pair[1]) in unmergeable):
+            continue
         if pair in protected:
             result.skipped_protected += 1
             if len(result.protected_examples) < 5:

@@ -92,10 +92,14 @@ def extend(
     elif found.kind == "wordpiece":
         from toktools.extend.wordpiece import extend_wordpiece
 
-        if keep_paths:
-            raise ToktoolsError("--keep-segmentation-of is for BPE bases (WordPiece pieces never change old cuts' ids)")
         extension = extend_wordpiece(
-            found, lines.training, add, use_unused=use_unused, min_frequency=min_frequency, progress=progress
+            found,
+            lines.training,
+            add,
+            use_unused=use_unused,
+            min_frequency=min_frequency,
+            keep_lines=keep_lines,
+            progress=progress,
         )
     else:
         from toktools.extend.sentencepiece import extend_sentencepiece

@@ -16,6 +16,9 @@ prefix) on the corpus words the base made ``[UNK]``, in the order it learned the
 ``use_unused``: BERT keeps ``[unused0]`` ... ``[unused993]`` for this; new pieces replace those
 entries first (same ids, so the model's embedding matrix keeps its shape), then the rest are
 appended after the largest id.
+
+``--keep-segmentation-of``: a piece whose text occurs in a word of the kept file is left out
+(only words the base made ``[UNK]`` could change, and those are the ones that hold it).
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ def extend_wordpiece(
     *,
     use_unused: bool = False,
     min_frequency: int = 2,
+    keep_lines: Sequence[str] = (),
     progress: Callable[[int, int], None] | None = None,
 ) -> Extension:
     """``base`` with up to ``add`` pieces from ``training_lines`` (see the module docstring)."""
@@ -56,6 +60,11 @@ def extend_wordpiece(
     counts = count_words(tokenizer, training_lines)
     unknown = Counter({w: n for w, n in counts.items() if any(i == model.unk_id for i, *_ in model.tokenize(w))})
     pieces = _new_pieces(unknown, vocab, prefix, add, min_frequency)
+    left_out = 0
+    if keep_lines:  # a piece whose text occurs in a kept word could change that word's ids
+        kept_text = "\n".join(count_words(tokenizer, keep_lines))
+        kept = [p for p in pieces if (p[len(prefix) :] if p.startswith(prefix) else p) not in kept_text]
+        left_out, pieces = len(pieces) - len(kept), kept
     added_ids = {t.id for t in tokenizer.added.tokens}
     slots = sorted((i, t) for t, i in vocab.items() if UNUSED.fullmatch(t) and i not in added_ids) if use_unused else []
     next_id = tokenizer._max_id() + 1
@@ -84,11 +93,13 @@ def extend_wordpiece(
     config = base.config_files() or transformers_config_files(extended)
     files.update(config)
     notes = []
-    if len(pieces) < add:
+    if len(pieces) + left_out < add:
         notes.append(
             f"added {len(pieces):,} of {add:,} pieces: the corpus has no more characters or pieces the base "
             f"lacks that occur {max(min_frequency, 1)} times or more"
         )
+    if keep_lines:
+        notes.append(f"--keep-segmentation-of: left out {left_out:,} pieces that occur in its words")
     if use_unused:
         used = sum(1 for t in new_tokens if t.replaces is not None)
         notes.append(f"--use-unused: {used:,} pieces took unused slots, {len(new_tokens) - used:,} were appended")
