@@ -296,6 +296,19 @@ def test_tiktoken_ranks_base(tmp_path: Path) -> None:
     encoding = tiktoken.Encoding("x", pat_str=GPT2_PATTERN, mergeable_ranks=new_ranks, special_tokens=specials)
     lines = _lines(read_corpus_sample("zh_wiki_sample.txt", 8_000)) + english[-20:]
     assert [encoding.encode_ordinary(line) for line in lines] == _ids(_hf(tmp_path / "out"), lines)
+    # a ranks file with another split (cl100k's): --pattern
+    cl100k = (
+        r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
+        r"""|\s*[\r\n]+|\s+(?!\S)|\s+"""
+    )
+    toktools.extend(tmp_path / "base" / "tokenizer.tiktoken", zh, tmp_path / "cl", add=100, pattern=cl100k)
+    encoding = tiktoken.Encoding(
+        "cl",
+        pat_str=cl100k,
+        mergeable_ranks=read_ranks(tmp_path / "cl" / "tokenizer.tiktoken"),
+        special_tokens=specials,
+    )
+    assert [encoding.encode_ordinary(line) for line in lines] == _ids(_hf(tmp_path / "cl"), lines)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -88,7 +88,8 @@ def extend(
         if found.kind == "tiktoken":
             from toktools.extend.tiktoken_ranks import ranks_only
 
-            extension.files = ranks_only(found, extension.files)
+            extension.files = ranks_only(found, extension.tokenizer, extension.files)
+            extension.notes = [n for n in extension.notes if not n.startswith("tiktoken ranks not written")]
     elif found.kind == "wordpiece":
         from toktools.extend.wordpiece import extend_wordpiece
 

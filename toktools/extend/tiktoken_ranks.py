@@ -16,7 +16,7 @@ from typing import Any
 
 from toktools.errors import ToktoolsError
 from toktools.formats import from_tokenizer_json
-from toktools.models.bpe.byte_symbols import bytes_to_symbols
+from toktools.models.bpe.byte_symbols import bytes_to_symbols, symbols_to_bytes
 from toktools.models.bpe.files import read_text_file
 from toktools.tokenizer import Tokenizer
 
@@ -121,11 +121,16 @@ def load_ranks(path: Path, pattern: str | None = None) -> Tokenizer:
     return from_tokenizer_json(document)
 
 
-def ranks_only(base: Any, files: dict[str, str | bytes]) -> dict[str, str | bytes]:
-    """The files of an extended ranks base: the ranks under the base's file name, the special
-    tokens, and ``tokenizer.json`` + config for the libraries that read those."""
-    out = dict(files)
-    name = next(iter(base.files))
-    if name != "tokenizer.tiktoken" and "tokenizer.tiktoken" in out:
-        out[name] = out.pop("tokenizer.tiktoken")
+def ranks_only(base: Any, tokenizer: Tokenizer, files: dict[str, str | bytes]) -> dict[str, str | bytes]:
+    """The files of an extended ranks base: the ranks under the base's file name (written from the
+    extended vocabulary whatever the split pattern: a ranks base is read with tiktoken's merge
+    rule, which continued training keeps), the special tokens, and ``tokenizer.json`` + config
+    for the libraries that read those."""
+    out = {name: text for name, text in files.items() if name != "tokenizer.tiktoken"}
+    specials = {t.content: t.id for t in tokenizer.added.tokens}
+    regular = sorted((i, t) for t, i in tokenizer.vocab.items() if t not in specials)
+    out[next(iter(base.files))] = "".join(
+        f"{base64.b64encode(symbols_to_bytes(t)).decode('ascii')} {i}\n" for i, t in regular
+    )
+    out["special_tokens.json"] = json.dumps(specials, ensure_ascii=False, indent=2) + "\n"
     return out
