@@ -102,7 +102,7 @@ def main() -> None:
 
 def _register() -> None:
     """Each command lives in its own module under ``toktools/commands``."""
-    from toktools.commands import compare, convert, count, encode, inspect, parity, pretrain, train
+    from toktools.commands import compare, convert, count, encode, extend, inspect, parity, pretrain, train
 
     for command in (
         train.train,
@@ -112,6 +112,7 @@ def _register() -> None:
         convert.convert,
         inspect.inspect,
         compare.compare,
+        extend.extend,
         parity.parity,
         pretrain.pretrain_data,
     ):
