@@ -2,9 +2,19 @@
 the places where a ``tokenizer.json`` cannot follow it (``spec/unigram.md`` §6):
 
 * normalisation by the *longest* charsmap match (``spm_normalize``), user-defined symbols verbatim;
-* Viterbi sums in float32; ``min_score`` over NORMAL pieces only;
+* Viterbi sums in float32, over the whole normalised line; ``min_score`` over NORMAL pieces
+  only;
 * only NORMAL and USER_DEFINED pieces are matched from text (never ``<s>``, ``<unk>``, bytes);
   USER_DEFINED pieces get a score that always wins;
+* the rules that changed between sentencepiece versions follow :class:`SentencePieceRules`
+  (by default those of the installed ``sentencepiece``, else the newest known):
+
+  - 0.2.3: each sum rounded to float32 before it is compared; a USER_DEFINED piece of ``n``
+    UTF-8 bytes scores ``0.1 * (n - 1)``; when the score where a piece starts is beyond ±1e5,
+    it is subtracted from every score set from there on (long lines keep their precision);
+    BPE turns a piece that is not NORMAL, USER_DEFINED or UNUSED into ``<unk>``;
+  - 0.2.1: sums in ``double`` compared with the stored float32 score; a USER_DEFINED piece
+    scores ``n * max_score - 0.1``; no rescaling;
 * runs of unknown characters give one ``<unk>``, or their UTF-8 bytes with byte fallback;
 * BPE (``bpe_model.cc``): from characters (user-defined symbols whole and frozen), merge the
   adjacent pair whose concatenation is a piece with the highest score (ties: leftmost), then
@@ -14,6 +24,8 @@ the places where a ``tokenizer.json`` cannot follow it (``spec/unigram.md`` §6)
 from __future__ import annotations
 
 import heapq
+import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +44,60 @@ from toktools.sentencepiece.model_file import (
 
 FLT_MIN = 1.1754943508222875e-38
 USER_DEFINED_EPSILON = 0.1
+#: sentencepiece 0.2.3's ``kScoreResetThreshold``
+SCORE_RESET = 100000.0
+
+
+@dataclass(frozen=True)
+class SentencePieceRules:
+    """What differs between sentencepiece versions' encoders (see the module docstring)."""
+
+    #: the first sentencepiece version these rules are the ones of
+    version: str
+    #: 1: each sum rounded to float32, then compared; 2: the double sum compared, then stored
+    float32: int
+    #: rescale the scores beyond ±reset (0: never)
+    reset: float
+    #: USER_DEFINED pieces score ``0.1 * (bytes - 1)`` (else ``bytes * max_score - 0.1``)
+    user_defined_by_length: bool
+    #: BPE outputs a CONTROL, UNKNOWN or BYTE piece formed from text as ``<unk>``
+    bpe_reserved_as_unknown: bool
+
+    def user_defined_score(self, nbytes: int, max_score: float) -> float:
+        if self.user_defined_by_length:
+            return f32(0.1 * (nbytes - 1))
+        return f32(nbytes * max_score) - USER_DEFINED_EPSILON
+
+
+RULES = {
+    "0.2.3": SentencePieceRules("0.2.3", 1, SCORE_RESET, True, True),
+    "0.2.1": SentencePieceRules("0.2.1", 2, 0.0, False, False),
+}
+
+
+def version_rules(version: str | None = None) -> SentencePieceRules:
+    """The rules of sentencepiece ``version`` (``"0.2.1"``, ``"0.2.3"``, ...; None: the installed
+    ``sentencepiece``'s, or the newest known when it is not installed). Versions before 0.2.3
+    follow 0.2.1's rules."""
+    if version is None:
+        version = installed_version()
+    if version is None:
+        return RULES["0.2.3"]
+    try:
+        parts = tuple(int(x) for x in version.split(".")[:3])
+    except ValueError:
+        raise ToktoolsError(f"not a sentencepiece version: {version!r} (e.g. 0.2.3)") from None
+    return RULES["0.2.3"] if parts >= (0, 2, 3) else RULES["0.2.1"]
+
+
+def installed_version() -> str | None:
+    """The installed ``sentencepiece``'s version, read from its metadata (no import), or None."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sentencepiece")
+    except PackageNotFoundError:
+        return None
 
 
 class _SentencePieceEncoder:
@@ -41,7 +107,8 @@ class _SentencePieceEncoder:
     #: the ``model_type`` this encoder reproduces
     model_type = ""
 
-    def __init__(self, model: SentencePieceModel) -> None:
+    def __init__(self, model: SentencePieceModel, rules: SentencePieceRules | None = None) -> None:
+        self.rules = rules or version_rules()
         if model.model_type != self.model_type:
             raise ToktoolsError(f"sentencepiece_encode: a {model.model_type} model is not a {self.model_type} model")
         self.model = model
@@ -63,8 +130,8 @@ class _SentencePieceEncoder:
         self._text: Any = None
 
     @classmethod
-    def load(cls, path: str | Path):  # -> the subclass
-        return cls(read_model(path))
+    def load(cls, path: str | Path, rules: SentencePieceRules | None = None):  # -> the subclass
+        return cls(read_model(path), rules)
 
     def normalize(self, text: str) -> str:
         """sentencepiece's normalised text (``▁`` for spaces, the dummy prefix, longest charsmap
@@ -99,17 +166,18 @@ class SentencePieceUnigram(_SentencePieceEncoder):
 
     model_type = "unigram"
 
-    def __init__(self, model: SentencePieceModel) -> None:
-        super().__init__(model)
-        normal = [p.score for p in model.pieces if p.type == NORMAL]
-        self.min_score = f32(min(normal)) if normal else 0.0
+    def __init__(self, model: SentencePieceModel, rules: SentencePieceRules | None = None) -> None:
+        super().__init__(model, rules)
+        normal = [f32(p.score) for p in model.pieces if p.type == NORMAL]
+        self.min_score = min(normal) if normal else 3.4028234663852886e38  # FLT_MAX
         max_score = max([FLT_MIN] + normal)
         entries = []
         for i, p in enumerate(model.pieces):
             if p.type == NORMAL:
-                entries.append((p.piece, i, p.score))
+                entries.append((p.piece, i, f32(p.score)))
             elif p.type == USER_DEFINED:
-                entries.append((p.piece, i, f32(len(p.piece.encode("utf-8")) * max_score - USER_DEFINED_EPSILON)))
+                nbytes = len(p.piece.encode("utf-8"))
+                entries.append((p.piece, i, self.rules.user_defined_score(nbytes, max_score)))
         self.index = PieceIndex(entries)
         self.unk_score = f32(self.min_score - UNK_PENALTY)
 
@@ -123,7 +191,11 @@ class SentencePieceUnigram(_SentencePieceEncoder):
         the ``<unk>`` piece is never matched from text here."""
         out = []
         unk_id = self.unk_id
-        for text, path in zip(texts, best_paths(texts, self.index, unk_id, self.unk_score, float32=True, fuse=True)):
+        rules = self.rules
+        found = best_paths(
+            texts, self.index, unk_id, self.unk_score, float32=rules.float32, fuse=True, reset=rules.reset
+        )
+        for text, path in zip(texts, found):
             ids = [piece_id for _, _, piece_id in path]
             if self.model.byte_fallback and unk_id in ids:
                 ids = []
@@ -149,11 +221,12 @@ class SentencePieceBPE(_SentencePieceEncoder):
 
     model_type = "bpe"
 
-    def __init__(self, model: SentencePieceModel) -> None:
-        super().__init__(model)
+    def __init__(self, model: SentencePieceModel, rules: SentencePieceRules | None = None) -> None:
+        super().__init__(model, rules)
         # pieces that text can form (NORMAL, USER_DEFINED, UNUSED); reserved ones by name only
         self.pieces = {p.piece: i for i, p in enumerate(model.pieces) if p.type in (NORMAL, USER_DEFINED, UNUSED)}
         self.reserved = {p.piece: i for i, p in enumerate(model.pieces) if p.type not in (NORMAL, USER_DEFINED, UNUSED)}
+        self.reserved_ids = frozenset(self.reserved.values())
 
     def _symbols(self, text: str) -> list[tuple[str, bool]]:
         """Characters, with user-defined symbols (longest first) kept whole and frozen."""
@@ -177,7 +250,7 @@ class SentencePieceBPE(_SentencePieceEncoder):
         prev = list(range(-1, len(symbols) - 1))
         nxt = list(range(1, len(symbols))) + [-1]
         model = self.model.pieces
-        agenda: list[tuple[float, int, int, int]] = []
+        agenda: list[tuple[float, bool, int, int, int]] = []
         rev_merge: dict[str, tuple[str, str]] = {}
 
         def maybe_add(left: int, right: int) -> None:
@@ -187,14 +260,17 @@ class SentencePieceBPE(_SentencePieceEncoder):
             pid = self.pieces.get(merged)
             if pid is None:
                 return
-            heapq.heappush(agenda, (-model[pid].score, left, right, len(merged)))
+            score = f32(model[pid].score)
+            # 0.2.3 orders scores by their bits: +0.0 before -0.0, else as floats
+            negative_zero = score == 0.0 and math.copysign(1.0, score) < 0
+            heapq.heappush(agenda, (-score, negative_zero, left, right, len(merged)))
             if model[pid].type == UNUSED:
                 rev_merge[merged] = (piece[left], piece[right])
 
         for i in range(1, len(symbols)):
             maybe_add(i - 1, i)
         while agenda:
-            _, left, right, size = heapq.heappop(agenda)
+            _, _, left, right, size = heapq.heappop(agenda)
             if not piece[left] or not piece[right] or len(piece[left]) + len(piece[right]) != size:
                 continue
             piece[left] += piece[right]
@@ -225,6 +301,8 @@ class SentencePieceBPE(_SentencePieceEncoder):
         prev_unk = False
         for p in self.pieces_of(normalized):
             pid = self.reserved.get(p, self.pieces.get(p, self.unk_id))
+            if pid in self.reserved_ids and self.rules.bpe_reserved_as_unknown:
+                pid = self.unk_id
             unk = pid == self.unk_id
             if self.model.pieces[pid].type == CONTROL:
                 pass  # sentencepiece drops control pieces from the output
@@ -243,7 +321,13 @@ def _special(model: SentencePieceModel, which: str) -> int:
     return token_id
 
 
-def load_encoder(path: str | Path) -> SentencePieceUnigram | SentencePieceBPE:
+def load_encoder(path: str | Path, rules: SentencePieceRules | None = None) -> SentencePieceUnigram | SentencePieceBPE:
     """The pure-Python sentencepiece encoder for a ``.model`` of either type."""
-    model = read_model(path)
-    return SentencePieceBPE(model) if model.model_type == "bpe" else SentencePieceUnigram(model)
+    return encoder_for(read_model(path), rules)
+
+
+def encoder_for(
+    model: SentencePieceModel, rules: SentencePieceRules | None = None
+) -> SentencePieceUnigram | SentencePieceBPE:
+    """The sentencepiece encoder of a model already read."""
+    return SentencePieceBPE(model, rules) if model.model_type == "bpe" else SentencePieceUnigram(model, rules)
