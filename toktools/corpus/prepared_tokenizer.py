@@ -48,10 +48,15 @@ def token_ids(doc: Mapping[str, Any]) -> dict[str, int]:
 def document_shape(doc: Mapping[str, Any]) -> dict[str, Any]:
     """The document without the model's vocabulary and merges: its parts and their options,
     the added tokens (what engines check to choose, and what start-up reads)."""
+    from toktools.sentencepiece.tokenizer import DOCUMENT_KEY, follows_sentencepiece
+
     model = doc.get("model")
     if not isinstance(model, dict):
         return dict(doc)
-    return {**doc, "model": {k: v for k, v in model.items() if k not in ("vocab", "merges")}}
+    shape = {**doc, "model": {k: v for k, v in model.items() if k not in ("vocab", "merges")}}
+    if follows_sentencepiece(doc):  # the rule without the model file
+        shape[DOCUMENT_KEY] = {k: v for k, v in doc[DOCUMENT_KEY].items() if k != "model"}
+    return shape
 
 
 @dataclass
@@ -149,7 +154,7 @@ def load_document(
 
     finish: Any = (lambda d: d) if whole else corpus_document
     if not isinstance(tokenizer, (str, Path)):
-        doc = finish(tokenizer.to_tokenizer_json())
+        doc = finish(_document_of(tokenizer))
         return doc, document_fingerprint(doc)
     # toktools.formats (and the reference's tables behind it) costs a large share of a short
     # run's start-up: a tokenizer.json, the usual case, is read without it
@@ -172,8 +177,16 @@ def load_document(
             pass  # load() gives the readable error
     from toktools.formats import load
 
-    doc = finish(load(tokenizer).to_tokenizer_json())
+    doc = finish(_document_of(load(tokenizer)))
     return doc, document_fingerprint(doc)
+
+
+def _document_of(tokenizer: Any) -> dict[str, Any]:
+    """A tokenizer's document for corpus encoding: its ``tokenizer.json``, with the
+    sentencepiece rule of a ``.model`` (:mod:`toktools.sentencepiece.tokenizer`) when it has one."""
+    corpus_json = getattr(tokenizer, "corpus_tokenizer_json", None)
+    document: dict[str, Any] = corpus_json() if corpus_json is not None else tokenizer.to_tokenizer_json()
+    return document
 
 
 def load_corpus_tokenizer(tokenizer: Any) -> CorpusTokenizer:

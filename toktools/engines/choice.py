@@ -54,7 +54,13 @@ def likely_engine(
     ``--verify`` checker early, which the reference does not need."""
     if name != "auto":
         return name
-    if reference_is_fastest(document, workers) or unigram_reference_likely(document, input_bytes):
+    from toktools.sentencepiece.tokenizer import follows_sentencepiece
+
+    if (
+        follows_sentencepiece(document)
+        or reference_is_fastest(document, workers)
+        or unigram_reference_likely(document, input_bytes)
+    ):
         return "reference"
     return name
 
@@ -165,6 +171,15 @@ def make_engine(
     engine is made without it."""
     if name not in ENGINES:
         raise ToktoolsError(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
+    from toktools.sentencepiece.tokenizer import follows_sentencepiece
+
+    if follows_sentencepiece(shape if shape is not None else loaded_document(document)):
+        if name not in ("auto", "reference"):  # the libraries run the tokenizer.json, as tokenizers does
+            raise ToktoolsError(
+                f"engine {name} encodes a .model as tokenizers does; for sentencepiece's ids use "
+                "--engine reference (or load it with --model-rule tokenizers)"
+            )
+        return ReferenceEngine(document, workers, input_bytes, fingerprint)
     if name == "reference":
         return ReferenceEngine(document, workers, input_bytes, fingerprint)
     if name == "tokenizers":

@@ -156,6 +156,37 @@ class _SentencePieceEncoder:
         """The ids of one non-empty normalised text."""
         raise NotImplementedError
 
+    def _piece_spans(self, normalized: str) -> list[tuple[int, int, int]]:
+        """``(id, start, end)`` of the pieces of one non-empty normalised text (characters; a
+        run of unknown characters is one span, the ids of its bytes with byte fallback)."""
+        raise NotImplementedError
+
+    def encode_with_offsets(self, text: str) -> tuple[list[int], list[str], list[tuple[int, int]]]:
+        """Ids, pieces and each piece's ``(start, end)`` in ``text`` (characters), as
+        sentencepiece's ``SentencePieceText`` gives them: a piece spans the original characters
+        its normalised characters came from; byte pieces of one character share its span."""
+        from toktools.parts.precompiled import spm_normalize
+
+        normalized, align = spm_normalize(text, self.charsmap, user_defined=self.user_defined, **self.flags)
+        ids: list[int] = []
+        tokens: list[str] = []
+        offsets: list[tuple[int, int]] = []
+        if not normalized:
+            return ids, tokens, offsets
+        pieces = self.model.pieces
+        size = len(normalized)
+        for piece_id, start, end in self._piece_spans(normalized):
+            begin = align[start]
+            finish = align[end] if end < size else align[end - 1] + 1
+            ids.append(piece_id)
+            tokens.append(normalized[start:end] if piece_id == self.unk_id else pieces[piece_id].piece)
+            offsets.append((begin, max(begin, finish)))
+        return ids, tokens, offsets
+
+    def encode_batch(self, texts: list[str], *, add_bos: bool = False, add_eos: bool = False) -> list[list[int]]:
+        """:meth:`encode` of each text."""
+        return [self.encode(text, add_bos=add_bos, add_eos=add_eos) for text in texts]
+
     def _bytes(self, text: str) -> list[int]:
         """Byte fallback: the ``<0xNN>`` pieces of ``text``'s UTF-8 bytes."""
         return [self.ids[byte_piece(b)] for b in text.encode("utf-8")]
@@ -183,6 +214,19 @@ class SentencePieceUnigram(_SentencePieceEncoder):
 
     def _piece_ids(self, normalized: str) -> list[int]:
         return self._batch_piece_ids([normalized])[0]
+
+    def _piece_spans(self, normalized: str) -> list[tuple[int, int, int]]:
+        rules = self.rules
+        (path,) = best_paths(
+            [normalized], self.index, self.unk_id, self.unk_score, float32=rules.float32, fuse=True, reset=rules.reset
+        )
+        out: list[tuple[int, int, int]] = []
+        for start, end, piece_id in path:
+            if piece_id == self.unk_id and self.model.byte_fallback:
+                out.extend((byte_id, start, end) for byte_id in self._bytes(normalized[start:end]))
+            else:
+                out.append((piece_id, start, end))
+        return out
 
     def _batch_piece_ids(self, texts: list[str]) -> list[list[int]]:
         """Ids of non-empty normalised texts, one compiled Viterbi call for all when numba is
@@ -297,9 +341,14 @@ class SentencePieceBPE(_SentencePieceEncoder):
         return out
 
     def _piece_ids(self, normalized: str) -> list[int]:
-        out: list[int] = []
+        return [piece_id for piece_id, _, _ in self._piece_spans(normalized)]
+
+    def _piece_spans(self, normalized: str) -> list[tuple[int, int, int]]:
+        out: list[tuple[int, int, int]] = []
         prev_unk = False
+        start = 0
         for p in self.pieces_of(normalized):
+            end = start + len(p)
             pid = self.reserved.get(p, self.pieces.get(p, self.unk_id))
             if pid in self.reserved_ids and self.rules.bpe_reserved_as_unknown:
                 pid = self.unk_id
@@ -307,10 +356,13 @@ class SentencePieceBPE(_SentencePieceEncoder):
             if self.model.pieces[pid].type == CONTROL:
                 pass  # sentencepiece drops control pieces from the output
             elif unk and self.model.byte_fallback:
-                out.extend(self._bytes(p))
-            elif not (unk and prev_unk):
-                out.append(pid)
+                out.extend((byte_id, start, end) for byte_id in self._bytes(p))
+            elif unk and prev_unk:
+                out[-1] = (pid, out[-1][1], end)
+            else:
+                out.append((pid, start, end))
             prev_unk = unk
+            start = end
         return out
 
 
