@@ -190,3 +190,31 @@ def cluster_options(command: Any) -> Any:
     for option in reversed(options):
         wrapper = option(wrapper)
     return wrapper
+
+
+def model_rule_option(command: Any) -> Any:
+    """``--model-rule``: how a sentencepiece ``.model`` encodes (see
+    :mod:`toktools.sentencepiece.tokenizer`)."""
+    import click
+
+    return click.option(
+        "--model-rule",
+        "model_rule",
+        type=click.Choice(["sentencepiece", "tokenizers"]),
+        default=None,
+        help="How a sentencepiece .model encodes: sentencepiece (default: SentencePieceProcessor.encode's "
+        "ids on every line) or tokenizers (its converted tokenizer.json, as the tokenizers library runs it).",
+    )(command)
+
+
+def tokenizer_with_rule(path: str, model_rule: str | None) -> Any:
+    """``path`` as given, or, with ``--model-rule``, the tokenizer loaded with that rule (which
+    only a sentencepiece ``.model`` has a choice of)."""
+    if model_rule is None:
+        return path
+    from toktools.formats import load
+
+    tokenizer = load(path, model_rule=model_rule)
+    if model_rule == "sentencepiece" and not hasattr(tokenizer, "spm_model"):
+        raise ToktoolsError(f"--model-rule sentencepiece: {path} is not a sentencepiece .model")
+    return tokenizer

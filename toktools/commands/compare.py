@@ -7,7 +7,13 @@ from typing import Any
 
 import click
 
-from toktools.commands._shared import cluster_options, echo_plain_or_rich, progress_bars, stdout_console
+from toktools.commands._shared import (
+    cluster_options,
+    echo_plain_or_rich,
+    model_rule_option,
+    progress_bars,
+    stdout_console,
+)
 from toktools.errors import ToktoolsError
 
 _STYLES = [
@@ -98,6 +104,7 @@ def _looks_like_tokenizer(argument: str) -> bool:
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr (only on a terminal).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output: every statistic and histogram.")
 @cluster_options
+@model_rule_option
 def compare(
     arguments: tuple[str, ...],
     corpus_paths: tuple[str, ...],
@@ -113,6 +120,7 @@ def compare(
     progress: bool,
     as_json: bool,
     cluster: Any,
+    model_rule: str | None,
 ) -> None:
     """How several tokenizers cut the same text or corpus, side by side.
 
@@ -169,7 +177,7 @@ def compare(
             from toktools.analysis.plots import require_matplotlib
 
             require_matplotlib()
-        loaded = [(label, load(name)) for label, name in zip(_labels(names), names)]
+        loaded = [(label, load(name, model_rule=model_rule)) for label, name in zip(_labels(names), names)]
         from toktools.analysis.corpus_compare import compare_corpus
 
         with progress_bars(progress) as callback:
@@ -210,7 +218,7 @@ def compare(
         _check_argument_text(text)
     from toktools.analysis.comparison import compare
 
-    loaded = [(label, load(name)) for label, name in zip(_labels(names), names)]
+    loaded = [(label, load(name, model_rule=model_rule)) for label, name in zip(_labels(names), names)]
     comparison = compare(loaded, text)
     if as_json:
         click.echo(json.dumps(comparison.to_dict(), ensure_ascii=False, indent=2))

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from toktools.commands._shared import cap_workers, cluster_options, input_lines
+from toktools.commands._shared import cap_workers, cluster_options, input_lines, model_rule_option, tokenizer_with_rule
 from toktools.errors import ToktoolsError
 
 
@@ -32,6 +32,7 @@ CORPUS_FORMATS = ("megatron", "npy", "bin")
     help="Tokenizer directory or file (tokenizer.json, vocab.json + merges.txt, vocab.txt, a sentencepiece .model), or a shipped vocabulary name.",
 )
 @click.argument("files", nargs=-1)
+@model_rule_option
 @click.option(
     "--format",
     "output_format",
@@ -148,6 +149,7 @@ CORPUS_FORMATS = ("megatron", "npy", "bin")
 def encode(
     tokenizer_path: str,
     files: tuple[str, ...],
+    model_rule: str | None,
     output_format: str,
     out_path: Path | None,
     engine: str,
@@ -197,6 +199,7 @@ def encode(
     """
     if out_path is not None and out_path.is_dir():
         raise click.UsageError(f"-o {out_path} is a directory; give a file name (a prefix for megatron)")
+    tokenizer: Any = tokenizer_with_rule(tokenizer_path, model_rule)
     if output_format in CORPUS_FORMATS:
         if out_path is None:
             raise click.UsageError(f"--format {output_format} writes binary data: give an output file with -o")
@@ -205,7 +208,7 @@ def encode(
                 f"--pair and --max-length are for ids/tokens/jsonl; --format {output_format} writes whole documents"
             )
         _encode_corpus(
-            tokenizer_path,
+            tokenizer,
             files,
             output_format,
             out_path,
@@ -245,7 +248,7 @@ def encode(
 
     encode_corpus(
         list(files) or ["-"],
-        tokenizer_path,
+        tokenizer,
         out_path,
         format=output_format,
         engine=engine,
@@ -260,7 +263,7 @@ def encode(
 
 
 def _encode_corpus(
-    tokenizer_path: str,
+    tokenizer_path: Any,
     files: tuple[str, ...],
     output_format: str,
     out_path: Path,
