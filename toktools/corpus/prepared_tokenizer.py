@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toktools.io.serde_floats import loads as serde_loads
+
 #: The modules whose code decides an entry (its layout here, the analysis and tiktoken's ranks
 #: there): their sources are part of its key, with the versions of the libraries that decide
 #: the analysis (:func:`toktools.io.user_cache.entry_path`).
@@ -82,7 +84,7 @@ class CorpusTokenizer:
             from toktools.engines.base import corpus_document
 
             assert self._raw is not None
-            self._document = corpus_document(json.loads(self._raw.decode("utf-8")))
+            self._document = corpus_document(serde_loads(self._raw.decode("utf-8")))
         return self._document
 
     def token_id(self, token: str) -> int | None:
@@ -170,7 +172,7 @@ def load_document(
             document = validate_tokenizer_json(parse_json(text, str(candidate)), str(candidate))
             return finish(document), hashlib.sha256(text.encode("utf-8")).hexdigest()
         try:
-            document = json.loads(text)
+            document = serde_loads(text)
             if isinstance(document, dict) and isinstance(document.get("model"), dict):
                 return finish(document), hashlib.sha256(text.encode("utf-8")).hexdigest()
         except json.JSONDecodeError:

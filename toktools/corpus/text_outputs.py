@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from toktools.errors import ToktoolsError
+from toktools.io.serde_floats import dumps_for_serde
 
 TEXT_FORMATS = ("ids", "tokens", "jsonl")
 BATCH_LINES = 20000
@@ -143,7 +144,7 @@ class _Tokenizers:
         import tokenizers
 
         try:
-            self.tokenizer = tokenizers.Tokenizer.from_str(json.dumps(doc))
+            self.tokenizer = tokenizers.Tokenizer.from_str(dumps_for_serde(doc))
         except Exception as err:  # tokenizers raises plain Exception subclasses
             raise ToktoolsError(f"engine tokenizers cannot load this tokenizer: {str(err).splitlines()[0]}") from None
         if max_length is not None:
