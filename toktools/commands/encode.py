@@ -53,11 +53,11 @@ CORPUS_FORMATS = ("megatron", "npy", "bin")
 )
 @click.option(
     "--engine",
-    type=click.Choice(["auto", "reference", "tokenizers", "tiktoken"]),
+    type=click.Choice(["auto", "reference", "tokenizers", "tiktoken", "sentencepiece"]),
     default="auto",
     show_default=True,
     help="Who encodes. auto = the fastest engine proven to give the reference's ids for this tokenizer "
-    "(tiktoken gives ids only: tokens come from the vocabulary, jsonl offsets need tokenizers or reference).",
+    "(tiktoken gives ids only: tokens come from the vocabulary, jsonl offsets need tokenizers or reference; sentencepiece: a .model with the sentencepiece package).",
 )
 @click.option(
     "--document",

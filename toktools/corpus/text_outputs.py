@@ -176,6 +176,12 @@ class _Tiktoken:
         return [_Row(ids, list(map(lookup, ids))) for ids in rows]
 
 
+class _SentencePiece(_Tiktoken):
+    """``SentencePieceProcessor`` itself: ids only, as tiktoken."""
+
+    name = "sentencepiece"
+
+
 def _engine(
     name: str,
     doc: dict[str, Any],
@@ -194,6 +200,17 @@ def _engine(
 
     if name not in ENGINES:
         raise ToktoolsError(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
+    from toktools.sentencepiece.tokenizer import follows_sentencepiece
+
+    if follows_sentencepiece(doc):  # a .model under the sentencepiece rule
+        if name == "sentencepiece":
+            if pair or fmt != "ids" or (add_special_tokens and doc.get("post_processor")):
+                raise ToktoolsError("engine sentencepiece writes --format ids only (no --pair, template or tokens)")
+            engine = make_engine("sentencepiece", corpus_document(doc), workers=workers)
+            return _SentencePiece(engine, doc, max_length)
+        if name != "auto" and name != "reference":
+            make_engine(name, corpus_document(doc))  # its one-line refusal
+        return _Reference(doc, max_length, workers)
     if name == "reference":
         return _Reference(doc, max_length, workers)
     if name == "tokenizers":

@@ -21,7 +21,7 @@ from toktools.engines.tiktoken_engine import TiktokenEngine, tiktoken_available
 from toktools.engines.tokenizers_engine import TokenizersEngine
 from toktools.errors import ToktoolsError
 
-ENGINES = ("auto", "reference", "tokenizers", "tiktoken")
+ENGINES = ("auto", "reference", "tokenizers", "tiktoken", "sentencepiece")
 
 
 def reference_is_fastest(document: Mapping[str, Any], workers: int | None = None) -> bool:
@@ -54,13 +54,12 @@ def likely_engine(
     ``--verify`` checker early, which the reference does not need."""
     if name != "auto":
         return name
+    from toktools.engines.sentencepiece_engine import sentencepiece_available
     from toktools.sentencepiece.tokenizer import follows_sentencepiece
 
-    if (
-        follows_sentencepiece(document)
-        or reference_is_fastest(document, workers)
-        or unigram_reference_likely(document, input_bytes)
-    ):
+    if follows_sentencepiece(document):
+        return "sentencepiece" if sentencepiece_available() else "reference"
+    if reference_is_fastest(document, workers) or unigram_reference_likely(document, input_bytes):
         return "reference"
     return name
 
@@ -171,15 +170,25 @@ def make_engine(
     engine is made without it."""
     if name not in ENGINES:
         raise ToktoolsError(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
+    from toktools.engines.sentencepiece_engine import SentencePieceEngine, sentencepiece_available
     from toktools.sentencepiece.tokenizer import follows_sentencepiece
 
     if follows_sentencepiece(shape if shape is not None else loaded_document(document)):
-        if name not in ("auto", "reference"):  # the libraries run the tokenizer.json, as tokenizers does
+        if name in ("tokenizers", "tiktoken"):  # they run the tokenizer.json, as tokenizers does
             raise ToktoolsError(
                 f"engine {name} encodes a .model as tokenizers does; for sentencepiece's ids use "
-                "--engine reference (or load it with --model-rule tokenizers)"
+                "--engine sentencepiece or reference (or load it with --model-rule tokenizers)"
             )
+        if name == "sentencepiece":
+            return SentencePieceEngine(loaded_document(document), workers)
+        if name == "auto" and sentencepiece_available():  # sentencepiece's own, on every core
+            try:
+                return SentencePieceEngine(loaded_document(document), workers)
+            except ToktoolsError:
+                pass  # other rules than the installed version's: the reference follows them
         return ReferenceEngine(document, workers, input_bytes, fingerprint)
+    if name == "sentencepiece":
+        raise ToktoolsError("engine sentencepiece encodes sentencepiece .model tokenizers only")
     if name == "reference":
         return ReferenceEngine(document, workers, input_bytes, fingerprint)
     if name == "tokenizers":
