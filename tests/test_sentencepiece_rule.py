@@ -191,3 +191,49 @@ def test_offsets_point_at_the_original_text():
     assert encoding.ids == sp.encode(text)
     assert [text[a:b].strip() for a, b in encoding.offsets if text[a:b].strip()]
     assert "".join(text[a:b] for a, b in encoding.offsets).split() == text.split()
+
+
+def test_the_sentencepiece_engine_gives_sentencepiece_ids():
+    """The engine ``auto`` takes for a ``.model`` when sentencepiece is installed; a tokenizer
+    that is not a ``.model`` is refused in one line."""
+    from toktools.corpus.prepared_tokenizer import load_document
+    from toktools.engines.choice import make_engine
+
+    path = train("unigram_bytes", **MODELS["unigram_bytes"])
+    document, _ = load_document(str(path))
+    engine = make_engine("auto", document)
+    assert engine.name == "sentencepiece"
+    texts = adversarial_strings(200, seed=3)
+    assert engine.encode_batch(texts) == [processor(path).encode(text) for text in texts]
+    with pytest.raises(ToktoolsError, match="sentencepiece .model tokenizers only"):
+        make_engine("sentencepiece", toktools.load(path, model_rule="tokenizers").to_tokenizer_json())
+
+
+@pytest.mark.full
+def test_the_sentencepiece_engine_writes_the_reference_shards(tmp_path):
+    """``--engine sentencepiece`` (SentencePieceProcessor on every core), checked by ``--verify``,
+    writes the reference's bytes; ``auto`` takes it; a tokenizer that is not a ``.model`` is
+    refused in one line."""
+    from click.testing import CliRunner
+
+    from toktools.cli import main
+
+    path = train("unigram", **MODELS["unigram"])
+    texts = tie_texts(2, (100, 5_000)) + [t.replace("\n", " ") for t in adversarial_strings(60)]
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(texts) + "\n", encoding="utf-8")
+    written = {}
+    for engine in ("sentencepiece", "reference", "auto"):
+        out = tmp_path / engine
+        args = ["encode", "-t", str(path), str(corpus), "--format", "megatron", "-o", str(out), "--engine", engine]
+        result = CliRunner().invoke(main, [*args, "--verify", "8", "--json", "--no-progress"], catch_exceptions=False)
+        assert result.exit_code == 0, result.stderr
+        summary = json.loads(result.stdout)
+        written[engine] = summary["engine"], (tmp_path / f"{engine}.bin").read_bytes()
+    assert written["sentencepiece"][1] == written["reference"][1] == written["auto"][1]
+    assert written["auto"][0] == "sentencepiece"
+    json_tokenizer = tmp_path / "json"
+    CliRunner().invoke(main, ["convert", str(path), "--to", "tokenizer.json", "-o", str(json_tokenizer)])
+    args = ["encode", "-t", str(json_tokenizer), str(corpus), "--format", "npy", "-o", str(tmp_path / "x.npy")]
+    result = CliRunner().invoke(main, [*args, "--engine", "sentencepiece"])
+    assert result.exit_code == 1 and "sentencepiece .model tokenizers only" in result.stderr
