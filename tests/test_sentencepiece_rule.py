@@ -237,3 +237,32 @@ def test_the_sentencepiece_engine_writes_the_reference_shards(tmp_path):
     args = ["encode", "-t", str(json_tokenizer), str(corpus), "--format", "npy", "-o", str(tmp_path / "x.npy")]
     result = CliRunner().invoke(main, [*args, "--engine", "sentencepiece"])
     assert result.exit_code == 1 and "sentencepiece .model tokenizers only" in result.stderr
+
+
+@pytest.mark.parametrize("name", ["unigram_user", "bpe_bytes"])
+def test_inspect_lists_pieces_by_type_as_sentencepiece_has_them(name):
+    """Control, unknown, byte and user-defined pieces, as sentencepiece reports them (the last
+    from the training options); ``<unk>`` among the special tokens; no GPT-2 byte symbols."""
+    from toktools.analysis.token_anatomy import token_info
+    from toktools.analysis.vocabulary import vocab_stats
+
+    path = train(name, **MODELS[name])
+    sp = processor(path)
+    every = range(sp.get_piece_size())
+    expected = {
+        "CONTROL": [(sp.id_to_piece(i), i) for i in every if sp.is_control(i)],
+        "UNKNOWN": [(sp.id_to_piece(i), i) for i in every if sp.is_unknown(i)],
+        "BYTE": [(sp.id_to_piece(i), i) for i in every if sp.is_byte(i)],
+        "USER_DEFINED": sorted(
+            ((s, sp.piece_to_id(s)) for s in MODELS[name].get("user_defined_symbols", [])), key=lambda x: x[1]
+        ),
+    }
+    tokenizer = toktools.load(path)
+    stats = vocab_stats(tokenizer)
+    assert stats.piece_types is not None
+    assert {k: stats.piece_types[k] for k in expected} == expected
+    assert not stats.piece_types["UNUSED"]
+    unk = sp.unk_id()
+    assert (sp.id_to_piece(unk), unk) in stats.special_tokens
+    assert "byte symbols" not in token_info(tokenizer, "▁the").render_plain()
+    assert token_info(tokenizer, unk).piece_type == "UNKNOWN"
