@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -211,6 +212,7 @@ class SentencePieceUnigram(_SentencePieceEncoder):
                 entries.append((p.piece, i, self.rules.user_defined_score(nbytes, max_score)))
         self.index = PieceIndex(entries)
         self.unk_score = f32(self.min_score - UNK_PENALTY)
+        self._lattice: PieceIndex | None = None
 
     def _piece_ids(self, normalized: str) -> list[int]:
         return self._batch_piece_ids([normalized])[0]
@@ -250,6 +252,55 @@ class SentencePieceUnigram(_SentencePieceEncoder):
                         ids.append(piece_id)
             out.append(ids)
         return out
+
+    def sample_encode(
+        self, text: str, alpha: float, nbest_size: int = -1, rng: random.Random | None = None
+    ) -> list[int]:
+        """``SentencePieceProcessor.sample_encode_as_ids``: ``nbest_size`` < 0 draws a path over
+        the whole lattice with probability ∝ exp(alpha · score) (forward filtering, backward
+        sampling); 0 or 1 is the Viterbi path; > 1 draws among the ``nbest_size`` best paths
+        ∝ exp(alpha · score). The lattice scores a user-defined piece by its length in
+        characters (sentencepiece's ``PopulateNodes``), not in bytes as the Viterbi does."""
+        from toktools.parts.unigram import Lattice
+
+        normalized = self.normalize(text)
+        if not normalized:
+            return []
+        if nbest_size in (0, 1):
+            return self._piece_ids(normalized)
+        rng = rng or random.Random()
+        lattice = Lattice(normalized, self._lattice_index(), self.unk_id, self.unk_score)
+        if nbest_size > 1:
+            paths = lattice.nbest(nbest_size)
+            scores = [alpha * lattice.score(path) for path in paths]
+            top = max(scores)
+            nodes = rng.choices(paths, [math.exp(score - top) for score in scores])[0]
+        else:
+            nodes = forward_filtering_backward_sampling(lattice, alpha, rng)
+        ids: list[int] = []
+        previous_unknown = False
+        for start, end, piece_id in lattice.path(nodes):
+            unknown = piece_id == self.unk_id
+            if unknown and self.model.byte_fallback:
+                ids.extend(self._bytes(normalized[start:end]))
+            elif not (unknown and previous_unknown):
+                ids.append(piece_id)
+            previous_unknown = unknown
+        return ids
+
+    def _lattice_index(self) -> PieceIndex:
+        """The pieces as the lattice scores them (user-defined ones by characters)."""
+        if self._lattice is None:
+            normal = [f32(p.score) for p in self.model.pieces if p.type == NORMAL]
+            max_score = max([FLT_MIN] + normal)
+            entries = []
+            for i, p in enumerate(self.model.pieces):
+                if p.type == NORMAL:
+                    entries.append((p.piece, i, f32(p.score)))
+                elif p.type == USER_DEFINED:
+                    entries.append((p.piece, i, self.rules.user_defined_score(len(p.piece), max_score)))
+            self._lattice = PieceIndex(entries)
+        return self._lattice
 
     def encode_batch(self, texts: list[str], *, add_bos: bool = False, add_eos: bool = False) -> list[list[int]]:
         """:meth:`encode` of each text, with one Viterbi call for the whole batch."""
@@ -364,6 +415,33 @@ class SentencePieceBPE(_SentencePieceEncoder):
             prev_unk = unk
             start = end
         return out
+
+
+def forward_filtering_backward_sampling(lattice: Any, theta: float, rng: random.Random) -> list[int]:
+    """sentencepiece's ``Lattice::Sample``: one path drawn with probability ∝ exp(theta · score).
+    Forward: ``alpha[r] = logsumexp over the nodes l ending where r starts of theta · score(l) +
+    alpha[l]`` (``tokenizers``' lattice scales ``alpha[l]`` by theta too, which differs unless
+    theta is 1); backward from EOS, each step drawn ∝ exp(alpha[l] + theta · score(l) - Z)."""
+    nodes = lattice.nodes
+    alpha = [0.0] * len(nodes)
+    for pos in range(lattice.n + 1):
+        for right in lattice.begin[pos]:
+            terms = [theta * nodes[left][3] + alpha[left] for left in lattice.end[pos]]
+            top = max(terms)
+            alpha[right] = top + math.log(sum(math.exp(t - top) for t in terms))
+    out: list[int] = []
+    z = alpha[1]
+    node = 1
+    while True:
+        lefts = lattice.end[nodes[node][1]]
+        weights = [math.exp(alpha[left] + theta * nodes[left][3] - z) for left in lefts]
+        node = rng.choices(lefts, weights)[0]
+        if node == 0:
+            break
+        z = alpha[node]
+        out.append(node)
+    out.reverse()
+    return out
 
 
 def _special(model: SentencePieceModel, which: str) -> int:
