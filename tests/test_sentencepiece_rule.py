@@ -168,7 +168,7 @@ def test_corpus_encode_writes_sentencepiece_ids(tmp_path):
     corpus.write_text("\n".join(texts) + "\n", encoding="utf-8")
     out = tmp_path / "ids.npy"
     args = ["encode", "-t", str(path), str(corpus), "--format", "npy", "-o", str(out), "--no-progress"]
-    result = CliRunner().invoke(main, [*args, "--json"], catch_exceptions=False)
+    result = CliRunner().invoke(main, [*args, "--engine", "reference", "--json"], catch_exceptions=False)
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["engine"] == "reference"
     sp = processor(path)

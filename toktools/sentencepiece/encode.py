@@ -26,7 +26,9 @@ from __future__ import annotations
 import heapq
 import math
 import random
+from bisect import bisect_right
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -234,24 +236,44 @@ class SentencePieceUnigram(_SentencePieceEncoder):
         """Ids of non-empty normalised texts, one compiled Viterbi call for all when numba is
         there (:func:`~toktools.parts.unigram.best_paths`). Runs of unknown characters are one
         ``<unk>`` (their UTF-8 bytes with byte fallback): only unk nodes carry ``unk_id``, as
-        the ``<unk>`` piece is never matched from text here."""
-        out = []
+        the ``<unk>`` piece is never matched from text here. The compiled path makes no Python
+        object per token but the ids themselves."""
         unk_id = self.unk_id
         rules = self.rules
+        compiled = self.index.compiled()
+        if compiled is not None:
+            ids, _, _, counts = compiled.paths(
+                texts, unk_id, self.unk_score, float32=rules.float32, fuse=True, reset=rules.reset
+            )
+            flat = ids.tolist()
+            bounds = [0, *accumulate(counts.tolist())]
+            out = [flat[lo:hi] for lo, hi in zip(bounds, bounds[1:])]
+            if self.model.byte_fallback:
+                import numpy as np
+
+                for i in sorted({bisect_right(bounds, k) - 1 for k in np.flatnonzero(ids == unk_id).tolist()}):
+                    out[i] = self._fallback_ids(texts[i])
+            return out
         found = best_paths(
             texts, self.index, unk_id, self.unk_score, float32=rules.float32, fuse=True, reset=rules.reset
         )
-        for text, path in zip(texts, found):
-            ids = [piece_id for _, _, piece_id in path]
-            if self.model.byte_fallback and unk_id in ids:
-                ids = []
-                for start, end, piece_id in path:
-                    if piece_id == unk_id:
-                        ids.extend(self._bytes(text[start:end]))
-                    else:
-                        ids.append(piece_id)
-            out.append(ids)
-        return out
+        return [self._ids_of_path(text, path) for text, path in zip(texts, found)]
+
+    def _fallback_ids(self, text: str) -> list[int]:
+        """The ids of one text that holds an unknown run, with byte fallback."""
+        rules = self.rules
+        (path,) = best_paths(
+            [text], self.index, self.unk_id, self.unk_score, float32=rules.float32, fuse=True, reset=rules.reset
+        )
+        return self._ids_of_path(text, path)
+
+    def _ids_of_path(self, text: str, path: list[tuple[int, int, int]]) -> list[int]:
+        ids = [piece_id for _, _, piece_id in path]
+        if self.model.byte_fallback and self.unk_id in ids:
+            ids = []
+            for start, end, piece_id in path:
+                ids.extend(self._bytes(text[start:end]) if piece_id == self.unk_id else [piece_id])
+        return ids
 
     def sample_encode(
         self, text: str, alpha: float, nbest_size: int = -1, rng: random.Random | None = None
@@ -305,10 +327,13 @@ class SentencePieceUnigram(_SentencePieceEncoder):
     def encode_batch(self, texts: list[str], *, add_bos: bool = False, add_eos: bool = False) -> list[list[int]]:
         """:meth:`encode` of each text, with one Viterbi call for the whole batch."""
         normalized = [self.normalize(text) for text in texts]
-        found = iter(self._batch_piece_ids([n for n in normalized if n]))
+        found = self._batch_piece_ids([n for n in normalized if n])
+        if len(found) == len(normalized) and not (add_bos or add_eos):
+            return found
+        ids = iter(found)
         bos = [_special(self.model, "bos")] if add_bos else []
         eos = [_special(self.model, "eos")] if add_eos else []
-        return [bos + (next(found) if n else []) + eos for n in normalized]
+        return [bos + (next(ids) if n else []) + eos for n in normalized]
 
 
 class SentencePieceBPE(_SentencePieceEncoder):
