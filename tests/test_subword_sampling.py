@@ -78,3 +78,23 @@ def test_sampling_edges(tmp_path):
     rng = random.Random(1)
     assert {tuple(ours.sample_encode("abcd", 0.1, 2, rng)) for _ in range(100)} == best_two
     assert len(best_two) == 2
+
+
+def test_the_tokenizer_samples_reproducibly(tmp_path):
+    """``enable_sampling`` on a loaded ``.model``: the same seed gives the same ids whatever the
+    batch (per-text generators), another seed other ids, alpha 0 the deterministic ids."""
+    import toktools
+
+    path = small_model(tmp_path / "small.model")
+    tokenizer = toktools.load(path)
+    texts = ["abcd abcd abc", "dcba", "abcd"] * 20
+    plain = tokenizer.ids_batch(texts)
+    tokenizer.enable_sampling(alpha=0.2, nbest_size=-1, seed=5)
+    first = tokenizer.ids_batch(texts)
+    assert first == tokenizer.ids_batch(texts) == [tokenizer.ids_batch([t])[0] for t in texts]
+    assert [e.ids for e in tokenizer.encode_batch(texts, workers=1)] == first
+    assert first != plain
+    tokenizer.enable_sampling(alpha=0.2, nbest_size=-1, seed=6)
+    assert tokenizer.ids_batch(texts) != first
+    tokenizer.enable_sampling(alpha=0.0)
+    assert tokenizer.ids_batch(texts) == plain

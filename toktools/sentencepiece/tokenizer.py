@@ -58,6 +58,8 @@ class SentencePieceTokenizer(Tokenizer):
 
     spm_model: SentencePieceModel
     rules: SentencePieceRules
+    #: ``(alpha, nbest_size, seed)`` when :meth:`enable_sampling` is on
+    sampling: tuple[float, int, int] | None = None
     encoder: SentencePieceUnigram | SentencePieceBPE
 
     @classmethod
@@ -76,15 +78,52 @@ class SentencePieceTokenizer(Tokenizer):
     def model_rule(self) -> str:
         return "sentencepiece"
 
+    def enable_sampling(self, alpha: float = 0.1, nbest_size: int = -1, seed: int = 0) -> None:
+        """Subword regularisation as sentencepiece's ``encode(enable_sampling=True, alpha,
+        nbest_size)``, for a Unigram model (:meth:`SentencePieceUnigram.sample_encode`). Each
+        text draws from its own generator, seeded by ``seed`` and the text, so the output does
+        not depend on the batch, the order or the number of workers; ``alpha`` 0 or
+        ``nbest_size`` 0/1 give the deterministic ids."""
+        if not isinstance(self.encoder, SentencePieceUnigram):
+            raise ToktoolsError("sampling (alpha, nbest_size) needs a Unigram .model; BPE takes dropout")
+        self.sampling = (float(alpha), int(nbest_size), int(seed))
+
+    def no_sampling(self) -> None:
+        self.sampling = None
+
+    def _sampled_ids(self, text: str) -> list[int] | None:
+        """The sampled ids of ``text``, or None when sampling is off."""
+        sampling = getattr(self, "sampling", None)
+        if sampling is None or sampling[0] == 0.0:
+            return None
+        import hashlib
+        import random
+
+        alpha, nbest_size, seed = sampling
+        digest = hashlib.sha256(f"{seed}\x00{text}".encode("utf-8", "surrogatepass")).digest()
+        rng = random.Random(int.from_bytes(digest[:8], "little"))
+        assert isinstance(self.encoder, SentencePieceUnigram)
+        return self.encoder.sample_encode(text, alpha, nbest_size, rng)
+
     def encode_sequence(self, text: str, type_id: int = 0) -> Encoding:
-        """One sequence: sentencepiece's ids, its pieces, and each piece's span in ``text``."""
+        """One sequence: sentencepiece's ids, its pieces, and each piece's span in ``text``
+        (sampled ones carry no spans: ``(0, 0)``)."""
         check_text(text)
+        sampled = self._sampled_ids(text)
+        if sampled is not None:
+            tokens = [self.spm_model.pieces[i].piece for i in sampled]
+            n = len(sampled)
+            return Encoding(sampled, tokens, [(0, 0)] * n, [type_id] * n, [1] * n, [0] * n)
         ids, tokens, offsets = self.encoder.encode_with_offsets(text)
         n = len(ids)
         return Encoding(ids, tokens, offsets, [type_id] * n, [1] * n, [0] * n)
 
     def ids_batch(self, texts: Sequence[str]) -> list[list[int]]:
         """Ids only (no template), as corpus encoding asks for them: no offsets are made."""
+        if getattr(self, "sampling", None) is not None:
+            return [
+                ids if (ids := self._sampled_ids(text)) is not None else self.encoder.encode(text) for text in texts
+            ]
         return self.encoder.encode_batch(list(texts))
 
     def corpus_tokenizer_json(self) -> dict[str, Any]:
