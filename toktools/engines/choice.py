@@ -189,6 +189,11 @@ def make_engine(
         return ReferenceEngine(document, workers, input_bytes, fingerprint)
     if name == "sentencepiece":
         raise ToktoolsError("engine sentencepiece encodes sentencepiece .model tokenizers only")
+    model_node = (shape if shape is not None else loaded_document(document)).get("model") or {}
+    if model_node.get("dropout"):  # BPE-dropout: only the reference draws reproducibly (per text)
+        if name in ("tokenizers", "tiktoken"):
+            raise ToktoolsError(f"engine {name} cannot reproduce BPE-dropout; use --engine reference")
+        return ReferenceEngine(document, workers, input_bytes, fingerprint)
     if name == "reference":
         return ReferenceEngine(document, workers, input_bytes, fingerprint)
     if name == "tokenizers":
