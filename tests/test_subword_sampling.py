@@ -147,3 +147,53 @@ def test_bpe_dropout_follows_tokenizers():
         == ["abcd"]
         == tokenizers.Tokenizer.from_str(json.dumps(document)).encode("abcd").tokens
     )
+
+
+def _encode_npy(tmp_path, tokenizer, corpus, name, *options):
+    import numpy as np
+    from click.testing import CliRunner
+
+    from toktools.cli import main
+
+    out = tmp_path / f"{name}.npy"
+    args = ["encode", "-t", str(tokenizer), str(corpus), "--format", "npy", "-o", str(out), "--no-progress"]
+    result = CliRunner().invoke(main, [*args, *options], catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    return np.load(out).tolist()
+
+
+def test_cli_sampling_is_reproducible_for_any_worker_count(tmp_path):
+    """``encode --sample-alpha`` (a Unigram .model) and ``--dropout`` (a BPE tokenizer.json):
+    the same seed writes the same ids with 1 or 2 workers, another seed other ids."""
+    import json
+
+    path = small_model(tmp_path / "small.model")
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(["abcd abcd abc dcba"] * 3 + ["abcd bcd"] * 3) + "\n", encoding="utf-8")
+    plain = _encode_npy(tmp_path, path, corpus, "plain")
+    one = _encode_npy(tmp_path, path, corpus, "a1", "--sample-alpha", "0.2", "--seed", "4", "--workers", "1")
+    two = _encode_npy(tmp_path, path, corpus, "a2", "--sample-alpha", "0.2", "--seed", "4", "--workers", "2")
+    other = _encode_npy(tmp_path, path, corpus, "a3", "--sample-alpha", "0.2", "--seed", "5", "--workers", "1")
+    assert one == two and one != plain and other != one
+    vocab = {c: i for i, c in enumerate(["a", "b", "c", "d", " ", "ab", "bc", "abc", "cd", "abcd"])}
+    merges = [["a", "b"], ["b", "c"], ["ab", "c"], ["c", "d"], ["abc", "d"]]
+    document = {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [],
+        "normalizer": None,
+        "pre_tokenizer": {"type": "WhitespaceSplit"},
+        "post_processor": None,
+        "decoder": None,
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "vocab": vocab, "merges": merges},
+    }
+    bpe = tmp_path / "bpe" / "tokenizer.json"
+    bpe.parent.mkdir()
+    bpe.write_text(json.dumps(document), encoding="utf-8")
+    plain = _encode_npy(tmp_path, bpe, corpus, "b0")
+    one = _encode_npy(tmp_path, bpe, corpus, "b1", "--dropout", "0.3", "--seed", "4", "--workers", "1")
+    two = _encode_npy(tmp_path, bpe, corpus, "b2", "--dropout", "0.3", "--seed", "4", "--workers", "2")
+    other = _encode_npy(tmp_path, bpe, corpus, "b3", "--dropout", "0.3", "--seed", "5", "--workers", "2")
+    assert one == two and one != plain and other != one
+    assert _encode_npy(tmp_path, bpe, corpus, "b4", "--dropout", "0") == plain

@@ -283,6 +283,9 @@ def from_tokenizer_json(document: Mapping[str, Any]) -> Tokenizer:
 
     if follows_sentencepiece(document):  # a .model's corpus document, under the sentencepiece rule
         return from_marked_document(document, tokenizer)
+    seed = document.get("toktools_seed")  # BPE-dropout's seed, in a corpus document
+    if isinstance(seed, int) and hasattr(tokenizer.model, "seed"):
+        tokenizer.model.seed = seed
     return tokenizer
 
 

@@ -9,7 +9,15 @@ from typing import Any
 
 import click
 
-from toktools.commands._shared import cap_workers, cluster_options, input_lines, model_rule_option, tokenizer_with_rule
+from toktools.commands._shared import (
+    cap_workers,
+    cluster_options,
+    input_lines,
+    model_rule_option,
+    sampling_options,
+    tokenizer_with_rule,
+    tokenizer_with_sampling,
+)
 from toktools.errors import ToktoolsError
 
 
@@ -33,6 +41,7 @@ CORPUS_FORMATS = ("megatron", "npy", "bin")
 )
 @click.argument("files", nargs=-1)
 @model_rule_option
+@sampling_options
 @click.option(
     "--format",
     "output_format",
@@ -150,6 +159,10 @@ def encode(
     tokenizer_path: str,
     files: tuple[str, ...],
     model_rule: str | None,
+    dropout: float | None,
+    sample_alpha: float | None,
+    nbest_size: int,
+    seed: int,
     output_format: str,
     out_path: Path | None,
     engine: str,
@@ -200,6 +213,7 @@ def encode(
     if out_path is not None and out_path.is_dir():
         raise click.UsageError(f"-o {out_path} is a directory; give a file name (a prefix for megatron)")
     tokenizer: Any = tokenizer_with_rule(tokenizer_path, model_rule)
+    tokenizer = tokenizer_with_sampling(tokenizer, model_rule, dropout, sample_alpha, nbest_size, seed)
     if output_format in CORPUS_FORMATS:
         if out_path is None:
             raise click.UsageError(f"--format {output_format} writes binary data: give an output file with -o")

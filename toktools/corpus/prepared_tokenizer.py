@@ -188,7 +188,15 @@ def _document_of(tokenizer: Any) -> dict[str, Any]:
     sentencepiece rule of a ``.model`` (:mod:`toktools.sentencepiece.tokenizer`) when it has one."""
     corpus_json = getattr(tokenizer, "corpus_tokenizer_json", None)
     document: dict[str, Any] = corpus_json() if corpus_json is not None else tokenizer.to_tokenizer_json()
+    model: Any = getattr(tokenizer, "model", None)
+    seed = getattr(model, "seed", 0)
+    if getattr(model, "dropout", None) and seed:
+        document[SEED_KEY] = seed  # BPE-dropout's seed (only the reference reads such documents)
     return document
+
+
+#: where a corpus document carries the seed of BPE-dropout
+SEED_KEY = "toktools_seed"
 
 
 def load_corpus_tokenizer(tokenizer: Any) -> CorpusTokenizer:

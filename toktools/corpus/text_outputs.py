@@ -211,6 +211,10 @@ def _engine(
         if name != "auto" and name != "reference":
             make_engine(name, corpus_document(doc))  # its one-line refusal
         return _Reference(doc, max_length, workers)
+    if (doc.get("model") or {}).get("dropout"):  # BPE-dropout: only the reference reproduces it
+        if name not in ("auto", "reference"):
+            raise ToktoolsError(f"engine {name} cannot reproduce BPE-dropout; use --engine reference")
+        return _Reference(doc, max_length, workers)
     if name == "reference":
         return _Reference(doc, max_length, workers)
     if name == "tokenizers":

@@ -40,6 +40,8 @@ class SentencePieceEngine(Engine):
         import sentencepiece
 
         entry = document[DOCUMENT_KEY]
+        if entry.get("sampling"):
+            raise ToktoolsError("engine sentencepiece draws its own samples; --sample-alpha needs --engine reference")
         installed = version_rules()
         if entry.get("rules") != installed.version:
             raise ToktoolsError(

@@ -133,6 +133,8 @@ class SentencePieceTokenizer(Tokenizer):
             "model": base64.b64encode(self.spm_model.to_bytes()).decode("ascii"),
             "rules": self.rules.version,
         }
+        if self.sampling is not None:
+            document[DOCUMENT_KEY]["sampling"] = list(self.sampling)
         return document
 
 
@@ -160,4 +162,8 @@ def from_marked_document(document: Mapping[str, Any], tokenizer: Tokenizer) -> S
     model = SentencePieceModel.from_bytes(data, DOCUMENT_KEY)
     if tokenizer.decoder is not None and not isinstance(tokenizer.decoder, SentencePieceDecoder):
         tokenizer.decoder = SentencePieceDecoder.for_model(model, tokenizer.decoder)
-    return SentencePieceTokenizer.wrap(tokenizer, model, rules)
+    out = SentencePieceTokenizer.wrap(tokenizer, model, rules)
+    sampling = entry.get("sampling")
+    if sampling:
+        out.enable_sampling(*sampling)
+    return out
