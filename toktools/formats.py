@@ -66,14 +66,17 @@ def resolve(path: str | Path) -> Path:
     )
 
 
-def load(path: str | Path) -> Tokenizer:
-    """A tokenizer from a directory or file in any supported layout (see the module docstring)."""
+def load(path: str | Path, *, model_rule: str | None = None) -> Tokenizer:
+    """A tokenizer from a directory or file in any supported layout (see the module docstring).
+    ``model_rule`` says how a sentencepiece ``.model`` encodes: ``"sentencepiece"`` (the
+    default: ``SentencePieceProcessor.encode``'s ids) or ``"tokenizers"`` (its ``tokenizer.json``
+    as ``tokenizers`` runs it); see :mod:`toktools.sentencepiece.tokenizer`."""
     target = resolve(path)
     if target.is_file():
         if target.name.endswith(".json") and target.name not in ("vocab.json", "encoder.json"):
             return _from_tokenizer_json(target)
         if target.suffix == ".model":
-            return load_sentencepiece_model(target)
+            return load_sentencepiece_model(target, model_rule=model_rule)
         if target.suffix == ".txt" and target.name != "merges.txt":
             return _load_wordpiece_vocab(target)
         target = target.parent
@@ -86,7 +89,7 @@ def load(path: str | Path) -> Tokenizer:
         return _load_wordpiece_vocab(target / "vocab.txt")
     model_file = _sentencepiece_file(target)
     if model_file is not None:
-        return load_sentencepiece_model(model_file)
+        return load_sentencepiece_model(model_file, model_rule=model_rule)
     raise ToktoolsError(
         f"{target}: no tokenizer found (expected tokenizer.json, vocab.json + merges.txt, "
         "encoder.json + vocab.bpe, vocab.txt or a sentencepiece .model)"
@@ -113,21 +116,30 @@ def _sentencepiece_file(directory: Path) -> Path | None:
 
 
 def load_sentencepiece_model(
-    path: str | Path, *, add_bos: bool | None = None, add_eos: bool | None = None
+    path: str | Path,
+    *,
+    add_bos: bool | None = None,
+    add_eos: bool | None = None,
+    model_rule: str | None = None,
 ) -> Tokenizer:
-    """A sentencepiece ``.model`` as a tokenizer giving ``SentencePieceProcessor.encode``'s ids
-    (``add_bos`` / ``add_eos`` as given, else from a ``tokenizer_config.json`` beside the file, else
-    off). Truncated or foreign files, and word/char models, are one :class:`ToktoolsError` line.
+    """A sentencepiece ``.model`` as a tokenizer (``add_bos`` / ``add_eos`` as given, else from a
+    ``tokenizer_config.json`` beside the file, else off). Truncated or foreign files, and
+    word/char models, are one :class:`ToktoolsError` line.
 
-    The pipeline is ``tokenizers``' (what transformers converts), so a few texts encode as
-    ``tokenizers`` does rather than sentencepiece (``shared/spec/unigram.md`` §6): a control
-    piece written in the text (``<s>``) is a special token, a combining mark after a
-    compatibility character is normalised per grapheme, and a float32 near-tie may fall the
-    other way. :mod:`toktools.sentencepiece.encode` reproduces sentencepiece there too.
-    Decoding is sentencepiece's own (:class:`toktools.sentencepiece.decoder.SentencePieceDecoder`)."""
+    ``model_rule="sentencepiece"`` (the default) gives ``SentencePieceProcessor.encode``'s ids on
+    every line (:class:`toktools.sentencepiece.tokenizer.SentencePieceTokenizer`);
+    ``"tokenizers"`` runs the ``tokenizer.json`` transformers converts the model to as
+    ``tokenizers`` does, which differs from sentencepiece on a few texts
+    (``shared/spec/unigram.md`` §6): a control piece written in the text (``<s>``) is a special
+    token, a mark after a compatibility character is normalised per grapheme, and float
+    near-ties (f64 sums per word) may fall the other way. Decoding is sentencepiece's own
+    (:class:`toktools.sentencepiece.decoder.SentencePieceDecoder`) under both rules."""
     from toktools.sentencepiece.decoder import SentencePieceDecoder
     from toktools.sentencepiece.model_file import read_model
     from toktools.sentencepiece.to_json import sentencepiece_to_json
+    from toktools.sentencepiece.tokenizer import SentencePieceTokenizer, check_model_rule
+
+    rule = check_model_rule(model_rule)
 
     path = Path(path)
     config = _read_config(path.parent)
@@ -142,6 +154,11 @@ def load_sentencepiece_model(
     # decode as sentencepiece does (unk_surface, leading ▁, byte runs); tokenizer.json keeps the chain
     assert tokenizer.decoder is not None  # sentencepiece_to_json always writes one
     tokenizer.decoder = SentencePieceDecoder.for_model(model, tokenizer.decoder)
+    if rule == "sentencepiece":
+        try:
+            return SentencePieceTokenizer.wrap(tokenizer, model)
+        except ToktoolsError as err:
+            raise ToktoolsError(f"{path}: {err}") from None
     return tokenizer
 
 
@@ -263,6 +280,13 @@ def from_tokenizer_json(document: Mapping[str, Any]) -> Tokenizer:
             pad_to_multiple_of=padding.get("pad_to_multiple_of"),
             pad_type_id=padding.get("pad_type_id", 0),
         )
+    from toktools.sentencepiece.tokenizer import follows_sentencepiece, from_marked_document
+
+    if follows_sentencepiece(document):  # a .model's corpus document, under the sentencepiece rule
+        return from_marked_document(document, tokenizer)
+    seed = document.get("toktools_seed")  # BPE-dropout's seed, in a corpus document
+    if isinstance(seed, int) and hasattr(tokenizer.model, "seed"):
+        tokenizer.model.seed = seed
     return tokenizer
 
 

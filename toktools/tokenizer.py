@@ -210,6 +210,9 @@ class Tokenizer:
 
     def encode_sequence(self, text: str, type_id: int = 0) -> Encoding:
         """One sequence without template, truncation or padding."""
+        reseed = getattr(self.model, "reseed", None)
+        if reseed is not None:  # BPE-dropout: draws that depend on this text alone
+            reseed(text)
         ids: list[int] = []
         tokens: list[str] = []
         offsets: list[tuple[int, int]] = []

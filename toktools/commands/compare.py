@@ -10,6 +10,7 @@ import click
 from toktools.commands._shared import (
     cluster_options,
     echo_plain_or_rich,
+    model_rule_option,
     progress_bars,
     quiet_option,
     stdout_console,
@@ -105,6 +106,7 @@ def _looks_like_tokenizer(argument: str) -> bool:
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr (only on a terminal).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output: every statistic and histogram.")
 @cluster_options
+@model_rule_option
 def compare(
     arguments: tuple[str, ...],
     corpus_paths: tuple[str, ...],
@@ -120,6 +122,7 @@ def compare(
     progress: bool,
     as_json: bool,
     cluster: Any,
+    model_rule: str | None,
 ) -> None:
     """How several tokenizers cut the same text or corpus, side by side.
 
@@ -189,7 +192,7 @@ def compare(
 
             require_matplotlib()
             check_plot(plot_path, [*corpus, *(f for name in names for f in input_files(resolve(name)))])
-        loaded = [(label, load(name)) for label, name in zip(_labels(names), names)]
+        loaded = [(label, load(name, model_rule=model_rule)) for label, name in zip(_labels(names), names)]
         from toktools.analysis.corpus_compare import compare_corpus
 
         with progress_bars(progress) as callback:
@@ -230,7 +233,7 @@ def compare(
         _check_argument_text(text)
     from toktools.analysis.comparison import compare
 
-    loaded = [(label, load(name)) for label, name in zip(_labels(names), names)]
+    loaded = [(label, load(name, model_rule=model_rule)) for label, name in zip(_labels(names), names)]
     comparison = compare(loaded, text)
     if as_json:
         click.echo(json.dumps(comparison.to_dict(), ensure_ascii=False, indent=2))

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toktools.io.serde_floats import loads as serde_loads
+
 #: The modules whose code decides an entry (its layout here, the analysis and tiktoken's ranks
 #: there): their sources are part of its key, with the versions of the libraries that decide
 #: the analysis (:func:`toktools.io.user_cache.entry_path`).
@@ -48,10 +50,15 @@ def token_ids(doc: Mapping[str, Any]) -> dict[str, int]:
 def document_shape(doc: Mapping[str, Any]) -> dict[str, Any]:
     """The document without the model's vocabulary and merges: its parts and their options,
     the added tokens (what engines check to choose, and what start-up reads)."""
+    from toktools.sentencepiece.tokenizer import DOCUMENT_KEY, follows_sentencepiece
+
     model = doc.get("model")
     if not isinstance(model, dict):
         return dict(doc)
-    return {**doc, "model": {k: v for k, v in model.items() if k not in ("vocab", "merges")}}
+    shape = {**doc, "model": {k: v for k, v in model.items() if k not in ("vocab", "merges")}}
+    if follows_sentencepiece(doc):  # the rule without the model file
+        shape[DOCUMENT_KEY] = {k: v for k, v in doc[DOCUMENT_KEY].items() if k != "model"}
+    return shape
 
 
 @dataclass
@@ -77,7 +84,7 @@ class CorpusTokenizer:
             from toktools.engines.base import corpus_document
 
             assert self._raw is not None
-            self._document = corpus_document(json.loads(self._raw.decode("utf-8")))
+            self._document = corpus_document(serde_loads(self._raw.decode("utf-8")))
         return self._document
 
     def token_id(self, token: str) -> int | None:
@@ -149,7 +156,7 @@ def load_document(
 
     finish: Any = (lambda d: d) if whole else corpus_document
     if not isinstance(tokenizer, (str, Path)):
-        doc = finish(tokenizer.to_tokenizer_json())
+        doc = finish(_document_of(tokenizer))
         return doc, document_fingerprint(doc)
     # toktools.formats (and the reference's tables behind it) costs a large share of a short
     # run's start-up: a tokenizer.json, the usual case, is read without it
@@ -165,15 +172,31 @@ def load_document(
             document = validate_tokenizer_json(parse_json(text, str(candidate)), str(candidate))
             return finish(document), hashlib.sha256(text.encode("utf-8")).hexdigest()
         try:
-            document = json.loads(text)
+            document = serde_loads(text)
             if isinstance(document, dict) and isinstance(document.get("model"), dict):
                 return finish(document), hashlib.sha256(text.encode("utf-8")).hexdigest()
         except json.JSONDecodeError:
             pass  # load() gives the readable error
     from toktools.formats import load
 
-    doc = finish(load(tokenizer).to_tokenizer_json())
+    doc = finish(_document_of(load(tokenizer)))
     return doc, document_fingerprint(doc)
+
+
+def _document_of(tokenizer: Any) -> dict[str, Any]:
+    """A tokenizer's document for corpus encoding: its ``tokenizer.json``, with the
+    sentencepiece rule of a ``.model`` (:mod:`toktools.sentencepiece.tokenizer`) when it has one."""
+    corpus_json = getattr(tokenizer, "corpus_tokenizer_json", None)
+    document: dict[str, Any] = corpus_json() if corpus_json is not None else tokenizer.to_tokenizer_json()
+    model: Any = getattr(tokenizer, "model", None)
+    seed = getattr(model, "seed", 0)
+    if getattr(model, "dropout", None) and seed:
+        document[SEED_KEY] = seed  # BPE-dropout's seed (only the reference reads such documents)
+    return document
+
+
+#: where a corpus document carries the seed of BPE-dropout
+SEED_KEY = "toktools_seed"
 
 
 def load_corpus_tokenizer(tokenizer: Any) -> CorpusTokenizer:

@@ -32,6 +32,7 @@ from typing import Any
 
 from toktools.corpus.diagnostics import TokenTally, file_limits
 from toktools.errors import ToktoolsError, warn
+from toktools.io.serde_floats import dumps_for_serde
 
 TEXT_FORMATS = ("ids", "tokens", "jsonl")
 BATCH_LINES = 20000
@@ -144,7 +145,7 @@ class _Tokenizers:
         import tokenizers
 
         try:
-            self.tokenizer = tokenizers.Tokenizer.from_str(json.dumps(doc))
+            self.tokenizer = tokenizers.Tokenizer.from_str(dumps_for_serde(doc))
         except Exception as err:  # tokenizers raises plain Exception subclasses
             raise ToktoolsError(f"engine tokenizers cannot load this tokenizer: {str(err).splitlines()[0]}") from None
         if max_length is not None:
@@ -176,6 +177,12 @@ class _Tiktoken:
         return [_Row(ids, list(map(lookup, ids))) for ids in rows]
 
 
+class _SentencePiece(_Tiktoken):
+    """``SentencePieceProcessor`` itself: ids only, as tiktoken."""
+
+    name = "sentencepiece"
+
+
 def _engine(
     name: str,
     doc: dict[str, Any],
@@ -194,6 +201,21 @@ def _engine(
 
     if name not in ENGINES:
         raise ToktoolsError(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
+    from toktools.sentencepiece.tokenizer import follows_sentencepiece
+
+    if follows_sentencepiece(doc):  # a .model under the sentencepiece rule
+        if name == "sentencepiece":
+            if pair or fmt != "ids" or (add_special_tokens and doc.get("post_processor")):
+                raise ToktoolsError("engine sentencepiece writes --format ids only (no --pair, template or tokens)")
+            engine = make_engine("sentencepiece", corpus_document(doc), workers=workers)
+            return _SentencePiece(engine, doc, max_length)
+        if name != "auto" and name != "reference":
+            make_engine(name, corpus_document(doc))  # its one-line refusal
+        return _Reference(doc, max_length, workers)
+    if (doc.get("model") or {}).get("dropout"):  # BPE-dropout: only the reference reproduces it
+        if name not in ("auto", "reference"):
+            raise ToktoolsError(f"engine {name} cannot reproduce BPE-dropout; use --engine reference")
+        return _Reference(doc, max_length, workers)
     if name == "reference":
         return _Reference(doc, max_length, workers)
     if name == "tokenizers":

@@ -22,9 +22,13 @@ MAX_ID = 2**32 - 1  # u32, as tokenizers stores ids
 
 
 def parse_json(text: str, source: str) -> Any:
-    """``json.loads`` with one-line errors, also for absurdly deep nesting (a RecursionError)."""
+    """``json.loads`` with one-line errors, also for absurdly deep nesting (a RecursionError).
+    Numbers with a fraction or an exponent are read as ``tokenizers`` reads them
+    (:mod:`toktools.io.serde_floats`), so a Unigram score is the one ``tokenizers`` holds."""
+    from toktools.io.serde_floats import loads
+
     try:
-        return json.loads(text)
+        return loads(text)
     except json.JSONDecodeError as err:
         raise ToktoolsError(f"{source}: not valid JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
     except RecursionError:
