@@ -7,10 +7,11 @@ from pathlib import Path
 
 import click
 
-from toktools.commands._shared import progress_bars
+from toktools.commands._shared import progress_bars, quiet_option
 
 
 @click.command()
+@quiet_option
 @click.argument("base")
 @click.argument("corpus", nargs=-1, required=True)
 @click.option(
