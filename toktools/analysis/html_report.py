@@ -17,11 +17,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["render_html", "write_html", "short_name", "short_names"]
+__all__ = ["render_html", "write_html"]
 
 #: Okabe–Ito: eight colours told apart with every common colour-vision deficiency.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
-_FILE_NAMES = {"tokenizer.json", "vocab.txt", "vocab.json", "merges.txt", "tokenizer.model", "spiece.model"}
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1200px;
@@ -42,26 +41,6 @@ th{background:#f4f4f4}td.name,th.name{text-align:left;font-weight:600}
 .legend span{margin-right:14px}details{margin:4px 0 12px}summary{cursor:pointer;color:#555}
 .text{white-space:pre-wrap;background:#fafafa;border-left:3px solid #ccc;padding:4px 8px}
 """
-
-
-def short_name(name: str) -> str:
-    """A tokenizer's label without its path: ``…/gpt2/tokenizer.json`` → ``gpt2``."""
-    path = Path(name.rstrip("/\\"))
-    if path.name in _FILE_NAMES and path.parent.name:
-        return path.parent.name
-    return path.name or name
-
-
-def short_names(names: Sequence[str]) -> list[str]:
-    """Short labels for ``names``, made distinct (``gpt2``, ``gpt2 (2)``) when shortening
-    merges two of them."""
-    short = [short_name(n) for n in names]
-    seen: dict[str, int] = {}
-    out = []
-    for s in short:
-        seen[s] = seen.get(s, 0) + 1
-        out.append(s if short.count(s) == 1 else f"{s} ({seen[s]})")
-    return out
 
 
 def _e(value: Any) -> str:

@@ -26,9 +26,11 @@ _STYLES = [
 
 
 def _labels(names: list[str]) -> list[str]:
-    """Row labels: a path's last part (``../shared/vocabs-ref/gpt2`` → ``gpt2``) when that
-    keeps the labels distinct, else the names as given."""
-    short = [Path(name.rstrip("/")).name or name for name in names]
+    """Row labels: a path's last part (``../shared/vocabs-ref/gpt2`` → ``gpt2``,
+    ``…/gpt2/tokenizer.json`` → ``gpt2``) when that keeps the labels distinct, else the names as given."""
+    from toktools.analysis.labels import short_name
+
+    short = [short_name(name) for name in names]
     return short if len(set(short)) == len(short) else names
 
 
