@@ -85,7 +85,7 @@ def _is_histogram(value: Any) -> bool:
         isinstance(value, Mapping)
         and bool(value)
         and all(re.fullmatch(r"-?\d+", str(k)) for k in value)
-        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values())
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value.values())  # counts, not shares
     )
 
 
@@ -122,6 +122,7 @@ def _bars_svg(histogram: Mapping[str, Any], colour: str, top: float, width: int 
     """One small bar chart (share of the total per value), on a shared vertical scale ``top``."""
     items = sorted(((int(k), float(v)) for k, v in histogram.items()), key=lambda kv: kv[0])
     total = sum(v for _, v in items) or 1.0
+    items = _tail_merged(items, total)
     n = len(items)
     bar = (width - 10) / max(n, 1)
     parts = [f'<svg width="{width}" height="{height + 14}" role="img">']
@@ -134,9 +135,27 @@ def _bars_svg(histogram: Mapping[str, Any], colour: str, top: float, width: int 
         )
     if items:
         parts.append(f'<text x="4" y="{height + 12}" font-size="10">{items[0][0]}</text>')
-        parts.append(f'<text x="{width - 4}" y="{height + 12}" font-size="10" text-anchor="end">{items[-1][0]}</text>')
+        last = f"{items[-1][0]}+" if len(items) < len(histogram) else str(items[-1][0])
+        parts.append(f'<text x="{width - 4}" y="{height + 12}" font-size="10" text-anchor="end">{last}</text>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _tail_merged(items: list[tuple[int, float]], total: float, limit: int = 40) -> list[tuple[int, float]]:
+    """At most ``limit`` bars: values past the 99th percentile join the last bar, so one long
+    outlier does not squeeze the rest into a line (the exact numbers stay in the table)."""
+    if len(items) <= limit:
+        return items
+    running, kept = 0.0, []
+    for key, value in items:
+        kept.append((key, value))
+        running += value
+        if running >= 0.99 * total or len(kept) == limit - 1:
+            break
+    rest = total - running
+    if rest > 0:
+        kept.append((items[len(kept)][0], rest))
+    return kept
 
 
 def _histogram_section(metrics: Mapping[str, Mapping[str, Any]], colours: Mapping[str, str]) -> str:

@@ -27,11 +27,10 @@ _STYLES = [
 
 def _labels(names: list[str]) -> list[str]:
     """Row labels: a path's last part (``../shared/vocabs-ref/gpt2`` → ``gpt2``,
-    ``…/gpt2/tokenizer.json`` → ``gpt2``) when that keeps the labels distinct, else the names as given."""
-    from toktools.analysis.labels import short_name
+    ``…/gpt2/tokenizer.json`` → ``gpt2``), kept distinct (``gpt2/vocab.json``) where two meet."""
+    from toktools.analysis.labels import short_names
 
-    short = [short_name(name) for name in names]
-    return short if len(set(short)) == len(short) else names
+    return short_names(names)
 
 
 def _looks_like_tokenizer(argument: str) -> bool:
@@ -258,7 +257,7 @@ def _check_html(path: Path | None, names: list[str], corpus: list[str]) -> None:
         from toktools.formats import resolve
         from toktools.io.outputs import check_output_file, input_files
 
-        inputs = [*corpus, *(f for name in names for f in input_files(resolve(name)))]
+        inputs: list[str | Path] = [*corpus, *(f for name in names for f in input_files(resolve(name)))]
         check_output_file(path, force=True, inputs=inputs, what="HTML report")
 
 
