@@ -216,7 +216,12 @@ def _token_boxes(alignment: Mapping[str, Any]) -> str:
         rows.append(
             f'<div class="row"><span class="who">{_e(row.get("name", ""))}</span>'
             f'<span class="tokens">{"".join(boxes)}</span></div>'
-            + (f'<div style="font-size:11px;color:#666;margin-left:148px">{extra}</div>' if extra else "")
+            + (
+                f'<details style="font-size:11px;color:#666;margin-left:148px"><summary>{_e(row.get("name", ""))}: '
+                f"boundaries and offsets</summary>{extra}</details>"
+                if extra
+                else ""
+            )
         )
     others = {k: v for k, v in alignment.items() if k not in ("text", "rows")}
     tail = _generic(others) if others else ""
