@@ -154,3 +154,14 @@ def test_labels_are_short_and_distinct(names, labels):
 def test_a_bare_file_name_keeps_its_name():
     assert short_name("tokenizer.json") == "tokenizer.json"
     assert short_name(str(Path("my.model"))) == "my.model"
+
+
+def test_many_distinct_values_are_binned_with_the_total_kept():
+    from toktools.analysis.html_report import _binned
+
+    items = [(k, 1.0) for k in range(1, 301)] + [(5000, 3.0)]
+    bars = _binned(items, 303.0)
+    assert len(bars) <= 40
+    assert sum(v for _, v in bars) == 303.0
+    assert bars[0][0].startswith("1") and bars[-1][0].endswith("+")
+    assert _binned([(1, 2.0), (3, 1.0)], 3.0) == [("1", 2.0), ("3", 1.0)]

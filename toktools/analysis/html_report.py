@@ -23,7 +23,7 @@ __all__ = ["render_html", "write_html"]
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 
 _CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1200px;
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans CJK SC","PingFang SC","Microsoft YaHei",sans-serif;margin:24px auto;max-width:1200px;
  padding:0 16px;color:#222}
 h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd}h3{font-size:15px}
 table{border-collapse:collapse;margin:8px 0;font-variant-numeric:tabular-nums}
@@ -32,7 +32,7 @@ th{background:#f4f4f4}td.name,th.name{text-align:left;font-weight:600}
 .key{display:inline-block;width:10px;height:10px;margin-right:5px;border-radius:2px}
 .wrap{overflow-x:auto}.multiples{display:flex;flex-wrap:wrap;gap:10px}
 .multiple{border:1px solid #eee;padding:4px}.multiple div{font-size:12px;font-weight:600}
-.tokens{font:13px/2.1 ui-monospace,Menlo,Consolas,monospace;margin:2px 0 10px}
+.tokens{font:13px/2.1 ui-monospace,Menlo,Consolas,"Noto Sans Mono CJK SC","Noto Sans CJK SC",monospace;margin:2px 0 10px}
 .row{display:flex;gap:8px;align-items:baseline}.row .who{min-width:140px;font-weight:600;font-size:12px}
 .t{border:1px solid #8aa;border-radius:3px;padding:1px 2px;margin:0 1px;white-space:pre}
 .t0{background:#dbeafe}.t1{background:#fde8c8}.t2{background:#d1f0e4}
@@ -120,9 +120,8 @@ def _metrics_table(metrics: Mapping[str, Mapping[str, Any]], colours: Mapping[st
 
 def _bars_svg(histogram: Mapping[str, Any], colour: str, top: float, width: int = 220, height: int = 90) -> str:
     """One small bar chart (share of the total per value), on a shared vertical scale ``top``."""
-    items = sorted(((int(k), float(v)) for k, v in histogram.items()), key=lambda kv: kv[0])
-    total = sum(v for _, v in items) or 1.0
-    items = _tail_merged(items, total)
+    total = sum(float(v) for v in histogram.values()) or 1.0
+    items = _binned(sorted((int(k), float(v)) for k, v in histogram.items()), total)
     n = len(items)
     bar = (width - 10) / max(n, 1)
     parts = [f'<svg width="{width}" height="{height + 14}" role="img">']
@@ -131,31 +130,40 @@ def _bars_svg(histogram: Mapping[str, Any], colour: str, top: float, width: int 
         h = (v / total) / (top or 1) * (height - 4)
         parts.append(
             f'<rect x="{5 + i * bar:.1f}" y="{height - h:.1f}" width="{max(bar - 1, 0.6):.1f}" height="{h:.1f}"'
-            f' fill="{colour}"><title>{k}: {_e(v if v != int(v) else int(v))} ({v / total:.1%})</title></rect>'
+            f' fill="{colour}"><title>{_e(k)}: {_e(v if v != int(v) else int(v))} ({v / total:.1%})</title></rect>'
         )
     if items:
-        parts.append(f'<text x="4" y="{height + 12}" font-size="10">{items[0][0]}</text>')
-        last = f"{items[-1][0]}+" if len(items) < len(histogram) else str(items[-1][0])
-        parts.append(f'<text x="{width - 4}" y="{height + 12}" font-size="10" text-anchor="end">{last}</text>')
+        parts.append(f'<text x="4" y="{height + 12}" font-size="10">{_e(items[0][0].split("–")[0])}</text>')
+        last = items[-1][0]
+        parts.append(f'<text x="{width - 4}" y="{height + 12}" font-size="10" text-anchor="end">{_e(last)}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
 
-def _tail_merged(items: list[tuple[int, float]], total: float, limit: int = 40) -> list[tuple[int, float]]:
-    """At most ``limit`` bars: values past the 99th percentile join the last bar, so one long
-    outlier does not squeeze the rest into a line (the exact numbers stay in the table)."""
+def _binned(items: list[tuple[int, float]], total: float, limit: int = 40) -> list[tuple[str, float]]:
+    """At most ``limit`` bars, labelled by the values they hold: many distinct values (sequence
+    lengths) go into equal-width bins up to the 99th percentile and one last bar for the rest,
+    so a long outlier does not squeeze the others into a line (exact numbers stay in the table)."""
     if len(items) <= limit:
-        return items
-    running, kept = 0.0, []
+        return [(str(k), v) for k, v in items]
+    running, high = 0.0, items[-1][0]
     for key, value in items:
-        kept.append((key, value))
         running += value
-        if running >= 0.99 * total or len(kept) == limit - 1:
+        if running >= 0.99 * total:
+            high = key
             break
-    rest = total - running
-    if rest > 0:
-        kept.append((items[len(kept)][0], rest))
-    return kept
+    low = items[0][0]
+    width = max(1, -(-(high - low + 1) // (limit - 1)))
+    bins: dict[int, float] = {}
+    for key, value in items:
+        index = min((key - low) // width, limit - 1) if key <= high else limit - 1
+        bins[index] = bins.get(index, 0.0) + value
+    out = []
+    for index in range(max(bins) + 1):
+        start = low + index * width
+        label = f"{start}+" if index == limit - 1 else f"{start}–{start + width - 1}" if width > 1 else str(start)
+        out.append((label, bins.get(index, 0.0)))
+    return out
 
 
 def _histogram_section(metrics: Mapping[str, Mapping[str, Any]], colours: Mapping[str, str]) -> str:
