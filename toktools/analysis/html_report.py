@@ -30,10 +30,10 @@ table{border-collapse:collapse;margin:8px 0;font-variant-numeric:tabular-nums}
 th,td{border:1px solid #ddd;padding:3px 8px;text-align:right;vertical-align:top}
 th{background:#f4f4f4}td.name,th.name{text-align:left;font-weight:600}
 .key{display:inline-block;width:10px;height:10px;margin-right:5px;border-radius:2px}
-.wrap{overflow-x:auto}.multiples{display:flex;flex-wrap:wrap;gap:10px}
+.wrap{overflow-x:auto}td>.wrap{max-width:70vw}.multiples{display:flex;flex-wrap:wrap;gap:10px}
 .multiple{border:1px solid #eee;padding:4px}.multiple div{font-size:12px;font-weight:600}
 .tokens{font:13px/2.1 ui-monospace,Menlo,Consolas,"Noto Sans Mono CJK SC","Noto Sans CJK SC",monospace;margin:2px 0 10px}
-.row{display:flex;gap:8px;align-items:baseline}.row .who{min-width:140px;font-weight:600;font-size:12px}
+.row{display:flex;gap:8px;align-items:baseline}.row .tokens{flex:1;min-width:0;overflow-wrap:anywhere}.row .who{min-width:140px;font-weight:600;font-size:12px}
 .t{border:1px solid #8aa;border-radius:3px;padding:1px 2px;margin:0 1px;white-space:pre}
 .t0{background:#dbeafe}.t1{background:#fde8c8}.t2{background:#d1f0e4}
 .t.partial{background:#f3d6ef;border-style:dashed;border-color:#a04a90}
@@ -109,6 +109,18 @@ def _metrics_table(metrics: Mapping[str, Mapping[str, Any]], colours: Mapping[st
     columns: list[str] = []
     for row in flat.values():
         columns += [c for c in row if c not in columns]
+    if len(columns) > 12:  # many figures: one row per figure, one column per tokenizer (no side scrolling)
+        keys = "".join(
+            f'<th><span class="key" style="background:{colours[name]}"></span>{_e(name).replace("/", "/<wbr>")}</th>'
+            for name in flat
+        )
+        body = "".join(
+            f'<tr><td class="name">{_e(c)}</td>'
+            + "".join(f"<td>{_cell(row.get(c, ''))}</td>" for row in flat.values())
+            + "</tr>"
+            for c in columns
+        )
+        return f'<div class="wrap"><table><tr><th class="name">figure</th>{keys}</tr>{body}</table></div>'
     head = "".join(f"<th>{_e(c).replace('.', '.<wbr>').replace('_', '_<wbr>')}</th>" for c in columns)
     rows = []
     for name, row in flat.items():
@@ -232,7 +244,7 @@ def _token_boxes(alignment: Mapping[str, Any]) -> str:
             )
         )
     others = {k: v for k, v in alignment.items() if k not in ("text", "rows")}
-    tail = _generic(others) if others else ""
+    tail = f"<details><summary>more about this place</summary>{_generic(others)}</details>" if others else ""
     return f'<div class="text">{_e(text)}</div>{"".join(rows)}{tail}'
 
 
