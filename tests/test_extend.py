@@ -161,7 +161,7 @@ def test_compare_takes_base_and_extension_side_by_side(hand: Path) -> None:
     assert shown.exit_code == 0, shown.output
     # the metrics table, last: tokens of "abcd cd": ab c d c d (5) before, abcd cd (2) after
     tokens = {line.split()[0]: line.split()[1] for line in shown.output.splitlines() if line.strip()}
-    assert (tokens["tokenizer.json"], tokens["out"]) == ("5", "2")
+    assert (tokens["base"], tokens["out"]) == ("5", "2")
 
 
 # ---------------------------------------------------------------------------------------------

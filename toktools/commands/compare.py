@@ -27,10 +27,11 @@ _STYLES = [
 
 
 def _labels(names: list[str]) -> list[str]:
-    """Row labels: a path's last part (``../shared/vocabs-ref/gpt2`` → ``gpt2``) when that
-    keeps the labels distinct, else the names as given."""
-    short = [Path(name.rstrip("/")).name or name for name in names]
-    return short if len(set(short)) == len(short) else names
+    """Row labels: a path's last part (``../shared/vocabs-ref/gpt2`` → ``gpt2``,
+    ``…/gpt2/tokenizer.json`` → ``gpt2``), kept distinct (``gpt2/vocab.json``) where two meet."""
+    from toktools.analysis.labels import short_names
+
+    return short_names(names)
 
 
 def _looks_like_tokenizer(argument: str) -> bool:
@@ -105,6 +106,13 @@ def _looks_like_tokenizer(argument: str) -> bool:
 )
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr (only on a terminal).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output: every statistic and histogram.")
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write a self-contained HTML page (tables, pictures, the shown places as token boxes).",
+)
 @cluster_options
 @model_rule_option
 def compare(
@@ -121,6 +129,7 @@ def compare(
     workers: int | None,
     progress: bool,
     as_json: bool,
+    html_path: Path | None,
     cluster: Any,
     model_rule: str | None,
 ) -> None:
@@ -192,6 +201,7 @@ def compare(
 
             require_matplotlib()
             check_plot(plot_path, [*corpus, *(f for name in names for f in input_files(resolve(name)))])
+        _check_html(html_path, names, corpus)
         loaded = [(label, load(name, model_rule=model_rule)) for label, name in zip(_labels(names), names)]
         from toktools.analysis.corpus_compare import compare_corpus
 
@@ -212,6 +222,7 @@ def compare(
 
             plot_comparison(result.metrics, plot_path)
             click.echo(f"wrote {plot_path}", err=True)
+        _write_html(html_path, result.to_dict())
         if as_json:
             click.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
             return
@@ -233,12 +244,32 @@ def compare(
         _check_argument_text(text)
     from toktools.analysis.comparison import compare
 
+    _check_html(html_path, names, [])
     loaded = [(label, load(name, model_rule=model_rule)) for label, name in zip(_labels(names), names)]
     comparison = compare(loaded, text)
+    _write_html(html_path, comparison.to_dict())
     if as_json:
         click.echo(json.dumps(comparison.to_dict(), ensure_ascii=False, indent=2))
         return
     echo_plain_or_rich(comparison.render_plain(width=_width(width), byte_view=byte_view), _STYLES)
+
+
+def _check_html(path: Path | None, names: list[str], corpus: list[str]) -> None:
+    """Before any work: an HTML report that can be written, never over an input."""
+    if path is not None:
+        from toktools.formats import resolve
+        from toktools.io.outputs import check_output_file, input_files
+
+        inputs: list[str | Path] = [*corpus, *(f for name in names for f in input_files(resolve(name)))]
+        check_output_file(path, force=True, inputs=inputs, what="HTML report")
+
+
+def _write_html(path: Path | None, report: dict[str, Any]) -> None:
+    if path is not None:
+        from toktools.analysis.html_report import write_html
+
+        write_html(report, path)
+        click.echo(f"wrote {path}", err=True)
 
 
 def _check_argument_text(text: str) -> None:
