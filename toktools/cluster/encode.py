@@ -96,6 +96,8 @@ class BlockTask:
     compression: str | None
     verify: int
     size: int
+    #: the block's share of the smallest --verify sample (see toktools.corpus.verify_sample)
+    verify_bytes: int = 0
 
 
 def _absolute(path: str) -> str:
@@ -109,6 +111,7 @@ def plan_tasks(inputs: Sequence[str], block_bytes: int, mode: str, verify: int) 
     import fsspec
 
     from toktools.cluster.blocks import plan_blocks
+    from toktools.corpus.verify_sample import minimum_bytes
 
     if any(str(item) == "-" for item in inputs):
         raise ToktoolsError("standard input cannot be cut into blocks: name files")
@@ -131,6 +134,7 @@ def plan_tasks(inputs: Sequence[str], block_bytes: int, mode: str, verify: int) 
         spans.append((offset + block.start, length))
     total = sum(sizes)
     marks = [total * (k + 0.5) / verify for k in range(verify)] if total and verify else []
+    per_place = -(-minimum_bytes(verify) // verify) if verify else 0
     tasks: list[BlockTask] = []
     number = -1
     for index, (block, (at, length)) in enumerate(zip(blocks, spans)):
@@ -147,6 +151,7 @@ def plan_tasks(inputs: Sequence[str], block_bytes: int, mode: str, verify: int) 
                 block.compression,
                 checks,
                 length,
+                checks * per_place,
             )
         )
     return paths, tasks
@@ -329,7 +334,16 @@ def encode_block(
         max_document_bytes=job.max_document_bytes,
     )
     checker = InlineChecker(job.document, _REFERENCES.get(job.fingerprint))  # one block: no process of its own
-    verifier = Verifier(job.engine, job.document, task.verify, reader.total, [source], inline=checker)
+    verifier = Verifier(
+        job.engine,
+        job.document,
+        task.verify,
+        reader.total,
+        [source],
+        inline=checker,
+        cuttable=job.analysis.cuttable,
+        min_bytes=task.verify_bytes or None,
+    )
     finished: list[Any] = []
 
     def new_writer() -> DocumentWriter:
@@ -362,7 +376,11 @@ def encode_block(
             _REFERENCES[job.fingerprint] = checker.reference
     (info,) = finished
     block = {"input": task.input, "bytes": [begin, end] if end is not None else None}
-    return {"shard": shard_entry(task.index, info, job.engine, block=block), "verified": verifier.done}
+    return {
+        "shard": shard_entry(task.index, info, job.engine, block=block),
+        "verified": verifier.done,
+        "verified_bytes": verifier.bytes_checked,
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -506,7 +524,7 @@ def encode_blocks(
         manifest = new_manifest(fingerprint, written_as.vocab_size, settings, inputs_json, [])
         missing = [t for t in tasks if t.index not in kept]
         shards = dict(kept)
-        verified = 0
+        verified = verified_bytes = 0
         if missing or not manifest_file.exists():
             if engine in ("auto", "tiktoken"):
                 analysis = analyse(doc, fingerprint)
@@ -549,6 +567,7 @@ def encode_blocks(
                 for task, result in runner.run(job, missing, progress, done_bytes, total, tokens):
                     shards[task.index] = result["shard"]
                     verified += result["verified"]
+                    verified_bytes += result.get("verified_bytes", 0)
                     done_bytes += task.size
                     tokens += result["shard"]["tokens"]
                     if progress is not None:
@@ -579,6 +598,7 @@ def encode_blocks(
         time.perf_counter() - started,
         verified,
         settings,
+        verified_bytes,
     )
 
 

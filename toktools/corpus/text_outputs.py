@@ -44,6 +44,7 @@ class TextResult:
     tokens: int
     seconds: float
     verified: int = 0
+    verified_bytes: int = 0
 
 
 @dataclass
@@ -348,7 +349,7 @@ def encode_text(
         close = getattr(getattr(chosen, "engine", None), "close", None)
         if close is not None:
             close()
-    return TextResult(chosen.name, lines, tokens, time.perf_counter() - started, verifier.done)
+    return TextResult(chosen.name, lines, tokens, time.perf_counter() - started, verifier.done, verifier.bytes_checked)
 
 
 def _checker_build(
