@@ -81,3 +81,82 @@ def test_every_engine_finishes_twenty_times(
     if attempt % 2:
         extra += ["--shard-tokens", "100000"]
     _encode_under_watchdog(corpus, expected, tmp_path / "out", *extra)
+
+
+# ---------------------------------------------------------------------------------------------
+# The protocol itself: long texts both ways through the smallest buffers
+# ---------------------------------------------------------------------------------------------
+
+LONG_DOCUMENT_CHARS = 160_000
+
+
+class _Echo:
+    """A stand-in reference with long answers and no work: one id per character."""
+
+    name = "echo"
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        return [list(text.encode("ascii")) for text in texts]
+
+
+def _echo_build(document: object) -> tuple[_Echo, str]:
+    return _Echo(), ""
+
+
+def long_documents_both_ways(per_batch: str) -> None:
+    """Run in a process of its own by the tests below (``call_watched``): two batches of
+    ``per_batch`` documents of 160,000 characters, every one checked whole, each answer 160,000
+    ids, through socket buffers of ~4 KB. The old protocol deadlocked here on the second batch."""
+    from types import SimpleNamespace
+
+    from toktools.corpus.verify import CheckerProcess, Verifier
+
+    count = int(per_batch)
+    words = " ".join(f"word{n}, and{n % 97}." for n in range(LONG_DOCUMENT_CHARS // 8))[:LONG_DOCUMENT_CHARS]
+    documents = [words[k * 101 :] + words[: k * 101] for k in range(count)]
+    total = 2 * count * LONG_DOCUMENT_CHARS
+    checker = CheckerProcess({}, _echo_build)
+    verifier = Verifier("fast", {}, count, total, [SimpleNamespace(path="docs.txt")], process=checker, min_bytes=total)
+    try:
+        for batch_number in range(2):
+            batch = [
+                SimpleNamespace(text=text, source=0, line=batch_number * count + k) for k, text in enumerate(documents)
+            ]
+            verifier.check(batch, _Echo().encode_batch(documents), (batch_number + 1) * total // 2)
+        verifier.sync()
+    finally:
+        verifier.close()
+    assert (verifier.done, verifier.bytes_checked) == (2 * count, total), (
+        verifier.done,
+        verifier.bytes_checked,
+    )
+    print("checked", verifier.done, verifier.bytes_checked)
+
+
+def _long_documents_both_ways(per_batch: int) -> None:
+    from watchdog import call_watched
+
+    run = call_watched("test_verify_deadlock:long_documents_both_ways", str(per_batch), sndbuf=SMALL_SNDBUF)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.decode().split() == ["checked", str(2 * per_batch), str(2 * per_batch * LONG_DOCUMENT_CHARS)]
+
+
+def test_documents_of_160000_characters_go_through_the_smallest_buffers() -> None:
+    _long_documents_both_ways(8)
+
+
+@pytest.mark.full
+def test_batches_of_fifty_documents_of_160000_characters_go_through_the_smallest_buffers() -> None:
+    _long_documents_both_ways(50)
+
+
+def test_no_request_holds_more_than_64_kb_of_text_unless_it_is_one_text() -> None:
+    from toktools.corpus.verify import REQUEST_BYTES, _requests
+    from toktools.corpus.verify_sample import Piece
+
+    sizes = [10, 30_000, 40_000, 200_000, 5, 64 << 10, 1, 1, 70_000]
+    pieces = [Piece(k, "x" * size, True, size) for k, size in enumerate(sizes)]
+    requests = list(_requests(pieces))
+    assert [p.index for request in requests for p in request] == list(range(len(sizes)))  # all, in order
+    assert all(len(r) == 1 or sum(p.size for p in r) <= REQUEST_BYTES for r in requests)
+    assert [[p.index for p in r] for r in requests] == [[0, 1], [2], [3], [4], [5], [6, 7], [8]]

@@ -270,12 +270,14 @@ class Verifier:
         cuttable: bool = False,
         min_bytes: int | None = None,
         share: float = TIME_SHARE,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         """``inline``: check in this process with that checker instead of a forked one;
         ``process``: a checker forked earlier (:func:`start_checker`), closed with the verifier;
         ``build``: what a checker forked later answers with (as :class:`CheckerProcess`);
         ``cuttable``: documents may be checked on a prefix (see :mod:`toktools.corpus.verify_sample`);
-        ``min_bytes``: the smallest sample (default: 64 KB, or 1 KB per place)."""
+        ``min_bytes``: the smallest sample (default: 64 KB, or 1 KB per place); ``share``: of
+        the run's time (on ``clock``, from now) the checker may take."""
         self.inline = inline
         self.build = build
         self.active = count > 0 and engine_name != "reference"
@@ -287,7 +289,8 @@ class Verifier:
         self.sample = Sample(count, total, cuttable=cuttable, min_bytes=min_bytes)
         self.done = 0
         self.bytes_checked = 0
-        self._started = time.perf_counter()
+        self._clock = clock
+        self._started = clock()
         self._waiting: deque[list[tuple[Any, Any, Piece]]] = deque()
         self._outstanding = 0  # bytes sent and not answered yet
         self._checker_seconds = 0.0
@@ -334,7 +337,7 @@ class Verifier:
         if self._checker_seconds <= 0 or self._outstanding > REQUEST_BYTES:
             return 0.0
         speed = self._answered / self._checker_seconds
-        return self.share * (time.perf_counter() - self._started) * speed
+        return self.share * (self._clock() - self._started) * speed
 
     def sync(self) -> None:
         """Wait for every answer (before an output is committed); raise at a difference."""
