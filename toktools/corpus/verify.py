@@ -84,7 +84,8 @@ Build = Callable[[Any], tuple[Any, str]]
 
 def _checker(conn: Any, other_end: Any, document: Any, parent: int, build: Build) -> None:
     """The checker process: for each request (a list of texts), one answer: the reference's ids
-    and the seconds they took, or one line saying why the reference cannot run. It reads a
+    and the seconds they took (and, the first time, the seconds the build took), or one line
+    saying why the reference cannot run. It reads a
     whole request before it writes, and writes a whole answer before it reads again."""
     import gc
     import signal
@@ -105,7 +106,9 @@ def _checker(conn: Any, other_end: Any, document: Any, parent: int, build: Build
     gc.disable()
     # the document may be a DocumentSource: read by the build if it needs it (after a cached
     # start-up, which did not read it), never when the built reference is cached
+    started = time.perf_counter()
     reference, problem = build(document)
+    build_seconds = time.perf_counter() - started  # part of what checking costs: told once
     gc.freeze()
     gc.enable()
     while True:
@@ -116,7 +119,8 @@ def _checker(conn: Any, other_end: Any, document: Any, parent: int, build: Build
         if texts is None:
             return
         try:
-            conn.send(_answer(reference, problem, texts))
+            conn.send((*_answer(reference, problem, texts), build_seconds))
+            build_seconds = 0.0
         except (EOFError, OSError):
             return
 
@@ -132,9 +136,12 @@ class InlineChecker:
         self._answers: deque[Any] = deque()
 
     def send(self, texts: list[str]) -> None:
+        build_seconds = 0.0
         if self.reference is None and not self._problem:
+            started = time.perf_counter()
             self.reference, self._problem = _build_reference(self.document)
-        self._answers.append(_answer(self.reference, self._problem, texts))
+            build_seconds = time.perf_counter() - started
+        self._answers.append((*_answer(self.reference, self._problem, texts), build_seconds))
 
     def poll(self) -> bool:
         return bool(self._answers)
@@ -294,6 +301,7 @@ class Verifier:
         self._waiting: deque[list[tuple[Any, Any, Piece]]] = deque()
         self._outstanding = 0  # bytes sent and not answered yet
         self._checker_seconds = 0.0
+        self._build_seconds = 0.0  # the checker's start-up: part of the cost, spent once
         self._answered = 0  # bytes answered (the checker's speed: _answered / _checker_seconds)
         self._conn: Any = None
         if process is not None and not self.active:
@@ -330,14 +338,14 @@ class Verifier:
         self._collect(block=False)
 
     def _budget_bytes(self) -> float:
-        """The bytes the time budget allows in all so far: ``share`` of the time since the
-        encoding started, at the checker's measured speed; 0 while the speed is unknown or the
-        checker has more than one request to catch up on (so the last answers never keep the
-        run waiting long)."""
+        """The bytes the time budget allows in all so far: what the checker can answer, at its
+        measured speed, in ``share`` of the time since the encoding started less the time its
+        start-up took; 0 while the speed is unknown or the checker has more than one request to
+        catch up on (so the last answers never keep the run waiting long)."""
         if self._checker_seconds <= 0 or self._outstanding > REQUEST_BYTES:
             return 0.0
         speed = self._answered / self._checker_seconds
-        return self.share * (self._clock() - self._started) * speed
+        return max(0.0, self.share * (self._clock() - self._started) - self._build_seconds) * speed
 
     def sync(self) -> None:
         """Wait for every answer (before an output is committed); raise at a difference."""
@@ -346,7 +354,7 @@ class Verifier:
     def _collect(self, block: bool) -> None:
         while self._waiting and (block or self._conn.poll()):
             try:
-                answer, seconds = self._conn.recv()
+                answer, seconds, build_seconds = self._conn.recv()
             except (EOFError, OSError):
                 raise ToktoolsError("the --verify process stopped unexpectedly; run again, or use --verify 0") from None
             sent = self._waiting.popleft()
@@ -359,6 +367,7 @@ class Verifier:
                     return
                 raise ToktoolsError(answer)
             self._checker_seconds += seconds
+            self._build_seconds += build_seconds
             self._answered += size
             for (item, got, piece), want in zip(sent, answer):
                 self._compare(item, got, piece, want)
