@@ -29,12 +29,13 @@ pytestmark = pytest.mark.shared
 
 @pytest.fixture(scope="module")
 def long_corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray]:
-    """Twelve documents of 20K-200K characters (about 1.1 MB: two batches), and the ids
-    ``tokenizers`` gives them, each followed by EOS, as the Megatron ``.bin`` must hold them."""
+    """Twelve documents of 20K-200K characters (about 1.1 MB: several batches), and the ids
+    ``tokenizers`` gives them, each followed by EOS, as the Megatron ``.bin`` must hold them.
+    (The old protocol hung on this corpus on every run; on 600 KB it did not.)"""
     from tokenizers import Tokenizer
 
     path = real_shapes.long_documents(tmp_path_factory.mktemp("long") / "long.txt")
-    assert path.stat().st_size > 1 << 20  # more than one batch
+    assert path.stat().st_size > 1 << 20
     tokenizer = Tokenizer.from_file(str(BYTEBPE))
     eos = tokenizer.token_to_id(EOS)
     documents = path.read_text(encoding="utf-8").splitlines()
@@ -142,7 +143,7 @@ def _long_documents_both_ways(per_batch: int) -> None:
 
 
 def test_documents_of_160000_characters_go_through_the_smallest_buffers() -> None:
-    _long_documents_both_ways(8)
+    _long_documents_both_ways(4)
 
 
 @pytest.mark.full
