@@ -82,7 +82,11 @@ def process_chunk(
     ``show`` most disputed documents. ``facts_cache`` keeps each tokenizer's token facts
     (index → :class:`~toktools.analysis.segstats._TokenFacts`) from chunk to chunk."""
     from toktools.analysis.segstats import _TokenFacts
+    from toktools.corpus.long_documents import is_long
 
+    long_items = [item for item in chunk if is_long(item[2])]
+    if long_items:  # counted piece by piece (flat memory), and never shown
+        chunk = [item for item in chunk if not is_long(item[2])]
     docs = [Document(text) for _, _, text in chunk]
     texts = [text for _, _, text in chunk]
     scoring = show > 0 and len(tokenizers) > 1
@@ -95,6 +99,8 @@ def process_chunk(
         tally = Tally(tokenizer, facts)
         encodings = tokenizer.encode_batch(texts, add_special_tokens=False, workers=1)
         found = [tally.add(document, encoding.ids, encoding.offsets) for document, encoding in zip(docs, encodings)]
+        for _, where, text in long_items:
+            _count_long(tally, tokenizer, text, where)
         per_tokenizer.append(found if scoring else None)
         stats.append(tally.stats())
     candidates: list[Candidate] = []
@@ -107,6 +113,19 @@ def process_chunk(
                 candidates.append((differing / total, differing, -index, where, text))
         candidates = heapq.nlargest(show, candidates)
     return stats, candidates
+
+
+def _count_long(tally: Tally, tokenizer: Any, text: str, where: Located) -> None:
+    """Count a document longer than a segment in the pieces its tokenizer may be cut into
+    (:mod:`toktools.corpus.long_documents`): the same statistics as counted whole."""
+    from toktools.corpus.long_documents import encoded_pieces, tokenizer_cuttable
+
+    tokens = 0
+    cut = tokenizer_cuttable(tokenizer)
+    for _, piece, encoding in encoded_pieces(tokenizer, text, cut, f"{where[0]}, line {where[1]}"):
+        tally.add_piece(Document(piece), encoding.ids, encoding.offsets)
+        tokens += len(encoding.ids)
+    tally.close_document(tokens)
 
 
 def chunked(documents: Iterator[tuple[Located, str]]) -> Iterator[list[Item]]:

@@ -233,14 +233,22 @@ class Tally:
         """Count one document's encoding (no special tokens). Returns what a disagreement
         score needs: the last character of each token inside a word, and the character
         ranges of its byte pieces."""
+        self.documents += 1
+        self.sequence_lengths[len(ids) + self.specials] += 1
+        return self.add_piece(document, ids, offsets)
+
+    def add_piece(
+        self, document: Document, ids: list[int], offsets: list[tuple[int, int]]
+    ) -> tuple[list[int], set[tuple[int, int]]]:
+        """:meth:`add` for one piece of a long document cut where its tokenizer restarts (no word
+        spans the cut): everything but the document count and its sequence length, which
+        :meth:`close_document` adds once the pieces are counted."""
         n = len(ids)
         text = document.text
-        self.documents += 1
         self.tokens += n
         self.characters += document.characters
         self.bytes += document.bytes
         self.words += len(document.starts)
-        self.sequence_lengths[n + self.specials] += 1
         if self.unk_id is not None:
             self.unk_count += ids.count(self.unk_id)
         facts = self.facts
@@ -263,6 +271,11 @@ class Tally:
         self.per_word.update(counts)
         self.split_words += sum(c for k, c in counts.items() if k > 1)
         return lasts, covered
+
+    def close_document(self, tokens: int) -> None:
+        """Count a document whose pieces :meth:`add_piece` counted, ``tokens`` tokens in all."""
+        self.documents += 1
+        self.sequence_lengths[tokens + self.specials] += 1
 
     def stats(self) -> SegmentStats:
         return SegmentStats(
