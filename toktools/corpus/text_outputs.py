@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from toktools.corpus.long_lines import LongLines, check_whole, head_row, plan, write_streamed
 from toktools.errors import ToktoolsError
 
 TEXT_FORMATS = ("ids", "tokens", "jsonl")
@@ -327,8 +328,15 @@ def encode_text(
         verifier = Verifier(chosen.name, doc, verify, reader.total, reader.sources, process=checker, build=build)
         checker = None  # the verifier closes it
         verifier.start()
+        long_lines = plan(doc, chosen, pair=pair, add_special_tokens=add_special_tokens, max_length=max_length)
         with _destination(output) as out:
             for batch in batched(reader, batch_lines):
+                if any(long_lines.is_long(line.text) for line in batch):
+                    tokens += _write_with_long_lines(
+                        out, batch, chosen, long_lines, verifier, reader, output, format, pair, add_special_tokens
+                    )
+                    lines += len(batch)
+                    continue
                 texts = [line.text for line in batch]
                 rows = chosen.encode([_as_pair(text) for text in texts] if pair else texts, add_special_tokens)
                 rendered = [_render(format, row) for row in rows]
@@ -349,6 +357,50 @@ def encode_text(
         if close is not None:
             close()
     return TextResult(chosen.name, lines, tokens, time.perf_counter() - started, verifier.done)
+
+
+def _write_with_long_lines(
+    out: Any,
+    batch: list[_Line],
+    chosen: Any,
+    long_lines: LongLines,
+    verifier: Any,
+    reader: _Lines,
+    output: str | Path | None,
+    fmt: str,
+    pair: bool,
+    add_special_tokens: bool,
+) -> int:
+    """A batch holding lines longer than a segment: the ordinary lines are encoded together
+    (and sampled for --verify, which never takes a line that long), each long one as
+    :mod:`toktools.corpus.long_lines` plans; the lines are written in order. Its token count."""
+    short = [line for line in batch if not long_lines.is_long(line.text)]
+    texts = [line.text for line in short]
+    rows = chosen.encode([_as_pair(text) for text in texts] if pair else texts, add_special_tokens) if short else []
+    short_rendered = [_render(fmt, row) for row in rows]
+    verifier.check(short, short_rendered, reader.bytes_done)
+    if output is None:
+        verifier.sync()
+    tokens = sum(len(row.ids) for row in rows)
+    rendered = iter(short_rendered)
+    for line in batch:
+        if not long_lines.is_long(line.text):
+            out.write(next(rendered) + "\n")
+            continue
+        where = f"{reader.sources[line.source].path}, line {line.line}"
+        if long_lines.mode == "stream":
+            assert long_lines.template is not None
+            tokens += write_streamed(out, chosen, line.text, fmt, long_lines.template)
+            continue
+        if long_lines.mode == "head":
+            assert long_lines.limit is not None
+            row = head_row(chosen, line.text, long_lines.limit, add_special_tokens)
+        else:
+            check_whole(line.text, where)
+            row = chosen.encode([_as_pair(line.text)] if pair else [line.text], add_special_tokens)[0]
+        out.write(_render(fmt, row) + "\n")
+        tokens += len(row.ids)
+    return tokens
 
 
 def _checker_build(
