@@ -23,10 +23,16 @@ from toktools.errors import ToktoolsError
 DOCUMENT_MODES = ("line", "blank-line", "file", "jsonl")
 READ_BYTES = 1 << 20
 SEGMENT_CHARS = 1 << 20
+#: The longest document that is kept whole, for a tokenizer that may be cut, when the document
+#: holds no place to cut it (Chinese without spaces): ids-only engines stay well under 1 GB.
 MAX_DOCUMENT_BYTES = 64 << 20
-#: The longest piece that is encoded with full encodings (ids, tokens, offsets) at once: about
-#: 0.5 GB of Python objects. Longer documents are cut (:func:`bounded_segments`) or refused.
-MAX_UNCUT_CHARS = 8 << 20
+#: The same for a tokenizer that may never be cut (SentencePiece ``.model`` files and other
+#: pipelines :func:`toktools.engines.analysis.cuttable` refuses): the engines then encode the
+#: whole document at once, at up to about 80 bytes of memory per byte of text.
+MAX_UNCUT_DOCUMENT_BYTES = 8 << 20
+#: The longest piece that is encoded with full encodings (ids, tokens, offsets) at once, about
+#: 0.5 GB of Python objects: longer documents are cut (:func:`bounded_segments`) or refused.
+MAX_UNCUT_CHARS = 4 << 20
 
 
 def _hf_spaces() -> frozenset[str]:
@@ -169,7 +175,7 @@ class DocumentReader:
         *,
         cuttable: bool = False,
         segment_chars: int = SEGMENT_CHARS,
-        max_document_bytes: int = MAX_DOCUMENT_BYTES,
+        max_document_bytes: int | None = None,
         start: Position | None = None,
     ) -> None:
         if mode not in DOCUMENT_MODES:
@@ -179,6 +185,8 @@ class DocumentReader:
         self.field = field or "text"
         self.cuttable = cuttable
         self.segment_chars = segment_chars
+        if max_document_bytes is None:
+            max_document_bytes = MAX_DOCUMENT_BYTES if cuttable else MAX_UNCUT_DOCUMENT_BYTES
         self.max_document_bytes = max_document_bytes
         self.start = start or Position(0, 0, 1)
         self.bytes_done = 0  # progress: bytes of the inputs on disk read so far

@@ -41,6 +41,9 @@ def encoded_pieces(tokenizer: Any, text: str, cut: bool, where: str) -> Iterator
     the encoding's offsets are relative to the piece, which starts at character ``start``.
     ``cut``: :func:`tokenizer_cuttable` of ``tokenizer``; ``where`` names the document in the
     refusal of one that cannot be cut."""
+    from toktools.runtime.memory import release_freed_memory
+
     for start, end in bounded_segments(text, cut, where, segment_chars=SEGMENT_CHARS):
+        release_freed_memory()
         piece = text if (start, end) == (0, len(text)) else text[start:end]
         yield start, piece, tokenizer.encode(piece, add_special_tokens=False)

@@ -102,8 +102,11 @@ def _slice(row: Any, start: int, end: int) -> Any:
 def head_row(engine: Any, text: str, limit: int, add_special_tokens: bool) -> Any:
     """The line's truncated encoding, from its shortest run of leading pieces whose encoding
     fills ``limit`` tokens (the whole line when none does)."""
+    from toktools.runtime.memory import release_freed_memory
+
     row = None
     for _, end in safe_segments(text, SEGMENT_CHARS):
+        release_freed_memory()
         row = engine.encode([text[:end]], add_special_tokens)[0]
         if len(row.ids) >= limit:
             return row
@@ -141,7 +144,10 @@ def _piece_rows(engine: Any, text: str, *, offsets: bool = False) -> Iterable[tu
     so that its first token's offsets are trimmed as inside the line, not as at its start (the
     ``ByteLevel`` post-processor keeps a token's single leading space at offset 0 when it adds
     a prefix space)."""
+    from toktools.runtime.memory import release_freed_memory
+
     for start, end in safe_segments(text, SEGMENT_CHARS):
+        release_freed_memory()
         if not offsets or start == 0:
             yield start, engine.encode([text[start:end]], False)[0]
             continue

@@ -334,6 +334,7 @@ def unigram_training_words(chunk: str, add_prefix_space: bool = True) -> Iterato
     letter or digit (:func:`toktools.corpus.documents.unigram_may_end`), which changes no word:
     memory stays flat on a line of any length."""
     from toktools.corpus.documents import SEGMENT_CHARS, safe_segments, unigram_may_end
+    from toktools.runtime.memory import release_freed_memory
 
     lines = chunk.split("\n")
     last = len(lines) - 1
@@ -345,6 +346,7 @@ def unigram_training_words(chunk: str, add_prefix_space: bool = True) -> Iterato
             yield from unigram_words(line + ending, add_prefix_space)
             continue
         for start, end in safe_segments(line, SEGMENT_CHARS, unigram_may_end):
+            release_freed_memory()
             yield from unigram_words(line[start:end] + (ending if end == len(line) else ""), add_prefix_space)
 
 
