@@ -75,6 +75,17 @@ class UsageStats:
         return "\n".join(lines) + "\n"
 
 
+def _words(line: str) -> int:
+    """``len(line.split())``, without a list of every word of a long line (counted by pieces cut
+    at spaces, which no word spans)."""
+    from toktools.corpus.documents import safe_segments
+    from toktools.corpus.long_documents import is_long
+
+    if not is_long(line):
+        return len(line.split())
+    return sum(len(line[start:end].split()) for start, end in safe_segments(line))
+
+
 def corpus_usage(
     tokenizer: Tokenizer, lines: Iterable[str], *, sample: int = 20, top: int = 20, workers: int | None = None
 ) -> UsageStats:
@@ -92,7 +103,7 @@ def corpus_usage(
         chunk = [line[:-2] if line.endswith("\r\n") else line[:-1] if line.endswith("\n") else line for line in chunk]
         n_lines += len(chunk)
         n_chars += sum(len(line) for line in chunk)
-        n_words += sum(len(line.split()) for line in chunk)
+        n_words += sum(_words(line) for line in chunk)
         short = [line for line in chunk if not is_long(line)]
         for encoding in plain.encode_batch(short, add_special_tokens=False, workers=workers):
             counts.update(encoding.ids)
