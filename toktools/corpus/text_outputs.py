@@ -71,7 +71,9 @@ class _Lines:
         from toktools.corpus.reading import numbered_lines
 
         for index, number, line in numbered_lines(self.sources, self._read):
-            yield _Line(line[:-1] if line.endswith("\n") else line, index, number)
+            if line.endswith("\n"):
+                line = line[:-1]  # rebound: a long line is not held twice while it is encoded
+            yield _Line(line, index, number)
 
     def _read(self, done: int) -> None:
         self.bytes_done = done
