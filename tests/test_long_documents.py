@@ -203,6 +203,26 @@ def test_unigram_training_words_of_a_long_line_are_the_library_words(long_line: 
     assert list(unigram_training_words(chunk)) == expected
 
 
+@pytest.mark.shared
+@pytest.mark.parametrize("prefix_space", [False, True])
+def test_bytebpe_and_wordpiece_training_words_of_a_long_line_are_the_library_words(
+    long_line: str, small_pieces, prefix_space: bool
+) -> None:
+    from tokenizers import normalizers, pre_tokenizers
+
+    from toktools.models.bpe.bytelevel import text_to_symbols, training_pieces
+    from toktools.parts.bert_text import iter_words
+
+    lines = ["first line\n", long_line + "\n", long_line[:2000]]
+    chunk = "".join(lines)
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=prefix_space)
+    expected = [piece for line in lines for piece, _ in byte_level.pre_tokenize_str(line)]
+    assert [text_to_symbols(piece) for piece in training_pieces(chunk, prefix_space)] == expected
+    bert, split = normalizers.BertNormalizer(), pre_tokenizers.BertPreTokenizer()
+    expected = [word for line in lines for word, _ in split.pre_tokenize_str(bert.normalize_str(line))]
+    assert list(iter_words(chunk)) == expected
+
+
 def _alnum_points(step: int) -> list[int]:
     return [cp for cp in range(0, 0x110000, step) if not 0xD800 <= cp < 0xE000 and chr(cp).isalnum()]
 
