@@ -80,7 +80,10 @@ def process_chunk(
 ) -> tuple[list[SegmentStats], list[Candidate]]:
     """The statistics per tokenizer and the chunk's
     ``show`` most disputed documents. ``facts_cache`` keeps each tokenizer's token facts
-    (index → :class:`~toktools.analysis.segstats._TokenFacts`) from chunk to chunk."""
+    (index → :class:`~toktools.analysis.segstats._TokenFacts`) and its ids-and-offsets encoder
+    (``-1 - index`` → :func:`~toktools.analysis.fast_offsets.offsets_encoder`: ``tokenizers`` where it
+    loads the tokenizer, the same ids and offsets as the reference) from chunk to chunk."""
+    from toktools.analysis.fast_offsets import offsets_encoder
     from toktools.analysis.segstats import _TokenFacts
     from toktools.corpus.long_documents import is_long
 
@@ -96,9 +99,11 @@ def process_chunk(
         facts = facts_cache.get(index)
         if facts is None:
             facts = facts_cache[index] = _TokenFacts(tokenizer)
+        encode = facts_cache.get(-1 - index)
+        if encode is None:
+            encode = facts_cache[-1 - index] = offsets_encoder(tokenizer)
         tally = Tally(tokenizer, facts)
-        encodings = tokenizer.encode_batch(texts, add_special_tokens=False, workers=1)
-        found = [tally.add(document, encoding.ids, encoding.offsets) for document, encoding in zip(docs, encodings)]
+        found = [tally.add(document, ids, offsets) for document, (ids, offsets) in zip(docs, encode(texts))]
         for _, where, text in long_items:
             _count_long(tally, tokenizer, text, where)
         per_tokenizer.append(found if scoring else None)
