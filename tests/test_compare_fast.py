@@ -59,3 +59,17 @@ def test_fast_offsets_are_the_reference_offsets():
 def test_fast_statistics_equal_the_reference_pipeline_whole_corpora(name: str, monkeypatch):
     fast, reference = _both([str(corpus_path(name))], monkeypatch, show=3)
     assert fast == reference
+
+
+def test_labels_of_tokenizer_files_are_their_folders():
+    from toktools.commands.compare import _labels
+
+    assert _labels(["../x/gpt2/tokenizer.json", "models/bert/vocab.txt", "bytebpe-50k"]) == [
+        "gpt2",
+        "bert",
+        "bytebpe-50k",
+    ]
+    assert _labels(["a/gpt2/tokenizer.json", "b/gpt2/tokenizer.json"]) == [
+        "a/gpt2/tokenizer.json",
+        "b/gpt2/tokenizer.json",
+    ]

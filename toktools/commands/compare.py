@@ -19,10 +19,22 @@ _STYLES = [
 ]
 
 
+#: Files that name a tokenizer by their folder (``…/gpt2/tokenizer.json`` is ``gpt2``).
+_TOKENIZER_FILES = {"tokenizer.json", "vocab.txt", "vocab.json", "merges.txt", "tokenizer.model", "spiece.model"}
+
+
+def _short(name: str) -> str:
+    path = Path(name.rstrip("/"))
+    if path.name in _TOKENIZER_FILES and path.parent.name:
+        return path.parent.name
+    return path.name or name
+
+
 def _labels(names: list[str]) -> list[str]:
-    """Row labels: a path's last part (``../shared/vocabs-ref/gpt2`` → ``gpt2``) when that
-    keeps the labels distinct, else the names as given."""
-    short = [Path(name.rstrip("/")).name or name for name in names]
+    """Row labels: a path's last part (``../shared/vocabs-ref/gpt2`` → ``gpt2``; for a file such
+    as ``…/gpt2/tokenizer.json``, its folder) when that keeps the labels distinct, else the
+    names as given."""
+    short = [_short(name) for name in names]
     return short if len(set(short)) == len(short) else names
 
 
