@@ -6,6 +6,7 @@ code. Sampled corpora in the default run; the shared corpora whole under ``full`
 from __future__ import annotations
 
 import functools
+import math
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,35 @@ def test_labels_of_tokenizer_files_are_their_folders():
         "a/gpt2/tokenizer.json",
         "b/gpt2/tokenizer.json",
     ]
+
+
+def test_efficiencies_by_hand():
+    from toktools.analysis.segstats import SegmentStats
+
+    # ids 1,1,2,3 of a vocabulary of 4: p = 1/2, 1/4, 1/4
+    stats = SegmentStats(1, 4, 4, 4, 1, 0, 0, 0, 0, token_counts={1: 2, 2: 1, 3: 1}, vocab_size=4, renyi_alpha=2.0)
+    assert stats.shannon_efficiency == pytest.approx(1.5 / 2)  # H = 1.5 bits, log2 4 = 2
+    # H_2 = -log2(1/4 + 1/16 + 1/16) = log2(8/3)
+    assert stats.renyi_efficiency == pytest.approx(math.log2(8 / 3) / 2)
+    assert (stats.seen, stats.seen_well) == (3, 0)
+    data = stats.to_dict()["vocabulary"]
+    assert data == {"size": 4, "seen": 3, "seen_share": 0.75, "seen_10": 0, "seen_10_share": 0.0}
+
+
+@pytest.mark.parametrize("alpha", [2.5, 3.0])
+def test_efficiencies_equal_tokenization_scorer(alpha: float, tmp_path: Path):
+    scorer = pytest.importorskip("tokenization_scorer.metrics")
+    lines = read_corpus_sample("mixed_sample.txt", 6_000).splitlines()
+    path = tmp_path / "sample.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    name, tokenizer = _tokenizers()[1]
+    result = compare_corpus([(name, tokenizer)], [str(path)], workers=1, show=0, renyi_alpha=alpha).metrics[name]
+    plain = token_view.without_truncation(tokenizer)
+    # the same tokens, as strings (ids would do: the package counts whatever it is given)
+    tokens = [plain.encode(line, add_special_tokens=False).ids for line in lines if line.strip()]
+    size = len(plain.get_vocab())
+    expected_renyi = scorer._renyi_efficiency([list(map(str, t)) for t in tokens], power=alpha, vocab=size)
+    expected_shannon = scorer._shannon_efficiency([list(map(str, t)) for t in tokens], vocab=size)
+    assert result.vocab_size == size
+    assert abs(result.renyi_efficiency - expected_renyi) < 1e-9
+    assert abs(result.shannon_efficiency - expected_shannon) < 1e-9

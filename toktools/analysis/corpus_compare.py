@@ -21,7 +21,7 @@ from toktools.analysis import token_view
 from toktools.analysis.alignment import Alignment, align_encoded, named_tokenizers
 from toktools.analysis.compare_chunks import Candidate, Item, Located, chunked, documents_of, process_chunk
 from toktools.analysis.metrics import render_metrics_plain
-from toktools.analysis.segstats import SegmentStats
+from toktools.analysis.segstats import RENYI_ALPHA, SegmentStats
 from toktools.corpus import reading as corpus
 from toktools.errors import ToktoolsError
 
@@ -132,7 +132,7 @@ class CorpusComparison:
         )
         if self.sampled is not None:
             what += f" (a sample of {self.sampled} spread over the corpus)"
-        parts.append(what + "\n\n" + render_metrics_plain(self.metrics, lengths=True))
+        parts.append(what + "\n\n" + render_metrics_plain(self.metrics, lengths=True, vocabulary=True))
         return "\n".join(parts)
 
 
@@ -186,6 +186,7 @@ def compare_corpus(
     workers: int | None = None,
     progress: ProgressCallback | None = None,
     cluster: Any = None,
+    renyi_alpha: float = RENYI_ALPHA,
 ) -> CorpusComparison:
     """Statistics of every tokenizer on the corpus ``paths`` (files, directories, globs, ``-``;
     plain or compressed), read once; ``show`` keeps the documents where the largest share of
@@ -196,18 +197,24 @@ def compare_corpus(
     processes (default: every core); the result is the same for any number of workers.
     ``cluster`` (an address such as ``"tcp://host:8786"`` or ``"local:4"``, a
     :class:`toktools.cluster.settings.Cluster` or a ``distributed.Client``) does the work on a Dask
-    cluster instead, with the same result; ``paths`` may then be fsspec URLs."""
+    cluster instead, with the same result; ``paths`` may then be fsspec URLs. ``renyi_alpha``
+    is the order of the Rényi efficiency (see :mod:`toktools.analysis.segstats`)."""
     import os
 
     global _job
+    if not renyi_alpha > 0:
+        raise ToktoolsError(f"the Rényi order must be positive, not {renyi_alpha}")
     items = named_tokenizers(tokenizers)
     if not items:
         raise ToktoolsError("give at least one tokenizer to compare")
     plain = [(name, token_view.without_truncation(tok)) for name, tok in items]
     if cluster is not None:
-        return _compare_on_cluster(
+        result = _compare_on_cluster(
             plain, paths, cluster, json_field=json_field, errors=errors, show=show, sample=sample, progress=progress
         )
+        for each in result.metrics.values():
+            each.renyi_alpha = renyi_alpha
+        return result
     sources = corpus.expand_sources(list(paths))
     documents = iter_documents(sources, json_field, errors, progress)
     if sample is not None:
@@ -227,6 +234,8 @@ def compare_corpus(
     finally:
         _job = None
         _worker_facts.clear()
+    for each in totals:
+        each.renyi_alpha = renyi_alpha
     return _comparison(plain, totals, best, [s.path for s in sources], sample)
 
 

@@ -107,6 +107,13 @@ def _looks_like_tokenizer(argument: str) -> bool:
     default=None,
     help="Processes that encode large batches (default: all cores).",
 )
+@click.option(
+    "--renyi-alpha",
+    type=click.FloatRange(min=0, min_open=True),
+    default=2.5,
+    show_default=True,
+    help="With --corpus: the order α of the Rényi efficiency.",
+)
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr (only on a terminal).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output: every statistic and histogram.")
 @cluster_options
@@ -122,6 +129,7 @@ def compare(
     width: int | None,
     byte_view: bool,
     workers: int | None,
+    renyi_alpha: float,
     progress: bool,
     as_json: bool,
     cluster: Any,
@@ -153,6 +161,11 @@ def compare(
       sequence     tokens per document plus the special tokens added to one sequence ([CLS] [SEP]);
                    p50/p90/p99 are nearest-rank percentiles; >512 is the share of documents longer
                    than 512 tokens, i.e. that a BERT-size model truncates
+      Shannon eff. entropy of the token distribution / log2(vocabulary size)
+      Rényi eff.   Rényi entropy of order α, log2(Σ p^α)/(1-α), / log2(vocabulary size)
+                   (Zouhar et al. 2023; as tokenization-scorer with vocab = the vocabulary size)
+      seen         ids of the vocabulary (added tokens included) that occur / vocabulary size;
+                   seen ≥10: ids that occur at least 10 times / vocabulary size
     Tokens are counted without special tokens, truncation or padding.
 
     \b
@@ -194,6 +207,7 @@ def compare(
                 sample=sample,
                 workers=workers,
                 cluster=cluster,
+                renyi_alpha=renyi_alpha,
                 progress=None if callback is None else lambda d, t: callback("read", d, t),
             )
         if plot_path is not None:
