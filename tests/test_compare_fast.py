@@ -13,7 +13,7 @@ import pytest
 from conftest import corpus_path, read_corpus_sample, ref_vocab_dir
 
 import toktools
-from toktools.analysis import fast_offsets, token_view
+from toktools.analysis import compare_chunks, fast_offsets, token_view
 from toktools.analysis.corpus_compare import compare_corpus
 
 
@@ -30,6 +30,7 @@ def _both(paths: list[str], monkeypatch: pytest.MonkeyPatch, **options):
     fast = compare_corpus(_tokenizers(), paths, workers=1, **options).to_dict()
     with monkeypatch.context() as patched:
         patched.setattr(fast_offsets, "_library_encoder", lambda tokenizer: None)
+        patched.setattr(compare_chunks, "USE_ARRAYS", False)
         reference = compare_corpus(_tokenizers(), paths, workers=1, **options).to_dict()
     return fast, reference
 
@@ -106,3 +107,24 @@ def test_efficiencies_equal_tokenization_scorer(alpha: float, tmp_path: Path):
     assert result.vocab_size == size
     assert abs(result.renyi_efficiency - expected_renyi) < 1e-9
     assert abs(result.shannon_efficiency - expected_shannon) < 1e-9
+
+
+def test_array_counts_equal_the_loop_on_odd_text(tmp_path: Path, monkeypatch):
+    """Whitespace of every kind, Chinese cut into byte pieces, unknown characters, a document of
+    spaces between words: the array counting and the per-token loop agree."""
+    lines = [
+        "a\u3000b\u00a0c\x1cd\x85e  f\tg",
+        "我是中国人 emoji 🤗🤗 and ☃ snow",
+        " \u2003 leading spaces and trailing   ",
+        "x",
+        "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 ﬁ ligature ＡＢＣ full width",
+    ]
+    path = tmp_path / "odd.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tokenizers = _tokenizers() + [("bert-base-chinese", toktools.load(str(ref_vocab_dir("bert-base-chinese"))))]
+    arrays = compare_corpus(tokenizers, [str(path)], workers=1, show=2).to_dict()
+    monkeypatch.setattr(compare_chunks, "USE_ARRAYS", False)
+    loop = compare_corpus(tokenizers, [str(path)], workers=1, show=2).to_dict()
+    assert arrays["metrics"]["bert-base-chinese"]["unk_count"] > 0
+    assert arrays["metrics"]["gpt2"]["byte_piece_chars"] > 0
+    assert arrays == loop

@@ -83,6 +83,7 @@ def process_chunk(
     (index → :class:`~toktools.analysis.segstats._TokenFacts`) and its ids-and-offsets encoder
     (``-1 - index`` → :func:`~toktools.analysis.fast_offsets.offsets_encoder`: ``tokenizers`` where it
     loads the tokenizer, the same ids and offsets as the reference) from chunk to chunk."""
+    from toktools.analysis.chunk_tally import numpy_available
     from toktools.analysis.fast_offsets import offsets_encoder
     from toktools.analysis.segstats import _TokenFacts
     from toktools.corpus.long_documents import is_long
@@ -90,33 +91,74 @@ def process_chunk(
     long_items = [item for item in chunk if is_long(item[2])]
     if long_items:  # counted piece by piece (flat memory), and never shown
         chunk = [item for item in chunk if not is_long(item[2])]
-    docs = [Document(text) for _, _, text in chunk]
     texts = [text for _, _, text in chunk]
     scoring = show > 0 and len(tokenizers) > 1
+    encoders = []
+    for index, tokenizer in enumerate(tokenizers):
+        if index not in facts_cache:
+            facts_cache[index] = _TokenFacts(tokenizer)
+            facts_cache[-1 - index] = offsets_encoder(tokenizer)
+        encoders.append((facts_cache[index], facts_cache[-1 - index]))
+    if USE_ARRAYS and numpy_available():
+        stats, candidates = _process_arrays(chunk, texts, tokenizers, encoders, show if scoring else 0)
+    else:
+        stats, candidates = _process_loop(chunk, texts, tokenizers, encoders, show if scoring else 0)
+    if long_items:
+        for k, tokenizer in enumerate(tokenizers):
+            tally = Tally(tokenizer, encoders[k][0])
+            for _, where, text in long_items:
+                _count_long(tally, tokenizer, text, where)
+            stats[k] = SegmentStats.combined([stats[k], tally.stats()], tally.specials)
+    return stats, heapq.nlargest(show, candidates) if scoring else []
+
+
+#: Count with array operations when numpy is installed (the loop below is the definition they
+#: are tested against; tests switch this off to compare).
+USE_ARRAYS = True
+
+
+def _process_arrays(
+    chunk: list[Item], texts: list[str], tokenizers: Sequence[Any], encoders: Sequence[Any], show: int
+) -> tuple[list[SegmentStats], list[Candidate]]:
+    from toktools.analysis import token_view
+    from toktools.analysis.chunk_tally import ChunkText, chunk_scores, tally_chunk
+    from toktools.analysis.segstats import vocabulary_size
+
+    text = ChunkText(texts)
+    stats: list[SegmentStats] = []
+    marks: list[Any] = []
+    for tokenizer, (facts, encode) in zip(tokenizers, encoders):
+        unk, specials = token_view.unk_id(tokenizer), token_view.specials_added(tokenizer)
+        part, mark = tally_chunk(text, encode(texts), facts, unk, specials, vocabulary_size(tokenizer), show > 0)
+        stats.append(part)
+        marks.append(mark)
+    candidates: list[Candidate] = []
+    if show > 0 and texts:
+        differing, total = chunk_scores(text, marks)
+        for k in ((differing > 0) & (text.words_per_doc >= MIN_WORDS_SHOWN)).nonzero()[0].tolist():
+            index, where, document = chunk[k]
+            candidates.append((int(differing[k]) / int(total[k]), int(differing[k]), -index, where, document))
+    return stats, candidates
+
+
+def _process_loop(
+    chunk: list[Item], texts: list[str], tokenizers: Sequence[Any], encoders: Sequence[Any], show: int
+) -> tuple[list[SegmentStats], list[Candidate]]:
+    docs = [Document(text) for text in texts]
     per_tokenizer = []
     stats = []
-    for index, tokenizer in enumerate(tokenizers):
-        facts = facts_cache.get(index)
-        if facts is None:
-            facts = facts_cache[index] = _TokenFacts(tokenizer)
-        encode = facts_cache.get(-1 - index)
-        if encode is None:
-            encode = facts_cache[-1 - index] = offsets_encoder(tokenizer)
+    for tokenizer, (facts, encode) in zip(tokenizers, encoders):
         tally = Tally(tokenizer, facts)
-        found = [tally.add(document, ids, offsets) for document, (ids, offsets) in zip(docs, encode(texts))]
-        for _, where, text in long_items:
-            _count_long(tally, tokenizer, text, where)
-        per_tokenizer.append(found if scoring else None)
+        per_tokenizer.append([tally.add(d, ids, offsets) for d, (ids, offsets) in zip(docs, encode(texts))])
         stats.append(tally.stats())
     candidates: list[Candidate] = []
-    if scoring:
+    if show > 0:
         for k, ((index, where, text), document) in enumerate(zip(chunk, docs)):
             if len(document.starts) < MIN_WORDS_SHOWN:
                 continue
-            differing, total = _score([found[k] for found in per_tokenizer])  # type: ignore[index]
+            differing, total = _score([found[k] for found in per_tokenizer])
             if differing > 0:
                 candidates.append((differing / total, differing, -index, where, text))
-        candidates = heapq.nlargest(show, candidates)
     return stats, candidates
 
 
