@@ -86,7 +86,9 @@ def tally_chunk(
     shift = np.repeat(chunk.base[:-1], counts)
     starts, ends = spans[:, 0] + shift, spans[:, 1] + shift
 
-    unique, per_id = np.unique(ids, return_counts=True)
+    every = np.bincount(ids)
+    unique = np.flatnonzero(every)
+    per_id = every[unique]
     lengths = np.fromiter((facts[i] for i in unique.tolist()), dtype=np.int64, count=len(unique))
     keep = unique != (unk_id if unk_id is not None else -1)  # "[UNK]"'s characters are no token length
     token_lengths = np.bincount(lengths[keep], weights=per_id[keep]).astype(np.int64) if keep.any() else np.zeros(0)

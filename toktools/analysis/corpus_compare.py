@@ -228,6 +228,8 @@ def compare_corpus(
     _job = ([tok for _, tok in plain], show)
     _worker_facts.clear()
     try:
+        if workers is None and _all_threaded([tok for _, tok in plain]):
+            workers = 1  # tokenizers' own threads use every core: no worker processes
         for stats, candidates in _run(chunked(documents), workers or os.cpu_count() or 1):
             totals = [SegmentStats.combined([total, part], n) for total, part, n in zip(totals, stats, specials)]
             best = heapq.nlargest(show, best + candidates) if show else []
@@ -237,6 +239,20 @@ def compare_corpus(
     for each in totals:
         each.renyi_alpha = renyi_alpha
     return _comparison(plain, totals, best, [s.path for s in sources], sample)
+
+
+def _all_threaded(tokenizers: Sequence[Any]) -> bool:
+    """Whether every tokenizer's statistics encoder is ``tokenizers`` (Rust threads); the
+    encoders and token facts are built here, once, for the chunks counted in this process."""
+    from toktools.analysis.fast_offsets import is_threaded, offsets_encoder
+    from toktools.analysis.segstats import _TokenFacts
+
+    encoders = [offsets_encoder(tok) for tok in tokenizers]
+    if not all(map(is_threaded, encoders)):
+        return False
+    for index, (tok, encode) in enumerate(zip(tokenizers, encoders)):
+        _worker_facts[index], _worker_facts[-1 - index] = _TokenFacts(tok), encode
+    return True
 
 
 def _comparison(

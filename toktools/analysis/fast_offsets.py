@@ -16,7 +16,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["OffsetsEncoder", "offsets_encoder"]
+__all__ = ["OffsetsEncoder", "is_threaded", "offsets_encoder"]
 
 #: texts → ``(ids, offsets)`` per text, no special tokens, no truncation, no padding.
 OffsetsEncoder = Callable[[Sequence[str]], list[tuple[list[int], list[tuple[int, int]]]]]
@@ -39,6 +39,7 @@ def _library_encoder(tokenizer: Any) -> OffsetsEncoder | None:
     def encode(texts: Sequence[str]) -> list[tuple[list[int], list[tuple[int, int]]]]:
         return [(e.ids, e.offsets) for e in library.encode_batch(list(texts), add_special_tokens=False)]
 
+    encode.threaded = True  # type: ignore[attr-defined]
     return encode
 
 
@@ -47,6 +48,12 @@ def _reference_encoder(tokenizer: Any) -> OffsetsEncoder:
         return [(e.ids, e.offsets) for e in tokenizer.encode_batch(list(texts), add_special_tokens=False, workers=1)]
 
     return encode
+
+
+def is_threaded(encoder: OffsetsEncoder) -> bool:
+    """Whether the encoder uses every core by itself (``tokenizers``' Rust threads): worker
+    processes would then only add start-up and copies."""
+    return bool(getattr(encoder, "threaded", False))
 
 
 def offsets_encoder(tokenizer: Any) -> OffsetsEncoder:
