@@ -16,7 +16,7 @@ from typing import Any
 
 from toktools.analysis.segstats import SegmentStats, _TokenFacts
 
-__all__ = ["ChunkText", "Marks", "chunk_scores", "numpy_available", "tally_chunk"]
+__all__ = ["ChunkText", "Marks", "chunk_scores", "numpy_available", "spans_of", "tally_chunk"]
 
 #: The code points ``str.isspace`` holds true for (what splits words).
 _SPACES = [c for c in range(0x3001) if chr(c).isspace()]
@@ -65,16 +65,9 @@ class Marks:
     cuts: Any
 
 
-def tally_chunk(
-    chunk: ChunkText,
-    encoded: Sequence[tuple[list[int], list[tuple[int, int]]]],
-    facts: _TokenFacts,
-    unk_id: int | None,
-    specials: int,
-    vocab_size: int,
-    marks: bool,
-) -> tuple[SegmentStats, Marks | None]:
-    """One tokenizer's statistics on the chunk's documents, each ``(ids, offsets)``."""
+def spans_of(chunk: ChunkText, encoded: Sequence[tuple[list[int], list[tuple[int, int]]]]) -> tuple[Any, Any, Any, Any]:
+    """``(ids, tokens per document, starts, ends)`` as arrays, spans on the chunk's axis, from
+    each document's ``(ids, offsets)``."""
     import numpy as np
 
     counts = np.fromiter((len(ids) for ids, _ in encoded), dtype=np.int64, count=len(encoded))
@@ -84,7 +77,23 @@ def tally_chunk(
         chain.from_iterable(chain.from_iterable(offsets for _, offsets in encoded)), dtype=np.int64, count=2 * total
     ).reshape(-1, 2)
     shift = np.repeat(chunk.base[:-1], counts)
-    starts, ends = spans[:, 0] + shift, spans[:, 1] + shift
+    return ids, counts, spans[:, 0] + shift, spans[:, 1] + shift
+
+
+def tally_chunk(
+    chunk: ChunkText,
+    spans: tuple[Any, Any, Any, Any],
+    facts: _TokenFacts,
+    unk_id: int | None,
+    specials: int,
+    vocab_size: int,
+    marks: bool,
+) -> tuple[SegmentStats, Marks | None]:
+    """One tokenizer's statistics on the chunk's documents, given :func:`spans_of` them."""
+    import numpy as np
+
+    ids, counts, starts, ends = spans
+    total = len(ids)
 
     every = np.bincount(ids)
     unique = np.flatnonzero(every)

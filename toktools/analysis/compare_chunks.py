@@ -76,7 +76,7 @@ def _score(facts: Sequence[tuple[list[int], set[tuple[int, int]]]]) -> tuple[int
 
 
 def process_chunk(
-    chunk: list[Item], tokenizers: Sequence[Any], show: int, facts_cache: dict[int, Any]
+    chunk: list[Item], tokenizers: Sequence[Any], show: int, facts_cache: dict[Any, Any]
 ) -> tuple[list[SegmentStats], list[Candidate]]:
     """The statistics per tokenizer and the chunk's
     ``show`` most disputed documents. ``facts_cache`` keeps each tokenizer's token facts
@@ -84,7 +84,7 @@ def process_chunk(
     (``-1 - index`` → :func:`~toktools.analysis.fast_offsets.offsets_encoder`: ``tokenizers`` where it
     loads the tokenizer, the same ids and offsets as the reference) from chunk to chunk."""
     from toktools.analysis.chunk_tally import numpy_available
-    from toktools.analysis.fast_offsets import offsets_encoder
+    from toktools.analysis.fast_offsets import byte_level_spans, offsets_encoder
     from toktools.analysis.segstats import _TokenFacts
     from toktools.corpus.long_documents import is_long
 
@@ -93,13 +93,16 @@ def process_chunk(
         chunk = [item for item in chunk if not is_long(item[2])]
     texts = [text for _, _, text in chunk]
     scoring = show > 0 and len(tokenizers) > 1
+    arrays = USE_ARRAYS and numpy_available()
     encoders = []
     for index, tokenizer in enumerate(tokenizers):
         if index not in facts_cache:
             facts_cache[index] = _TokenFacts(tokenizer)
             facts_cache[-1 - index] = offsets_encoder(tokenizer)
-        encoders.append((facts_cache[index], facts_cache[-1 - index]))
-    if USE_ARRAYS and numpy_available():
+        if arrays and ("tiktoken", index) not in facts_cache:
+            facts_cache[("tiktoken", index)] = byte_level_spans(tokenizer) if USE_TIKTOKEN else None
+        encoders.append((facts_cache[index], facts_cache[-1 - index], facts_cache.get(("tiktoken", index))))
+    if arrays:
         stats, candidates = _process_arrays(chunk, texts, tokenizers, encoders, show if scoring else 0)
     else:
         stats, candidates = _process_loop(chunk, texts, tokenizers, encoders, show if scoring else 0)
@@ -115,21 +118,25 @@ def process_chunk(
 #: Count with array operations when numpy is installed (the loop below is the definition they
 #: are tested against; tests switch this off to compare).
 USE_ARRAYS = True
+#: Take the ids of a byte-level BPE from tiktoken where it is exact, spans worked out from them
+#: (:class:`~toktools.analysis.fast_offsets.ByteLevelSpans`).
+USE_TIKTOKEN = True
 
 
 def _process_arrays(
     chunk: list[Item], texts: list[str], tokenizers: Sequence[Any], encoders: Sequence[Any], show: int
 ) -> tuple[list[SegmentStats], list[Candidate]]:
     from toktools.analysis import token_view
-    from toktools.analysis.chunk_tally import ChunkText, chunk_scores, tally_chunk
+    from toktools.analysis.chunk_tally import ChunkText, chunk_scores, spans_of, tally_chunk
     from toktools.analysis.segstats import vocabulary_size
 
     text = ChunkText(texts)
     stats: list[SegmentStats] = []
     marks: list[Any] = []
-    for tokenizer, (facts, encode) in zip(tokenizers, encoders):
+    for tokenizer, (facts, encode, byte_level) in zip(tokenizers, encoders):
         unk, specials = token_view.unk_id(tokenizer), token_view.specials_added(tokenizer)
-        part, mark = tally_chunk(text, encode(texts), facts, unk, specials, vocabulary_size(tokenizer), show > 0)
+        spans = byte_level.arrays(texts, text.base) if byte_level is not None else spans_of(text, encode(texts))
+        part, mark = tally_chunk(text, spans, facts, unk, specials, vocabulary_size(tokenizer), show > 0)
         stats.append(part)
         marks.append(mark)
     candidates: list[Candidate] = []
@@ -147,7 +154,7 @@ def _process_loop(
     docs = [Document(text) for text in texts]
     per_tokenizer = []
     stats = []
-    for tokenizer, (facts, encode) in zip(tokenizers, encoders):
+    for tokenizer, (facts, encode, _) in zip(tokenizers, encoders):
         tally = Tally(tokenizer, facts)
         per_tokenizer.append([tally.add(d, ids, offsets) for d, (ids, offsets) in zip(docs, encode(texts))])
         stats.append(tally.stats())

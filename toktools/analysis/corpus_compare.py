@@ -138,7 +138,7 @@ class CorpusComparison:
 
 #: What forked workers inherit: the tokenizers (no truncation) and how many lines to keep.
 _job: tuple[list[Any], int] | None = None
-_worker_facts: dict[int, Any] = {}
+_worker_facts: dict[Any, Any] = {}
 
 
 def _process(chunk: list[Item]) -> tuple[list[SegmentStats], list[Candidate]]:
