@@ -128,3 +128,20 @@ def test_array_counts_equal_the_loop_on_odd_text(tmp_path: Path, monkeypatch):
     assert arrays["metrics"]["bert-base-chinese"]["unk_count"] > 0
     assert arrays["metrics"]["gpt2"]["byte_piece_chars"] > 0
     assert arrays == loop
+
+
+def test_unused_lists_never_seen_tokens_longest_first(tmp_path: Path):
+    from test_compare_corpus import CORPUS, tokenizers
+
+    path = tmp_path / "tiny.txt"
+    path.write_text(CORPUS, encoding="utf-8")
+    result = compare_corpus(tokenizers(), [str(path)], workers=1, show=0, unused=1000)
+    for name, tokenizer in tokenizers():
+        seen = {tokenizer.id_to_token(i) for i in result.metrics[name].token_counts}
+        unseen = [t for t in tokenizer.get_vocab() if t not in seen]
+        listed = result.unused[name]
+        assert len(listed) == len(unseen) > 0
+        lengths = [len(t) for t in listed]
+        assert lengths == sorted(lengths, reverse=True)
+    assert "xyz" not in result.unused["wp"]  # never a token of this vocabulary, nor listed
+    assert "the" not in result.unused["wp"] and "[CLS]" in result.unused["wp"]

@@ -108,14 +108,19 @@ class CorpusComparison:
     sampled: int | None
     metrics: dict[str, SegmentStats]
     shown: list[ShownLine] = field(default_factory=list)
+    #: per tokenizer, ``unused`` tokens of its vocabulary never seen in the corpus, longest first
+    unused: dict[str, list[str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "sources": self.sources,
             "sample": self.sampled,
             "metrics": {name: m.to_dict() for name, m in self.metrics.items()},
             "shown": [s.to_dict() for s in self.shown],
         }
+        if self.unused:
+            data["unused"] = self.unused
+        return data
 
     def render_plain(self, width: int | None = None, byte_view: bool = False) -> str:
         parts = []
@@ -133,6 +138,8 @@ class CorpusComparison:
         if self.sampled is not None:
             what += f" (a sample of {self.sampled} spread over the corpus)"
         parts.append(what + "\n\n" + render_metrics_plain(self.metrics, lengths=True, vocabulary=True))
+        for name, tokens in self.unused.items():
+            parts.append(f"{name}: {len(tokens)} never-seen tokens, longest first: " + " ".join(tokens))
         return "\n".join(parts)
 
 
@@ -187,6 +194,7 @@ def compare_corpus(
     progress: ProgressCallback | None = None,
     cluster: Any = None,
     renyi_alpha: float = RENYI_ALPHA,
+    unused: int = 0,
 ) -> CorpusComparison:
     """Statistics of every tokenizer on the corpus ``paths`` (files, directories, globs, ``-``;
     plain or compressed), read once; ``show`` keeps the documents where the largest share of
@@ -198,7 +206,8 @@ def compare_corpus(
     ``cluster`` (an address such as ``"tcp://host:8786"`` or ``"local:4"``, a
     :class:`toktools.cluster.settings.Cluster` or a ``distributed.Client``) does the work on a Dask
     cluster instead, with the same result; ``paths`` may then be fsspec URLs. ``renyi_alpha``
-    is the order of the Rényi efficiency (see :mod:`toktools.analysis.segstats`)."""
+    is the order of the Rényi efficiency (see :mod:`toktools.analysis.segstats`); ``unused``
+    lists that many never-seen tokens per tokenizer (:func:`never_seen`)."""
     import os
 
     global _job
@@ -214,7 +223,7 @@ def compare_corpus(
         )
         for each in result.metrics.values():
             each.renyi_alpha = renyi_alpha
-        return result
+        return _with_unused(result, plain, unused)
     sources = corpus.expand_sources(list(paths))
     documents = iter_documents(sources, json_field, errors, progress)
     if sample is not None:
@@ -238,7 +247,24 @@ def compare_corpus(
         _worker_facts.clear()
     for each in totals:
         each.renyi_alpha = renyi_alpha
-    return _comparison(plain, totals, best, [s.path for s in sources], sample)
+    return _with_unused(_comparison(plain, totals, best, [s.path for s in sources], sample), plain, unused)
+
+
+def never_seen(tokenizer: Any, stats: SegmentStats, n: int) -> list[str]:
+    """``n`` tokens of the vocabulary (added tokens included) that never occur in the counted
+    documents, as people read them (:func:`toktools.analysis.token_view.readable`), longest
+    first (the text they stand for; then by id): candidates for under-trained tokens."""
+    seen = stats.token_counts
+    missing = [(token, i) for token, i in tokenizer.get_vocab().items() if i not in seen]
+    shown = [(token_view.readable(tokenizer, token), i) for token, i in missing]
+    shown.sort(key=lambda item: (-len(item[0]), item[1]))
+    return [text for text, _ in shown[:n]]
+
+
+def _with_unused(result: CorpusComparison, plain: Sequence[tuple[str, Any]], n: int) -> CorpusComparison:
+    if n > 0:
+        result.unused = {name: never_seen(tok, result.metrics[name], n) for name, tok in plain}
+    return result
 
 
 def _all_threaded(tokenizers: Sequence[Any]) -> bool:

@@ -114,6 +114,13 @@ def _looks_like_tokenizer(argument: str) -> bool:
     show_default=True,
     help="With --corpus: the order α of the Rényi efficiency.",
 )
+@click.option(
+    "--unused",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="With --corpus: list N tokens of each vocabulary never seen in the corpus, longest first.",
+)
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr (only on a terminal).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output: every statistic and histogram.")
 @cluster_options
@@ -130,6 +137,7 @@ def compare(
     byte_view: bool,
     workers: int | None,
     renyi_alpha: float,
+    unused: int,
     progress: bool,
     as_json: bool,
     cluster: Any,
@@ -208,6 +216,7 @@ def compare(
                 workers=workers,
                 cluster=cluster,
                 renyi_alpha=renyi_alpha,
+                unused=unused,
                 progress=None if callback is None else lambda d, t: callback("read", d, t),
             )
         if plot_path is not None:
