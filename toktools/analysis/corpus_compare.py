@@ -112,7 +112,7 @@ class CorpusComparison:
     unused: dict[str, list[str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        data = {
+        data: dict[str, Any] = {
             "sources": self.sources,
             "sample": self.sampled,
             "metrics": {name: m.to_dict() for name, m in self.metrics.items()},
