@@ -135,7 +135,13 @@ def tally_chunk(
         token_counts=dict(zip(unique.tolist(), per_id.tolist())),
         vocab_size=vocab_size,
     )
-    return stats, (Marks(np.unique(lasts), cut_keys) if marks else None)
+    if not marks:
+        return stats, None
+    if len(lasts) and not (lasts[1:] >= lasts[:-1]).all():
+        lasts = np.sort(lasts)  # offsets out of order (some normalizers): sorted, then deduplicated
+    distinct = np.ones(len(lasts), dtype=bool)
+    distinct[1:] = lasts[1:] != lasts[:-1]
+    return stats, Marks(lasts[distinct], cut_keys)
 
 
 def _histogram(counts: Any) -> dict[int, int]:
@@ -152,9 +158,13 @@ def chunk_scores(chunk: ChunkText, marks: Sequence[Marks]) -> tuple[Any, Any]:
     import numpy as np
 
     width = chunk.characters + 1
-    differing = np.zeros(chunk.count, dtype=np.int64)
-    union = np.zeros(chunk.count, dtype=np.int64)
-    for keys, scale in (([m.ends for m in marks], 1), ([m.cuts for m in marks], width)):
+    # token ends: each tokenizer's are distinct character positions, so a count per position
+    seen = np.bincount(np.concatenate([m.ends for m in marks]), minlength=chunk.characters)
+    doc_of_char = np.repeat(np.arange(chunk.count), np.diff(chunk.base))
+    union = np.bincount(doc_of_char, weights=seen > 0, minlength=chunk.count).astype(np.int64)
+    shared = np.bincount(doc_of_char, weights=seen == len(marks), minlength=chunk.count).astype(np.int64)
+    differing = union - shared
+    for keys, scale in (([m.cuts for m in marks], width),):
         values, seen = np.unique(np.concatenate(keys), return_counts=True)
         if not len(values):
             continue

@@ -98,10 +98,12 @@ def process_chunk(
     for index, tokenizer in enumerate(tokenizers):
         if index not in facts_cache:
             facts_cache[index] = _TokenFacts(tokenizer)
-            facts_cache[-1 - index] = offsets_encoder(tokenizer)
         if arrays and ("tiktoken", index) not in facts_cache:
             facts_cache[("tiktoken", index)] = byte_level_spans(tokenizer) if USE_TIKTOKEN else None
-        encoders.append((facts_cache[index], facts_cache[-1 - index], facts_cache.get(("tiktoken", index))))
+        byte_level = facts_cache.get(("tiktoken", index)) if arrays else None
+        if byte_level is None and -1 - index not in facts_cache:
+            facts_cache[-1 - index] = offsets_encoder(tokenizer)
+        encoders.append((facts_cache[index], facts_cache.get(-1 - index), byte_level))
     if arrays:
         stats, candidates = _process_arrays(chunk, texts, tokenizers, encoders, show if scoring else 0)
     else:

@@ -83,17 +83,16 @@ class ByteLevelSpans:
         self.byte_length = np.zeros(size, dtype=np.int64)
         self.leading = np.zeros(size, dtype=np.int64)
         self.trailing = np.zeros(size, dtype=np.int64)
-        added = set(token_view.added_tokens(tokenizer).values())
-        for token_id in range(size):
-            token = tokenizer.id_to_token(token_id)
-            if token is None:
-                continue
-            if token_id in added:  # matched in the text as it is, not as byte symbols
-                self.byte_length[token_id] = len(token.encode("utf-8"))
-            else:
-                self.byte_length[token_id] = len(token_view.token_bytes(tokenizer, token))
-            self.leading[token_id] = len(token) - len(token.lstrip(_TRIMMED))
-            self.trailing[token_id] = len(token) - len(token.rstrip(_TRIMMED))
+        added = token_view.added_tokens(tokenizer)
+        tokens = [(token, i) for token, i in token_view.model_vocab(tokenizer).items() if token not in added]
+        for token, token_id in tokens:  # one byte symbol is one byte
+            self.byte_length[token_id] = len(token)
+        for content, token_id in added.items():  # matched in the text as it is
+            self.byte_length[token_id] = len(content.encode("utf-8"))
+        for token, token_id in [*tokens, *added.items()]:
+            if token and (token[0] in _TRIMMED or token[-1] in _TRIMMED):
+                self.leading[token_id] = len(token) - len(token.lstrip(_TRIMMED))
+                self.trailing[token_id] = len(token) - len(token.rstrip(_TRIMMED))
 
     def arrays(self, texts: Sequence[str], base: Any) -> tuple[Any, Any, Any, Any]:
         """``(ids, tokens per text, starts, ends)`` with spans on the axis of the texts laid end
