@@ -263,11 +263,6 @@ ONE_LINE_CASES = [
         ["count", "{corpus}", "--model", "bytebpe", "-o", "{locked}/counts.tsv"],
         "cannot write into",
     ),
-    (
-        "count-output-directory-missing",
-        ["count", "{corpus}", "--model", "bytebpe", "-o", "{out}/nowhere/counts.tsv"],
-        "does not exist",
-    ),
     # encode: outputs
     ("encode-output-is-the-input", ["encode", "-t", TOK, "{corpus}", "-o", "{corpus}"], "over the input"),
     (

@@ -208,7 +208,7 @@ def test_refusals_are_one_line(corpus: list[Path], tmp_path: Path) -> None:
         encode_corpus(corpus, TOKENIZER, tmp_path / "taken", block_bytes=15_000)
     runner = CliRunner()
     result = runner.invoke(main, ["encode", "-t", TOKENIZER, "--block-size", "10KB", str(corpus[0])])
-    assert result.exit_code == 1 and "--block-size is for --format megatron, npy or bin" in result.output
+    assert result.exit_code == 2 and "--block-size is for --format megatron, npy or bin" in result.output
     result = runner.invoke(
         main,
         [

@@ -391,13 +391,8 @@ def test_cli_megatron_shards_and_json_summary(tmp_path: Path, bpe) -> None:
             ["--format", "megatron", "-t", "bytebpe-50k", "--append-eos=<nope>"],
             "EOS token '<nope>' is not in the vocabulary",
         ),
-        (
-            ["--format", "ids", "-t", "bytebpe-50k", "--shard-tokens", "5"],
-            "--shard-tokens is for --format megatron, npy or bin",
-        ),
-        (["--format", "npy", "-t", "bytebpe-50k", "--pair"], "--pair and --max-length are for ids/tokens/jsonl"),
     ],
-)
+)  # conflicting options are usage errors (exit 2): the table in test_warnings.py
 def test_cli_errors_are_one_line(tmp_path: Path, args: list[str], message: str) -> None:
     result = run("encode", *args, "-o", str(tmp_path / "e"), str(FIXTURE))
     assert result.exit_code == 1

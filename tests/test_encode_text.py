@@ -101,17 +101,21 @@ def test_bert_jsonl_with_template_pairs_and_truncation_is_the_same_on_every_engi
 
 def test_tiktoken_refuses_what_it_cannot_give_in_one_line(sample: Path) -> None:
     gpt2, bert = ref_vocab_dir("gpt2"), ref_vocab_dir("bert-base-uncased")
+    result = CliRunner().invoke(
+        main, ["encode", "-t", str(bert), "--engine", "tiktoken", "--format", "ids", str(sample)]
+    )
+    assert result.exit_code == 1
+    assert "not exact" in result.output and result.output.startswith("toktools: error: ")
+    assert len(result.output.strip().splitlines()) == 1
     for args, reason in (
-        ((gpt2, "--format", "jsonl"), "needs offsets"),
-        ((gpt2, "--pair"), "pairs"),
-        ((bert, "--format", "ids"), "not exact"),
-    ):
-        result = CliRunner().invoke(
-            main, ["encode", "-t", str(args[0]), "--engine", "tiktoken", *args[1:], str(sample)]
-        )
-        assert result.exit_code == 1
-        assert reason in result.output and result.output.startswith("toktools: error: ")
-        assert len(result.output.strip().splitlines()) == 1
+        (("--format", "jsonl"), "cannot write --format jsonl (it gives no offsets)"),
+        (("--pair",), "cannot write --pair"),
+    ):  # whatever the tokenizer: a usage error (exit 2)
+        result = CliRunner().invoke(main, ["encode", "-t", str(gpt2), "--engine", "tiktoken", *args, str(sample)])
+        assert result.exit_code == 2
+        assert [line for line in result.stderr.splitlines() if line.startswith("Error:")] == [
+            f"Error: --engine tiktoken {reason}"
+        ]
 
 
 def test_gpt2_truncation_on_tiktoken_keeps_the_head(sample: Path) -> None:
@@ -164,7 +168,19 @@ def test_a_wrong_id_stops_the_run_naming_the_file_and_line_and_writes_nothing(
     out = tmp_path / "ids.txt"
     result = CliRunner().invoke(
         main,
-        ["encode", "-t", str(ref_vocab_dir("gpt2")), "--format", "ids", "--verify", "200", "-o", str(out), str(sample)],
+        [
+            "encode",
+            "-q",
+            "-t",
+            str(ref_vocab_dir("gpt2")),
+            "--format",
+            "ids",
+            "--verify",
+            "200",
+            "-o",
+            str(out),
+            str(sample),
+        ],
     )
     assert result.exit_code == 1
     assert len(result.output.strip().splitlines()) == 1, result.output
@@ -192,6 +208,7 @@ def test_wrong_offsets_alone_are_found_in_jsonl_and_on_standard_output(
         main,
         [
             "encode",
+            "-q",  # (the file's truncation and padding are warned about)
             "-t",
             str(ref_vocab_dir("bert-base-uncased")),
             "--format",
@@ -216,7 +233,7 @@ def test_a_difference_on_standard_input_is_named_and_nothing_is_printed(monkeypa
     _broken_where(monkeypatch, TiktokenEngine, "encode_batch", "second", lambda ids: [i + 1 for i in ids])
     result = CliRunner().invoke(
         main,
-        ["encode", "-t", str(ref_vocab_dir("gpt2"))],
+        ["encode", "-q", "-t", str(ref_vocab_dir("gpt2"))],
         input="the first line, a little longer\nthe second line\n" * 20,
     )
     assert result.exit_code == 1

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 pytest.importorskip("fcntl")  # no flock (Windows): nothing is swept
 
 from toktools.cli import main  # noqa: E402
-from toktools.io.outputs import TEMPORARY_TAG, remove_orphans  # noqa: E402
+from toktools.io.outputs import FRESH_TAG, TEMPORARY_TAG, remove_orphans  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -83,14 +83,36 @@ def test_a_live_writers_file_is_kept_until_it_dies(tmp_path: Path) -> None:
     assert not live.exists()
 
 
-def test_fresh_orphans_and_other_files_are_left_alone(tmp_path: Path) -> None:
+def test_an_orphan_is_removed_at_once_and_other_files_are_left_alone(tmp_path: Path) -> None:
+    """A tagged temporary is locked from the moment it has its name: a free lock means its
+    writer is gone, however recently it wrote (issue 22: an orphan used to survive a rerun
+    within 10 s). Only a file still under its fresh name (created, not yet locked) gets the grace."""
     writer, orphan = _start_writer(tmp_path / "shard.bin")
     _kill(writer)
     notes = tmp_path / ".notes.tmp"  # a hidden temporary file, but not one of toktools'
     notes.write_text("mine", encoding="utf-8")
     _age(notes)
-    os.utime(orphan)  # written just now, however long the writer took to start and die
-    assert remove_orphans(tmp_path) == [], "a file written seconds ago may be between creation and lock"
-    _age(orphan)
+    fresh = tmp_path / f".shard.bin.{FRESH_TAG}.abcdefgh.tmp"  # between mkstemp and flock
+    fresh.write_bytes(b"being created")
+    os.utime(orphan)  # written just now
     assert remove_orphans(tmp_path) == [orphan.name]
+    assert fresh.exists(), "a fresh file may be between its creation and its lock"
+    _age(fresh)
+    assert remove_orphans(tmp_path) == [fresh.name]
     assert notes.read_text(encoding="utf-8") == "mine"
+
+
+def test_a_resume_with_nothing_to_write_removes_an_orphan(tmp_path: Path) -> None:
+    """The sweep happens when the outputs are checked, not when the first temporary is made:
+    a complete run resumed writes nothing and still removes what a killed run left."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("Tokenizers cut words.\n\n我是中国人\n", encoding="utf-8")
+    command = ["encode", "-t", "bytebpe-50k", "--format", "megatron", "--shard-tokens", "4"]
+    first = CliRunner().invoke(main, [*command, "-o", str(tmp_path / "web"), str(corpus)])
+    assert first.exit_code == 0, first.output
+    writer, orphan = _start_writer(tmp_path / "web-00000.bin")
+    _kill(writer)
+    again = CliRunner().invoke(main, [*command, "-o", str(tmp_path / "web"), str(corpus)])
+    assert again.exit_code == 0, again.output
+    assert "kept from an earlier run" in again.output
+    assert not orphan.exists()

@@ -55,13 +55,14 @@ def resolve(path: str | Path) -> Path:
     candidate = Path(path)
     if candidate.exists():
         return candidate
-    from toktools.io.shipped import shipped_path
+    from toktools.io.shipped import name_hint, shipped_path
 
     shipped = shipped_path(str(path))
     if shipped is not None:
         return shipped
     raise ToktoolsError(
-        f"no tokenizer at {path}: no such file or directory, and not a vocabulary shipped with toktools"
+        f"no tokenizer at {path}: no such file or directory, and not a vocabulary shipped with toktools "
+        f"({name_hint(str(path))})"
     )
 
 

@@ -228,7 +228,9 @@ def compare_corpus(
     documents = iter_documents(sources, json_field, errors, progress)
     if sample is not None:
         total = None
-        if not any(s.is_stdin for s in sources):
+        from toktools.io.inputs import read_once
+
+        if not any(read_once(s.path) for s in sources):  # else a one-pass sample: a FIFO cannot be counted first
             total = sum(1 for _ in iter_documents(sources, json_field, errors))
         documents = _sampled(documents, total, sample)
     specials = [token_view.specials_added(tok) for _, tok in plain]
@@ -296,6 +298,8 @@ def _comparison(
     sources: list[str],
     sample: int | None,
 ) -> CorpusComparison:
+    if all(total.documents == 0 for total in totals):  # as every other command on an empty corpus
+        raise ToktoolsError("the corpus holds no text: no documents to compare")
     metrics = {name: total for (name, _), total in zip(plain, totals)}
     shown = []
     for share, differing, _, (source, line), text in best:

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,22 +38,30 @@ def require_matplotlib() -> Any:
     return plt
 
 
+def check_plot(path: str | Path, inputs: Sequence[str | Path] = ()) -> Path:
+    """Before any work: a plot name with a known format, at a place that can be written, never
+    over one of ``inputs`` (an existing plot is replaced: the commands that draw have no --force)."""
+    path = Path(path)
+    if path.suffix.lower() not in _FORMATS:
+        raise ToktoolsError(f"{path}: the plot format follows the name; use {', '.join(_FORMATS)}")
+    from toktools.io.outputs import check_output_file
+
+    return check_output_file(path, force=True, inputs=inputs, what="plot")
+
+
 def _save(figure: Any, path: Path) -> None:
     suffix = path.suffix.lower()
-    if suffix not in _FORMATS:
-        raise ToktoolsError(f"{path}: the plot format follows the name; use {', '.join(_FORMATS)}")
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise ToktoolsError(f"output directory {directory} does not exist")
-    from toktools.io.outputs import register_temporary, unregister_temporary
+    check_plot(path)
+    from toktools.io.outputs import publish, temporary_for, unregister_temporary
 
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=directory)
+    try:  # registered: a SIGTERM while matplotlib draws removes it too
+        handle, temporary = temporary_for(path)
+    except OSError as err:
+        raise ToktoolsError(f"cannot write {path}: {err.strerror or err}") from None
     os.close(handle)
-    register_temporary(temporary)  # a SIGTERM while matplotlib draws removes it too
     try:
         figure.savefig(temporary, format=suffix[1:], dpi=110, bbox_inches="tight", metadata=_metadata(suffix))
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
+        publish(temporary, path)  # the umask's mode; a device or FIFO is written into
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)

@@ -156,6 +156,8 @@ def plan_blocks(inputs: Sequence[str], block_bytes: int = BLOCK_BYTES) -> list[B
     for raw in inputs:
         if raw == "-":
             raise ToktoolsError("standard input cannot be sent to a cluster: name files")
+        if "://" not in raw and _read_once(raw):  # blocks are read by offset, on other machines
+            raise ToktoolsError(f"{raw} is a FIFO, pipe or device: it cannot be cut into blocks; name files")
         for path in _expand(raw):
             compression = infer_compression(path)
             if compression is not None:
@@ -447,3 +449,9 @@ def count_corpus(
 def is_client(value: Any) -> bool:
     """A ``distributed.Client``, recognised without importing Dask when it is not one."""
     return type(value).__name__ == "Client" and type(value).__module__.startswith("distributed")
+
+
+def _read_once(path: str) -> bool:
+    from toktools.io.inputs import read_once
+
+    return read_once(path)

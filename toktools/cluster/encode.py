@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from toktools.cluster.blocks import is_client
+from toktools.corpus.diagnostics import TokenTally
 from toktools.corpus.manifest import partial_path
 from toktools.corpus.options import EncodeOptions
 from toktools.corpus.reading import CorpusSource
@@ -328,6 +329,7 @@ def encode_block(
         segment_chars=job.segment_chars,
         max_document_bytes=job.max_document_bytes,
     )
+    tally = TokenTally.for_document(job.document)  # unknown and byte-fallback ids, summed by the client
     checker = InlineChecker(job.document, _REFERENCES.get(job.fingerprint))  # one block: no process of its own
     verifier = Verifier(job.engine, job.document, task.verify, reader.total, [source], inline=checker)
     finished: list[Any] = []
@@ -353,6 +355,7 @@ def encode_block(
             shard_tokens=None,
             batch_bytes=job.batch_bytes,
             progress=report,
+            tally=tally,
         )
     except ToktoolsError as err:
         raise _relocated(err, source.path, task.path, begin) from None
@@ -362,7 +365,11 @@ def encode_block(
             _REFERENCES[job.fingerprint] = checker.reference
     (info,) = finished
     block = {"input": task.input, "bytes": [begin, end] if end is not None else None}
-    return {"shard": shard_entry(task.index, info, job.engine, block=block), "verified": verifier.done}
+    return {
+        "shard": shard_entry(task.index, info, job.engine, block=block),
+        "verified": verifier.done,
+        "tally": tally.counts(),
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -478,6 +485,7 @@ def encode_blocks(
         [name for name in names if "://" not in name],
         tokenizer,
         force=force or resuming,
+        named=Path(output),
     )
     settings = written_as.as_manifest(options, block_bytes=block_bytes)
     if force:
@@ -545,10 +553,12 @@ def encode_blocks(
             tokens = sum(s["tokens"] for s in kept.values())
             last_write = time.monotonic()
             progress = options.progress
+            tally = TokenTally.for_document(job.document)
             try:
                 for task, result in runner.run(job, missing, progress, done_bytes, total, tokens):
                     shards[task.index] = result["shard"]
                     verified += result["verified"]
+                    tally.add_counts(result.get("tally"))
                     done_bytes += task.size
                     tokens += result["shard"]["tokens"]
                     if progress is not None:
@@ -558,6 +568,7 @@ def encode_blocks(
                         last_write = time.monotonic()
             finally:
                 record()
+            tally.warn()
         else:
             manifest["engine"] = read_manifest(manifest_file).get("engine")
         manifest["shards"] = [shards[i] for i in sorted(shards)]

@@ -1,4 +1,5 @@
-"""What the commands share: progress bars, consoles, reading input lines, option callbacks."""
+"""What the commands share: progress bars, consoles, reading input lines, option callbacks,
+``--quiet`` and the one-line warnings it silences."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from toktools.errors import ToktoolsError
+from toktools.errors import ToktoolsError, ToktoolsWarning
 
 
 @contextmanager
@@ -108,7 +109,8 @@ def cap_workers(ctx: Any, param: Any, value: int | None) -> int | None:
     if value is not None and value > cores:
         import click
 
-        click.echo(f"toktools: note: --workers {value} capped at the {cores} available cores", err=True)
+        if not (ctx is not None and ctx.params.get("quiet")):  # --quiet is eager: parsed before
+            click.echo(f"toktools: note: --workers {value} capped at the {cores} available cores", err=True)
         return cores
     return value
 
@@ -190,3 +192,48 @@ def cluster_options(command: Any) -> Any:
     for option in reversed(options):
         wrapper = option(wrapper)
     return wrapper
+
+
+@contextmanager
+def reported_warnings(quiet: bool) -> Iterator[None]:
+    """Every :class:`~toktools.errors.ToktoolsWarning` issued inside, printed at once as one line
+    on stderr (``toktools: warning: ...``), each time it is issued; none with ``quiet``. Other
+    warnings are shown as Python shows them."""
+    import warnings
+
+    import click
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore" if quiet else "always", ToktoolsWarning)
+        python_show = warnings.showwarning
+
+        def show(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+            if issubclass(category, ToktoolsWarning):
+                click.echo(f"toktools: warning: {message}", err=True)
+            else:
+                python_show(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        yield
+
+
+def quiet_option(command: Any) -> Any:
+    """Adds ``-q/--quiet`` to a command (put it right below ``@click.command()``): no warnings or
+    notes on stderr; errors, results and summaries still print. The command runs with its
+    warnings reported (:func:`reported_warnings`) and does not get the option itself."""
+    import functools
+
+    import click
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, quiet: bool, **kwargs: Any) -> Any:
+        with reported_warnings(quiet):
+            return command(*args, **kwargs)
+
+    return click.option(
+        "-q",
+        "--quiet",
+        is_flag=True,
+        is_eager=True,  # parsed first, so that option callbacks (--workers' note) see it
+        help="Print no warnings or notes on stderr (errors, results and summaries still print).",
+    )(wrapper)

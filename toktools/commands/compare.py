@@ -7,7 +7,13 @@ from typing import Any
 
 import click
 
-from toktools.commands._shared import cluster_options, echo_plain_or_rich, progress_bars, stdout_console
+from toktools.commands._shared import (
+    cluster_options,
+    echo_plain_or_rich,
+    progress_bars,
+    quiet_option,
+    stdout_console,
+)
 from toktools.errors import ToktoolsError
 
 _STYLES = [
@@ -49,6 +55,7 @@ def _looks_like_tokenizer(argument: str) -> bool:
 
 
 @click.command()
+@quiet_option
 @click.argument("arguments", nargs=-1, required=True, metavar="TOK... [TEXT | -]")
 @click.option(
     "--corpus",
@@ -191,6 +198,16 @@ def compare(
 
     corpus = list(corpus_paths) + list(file_paths)
     names = list(arguments)
+    ctx = click.get_current_context()
+    given = {name for name in ctx.params if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE}
+    if as_json:
+        for name, flag in (("byte_view", "--bytes/--no-bytes"), ("width", "--width")):
+            if name in given:
+                raise click.UsageError(f"{flag} shapes the aligned text view: it does not go with --json")
+    if not corpus:
+        for name, flag in (("show", "--show"), ("errors", "--errors"), ("workers", "--workers")):
+            if name in given:
+                raise click.UsageError(f"{flag} needs --corpus")
     if cluster is not None and not corpus:
         raise click.UsageError("--cluster works on a corpus: give --corpus")
     if cluster is not None and sample is not None:
@@ -199,9 +216,12 @@ def compare(
         if len(names) < 1:
             raise click.UsageError("give at least one tokenizer to compare")
         if plot_path is not None:
-            from toktools.analysis.plots import require_matplotlib
+            from toktools.analysis.plots import check_plot, require_matplotlib
+            from toktools.formats import resolve
+            from toktools.io.outputs import input_files
 
             require_matplotlib()
+            check_plot(plot_path, [*corpus, *(f for name in names for f in input_files(resolve(name)))])
         loaded = [(label, load(name)) for label, name in zip(_labels(names), names)]
         from toktools.analysis.corpus_compare import compare_corpus
 

@@ -6,8 +6,11 @@ from pathlib import Path
 
 import click
 
+from toktools.commands._shared import quiet_option
+
 
 @click.command()
+@quiet_option
 @click.argument("tokenizer_path")
 @click.option(
     "--to",

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from toktools.commands._shared import cap_workers, cluster_options, progress_bars
+from toktools.commands._shared import cap_workers, cluster_options, progress_bars, quiet_option
 from toktools.errors import ToktoolsError
 from toktools.io.outputs import check_output_file
 from toktools.training.trainers import TRAINERS, get_trainer
@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 @click.command()
+@quiet_option
 @click.argument("corpus", nargs=-1, required=True)
 @click.option(
     "-o",
@@ -98,7 +99,7 @@ def count(
       toktools count big.txt --model bytebpe -o big.counts --cluster local:8 --block-size 128MB
     """
     from toktools.corpus.reading import dumps_counts
-    from toktools.formats import write_files_atomically
+    from toktools.io.outputs import atomic_file
 
     _check_model_options(kind)
     check_output_file(out_path, force=force, inputs=corpus)
@@ -110,9 +111,8 @@ def count(
         counts = trainer.count_words(
             list(corpus), options, workers=workers, errors=errors, json_field=json_field, progress=callback, **reading
         )
-    write_files_atomically(
-        out_path.parent if str(out_path.parent) else Path("."), {out_path.name: dumps_counts(counts, kind, settings)}
-    )
+    with atomic_file(out_path) as out:  # the output policy: a device or FIFO is written into
+        out.write(dumps_counts(counts, kind, settings))
     click.echo(f"counted {sum(counts.values())} words ({len(counts)} distinct); wrote {out_path}", err=True)
 
 

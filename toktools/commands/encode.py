@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from toktools.commands._shared import cap_workers, cluster_options, input_lines
+from toktools.commands._shared import cap_workers, cluster_options, input_lines, quiet_option
 from toktools.errors import ToktoolsError
 
 
@@ -24,6 +24,7 @@ CORPUS_FORMATS = ("megatron", "npy", "bin")
 
 
 @click.command()
+@quiet_option
 @click.option(
     "-t",
     "--tokenizer",
@@ -128,6 +129,20 @@ CORPUS_FORMATS = ("megatron", "npy", "bin")
     help="ids/tokens/jsonl: truncate every encoding to this many tokens (special tokens included).",
 )
 @click.option(
+    "--no-truncation",
+    "no_truncation",
+    is_flag=True,
+    help="ids/tokens/jsonl: do not apply the truncation set in the tokenizer's file (applied by default, "
+    "as tokenizers does, with a warning).",
+)
+@click.option(
+    "--no-padding",
+    "no_padding",
+    is_flag=True,
+    help="ids/tokens/jsonl: do not apply the padding set in the tokenizer's file (applied by default, "
+    "as tokenizers does, with a warning).",
+)
+@click.option(
     "--workers",
     type=click.IntRange(min=1),
     default=None,
@@ -164,6 +179,8 @@ def encode(
     pair: bool,
     add_special_tokens: bool,
     max_length: int | None,
+    no_truncation: bool,
+    no_padding: bool,
     workers: int | None,
     batch_lines: int,
     progress: bool,
@@ -197,12 +214,32 @@ def encode(
     """
     if out_path is not None and out_path.is_dir():
         raise click.UsageError(f"-o {out_path} is a directory; give a file name (a prefix for megatron)")
+    given = _given_on_command_line()
     if output_format in CORPUS_FORMATS:
         if out_path is None:
             raise click.UsageError(f"--format {output_format} writes binary data: give an output file with -o")
-        if pair or max_length is not None:
-            raise ToktoolsError(
-                f"--pair and --max-length are for ids/tokens/jsonl; --format {output_format} writes whole documents"
+        for name, value in (
+            ("--pair", pair),
+            ("--max-length", max_length is not None),
+            ("--no-truncation", no_truncation),
+            ("--no-padding", no_padding),
+            ("--add-special-tokens/--no-add-special-tokens", "add_special_tokens" in given),
+            ("--batch-lines", "batch_lines" in given),
+        ):
+            if value:
+                raise click.UsageError(
+                    f"{name} is for ids/tokens/jsonl; --format {output_format} writes whole documents"
+                )
+        if no_append_eos and append_eos is not None:
+            raise click.UsageError("--append-eos and --no-append-eos contradict each other")
+        if field is not None and document_mode != "jsonl":
+            raise click.UsageError("--field is for --document jsonl")
+        if output_format == "megatron" and dtype == "uint32":
+            raise click.UsageError("--dtype uint32 is not available for --format megatron (uint16 or int32)")
+        if shard_tokens is not None and (cluster is not None or block_bytes is not None):
+            raise click.UsageError(
+                f"--shard-tokens and --{'cluster' if cluster is not None else 'block-size'} contradict each "
+                "other: there, each block of the input is one shard (size shards with --block-size)"
             )
         _encode_corpus(
             tokenizer_path,
@@ -228,19 +265,29 @@ def encode(
         )
         return
     if cluster is not None or block_bytes is not None:
-        raise ToktoolsError(
+        raise click.UsageError(
             f"--{'cluster' if cluster is not None else 'block-size'} is for --format megatron, npy or bin"
         )
     for name, value in (
         ("--document", document_mode != "line"),
-        ("--field", field),
+        ("--field", field is not None),
         ("--append-eos", append_eos is not None),
+        ("--no-append-eos", no_append_eos),
         ("--prepend-bos", prepend_bos is not None),
-        ("--shard-tokens", shard_tokens),
+        ("--shard-tokens", shard_tokens is not None),
         ("--dtype", dtype != "auto"),
+        ("--max-document-mb", "max_document_mb" in given),
+        ("--json", as_json),
     ):
         if value:
-            raise ToktoolsError(f"{name} is for --format megatron, npy or bin")
+            raise click.UsageError(f"{name} is for --format megatron, npy or bin")
+    if force and out_path is None:
+        raise click.UsageError("--force replaces the output file: give it with -o")
+    if no_truncation and max_length is not None:
+        raise click.UsageError("--no-truncation and --max-length contradict each other")
+    if engine == "tiktoken" and (output_format == "jsonl" or pair):
+        what = "--format jsonl (it gives no offsets)" if output_format == "jsonl" else "--pair"
+        raise click.UsageError(f"--engine tiktoken cannot write {what}")
     from toktools.corpus.encode import encode_corpus
 
     encode_corpus(
@@ -256,7 +303,16 @@ def encode(
         batch_lines=batch_lines,
         force=force,
         verify=verify,
+        truncation=not no_truncation,
+        padding=not no_padding,
     )
+
+
+def _given_on_command_line() -> set[str]:
+    """The parameters the user typed (not defaults): an option that does not apply to the chosen
+    format is a usage error only when given."""
+    ctx = click.get_current_context()
+    return {name for name in ctx.params if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE}
 
 
 def _encode_corpus(
@@ -286,8 +342,6 @@ def _encode_corpus(
 
     from toktools.corpus.encode import encode_corpus
 
-    if no_append_eos and append_eos is not None:
-        raise ToktoolsError("--append-eos and --no-append-eos contradict each other")
     eos: bool | str | None = False if no_append_eos else (None if append_eos is None else (append_eos or True))
     bos: bool | str = False if prepend_bos is None else (prepend_bos or True)
     with _corpus_progress(progress) as callback:
@@ -325,6 +379,11 @@ def _encode_corpus(
     }
     if as_json:
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    elif result.shards_kept and not result.shards_written:  # a finished run, run again: no engine, nothing read
+        sys.stderr.write(
+            f"nothing to do: {result.shards_kept} shard{'s' if result.shards_kept != 1 else ''} kept "
+            f"({result.documents:,} documents, {result.tokens:,} tokens; {result.manifest}); --force starts over\n"
+        )
     else:
         kept = f" ({result.shards_kept} kept from an earlier run)" if result.shards_kept else ""
         speed = result.input_bytes / result.seconds / 1e6 if result.seconds else 0.0
@@ -373,6 +432,7 @@ def _corpus_progress(enabled: bool) -> Any:
 
 
 @click.command()
+@quiet_option
 @click.option(
     "-t",
     "--tokenizer",

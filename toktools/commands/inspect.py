@@ -6,10 +6,11 @@ from pathlib import Path
 
 import click
 
-from toktools.commands._shared import echo_plain_or_rich, input_lines
+from toktools.commands._shared import echo_plain_or_rich, input_lines, quiet_option
 
 
 @click.command()
+@quiet_option
 @click.argument("tokenizer_path", metavar="TOK")
 @click.option(
     "--token",
@@ -80,10 +81,20 @@ def inspect(
 
     if token is not None and token_id is not None:
         raise click.UsageError("give --token or --id, not both")
+    if token is not None or token_id is not None:
+        ctx = click.get_current_context()
+        for name, flag in (("corpus_files", "--corpus"), ("top", "--top"), ("plot_path", "--plot")):
+            if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE:
+                raise click.UsageError(
+                    f"{flag} is for vocabulary statistics: it does not go with --{'token' if token is not None else 'id'}"
+                )
     if plot_path is not None:
-        from toktools.analysis.plots import require_matplotlib
+        from toktools.analysis.plots import check_plot, require_matplotlib
+        from toktools.formats import resolve
+        from toktools.io.outputs import input_files
 
         require_matplotlib()
+        check_plot(plot_path, [*corpus_files, *input_files(resolve(tokenizer_path))])
     tokenizer = load(tokenizer_path)
     if token is not None or token_id is not None:
         info = token_info(tokenizer, token_id if token_id is not None else token)  # type: ignore[arg-type]

@@ -8,11 +8,12 @@ from typing import Any
 
 import click
 
-from toktools.commands._shared import echo_plain_or_rich, split_list
+from toktools.commands._shared import echo_plain_or_rich, quiet_option, split_list
 from toktools.training.trainers import TRAINERS
 
 
 @click.command()
+@quiet_option
 @click.argument("kind", type=click.Choice(list(TRAINERS)))
 @click.argument("corpus", nargs=-1, required=True)
 @click.option(

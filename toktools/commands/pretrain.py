@@ -11,11 +11,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import click
 
+from toktools.commands._shared import quiet_option
+
 if TYPE_CHECKING:  # pragma: no cover
     from toktools.pretraining.examples import Objective
 
 
 @click.command("pretrain-data")
+@quiet_option
 @click.argument("corpus", nargs=-1, required=True)
 @click.option(
     "-t",
@@ -44,14 +47,14 @@ if TYPE_CHECKING:  # pragma: no cover
 )
 @click.option(
     "--mask-prob",
-    type=float,
+    type=click.FloatRange(0, 1),
     default=0.15,
     show_default=True,
     help="Share of text tokens chosen for prediction (80% [MASK], 10% random, 10% kept).",
 )
 @click.option(
     "--max-predictions",
-    type=int,
+    type=click.IntRange(min=1),
     default=None,
     help="At most this many masked tokens per example (BERT's max_predictions_per_seq; default: no cap).",
 )
@@ -70,7 +73,7 @@ if TYPE_CHECKING:  # pragma: no cover
 )
 @click.option(
     "--dupe-factor",
-    type=int,
+    type=click.IntRange(min=1),
     default=1,
     show_default=True,
     help="Write each example this many times with different masks (BERT uses 10).",
@@ -82,7 +85,7 @@ if TYPE_CHECKING:  # pragma: no cover
 )
 @click.option(
     "--short-seq-prob",
-    type=float,
+    type=click.FloatRange(0, 1),
     default=0.1,
     show_default=True,
     help="mlm+nsp/sop: chance of a shorter random target length, as BERT.",
@@ -154,11 +157,12 @@ def pretrain_data(
         seed=seed,
         pad=pad,
     )
+    _check_option_pairs(objective, dynamic, whole_word, zh_dict, dupe_factor)
     settings.check()
-    if out_path.exists() and not force:
-        from toktools.errors import ToktoolsError
+    from toktools.formats import resolve
+    from toktools.io.outputs import check_output_file, input_files
 
-        raise ToktoolsError(f"refusing to overwrite {out_path} (use --force)")
+    check_output_file(out_path, force=force, inputs=[*corpus, *input_files(resolve(tokenizer_path))])
     sources = expand_sources(corpus, json_field=field)
     tokenizer = load(tokenizer_path)
     with _progress(progress) as callback:
@@ -200,6 +204,25 @@ def pretrain_data(
         lines.append(f"skipped {summary.skipped_chunks:,} one-token chunks that cannot be split into two segments")
     for line in lines:
         click.echo(line, err=True)
+
+
+def _check_option_pairs(objective: str, dynamic: bool, whole_word: str, zh_dict: str | None, dupe_factor: int) -> None:
+    """Options that do nothing with the others given are usage errors (exit 2), before any work."""
+    ctx = click.get_current_context()
+    given = {name for name in ctx.params if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE}
+    if zh_dict is not None and whole_word != "zh":
+        raise click.UsageError("--zh-dict is for --whole-word zh")
+    if "short_seq_prob" in given and objective == "mlm":
+        raise click.UsageError("--short-seq-prob is for --objective mlm+nsp or mlm+sop (mlm packs full blocks)")
+    if dynamic:
+        for name, flag in (("mask_prob", "--mask-prob"), ("max_predictions", "--max-predictions")):
+            if name in given:
+                raise click.UsageError(f"{flag} and --dynamic contradict each other: with --dynamic the collator masks")
+        if objective == "mlm" and dupe_factor > 1:
+            raise click.UsageError(
+                "--dupe-factor and --dynamic contradict each other for mlm: the collator masks at load time, "
+                "so copies of the same blocks would be identical"
+            )
 
 
 @contextmanager

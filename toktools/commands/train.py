@@ -12,9 +12,9 @@ from typing import Any
 
 import click
 
-from toktools.commands._shared import cap_workers, cluster_options, progress_bars, split_list
+from toktools.commands._shared import cap_workers, cluster_options, progress_bars, quiet_option, split_list
 from toktools.commands.count import load_counts
-from toktools.errors import ToktoolsError
+from toktools.errors import ToktoolsError, warn
 from toktools.training.trainers import TRAINERS, Option, OptionConflict, Trainer
 
 #: What ``--transformers-config`` (the default) adds to the output directory.
@@ -147,6 +147,7 @@ def _make_command(trainer: Trainer) -> click.Command:
     command = cluster_options(command)
     for decorator in reversed(_command_options(trainer)):
         command = decorator(command)
+    command = quiet_option(command)
     return train.command(trainer.name)(command)
 
 
@@ -184,6 +185,14 @@ def _train(
         )
     except OptionConflict as conflict:
         raise click.UsageError(str(conflict)) from None
+    ctx = click.get_current_context()
+    if ctx.get_parameter_source("workers") == click.core.ParameterSource.COMMANDLINE and (
+        counts_path is not None or backend == "fast"
+    ):
+        raise click.UsageError(
+            "--workers sets the processes that count words: "
+            + ("--from-counts has them counted already" if counts_path is not None else "--backend fast counts its own")
+        )
     _prepare_output(
         out_dir, force, (*trainer.model_files, "tokenizer.json"), transformers_config, [*corpus, counts_path]
     )
@@ -328,36 +337,50 @@ def _summary(
     lines = [
         f"trained {token_view.family(tokenizer)} ({backend}) in {elapsed:.1f}s: {tokenizer.vocab_size} tokens{detail}"
     ]
-    if requested is not None and tokenizer.vocab_size < requested:
-        lines += _shortfall(tokenizer.vocab_size, requested, result, settings or {})
     if merges:
         lines.append("first merges: " + ", ".join(f"{a} {b}" for a, b in merges[:5]))
     lines.append("wrote " + ", ".join(str(p) for p in written))
     for line in lines:
         click.echo(line, err=True)
+    if requested is not None and tokenizer.vocab_size < requested:
+        warn(_shortfall(tokenizer.vocab_size, requested, result, settings or {}))
 
 
-def _shortfall(size: int, requested: int, result: Any, settings: dict[str, Any]) -> list[str]:
-    """Why the vocabulary has fewer tokens than ``--vocab-size``."""
-    lines = [f"note: the vocabulary has {size} tokens, {requested - size} fewer than --vocab-size {requested}"]
+def _shortfall(size: int, requested: int, result: Any, settings: dict[str, Any]) -> str:
+    """Why the vocabulary has fewer tokens than ``--vocab-size``, and which option changes it (one
+    line). When most words are one character (Chinese to BERT's pre-tokeniser), merging has
+    nothing to work on and a larger corpus does not help: only ``--limit-alphabet`` does."""
+    head = f"the vocabulary has {size} tokens, {requested - size} fewer than --vocab-size {requested}"
     reason = getattr(result, "stop_reason", None)
     min_frequency = settings.get("min_frequency")
-    if reason in ("min_frequency", "no_pairs"):
-        # (the merge engine never queues pairs below the threshold: both reasons mean this)
-        lines.append(
-            f"  merging stopped: no pair of adjacent tokens is left that occurs at least --min-frequency "
-            f"{min_frequency} times; a larger corpus, or a lower --min-frequency, gives more merges"
-        )
+    limit = settings.get("limit_alphabet")
     dropped = getattr(result, "dropped_characters", 0)
-    if dropped:
-        lines.append(
-            f"  the alphabet limit (--limit-alphabet {settings.get('limit_alphabet')}) dropped {dropped} characters "
-            f"covering {result.dropped_share:.1%} of the corpus's characters: they cannot be learnt and "
-            "become unknown; raise --limit-alphabet to keep them"
+    single = getattr(result, "single_character_share", 0.0)
+    reasons = []
+    if dropped and single >= 0.5:
+        every = result.alphabet_size + dropped
+        reasons.append(
+            f"{single:.0%} of the words are a single character (each Chinese character is a word of its own), "
+            "so merges cannot add tokens and a larger corpus would not help: only the alphabet can grow; "
+            f"--limit-alphabet {limit} dropped {dropped} characters covering {result.dropped_share:.1%} of the "
+            f"corpus's characters (they become unknown): --limit-alphabet {every} keeps all {every}"
         )
+    else:
+        if reason in ("min_frequency", "no_pairs"):
+            # (the merge engine never queues pairs below the threshold: both reasons mean this)
+            reasons.append(
+                f"merging stopped: no pair of adjacent tokens is left that occurs at least --min-frequency "
+                f"{min_frequency} times; a larger corpus, or a lower --min-frequency, gives more merges"
+            )
+        if dropped:
+            reasons.append(
+                f"the alphabet limit (--limit-alphabet {limit}) dropped {dropped} characters covering "
+                f"{result.dropped_share:.1%} of the corpus's characters: they cannot be learnt and become "
+                "unknown; raise --limit-alphabet to keep them"
+            )
     if reason is None:
-        lines.append("  (this backend / algorithm does not record why; the reference bpe training does)")
-    return lines
+        reasons.append("this backend / algorithm does not record why; the reference bpe training does")
+    return head + (": " + "; ".join(reasons) if reasons else "")
 
 
 for _trainer in TRAINERS.values():

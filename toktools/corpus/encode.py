@@ -71,6 +71,8 @@ def encode_corpus(
     add_special_tokens: bool = True,
     max_length: int | None = None,
     batch_lines: int | None = None,
+    truncation: bool = True,
+    padding: bool = True,
 ) -> CorpusResult:
     """Encode ``inputs`` (files, directories, quoted globs, ``-``) into ``output``.
 
@@ -92,7 +94,9 @@ def encode_corpus(
 
     ``format`` ``ids``/``tokens``/``jsonl`` writes one line per input line instead, full
     encodings (template unless not ``add_special_tokens``, ``pair``, ``max_length``) to
-    ``output`` or stdout (``None``): see :mod:`toktools.corpus.text_outputs`.
+    ``output`` or stdout (``None``): see :mod:`toktools.corpus.text_outputs`. ``truncation`` /
+    ``padding`` False: not the tokenizer file's own (which are applied, with a warning, as
+    ``tokenizers`` applies them).
     """
 
     options = EncodeOptions(
@@ -117,6 +121,8 @@ def encode_corpus(
         add_special_tokens=add_special_tokens,
         max_length=max_length,
         batch_lines=batch_lines,
+        truncation=truncation,
+        padding=padding,
     )
     return encode_corpus_with(inputs, tokenizer, output, options)
 
@@ -150,6 +156,8 @@ def encode_corpus_with(
             batch_lines=options.batch_lines or BATCH_LINES,
             force=options.force,
             verify=options.verify,
+            truncation=options.truncation,
+            padding=options.padding,
         )
         return CorpusResult(
             text.engine,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -113,9 +113,26 @@ def head_row(engine: Any, text: str, limit: int, add_special_tokens: bool) -> An
     return row
 
 
-def write_streamed(out: IO[str], engine: Any, text: str, fmt: str, template: Template) -> int:
-    """Write the output line of ``text`` (newline included) piece by piece; its token count."""
+def write_streamed(
+    out: IO[str],
+    engine: Any,
+    text: str,
+    fmt: str,
+    template: Template,
+    count_ids: Callable[[Iterable[list[int]]], None] | None = None,
+) -> int:
+    """Write the output line of ``text`` (newline included) piece by piece; its token count.
+    ``count_ids`` is given the ids of the template and of each piece (the unknown-token tally)."""
     prefix, suffix = template.prefix, template.suffix
+    if count_ids is not None:
+        count_ids([list(prefix.ids), list(suffix.ids)])
+
+    def rows(offsets: bool) -> Iterator[tuple[int, Any]]:
+        for start, row in _piece_rows(engine, text, offsets=offsets):
+            if count_ids is not None:
+                count_ids([list(row.ids)])
+            yield start, row
+
     if fmt in ("ids", "tokens"):
         first = True
         count = 0
@@ -129,13 +146,13 @@ def write_streamed(out: IO[str], engine: Any, text: str, fmt: str, template: Tem
 
         pick = (lambda row: row.ids) if fmt == "ids" else (lambda row: row.tokens or [])
         put(pick(prefix))
-        for _, row in _piece_rows(engine, text):
+        for _, row in rows(False):
             put(pick(row))
             count += len(row.ids)
         put(pick(suffix))
         out.write("\n")
         return count + len(prefix.ids) + len(suffix.ids)
-    return _write_jsonl(out, engine, text, template)
+    return _write_jsonl(out, rows(True), template)
 
 
 def _piece_rows(engine: Any, text: str, *, offsets: bool = False) -> Iterable[tuple[int, Any]]:
@@ -156,7 +173,7 @@ def _piece_rows(engine: Any, text: str, *, offsets: bool = False) -> Iterable[tu
         yield start - 1, _slice(row, head, len(row.ids))
 
 
-def _write_jsonl(out: IO[str], engine: Any, text: str, template: Template) -> int:
+def _write_jsonl(out: IO[str], rows: Iterator[tuple[int, Any]], template: Template) -> int:
     """jsonl: the ids go straight out; tokens, offsets and type ids wait in temporary files
     (the object's fields come one after the other)."""
     prefix, suffix = template.prefix, template.suffix
@@ -186,7 +203,7 @@ def _write_jsonl(out: IO[str], engine: Any, text: str, template: Template) -> in
 
         out.write('{"ids":[')
         put_row(prefix, None, None)
-        for start, row in _piece_rows(engine, text, offsets=True):
+        for start, row in rows:
             put_row(row, start, template.type_id)
             count += len(row.ids)
         put_row(suffix, None, None)

@@ -9,8 +9,8 @@ What the manifest says (:func:`new_manifest`): the tokenizer's fingerprint, the 
 settings, the inputs (size, sha256), the shards (documents, tokens, files with sha256, and where
 the next shard starts or which block a shard is), and at the end whether the run is complete.
 
-How a run resumes: an earlier record is taken only from the same tokenizer, settings and inputs
-(:func:`check_same_run`, one-line refusals otherwise), and only shards whose files still have
+How a run resumes: an earlier record is taken only from the same tokenizer, settings and inputs,
+the inputs matched by content, in order (:func:`check_same_run`, one-line refusals otherwise), and only shards whose files still have
 their recorded size and sha256 are kept (:func:`shard_intact`): the finished prefix of a local
 run (:func:`resume_local`), any finished block of a run in blocks (:func:`intact_blocks`).
 """
@@ -76,30 +76,43 @@ def shard_files(base: Path, suffix: str | None = None) -> list[Path]:
 
 def remove_shards_from(base: Path, suffix: str | None, count: int) -> None:
     """Remove the shards numbered ``count`` and above (of an older, longer run, with force)."""
+    from toktools.io.outputs import is_special
+
     for stale in shard_files(base, suffix):
         number = int(_SHARD_NUMBER.search(stale.name).group(1))  # type: ignore[union-attr]
-        if number >= count:
+        if number >= count and not is_special(stale):  # never a device or FIFO
             stale.unlink()
 
 
 def check_outputs(
-    planned: Sequence[Path], earlier_shards: Sequence[Path], inputs: Sequence[str | Path], tokenizer: Any, force: bool
+    planned: Sequence[Path],
+    earlier_shards: Sequence[Path],
+    inputs: Sequence[str | Path],
+    tokenizer: Any,
+    force: bool,
+    named: Path | None = None,
 ) -> None:
     """Before any work (:func:`toktools.io.outputs.check_output_file`): no output over an input
     or a file of the tokenizer, in a directory that exists and is writable; existing outputs
     (and shards of an earlier run) only with ``force`` (a resumed run passes it and checks its
-    shards against the manifest instead)."""
-    from toktools.io.outputs import check_output_file, input_files
+    shards against the manifest instead). ``named``: the output as given (``-o``), when it is
+    a device or FIFO no other file may be derived from it."""
+    from toktools.io.outputs import check_companions, check_output_file, input_files, input_identities, is_special
 
-    inputs = list(inputs)
+    if named is not None:
+        check_companions(named, planned)
+
+    names: list[str | Path] = list(inputs)
     if isinstance(tokenizer, (str, Path)):
-        inputs += input_files(tokenizer)
+        names += input_files(tokenizer)
+    identities = input_identities(names)  # once, for every output checked
     for target in planned:
-        check_output_file(target, force=force, inputs=inputs)
+        check_output_file(target, force=force, inputs=identities)
     for target in earlier_shards:
-        check_output_file(target, force=True, inputs=inputs)
-    if not force and earlier_shards:
-        raise ToktoolsError(f"{earlier_shards[0]} already exists; use --force to overwrite")
+        check_output_file(target, force=True, inputs=identities)
+    earlier = [p for p in earlier_shards if not is_special(p)]  # a FIFO or device is written into
+    if not force and earlier:
+        raise ToktoolsError(f"{earlier[0]} already exists; use --force to overwrite")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -209,13 +222,17 @@ def check_same_run(
             )
     if any(entry["path"] == "-" for entry in inputs):
         raise ToktoolsError(f"{path}: cannot resume reading standard input; use --force to start over")
-    if [(e["path"], e["size"], e["sha256"]) for e in record.get("inputs", [])] != [
-        (e["path"], e["size"], e["sha256"]) for e in inputs
-    ]:
+    if [_content(e) for e in record.get("inputs", [])] != [_content(e) for e in inputs]:
         raise ToktoolsError(
-            f"{path} was written from other inputs (names, sizes or checksums differ); "
+            f"{path} was written from other inputs (their sizes or checksums differ); "
             "use --force to start over or choose another output"
         )
+
+
+def _content(entry: Mapping[str, Any]) -> tuple[Any, Any]:
+    """What identifies an input for resuming: its bytes (size and sha256), not the path it was
+    named by (the same file by another path, a copy, a FIFO fed the same bytes all resume)."""
+    return entry.get("size"), entry.get("sha256")
 
 
 def shard_intact(shard: Mapping[str, Any], base: Path, fmt: str, suffix: str | None) -> bool:

@@ -56,6 +56,8 @@ class EncodeOptions:
     add_special_tokens: bool = True
     max_length: int | None = None
     batch_lines: int | None = None
+    truncation: bool = True
+    padding: bool = True
 
 
 @dataclass(frozen=True)

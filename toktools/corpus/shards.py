@@ -28,10 +28,12 @@ import time
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toktools.corpus.diagnostics import TokenTally
 from toktools.corpus.documents import DocumentReader, Position, Segment
 from toktools.corpus.manifest import (
     MANIFEST_FORMAT,  # noqa: F401 - re-exported (toktools.encode_shards)
@@ -106,12 +108,14 @@ def encode_shards(
     started = time.perf_counter()
     collector = CollectorPause()  # until the engine is built
     checker = None
+    copies = ExitStack()  # of the inputs that can be read only once: hashed first, then encoded
     fmt, engine, force = options.format, options.engine, options.force
     try:
         # the document itself is parsed only when needed, when start-up is cached (corpus_tokenizer)
         tok = load_corpus_tokenizer(tokenizer)
         fingerprint = tok.fingerprint
         sources = expand_sources([str(p) for p in inputs])
+        sources = _rereadable(sources, copies)
         sizes = [s.size() for s in sources if not s.is_stdin]
         input_bytes = sum(sizes) if len(sizes) == len(sources) else None
         # the --verify checker is forked now: it builds the reference on the other core while
@@ -138,6 +142,7 @@ def encode_shards(
             [s.path for s in sources if not s.is_stdin],
             tokenizer,
             force=force or (manifest_file is not None and manifest_file.exists()),
+            named=Path(output),
         )
 
         settings = written_as.as_manifest(options)
@@ -181,6 +186,7 @@ def encode_shards(
         checker = None  # the verifier closes it
         verifier.start()  # before this process starts threads (unless the checker is already running)
         written = 0
+        tally = TokenTally.for_model(tok.shape.get("model") or {}, tok.token_id)
 
         def new_writer() -> DocumentWriter:
             target = shard_base(base, len(shards)) if manifest_file is not None else base
@@ -207,10 +213,12 @@ def encode_shards(
                 progress=options.progress,
                 tokens_before=sum(s["tokens"] for s in shards),
                 kept=len(shards),
+                tally=tally,
             )
         finally:
             chosen.close()
             verifier.close()
+        tally.warn()
         complete(manifest)
         if manifest_file is not None:
             write_manifest(manifest_file, manifest)
@@ -222,6 +230,18 @@ def encode_shards(
         collector.resume()
         if checker is not None:
             checker.close()
+        copies.close()
+
+
+def _rereadable(sources: list[Any], copies: ExitStack) -> list[Any]:
+    """The sources, a FIFO or device among them read from a copy (:mod:`toktools.io.inputs`):
+    the manifest hashes every named input before it is encoded. Standard input is streamed."""
+    from dataclasses import replace
+
+    from toktools.io.inputs import rereadable
+
+    paths = copies.enter_context(rereadable([s.path for s in sources], stdin=False))
+    return [s if s.path == path else replace(s, path=path) for s, path in zip(sources, paths)]
 
 
 class CollectorPause:
@@ -258,13 +278,14 @@ def encode_documents(
     progress: CorpusProgress | None,
     tokens_before: int = 0,
     kept: int = 0,
+    tally: TokenTally | None = None,
 ) -> None:
     """The documents of ``reader``, encoded and written: the one loop behind every output, local
     or on a cluster (:func:`toktools.cluster.encode.encode_block`), so both give the same
     bytes by construction. With ``shard_tokens``, a shard ends after the document that reaches
     the count; ``on_shard`` gets each finished shard and where the next one starts. At least one
     output is written unless ``kept`` shards came from an earlier run. The next batch is read
-    while the engine encodes the current one."""
+    while the engine encodes the current one. ``tally`` counts unknown and byte-fallback ids."""
     writer: DocumentWriter | None = None
     doc_has_tokens = False
     doc_length = 0  # ids of the open document so far (packed batches: the writer does not count them)
@@ -296,6 +317,8 @@ def encode_documents(
                 done_batch, future = pending
                 ids = future.result()
                 verifier.check(done_batch, ids, reader.bytes_done)
+                if tally is not None:
+                    tally.add(ids)
                 if isinstance(ids, PackedIds):
                     # one document at a time as below, but the ids stay in one array: slices of it
                     # (and BOS/EOS words) are joined and handed to the writer once per batch or shard

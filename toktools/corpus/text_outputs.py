@@ -30,8 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from toktools.corpus.diagnostics import TokenTally, file_limits
 from toktools.corpus.long_lines import LongLines, check_whole, head_row, plan, write_streamed
-from toktools.errors import ToktoolsError
+from toktools.errors import ToktoolsError, warn
 
 TEXT_FORMATS = ("ids", "tokens", "jsonl")
 BATCH_LINES = 20000
@@ -284,10 +285,15 @@ def encode_text(
     batch_lines: int = BATCH_LINES,
     force: bool = False,
     verify: int = DEFAULT_VERIFY,
+    truncation: bool = True,
+    padding: bool = True,
 ) -> TextResult:
     """Encode every line of ``inputs`` (files or ``-``) to ``output`` (stdout when None), one
     line each: ids or tokens separated by spaces, or a JSON object (``jsonl``). ``verify``:
-    lines re-encoded by the reference to check a faster engine (0: off)."""
+    lines re-encoded by the reference to check a faster engine (0: off). ``truncation`` /
+    ``padding`` False: the tokenizer file's own are not applied (when applied, a warning says so:
+    :func:`toktools.corpus.diagnostics.file_limits`); many unknown or byte-fallback tokens are
+    warned about at the end."""
     from functools import partial
 
     from toktools.corpus.prepared_tokenizer import load_document
@@ -310,6 +316,8 @@ def encode_text(
     lines = tokens = 0
     try:
         doc, fingerprint = load_document(tokenizer, whole=True, validate=True)
+        doc, limits = file_limits(doc, truncation=truncation, padding=padding, max_length=max_length)
+        tally = TokenTally.for_document(doc)
         # the checker is forked before the engine starts threads: it builds the reference meanwhile
         build = partial(
             _checker_build, fmt=format, pair=pair, add_special_tokens=add_special_tokens, max_length=max_length
@@ -326,6 +334,8 @@ def encode_text(
             workers=workers,
         )
         collector.resume()
+        for message in limits:  # once the run is sure to start
+            warn(message)
         reader = _Lines(names)
         verifier = Verifier(chosen.name, doc, verify, reader.total, reader.sources, process=checker, build=build)
         checker = None  # the verifier closes it
@@ -335,7 +345,17 @@ def encode_text(
             for batch in batched(reader, batch_lines):
                 if any(long_lines.is_long(line.text) for line in batch):
                     tokens += _write_with_long_lines(
-                        out, batch, chosen, long_lines, verifier, reader, output, format, pair, add_special_tokens
+                        out,
+                        batch,
+                        chosen,
+                        long_lines,
+                        verifier,
+                        reader,
+                        output,
+                        format,
+                        pair,
+                        add_special_tokens,
+                        tally,
                     )
                     lines += len(batch)
                     continue
@@ -346,6 +366,7 @@ def encode_text(
                 if output is None:
                     verifier.sync()  # standard output cannot be taken back: check before writing
                 out.write("\n".join(rendered) + "\n")
+                tally.add_lists(row.ids for row in rows)
                 lines += len(rows)
                 tokens += sum(len(row.ids) for row in rows)
             verifier.sync()  # every sampled line checked before the output file is renamed into place
@@ -358,6 +379,7 @@ def encode_text(
         close = getattr(getattr(chosen, "engine", None), "close", None)
         if close is not None:
             close()
+    tally.warn()
     return TextResult(chosen.name, lines, tokens, time.perf_counter() - started, verifier.done)
 
 
@@ -372,6 +394,7 @@ def _write_with_long_lines(
     fmt: str,
     pair: bool,
     add_special_tokens: bool,
+    tally: TokenTally,
 ) -> int:
     """A batch holding lines longer than a segment: the ordinary lines are encoded together
     (and sampled for --verify, which never takes a line that long), each long one as
@@ -383,6 +406,7 @@ def _write_with_long_lines(
     verifier.check(short, short_rendered, reader.bytes_done)
     if output is None:
         verifier.sync()
+    tally.add_lists(row.ids for row in rows)
     tokens = sum(len(row.ids) for row in rows)
     rendered = iter(short_rendered)
     for line in batch:
@@ -392,7 +416,7 @@ def _write_with_long_lines(
         where = f"{reader.sources[line.source].path}, line {line.line}"
         if long_lines.mode == "stream":
             assert long_lines.template is not None
-            tokens += write_streamed(out, chosen, line.text, fmt, long_lines.template)
+            tokens += write_streamed(out, chosen, line.text, fmt, long_lines.template, tally.add_lists)
             continue
         if long_lines.mode == "head":
             assert long_lines.limit is not None
@@ -401,6 +425,7 @@ def _write_with_long_lines(
             check_whole(line.text, where)
             row = chosen.encode([_as_pair(line.text)] if pair else [line.text], add_special_tokens)[0]
         out.write(_render(fmt, row) + "\n")
+        tally.add_lists([row.ids])
         tokens += len(row.ids)
     return tokens
 

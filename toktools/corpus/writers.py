@@ -91,19 +91,17 @@ def _little(data: array) -> bytes:
 
 
 class _AtomicFile:
-    """A temporary file beside ``target`` that hashes what is written; ``commit`` renames it."""
+    """A temporary file for ``target`` that hashes what is written; ``commit`` puts it in place
+    (:func:`toktools.io.outputs.publish`: renamed, or copied into a device or FIFO)."""
 
     def __init__(self, target: Path) -> None:
         self.target = target
-        directory = target.parent if str(target.parent) else Path(".")
-        if not directory.is_dir():
-            raise ToktoolsError(f"output directory {directory} does not exist")
-        from toktools.io.outputs import temporary_beside
+        from toktools.io.outputs import temporary_for
 
-        try:  # registered: a SIGTERM during a long native call removes it too
-            handle, self.temporary = temporary_beside(target)
+        try:  # registered: a SIGTERM during a long native call removes it too; makes a missing directory
+            handle, self.temporary = temporary_for(target)
         except OSError as err:
-            raise ToktoolsError(f"cannot write into {directory}: {err.strerror}") from None
+            raise ToktoolsError(_write_error(target, err)) from None
         self.out: BinaryIO = os.fdopen(handle, "wb")
         self.bytes = 0
 
@@ -111,7 +109,7 @@ class _AtomicFile:
         try:
             self.out.write(data)
         except OSError as err:
-            raise ToktoolsError(f"cannot write {self.target}: {err.strerror or err}") from None
+            raise ToktoolsError(_write_error(self.target, err)) from None
         self.bytes += len(data)
 
     def close_and_hash(self) -> str:
@@ -121,17 +119,13 @@ class _AtomicFile:
             os.fsync(self.out.fileno())
             self.out.close()
         except OSError as err:
-            raise ToktoolsError(f"cannot write {self.target}: {err.strerror or err}") from None
+            raise ToktoolsError(_write_error(self.target, err)) from None
         return file_sha256(Path(self.temporary))
 
     def commit(self) -> None:
-        from toktools.io.outputs import (
-            current_umask,  # not formats: it would load the whole reference
-            unregister_temporary,
-        )
+        from toktools.io.outputs import publish, unregister_temporary  # not formats: it would load the whole reference
 
-        os.chmod(self.temporary, 0o666 & ~current_umask())
-        os.replace(self.temporary, self.target)
+        publish(self.temporary, self.target)
         unregister_temporary(self.temporary)
 
     def discard(self) -> None:
@@ -144,6 +138,12 @@ class _AtomicFile:
         if os.path.exists(self.temporary):
             os.unlink(self.temporary)
         unregister_temporary(self.temporary)
+
+
+def _write_error(target: Path, err: OSError) -> str:
+    from toktools.io.outputs import write_error
+
+    return write_error(target, err)
 
 
 def file_sha256(path: Path) -> str:

@@ -35,3 +35,15 @@ def shipped_path(name: str) -> Path | None:
     """The folder of the shipped vocabulary ``name``, or None if no vocabulary has that name."""
     root = shipped_dir()
     return root / name if root is not None and name in shipped_names() else None
+
+
+def name_hint(name: str) -> str:
+    """What to say after a tokenizer name that is neither a path nor shipped: the closest
+    shipped names (``did you mean bytebpe-50k?``), else the list of them."""
+    import difflib
+
+    names = shipped_names()
+    close = difflib.get_close_matches(str(name).rstrip("/"), names, n=3, cutoff=0.6)
+    if close:
+        return f"did you mean {' or '.join(close)}?"
+    return f"shipped: {', '.join(names)}" if names else "none is shipped with this installation"

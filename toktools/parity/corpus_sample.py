@@ -117,7 +117,9 @@ def prepare_corpus(
         raise ToktoolsError(f"heldout_fraction must be in [0, 1), got {heldout_fraction}")
     explicit = heldout_lines is not None or heldout_file is not None
     stride = max(2, round(1 / heldout_fraction)) if heldout_fraction and not explicit else 0
-    plain = all(not s.is_stdin and not s.path.endswith(_COMPRESSED) for s in sources)
+    from toktools.io.inputs import read_once
+
+    plain = all(not read_once(s.path) and not s.path.endswith(_COMPRESSED) for s in sources)  # else both read a copy
     heldout: list[str] = []
     if plain and not stride:
         train_files = names

@@ -137,6 +137,8 @@ class Summary:
     masked_as_random: int = 0
     masked_kept: int = 0
     negatives: int = 0  # label 1: random next (NSP) or swapped (SOP)
+    truncated_tokens: int = 0  # text tokens that truncate_seq_pair removed from the pairs (NSP, SOP)
+    single_sentence_documents: int = 0  # documents of one sentence (line): NSP's B is then always random
     skipped_documents: int = 0
     skipped_chunks: int = 0
     seconds: float = 0.0
@@ -365,6 +367,8 @@ class Pair:
     a: Span
     b: Span
     label: int
+    #: tokens ``truncate_seq_pair`` removed to fit ``max_length``
+    dropped: int = 0
 
 
 def pair_instances(
@@ -415,8 +419,9 @@ def pair_instances(
                 b, label = rest, 0
                 if rng.random() < 0.5:
                     a, b, label = b, a, 1
+            before = (a[1] - a[0]) + (b[1] - b[0])
             a, b = truncate_seq_pair(a, b, max_tokens, rng)
-            pairs.append(Pair(a, b, label))
+            pairs.append(Pair(a, b, label, before - (a[1] - a[0]) - (b[1] - b[0])))
             chunk, length = [], 0
         i += 1
     return pairs, skipped
@@ -480,15 +485,16 @@ def _rng(settings: PretrainSettings, dupe: int, unit: int) -> np.random.Generato
     return np.random.default_rng([settings.seed, _OBJECTIVE_STREAM[settings.objective], dupe, unit])
 
 
-def _rows_for(units: Sequence[tuple[int, int]]) -> tuple[list[dict[str, Any]], int]:
-    """Finished rows for ``(dupe, unit)`` pairs (unit: a block for mlm, a document otherwise)."""
+def _rows_for(units: Sequence[tuple[int, int]]) -> tuple[list[dict[str, Any]], int, int]:
+    """Finished rows for ``(dupe, unit)`` pairs (unit: a block for mlm, a document otherwise),
+    the one-token chunks SOP skipped, and the tokens truncation dropped from pairs."""
     import numpy as np
 
     job = _JOB
     assert job is not None
     corpus, info, settings = job.corpus, job.info, job.settings
     rows: list[dict[str, Any]] = []
-    skipped = 0
+    skipped = dropped = 0
     for dupe, unit in units:
         rng = _rng(settings, dupe, unit)
         if settings.objective == "mlm":
@@ -509,6 +515,7 @@ def _rows_for(units: Sequence[tuple[int, int]]) -> tuple[list[dict[str, Any]], i
             )
             skipped += missed
             for pair in pairs:
+                dropped += pair.dropped
                 (a0, a1), (b0, b1) = pair.a, pair.b
                 ids = np.concatenate(
                     [[info.cls_id], corpus.ids[a0:a1], [info.sep_id], corpus.ids[b0:b1], [info.sep_id]]
@@ -517,7 +524,7 @@ def _rows_for(units: Sequence[tuple[int, int]]) -> tuple[list[dict[str, Any]], i
                 types[a1 - a0 + 2 :] = 1
                 marks = _word_marks(corpus, [None, pair.a, None, pair.b, None], settings)
                 rows.append(_finish(ids, types, marks, pair.label, info, settings, rng))
-    return rows, skipped
+    return rows, skipped, dropped
 
 
 #: (continuations, sentence starts) of a row: where a token continues a Chinese word, where a
@@ -623,11 +630,9 @@ def make_pretraining_data(
 
     started = time.perf_counter()
     settings.check()
-    output = Path(output)
-    if output.exists() and not overwrite:
-        raise ToktoolsError(f"refusing to overwrite {output} (use --force)")
-    if not (output.parent if str(output.parent) else Path(".")).is_dir():
-        raise ToktoolsError(f"output directory {output.parent} does not exist")
+    from toktools.io.outputs import check_output_file, publish, temporary_for, unregister_temporary
+
+    output = check_output_file(output, force=overwrite, inputs=[s.path for s in sources])  # never over an input
     pyarrow = _import_pyarrow()
     info = masking_info(tokenizer)
     if info.cls_id is None or info.sep_id is None:
@@ -643,6 +648,11 @@ def make_pretraining_data(
     )
     if corpus.documents == 0:
         raise ToktoolsError("the corpus holds no text: no documents to make examples from")
+    from toktools.corpus.diagnostics import TokenTally
+
+    tally = TokenTally.for_tokenizer(tokenizer)  # unknown and byte-fallback tokens, from the ids
+    tally.add_array(corpus.ids)
+    tally.warn()
     if settings.objective == "mlm+nsp" and corpus.documents < 2:
         raise ToktoolsError(
             "mlm+nsp needs at least 2 documents (blank lines separate them): a random next segment "
@@ -659,10 +669,8 @@ def make_pretraining_data(
     )
     global _JOB
     _JOB = _Job(corpus, info, settings, blocks)
-    from toktools.io.outputs import temporary_beside, unregister_temporary
-
     try:  # registered (a SIGTERM stuck in native code removes it) and locked (a later run removes it after a SIGKILL)
-        handle, name = temporary_beside(output)
+        handle, name = temporary_for(output)
     except OSError as err:
         raise ToktoolsError(f"cannot write {output}: {err.strerror or err}") from None
     os.close(handle)  # pyarrow opens it by name
@@ -671,8 +679,9 @@ def make_pretraining_data(
         writer = _ParquetRows(temporary, settings, pyarrow, json.dumps(summary.settings, sort_keys=True))
         try:
             done = 0
-            for rows, skipped in _map_in_order(units, workers):
+            for rows, skipped, dropped in _map_in_order(units, workers):
                 summary.skipped_chunks += skipped
+                summary.truncated_tokens += dropped
                 for row in rows:
                     _count(summary, row, info, settings)
                 writer.add(rows)
@@ -683,7 +692,7 @@ def make_pretraining_data(
             writer.close()
         if summary.examples == 0:
             raise ToktoolsError("no example could be made: every document is shorter than a segment (needs 2 tokens)")
-        os.replace(temporary, output)
+        publish(temporary, output)  # the umask's mode; a device or FIFO is written into
     finally:
         _JOB = None
         if temporary.exists():
@@ -691,8 +700,48 @@ def make_pretraining_data(
         unregister_temporary(temporary)
     if settings.objective != "mlm":
         summary.skipped_documents = _documents_without_pairs(corpus) if settings.objective == "mlm+sop" else 0
+        import numpy as np
+
+        summary.single_sentence_documents = int(np.count_nonzero(np.diff(corpus.document_bounds) == 1))
+        _warn_about_pairs(summary, settings)
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+#: NSP/SOP negatives are drawn half of the time: a share this far from 50% means the corpus is
+#: not in the layout the objective assumes (checked from this many examples on)
+NEGATIVES_OFF_BY = 0.1
+NEGATIVES_FROM_EXAMPLES = 100
+#: a share of text tokens dropped by pair truncation above this is warned about
+TRUNCATED_SHARE = 0.10
+
+
+def _warn_about_pairs(summary: Summary, settings: PretrainSettings) -> None:
+    """NSP/SOP pairs that are not what the objective means: negatives far from half (documents
+    of one line: NSP must take B from another document), and much text cut by truncation."""
+    from toktools.errors import warn
+
+    single = summary.single_sentence_documents / summary.documents if summary.documents else 0.0
+    layout = (
+        f"; {single:.0%} of the documents are a single line: the layout is one sentence per line, "
+        "a blank line between documents (or --field on JSON Lines whose text has newlines)"
+        if single >= 0.5
+        else ""
+    )
+    share = summary.negatives / summary.examples if summary.examples else 0.0
+    if summary.examples >= NEGATIVES_FROM_EXAMPLES and abs(share - 0.5) > NEGATIVES_OFF_BY:
+        what = "random next segments" if settings.objective == "mlm+nsp" else "swapped"
+        warn(f"{share:.0%} of the {settings.label_name} pairs are {what}, where the objective means 50%{layout}")
+    elif settings.objective == "mlm+sop" and layout and summary.examples >= NEGATIVES_FROM_EXAMPLES:
+        warn(f"sentence_order_label pairs are mostly one line cut at a random token, not two sentences{layout}")
+    kept = summary.text_tokens
+    if summary.truncated_tokens and summary.truncated_tokens / (summary.truncated_tokens + kept) > TRUNCATED_SHARE:
+        cut = summary.truncated_tokens / (summary.truncated_tokens + kept)
+        warn(
+            f"truncation to --max-length {settings.max_length} dropped {summary.truncated_tokens:,} tokens, "
+            f"{cut:.0%} of the text of the pairs: segments longer than an example are cut "
+            "(a larger --max-length keeps more of them)"
+        )
 
 
 def _documents_without_pairs(corpus: EncodedCorpus) -> int:
@@ -729,7 +778,9 @@ def _count(summary: Summary, row: dict[str, Any], info: MaskingInfo, settings: P
 _UNITS_PER_TASK = 64
 
 
-def _map_in_order(units: Sequence[tuple[int, int]], workers: int | None) -> Iterator[tuple[list[dict[str, Any]], int]]:
+def _map_in_order(
+    units: Sequence[tuple[int, int]], workers: int | None
+) -> Iterator[tuple[list[dict[str, Any]], int, int]]:
     """Rows for the units, task by task in unit order, in forked worker processes (which inherit
     the encoded corpus) or in this one."""
     tasks = [units[i : i + _UNITS_PER_TASK] for i in range(0, len(units), _UNITS_PER_TASK)]

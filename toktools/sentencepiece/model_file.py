@@ -403,17 +403,9 @@ def read_model(path: str | Path) -> SentencePieceModel:
 
 
 def write_model(model: SentencePieceModel, path: str | Path) -> None:
-    """Write atomically (temporary file, then rename)."""
-    import os
-    import tempfile
+    """Write atomically, as every output is written (:mod:`toktools.io.outputs`)."""
+    from toktools.io.outputs import atomic_file
 
-    path = Path(path)
     data = model.to_bytes()
-    fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_file(path, binary=True) as handle:
+        handle.write(data)

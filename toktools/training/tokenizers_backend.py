@@ -7,8 +7,6 @@ parity test is one call on each side.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,31 +23,13 @@ TOKENIZERS_VERSION = tokenizers.__version__
 
 @contextmanager
 def plain_files(files: Sequence[str | Path]) -> Iterator[list[str]]:
-    """``tokenizers`` reads plain UTF-8 files only: decompress .gz/.xz/.bz2 inputs (and read
-    standard input) into temporary files for the duration of the block."""
-    from toktools.corpus.reading import CorpusSource, read_blocks
-    from toktools.io.outputs import register_temporary, unregister_temporary
+    """``tokenizers`` reads plain UTF-8 files only, and opens each twice: decompress .gz/.xz/.bz2
+    inputs, and copy standard input, FIFOs and devices, into temporary files for the duration
+    of the block (:func:`toktools.io.inputs.rereadable`)."""
+    from toktools.io.inputs import rereadable
 
-    temporary: Path | None = None
-    paths = []
-    try:
-        for index, name in enumerate(map(str, files)):
-            if name != "-" and not name.endswith((".gz", ".xz", ".bz2")):
-                paths.append(name)
-                continue
-            if temporary is None:
-                temporary = Path(tempfile.mkdtemp(prefix="toktools-fast-"))
-                register_temporary(temporary)  # removed on SIGTERM even during a long native call
-            target = temporary / f"{index}.txt"
-            with open(target, "wb") as out:
-                for block in read_blocks(CorpusSource(name)):  # a corrupt file is one error naming it
-                    out.write(block)
-            paths.append(str(target))
+    with rereadable(files, decompress=True, prefix="toktools-fast-") as paths:
         yield paths
-    finally:
-        if temporary is not None:
-            shutil.rmtree(temporary, ignore_errors=True)
-            unregister_temporary(temporary)
 
 
 @contextmanager

@@ -200,6 +200,8 @@ class Trainer(ABC):
             )
         if from_counts and corpus:
             raise OptionConflict("give either CORPUS files or --from-counts, not both")
+        if from_counts and (json_field or errors != "strict"):
+            raise OptionConflict("--from-counts reads a counts file: it takes no --field or --errors")
         if not from_counts and not corpus:
             raise ToktoolsError(
                 "no corpus given: name one or more files (or - for standard input), or use --from-counts"
@@ -215,8 +217,8 @@ class Trainer(ABC):
             raise OptionConflict(
                 "--check compares the reference backend with tokenizers: use it with --backend reference"
             )
-        if check and (from_counts or "-" in corpus):
-            raise OptionConflict("--check needs corpus files (not --from-counts or standard input)")
+        if check and (from_counts or _any_read_once(corpus)):  # --check reads the corpus a second time
+            raise OptionConflict("--check needs corpus files (not --from-counts, standard input or a FIFO)")
 
     def conflicts(self, settings: Mapping[str, Any], *, backend: str, check: bool) -> Iterable[str]:
         """This family's own conflicts between settings (none by default)."""
@@ -753,3 +755,9 @@ class UnigramTrainer(Trainer):
         import json
 
         return [piece for piece, _ in json.loads((directory / "unigram.json").read_text(encoding="utf-8"))["vocab"]]
+
+
+def _any_read_once(corpus: Sequence[str]) -> bool:
+    from toktools.io.inputs import any_read_once
+
+    return any_read_once(corpus)

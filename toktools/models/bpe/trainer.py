@@ -85,6 +85,10 @@ class BpeTrainingResult:
     #: character occurrences they account for (they become unknown / are skipped).
     dropped_characters: int = 0
     dropped_share: float = 0.0
+    #: The share of word occurrences that are one character (Chinese text to BERT's
+    #: pre-tokeniser): merges cannot add tokens there, only the alphabet can (reported with
+    #: the dropped characters, when those matter).
+    single_character_share: float = 0.0
 
     def vocab_dict(self) -> dict[str, int]:
         return {token: i for i, token in enumerate(self.vocab)}
@@ -274,9 +278,9 @@ def _train(
     last_rank = {pair: rank for rank, pair in enumerate(merges)}
     kept = [rank for rank, pair in enumerate(merges) if last_rank[pair] == rank]
     tokens = vocab.tokens
-    dropped, dropped_share = 0, 0.0
+    dropped, dropped_share, single_share = 0, 0.0, 0.0
     if stop_reason != "size" and config.limit_alphabet is not None:  # only explained when it matters
-        dropped, dropped_share = _alphabet_shortfall(word_counts, alphabet)
+        dropped, dropped_share, single_share = _alphabet_shortfall(word_counts, alphabet)
     return BpeTrainingResult(
         vocab=tokens,
         merges=[(tokens[ord(merges[r][0])], tokens[ord(merges[r][1])]) for r in kept],
@@ -285,20 +289,26 @@ def _train(
         stop_reason=stop_reason,
         dropped_characters=dropped,
         dropped_share=dropped_share,
+        single_character_share=single_share,
     )
 
 
-def _alphabet_shortfall(word_counts: Mapping[str, int], alphabet: Sequence[str]) -> tuple[int, float]:
-    """How many distinct characters of the corpus are not in ``alphabet``, and the share of
-    character occurrences they make up."""
+def _alphabet_shortfall(word_counts: Mapping[str, int], alphabet: Sequence[str]) -> tuple[int, float, float]:
+    """How many distinct characters of the corpus are not in ``alphabet``, the share of
+    character occurrences they make up, and the share of word occurrences that are a single
+    character."""
     frequency: dict[str, int] = {}
+    words = single = 0
     for word, count in word_counts.items():
+        words += count
+        if len(word) == 1:
+            single += count
         for ch in word:
             frequency[ch] = frequency.get(ch, 0) + count
     kept = set(alphabet)
     total = sum(frequency.values())
     missing = {ch: n for ch, n in frequency.items() if ch not in kept}
-    return len(missing), (sum(missing.values()) / total if total else 0.0)
+    return len(missing), (sum(missing.values()) / total if total else 0.0), (single / words if words else 0.0)
 
 
 def _consume(iterator: Iterable[object]) -> None:
