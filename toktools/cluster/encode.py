@@ -79,7 +79,7 @@ class BlockJob:
     suffix: str | None
     batch_bytes: int
     segment_chars: int
-    max_document_bytes: int
+    max_document_bytes: int | None
     threads: int | None = 1
 
 

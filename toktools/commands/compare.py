@@ -26,6 +26,7 @@ _STYLES = [
 ]
 
 
+#: Files that name a tokenizer by their folder (``…/gpt2/tokenizer.json`` is ``gpt2``).
 def _labels(names: list[str]) -> list[str]:
     """Row labels: a path's last part (``../shared/vocabs-ref/gpt2`` → ``gpt2``,
     ``…/gpt2/tokenizer.json`` → ``gpt2``), kept distinct (``gpt2/vocab.json``) where two meet."""
@@ -104,6 +105,20 @@ def _looks_like_tokenizer(argument: str) -> bool:
     default=None,
     help="Processes that encode large batches (default: all cores).",
 )
+@click.option(
+    "--renyi-alpha",
+    type=click.FloatRange(min=0, min_open=True),
+    default=2.5,
+    show_default=True,
+    help="With --corpus: the order α of the Rényi efficiency.",
+)
+@click.option(
+    "--unused",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="With --corpus: list N tokens of each vocabulary never seen in the corpus, longest first.",
+)
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr (only on a terminal).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output: every statistic and histogram.")
 @click.option(
@@ -127,6 +142,8 @@ def compare(
     width: int | None,
     byte_view: bool,
     workers: int | None,
+    renyi_alpha: float,
+    unused: int,
     progress: bool,
     as_json: bool,
     html_path: Path | None,
@@ -160,6 +177,11 @@ def compare(
       sequence     tokens per document plus the special tokens added to one sequence ([CLS] [SEP]);
                    p50/p90/p99 are nearest-rank percentiles; >512 is the share of documents longer
                    than 512 tokens, i.e. that a BERT-size model truncates
+      Shannon eff. entropy of the token distribution / log2(vocabulary size)
+      Rényi eff.   Rényi entropy of order α, log2(Σ p^α)/(1-α), / log2(vocabulary size)
+                   (Zouhar et al. 2023; as tokenization-scorer with vocab = the vocabulary size)
+      seen         ids of the vocabulary (added tokens included) that occur / vocabulary size;
+                   seen ≥10: ids that occur at least 10 times / vocabulary size
     Tokens are counted without special tokens, truncation or padding.
 
     \b
@@ -215,6 +237,8 @@ def compare(
                 sample=sample,
                 workers=workers,
                 cluster=cluster,
+                renyi_alpha=renyi_alpha,
+                unused=unused,
                 progress=None if callback is None else lambda d, t: callback("read", d, t),
             )
         if plot_path is not None:

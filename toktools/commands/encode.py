@@ -122,9 +122,9 @@ CORPUS_FORMATS = ("megatron", "npy", "bin")
 @click.option(
     "--max-document-mb",
     type=click.IntRange(min=1),
-    default=64,
-    show_default=True,
-    help="A document longer than this that cannot be cut safely is refused.",
+    default=None,
+    help="A document longer than this that cannot be cut safely is refused "
+    "(default: 64, or 8 for a tokenizer that may never be cut, such as a SentencePiece .model).",
 )
 @click.option("--pair", is_flag=True, help="ids/tokens/jsonl: each input line is two sequences separated by a TAB.")
 @click.option(
@@ -191,7 +191,7 @@ def encode(
     verify: int,
     force: bool,
     dtype: str,
-    max_document_mb: int,
+    max_document_mb: int | None,
     pair: bool,
     add_special_tokens: bool,
     max_length: int | None,
@@ -348,7 +348,7 @@ def _encode_corpus(
     verify: int,
     force: bool,
     dtype: str,
-    max_document_mb: int,
+    max_document_mb: int | None,
     workers: int | None,
     progress: bool,
     as_json: bool,
@@ -379,7 +379,7 @@ def _encode_corpus(
             progress=callback,
             force=force,
             dtype=dtype,
-            max_document_bytes=max_document_mb << 20,
+            max_document_bytes=None if max_document_mb is None else max_document_mb << 20,
             cluster=cluster,
             block_bytes=block_bytes,
         )

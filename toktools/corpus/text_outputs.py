@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from toktools.corpus.diagnostics import TokenTally, file_limits
+from toktools.corpus.long_lines import LongLines, check_whole, head_row, plan, write_streamed
 from toktools.errors import ToktoolsError, warn
 from toktools.io.serde_floats import dumps_for_serde
 
@@ -73,7 +74,9 @@ class _Lines:
         from toktools.corpus.reading import numbered_lines
 
         for index, number, line in numbered_lines(self.sources, self._read):
-            yield _Line(line[:-1] if line.endswith("\n") else line, index, number)
+            if line.endswith("\n"):
+                line = line[:-1]  # rebound: a long line is not held twice while it is encoded
+            yield _Line(line, index, number)
 
     def _read(self, done: int) -> None:
         self.bytes_done = done
@@ -360,8 +363,25 @@ def encode_text(
         verifier = Verifier(chosen.name, doc, verify, reader.total, reader.sources, process=checker, build=build)
         checker = None  # the verifier closes it
         verifier.start()
+        long_lines = plan(doc, chosen, pair=pair, add_special_tokens=add_special_tokens, max_length=max_length)
         with _destination(output) as out:
             for batch in batched(reader, batch_lines):
+                if any(long_lines.is_long(line.text) for line in batch):
+                    tokens += _write_with_long_lines(
+                        out,
+                        batch,
+                        chosen,
+                        long_lines,
+                        verifier,
+                        reader,
+                        output,
+                        format,
+                        pair,
+                        add_special_tokens,
+                        tally,
+                    )
+                    lines += len(batch)
+                    continue
                 texts = [line.text for line in batch]
                 rows = chosen.encode([_as_pair(text) for text in texts] if pair else texts, add_special_tokens)
                 rendered = [_render(format, row) for row in rows]
@@ -384,6 +404,53 @@ def encode_text(
             close()
     tally.warn()
     return TextResult(chosen.name, lines, tokens, time.perf_counter() - started, verifier.done, verifier.bytes_checked)
+
+
+def _write_with_long_lines(
+    out: Any,
+    batch: list[_Line],
+    chosen: Any,
+    long_lines: LongLines,
+    verifier: Any,
+    reader: _Lines,
+    output: str | Path | None,
+    fmt: str,
+    pair: bool,
+    add_special_tokens: bool,
+    tally: TokenTally,
+) -> int:
+    """A batch holding lines longer than a segment: the ordinary lines are encoded together
+    (and sampled for --verify, which never takes a line that long), each long one as
+    :mod:`toktools.corpus.long_lines` plans; the lines are written in order. Its token count."""
+    short = [line for line in batch if not long_lines.is_long(line.text)]
+    texts = [line.text for line in short]
+    rows = chosen.encode([_as_pair(text) for text in texts] if pair else texts, add_special_tokens) if short else []
+    short_rendered = [_render(fmt, row) for row in rows]
+    verifier.check(short, short_rendered, reader.bytes_done)
+    if output is None:
+        verifier.sync()
+    tally.add_lists(row.ids for row in rows)
+    tokens = sum(len(row.ids) for row in rows)
+    rendered = iter(short_rendered)
+    for line in batch:
+        if not long_lines.is_long(line.text):
+            out.write(next(rendered) + "\n")
+            continue
+        where = f"{reader.sources[line.source].path}, line {line.line}"
+        if long_lines.mode == "stream":
+            assert long_lines.template is not None
+            tokens += write_streamed(out, chosen, line.text, fmt, long_lines.template, tally.add_lists)
+            continue
+        if long_lines.mode == "head":
+            assert long_lines.limit is not None
+            row = head_row(chosen, line.text, long_lines.limit, add_special_tokens)
+        else:
+            check_whole(line.text, where)
+            row = chosen.encode([_as_pair(line.text)] if pair else [line.text], add_special_tokens)[0]
+        out.write(_render(fmt, row) + "\n")
+        tally.add_lists([row.ids])
+        tokens += len(row.ids)
+    return tokens
 
 
 def _checker_build(

@@ -244,6 +244,8 @@ def encode_documents(
 
     import numpy as np
 
+    from toktools.corpus.long_documents import encoded_pieces, is_long, tokenizer_cuttable
+
     tokenizer.no_truncation()
     tokenizer.no_padding()
     all_ids = array("i")  # one flat buffer: no per-sentence objects on big corpora
@@ -253,16 +255,31 @@ def encode_documents(
     pending_docs: list[list[str]] = []
     pending_count = 0
 
+    cut = tokenizer_cuttable(tokenizer)
+
+    def add_long(text: str) -> int:
+        """A sentence longer than a segment, encoded piece by piece (flat memory); its tokens."""
+        before = len(all_ids)
+        for _, piece, encoding in encoded_pieces(tokenizer, text, cut, "pretrain-data: a sentence"):
+            all_ids.extend(encoding.ids)
+            if segmenter is not None:
+                cont_parts.append(segmenter.continuations(piece, encoding.offsets))
+        return len(all_ids) - before
+
     def flush() -> None:
         nonlocal pending_docs, pending_count
-        texts = [s for doc in pending_docs for s in doc]
-        encodings = tokenizer.encode_batch(texts, add_special_tokens=False, workers=workers)
-        position = 0
+        texts = [s for doc in pending_docs for s in doc if not is_long(s)]
+        encodings = iter(tokenizer.encode_batch(texts, add_special_tokens=False, workers=workers))
         for doc in pending_docs:
             kept = 0
             for text in doc:
-                encoding = encodings[position]
-                position += 1
+                if is_long(text):
+                    added = add_long(text)
+                    if added:
+                        sentence_lengths.append(added)
+                        kept += 1
+                    continue
+                encoding = next(encodings)
                 if not len(encoding.ids):
                     continue
                 all_ids.extend(encoding.ids)
