@@ -71,10 +71,9 @@ def test_labels_of_tokenizer_files_are_their_folders():
         "bert",
         "bytebpe-50k",
     ]
-    assert _labels(["a/gpt2/tokenizer.json", "b/gpt2/tokenizer.json"]) == [
-        "a/gpt2/tokenizer.json",
-        "b/gpt2/tokenizer.json",
-    ]
+    # two tokenizers with the same folder name: toktools.analysis.labels (tests/test_plots_many.py)
+    first, second = _labels(["a/gpt2/tokenizer.json", "b/gpt2/tokenizer.json"])
+    assert first != second
 
 
 def test_efficiencies_by_hand():
