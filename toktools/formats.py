@@ -31,7 +31,7 @@ from toktools import presets
 from toktools.encoding import AddedToken
 from toktools.errors import ToktoolsError
 from toktools.io.outputs import dumps_tokenizer_json, write_files_atomically
-from toktools.io.validate import parse_json, validate_tokenizer_json
+from toktools.io.validate import parse_json, validate_byte_pieces, validate_tokenizer_json
 from toktools.models.bpe import trainer as bpe
 from toktools.models.bpe.bytelevel import is_byte_symbols, symbols_to_bytes
 from toktools.parts.registry import part_from_json
@@ -43,6 +43,7 @@ __all__ = [
     "resolve",
     "export",
     "from_tokenizer_json",
+    "checked_tokenizer_json",
     "dumps_tokenizer_json",
     "write_files_atomically",
     "transformers_config_files",
@@ -125,7 +126,7 @@ def load_sentencepiece_model(
     other way. :mod:`toktools.sentencepiece.encode` reproduces sentencepiece there too.
     Decoding is sentencepiece's own (:class:`toktools.sentencepiece.decoder.SentencePieceDecoder`)."""
     from toktools.sentencepiece.decoder import SentencePieceDecoder
-    from toktools.sentencepiece.model_file import read_model
+    from toktools.sentencepiece.model_file import BYTE, read_model
     from toktools.sentencepiece.to_json import sentencepiece_to_json
 
     path = Path(path)
@@ -133,6 +134,7 @@ def load_sentencepiece_model(
     bos = bool(config.get("add_bos_token", False)) if add_bos is None else add_bos
     eos = bool(config.get("add_eos_token", False)) if add_eos is None else add_eos
     model = read_model(path)
+    validate_byte_pieces(((i, p.piece) for i, p in enumerate(model.pieces) if p.type == BYTE), str(path))
     document = sentencepiece_to_json(model, add_bos=bos, add_eos=eos)
     try:
         tokenizer = from_tokenizer_json(document)
@@ -204,14 +206,21 @@ def _load_wordpiece_vocab(vocab_path: Path) -> Tokenizer:
 
 
 def _from_tokenizer_json(path: Path) -> Tokenizer:
-    document = validate_tokenizer_json(parse_json(bpe.read_text_file(path, "tokenizer file"), str(path)), str(path))
+    return checked_tokenizer_json(bpe.read_text_file(path, "tokenizer file"), str(path))[1]
+
+
+def checked_tokenizer_json(text: str, source: str) -> tuple[dict[str, Any], Tokenizer]:
+    """A ``tokenizer.json``'s text through every check of :func:`load`: parsed, its fields
+    validated, and built. Paths that hand the document to another engine (``tokenizers``,
+    tiktoken) call it too, so a malformed file is the same one line whoever encodes it."""
+    document = validate_tokenizer_json(parse_json(text, source), source)
     try:
-        return from_tokenizer_json(document)
+        return document, from_tokenizer_json(document)
     except ToktoolsError as err:
-        raise ToktoolsError(f"{path}: {err}") from None
-    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise ToktoolsError(f"{source}: {err}") from None
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as err:
         raise ToktoolsError(
-            f"{path}: not a tokenizer.json this version understands ({type(err).__name__}: {err})"
+            f"{source}: not a tokenizer.json this version understands ({type(err).__name__}: {err})"
         ) from None
 
 
