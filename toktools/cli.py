@@ -56,10 +56,10 @@ class ToktoolsGroup(click.Group):
         except SystemError as err:
             # a signal that landed inside a compiled (numba) call: its dispatcher reports the
             # handler's KeyboardInterrupt as "returned a result with an exception set"
-            interrupt = interrupts.interrupt_behind(err)
-            if interrupt is None:
+            signalled = interrupts.interrupt_behind(err)
+            if signalled is None:
                 raise
-            _report_interrupt(ctx, interrupt)
+            _report_interrupt(ctx, signalled)
         except EOFError as err:
             # an input that ends too early (a truncated compressed file) that no reader named:
             # still one line, not click's "Aborted!" (which it prints for EOFError)
