@@ -79,9 +79,11 @@ class AddedToken:
     normalized: bool = False
 
 
-_ENDS_WITH_WORD = regex.compile(r"\w$")
+# tokenizers' patterns (Rust regex: ``$`` is the end of the text only, never before a final
+# newline as in Python, hence ``\Z``; searched with an end position, that is the text's end)
+_ENDS_WITH_WORD = regex.compile(r"\w\Z")
 _STARTS_WITH_WORD = regex.compile(r"\w")  # used with .match(text, pos): anchored at pos
-_SPACES_AT_END = regex.compile(r"\s*$")
+_SPACES_AT_END = regex.compile(r"\s*\Z")
 _SPACES_AT_START = regex.compile(r"\s*")  # used with .match(text, pos)
 
 
@@ -135,14 +137,26 @@ class AddedTokens:
             self.add(token)
 
     def add(self, token: AddedToken) -> None:
-        if token.content in self.by_content or not token.content:
+        """Add ``token``; one whose content is here already replaces it (its id and flags, as
+        ``tokenizers``' ``add_tokens`` does; a special content stays special)."""
+        if not token.content:
             return
-        self.tokens.append(token)
+        earlier = self.by_content.get(token.content)
+        if earlier == token:
+            return
+        if earlier is not None:
+            self.tokens[self.tokens.index(earlier)] = token
+            if self.by_id.get(earlier.id) is earlier:
+                del self.by_id[earlier.id]
+        else:
+            self.tokens.append(token)
         self.by_content[token.content] = token
         self.by_id[token.id] = token
         if token.special:
             self.special_contents.add(token.content)
-        self.has_normalized = self.has_normalized or token.normalized
+        self.has_normalized = (
+            any(t.normalized for t in self.tokens) if earlier else self.has_normalized or token.normalized
+        )
         self._raw = self._normalized = None  # rebuilt on the next split: adding many tokens stays linear
 
     def __bool__(self) -> bool:

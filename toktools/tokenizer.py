@@ -158,9 +158,6 @@ class Tokenizer:
             return self.normalizer.normalize_str(added.content)
         return added.content
 
-    def _max_id(self) -> int:
-        return max([*self.model.get_vocab().values(), *self.added.by_id], default=-1)
-
     @property
     def vocab_size(self) -> int:
         """Size with the added tokens, like ``get_vocab_size(with_added_tokens=True)``."""
@@ -178,8 +175,15 @@ class Tokenizer:
                 continue
             token_id = self.model.token_to_id(content)
             if token_id is None:
-                token_id = self._max_id() + 1
+                token_id = self._next_added_id()
             self.added.add(AddedToken(content, token_id, special=True))
+
+    def _next_added_id(self) -> int:
+        """The id ``tokenizers`` gives a new added token: the vocabulary's size, or one past the
+        largest added id when that is at or past the size (``AddedVocabulary::add_tokens``)."""
+        size = len(self.model.get_vocab())
+        largest = max(self.added.by_id, default=None)
+        return largest + 1 if largest is not None and (largest >= size or size == 0) else size
 
     # -- settings ---------------------------------------------------------------------------
 
