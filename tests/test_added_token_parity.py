@@ -9,18 +9,17 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import random
 from pathlib import Path
 
 import pytest
+from small_shipped import shipped_text
 from tokenizers import Tokenizer as HFTokenizer
 
 import toktools
 from toktools.formats import from_tokenizer_json
 
-VOCABS = Path(__file__).resolve().parent.parent / "vocabs"
 FLAGS = ("single_word", "lstrip", "rstrip", "normalized", "special")
 #: contents of the added tokens: bracketed, word-like, punctuation, non-ASCII, with a space
 CONTENTS = ("[NEW]", "new", "<m>", "ab", "é!", "x y", "中文", "--")
@@ -56,9 +55,8 @@ PIECES = (
 )
 
 
-@functools.cache
 def _document(name: str) -> str:
-    return (VOCABS / name / "tokenizer.json").read_text(encoding="utf-8")
+    return shipped_text(name)
 
 
 def _with_added_tokens(name: str, seed: int) -> str:
@@ -139,12 +137,15 @@ def _added(content: str, token_id: int, special: bool = True) -> dict:
 @pytest.mark.parametrize(
     "added",
     [
-        [_added("[NEW]", 100)],  # the id of [UNK]
-        [_added("[NEW]", 40000), _added("[TWO]", 7)],  # beyond the vocabulary, then another duplicate
-        [_added("[NEW]", 100), _added("[NEW]", 5, special=False)],  # one content twice
-        [_added("the", 99999), _added("[NEW]", 30000)],  # a vocabulary token with another id
+        pytest.param([_added("[NEW]", 100)], id="duplicate-of-unk"),
+        pytest.param(  # beyond the vocabulary, then another duplicate
+            [_added("[NEW]", 40000), _added("[TWO]", 7)], id="beyond-and-duplicate", marks=pytest.mark.full
+        ),
+        pytest.param([_added("[NEW]", 100), _added("[NEW]", 5, special=False)], id="same-content-twice"),
+        pytest.param(  # a vocabulary token with another id
+            [_added("the", 99999), _added("[NEW]", 30000)], id="vocabulary-token", marks=pytest.mark.full
+        ),
     ],
-    ids=["duplicate-of-unk", "beyond-and-duplicate", "same-content-twice", "vocabulary-token"],
 )
 def test_added_token_ids_are_the_ones_tokenizers_assigns(tmp_path: Path, added: list[dict]) -> None:
     path = _shipped_with(added, tmp_path)
@@ -156,7 +157,7 @@ def test_added_token_ids_are_the_ones_tokenizers_assigns(tmp_path: Path, added: 
 
 
 @pytest.mark.parametrize(
-    "engine", ["tokenizers", "tiktoken", *[pytest.param(e, marks=pytest.mark.full) for e in ("reference", "auto")]]
+    "engine", ["tokenizers", *[pytest.param(e, marks=pytest.mark.full) for e in ("tiktoken", "reference", "auto")]]
 )
 def test_the_corpus_path_uses_the_ids_tokenizers_assigns(tmp_path: Path, engine: str) -> None:
     """``encode --format npy`` on every engine: ``[NEW]`` written with the id of a vocabulary

@@ -299,6 +299,7 @@ def from_tokenizer_json(document: Mapping[str, Any]) -> Tokenizer:
             truncation["max_length"],
             strategy[truncation.get("strategy", "LongestFirst")],
             truncation.get("direction", "Right").lower(),
+            truncation.get("stride", 0),
         )
     padding = document.get("padding")
     if padding:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from toktools.encoding import ENCODING_FIELDS, AddedToken, AddedTokens, Encoding, Padding, Truncation
+from toktools.errors import ToktoolsError
 from toktools.io.outputs import dumps_tokenizer_json, write_files_atomically
 from toktools.parts.base import WHOLE_TEXT, Decoder, Model, Normalizer, Piece, PostProcessor, PreTokenizer, Span, Words
 
@@ -187,8 +188,20 @@ class Tokenizer:
 
     # -- settings ---------------------------------------------------------------------------
 
-    def enable_truncation(self, max_length: int, strategy: str = "longest_first", direction: str = "right") -> None:
-        self.truncation = Truncation(max_length, strategy, direction)  # type: ignore[arg-type]
+    def enable_truncation(
+        self, max_length: int, strategy: str = "longest_first", direction: str = "right", stride: int = 0
+    ) -> None:
+        """Truncate to ``max_length`` tokens, template included; the rest goes to
+        ``Encoding.overflowing`` in windows overlapping by ``stride``. Refused, as ``tokenizers``'
+        ``enable_truncation`` refuses it, when ``stride`` exceeds ``max_length`` minus the
+        template's special tokens."""
+        room = self.post_processor.added_tokens(False) if self.post_processor is not None else 0
+        if stride and room <= max_length < room + stride:  # below room, tokenizers' subtraction wraps round
+            raise ToktoolsError(
+                f"truncation stride {stride} is greater than the effective max length {max_length - room} "
+                f"(max_length {max_length} minus {room} special tokens)"
+            )
+        self.truncation = Truncation(max_length, strategy, direction, stride)  # type: ignore[arg-type]
 
     def no_truncation(self) -> None:
         self.truncation = None
@@ -240,7 +253,7 @@ class Tokenizer:
             first, second = self.truncation.apply(first, second, room)
         if processor is not None:
             return processor.process(first, second, add_special_tokens)
-        return first if second is None else first + second
+        return first if second is None else Encoding.merge([first, second])
 
     def encode(self, text: str, pair: str | None = None, add_special_tokens: bool = True) -> Encoding:
         """Encode one text (or a pair) into ids, tokens, offsets, type ids and masks."""
@@ -317,7 +330,7 @@ class Tokenizer:
             "direction": self.truncation.direction.capitalize(),
             "max_length": self.truncation.max_length,
             "strategy": strategy[self.truncation.strategy],
-            "stride": 0,
+            "stride": self.truncation.stride,
         }
 
     def padding_json(self) -> dict[str, Any] | None:
