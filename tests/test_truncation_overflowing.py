@@ -134,6 +134,8 @@ def _assert_like_tokenizers(name: str, full: bool) -> None:
             theirs.enable_padding(length=pad_to, pad_id=pad_id, pad_token="[PAD]")
             ours.enable_padding(length=pad_to, pad_id=pad_id, pad_token="[PAD]")
         for first, second in inputs:
+            if second is not None and max_length < 40 and len(first) + len(second) > 150:
+                continue  # tiny windows of two long sequences: tens of thousands of pieces, nothing new
             setting = (strategy, direction, max_length, stride, special, pad_to, first[:20], (second or "")[:20])
             try:
                 expected = _fields(theirs.encode(first, second, add_special_tokens=special))
