@@ -174,9 +174,10 @@ def test_a_batch_pads_the_overflowing_pieces_to_the_longest_encoding() -> None:
     ours.enable_truncation(12, "longest_first", "right", 2)
     theirs.enable_padding(pad_id=0, pad_token="[PAD]")
     ours.enable_padding(pad_id=0, pad_token="[PAD]")
-    batch = [LONG, "short", (OTHER, LONG)]
+    batch = [LONG, "short", (LINES[2], LINES[3])] * 50  # enough for worker processes
     expected = [_fields(e) for e in theirs.encode_batch(batch)]
     assert [_fields(e) for e in ours.encode_batch(batch, workers=1)] == expected
+    assert [_fields(e) for e in ours.encode_batch(batch, workers=2)] == expected
     assert expected[0][6] and expected[2][6], "overflowing pieces to pad"
 
 

@@ -374,7 +374,7 @@ _MIN_PER_WORKER = 64
 _worker_tokenizer: Tokenizer | None = None
 
 
-def _encode_chunk(chunk: Sequence[str | tuple[str, str]], add_special_tokens: bool) -> list[tuple[Any, ...]]:
+def _encode_chunk(chunk: Sequence[str | tuple[str, str]], add_special_tokens: bool) -> list[tuple[Any, ...] | Encoding]:
     """Encode in a worker and pack each encoding into flat integer arrays: pickling millions of
     small Python lists and tuples would cost more than the encoding itself. Token strings are
     rebuilt from the ids in the parent; only those that may differ (an added token that took
@@ -382,8 +382,11 @@ def _encode_chunk(chunk: Sequence[str | tuple[str, str]], add_special_tokens: bo
     assert _worker_tokenizer is not None
     tokenizer = _worker_tokenizer
     stripping = {t.id for t in tokenizer.added.tokens if t.lstrip or t.rstrip or t.normalized}
-    packed = []
+    packed: list[tuple[Any, ...] | Encoding] = []
     for e in tokenizer._encode_unpadded_batch(chunk, add_special_tokens):
+        if e.overflowing:  # truncation kept pieces: rare, sent whole
+            packed.append(e)
+            continue
         odd = [(i, e.tokens[i]) for i, token_id in enumerate(e.ids) if token_id in stripping] if stripping else []
         packed.append(
             (
@@ -410,6 +413,9 @@ class _PackedEncoding(Encoding):
             self.__dict__["_packed"] = packed
 
     def __getattr__(self, name: str) -> Any:
+        if name == "overflowing" and "_packed" in self.__dict__:  # packed only without pieces
+            self.__dict__[name] = []
+            return self.__dict__[name]
         if name not in ENCODING_FIELDS:
             raise AttributeError(name)
         if "_packed" not in self.__dict__:
@@ -434,7 +440,7 @@ class _PackedEncoding(Encoding):
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Encoding):
             return NotImplemented
-        return all(getattr(self, name) == getattr(other, name) for name in ENCODING_FIELDS)
+        return all(getattr(self, name) == getattr(other, name) for name in (*ENCODING_FIELDS, "overflowing"))
 
     __hash__ = None  # type: ignore[assignment]  # mutable, like Encoding
 
@@ -465,4 +471,8 @@ def _encode_in_processes(
     finally:
         _worker_tokenizer = None
     token_of = {i: tokenizer.id_to_token(i) for i in set(tokenizer.get_vocab().values())}  # ids may be sparse
-    return [_PackedEncoding(packed=(token_of, packed)) for chunk in results for packed in chunk]
+    return [
+        packed if isinstance(packed, Encoding) else _PackedEncoding(packed=(token_of, packed))
+        for chunk in results
+        for packed in chunk
+    ]
