@@ -22,6 +22,7 @@ file of the directory (several: an error asks for the file). A ``.model`` encode
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -31,7 +32,7 @@ from toktools import presets
 from toktools.encoding import AddedToken
 from toktools.errors import ToktoolsError
 from toktools.io.outputs import dumps_tokenizer_json, write_files_atomically
-from toktools.io.validate import parse_json, validate_tokenizer_json
+from toktools.io.validate import parse_json, validate_byte_pieces, validate_tokenizer_json
 from toktools.models.bpe import trainer as bpe
 from toktools.models.bpe.bytelevel import is_byte_symbols, symbols_to_bytes
 from toktools.parts.registry import part_from_json
@@ -43,6 +44,7 @@ __all__ = [
     "resolve",
     "export",
     "from_tokenizer_json",
+    "checked_tokenizer_json",
     "dumps_tokenizer_json",
     "write_files_atomically",
     "transformers_config_files",
@@ -135,7 +137,7 @@ def load_sentencepiece_model(
     near-ties (f64 sums per word) may fall the other way. Decoding is sentencepiece's own
     (:class:`toktools.sentencepiece.decoder.SentencePieceDecoder`) under both rules."""
     from toktools.sentencepiece.decoder import SentencePieceDecoder
-    from toktools.sentencepiece.model_file import read_model
+    from toktools.sentencepiece.model_file import BYTE, read_model
     from toktools.sentencepiece.to_json import sentencepiece_to_json
     from toktools.sentencepiece.tokenizer import SentencePieceTokenizer, check_model_rule
 
@@ -146,6 +148,7 @@ def load_sentencepiece_model(
     bos = bool(config.get("add_bos_token", False)) if add_bos is None else add_bos
     eos = bool(config.get("add_eos_token", False)) if add_eos is None else add_eos
     model = read_model(path)
+    validate_byte_pieces(((i, p.piece) for i, p in enumerate(model.pieces) if p.type == BYTE), str(path))
     document = sentencepiece_to_json(model, add_bos=bos, add_eos=eos)
     try:
         tokenizer = from_tokenizer_json(document)
@@ -222,15 +225,61 @@ def _load_wordpiece_vocab(vocab_path: Path) -> Tokenizer:
 
 
 def _from_tokenizer_json(path: Path) -> Tokenizer:
-    document = validate_tokenizer_json(parse_json(bpe.read_text_file(path, "tokenizer file"), str(path)), str(path))
+    return checked_tokenizer_json(bpe.read_text_file(path, "tokenizer file"), str(path))[1]
+
+
+def checked_tokenizer_json(text: str, source: str) -> tuple[dict[str, Any], Tokenizer]:
+    """A ``tokenizer.json``'s text through every check of :func:`load`: parsed, its fields
+    validated, and built. Paths that hand the document to another engine (``tokenizers``,
+    tiktoken) call it too, so a malformed file is the same one line whoever encodes it."""
+    document = validate_tokenizer_json(parse_json(text, source), source)
     try:
-        return from_tokenizer_json(document)
+        tokenizer = from_tokenizer_json(document)
+        return _with_assigned_ids(document, tokenizer), tokenizer
     except ToktoolsError as err:
-        raise ToktoolsError(f"{path}: {err}") from None
-    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise ToktoolsError(f"{source}: {err}") from None
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as err:
         raise ToktoolsError(
-            f"{path}: not a tokenizer.json this version understands ({type(err).__name__}: {err})"
+            f"{source}: not a tokenizer.json this version understands ({type(err).__name__}: {err})"
         ) from None
+
+
+def _with_assigned_ids(document: dict[str, Any], tokenizer: Tokenizer) -> dict[str, Any]:
+    """The document with each added token's id as loading gave it (:func:`added_tokens_with_ids`),
+    so that every engine reading the document uses the ids ``tokenizers`` uses."""
+    entries = document.get("added_tokens") or []
+    assigned = tokenizer.added.by_content
+    fixed = [
+        {**entry, "id": assigned[entry["content"]].id}
+        if entry["content"] in assigned and assigned[entry["content"]].id != entry["id"]
+        else entry
+        for entry in entries
+    ]
+    if all(new is old for new, old in zip(fixed, entries)):
+        return document
+    return {**document, "added_tokens": fixed}
+
+
+def added_tokens_with_ids(entries: list[Any], model: Any) -> list[AddedToken]:
+    """The added tokens of a ``tokenizer.json`` with the ids ``tokenizers`` gives them: the id
+    written in the file is ignored (``tokenizers`` only warns when it differs); a token takes
+    its id in the model's vocabulary, else an earlier entry's, else the next one from the
+    vocabulary's size (``AddedVocabulary::add_tokens``)."""
+    next_id = len(model.get_vocab())  # tokenizers' get_vocab_size(): entries, not the largest id + 1
+    assigned: dict[str, int] = {}
+    tokens = []
+    for entry in entries:
+        token = _added_token(entry)
+        if not token.content:
+            continue  # tokenizers ignores it
+        token_id = assigned.get(token.content)
+        if token_id is None:
+            token_id = model.token_to_id(token.content)
+        if token_id is None:
+            token_id, next_id = next_id, next_id + 1
+        assigned[token.content] = token_id
+        tokens.append(dataclasses.replace(token, id=token_id))
+    return tokens
 
 
 def _added_token(entry: Any) -> AddedToken:
@@ -252,13 +301,14 @@ def from_tokenizer_json(document: Mapping[str, Any]) -> Tokenizer:
     (any combination of the parts toktools knows), then added tokens, truncation and padding."""
     if not isinstance(document, Mapping) or not isinstance(document.get("model"), dict):
         raise ToktoolsError("tokenizer.json: no model")
+    model = part_from_json("model", document["model"])
     tokenizer = Tokenizer(
-        part_from_json("model", document["model"]),
+        model,
         normalizer=part_from_json("normalizer", document.get("normalizer")),
         pre_tokenizer=part_from_json("pre_tokenizer", document.get("pre_tokenizer")),
         post_processor=part_from_json("post_processor", document.get("post_processor")),
         decoder=part_from_json("decoder", document.get("decoder")),
-        added_tokens=[_added_token(t) for t in document.get("added_tokens") or []],
+        added_tokens=added_tokens_with_ids(document.get("added_tokens") or [], model),
     )
     truncation = document.get("truncation")
     if truncation:
@@ -267,6 +317,7 @@ def from_tokenizer_json(document: Mapping[str, Any]) -> Tokenizer:
             truncation["max_length"],
             strategy[truncation.get("strategy", "LongestFirst")],
             truncation.get("direction", "Right").lower(),
+            truncation.get("stride", 0),
         )
     padding = document.get("padding")
     if padding:

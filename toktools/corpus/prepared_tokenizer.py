@@ -8,6 +8,9 @@ binary entry per sha256 of the file's bytes and the code that derives it (the so
 module and of the analysis, the ``tokenizers`` and tiktoken versions: :data:`ENTRY_CODE`). On a hit the file is read and hashed but not parsed: the document is parsed only when
 something asks for it (:meth:`CorpusTokenizer.document`: the reference engine, ``tokenizers``,
 the ``--verify`` checker, which does it in its own process from the bytes read here).
+On a miss the file goes through every check of :func:`toktools.load` (it is built once), so a
+malformed file is the same one line whichever engine would encode it; an entry exists only for a
+file that passed them.
 
 A cache only: an entry that is missing, truncated or altered (its checksum), or that does not
 hold what it should, is ignored and written again; one that cannot be written is skipped; a file with other
@@ -17,7 +20,6 @@ bytes has another key.
 from __future__ import annotations
 
 import hashlib
-import json
 import marshal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -29,7 +31,7 @@ from toktools.io.serde_floats import loads as serde_loads
 #: The modules whose code decides an entry (its layout here, the analysis and tiktoken's ranks
 #: there): their sources are part of its key, with the versions of the libraries that decide
 #: the analysis (:func:`toktools.io.user_cache.entry_path`).
-ENTRY_CODE = ("toktools.corpus.prepared_tokenizer",)
+ENTRY_CODE = ("toktools.corpus.prepared_tokenizer", "toktools.io.validate")
 
 
 def token_ids(doc: Mapping[str, Any]) -> dict[str, int]:
@@ -142,41 +144,34 @@ def tokenizer_json_file(tokenizer: Any) -> Path | None:
 
 
 def load_document(
-    tokenizer: Any, *, whole: bool = False, validate: bool = False, text: str | None = None
+    tokenizer: Any, *, whole: bool = False, validate: bool = True, text: str | None = None
 ) -> tuple[dict[str, Any], str]:
     """The ``tokenizer.json`` document of a toktools tokenizer or of a path, and its fingerprint.
 
-    A ``tokenizer.json`` file is read as is (no model is built: engines build their own) and
-    fingerprinted by the sha256 of its bytes; other layouts and tokenizer objects are converted
-    and fingerprinted by the sha256 of their canonical JSON. Without ``whole``, truncation and
-    padding are dropped (whole documents); ``validate`` checks a ``tokenizer.json`` as
-    :func:`toktools.load` does, with the same one-line errors. ``text``: the file's text, when
-    the caller has read it already."""
+    A ``tokenizer.json`` file goes through every check of :func:`toktools.load`, with the same
+    one-line errors, whichever engine encodes with it (``validate`` is kept for callers: the
+    checks always run), and is fingerprinted by the sha256 of its bytes; other layouts and
+    tokenizer objects are converted and fingerprinted by the sha256 of their canonical JSON.
+    Without ``whole``, truncation and padding are dropped (whole documents). ``text``: the
+    file's text, when the caller has read it already."""
     from toktools.engines.base import corpus_document, document_fingerprint
 
     finish: Any = (lambda d: d) if whole else corpus_document
     if not isinstance(tokenizer, (str, Path)):
         doc = finish(_document_of(tokenizer))
         return doc, document_fingerprint(doc)
-    # toktools.formats (and the reference's tables behind it) costs a large share of a short
-    # run's start-up: a tokenizer.json, the usual case, is read without it
     candidate = tokenizer_json_file(tokenizer)
     if candidate is not None:
         if text is None:
             from toktools.models.bpe.files import read_text_file
 
             text = read_text_file(candidate, "tokenizer file")
-        if validate:
-            from toktools.io.validate import parse_json, validate_tokenizer_json
+        # every check toktools.load makes, before any engine sees the file (a cached entry
+        # stands for a file that passed them: ENTRY_CODE)
+        from toktools.formats import checked_tokenizer_json
 
-            document = validate_tokenizer_json(parse_json(text, str(candidate)), str(candidate))
-            return finish(document), hashlib.sha256(text.encode("utf-8")).hexdigest()
-        try:
-            document = serde_loads(text)
-            if isinstance(document, dict) and isinstance(document.get("model"), dict):
-                return finish(document), hashlib.sha256(text.encode("utf-8")).hexdigest()
-        except json.JSONDecodeError:
-            pass  # load() gives the readable error
+        document, _ = checked_tokenizer_json(text, str(candidate))
+        return finish(document), hashlib.sha256(text.encode("utf-8")).hexdigest()
     from toktools.formats import load
 
     doc = finish(_document_of(load(tokenizer)))
