@@ -52,11 +52,15 @@ CORPUS_FORMATS = ("megatron", "npy", "bin")
 )
 @click.option(
     "--engine",
-    type=click.Choice(["auto", "reference", "tokenizers", "tiktoken"]),
+    type=click.Choice(["auto", "reference", "tokenizers", "tiktoken", "gigatoken"]),
     default="auto",
     show_default=True,
-    help="Who encodes. auto = the fastest engine proven to give the reference's ids for this tokenizer "
-    "(tiktoken gives ids only: tokens come from the vocabulary, jsonl offsets need tokenizers or reference).",
+    help="Who encodes. auto = the fastest engine proven or probed to give the reference's ids for this tokenizer "
+    "(tiktoken and gigatoken give ids only: tokens come from the vocabulary, jsonl offsets need tokenizers or "
+    "reference). --verbose says which engine was chosen and why.",
+)
+@click.option(
+    "-v", "--verbose", is_flag=True, help="megatron/npy/bin: say on stderr which engine encoded and why (and why not the faster ones)."
 )
 @click.option(
     "--document",
@@ -169,6 +173,7 @@ def encode(
     progress: bool,
     as_json: bool,
     cluster: Any,
+    verbose: bool = False,
     block_bytes: int | None = None,
 ) -> None:
     """Tokenize text: one output line per input line, or training data (Megatron, npy, bin).
@@ -225,6 +230,7 @@ def encode(
             as_json,
             cluster,
             block_bytes,
+            verbose,
         )
         return
     if cluster is not None or block_bytes is not None:
@@ -280,11 +286,13 @@ def _encode_corpus(
     as_json: bool,
     cluster: Any = None,
     block_bytes: int | None = None,
+    verbose: bool = False,
 ) -> None:
     """megatron/npy/bin: an adapter over :func:`toktools.encode_corpus`."""
     import json
 
     from toktools.corpus.encode import encode_corpus
+    from toktools.engines.choice import EXACTNESS
 
     if no_append_eos and append_eos is not None:
         raise ToktoolsError("--append-eos and --no-append-eos contradict each other")
@@ -313,6 +321,7 @@ def _encode_corpus(
         )
     summary = {
         "engine": result.engine,
+        "exactness": EXACTNESS.get(result.engine),
         "documents": result.documents,
         "tokens": result.tokens,
         "shards_written": result.shards_written,
@@ -328,10 +337,13 @@ def _encode_corpus(
     else:
         kept = f" ({result.shards_kept} kept from an earlier run)" if result.shards_kept else ""
         speed = result.input_bytes / result.seconds / 1e6 if result.seconds else 0.0
+        exact = f" ({EXACTNESS[result.engine]})" if result.engine in EXACTNESS else ""
         sys.stderr.write(
             f"{result.documents:,} documents, {result.tokens:,} tokens in {len(result.outputs) // 2} "
-            f"file pair(s){kept}; engine {result.engine}, {result.verified} verified, {speed:.1f} MB/s\n"
+            f"file pair(s){kept}; engine {result.engine}{exact}, {result.verified} verified, {speed:.1f} MB/s\n"
         )
+    if verbose and result.why:
+        sys.stderr.write(f"engine {result.engine}: {result.why}\n")
 
 
 def _corpus_progress(enabled: bool) -> Any:

@@ -80,6 +80,12 @@ class CorpusTokenizer:
             self._document = corpus_document(json.loads(self._raw.decode("utf-8")))
         return self._document
 
+    @property
+    def raw_json(self) -> bytes | None:
+        """The ``tokenizer.json`` bytes read (None for other layouts): engines that load the file
+        themselves (gigatoken) take them without a parse here."""
+        return self._raw
+
     def token_id(self, token: str) -> int | None:
         """The id of ``token``: an added token's without parsing, else from the vocabulary."""
         added = {t["content"]: t["id"] for t in self.shape.get("added_tokens") or []}

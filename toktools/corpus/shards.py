@@ -77,6 +77,8 @@ class CorpusResult:
     seconds: float
     verified: int = 0
     settings: dict[str, Any] = field(default_factory=dict)
+    #: why this engine encoded the run (``--verbose``), and what else ``auto`` passed over
+    why: str = ""
 
 
 def _batches(reader: Iterator[Segment], batch_bytes: int) -> Iterator[list[Segment]]:
@@ -164,6 +166,7 @@ def encode_shards(
             fingerprint=fingerprint,
             input_bytes=input_bytes,
             shape=tok.shape,
+            raw=tok.raw_json,
         )
         tok.remember(analysis)  # for the next run on this tokenizer.json (no parse, no analysis)
         collector.resume()
@@ -215,9 +218,14 @@ def encode_shards(
         if manifest_file is not None:
             write_manifest(manifest_file, manifest)
             remove_shards_from(base, suffix, len(shards))  # shards of an older, longer run (with force)
-        return _result(
+        result = _result(
             manifest, base, suffix, fmt, manifest_file, written, kept, sources, started, verifier.done, chosen.name
         )
+        result.why = chosen.why
+        routed = getattr(chosen, "fallback_documents", 0)
+        if routed:
+            result.why += f"; {routed} document(s) with code points gigatoken's tables do not share went to tokenizers"
+        return result
     finally:
         collector.resume()
         if checker is not None:

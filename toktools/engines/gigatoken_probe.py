@@ -230,7 +230,18 @@ def code_point_texts(excluded: set[int], step: int = 251) -> list[str]:
 def probe_texts(document: Mapping[str, Any], excluded: set[int]) -> list[str]:
     added = [t["content"] for t in document.get("added_tokens") or []]
     texts = adversarial_texts(added) + vocabulary_texts(document) + code_point_texts(excluded)
-    return [t for t in texts if not any(ord(ch) in excluded for ch in t)]
+    if not excluded:
+        return texts
+    import re
+
+    ranges: list[list[int]] = []
+    for c in sorted(excluded):
+        if ranges and ranges[-1][1] == c - 1:
+            ranges[-1][1] = c
+        else:
+            ranges.append([c, c])
+    holds = re.compile("[" + "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in ranges) + "]").search
+    return [t for t in texts if not holds(t)]
 
 
 def probe_gigatoken(engine: Engine, document: Mapping[str, Any], excluded: set[int]) -> str | None:
@@ -250,3 +261,62 @@ def probe_gigatoken(engine: Engine, document: Mapping[str, Any], excluded: set[i
             at = next((k for k, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
             return f"gigatoken differs from tokenizers on {text[:24]!r} (token {at})"
     return None
+
+
+# ---------------------------------------------------------------------------------------------
+# The verdict: conditions, then the probe, remembered per tokenizer and gigatoken version
+# ---------------------------------------------------------------------------------------------
+
+_verdicts: dict[tuple[str, str], str | None] = {}
+
+
+def _verdict_file(fingerprint: str) -> Any:
+    from toktools.io.user_cache import entry_path
+
+    return entry_path("gigatoken-verdict", fingerprint, ".json", modules=PROBE_CODE, libraries=PROBE_LIBRARIES)
+
+
+def gigatoken_engine(
+    document: Any, shape: Mapping[str, Any], fingerprint: str | None = None, raw: bytes | None = None
+) -> Engine:
+    """A gigatoken engine for this tokenizer, or a :class:`ToktoolsError` saying why it is not
+    exact. The configuration is read from ``shape``; the vocabulary conditions and the probe
+    run once per tokenizer fingerprint (and gigatoken version, and the code that decides) and
+    are remembered in the user cache: then the document is not even parsed when ``raw`` (the
+    ``tokenizer.json`` bytes) is given."""
+    from toktools.engines.base import document_fingerprint, loaded_document
+    from toktools.engines.gigatoken_engine import (
+        GigatokenEngine,
+        configuration_reason,
+        gigatoken_version,
+        vocabulary_reason,
+    )
+    from toktools.errors import ToktoolsError
+    from toktools.io.user_cache import read_json, write_json
+
+    reason = configuration_reason(shape)
+    if reason is not None:
+        raise ToktoolsError(f"engine gigatoken is not exact for this tokenizer: {reason}")
+    fingerprint = fingerprint or document_fingerprint(loaded_document(document))
+    key = (fingerprint, gigatoken_version())
+    excluded = unicode_disagreements()
+    if key not in _verdicts:
+        cached = read_json(_verdict_file(fingerprint))
+        if isinstance(cached, dict) and "reason" in cached and (cached["reason"] is None or isinstance(cached["reason"], str)):
+            _verdicts[key] = cached["reason"]
+        else:
+            doc = loaded_document(document)
+            reason = vocabulary_reason(doc)
+            if reason is None:
+                engine = GigatokenEngine(raw if raw is not None else doc, excluded)
+                reason = probe_gigatoken(engine, doc, set(excluded))
+                _verdicts[key] = reason
+                write_json(_verdict_file(fingerprint), {"reason": reason})
+                if reason is None:
+                    return engine
+            _verdicts[key] = reason
+            write_json(_verdict_file(fingerprint), {"reason": reason})
+    reason = _verdicts[key]
+    if reason is not None:
+        raise ToktoolsError(f"engine gigatoken is not exact for this tokenizer: {reason}")
+    return GigatokenEngine(raw if raw is not None else loaded_document(document), excluded)
