@@ -196,21 +196,42 @@ def encode_shards(
             if manifest_file is not None:
                 write_manifest(manifest_file, manifest)
 
+        from toktools.corpus.line_blocks import encode_line_blocks, takes_blocks
+
         try:
-            encode_documents(
-                reader,
-                chosen,
-                verifier,
-                new_writer,
-                finish_shard,
-                bos_id=written_as.bos_id,
-                eos_id=written_as.eos_id,
-                shard_tokens=options.shard_tokens,
-                batch_bytes=options.batch_bytes,
-                progress=options.progress,
-                tokens_before=sum(s["tokens"] for s in shards),
-                kept=len(shards),
-            )
+            if takes_blocks(chosen, options.document):
+                encode_line_blocks(
+                    sources,
+                    chosen,
+                    verifier,
+                    new_writer,
+                    finish_shard,
+                    bos_id=written_as.bos_id,
+                    eos_id=written_as.eos_id,
+                    shard_tokens=options.shard_tokens,
+                    progress=options.progress,
+                    total=reader.total,
+                    cuttable=analysis.cuttable,
+                    max_document_bytes=options.max_document_bytes,
+                    start=start,
+                    tokens_before=sum(s["tokens"] for s in shards),
+                    kept=len(shards),
+                )
+            else:
+                encode_documents(
+                    reader,
+                    chosen,
+                    verifier,
+                    new_writer,
+                    finish_shard,
+                    bos_id=written_as.bos_id,
+                    eos_id=written_as.eos_id,
+                    shard_tokens=options.shard_tokens,
+                    batch_bytes=options.batch_bytes,
+                    progress=options.progress,
+                    tokens_before=sum(s["tokens"] for s in shards),
+                    kept=len(shards),
+                )
         finally:
             chosen.close()
             verifier.close()

@@ -218,6 +218,42 @@ class GigatokenEngine(Engine):
             data, offsets = data[offsets[0] : offsets[-1]], offsets - offsets[0]
         return data, offsets
 
+    def encode_block(self, block: bytes) -> tuple[Any, Any]:
+        """The ids of the non-empty lines of ``block`` (UTF-8, lines split at ``\n`` only, as
+        ``--document line`` reads them), split and encoded inside gigatoken: every id as uint32,
+        and the offsets of each line's ids (lines + 1). Only for a block without a routed code
+        point (:meth:`block_needs_routing`)."""
+        import awkward as ak
+        import gigatoken
+        import numpy as np
+
+        layout = ak.to_layout(self.tokenizer.encode_batch(gigatoken.BytesSource(block, separator=b"\n")))
+        offsets = np.asarray(layout.offsets, dtype=np.int64)
+        data = np.ascontiguousarray(np.asarray(layout.content.data), dtype=np.uint32)
+        if len(offsets) and offsets[0]:
+            data, offsets = data[offsets[0] : offsets[-1]], offsets - offsets[0]
+        return data, offsets
+
+    def block_needs_routing(self, block: bytes, text: str) -> bool:
+        """Whether some line of ``block`` (decoded: ``text``) holds a code point gigatoken's tables
+        do not share with ``tokenizers``'. Cheap on the bytes first: the excluded code points
+        start with 0xF0 or are one of a few 3-byte sequences."""
+        if self._excluded_table is None or block.isascii():
+            return False
+        if b"\xf0" not in block and not any(seq in block for seq in self._bmp_sequences()):
+            return False
+        return bool(self._routed([text]))
+
+    def _bmp_sequences(self) -> list[bytes]:
+        if not hasattr(self, "_bmp"):
+            import numpy as np
+
+            points = np.flatnonzero(self._excluded_table[:0x10000])
+            self._bmp = [chr(c).encode("utf-8") for c in points.tolist() if not 0xD800 <= c < 0xE000]
+            if any(len(seq) == 1 or seq[0] == 0xF0 for seq in self._bmp):
+                self._bmp = [b""]  # (never with gigatoken 0.10): check every block precisely
+        return self._bmp
+
     def encode_packed(self, texts: Sequence[str]) -> PackedIds:
         """The ids of ``texts`` as one native uint32 array (:class:`PackedIds`), no Python int
         per id; routed documents are encoded by ``tokenizers`` and spliced in."""
