@@ -52,16 +52,16 @@ class _Doc:
 class _BlockDocs(Sequence[_Doc]):
     """The documents (non-empty lines) of a block, made only when asked for."""
 
-    def __init__(self, block: bytes, starts: Any, ends: Any, source: int, first_line: int) -> None:
-        self.block, self.starts, self.ends, self.source, self.first_line = block, starts, ends, source, first_line
+    def __init__(self, block: bytes, bounds: tuple[Any, Any, Any], source: int, first_line: int) -> None:
+        self.block, self.source, self.first_line = block, source, first_line
+        self.starts, self.ends, self.lines = bounds
 
     def __len__(self) -> int:
         return len(self.starts)
 
     def __getitem__(self, index: int) -> _Doc:  # type: ignore[override]
         start, end = int(self.starts[index]), int(self.ends[index])
-        line = self.first_line + self.block.count(b"\n", 0, start)
-        return _Doc(self.block[start:end].decode("utf-8"), self.source, line)
+        return _Doc(self.block[start:end].decode("utf-8"), self.source, self.first_line + int(self.lines[index]))
 
 
 class _BlockIds(Sequence[list[int]]):
@@ -75,15 +75,28 @@ class _BlockIds(Sequence[list[int]]):
         return self.data[self.offsets[index] : self.offsets[index + 1]].tolist()  # type: ignore[no-any-return]
 
 
-def _line_bounds(block: bytes) -> tuple[Any, Any]:
-    """Start and end (exclusive, before the ``\\n``) of every non-empty line of ``block``."""
+_POOL: list[Any] = []
+
+
+def _pool() -> Any:
+    """One thread that hands blocks to the engine (kept for the process: a thread, not a fork)."""
+    if not _POOL:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL.append(ThreadPoolExecutor(1, thread_name_prefix="toktools-blocks"))
+    return _POOL[0]
+
+
+def _line_bounds(block: bytes) -> tuple[Any, Any, Any]:
+    """Start and end (exclusive, before the ``\\n``) of every non-empty line of ``block``, and
+    its line number counted from the block's first line (0)."""
     import numpy as np
 
     newlines = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
     starts = np.concatenate(([0], newlines + 1))
     ends = np.concatenate((newlines, [len(block)]))
-    keep = ends > starts
-    return starts[keep], ends[keep]
+    keep = np.flatnonzero(ends > starts)
+    return starts[keep], ends[keep], keep
 
 
 class _Writing:
@@ -148,15 +161,17 @@ class _Writing:
         if self.bos_id is None and self.eos_id is None:
             out = data
         else:
-            out = np.empty(int(lengths.sum()), dtype=np.uint32)
-            head = 1 if self.bos_id is not None else 0
-            starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-            position = np.arange(len(data)) + np.repeat(starts - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
-            out[position + head] = data
+            ends = np.cumsum(lengths)
+            out = np.empty(int(ends[-1]), dtype=np.uint32)
+            is_id = np.ones(len(out), dtype=bool)
             if self.bos_id is not None:
+                starts = ends - lengths
+                is_id[starts] = False
                 out[starts] = self.bos_id
             if self.eos_id is not None:
-                out[starts + lengths - 1] = self.eos_id
+                is_id[ends - 1] = False
+                out[ends - 1] = self.eos_id
+            out[is_id] = data
         self.writer.write_uint32(np.ascontiguousarray(out, dtype=np.uint32).tobytes())
         self.writer.add_documents(np.ascontiguousarray(lengths, dtype=np.int64).tobytes())
 
@@ -374,22 +389,29 @@ def _encode_block(
     """One block of whole lines: encoded, checked (the ``--verify`` sample), written."""
     import numpy as np
 
-    text = _check_utf8(block, source, first_line)
-    starts, ends = _line_bounds(block)
-    if engine.block_needs_routing(block, text):
+    # the engine encodes (on its pool, without the GIL) while this thread checks the block
+    encoding = _pool().submit(engine.encode_block, block)
+    try:
+        text = _check_utf8(block, source, first_line)
+        bounds = _line_bounds(block)
+        routed = engine.block_needs_routing(block, text)
+    finally:
+        result = encoding.result()
+    starts, ends, lines = bounds
+    if routed:
         packed = engine.encode_packed([line for line in text.split("\n") if line])
         data = np.frombuffer(packed.data, dtype=np.uint32)
         offsets = np.concatenate(([0], np.cumsum(np.asarray(packed.counts, dtype=np.int64))))
     else:
-        data, offsets = engine.encode_block(block)
-    del text
+        data, offsets = result
+    del text, result
     if len(offsets) - 1 != len(starts):
         raise ToktoolsError(f"{source.path}: the engine split {len(offsets) - 1} lines where there are {len(starts)}")
-    verifier.check(_BlockDocs(block, starts, ends, index, first_line), _BlockIds(data, offsets), bytes_done)
+    verifier.check(_BlockDocs(block, bounds, index, first_line), _BlockIds(data, offsets), bytes_done)
 
     def end_of(document: int) -> Position:
         end = int(ends[document])
         after = end + 1 if end < len(block) else end
-        return Position(index, offset + after, first_line + block.count(b"\n", 0, end) + 1)
+        return Position(index, offset + after, first_line + int(lines[document]) + 1)
 
     out.documents(data, offsets, end_of)

@@ -240,19 +240,22 @@ class GigatokenEngine(Engine):
         start with 0xF0 or are one of a few 3-byte sequences."""
         if self._excluded_table is None or block.isascii():
             return False
-        if b"\xf0" not in block and not any(seq in block for seq in self._bmp_sequences()):
+        if not self._byte_search()(block):
             return False
         return bool(self._routed([text]))
 
-    def _bmp_sequences(self) -> list[bytes]:
-        if not hasattr(self, "_bmp"):
+    def _byte_search(self) -> Any:
+        """A search over UTF-8 bytes that finds every excluded code point (and a few others
+        that share their first two bytes): ``re`` finds its literal first byte fast."""
+        if not hasattr(self, "_search"):
+            import re
+
             import numpy as np
 
-            points = np.flatnonzero(self._excluded_table[:0x10000])
-            self._bmp = [chr(c).encode("utf-8") for c in points.tolist() if not 0xD800 <= c < 0xE000]
-            if any(len(seq) == 1 or seq[0] == 0xF0 for seq in self._bmp):
-                self._bmp = [b""]  # (never with gigatoken 0.10): check every block precisely
-        return self._bmp
+            points = np.flatnonzero(self._excluded_table).tolist()
+            heads = sorted({chr(c).encode("utf-8")[:2] for c in points if not 0xD800 <= c < 0xE000})
+            self._search = re.compile(b"|".join(re.escape(head) for head in heads)).search
+        return self._search
 
     def encode_packed(self, texts: Sequence[str]) -> PackedIds:
         """The ids of ``texts`` as one native uint32 array (:class:`PackedIds`), no Python int
