@@ -96,8 +96,8 @@ class CorpusTokenizer:
         applies) for the next run on the same file; nothing when it came from the cache."""
         if self._raw is None or self._written or self.analysis is not None or analysis is None:
             return
-        if analysis.tiktoken_reason == "not analysed" or (analysis.tiktoken_reason is None and not analysis.probed):
-            return
+        if analysis.tiktoken_reason == "not analysed":
+            return  # (an unprobed exact verdict is kept too: the probe's own verdict is cached apart)
         self._written = True
         from toktools.io.user_cache import write_blob
 
