@@ -131,8 +131,9 @@ def vocabulary_reason(document: Mapping[str, Any]) -> str | None:
 class GigatokenEngine(Engine):
     """gigatoken's ``encode_batch`` on the whole batch (its pool, or the calling thread in a
     forked child), ids kept in its uint32 array (:meth:`encode_packed`). Documents holding a
-    code point of ``excluded`` (where its tables differ from ``tokenizers``') or a lone
-    surrogate are encoded by ``tokenizers`` instead."""
+    code point of ``excluded`` (where its tables differ from ``tokenizers``') are encoded by
+    ``tokenizers`` instead. A lone surrogate (never in a decoded file) is repaired as tiktoken
+    repairs it."""
 
     name = "gigatoken"
     #: gigatoken spreads one batch over its pool: large batches keep every core busy
@@ -155,9 +156,8 @@ class GigatokenEngine(Engine):
 
             table = np.zeros(0x110000, dtype=bool)
             table[np.asarray(sorted(excluded), dtype=np.int64)] = True
-            table[0xD800:0xE000] = True  # lone surrogates: gigatoken cannot take them
             self._excluded_table = table
-            self._excluded_min = int(min(min(excluded), 0xD800))
+            self._excluded_min = int(min(excluded))
         self._fallback: Engine | None = None
         #: documents handed to the fallback so far (for --verbose)
         self.fallback_documents = 0
@@ -175,22 +175,16 @@ class GigatokenEngine(Engine):
         points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
         del joined
         if table is None:
-            if not ((points >= 0xD800) & (points < 0xE000)).any():
-                return []
-        else:
-            high = points[points >= low]
-            if not (high.size and table[high].any()):
-                return []
+            return []
+        high = points[points >= low]
+        if not (high.size and table[high].any()):
+            return []
         del points
         out = []  # some document holds one: which
         for index, text in enumerate(texts):
             if text.isascii():
                 continue
             points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-            if table is None:
-                if ((points >= 0xD800) & (points < 0xE000)).any():
-                    out.append(index)
-                continue
             high = points[points >= low]
             if high.size and table[high].any():
                 out.append(index)
@@ -211,7 +205,11 @@ class GigatokenEngine(Engine):
         import awkward as ak
         import numpy as np
 
-        layout = ak.to_layout(self.tokenizer.encode_batch(list(texts)))
+        try:
+            layout = ak.to_layout(self.tokenizer.encode_batch(list(texts)))
+        except (UnicodeEncodeError, TypeError):  # a lone surrogate: repaired as tiktoken's encode repairs it
+            repaired = [t.encode("utf-16", "surrogatepass").decode("utf-16", "replace") for t in texts]
+            layout = ak.to_layout(self.tokenizer.encode_batch(repaired))
         offsets = np.asarray(layout.offsets, dtype=np.int64)
         data = np.ascontiguousarray(np.asarray(layout.content.data), dtype=np.uint32)
         if offsets[0]:
