@@ -40,6 +40,20 @@ def _doc(name: str) -> dict:
     return corpus_document(load(name).to_tokenizer_json())
 
 
+def small_doc(*extra: str) -> dict:
+    """A small byte-level BPE (the probe vocabulary, merges of "a", "1" and "!" with any byte,
+    and ``extra`` tokens) with two added tokens: cheap to probe, so a test may make a new one."""
+    doc = _probe_document("a1!")
+    vocab = doc["model"]["vocab"]
+    for token in extra:
+        vocab[token] = len(vocab)
+    doc["added_tokens"] = [
+        {"id": len(vocab) + i, "content": c, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True}
+        for i, c in enumerate(["<s>", "</s>"])
+    ]
+    return doc
+
+
 def shards(path: Path, tokenizer: object, out: Path, engine: str, **options: object) -> tuple[str, list[bytes], str]:
     """The files of one run (bytes, in order) and its manifest's shard list."""
     (out / engine).mkdir(parents=True, exist_ok=True)
@@ -115,10 +129,12 @@ def test_documents_with_an_excluded_code_point_go_to_tokenizers() -> None:
         (lambda d: d["added_tokens"][0].update(normalized=True), "mix normalized"),
         (lambda d: d["model"]["merges"].append(d["model"]["merges"][0]), "two merges make"),
         (lambda d: d["model"]["vocab"].update({"中": 60_000}), "byte symbols"),
+        # tokenizers numbers added tokens missing from the vocabulary itself (the probe found it)
+        (lambda d: d["model"]["vocab"].update({"Ġplanted": 70_000}), "in the file, 1025 in tokenizers"),
     ],
 )
 def test_a_tokenizer_gigatoken_cannot_take_falls_back_with_the_reason(change, reason) -> None:
-    doc = _doc("bytebpe-50k")
+    doc = small_doc()
     change(doc)
     with pytest.raises(ToktoolsError, match=f"gigatoken is not exact for this tokenizer: .*{reason}"):
         make_engine("gigatoken", doc)
@@ -138,7 +154,7 @@ def test_the_probe_catches_what_the_conditions_would_miss(monkeypatch) -> None:
     monkeypatch.setattr("toktools.engines.gigatoken_engine.configuration_reason", lambda shape: None)
     monkeypatch.setattr("toktools.engines.gigatoken_probe._verdicts", {})
     monkeypatch.setenv("TOKTOOLS_CACHE_DIR", "")
-    doc = _doc("bytebpe-50k")
+    doc = small_doc()
     doc["pre_tokenizer"]["use_regex"] = False
     with pytest.raises(ToktoolsError, match="gigatoken differs from tokenizers on"):
         make_engine("gigatoken", doc)
@@ -147,8 +163,7 @@ def test_the_probe_catches_what_the_conditions_would_miss(monkeypatch) -> None:
 def test_the_verdict_is_kept_per_tokenizer_and_gigatoken_version(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("TOKTOOLS_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr("toktools.engines.gigatoken_probe._verdicts", {})
-    doc = _doc("bytebpe-50k")
-    doc["model"]["vocab"]["ĠtoktoolsGiga"] = 70_000  # a tokenizer of its own (another fingerprint)
+    doc = small_doc("ĠtoktoolsGiga")  # a tokenizer of its own (another fingerprint)
     assert make_engine("gigatoken", doc).name == "gigatoken"
     [kept] = (tmp_path / "gigatoken-verdict").iterdir()
     assert json.loads(kept.read_text()) == {"reason": None}
@@ -206,7 +221,7 @@ def _sample_corpus(tmp_path: Path, size: int) -> Path:
 @pytest.mark.parametrize("name", ["bytebpe-50k", "gpt2"])
 def test_identical_shards_on_the_shared_corpora(tmp_path, name) -> None:
     tokenizer = "bytebpe-50k" if name == "bytebpe-50k" else str(ref_vocab_dir("gpt2") / "tokenizer.json")
-    same_shards_on_every_engine(_sample_corpus(tmp_path, 150_000), tokenizer, tmp_path, append_eos=True)
+    same_shards_on_every_engine(_sample_corpus(tmp_path, 60_000), tokenizer, tmp_path, append_eos=True)
 
 
 @pytest.mark.full

@@ -120,6 +120,14 @@ def vocabulary_reason(document: Mapping[str, Any]) -> str | None:
         if result in seen:
             return f"two merges make {result!r}"
         seen.add(result)
+    # tokenizers numbers an added token missing from the vocabulary itself (after the vocabulary,
+    # in order), whatever the file says; gigatoken takes the file's id
+    next_id = len(vocab)
+    for token in document.get("added_tokens") or []:
+        if token["content"] not in vocab:
+            if token["id"] != next_id:
+                return f"added token {token['content']!r} has id {token['id']} in the file, {next_id} in tokenizers"
+            next_id += 1
     by_bytes = {symbols_to_bytes(s): i for s, i in regular.items()}
     for content, token_id in added.items():
         other = by_bytes.get(content.encode("utf-8"))
