@@ -48,7 +48,15 @@ def small_doc(*extra: str) -> dict:
     for token in extra:
         vocab[token] = len(vocab)
     doc["added_tokens"] = [
-        {"id": len(vocab) + i, "content": c, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True}
+        {
+            "id": len(vocab) + i,
+            "content": c,
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": False,
+            "special": True,
+        }
         for i, c in enumerate(["<s>", "</s>"])
     ]
     return doc

@@ -60,7 +60,10 @@ CORPUS_FORMATS = ("megatron", "npy", "bin")
     "reference). --verbose says which engine was chosen and why.",
 )
 @click.option(
-    "-v", "--verbose", is_flag=True, help="megatron/npy/bin: say on stderr which engine encoded and why (and why not the faster ones)."
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="megatron/npy/bin: say on stderr which engine encoded and why (and why not the faster ones).",
 )
 @click.option(
     "--document",

@@ -203,7 +203,9 @@ def _engine(
         if name == "gigatoken" and limit is not None:
             raise ToktoolsError(f"engine gigatoken cannot write --format {fmt} here: {limit}")
         try:
-            wrapped = _Tiktoken(make_engine("gigatoken", whole, workers=workers, fingerprint=fingerprint), doc, max_length)
+            wrapped = _Tiktoken(
+                make_engine("gigatoken", whole, workers=workers, fingerprint=fingerprint), doc, max_length
+            )
             wrapped.name = "gigatoken"
             return wrapped
         except ToktoolsError:

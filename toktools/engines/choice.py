@@ -250,7 +250,9 @@ def make_engine(
     raise ToktoolsError("no engine can encode with this tokenizer: " + "; ".join(skipped))
 
 
-def _gigatoken(document: DocumentSource, shape: Mapping[str, Any], fingerprint: str | None, raw: bytes | None) -> Engine:
+def _gigatoken(
+    document: DocumentSource, shape: Mapping[str, Any], fingerprint: str | None, raw: bytes | None
+) -> Engine:
     if not gigatoken_available():
         raise ToktoolsError("engine gigatoken is not installed (pip install 'toktools[corpus]')")
     from toktools.engines.gigatoken_probe import gigatoken_engine

@@ -79,10 +79,10 @@ def tokenizers_classes() -> Any:
 def gigatoken_classes(points: Sequence[int]) -> Any:
     """gigatoken's class of each of ``points`` (as :func:`tokenizers_classes`; 4 when the
     contexts disagree with each other), read from its ids on the probe vocabulary."""
-    import awkward as ak
-    import gigatoken
     import json
 
+    import awkward as ak
+    import gigatoken
     import numpy as np
 
     tokenizer = gigatoken.Tokenizer.from_json(json.dumps(_probe_document(_CONTEXTS)))
@@ -302,7 +302,11 @@ def gigatoken_engine(
     excluded = unicode_disagreements()
     if key not in _verdicts:
         cached = read_json(_verdict_file(fingerprint))
-        if isinstance(cached, dict) and "reason" in cached and (cached["reason"] is None or isinstance(cached["reason"], str)):
+        if (
+            isinstance(cached, dict)
+            and "reason" in cached
+            and (cached["reason"] is None or isinstance(cached["reason"], str))
+        ):
             _verdicts[key] = cached["reason"]
         else:
             doc = loaded_document(document)
