@@ -86,15 +86,17 @@ def gigatoken_classes(points: Sequence[int]) -> Any:
     import numpy as np
 
     tokenizer = gigatoken.Tokenizer.from_json(json.dumps(_probe_document(_CONTEXTS)))
-    chars = [chr(c) for c in points]
-    first_bytes = np.frombuffer(bytes(ch.encode("utf-8")[0] for ch in chars), dtype=np.uint8).astype(np.int64)
-    joined = []
-    for number, context in enumerate(_CONTEXTS):
-        layout = ak.to_layout(tokenizer.encode_batch([context + ch for ch in chars]))
-        offsets = np.asarray(layout.offsets)
-        first = np.asarray(layout.content.data)[offsets[:-1]].astype(np.int64)
-        joined.append(first == 256 + 256 * number + first_bytes)  # the merge (context, first byte)
-    letter, number_, other = joined
+    joined: list[list[Any]] = [[], [], []]
+    step = 1 << 16  # a chunk at a time: memory stays flat
+    for lo in range(0, len(points), step):
+        chars = [chr(c) for c in points[lo : lo + step]]
+        first_bytes = np.frombuffer(bytes(ch.encode("utf-8")[0] for ch in chars), dtype=np.uint8).astype(np.int64)
+        for number, context in enumerate(_CONTEXTS):
+            layout = ak.to_layout(tokenizer.encode_batch([context + ch for ch in chars]))
+            offsets = np.asarray(layout.offsets)
+            first = np.asarray(layout.content.data)[offsets[:-1]].astype(np.int64)
+            joined[number].append(first == 256 + 256 * number + first_bytes)  # the merge (context, first byte)
+    letter, number_, other = (np.concatenate(parts) if parts else np.zeros(0, dtype=bool) for parts in joined)
     classes = np.full(len(points), 4, dtype=np.uint8)
     only = lambda mask, *rest: mask & ~np.logical_or.reduce(rest)  # noqa: E731
     classes[only(letter, number_, other)] = 1
