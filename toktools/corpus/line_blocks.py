@@ -31,6 +31,8 @@ from toktools.corpus.writers import DocumentWriter, ShardInfo
 from toktools.errors import ToktoolsError
 
 BLOCK_BYTES = 16 << 20
+#: documents of a block the ``--verify`` sample is picked from
+VERIFY_CANDIDATES = 256
 #: a line longer than this is encoded in safe pieces (the rest of it is not held in memory)
 LONG_LINE_BYTES = 32 << 20
 
@@ -65,14 +67,17 @@ class _BlockDocs(Sequence[_Doc]):
 
 
 class _BlockIds(Sequence[list[int]]):
-    def __init__(self, data: Any, offsets: Any) -> None:
-        self.data, self.offsets = data, offsets
+    """The ids of the documents ``shown`` (indices into the block's documents)."""
+
+    def __init__(self, data: Any, offsets: Any, shown: Any) -> None:
+        self.data, self.offsets, self.shown = data, offsets, shown
 
     def __len__(self) -> int:
-        return len(self.offsets) - 1
+        return len(self.shown)
 
     def __getitem__(self, index: int) -> list[int]:  # type: ignore[override]
-        return self.data[self.offsets[index] : self.offsets[index + 1]].tolist()  # type: ignore[no-any-return]
+        document = int(self.shown[index])
+        return self.data[self.offsets[document] : self.offsets[document + 1]].tolist()  # type: ignore[no-any-return]
 
 
 _POOL: list[Any] = []
@@ -407,7 +412,14 @@ def _encode_block(
     del text, result
     if len(offsets) - 1 != len(starts):
         raise ToktoolsError(f"{source.path}: the engine split {len(offsets) - 1} lines where there are {len(starts)}")
-    verifier.check(_BlockDocs(block, bounds, index, first_line), _BlockIds(data, offsets), bytes_done)
+    # the --verify sample is taken from a few hundred documents spread over the block (the
+    # verifier looks at the length of each document it may pick)
+    shown = np.unique(np.linspace(0, len(starts) - 1, min(len(starts), VERIFY_CANDIDATES)).astype(np.int64))
+    verifier.check(
+        _BlockDocs(block, (starts[shown], ends[shown], lines[shown]), index, first_line),
+        _BlockIds(data, offsets, shown),
+        bytes_done,
+    )
 
     def end_of(document: int) -> Position:
         end = int(ends[document])

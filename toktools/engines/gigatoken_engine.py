@@ -246,22 +246,34 @@ class GigatokenEngine(Engine):
         start with 0xF0 or are one of a few 3-byte sequences."""
         if self._excluded_table is None or block.isascii():
             return False
-        if not self._byte_search()(block):
+        if not self._may_hold_excluded(block):
             return False
         return bool(self._routed([text]))
 
-    def _byte_search(self) -> Any:
-        """A search over UTF-8 bytes that finds every excluded code point (and a few others
-        that share their first two bytes): ``re`` finds its literal first byte fast."""
-        if not hasattr(self, "_search"):
-            import re
-
+    def _may_hold_excluded(self, block: bytes) -> bool:
+        """Whether ``block`` holds the first two UTF-8 bytes of an excluded code point (a few
+        others share them): ``bytes.find`` of a byte runs at memory speed, and text rarely holds
+        a 4-byte character, so the few found are looked at one by one."""
+        if not hasattr(self, "_heads"):
             import numpy as np
 
             points = np.flatnonzero(self._excluded_table).tolist()
-            heads = sorted({chr(c).encode("utf-8")[:2] for c in points if not 0xD800 <= c < 0xE000})
-            self._search = re.compile(b"|".join(re.escape(head) for head in heads)).search
-        return self._search
+            heads = {chr(c).encode("utf-8")[:2] for c in points if not 0xD800 <= c < 0xE000}
+            self._heads = heads
+            self._firsts = sorted({head[0] for head in heads})
+        heads = self._heads
+        for first in self._firsts:
+            lead = bytes([first])
+            if first < 0xF0:  # a 3-byte head: rare enough to search for as it is
+                if any(head in block for head in heads if head[0] == first):
+                    return True
+                continue
+            at = block.find(lead)
+            while at >= 0:
+                if block[at : at + 2] in heads:
+                    return True
+                at = block.find(lead, at + 1)
+        return False
 
     def encode_packed(self, texts: Sequence[str]) -> PackedIds:
         """The ids of ``texts`` as one native uint32 array (:class:`PackedIds`), no Python int
