@@ -316,3 +316,23 @@ def test_vocabularies_with_planted_unreachable_tokens(tmp_path) -> None:
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(line + rng.choice(words) + rng.choice(words) for line in lines), encoding="utf-8")
     same_shards_on_every_engine(corpus, str(path), tmp_path)
+
+
+def test_the_text_formats_take_gigatoken_for_ids_and_tokens(tmp_path) -> None:
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(read_corpus_sample("mixed_sample.txt", 8_000) + "\nend <|endoftext|> of text\n", encoding="utf-8")
+    tokenizer = str(ref_vocab_dir("gpt2"))
+    outputs = {}
+    for engine in ("gigatoken", "tiktoken", "tokenizers"):
+        for fmt in ("ids", "tokens"):
+            result = CliRunner().invoke(
+                main, ["encode", "-t", tokenizer, str(corpus), "--format", fmt, "--engine", engine]
+            )
+            assert result.exit_code == 0, result.output
+            outputs[engine, fmt] = result.stdout
+    assert outputs["gigatoken", "ids"] == outputs["tiktoken", "ids"] == outputs["tokenizers", "ids"]
+    assert outputs["gigatoken", "tokens"] == outputs["tiktoken", "tokens"]
+    result = CliRunner().invoke(
+        main, ["encode", "-t", tokenizer, str(corpus), "--format", "jsonl", "--engine", "gigatoken"]
+    )
+    assert result.exit_code == 1 and "needs offsets" in result.stderr
