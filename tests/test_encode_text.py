@@ -59,16 +59,16 @@ def test_gpt2_ids_and_tokens_are_the_same_on_every_engine(sample: Path, fmt: str
     expected = hf_lines(gpt2, sample, fmt)
     outputs = {
         engine: run("-t", gpt2, "--format", fmt, "--engine", engine, sample)
-        for engine in ("auto", "reference", "tokenizers", "tiktoken")
+        for engine in ("auto", "reference", "tokenizers", "tiktoken", "gigatoken")
     }
     for engine, text in outputs.items():
         assert text.split("\n")[:-1] == expected, engine
     assert len(set(outputs.values())) == 1
 
 
-def test_auto_takes_tiktoken_for_gpt2_ids_and_tokenizers_for_jsonl(sample: Path, tmp_path: Path) -> None:
+def test_auto_takes_gigatoken_for_gpt2_ids_and_tokenizers_for_jsonl(sample: Path, tmp_path: Path) -> None:
     gpt2 = ref_vocab_dir("gpt2")
-    assert encode_corpus([sample], gpt2, tmp_path / "ids.txt", format="ids").engine == "tiktoken"
+    assert encode_corpus([sample], gpt2, tmp_path / "ids.txt", format="ids").engine == "gigatoken"
     assert encode_corpus([sample], gpt2, tmp_path / "out.jsonl", format="jsonl").engine == "tokenizers"
     reference = encode_corpus([sample], gpt2, tmp_path / "ref.jsonl", format="jsonl", engine="reference")
     assert reference.engine == "reference"
@@ -129,7 +129,7 @@ def test_gpt2_truncation_on_tiktoken_keeps_the_head(sample: Path) -> None:
 def test_verify_checks_a_sample_of_lines_against_the_reference(sample: Path, tmp_path: Path) -> None:
     gpt2 = ref_vocab_dir("gpt2")
     checked = encode_corpus([sample], gpt2, tmp_path / "ids.txt", format="ids", verify=8)
-    assert (checked.engine, checked.verified) == ("tiktoken", 8)
+    assert (checked.engine, checked.verified) == ("gigatoken", 8)
     assert encode_corpus([sample], gpt2, tmp_path / "off.txt", format="ids", verify=0).verified == 0
     # the reference is not checked against itself
     assert encode_corpus([sample], gpt2, tmp_path / "ref.txt", format="ids", engine="reference", verify=8).verified == 0

@@ -51,10 +51,12 @@ class Speed:
 #: ``auto``'s table, fastest first within each family. The figures are side by side in one run on
 #: a loaded 2-core machine (``benchmarks/bench_encode.py``); see docs/performance.md.
 SPEEDS: tuple[Speed, ...] = (
-    Speed("byte-level BPE", "gigatoken", 250.0, "raw encode_batch, bytebpe-50k, 10 MB English (issue 23: 258 MB/s)"),
-    Speed("byte-level BPE", "tiktoken", 16.0, "raw, GPT-2, 10 MB held-out English (issue 23)"),
-    Speed("byte-level BPE", "reference", 5.2, "encode --engine reference, GPT-2, the same 10 MB (issue 23)"),
-    Speed("byte-level BPE", "tokenizers", 1.4, "encode --engine tokenizers, GPT-2, the same 10 MB (issue 23)"),
+    Speed(
+        "byte-level BPE", "gigatoken", 23.0, "raw encode_batch, GPT-2, 10 MB English (bench_encode.py, loaded machine)"
+    ),
+    Speed("byte-level BPE", "tiktoken", 3.4, "raw encode_ordinary_batch, the same run"),
+    Speed("byte-level BPE", "reference", 1.5, "encode --engine reference end to end, the same run"),
+    Speed("byte-level BPE", "tokenizers", 0.9, "raw encode_batch, the same run"),
     Speed("BERT WordPiece", "reference", 1.9, "x tokenizers' encode_batch, 5-40 MB, pool of 2 (performance.md)"),
     Speed("BERT WordPiece", "tokenizers", 1.0, "the yardstick"),
     Speed("Unigram", "reference", 1.3, "x tokenizers, compiled Viterbi, 10 MB, inputs of 8 MB+ (bench_unigram)"),
