@@ -260,6 +260,9 @@ def _read(handle: Any, source: CorpusSource) -> bytes:
 
 
 def _check_utf8(block: bytes, source: CorpusSource, first_line: int) -> str:
+    """The block's text ("" for an ASCII block: valid, and nothing in it is routed)."""
+    if block.isascii():
+        return ""
     try:
         return block.decode("utf-8")
     except UnicodeDecodeError as err:
