@@ -164,7 +164,20 @@ def test_a_wrong_id_stops_the_run_naming_the_file_and_line_and_writes_nothing(
     out = tmp_path / "ids.txt"
     result = CliRunner().invoke(
         main,
-        ["encode", "-t", str(ref_vocab_dir("gpt2")), "--format", "ids", "--verify", "200", "-o", str(out), str(sample)],
+        [
+            "encode",
+            "-t",
+            str(ref_vocab_dir("gpt2")),
+            "--format",
+            "ids",
+            "--engine",
+            "tiktoken",
+            "--verify",
+            "200",
+            "-o",
+            str(out),
+            str(sample),
+        ],
     )
     assert result.exit_code == 1
     assert len(result.output.strip().splitlines()) == 1, result.output
@@ -216,7 +229,7 @@ def test_a_difference_on_standard_input_is_named_and_nothing_is_printed(monkeypa
     _broken_where(monkeypatch, TiktokenEngine, "encode_batch", "second", lambda ids: [i + 1 for i in ids])
     result = CliRunner().invoke(
         main,
-        ["encode", "-t", str(ref_vocab_dir("gpt2"))],
+        ["encode", "-t", str(ref_vocab_dir("gpt2")), "--engine", "tiktoken"],
         input="the first line, a little longer\nthe second line\n" * 20,
     )
     assert result.exit_code == 1
