@@ -34,7 +34,7 @@ BLOCK_BYTES = 16 << 20
 #: documents of a block the ``--verify`` sample is picked from
 VERIFY_CANDIDATES = 256
 #: a line longer than this is encoded in safe pieces (the rest of it is not held in memory)
-LONG_LINE_BYTES = 32 << 20
+LONG_LINE_BYTES = 8 << 20
 
 
 def takes_blocks(engine: Any, document_mode: str) -> bool:
