@@ -16,7 +16,11 @@ those entries before every encode job (untimed), so each one parses and analyses
 the compiled BPE merge's machine code (:mod:`toktools.runtime.machine_code`, ``native-code/`` in the
 user cache) stays: the first run on a machine compiles it with numba (~1.5 s more, once).
 Targets (issue 12): auto ≥ 0.9× the fastest exact library's raw batch; reference ≥ 1.0×
-``tokenizers`` ``encode_batch``. The machine is shared and noisy: quote ratios with sizes.
+``tokenizers`` ``encode_batch``. Issue 23 (gigatoken): the cost of each extra MB end to end ≤ 1/5
+of raw tiktoken's; a 40 MB run ≥ 2× raw tiktoken including start-up; at 100 MB, end to end ≥ half
+raw gigatoken. ``x tt raw`` is each run's speed over raw tiktoken's; ``--breakdown`` adds where the
+time of one ``auto`` run goes (cProfile, own time by part). The machine is shared and noisy: quote
+ratios with sizes.
 """
 
 from __future__ import annotations
@@ -163,6 +167,39 @@ enc = tiktoken.Encoding('x', pat_str=a.plan.pattern, mergeable_ranks=a.plan.merg
 RUN_RAW_TIKTOKEN = (
     "import os; out = enc.encode_ordinary_batch(lines, num_threads=os.cpu_count()); result = sum(map(len, out))"
 )
+RAW_GIGATOKEN = "import gigatoken; g = gigatoken.Tokenizer.from_json(json.dumps(doc)); g.encode_batch(['warm up'])"
+RUN_RAW_GIGATOKEN = "out = g.encode_batch(lines); result = len(out.layout.content)"
+#: where one run's time goes: cProfile's own time, summed by part
+RUN_BREAKDOWN = """
+import cProfile, pstats, shutil, tempfile, time
+out = tempfile.mkdtemp(prefix='bench-encode-')
+started = time.perf_counter()
+profile = cProfile.Profile()
+profile.enable()
+from toktools.corpus.encode import encode_corpus
+r = encode_corpus([{path!r}], {tokenizer!r}, out + '/shard', format='megatron', engine='auto', shard_tokens=2_000_000,
+                  append_eos=False)
+profile.disable()
+wall = time.perf_counter() - started
+shutil.rmtree(out)
+parts = {{'waiting on the engine thread (gigatoken encodes there)': ('acquire',),
+          'engine encode in this thread': ('encode_batch', 'encode_to_tiktoken_buffer', 'encode_ordinary'),
+          'tokenizer load (engine build)': ('load_hf_json', 'from_json', 'Encoding', 'marshal'),
+          'UTF-8 check and line bounds': ('decode', 'flatnonzero', '_line_bounds', 'isascii'),
+          'routing check': ('_routed', 'search', 'block_needs_routing'),
+          'write (ids, index, sha256, fsync)': ('write', 'tobytes', 'uint32_to_dtype', '_write_megatron_index', 'fsync', 'update', 'astype'),
+          'read input': ("method 'read' of",)}}
+totals = dict.fromkeys(parts, 0.0)
+stats = pstats.Stats(profile).stats
+for (file, line, name), (cc, nc, tottime, cumtime, callers) in stats.items():
+    name = f"{{file}}:{{name}}"
+    for part, names in parts.items():
+        if any(n in name for n in names):
+            totals[part] += tottime
+            break
+totals['other (imports, Python)'] = sum(v[2] for v in stats.values()) - sum(totals.values())
+result = [wall, r.engine, totals]
+"""
 #: --cold: the setup of every encode job removes the start-up cache entries (same place as
 #: toktools.io.user_cache.cache_root, found without importing toktools, whose import is timed)
 COLD_SETUP = """
@@ -187,13 +224,16 @@ result = [r.tokens, r.engine]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="5,40", help="input sizes in MB (comma-separated)")
-    parser.add_argument("--engines", default="auto,tokenizers,tiktoken,reference")
+    parser.add_argument("--sizes", default="10,40,100", help="input sizes in MB (comma-separated)")
+    parser.add_argument("--engines", default="auto,gigatoken,tokenizers,tiktoken,reference")
     parser.add_argument("--tokenizers", default=",".join(TOKENIZERS))
     parser.add_argument("--langs", default="en,zh")
     parser.add_argument("--reference-max-mb", type=int, default=5, help="above this size, run only the auto engine")
     parser.add_argument("--long-line", type=int, default=0, help="also encode one line of this many MB (peak RSS)")
     parser.add_argument("--cold", action="store_true", help="no start-up cache entry for any encode job (see above)")
+    parser.add_argument("--raw", default="gigatoken", help="also time these libraries raw (gigatoken, or none)")
+    parser.add_argument("--hf-max-mb", type=int, default=40, help="above this size, skip raw tokenizers (slow)")
+    parser.add_argument("--breakdown", action="store_true", help="where one auto run's time goes (cProfile)")
     parser.add_argument(
         "--repeat",
         type=int,
@@ -216,7 +256,7 @@ def main() -> None:
     print("'cpu x' = the same ratio in CPU seconds (all threads and worker processes), steadier on a shared machine.")
     print(
         f"{'tokenizer':<20}{'in':>8} {'raw tiktoken':>13}{'raw HF':>8} | {'engine':<17}{'MB/s':>7}{'x best raw':>11}"
-        f"{'x HF raw':>9}{'cpu x best':>11}{'cpu x HF':>9}{'peak MiB':>9}"
+        f"{'x HF raw':>9}{'cpu x best':>11}{'cpu x HF':>9}{'peak MiB':>9}{'x tt raw':>9}{'x gt raw':>9}"
     )
     for lang in args.langs.split(","):
         for megabytes in map(int, args.sizes.split(",")):
@@ -225,16 +265,31 @@ def main() -> None:
             for name in args.tokenizers.split(","):
                 tokenizer = TOKENIZERS[name]
                 setup = SETUP_LINES.format(tokenizer=tokenizer, path=path)
-                hf = best_job(setup + RAW_TOKENIZERS, RUN_RAW_TOKENIZERS)
-                hf_speed = size / hf["seconds"]
-                tt_speed = None
+                tt_speed = gt_speed = None
                 probe = run_job(setup, "a = analyse(doc); result = a.tiktoken_reason")
                 if probe["result"] is None:
                     tt = best_job(setup + RAW_TIKTOKEN, RUN_RAW_TIKTOKEN)
-                    assert tt["result"] == hf["result"], "tiktoken and tokenizers disagree on the token count"
                     tt_speed = size / tt["seconds"]
-                best = max(hf_speed, tt_speed or 0)
-                best_cpu = min(hf["cpu"], tt["cpu"] if tt_speed else hf["cpu"])
+                if megabytes <= args.hf_max_mb or tt_speed is None:
+                    hf = best_job(setup + RAW_TOKENIZERS, RUN_RAW_TOKENIZERS)
+                    if tt_speed is not None:
+                        assert tt["result"] == hf["result"], "tiktoken and tokenizers disagree on the token count"
+                else:  # raw tokenizers is slow at this size: its token count is tiktoken's (exact)
+                    hf = {**tt, "seconds": float("nan"), "cpu": float("nan")}
+                hf_speed = size / hf["seconds"]
+                if "gigatoken" in args.raw:
+                    try:
+                        gt = best_job(setup + RAW_GIGATOKEN, RUN_RAW_GIGATOKEN)
+                        gt_speed = size / gt["seconds"]
+                        print(
+                            f"{name} {lang} {size:.1f}MB: raw gigatoken {gt_speed:.1f} MB/s "
+                            f"({gt_speed / tt_speed if tt_speed else float('nan'):.1f}x raw tiktoken)",
+                            flush=True,
+                        )
+                    except SystemExit:
+                        pass
+                best = max(x for x in (hf_speed, tt_speed or 0) if x == x)
+                best_cpu = min(x for x in (hf["cpu"], tt["cpu"] if tt_speed else hf["cpu"]) if x == x)
                 label = f"{name} {lang}"
                 for engine in wanted:
                     if engine == "tiktoken" and tt_speed is None:
@@ -245,6 +300,8 @@ def main() -> None:
                         and engine != "auto"
                     ):
                         continue
+                    if engine == "gigatoken" and gt_speed is None:
+                        continue
                     job = best_job(
                         COLD_SETUP if args.cold else "",
                         RUN_ENCODE.format(path=path, tokenizer=tokenizer, engine=engine),
@@ -254,11 +311,21 @@ def main() -> None:
                     speed = size / job["seconds"]
                     tt_text = f"{tt_speed:.1f}" if tt_speed else "—"
                     shown = f"{engine}" + (f"→{used}" if engine == "auto" else "")
+                    versus_tt = f"{speed / tt_speed:>8.2f}x" if tt_speed else f"{'—':>9}"
+                    versus_gt = f"{speed / gt_speed:>8.2f}x" if gt_speed else f"{'—':>9}"
                     print(
                         f"{label:<20}{size:>6.1f}MB {tt_text:>13}{hf_speed:>8.1f} | {shown:<17}{speed:>7.1f}"
                         f"{speed / best:>10.2f}x{speed / hf_speed:>8.2f}x{best_cpu / job['cpu']:>10.2f}x"
                         f"{hf['cpu'] / job['cpu']:>8.2f}x"
-                        f"{job['peak_mib']:>9.0f}",
+                        f"{job['peak_mib']:>9.0f}{versus_tt}{versus_gt}",
+                        flush=True,
+                    )
+                if args.breakdown:
+                    job = run_job("", RUN_BREAKDOWN.format(path=path, tokenizer=tokenizer))
+                    wall, used, totals = job["result"]
+                    shares = ", ".join(f"{part} {seconds:.2f}s" for part, seconds in totals.items())
+                    print(
+                        f"  breakdown, {label} {size:.0f} MB, auto→{used}, {wall:.2f}s under cProfile: {shares}",
                         flush=True,
                     )
     if args.long_line:

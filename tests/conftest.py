@@ -165,6 +165,11 @@ _WARM_UP = """
 from toktools.engines.ids_only import ids_encoder
 from toktools.io.formats import load
 ids_encoder(load("bytebpe-50k")).load_compiled()
+try:  # gigatoken's classes of every code point against tokenizers' (once per gigatoken version)
+    from toktools.engines.gigatoken_probe import unicode_disagreements
+    unicode_disagreements()
+except ImportError:
+    pass
 """
 _WARMING: list[Any] = []
 

@@ -61,10 +61,10 @@ def entries(cache: Path) -> list[Path]:
 
 def test_a_second_run_reads_the_cache_and_writes_the_same_bytes(tmp_path, monkeypatch, tokenizer, corpus):
     monkeypatch.setenv("TOKTOOLS_CACHE_DIR", "")
-    uncached = encoded(corpus, tokenizer, tmp_path / "none")
+    uncached = encoded(corpus, tokenizer, tmp_path / "none", engine="tiktoken")
     monkeypatch.setenv("TOKTOOLS_CACHE_DIR", str(tmp_path / "cache"))
     assert corpus_tokenizer.load_corpus_tokenizer(tokenizer).analysis is None  # cold
-    cold = encoded(corpus, tokenizer, tmp_path / "cold")
+    cold = encoded(corpus, tokenizer, tmp_path / "cold", engine="tiktoken")
     assert len(entries(tmp_path / "cache")) == 1
     hit = corpus_tokenizer.load_corpus_tokenizer(tokenizer)
     assert hit.analysis is not None and hit.analysis.tiktoken_reason is None and hit.analysis.probed
@@ -72,9 +72,11 @@ def test_a_second_run_reads_the_cache_and_writes_the_same_bytes(tmp_path, monkey
     assert hit.vocab_size == 50_000 and "vocab" not in hit.shape["model"]
     document = json.loads(tokenizer.read_text(encoding="utf-8"))
     assert hit.analysis.plan.mergeable_ranks == tiktoken_plan(document, None).mergeable_ranks
-    warm = encoded(corpus, tokenizer, tmp_path / "warm")
+    warm = encoded(corpus, tokenizer, tmp_path / "warm", engine="tiktoken")
     assert uncached == cold == warm
     assert uncached[0] == "tiktoken"
+    fastest = encoded(corpus, tokenizer, tmp_path / "auto")  # gigatoken, from the same entry
+    assert fastest[1:] == warm[1:]
     assert hit.document() == document | {"truncation": None, "padding": None}  # parsed when asked for
 
 
@@ -95,6 +97,8 @@ def test_the_cli_output_is_the_same_cold_and_warm(tmp_path, monkeypatch, tokeniz
                 str(tmp_path / run),
                 "--append-eos",
                 "--json",
+                "--engine",
+                "tiktoken",
             ],
             catch_exceptions=False,
         )

@@ -146,7 +146,14 @@ def test_npy_and_bin_hold_plain_ids_and_document_offsets(tmp_path: Path, bert) -
 @pytest.mark.shared
 def test_output_is_identical_for_every_engine_and_worker_count(tmp_path: Path, corpus: Path, bpe) -> None:
     runs = {}
-    for engine, workers in (("reference", 1), ("reference", 2), ("tokenizers", None), ("tiktoken", 1), ("tiktoken", 2)):
+    for engine, workers in (
+        ("reference", 1),
+        ("reference", 2),
+        ("tokenizers", None),
+        ("tiktoken", 1),
+        ("tiktoken", 2),
+        ("gigatoken", None),
+    ):
         if engine == "tiktoken" and not tiktoken_available():
             continue
         out = tmp_path / f"{engine}{workers}"

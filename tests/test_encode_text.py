@@ -59,16 +59,16 @@ def test_gpt2_ids_and_tokens_are_the_same_on_every_engine(sample: Path, fmt: str
     expected = hf_lines(gpt2, sample, fmt)
     outputs = {
         engine: run("-t", gpt2, "--format", fmt, "--engine", engine, sample)
-        for engine in ("auto", "reference", "tokenizers", "tiktoken")
+        for engine in ("auto", "reference", "tokenizers", "tiktoken", "gigatoken")
     }
     for engine, text in outputs.items():
         assert text.split("\n")[:-1] == expected, engine
     assert len(set(outputs.values())) == 1
 
 
-def test_auto_takes_tiktoken_for_gpt2_ids_and_tokenizers_for_jsonl(sample: Path, tmp_path: Path) -> None:
+def test_auto_takes_gigatoken_for_gpt2_ids_and_tokenizers_for_jsonl(sample: Path, tmp_path: Path) -> None:
     gpt2 = ref_vocab_dir("gpt2")
-    assert encode_corpus([sample], gpt2, tmp_path / "ids.txt", format="ids").engine == "tiktoken"
+    assert encode_corpus([sample], gpt2, tmp_path / "ids.txt", format="ids").engine == "gigatoken"
     assert encode_corpus([sample], gpt2, tmp_path / "out.jsonl", format="jsonl").engine == "tokenizers"
     reference = encode_corpus([sample], gpt2, tmp_path / "ref.jsonl", format="jsonl", engine="reference")
     assert reference.engine == "reference"
@@ -135,7 +135,7 @@ def test_verify_checks_a_sample_of_lines_against_the_reference(sample: Path, tmp
     checked = encode_corpus([sample], gpt2, tmp_path / "ids.txt", format="ids", verify=8)
     # the sample is 64 KB at least: every line of this smaller input is checked
     lines = [line for line in sample.read_text(encoding="utf-8").split("\n") if line]
-    assert checked.engine == "tiktoken"
+    assert checked.engine == "gigatoken"
     assert (checked.verified, checked.verified_bytes) == (len(lines), sum(len(line.encode()) for line in lines))
     assert encode_corpus([sample], gpt2, tmp_path / "off.txt", format="ids", verify=0).verified == 0
     # the reference is not checked against itself
@@ -178,6 +178,8 @@ def test_a_wrong_id_stops_the_run_naming_the_file_and_line_and_writes_nothing(
             str(ref_vocab_dir("gpt2")),
             "--format",
             "ids",
+            "--engine",
+            "tiktoken",
             "--verify",
             "200",
             "-o",
@@ -236,7 +238,7 @@ def test_a_difference_on_standard_input_is_named_and_nothing_is_printed(monkeypa
     _broken_where(monkeypatch, TiktokenEngine, "encode_batch", "second", lambda ids: [i + 1 for i in ids])
     result = CliRunner().invoke(
         main,
-        ["encode", "-q", "-t", str(ref_vocab_dir("gpt2"))],
+        ["encode", "-q", "-t", str(ref_vocab_dir("gpt2")), "--engine", "tiktoken"],
         input="the first line, a little longer\nthe second line\n" * 20,
     )
     assert result.exit_code == 1

@@ -49,8 +49,8 @@ def _samples() -> list[str]:
 @pytest.mark.parametrize(
     "name, fastest",
     [
-        ("gpt2", "tiktoken"),
-        ("bytebpe-50k", "tiktoken"),
+        ("gpt2", "gigatoken"),
+        ("bytebpe-50k", "gigatoken"),
         ("wordpiece-30k", "reference"),
         ("bert-base-uncased", "reference"),
     ],
@@ -60,11 +60,11 @@ def test_every_engine_gives_the_reference_ids_on_english_and_chinese(name: str, 
     texts = _samples() + SPECIALS_TEXT
     reference = make_engine("reference", doc, workers=1).encode_batch(texts)
     auto = make_engine("auto", doc, workers=2)
-    assert auto.name == fastest
+    assert auto.name == fastest and "fastest exact engine" in auto.why
     assert auto.encode_batch(texts) == reference
     auto.close()
     assert make_engine("tokenizers", doc).encode_batch(texts) == reference
-    if fastest == "tiktoken":
+    if fastest == "gigatoken":  # tiktoken is exact there too (proven), one step down the table
         assert make_engine("tiktoken", doc, workers=1).encode_batch(texts) == reference
 
 
@@ -102,9 +102,9 @@ def test_special_tokens_in_text_are_tokens_on_every_engine() -> None:
     doc = _doc("bytebpe-50k")
     ids = {
         name: make_engine(name, doc, workers=1).encode_batch(SPECIALS_TEXT)
-        for name in ("reference", "tokenizers", "tiktoken")
+        for name in ("reference", "tokenizers", "tiktoken", "gigatoken")
     }
-    assert ids["reference"] == ids["tokenizers"] == ids["tiktoken"]
+    assert ids["reference"] == ids["tokenizers"] == ids["tiktoken"] == ids["gigatoken"]
     assert ids["reference"][0].count(doc["model"]["vocab"]["<s>"]) == 1
     assert doc["model"]["vocab"]["</s>"] in ids["reference"][2]
 
@@ -124,6 +124,7 @@ def bpe_doc(
     normalizer: dict | None = None,
     add_prefix_space: bool = False,
     extra: list[str] = (),
+    ignore_merges: bool = False,
 ) -> dict:
     """A byte-level BPE ``tokenizer.json``: 256 byte symbols, then merge results in order."""
     vocab = {s: i for i, s in enumerate(BYTES)}
@@ -161,7 +162,7 @@ def bpe_doc(
             "end_of_word_suffix": None,
             "fuse_unk": False,
             "byte_fallback": False,
-            "ignore_merges": False,
+            "ignore_merges": ignore_merges,
             "vocab": vocab,
             "merges": [f"{a} {b}" for a, b in merges],
         },
@@ -185,21 +186,41 @@ def hf_ids(doc: dict, text: str) -> list[int]:
 @pytest.mark.parametrize(
     "doc, text, reason",
     [
-        # E4: "abc" is made by (ab, c), but HF reaches [a, bc] first; tiktoken merges by result rank
-        (bpe_doc([("b", "c"), ("a", "b"), ("ab", "c")]), "abc", "E4"),
         # prefix-overlapping specials: HF matches leftmost-longest, tiktoken's alternation does not
         (bpe_doc([], added=[{"id": 300, "content": "<|a|>"}, {"id": 301, "content": "<|a|>x"}]), "<|a|>x", "prefix"),
-        # a token no merge makes: tiktoken merges "x" + "y" by rank, HF never does
-        (bpe_doc([("a", "b")], extra=["xy"]), "xy", "E4"),
+        # E4' (ignore_merges: still a gate): "abc" is made by (ab, c), but HF's own merges split it
+        # as [a, bc]; with ignore_merges HF emits "abcd" whole, and on "abc" tiktoken merges by rank
+        (bpe_doc([("b", "c"), ("a", "b"), ("ab", "c"), ("bc", "d")], ignore_merges=True), "abcd", "E4'"),
     ],
 )
 def test_inexact_vocabularies_are_detected_and_really_differ(doc: dict, text: str, reason: str) -> None:
     analysis = analyse(doc)
     assert analysis.tiktoken_reason is not None and reason in analysis.tiktoken_reason
-    assert raw_tiktoken_ids(doc, text) != hf_ids(doc, text)  # the verdict is not over-cautious here
     with pytest.raises(ToktoolsError, match="not exact"):
         make_engine("tiktoken", doc)
-    assert make_engine("auto", doc).name == "tokenizers"
+    assert make_engine("auto", doc).name != "tiktoken"
+
+
+@pytest.mark.parametrize(
+    "doc, text, left_out",
+    [
+        # E4 fails for "abc" (made by (ab, c), but HF reaches [a, bc] first): as a gate, tiktoken
+        # would merge by result rank and give "abc"; as a filter "abc" is left out, and it agrees
+        (bpe_doc([("b", "c"), ("a", "b"), ("ab", "c")]), "abc", ["abc"]),
+        # a token no merge makes (planted): left out, so tiktoken never merges "x" + "y" either
+        (bpe_doc([("a", "b")], extra=["xy"]), "xy", ["xy"]),
+        # a token built only from an unreachable one is unreachable too (and its merge dropped)
+        (bpe_doc([("b", "c"), ("a", "b"), ("ab", "c"), ("abc", "d")]), "abcd abc", ["abc", "abcd"]),
+    ],
+)
+def test_e4_failures_are_left_out_of_tiktoken_and_the_ids_agree(doc: dict, text: str, left_out: list) -> None:
+    """The spec's amendment "E4 as a filter": tokens failing E4 are never made by tokenizers
+    (ignore_merges off), so tiktoken without them is exact; with them it would not be."""
+    analysis = analyse(doc)
+    assert analysis.tiktoken_reason is None and analysis.unreachable == left_out
+    assert make_engine("tiktoken", doc).encode_batch([text]) == hf_ids_batch(doc, [text])
+    with_all = json.loads(json.dumps(doc))
+    assert raw_tiktoken_ids(with_all, text) != hf_ids(doc, text)  # the gate was not over-cautious
 
 
 @pytest.mark.parametrize(
@@ -257,7 +278,11 @@ def test_no_false_positive_on_trained_and_perturbed_vocabularies() -> None:
         verdicts.append(analysis.tiktoken_reason is None)
         if analysis.tiktoken_reason is None:
             assert make_engine("tiktoken", doc).encode_batch(tests) == hf_ids_batch(doc, tests)
-    assert verdicts[0] and not all(verdicts)
+        if trial == 0:
+            assert not analysis.unreachable
+        elif trial == 5:  # enough swaps to break E4 for some tokens: filtered, and still exact
+            assert analysis.unreachable and analysis.tiktoken_reason is None
+    assert verdicts[0]
 
 
 def hf_ids_batch(doc: dict, texts: list[str]) -> list[list[int]]:
@@ -292,7 +317,14 @@ def test_unavailable_or_inexact_engines_explain_themselves(monkeypatch: pytest.M
     with pytest.raises(ToktoolsError, match="tiktoken is not exact for this tokenizer: model 'WordPiece' is not BPE"):
         make_engine("tiktoken", doc)
     monkeypatch.setattr("toktools.engines.choice.tiktoken_available", lambda: False)
+    monkeypatch.setattr("toktools.engines.choice.gigatoken_available", lambda: False)
     gpt = _doc("bytebpe-50k")
+    auto = make_engine("auto", gpt)
+    # down the table: the reference (compiled merge) is faster than tokenizers
+    assert auto.name == "reference" and "gigatoken: engine gigatoken is not installed" in auto.why
+    assert "tiktoken: engine tiktoken is not installed" in auto.why
+    auto.close()
+    monkeypatch.setattr("toktools.runtime.compiled_switch.numba_installed", lambda: False)
     assert make_engine("auto", gpt).name == "tokenizers"
     with pytest.raises(ToktoolsError, match="not installed"):
         make_engine("tiktoken", gpt)
@@ -307,7 +339,7 @@ def test_the_slow_verdicts_are_remembered_per_tokenizer_and_versions(tmp_path, m
     assert analyse(doc).tiktoken_reason is None
     make_engine("tiktoken", doc)  # runs and remembers the regex probe
     [saved] = (tmp_path / "engine-analysis").iterdir()
-    assert json.loads(saved.read_text()) == {"e4": None, "probe": None, "exact": {"remap": False}}
+    assert json.loads(saved.read_text()) == {"e4": None, "unreachable": [], "probe": None, "exact": {"remap": False}}
     assert document_fingerprint(doc) in saved.name
     monkeypatch.setattr("toktools.engines.analysis._analysis_cache", {})
     monkeypatch.setattr("toktools.engines.analysis._self_reachability", lambda *args: pytest.fail("E4 ran again"))

@@ -64,11 +64,18 @@ CORPUS_FORMATS = ("megatron", "npy", "bin")
 )
 @click.option(
     "--engine",
-    type=click.Choice(["auto", "reference", "tokenizers", "tiktoken", "sentencepiece"]),
+    type=click.Choice(["auto", "reference", "tokenizers", "tiktoken", "gigatoken", "sentencepiece"]),
     default="auto",
     show_default=True,
-    help="Who encodes. auto = the fastest engine proven to give the reference's ids for this tokenizer "
-    "(tiktoken gives ids only: tokens come from the vocabulary, jsonl offsets need tokenizers or reference; sentencepiece: a .model with the sentencepiece package).",
+    help="Who encodes. auto = the fastest engine proven or probed to give the reference's ids for this tokenizer "
+    "(tiktoken and gigatoken give ids only: tokens come from the vocabulary, jsonl offsets need tokenizers or "
+    "reference; sentencepiece: a .model with the sentencepiece package). --verbose says which engine was chosen and why.",
+)
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="megatron/npy/bin: say on stderr which engine encoded and why (and why not the faster ones).",
 )
 @click.option(
     "--document",
@@ -202,6 +209,7 @@ def encode(
     progress: bool,
     as_json: bool,
     cluster: Any,
+    verbose: bool = False,
     block_bytes: int | None = None,
 ) -> None:
     """Tokenize text: one output line per input line, or training data (Megatron, npy, bin).
@@ -280,6 +288,7 @@ def encode(
             as_json,
             cluster,
             block_bytes,
+            verbose,
         )
         return
     if cluster is not None or block_bytes is not None:
@@ -354,11 +363,13 @@ def _encode_corpus(
     as_json: bool,
     cluster: Any = None,
     block_bytes: int | None = None,
+    verbose: bool = False,
 ) -> None:
     """megatron/npy/bin: an adapter over :func:`toktools.encode_corpus`."""
     import json
 
     from toktools.corpus.encode import encode_corpus
+    from toktools.engines.choice import EXACTNESS
 
     eos: bool | str | None = False if no_append_eos else (None if append_eos is None else (append_eos or True))
     bos: bool | str = False if prepend_bos is None else (prepend_bos or True)
@@ -385,6 +396,7 @@ def _encode_corpus(
         )
     summary = {
         "engine": result.engine,
+        "exactness": EXACTNESS.get(result.engine),
         "documents": result.documents,
         "tokens": result.tokens,
         "shards_written": result.shards_written,
@@ -406,10 +418,13 @@ def _encode_corpus(
     else:
         kept = f" ({result.shards_kept} kept from an earlier run)" if result.shards_kept else ""
         speed = result.input_bytes / result.seconds / 1e6 if result.seconds else 0.0
+        exact = f" ({EXACTNESS[result.engine]})" if result.engine in EXACTNESS else ""
         sys.stderr.write(
             f"{result.documents:,} documents, {result.tokens:,} tokens in {len(result.outputs) // 2} "
-            f"file pair(s){kept}; engine {result.engine}, {result.verified} verified, {speed:.1f} MB/s\n"
+            f"file pair(s){kept}; engine {result.engine}{exact}, {result.verified} verified, {speed:.1f} MB/s\n"
         )
+    if verbose and result.why:
+        sys.stderr.write(f"engine {result.engine}: {result.why}\n")
 
 
 def _corpus_progress(enabled: bool) -> Any:

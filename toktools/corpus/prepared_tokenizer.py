@@ -20,6 +20,7 @@ bytes has another key.
 from __future__ import annotations
 
 import hashlib
+import json
 import marshal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -89,6 +90,12 @@ class CorpusTokenizer:
             self._document = corpus_document(serde_loads(self._raw.decode("utf-8")))
         return self._document
 
+    @property
+    def raw_json(self) -> bytes | None:
+        """The ``tokenizer.json`` bytes read (None for other layouts): engines that load the file
+        themselves (gigatoken) take them without a parse here."""
+        return self._raw
+
     def token_id(self, token: str) -> int | None:
         """The id of ``token``: an added token's without parsing, else from the vocabulary."""
         added = {t["content"]: t["id"] for t in self.shape.get("added_tokens") or []}
@@ -99,8 +106,8 @@ class CorpusTokenizer:
         applies) for the next run on the same file; nothing when it came from the cache."""
         if self._raw is None or self._written or self.analysis is not None or analysis is None:
             return
-        if analysis.tiktoken_reason == "not analysed" or (analysis.tiktoken_reason is None and not analysis.probed):
-            return
+        if analysis.tiktoken_reason == "not analysed":
+            return  # (an unprobed exact verdict is kept too: the probe's own verdict is cached apart)
         self._written = True
         from toktools.io.user_cache import write_blob
 
@@ -200,8 +207,7 @@ def load_corpus_tokenizer(tokenizer: Any) -> CorpusTokenizer:
     :func:`load_document`, whose errors it gives)."""
     path = tokenizer_json_file(tokenizer)
     if path is None:
-        doc, fingerprint = load_document(tokenizer)
-        return CorpusTokenizer(fingerprint, document_shape(doc), vocab_size_of(doc), _document=doc)
+        return _converted_layout(tokenizer)
     from toktools.models.bpe.files import decode_utf8, read_file_bytes
 
     raw = read_file_bytes(path, "tokenizer file")
@@ -215,6 +221,62 @@ def load_corpus_tokenizer(tokenizer: Any) -> CorpusTokenizer:
     # fingerprinted by its canonical JSON: no entry (a lookup would never find it)
     keep = raw if parsed_fingerprint == fingerprint else None
     return CorpusTokenizer(parsed_fingerprint, document_shape(doc), vocab_size_of(doc), _document=doc, _raw=keep)
+
+
+#: A layout folder whose files are all below this size is converted once and kept (see
+#: :func:`_converted_layout`); a folder with larger files (model weights) is converted every run.
+LAYOUT_FILE_LIMIT = 64 << 20
+
+
+def _layout_key(tokenizer: Any) -> str | None:
+    """sha256 over the name and bytes of every file of the folder a layout is read from (the
+    folder, or the one holding the file named), or None (an object, a missing path, a folder
+    with a file over :data:`LAYOUT_FILE_LIMIT`, an unreadable file)."""
+    if not isinstance(tokenizer, (str, Path)):
+        return None
+    target = Path(tokenizer)
+    folder = target if target.is_dir() else target.parent
+    if not target.exists() or not folder.is_dir():
+        return None
+    digest = hashlib.sha256(f"{target.name if target.is_file() else ''}\0".encode())
+    try:
+        for file in sorted(p for p in folder.iterdir() if p.is_file()):
+            if file.stat().st_size > LAYOUT_FILE_LIMIT:
+                return None
+            digest.update(
+                file.name.encode("utf-8", "surrogateescape") + b"\0" + hashlib.sha256(file.read_bytes()).digest()
+            )
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+def _converted_layout(tokenizer: Any) -> CorpusTokenizer:
+    """A tokenizer in another layout (``vocab.json`` + ``merges.txt``, ``vocab.txt``, a ``.model``,
+    an object): converted to its ``tokenizer.json`` document, fingerprinted by the sha256 of the
+    document's canonical JSON. For a folder of small files the canonical JSON is kept in the user
+    cache, keyed by the files' bytes and toktools' code (converting GPT-2's bare files builds the
+    whole reference, seconds); the document then comes to engines as those bytes (gigatoken
+    loads them itself) and start-up reads the analysis kept for that fingerprint."""
+    from toktools.io.user_cache import entry_path, read_blob, write_blob
+
+    key = _layout_key(tokenizer)
+    entry = entry_path("converted-layout", key, ".json", modules=("toktools",)) if key else None
+    raw = read_blob(entry)
+    if raw is None:
+        doc, fingerprint = load_document(tokenizer)
+        if entry is None:
+            return CorpusTokenizer(fingerprint, document_shape(doc), vocab_size_of(doc), _document=doc)
+        raw = json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        write_blob(entry, raw)
+        return CorpusTokenizer(fingerprint, document_shape(doc), vocab_size_of(doc), _document=doc, _raw=raw)
+    fingerprint = hashlib.sha256(raw).hexdigest()  # = document_fingerprint of the document
+    cached = _read_entry(fingerprint)
+    if cached is not None:
+        shape, vocab_size, analysis = cached
+        return CorpusTokenizer(fingerprint, shape, vocab_size, analysis, _raw=raw)
+    doc = json.loads(raw.decode("utf-8"))
+    return CorpusTokenizer(fingerprint, document_shape(doc), vocab_size_of(doc), _document=doc, _raw=raw)
 
 
 def vocab_size_of(doc: Mapping[str, Any]) -> int:

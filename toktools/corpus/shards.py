@@ -81,6 +81,8 @@ class CorpusResult:
     settings: dict[str, Any] = field(default_factory=dict)
     #: bytes of text the --verify checker re-encoded (``verified`` counts the texts)
     verified_bytes: int = 0
+    #: why this engine encoded the run (``--verbose``), and what else ``auto`` passed over
+    why: str = ""
 
 
 def _batches(reader: Iterator[Segment], batch_bytes: int) -> Iterator[list[Segment]]:
@@ -171,6 +173,7 @@ def encode_shards(
             fingerprint=fingerprint,
             input_bytes=input_bytes,
             shape=tok.shape,
+            raw=tok.raw_json,
         )
         tok.remember(analysis)  # for the next run on this tokenizer.json (no parse, no analysis)
         collector.resume()
@@ -209,22 +212,44 @@ def encode_shards(
             if manifest_file is not None:
                 write_manifest(manifest_file, manifest)
 
+        from toktools.corpus.line_blocks import encode_line_blocks, takes_blocks
+
         try:
-            encode_documents(
-                reader,
-                chosen,
-                verifier,
-                new_writer,
-                finish_shard,
-                bos_id=written_as.bos_id,
-                eos_id=written_as.eos_id,
-                shard_tokens=options.shard_tokens,
-                batch_bytes=options.batch_bytes,
-                progress=options.progress,
-                tokens_before=sum(s["tokens"] for s in shards),
-                kept=len(shards),
-                tally=tally,
-            )
+            if takes_blocks(chosen, options.document):
+                encode_line_blocks(
+                    sources,
+                    chosen,
+                    verifier,
+                    new_writer,
+                    finish_shard,
+                    bos_id=written_as.bos_id,
+                    eos_id=written_as.eos_id,
+                    shard_tokens=options.shard_tokens,
+                    progress=options.progress,
+                    total=reader.total,
+                    cuttable=analysis.cuttable,
+                    max_document_bytes=reader.max_document_bytes,  # the default follows cuttable
+                    start=start,
+                    tokens_before=sum(s["tokens"] for s in shards),
+                    kept=len(shards),
+                    tally=tally,
+                )
+            else:
+                encode_documents(
+                    reader,
+                    chosen,
+                    verifier,
+                    new_writer,
+                    finish_shard,
+                    bos_id=written_as.bos_id,
+                    eos_id=written_as.eos_id,
+                    shard_tokens=options.shard_tokens,
+                    batch_bytes=options.batch_bytes,
+                    progress=options.progress,
+                    tokens_before=sum(s["tokens"] for s in shards),
+                    kept=len(shards),
+                    tally=tally,
+                )
         finally:
             chosen.close()
             verifier.close()
@@ -233,7 +258,7 @@ def encode_shards(
         if manifest_file is not None:
             write_manifest(manifest_file, manifest)
             remove_shards_from(base, suffix, len(shards))  # shards of an older, longer run (with force)
-        return _result(
+        result = _result(
             manifest,
             base,
             suffix,
@@ -247,6 +272,11 @@ def encode_shards(
             chosen.name,
             verified_bytes=verifier.bytes_checked,
         )
+        result.why = chosen.why
+        routed = getattr(chosen, "fallback_documents", 0)
+        if routed:
+            result.why += f"; {routed} document(s) with code points gigatoken's tables do not share went to tokenizers"
+        return result
     finally:
         collector.resume()
         if checker is not None:

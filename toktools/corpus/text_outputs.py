@@ -226,6 +226,18 @@ def _engine(
         return _Tokenizers(doc, max_length)
     whole = corpus_document(doc)  # what tiktoken sees: no truncation, no padding
     limit = tiktoken_limit(doc, fmt=fmt, pair=pair, add_special_tokens=add_special_tokens)
+    if name == "gigatoken" or (name == "auto" and limit is None):
+        if name == "gigatoken" and limit is not None:
+            raise ToktoolsError(f"engine gigatoken cannot write --format {fmt} here: {limit}")
+        try:
+            wrapped = _Tiktoken(
+                make_engine("gigatoken", whole, workers=workers, fingerprint=fingerprint), doc, max_length
+            )
+            wrapped.name = "gigatoken"
+            return wrapped
+        except ToktoolsError:
+            if name == "gigatoken":
+                raise
     if name == "tiktoken" and limit is not None:
         reason = analyse(whole, fingerprint).tiktoken_reason
         if reason is not None:  # the first thing to know

@@ -54,6 +54,9 @@ class Analysis:
     #: differed (None: nowhere); kept with the analysis so a cached one needs no probe
     probed: bool = False
     probe: str | None = None
+    #: regular tokens of 2+ bytes that fail E4, left out of tiktoken's ranks (``tokenizers``
+    #: never makes them without ``ignore_merges``: the amendment of the spec, "E4 as a filter")
+    unreachable: list[str] = field(default_factory=list)
 
 
 def _empty(value: Any) -> bool:
@@ -154,27 +157,30 @@ def analyse(document: Mapping[str, Any], fingerprint: str | None = None) -> Anal
     if key not in _analysis_cache:
         cached = _remembered(key)
         exact = cached.get("exact")
+        unreachable = cached.get("unreachable")
+        if not (isinstance(unreachable, list) and all(isinstance(t, str) for t in unreachable)):
+            unreachable = None
         if (
             cached.get("e4", "") is None
+            and unreachable is not None
             and isinstance(exact, dict)
             and exact.get("remap") is False
             and _configuration_reason(document) is None
         ):
             # every check passed before for this very document: only the plan is rebuilt
-            _analysis_cache[key] = Analysis(None, tiktoken_plan(document), cuttable=cuttable(document))
-        elif "e4" in cached and cached["e4"] is None:
-            _analysis_cache[key] = _analyse(document, e4=False)
+            rank_of = _regular(document, set(unreachable))
+            _analysis_cache[key] = Analysis(
+                None, tiktoken_plan(document, rank_of), cuttable=cuttable(document), unreachable=unreachable
+            )
+        elif "e4" in cached and cached["e4"] is None and unreachable is not None:
+            _analysis_cache[key] = _analyse(document, e4=False, unreachable=unreachable)
         elif cached.get("e4"):
             _analysis_cache[key] = Analysis(cached["e4"], cuttable=cuttable(document))
         else:
             analysis = _analyse(document, e4=True)
             _analysis_cache[key] = analysis
-            if (
-                analysis.tiktoken_reason is None
-                or analysis.tiktoken_reason.endswith("(E4)")
-                or "(E4')" in analysis.tiktoken_reason
-            ):
-                _remember(key, {"e4": analysis.tiktoken_reason})
+            if analysis.tiktoken_reason is None or "(E4')" in analysis.tiktoken_reason:
+                _remember(key, {"e4": analysis.tiktoken_reason, "unreachable": analysis.unreachable})
         analysis = _analysis_cache[key]
         if analysis.tiktoken_reason is None and analysis.plan is not None and "exact" not in cached:
             _remember(key, {"exact": {"remap": analysis.plan.rank_to_id is not None}})
@@ -207,7 +213,13 @@ def tiktoken_plan(
     return TiktokenPlan(ranks_bytes, added, pattern, rank_to_id)
 
 
-def _analyse(doc: Mapping[str, Any], e4: bool = True) -> Analysis:
+def _regular(doc: Mapping[str, Any], leave_out: set[str]) -> dict[str, int]:
+    """The regular vocabulary (no added token), in its order, without ``leave_out``."""
+    added = {t["content"] for t in doc.get("added_tokens") or []}
+    return {s: i for s, i in (doc["model"].get("vocab") or {}).items() if s not in added and s not in leave_out}
+
+
+def _analyse(doc: Mapping[str, Any], e4: bool = True, unreachable: Sequence[str] = ()) -> Analysis:
     from toktools.models.bpe.byte_symbols import SYMBOL_TO_BYTE
 
     can_cut = cuttable(doc)
@@ -239,11 +251,22 @@ def _analyse(doc: Mapping[str, Any], e4: bool = True) -> Analysis:
         if result in seen:
             return Analysis(f"two merges make {result!r} (E2)", cuttable=can_cut)
         seen.add(result)
-    # E4 / E4': every regular token of 2+ symbols is what BPE makes of it alone
+    # E4' (ignore_merges: a gate): every regular token of 2+ symbols is not split in two by BPE.
+    # E4 (a filter): the tokens BPE does not rebuild from their own bytes are never made by
+    # tokenizers, so they are left out of tiktoken's ranks with the merges that touch them
+    # (spec, "Amendment: E4 as a filter, not a gate"); E2 and E3 are then read on what is left.
     ignore_merges = bool(model.get("ignore_merges", False))
-    failure = _self_reachability(regular, merges, ignore_merges) if e4 else None
-    if failure is not None:
-        return Analysis(failure, cuttable=can_cut)
+    if e4 and ignore_merges:
+        failure = _self_reachability(regular, merges, ignore_merges)
+        if failure is not None:
+            return Analysis(failure, cuttable=can_cut)
+        unreachable = []
+    elif e4:
+        unreachable = _unreachable(regular, merges)
+    left_out = set(unreachable)
+    if left_out:
+        regular = {s: i for s, i in regular.items() if s not in left_out}
+        merges = [(a, b) for a, b in merges if a not in left_out and b not in left_out and a + b not in left_out]
     # E3: ranks of merge results increase with merge index; otherwise remap (still exact)
     result_ids = [regular[a + b] for a, b in merges]
     rank_of: dict[str, int] = dict(regular)
@@ -254,7 +277,23 @@ def _analyse(doc: Mapping[str, Any], e4: bool = True) -> Analysis:
         for (a, b), rank in zip(merges, ranks):
             rank_of[a + b] = rank
             rank_to_id[rank] = regular[a + b]
-    return Analysis(None, tiktoken_plan(doc, rank_of, rank_to_id), cuttable=can_cut)
+    return Analysis(None, tiktoken_plan(doc, rank_of, rank_to_id), cuttable=can_cut, unreachable=list(unreachable))
+
+
+def _unreachable(regular: dict[str, int], merges: list[tuple[str, str]]) -> list[str]:
+    """The regular tokens of 2+ symbols that ``tokenizers``' BPE (no ``ignore_merges``) does not
+    rebuild from their own bytes (fail E4), in vocabulary order: it never outputs them."""
+    from tokenizers import models
+
+    tokenize = models.BPE(vocab=regular, merges=merges, ignore_merges=False).tokenize
+    out = []
+    for token, token_id in regular.items():
+        if len(token) < 2:
+            continue
+        pieces = tokenize(token)
+        if len(pieces) != 1 or pieces[0].id != token_id:
+            out.append(token)
+    return out
 
 
 def _self_reachability(regular: dict[str, int], merges: list[tuple[str, str]], ignore_merges: bool) -> str | None:

@@ -49,6 +49,8 @@ class Engine:
     #: allows). The libraries' threads need no large batch, and smaller ones overlap reading,
     #: encoding and writing better (a 5 MB Chinese file is under 2 M characters).
     batch_chars: int | None = None
+    #: why this engine encodes the run (set by :func:`toktools.engines.choice.make_engine`)
+    why: str = ""
 
     def encode_batch(self, texts: Sequence[str]) -> IdBatch:  # pragma: no cover - interface
         raise NotImplementedError

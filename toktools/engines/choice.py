@@ -1,27 +1,83 @@
 """Which engine encodes a corpus: :func:`make_engine` builds the one asked for, and ``auto`` picks
 the fastest of those that give the reference's ids.
 
-``auto`` takes the reference where it beats the libraries (BERT WordPiece, see
-:func:`reference_is_fastest`; Unigram with its compiled Viterbi, see
-:func:`compiled_unigram_reference`), else tiktoken when exact
-(:func:`toktools.engines.analysis.analyse` and its probe), else ``tokenizers``, else the
-reference. Every engine gives the same ids, so the choice changes the speed, never the output.
+``auto`` reads :data:`SPEEDS`, a small table: for each family of tokenizer, the engines in the
+order of their measured speed, with the figure behind each entry. It takes the first engine of
+the tokenizer's family that is installed, applies and is exact for this tokenizer: proven
+(tiktoken: ``spec/tiktoken-equivalence.md``, E1-E4 with E4 as a filter, and its regex probed),
+probed (gigatoken: :mod:`toktools.engines.gigatoken_probe`), the reference itself, or
+``tokenizers``, the yardstick the reference is tested against. Every engine gives the same
+ids, so the choice changes the speed, never the output. The engine made says which it is and
+why it was taken (:attr:`Engine.why`, shown by ``--verbose``).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from toktools.engines.analysis import Analysis, analyse, probe_tiktoken
 from toktools.engines.base import DocumentSource, Engine, loaded_document
+from toktools.engines.gigatoken_engine import gigatoken_available
 from toktools.engines.reference import ReferenceEngine
 from toktools.engines.tiktoken_engine import TiktokenEngine, tiktoken_available
 from toktools.engines.tokenizers_engine import TokenizersEngine
 from toktools.errors import ToktoolsError
 
-ENGINES = ("auto", "reference", "tokenizers", "tiktoken", "sentencepiece")
+ENGINES = ("auto", "reference", "tokenizers", "tiktoken", "gigatoken", "sentencepiece")
+
+#: How each engine's ids are known to equal the reference's (shown in the run's summary).
+EXACTNESS = {
+    "reference": "the reference",
+    "tokenizers": "the reference's yardstick",
+    "tiktoken": "proven",
+    "gigatoken": "probed",
+    "sentencepiece": "sentencepiece itself",
+}
+
+
+@dataclass(frozen=True)
+class Speed:
+    """One row of ``auto``'s table: an engine for a family of tokenizers, and how fast it was."""
+
+    family: str
+    engine: str
+    #: MB of text per second (``toktools encode`` end to end unless said otherwise), this 2-core machine
+    mb_per_second: float
+    measured: str
+
+
+#: ``auto``'s table, fastest first within each family. The figures are side by side in one run on
+#: a loaded 2-core machine (``benchmarks/bench_encode.py``); see docs/performance.md.
+SPEEDS: tuple[Speed, ...] = (
+    Speed(
+        "byte-level BPE", "gigatoken", 23.0, "raw encode_batch, GPT-2, 10 MB English (bench_encode.py, loaded machine)"
+    ),
+    Speed("byte-level BPE", "tiktoken", 3.4, "raw encode_ordinary_batch, the same run"),
+    Speed("byte-level BPE", "reference", 1.5, "encode --engine reference end to end, the same run"),
+    Speed("byte-level BPE", "tokenizers", 0.9, "raw encode_batch, the same run"),
+    Speed("BERT WordPiece", "reference", 1.9, "x tokenizers' encode_batch, 5-40 MB, pool of 2 (performance.md)"),
+    Speed("BERT WordPiece", "tokenizers", 1.0, "the yardstick"),
+    Speed("Unigram", "reference", 1.3, "x tokenizers, compiled Viterbi, 10 MB, inputs of 8 MB+ (bench_unigram)"),
+    Speed("Unigram", "tokenizers", 1.0, "the yardstick"),
+    Speed("other", "tokenizers", 1.0, "the yardstick"),
+    Speed("other", "reference", 0.1, "pure Python, when tokenizers cannot load the file"),
+)
+
+
+def family(shape: Mapping[str, Any]) -> str:
+    """The row family of :data:`SPEEDS` a tokenizer belongs to."""
+    model = (shape.get("model") or {}).get("type")
+    pre = (shape.get("pre_tokenizer") or {}).get("type")
+    if model == "BPE" and pre == "ByteLevel":
+        return "byte-level BPE"
+    if model == "WordPiece" and pre == "BertPreTokenizer":
+        return "BERT WordPiece"
+    if model == "Unigram":
+        return "Unigram"
+    return "other"
 
 
 def reference_is_fastest(document: Mapping[str, Any], workers: int | None = None) -> bool:
@@ -160,65 +216,162 @@ def make_engine(
     fingerprint: str | None = None,
     input_bytes: int | None = None,
     shape: Mapping[str, Any] | None = None,
+    raw: bytes | None = None,
 ) -> Engine:
-    """The engine called ``name`` (``auto`` = the fastest exact one) for this tokenizer, or a
-    one-line :class:`ToktoolsError` saying why it cannot be used. ``input_bytes``, when known,
-    is the size of what will be encoded (``auto`` weighs start-up costs against it).
+    """The engine called ``name`` (``auto`` = the fastest exact one, by :data:`SPEEDS`) for this
+    tokenizer, or a one-line :class:`ToktoolsError` saying why it cannot be used. ``input_bytes``,
+    when known, is the size of what will be encoded (``auto`` weighs start-up costs against it).
 
     ``document`` may be a :data:`DocumentSource` (a function giving the document): with the
     ``analysis`` (probed, see :class:`Analysis`) and the document's ``shape`` at hand, a tiktoken
-    engine is made without it."""
+    engine is made without it, and with ``raw`` (the ``tokenizer.json`` bytes) and a remembered
+    verdict, a gigatoken engine too. The engine's :attr:`Engine.why` says why it was taken."""
     if name not in ENGINES:
         raise ToktoolsError(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
+    shape = shape if shape is not None else loaded_document(document)
+    special = _sentencepiece_or_dropout(name, document, workers, input_bytes, fingerprint, shape)
+    if special is not None:
+        return special
+    builders: dict[str, Callable[[], Engine]] = {
+        "gigatoken": lambda: _gigatoken(document, shape, fingerprint, raw),
+        "tiktoken": lambda: _tiktoken(document, workers, analysis, fingerprint),
+        "reference": lambda: ReferenceEngine(document, workers, input_bytes, fingerprint),
+        "tokenizers": lambda: TokenizersEngine(loaded_document(document)),
+    }
+    if name != "auto":
+        engine = builders[name]()
+        engine.why = f"asked for (--engine {name})"
+        return engine
+    builders["reference"] = lambda: _fastest_reference_or_fail(document, workers, input_bytes, shape, fingerprint)
+    kind = family(shape)
+    skipped: list[str] = []
+    rows = [row for row in SPEEDS if row.family == kind]
+    for row in rows:
+        try:
+            engine = builders[row.engine]()
+        except ToktoolsError as err:
+            skipped.append(f"{row.engine}: {err}")
+            continue
+        engine.why = (
+            f"auto: {row.engine} is the fastest exact engine for this {kind} tokenizer "
+            f"({row.mb_per_second:g} MB/s: {row.measured}); {EXACTNESS[row.engine]}"
+            + (f"; passed over: {'; '.join(skipped)}" if skipped else "")
+        )
+        return engine
+    raise ToktoolsError("no engine can encode with this tokenizer: " + "; ".join(skipped))
+
+
+def _sentencepiece_or_dropout(
+    name: str,
+    document: DocumentSource,
+    workers: int | None,
+    input_bytes: int | None,
+    fingerprint: str | None,
+    shape: Mapping[str, Any],
+) -> Engine | None:
+    """The engine for the two cases :data:`SPEEDS` does not cover, or None: a ``.model`` under
+    the sentencepiece rule (sentencepiece's own encoder, else the reference, which follows the
+    rule; the libraries run the ``tokenizer.json`` as ``tokenizers`` does), and BPE-dropout
+    (only the reference draws reproducibly, per text)."""
     from toktools.engines.sentencepiece_engine import SentencePieceEngine, sentencepiece_available
     from toktools.sentencepiece.tokenizer import follows_sentencepiece
 
-    if follows_sentencepiece(shape if shape is not None else loaded_document(document)):
-        if name in ("tokenizers", "tiktoken"):  # they run the tokenizer.json, as tokenizers does
+    engine: Engine
+    if follows_sentencepiece(shape):
+        if name in ("tokenizers", "tiktoken", "gigatoken"):
             raise ToktoolsError(
                 f"engine {name} encodes a .model as tokenizers does; for sentencepiece's ids use "
                 "--engine sentencepiece or reference (or load it with --model-rule tokenizers)"
             )
-        if name == "sentencepiece":
-            return SentencePieceEngine(loaded_document(document), workers)
-        if name == "auto" and sentencepiece_available():  # sentencepiece's own, on every core
+        if name == "sentencepiece" or (name == "auto" and sentencepiece_available()):
             try:
-                return SentencePieceEngine(loaded_document(document), workers)
+                engine = SentencePieceEngine(loaded_document(document), workers)
+                engine.why = (
+                    "asked for (--engine sentencepiece)"
+                    if name == "sentencepiece"
+                    else "auto: sentencepiece's own encoder, on every core, for a .model under the sentencepiece rule"
+                )
+                return engine
             except ToktoolsError:
-                pass  # other rules than the installed version's: the reference follows them
-        return ReferenceEngine(document, workers, input_bytes, fingerprint)
+                if name == "sentencepiece":
+                    raise
+                # other rules than the installed version's: the reference follows them
+        engine = ReferenceEngine(document, workers, input_bytes, fingerprint)
+        engine.why = f"{'asked for' if name == 'reference' else 'auto'}: the reference follows the sentencepiece rule"
+        return engine
     if name == "sentencepiece":
         raise ToktoolsError("engine sentencepiece encodes sentencepiece .model tokenizers only")
-    model_node = (shape if shape is not None else loaded_document(document)).get("model") or {}
-    if model_node.get("dropout"):  # BPE-dropout: only the reference draws reproducibly (per text)
-        if name in ("tokenizers", "tiktoken"):
+    if (shape.get("model") or {}).get("dropout"):
+        if name in ("tokenizers", "tiktoken", "gigatoken"):
             raise ToktoolsError(f"engine {name} cannot reproduce BPE-dropout; use --engine reference")
-        return ReferenceEngine(document, workers, input_bytes, fingerprint)
-    if name == "reference":
-        return ReferenceEngine(document, workers, input_bytes, fingerprint)
-    if name == "tokenizers":
-        return TokenizersEngine(loaded_document(document))
-    if name == "auto":
-        reference = fastest_reference(document, workers, input_bytes, shape, fingerprint)
-        if reference is not None:
-            return reference
+        engine = ReferenceEngine(document, workers, input_bytes, fingerprint)
+        engine.why = "BPE-dropout: only the reference draws reproducibly (per text)"
+        return engine
+    return None
+
+
+def _gigatoken(
+    document: DocumentSource, shape: Mapping[str, Any], fingerprint: str | None, raw: bytes | None
+) -> Engine:
+    if not gigatoken_available():
+        raise ToktoolsError("engine gigatoken is not installed (pip install 'toktools[corpus]')")
+    from toktools.engines.gigatoken_probe import gigatoken_engine
+
+    return gigatoken_engine(document, shape, fingerprint, raw)
+
+
+def _tiktoken(
+    document: DocumentSource, workers: int | None, analysis: Analysis | None, fingerprint: str | None
+) -> Engine:
+    if not tiktoken_available():
+        raise ToktoolsError("engine tiktoken is not installed (pip install 'toktools[corpus]')")
     analysis = analysis or analyse(loaded_document(document), fingerprint)
-    if name == "tiktoken" or (name == "auto" and analysis.tiktoken_reason is None and tiktoken_available()):
-        if not tiktoken_available():
-            raise ToktoolsError("engine tiktoken is not installed (pip install 'toktools[corpus]')")
-        if analysis.tiktoken_reason is not None:
-            raise ToktoolsError(f"engine tiktoken is not exact for this tokenizer: {analysis.tiktoken_reason}")
-        assert analysis.plan is not None
-        engine = TiktokenEngine(analysis.plan, workers)
-        if not analysis.probed:
-            analysis.probe, analysis.probed = probe_tiktoken(engine, document, fingerprint), True
-        mismatch = analysis.probe
-        if mismatch is None:
-            return engine
+    if analysis.tiktoken_reason == "not analysed":
+        analysis = analyse(loaded_document(document), fingerprint)
+    if analysis.tiktoken_reason is not None:
+        raise ToktoolsError(f"engine tiktoken is not exact for this tokenizer: {analysis.tiktoken_reason}")
+    assert analysis.plan is not None
+    engine = TiktokenEngine(analysis.plan, workers)
+    if not analysis.probed:
+        analysis.probe, analysis.probed = probe_tiktoken(engine, document, fingerprint), True
+    if analysis.probe is not None:
         engine.close()
-        if name == "tiktoken":
-            raise ToktoolsError(f"engine tiktoken is not exact for this tokenizer: {mismatch}")
-    try:
-        return TokenizersEngine(loaded_document(document))
-    except ToktoolsError:
+        raise ToktoolsError(f"engine tiktoken is not exact for this tokenizer: {analysis.probe}")
+    return engine
+
+
+def _fastest_reference_or_fail(
+    document: DocumentSource,
+    workers: int | None,
+    input_bytes: int | None,
+    shape: Mapping[str, Any],
+    fingerprint: str | None,
+) -> Engine:
+    """``auto``'s reference: where its fast path beats ``tokenizers`` (see
+    :func:`fastest_reference`; for byte-level BPE, its ids-only path with the compiled merge),
+    else a :class:`ToktoolsError` saying why not."""
+    kind = family(shape)
+    if kind == "byte-level BPE":
+        from toktools.runtime.compiled_switch import numba_installed, pure_python_forced
+
+        if pure_python_forced() or not numba_installed():
+            raise ToktoolsError("the reference is faster than tokenizers here only with its compiled merge (numba)")
+        try:
+            engine = ReferenceEngine(document, workers, input_bytes, fingerprint)
+        except ToktoolsError as err:
+            raise ToktoolsError(f"the reference cannot take this tokenizer: {err}") from None
+        if engine.fast is None:
+            engine.close()
+            raise ToktoolsError("the reference has no ids-only path for this tokenizer")
+        return engine
+    if kind == "other":
         return ReferenceEngine(document, workers, fingerprint=fingerprint)
+    found = fastest_reference(document, workers, input_bytes, shape, fingerprint)
+    if found is None:
+        why = (
+            "a single worker"
+            if kind == "BERT WordPiece"
+            else f"input under {UNIGRAM_REFERENCE_MIN_BYTES >> 20} MB, or no compiled Viterbi (numba)"
+        )
+        raise ToktoolsError(f"the reference is not faster than tokenizers here ({why})")
+    return found

@@ -44,8 +44,8 @@ def library_version(name: str) -> str:
     importing it where possible: entries are keyed by versions on every run, and importing
     ``tokenizers`` or numba only to ask costs more than the cache saves."""
     module = sys.modules.get(name)
-    if module is not None:
-        return str(getattr(module, "__version__", "?"))
+    if module is not None and getattr(module, "__version__", None):
+        return str(module.__version__)  # (gigatoken has none: then its metadata, as below)
     try:
         import importlib.util
 
