@@ -163,8 +163,10 @@ class Tokenizer:
 
     @property
     def vocab_size(self) -> int:
-        """Size with the added tokens, like ``get_vocab_size(with_added_tokens=True)``."""
-        return len(self.vocab) + sum(1 for t in self.added.tokens if t.content not in self.vocab)
+        """Size with the added tokens, like ``get_vocab_size(with_added_tokens=True)``. Reads the
+        model's vocabulary once (``self.vocab`` may be a fresh copy per access: a Unigram's is)."""
+        vocab = self.vocab
+        return len(vocab) + sum(1 for t in self.added.tokens if t.content not in vocab)
 
     def get_vocab(self) -> dict[str, int]:
         vocab = dict(self.vocab)
