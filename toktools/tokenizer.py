@@ -272,6 +272,9 @@ class Tokenizer:
     def _encode_unpadded_batch(
         self, inputs: Sequence[str | tuple[str, str]], add_special_tokens: bool
     ) -> list[Encoding]:
+        from toktools.models.bpe.warm_cache import warm
+
+        warm(self, [text for item in inputs for text in ((item,) if isinstance(item, str) else item)])
         encodings = []
         for item in inputs:
             text, pair = (item, None) if isinstance(item, str) else item
