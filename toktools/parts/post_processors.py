@@ -11,7 +11,7 @@ from toktools.encoding import Encoding
 from toktools.errors import ToktoolsError
 from toktools.models.wordpiece.model import RUST_WHITESPACE
 from toktools.parts._fields import ByteLevelOptions
-from toktools.parts.base import PostProcessor
+from toktools.parts.base import PostProcessor, Span
 from toktools.parts.registry import part_from_json, register
 
 _SPACE_SYMBOL = "\u0120"  # the byte-level symbol of " "
@@ -35,7 +35,7 @@ _TRIMS_KEPT = 1 << 17
 def trim_offsets(encoding: Encoding, add_prefix_space: bool) -> Encoding:
     """``process_offsets``: offsets skip a token's leading and trailing spaces, except the one
     prefix space that ``add_prefix_space`` put before the first token."""
-    offsets = []
+    offsets: list[Span] = []
     append = offsets.append
     get = _TRIMS.get
     old = encoding.offsets
