@@ -23,7 +23,7 @@ import filecmp
 import statistics
 import sys
 
-from _common import CORPORA, REPO, run_job, workdir
+from _common import CORPORA, REPO, SHARED, run_job, workdir
 
 sys.path.insert(0, str(REPO))
 
@@ -64,7 +64,7 @@ def _ratio_line(label: str, a: list[float], b: list[float], speed: bool) -> str:
 def encode_rows(repeat: int, mb: float) -> None:
     read = _READ_HELD_OUT.format(corpora=str(CORPORA), mb=mb)
     for name in ("bytebpe-50k", "gpt2", "wordpiece-30k"):
-        where = f"toktools.io.shipped.shipped_path({name!r}) or {str(REPO.parent / 'shared' / 'vocabs-ref' / name)!r}"
+        where = f"toktools.io.shipped.shipped_path({name!r}) or {str(SHARED / 'vocabs-ref' / name)!r}"
         ours = read + f"import json, toktools, toktools.io.shipped\ntok = toktools.load({where})\n"
         ours += "tok.no_truncation(); tok.no_padding()\n"
         theirs = ours + "import tokenizers\ntok = tokenizers.Tokenizer.from_str(json.dumps(tok.to_tokenizer_json()))\n"
