@@ -34,13 +34,20 @@ def _entry(word: str, ids: tuple[int, ...], token_of: dict[int, str]) -> Any:
             out.append((token_id, token, b0, b1))
             b0 = b1
         return out
-    char_of_byte = [i for i, ch in enumerate(word) for _ in range(len(ch.encode("utf-8")))]
-    last = len(char_of_byte) - 1
+    data = word.encode("utf-8")
     for token_id, token in zip(ids, tokens):
         b1 = b0 + len(token)
-        out.append((token_id, token, char_of_byte[min(b0, last)], char_of_byte[min(b1 - 1, last)] + 1))
+        # the character holding byte p: the lead bytes up to it, less one (the tokens cover the
+        # word's bytes exactly, so b0 and b1 - 1 are inside it)
+        start = len(data[: b0 + 1].translate(None, _CONTINUATION)) - 1
+        end = len(data[:b1].translate(None, _CONTINUATION))
+        out.append((token_id, token, start, end))
         b0 = b1
     return out
+
+
+#: UTF-8 continuation bytes: deleting them leaves one byte per character
+_CONTINUATION = bytes(range(0x80, 0xC0))
 
 
 def warm(tokenizer: Any, texts: Sequence[str]) -> None:
