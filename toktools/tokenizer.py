@@ -261,6 +261,8 @@ class Tokenizer:
         if workers is None:
             workers = (os.cpu_count() or 1) if len(inputs) >= _PARALLEL_BATCH else 1
         if workers > 1 and len(inputs) > 1:
+            # new words merged once, here, in bulk: the forked workers inherit the warm cache
+            _warm_word_cache(self, inputs)
             encodings = _encode_in_processes(self, inputs, add_special_tokens, workers)
         else:
             encodings = self._encode_unpadded_batch(inputs, add_special_tokens)
@@ -272,9 +274,7 @@ class Tokenizer:
     def _encode_unpadded_batch(
         self, inputs: Sequence[str | tuple[str, str]], add_special_tokens: bool
     ) -> list[Encoding]:
-        from toktools.models.bpe.warm_cache import warm
-
-        warm(self, [text for item in inputs for text in ((item,) if isinstance(item, str) else item)])
+        _warm_word_cache(self, inputs)
         encodings = []
         for item in inputs:
             text, pair = (item, None) if isinstance(item, str) else item
@@ -425,6 +425,14 @@ class _PackedEncoding(Encoding):
         return all(getattr(self, name) == getattr(other, name) for name in ENCODING_FIELDS)
 
     __hash__ = None  # type: ignore[assignment]  # mutable, like Encoding
+
+
+def _warm_word_cache(tokenizer: Tokenizer, inputs: Sequence[str | tuple[str, str]]) -> None:
+    """Merge the batch's words new to a byte-level BPE model in bulk, before encoding
+    (:mod:`toktools.models.bpe.warm_cache`; nothing for other models)."""
+    from toktools.models.bpe.warm_cache import warm
+
+    warm(tokenizer, [text for item in inputs for text in ((item,) if isinstance(item, str) else item)])
 
 
 def _encode_in_processes(
