@@ -12,6 +12,7 @@ work. Tokenizers are trained on the project's own fixture, so nothing needs ``..
 
 from __future__ import annotations
 
+import base64
 import functools
 import gzip
 import hashlib
@@ -20,9 +21,11 @@ import lzma
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -73,6 +76,75 @@ def _bpe_with_vocab_id(base: Path, name: str, token_id: object) -> Path:
     return directory
 
 
+def _nested_sequence(levels: int) -> dict:
+    node: dict = {"type": "Lowercase"}
+    for _ in range(levels):
+        node = {"type": "Sequence", "normalizers": [node]}
+    return node
+
+
+#: ``tokenizer.json`` files that ``toktools.load`` refuses, and the words its line names them by.
+#: Every engine of the corpus path must refuse them the same way before it sees the file.
+MALFORMED_TOKENIZERS = {
+    "added-tokens-map": "added_tokens must be a list",
+    "added-token-no-content": "added_tokens[0].content",
+    "string-id": "[UNK]",
+    "nested-5000": "nested too deeply",
+    "sequence-300-deep": "nested too deeply",
+    "padding-nope": "padding.strategy",
+    "truncation-max-length-x": "truncation.max_length",
+    "normalizer-type-integer": "normalizer.type",
+    "precompiled-bad-base64": "not valid base64",
+    "precompiled-integer": "must be a base64 string",
+    "precompiled-truncated": "precompiled_charsmap",
+    "stride-not-below-max-length": "truncation.stride",
+    "unigram-empty": "needs at least one piece",
+}
+
+
+def _malformed_tokenizers(inputs: Path) -> None:
+    """The files of :data:`MALFORMED_TOKENIZERS`, each a copy of the WordPiece one with one fault."""
+    truncated_charsmap = base64.b64encode(struct.pack("<I", 1024) + bytes(8)).decode("ascii")
+    edits: dict[str, Callable[[dict], None]] = {
+        "added-tokens-map": lambda d: d.update(added_tokens={t["content"]: t for t in d["added_tokens"]}),
+        "added-token-no-content": lambda d: d["added_tokens"][0].pop("content"),
+        "padding-nope": lambda d: d.update(padding={"strategy": "Nope", "direction": "Right", "pad_id": 0}),
+        "truncation-max-length-x": lambda d: d.update(truncation={"max_length": "x", "stride": 0}),
+        "normalizer-type-integer": lambda d: d["normalizer"].update(type=3),
+        "sequence-300-deep": lambda d: d.update(normalizer=_nested_sequence(300)),
+        "precompiled-bad-base64": lambda d: d.update(normalizer={"type": "Precompiled", "precompiled_charsmap": "!!"}),
+        "precompiled-integer": lambda d: d.update(normalizer={"type": "Precompiled", "precompiled_charsmap": 5}),
+        "precompiled-truncated": lambda d: d.update(
+            normalizer={"type": "Precompiled", "precompiled_charsmap": truncated_charsmap}
+        ),
+        "stride-not-below-max-length": lambda d: d.update(
+            truncation={"max_length": 5, "stride": 5, "strategy": "LongestFirst", "direction": "Right"}
+        ),
+        "unigram-empty": lambda d: d.update(model={"type": "Unigram", "unk_id": None, "vocab": []}),
+    }
+    for name, edit in edits.items():
+        _tokenizer_json(inputs, name, edit)
+    (inputs / "nested-5000").mkdir()
+    (inputs / "nested-5000" / "tokenizer.json").write_text(
+        '{"model": ' + "[" * 5000 + "]" * 5000 + "}", encoding="utf-8"
+    )
+    _bad_byte_piece_model(inputs / "bad-byte-piece.model")
+
+
+def _bad_byte_piece_model(path: Path) -> None:
+    """A byte-fallback sentencepiece model whose piece for byte 0x41 is spelled ``<0xZZ>``
+    (sentencepiece refuses it: "byte piece <0xZZ> is invalid")."""
+    from toktools.sentencepiece.model_file import BYTE, CONTROL, NORMAL, UNKNOWN, SentencePiece, SentencePieceModel
+
+    pieces = [SentencePiece("<unk>", 0, UNKNOWN), SentencePiece("<s>", 0, CONTROL), SentencePiece("</s>", 0, CONTROL)]
+    pieces += [SentencePiece("<0xZZ>" if b == 0x41 else f"<0x{b:02X}>", 0, BYTE) for b in range(256)]
+    pieces += [SentencePiece(p, -1.0 - k, NORMAL) for k, p in enumerate(["▁the", "▁a", "e", "t", "▁"])]
+    model = SentencePieceModel(pieces)
+    model.trainer_spec.set("model_type", 1)
+    model.trainer_spec.set("byte_fallback", True)
+    path.write_bytes(model.to_bytes())
+
+
 def _immutable(directory: Path) -> bool:
     """Make ``directory`` unwritable, even for root (``chattr +i``); False if impossible."""
     if os.geteuid() != 0:
@@ -118,6 +190,7 @@ def sandbox(tmp_path: Path, trained: Path, monkeypatch: pytest.MonkeyPatch):
     (inputs / "bad-utf8.txt").write_bytes(BAD_UTF8)
     (inputs / "bad-utf8.txt.gz").write_bytes(gzip.compress(BAD_UTF8))
     (inputs / "bad-utf8.jsonl").write_bytes(b'{"text": "fine words here"}\n{"text": "more \xff words"}\n')
+    (inputs / "garbage.dict").write_bytes(b"\xff\xfe not a jieba dictionary\nword notanumber\n")
     (inputs / "bad-utf8.counts").write_bytes(
         b'#toktools-counts v1\n#{"kind": "bytebpe", "settings": {}}\nab\t2\nc\xffd\t3\n'
     )
@@ -137,6 +210,7 @@ def sandbox(tmp_path: Path, trained: Path, monkeypatch: pytest.MonkeyPatch):
     _tokenizer_json(inputs, "added-id-negative", lambda d: d["added_tokens"][0].update(id=-1))
     (inputs / "nested").mkdir()
     (inputs / "nested" / "tokenizer.json").write_text("[" * 200_000 + "]" * 200_000, encoding="utf-8")
+    _malformed_tokenizers(inputs)
     _bpe_with_vocab_id(inputs, "vocab-negative", -5)
     _bpe_with_vocab_id(inputs, "vocab-string", "7")
     _bpe_with_vocab_id(inputs, "vocab-float", 7.0)
@@ -507,6 +581,39 @@ ONE_LINE_CASES = [
     ("parity-utf8", ["parity", "bytebpe", "{in}/bad-utf8.txt", "--vocab-size", "300"], "bad-utf8.txt, line 5"),
 ]
 
+#: A ``.model`` whose byte piece is spelled ``<0xZZ>``: the same line from every command.
+BAD_MODEL = "{in}/bad-byte-piece.model"
+ONE_LINE_CASES += [
+    (f"{command[0]}-bad-byte-piece", command, "byte piece '<0xZZ>'")
+    for command in (
+        ["encode", "-t", BAD_MODEL, "{corpus}"],
+        ["encode", "-t", BAD_MODEL, "{corpus}", "--format", "megatron", "-o", "{out}/new"],
+        ["decode", "-t", BAD_MODEL, "{in}/ids.txt"],
+        ["convert", BAD_MODEL, "--to", "tokenizer.json", "-o", "{out}/json"],
+        ["inspect", BAD_MODEL],
+        ["compare", BAD_MODEL, TOK, "some text"],
+        ["pretrain-data", "{corpus}", "-t", BAD_MODEL, "-o", "{out}/new.parquet"],
+    )
+]
+ONE_LINE_CASES += [
+    (
+        "pretrain-zh-dict-garbage",
+        [
+            "pretrain-data",
+            "{corpus}",
+            "-t",
+            "{in}/wp",
+            "-o",
+            "{out}/new.parquet",
+            "--whole-word",
+            "zh",
+            "--zh-dict",
+            "{in}/garbage.dict",
+        ],
+        "garbage.dict",
+    ),
+]
+
 #: The same, read from standard input (named ``-``).
 STDIN_CASES = [
     ("encode-stdin-utf8", ["encode", "-t", TOK], "-, line 5"),
@@ -541,6 +648,33 @@ def _assert_one_line_and_nothing_changed(sandbox, args: list[str], fragment: str
     assert "Traceback" not in result.stderr and isinstance(result.exception, SystemExit), repr(result.exception)
     assert _snapshot(root) == before, "the command changed the sandbox"
     assert os.listdir(places["tmp"]) == [], "temporary files left behind"
+
+
+#: Engines of the corpus path: ``tokenizers`` (which panics on some of these files) in the
+#: default run, every engine with ``-m full``.
+_ENGINES = [
+    pytest.param("tokenizers"),
+    *[pytest.param(engine, marks=pytest.mark.full) for engine in ("auto", "tiktoken", "reference")],
+]
+
+
+@pytest.mark.parametrize("engine", _ENGINES)
+@pytest.mark.parametrize("name", list(MALFORMED_TOKENIZERS))
+def test_a_malformed_tokenizer_json_is_the_loaders_line_on_the_corpus_path(sandbox, name: str, engine: str) -> None:
+    """``encode --format megatron`` checks the file as ``toktools.load`` does before any engine
+    sees it: no KeyError, OverflowError, RecursionError or PanicException, and no shards."""
+    args = ["encode", "-t", f"{{in}}/{name}", "{corpus}", "--format", "megatron", "-o", "{out}/new"]
+    _assert_one_line_and_nothing_changed(sandbox, [*args, "--engine", engine], MALFORMED_TOKENIZERS[name])
+
+
+@pytest.mark.parametrize("name", list(MALFORMED_TOKENIZERS))
+def test_toktools_load_refuses_the_malformed_tokenizer_json_in_one_line(sandbox, name: str) -> None:
+    from toktools.errors import ToktoolsError
+
+    root, places = sandbox
+    with pytest.raises(ToktoolsError) as refused:
+        toktools.load(places["in"] / name)
+    assert MALFORMED_TOKENIZERS[name] in str(refused.value) and "\n" not in str(refused.value)
 
 
 USAGE_CASES = [
@@ -775,5 +909,103 @@ def test_a_signal_while_parsing_is_one_line_not_aborted(
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # not ignored (pytest &)
     assert (result.returncode, result.stderr.decode().strip(), result.stdout) == (code, message, b"")
+    assert _snapshot(root) == before
+    assert os.listdir(places["tmp"]) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# A full disk under pretrain-data, a signal inside compiled loops
+# ---------------------------------------------------------------------------------------------
+
+
+def test_a_full_disk_under_pretrain_data_is_one_line(sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The disk fills while Parquet row groups are written: the write error (ENOSPC) in one line,
+    not Arrow's "Operation on closed file" from closing afterwards; no partial output left."""
+    import errno
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    class FullDisk(io.RawIOBase):
+        """Takes the Parquet header, then fails as a full disk does."""
+
+        written = 0
+
+        def writable(self) -> bool:
+            return True
+
+        def write(self, data) -> int:  # type: ignore[override]
+            self.written += len(data)
+            if self.written > 64:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            return len(data)
+
+    class WriterOnAFullDisk(pq.ParquetWriter):
+        def __init__(self, where, schema, **options) -> None:
+            super().__init__(pa.PythonFile(FullDisk(), mode="w"), schema, **options)
+
+    monkeypatch.setattr(pq, "ParquetWriter", WriterOnAFullDisk)
+    args = ["pretrain-data", "{corpus}", "-t", "{in}/wp", "-o", "{out}/new.parquet"]
+    _assert_one_line_and_nothing_changed(sandbox, args, "new.parquet: No space left on device")
+
+
+#: Runs ``train unigram`` with its compiled E-step made endless: after one real call (compiled,
+#: loaded) it writes the marker, then calls the compiled kernel again and again, so the work
+#: cannot finish before the test's signal and the signal lands while compiled code runs.
+_SIGNAL_IN_COMPILED_LOOP = """
+import sys
+from toktools.models.unigram import kernels
+marker, corpus, output = sys.argv[1:4]
+compiled = kernels.e_step
+def endless(*args):
+    compiled(*args)
+    with open(marker, "w") as f:
+        f.write("inside the compiled loop")
+    while True:
+        compiled(*args)
+kernels.e_step = endless
+from toktools import cli
+sys.argv = ["toktools", "train", "unigram", corpus, "-o", output, "--vocab-size", "300"]
+cli.main()
+"""
+
+
+def test_ctrl_c_inside_a_compiled_loop_is_one_line(sandbox) -> None:
+    """Ctrl-C while ``train unigram`` runs numba code: numba's dispatcher reported it as
+    ``SystemError: CPUDispatcher(...) returned a result with an exception set``; now it is the
+    usual line and exit 130, nothing written."""
+    pytest.importorskip("numba")
+    root, places = sandbox
+    before = _snapshot(root)
+    marker = places["tmp"].parent / "inside-compiled-loop"
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TMPDIR=str(places["tmp"]))
+    env.pop("TOKTOOLS_PURE_PYTHON", None)  # the compiled loops
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            _SIGNAL_IN_COMPILED_LOOP,
+            str(marker),
+            str(places["corpus"]),
+            str(places["out"] / "uni"),
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # not ignored (pytest &)
+    )
+    try:
+        while not marker.exists() and child.poll() is None:  # evidence, not a guess of the time
+            time.sleep(0.02)
+        assert child.poll() is None, child.communicate()[1].decode()
+        child.send_signal(signal.SIGINT)
+        stdout, stderr = child.communicate(timeout=300)  # a safety net against a hang, not a speed test
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert (child.returncode, stderr.decode().strip(), stdout) == (130, "toktools: interrupted", b"")
     assert _snapshot(root) == before
     assert os.listdir(places["tmp"]) == []

@@ -360,13 +360,16 @@ def test_bad_models_are_one_line_errors(command, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_a_control_piece_written_in_the_text_is_a_special_token():
-    """As in tokenizers (and transformers' converted tokenizers), unlike sentencepiece, which
-    spells "<cls>" with ordinary pieces: one of the explained differences."""
+def test_a_control_piece_written_in_the_text_is_a_special_token_only_under_the_tokenizers_rule():
+    """sentencepiece spells "<cls>" typed in the text with ordinary pieces, and so does
+    ``toktools.load`` by default; under ``model_rule="tokenizers"`` it is a special token, as in
+    tokenizers (and transformers' converted tokenizers)."""
     path = model_path("unigram_user")
-    sp, tokenizer = processor(path), toktools.load(path)
+    sp = processor(path)
     cls = sp.piece_to_id("<cls>")
     assert read_model(path).pieces[cls].type == CONTROL
+    assert toktools.load(path).encode("a <cls> b").ids == sp.encode("a <cls> b")
+    tokenizer = toktools.load(path, model_rule="tokenizers")
     ids = tokenizer.encode("a <cls> b").ids
     assert cls in ids and cls not in sp.encode("a <cls> b")
     assert tokenizer.decode(ids) == sp.decode(sp.encode("a b")) == "a b"

@@ -44,7 +44,8 @@ def corpus(tmp_path: Path) -> Path:
 
 def encoded(corpus: Path, tokenizer: Path, out: Path, engine: str = "auto") -> tuple[str, bytes, bytes]:
     result = encode_corpus([corpus], tokenizer, out, format="megatron", engine=engine, shard_tokens=10_000)
-    assert result.verified == (0 if result.engine == "reference" else 16)
+    # --verify 16: at least one document per place (the reference is not checked against itself)
+    assert result.verified == 0 if result.engine == "reference" else result.verified >= 16
     data = b"".join(p.read_bytes() for p in result.outputs)
     manifest = json.loads((out.parent / f"{out.name}-manifest.json").read_text())
     shards = [

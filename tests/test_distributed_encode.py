@@ -114,7 +114,8 @@ def test_block_shards_hold_the_documents_of_a_local_run(corpus: list[Path], tmp_
         assert len(manifest["shards"]) == expected_shards  # a document never spans two blocks
     else:
         assert len(manifest["shards"]) > 10
-    assert blocks.verified == (1 if mode == "file" else 2)  # file: both checks fall in en.txt, one document
+    # file: both places fall in en.txt, one document; else each place's block is checked (>= 1 document each)
+    assert blocks.verified == 1 if mode == "file" else blocks.verified >= 2
     assert not (tmp_path / "blocks-manifest.partial.json").exists()
     assert "distributed" not in sys.modules or IN_CHILD
 
@@ -275,12 +276,8 @@ def test_the_cluster_writes_the_bytes_of_the_local_block_run(
             verify=3,
             cluster=local_cluster.scheduler_address,
         )
-        assert (remote.documents, remote.tokens, remote.verified, remote.engine) == (
-            local.documents,
-            local.tokens,
-            3,
-            local.engine,
-        )
+        assert (remote.documents, remote.tokens, remote.engine) == (local.documents, local.tokens, local.engine)
+        assert remote.verified >= 3  # --verify 3: at least one document per place (more as time allows)
     else:  # the command line: --cluster ADDRESS --block-size SIZE
         result = CliRunner().invoke(
             main,
@@ -304,7 +301,8 @@ def test_the_cluster_writes_the_bytes_of_the_local_block_run(
         )
         assert result.exit_code == 0, result.output
         remote = json.loads(result.stdout)
-        assert (remote["documents"], remote["tokens"], remote["verified"]) == (local.documents, local.tokens, 3)
+        assert (remote["documents"], remote["tokens"]) == (local.documents, local.tokens)
+        assert remote["verified"] >= 3
         remote = encode_corpus(
             corpus,
             TOKENIZER,

@@ -484,7 +484,7 @@ def test_verification_runs_beside_the_encoding_and_commits_no_shard_it_has_not_c
     assert not list(tmp_path.glob("v-0*"))
     monkeypatch.setattr(TokenizersEngine, "encode_batch", real)
     result = encode_corpus([corpus], bpe, tmp_path / "w", engine="tokenizers", verify=16, shard_tokens=6000)
-    assert result.verified == 16
+    assert result.verified >= 16  # at least one document per place (--verify 16)
 
 
 def test_outputs_beside_a_tokenizer_file_can_be_written_again_but_not_its_own_files(tmp_path: Path) -> None:

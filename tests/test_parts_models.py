@@ -132,10 +132,14 @@ def test_wordpiece_model(options):
     check_all(hf)
 
 
-def test_bpe_dropout_is_refused_clearly():
+def test_bpe_dropout_is_applied_and_an_impossible_one_refused_clearly():
+    """A dropout is sampled as tokenizers does (tests/test_subword_sampling.py); one outside
+    [0, 1] is one clear error."""
     vocab, merges = _gpt2()
     node = json.loads(Tokenizer(models.BPE(vocab, merges, dropout=0.1)).to_str())
-    with pytest.raises(ToktoolsError, match="dropout 0.1 is not supported"):
+    assert from_tokenizer_json(node).model.dropout == pytest.approx(0.1)
+    node["model"]["dropout"] = 1.5
+    with pytest.raises(ToktoolsError, match="dropout must be between 0 and 1"):
         from_tokenizer_json(node)
 
 

@@ -36,7 +36,10 @@ _LAZY = {
     "make_pretraining_data": "toktools.pretraining.examples",
 }
 
-__all__ = ["ToktoolsError", "__version__", *_LAZY]
+#: Public subpackages imported on first use; ``toktools.extend`` is also callable.
+_SUBPACKAGES = ("extend",)
+
+__all__ = ["ToktoolsError", "__version__", *_LAZY, *_SUBPACKAGES]
 
 if TYPE_CHECKING:  # pragma: no cover - the lazy names for type checkers ("x as x": re-exported)
     from toktools.corpus.encode import encode_corpus as encode_corpus
@@ -55,6 +58,8 @@ if TYPE_CHECKING:  # pragma: no cover - the lazy names for type checkers ("x as 
 
 def __getattr__(name: str) -> Any:
     """Import a public name's module on first use (then it is an ordinary attribute)."""
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"toktools.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'toktools' has no attribute {name!r}")

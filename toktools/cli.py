@@ -52,11 +52,14 @@ class ToktoolsGroup(click.Group):
             click.echo(f"toktools: error: {err}", err=True)
             ctx.exit(1)
         except KeyboardInterrupt as interrupt:  # Ctrl-C, or SIGTERM (interrupts.Terminated)
-            if interrupts.claim_exit():
-                click.echo(interrupts.message(interrupt), err=True)
-                ctx.exit(interrupts.exit_code(interrupt))
-            _silence_stdout()
-            ctx.exit(interrupts.exit_code(interrupt))  # the watcher thread is reporting
+            _report_interrupt(ctx, interrupt)
+        except SystemError as err:
+            # a signal that landed inside a compiled (numba) call: its dispatcher reports the
+            # handler's KeyboardInterrupt as "returned a result with an exception set"
+            signalled = interrupts.interrupt_behind(err)
+            if signalled is None:
+                raise
+            _report_interrupt(ctx, signalled)
         except EOFError as err:
             # an input that ends too early (a truncated compressed file) that no reader named:
             # still one line, not click's "Aborted!" (which it prints for EOFError)
@@ -73,6 +76,17 @@ class ToktoolsGroup(click.Group):
             _silence_stdout()
             click.echo(f"toktools: error: cannot write to standard output: {err.strerror}", err=True)
             ctx.exit(1)
+
+
+def _report_interrupt(ctx: click.Context, interrupt: KeyboardInterrupt) -> None:
+    """One line and 128 + the signal number, unless the watcher thread is reporting already."""
+    from toktools.runtime import interrupts
+
+    if interrupts.claim_exit():
+        click.echo(interrupts.message(interrupt), err=True)
+        ctx.exit(interrupts.exit_code(interrupt))
+    _silence_stdout()
+    ctx.exit(interrupts.exit_code(interrupt))  # the watcher thread is reporting
 
 
 #: Errors of writing to standard output (``toktools encode > /dev/full``).
@@ -102,7 +116,7 @@ def main() -> None:
 
 def _register() -> None:
     """Each command lives in its own module under ``toktools/commands``."""
-    from toktools.commands import compare, convert, count, encode, inspect, parity, pretrain, train
+    from toktools.commands import compare, convert, count, encode, extend, inspect, parity, pretrain, train
 
     for command in (
         train.train,
@@ -112,6 +126,7 @@ def _register() -> None:
         convert.convert,
         inspect.inspect,
         compare.compare,
+        extend.extend,
         parity.parity,
         pretrain.pretrain_data,
     ):

@@ -10,7 +10,7 @@ parts (:mod:`toktools.parts.post_processors`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import regex
@@ -20,7 +20,13 @@ from toktools.errors import ToktoolsError
 
 @dataclass
 class Encoding:
-    """The output of ``encode``: ids plus everything a model input pipeline needs."""
+    """The output of ``encode``: ids plus everything a model input pipeline needs.
+
+    ``overflowing``: what truncation cut off, as ``tokenizers``' ``Encoding.overflowing``: with
+    ``stride``, windows of the sequence that overlap by ``stride`` tokens, each passed through the
+    template and padding like the encoding itself (transformers returns them as extra rows with
+    ``return_overflowing_tokens=True``). For a pair, ``tokenizers`` combines each window of one
+    sequence with the other sequence and with each of its windows (``Encoding::merge_with``)."""
 
     ids: list[int] = field(default_factory=list)
     tokens: list[str] = field(default_factory=list)
@@ -28,29 +34,84 @@ class Encoding:
     type_ids: list[int] = field(default_factory=list)
     attention_mask: list[int] = field(default_factory=list)
     special_tokens_mask: list[int] = field(default_factory=list)
+    overflowing: list[Encoding] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.ids)
 
     @classmethod
     def merge(cls, parts: Sequence[Encoding]) -> Encoding:
-        """The parts one after the other (``Encoding::merge``)."""
+        """The parts one after the other (``Encoding::merge``), their overflowing pieces combined."""
         if len(parts) == 1:
             return parts[0]
-        fields = []
-        for name in ENCODING_FIELDS:
-            values: list = []
-            for part in parts:
-                values += getattr(part, name)
-            fields.append(values)
-        return cls(*fields)
+        if not any(part.overflowing for part in parts):
+            fields = []
+            for name in ENCODING_FIELDS:
+                values: list = []
+                for part in parts:
+                    values += getattr(part, name)
+                fields.append(values)
+            return cls(*fields)
+        merged = cls()
+        for part in parts:
+            merged = merged.merged_with(part)
+        return merged
 
-    def truncated(self, length: int, direction: str = "right") -> Encoding:
-        keep = slice(0, length) if direction == "right" else slice(max(len(self.ids) - length, 0), None)
-        return Encoding(*(list(getattr(self, name)[keep]) for name in ENCODING_FIELDS))
+    def merged_with(self, pair: Encoding) -> Encoding:
+        """``Encoding::merge_with``: ``self`` then ``pair``; the overflowing pieces are each of
+        ours followed by ``pair`` and by each of its pieces, then ``self`` followed by each of its
+        pieces (recursively, as ``tokenizers`` clones them)."""
+        overflowing = []
+        for mine in self.overflowing:
+            overflowing.append(mine.merged_with(pair))
+            overflowing.extend(mine.merged_with(theirs) for theirs in pair.overflowing)
+        overflowing.extend(self.merged_with(theirs) for theirs in pair.overflowing)
+        merged = self + pair
+        merged.overflowing = overflowing
+        return merged
+
+    def truncated(self, length: int, direction: str = "right", stride: int = 0) -> Encoding:
+        """The first (or, ``left``, last) ``length`` tokens; the rest in ``overflowing`` as
+        windows of ``length`` tokens that overlap by ``stride`` (``Encoding::truncate``)."""
+        size = len(self.ids)
+        if length >= size:
+            return self
+        if length == 0:  # tokenizers moves the whole encoding into overflowing
+            return Encoding(overflowing=[self])
+        if stride >= length:  # tokenizers panics here
+            raise ToktoolsError(
+                f"truncation stride {stride} must be smaller than the {length} tokens kept of a sequence "
+                "(max_length minus the template's special tokens, shared by a pair)"
+            )
+        step = length - stride
+        windows = []
+        if direction == "right":
+            for start in range(0, size, step):
+                windows.append((start, min(start + length, size)))
+                if start + length >= size:
+                    break
+        else:
+            for stop in range(size, 0, -step):
+                windows.append((max(stop - length, 0), stop))
+                if stop <= length:
+                    break
+        first, *rest = (self._window(start, stop) for start, stop in windows)
+        first.overflowing = rest
+        return first
+
+    def _window(self, start: int, stop: int) -> Encoding:
+        return Encoding(*(list(getattr(self, name)[start:stop]) for name in ENCODING_FIELDS))
 
     def __add__(self, other: Encoding) -> Encoding:
         return Encoding(*(getattr(self, name) + getattr(other, name) for name in ENCODING_FIELDS))
+
+    def with_type_ids(self, type_id: int, *, overflowing: bool = False) -> Encoding:
+        """Every type id set to ``type_id`` (``set_type_ids``); the overflowing pieces' too only
+        when asked, as ``tokenizers`` sets them only in some post-processors."""
+        pieces = [piece.with_type_ids(type_id, overflowing=True) for piece in self.overflowing]
+        return replace(
+            self, type_ids=[type_id] * len(self.ids), overflowing=pieces if overflowing else self.overflowing
+        )
 
 
 #: the fields of an :class:`Encoding`, in order
@@ -79,9 +140,11 @@ class AddedToken:
     normalized: bool = False
 
 
-_ENDS_WITH_WORD = regex.compile(r"\w$")
+# tokenizers' patterns (Rust regex: ``$`` is the end of the text only, never before a final
+# newline as in Python, hence ``\Z``; searched with an end position, that is the text's end)
+_ENDS_WITH_WORD = regex.compile(r"\w\Z")
 _STARTS_WITH_WORD = regex.compile(r"\w")  # used with .match(text, pos): anchored at pos
-_SPACES_AT_END = regex.compile(r"\s*$")
+_SPACES_AT_END = regex.compile(r"\s*\Z")
 _SPACES_AT_START = regex.compile(r"\s*")  # used with .match(text, pos)
 
 
@@ -135,14 +198,26 @@ class AddedTokens:
             self.add(token)
 
     def add(self, token: AddedToken) -> None:
-        if token.content in self.by_content or not token.content:
+        """Add ``token``; one whose content is here already replaces it (its id and flags, as
+        ``tokenizers``' ``add_tokens`` does; a special content stays special)."""
+        if not token.content:
             return
-        self.tokens.append(token)
+        earlier = self.by_content.get(token.content)
+        if earlier == token:
+            return
+        if earlier is not None:
+            self.tokens[self.tokens.index(earlier)] = token
+            if self.by_id.get(earlier.id) is earlier:
+                del self.by_id[earlier.id]
+        else:
+            self.tokens.append(token)
         self.by_content[token.content] = token
         self.by_id[token.id] = token
         if token.special:
             self.special_contents.add(token.content)
-        self.has_normalized = self.has_normalized or token.normalized
+        self.has_normalized = (
+            any(t.normalized for t in self.tokens) if earlier else self.has_normalized or token.normalized
+        )
         self._raw = self._normalized = None  # rebuilt on the next split: adding many tokens stays linear
 
     def __bool__(self) -> bool:
@@ -177,21 +252,26 @@ class AddedTokens:
 
 @dataclass(frozen=True)
 class Truncation:
-    """``enable_truncation``: ``max_length`` counts the template's special tokens too."""
+    """``enable_truncation``: ``max_length`` counts the template's special tokens too; what is cut
+    off goes to ``Encoding.overflowing``, in windows that overlap by ``stride`` tokens."""
 
     max_length: int
     strategy: Literal["longest_first", "only_first", "only_second"] = "longest_first"
     direction: Literal["right", "left"] = "right"
+    stride: int = 0
 
     def apply(
         self, first: Encoding, second: Encoding | None, room_for_specials: int
     ) -> tuple[Encoding, Encoding | None]:
         budget = self.max_length - room_for_specials
+        stride, direction = self.stride, self.direction
         if budget < 0:
             # tokenizers subtracts in unsigned arithmetic: the budget wraps round and nothing is cut
             return first, second
         if budget == 0:  # every sequence is emptied, whatever the strategy
-            return first.truncated(0), (second.truncated(0) if second is not None else None)
+            return first.truncated(0, stride=stride), (
+                second.truncated(0, stride=stride) if second is not None else None
+            )
         total = len(first) + (len(second) if second is not None else 0)
         if total <= budget:
             return first, second
@@ -199,7 +279,7 @@ class Truncation:
             if self.strategy == "only_second":
                 raise ToktoolsError("truncation strategy only_second needs a pair of sequences")
             if self.strategy == "longest_first":
-                return first.truncated(budget, self.direction), None
+                return first.truncated(budget, direction, stride), None
         if self.strategy == "longest_first":
             assert second is not None  # a single sequence returned above
             n1, n2 = len(first), len(second)
@@ -215,13 +295,13 @@ class Truncation:
                 n2 = n1 + budget % 2
             if swapped:
                 n1, n2 = n2, n1
-            return first.truncated(n1, self.direction), second.truncated(n2, self.direction)
+            return first.truncated(n1, direction, stride), second.truncated(n2, direction, stride)
         target, other = (first, second) if self.strategy == "only_first" else (second, first)
         assert target is not None
         excess = total - budget
         if len(target) <= excess:
             raise ToktoolsError(f"truncation {self.strategy}: the sequence is too short to remove {excess} tokens")
-        cut = target.truncated(len(target) - excess, self.direction)
+        cut = target.truncated(len(target) - excess, direction, stride)
         return (cut, other) if self.strategy == "only_first" else (other, cut)  # type: ignore[return-value]
 
 
@@ -243,6 +323,9 @@ class Padding:
         return target
 
     def apply(self, encoding: Encoding, target: int) -> Encoding:
+        """Pad to ``target``, the overflowing pieces too (``Encoding::pad``)."""
+        if encoding.overflowing:
+            encoding = replace(encoding, overflowing=[self.apply(piece, target) for piece in encoding.overflowing])
         missing = target - len(encoding)
         if missing <= 0:
             return encoding
@@ -254,4 +337,6 @@ class Padding:
             [0] * missing,
             [1] * missing,
         )
-        return encoding + pad if self.direction == "right" else pad + encoding
+        padded = encoding + pad if self.direction == "right" else pad + encoding
+        padded.overflowing = encoding.overflowing
+        return padded

@@ -22,6 +22,7 @@ file of the directory (several: an error asks for the file). A ``.model`` encode
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -31,7 +32,7 @@ from toktools import presets
 from toktools.encoding import AddedToken
 from toktools.errors import ToktoolsError
 from toktools.io.outputs import dumps_tokenizer_json, write_files_atomically
-from toktools.io.validate import parse_json, validate_tokenizer_json
+from toktools.io.validate import parse_json, validate_byte_pieces, validate_tokenizer_json
 from toktools.models.bpe import trainer as bpe
 from toktools.models.bpe.bytelevel import is_byte_symbols, symbols_to_bytes
 from toktools.parts.registry import part_from_json
@@ -43,6 +44,7 @@ __all__ = [
     "resolve",
     "export",
     "from_tokenizer_json",
+    "checked_tokenizer_json",
     "dumps_tokenizer_json",
     "write_files_atomically",
     "transformers_config_files",
@@ -66,14 +68,17 @@ def resolve(path: str | Path) -> Path:
     )
 
 
-def load(path: str | Path) -> Tokenizer:
-    """A tokenizer from a directory or file in any supported layout (see the module docstring)."""
+def load(path: str | Path, *, model_rule: str | None = None) -> Tokenizer:
+    """A tokenizer from a directory or file in any supported layout (see the module docstring).
+    ``model_rule`` says how a sentencepiece ``.model`` encodes: ``"sentencepiece"`` (the
+    default: ``SentencePieceProcessor.encode``'s ids) or ``"tokenizers"`` (its ``tokenizer.json``
+    as ``tokenizers`` runs it); see :mod:`toktools.sentencepiece.tokenizer`."""
     target = resolve(path)
     if target.is_file():
         if target.name.endswith(".json") and target.name not in ("vocab.json", "encoder.json"):
             return _from_tokenizer_json(target)
         if target.suffix == ".model":
-            return load_sentencepiece_model(target)
+            return load_sentencepiece_model(target, model_rule=model_rule)
         if target.suffix == ".txt" and target.name != "merges.txt":
             return _load_wordpiece_vocab(target)
         target = target.parent
@@ -86,7 +91,7 @@ def load(path: str | Path) -> Tokenizer:
         return _load_wordpiece_vocab(target / "vocab.txt")
     model_file = _sentencepiece_file(target)
     if model_file is not None:
-        return load_sentencepiece_model(model_file)
+        return load_sentencepiece_model(model_file, model_rule=model_rule)
     raise ToktoolsError(
         f"{target}: no tokenizer found (expected tokenizer.json, vocab.json + merges.txt, "
         "encoder.json + vocab.bpe, vocab.txt or a sentencepiece .model)"
@@ -113,27 +118,37 @@ def _sentencepiece_file(directory: Path) -> Path | None:
 
 
 def load_sentencepiece_model(
-    path: str | Path, *, add_bos: bool | None = None, add_eos: bool | None = None
+    path: str | Path,
+    *,
+    add_bos: bool | None = None,
+    add_eos: bool | None = None,
+    model_rule: str | None = None,
 ) -> Tokenizer:
-    """A sentencepiece ``.model`` as a tokenizer giving ``SentencePieceProcessor.encode``'s ids
-    (``add_bos`` / ``add_eos`` as given, else from a ``tokenizer_config.json`` beside the file, else
-    off). Truncated or foreign files, and word/char models, are one :class:`ToktoolsError` line.
+    """A sentencepiece ``.model`` as a tokenizer (``add_bos`` / ``add_eos`` as given, else from a
+    ``tokenizer_config.json`` beside the file, else off). Truncated or foreign files, and
+    word/char models, are one :class:`ToktoolsError` line.
 
-    The pipeline is ``tokenizers``' (what transformers converts), so a few texts encode as
-    ``tokenizers`` does rather than sentencepiece (``shared/spec/unigram.md`` §6): a control
-    piece written in the text (``<s>``) is a special token, a combining mark after a
-    compatibility character is normalised per grapheme, and a float32 near-tie may fall the
-    other way. :mod:`toktools.sentencepiece.encode` reproduces sentencepiece there too.
-    Decoding is sentencepiece's own (:class:`toktools.sentencepiece.decoder.SentencePieceDecoder`)."""
+    ``model_rule="sentencepiece"`` (the default) gives ``SentencePieceProcessor.encode``'s ids on
+    every line (:class:`toktools.sentencepiece.tokenizer.SentencePieceTokenizer`);
+    ``"tokenizers"`` runs the ``tokenizer.json`` transformers converts the model to as
+    ``tokenizers`` does, which differs from sentencepiece on a few texts
+    (``shared/spec/unigram.md`` §6): a control piece written in the text (``<s>``) is a special
+    token, a mark after a compatibility character is normalised per grapheme, and float
+    near-ties (f64 sums per word) may fall the other way. Decoding is sentencepiece's own
+    (:class:`toktools.sentencepiece.decoder.SentencePieceDecoder`) under both rules."""
     from toktools.sentencepiece.decoder import SentencePieceDecoder
-    from toktools.sentencepiece.model_file import read_model
+    from toktools.sentencepiece.model_file import BYTE, read_model
     from toktools.sentencepiece.to_json import sentencepiece_to_json
+    from toktools.sentencepiece.tokenizer import SentencePieceTokenizer, check_model_rule
+
+    rule = check_model_rule(model_rule)
 
     path = Path(path)
     config = _read_config(path.parent)
     bos = bool(config.get("add_bos_token", False)) if add_bos is None else add_bos
     eos = bool(config.get("add_eos_token", False)) if add_eos is None else add_eos
     model = read_model(path)
+    validate_byte_pieces(((i, p.piece) for i, p in enumerate(model.pieces) if p.type == BYTE), str(path))
     document = sentencepiece_to_json(model, add_bos=bos, add_eos=eos)
     try:
         tokenizer = from_tokenizer_json(document)
@@ -142,6 +157,11 @@ def load_sentencepiece_model(
     # decode as sentencepiece does (unk_surface, leading ▁, byte runs); tokenizer.json keeps the chain
     assert tokenizer.decoder is not None  # sentencepiece_to_json always writes one
     tokenizer.decoder = SentencePieceDecoder.for_model(model, tokenizer.decoder)
+    if rule == "sentencepiece":
+        try:
+            return SentencePieceTokenizer.wrap(tokenizer, model)
+        except ToktoolsError as err:
+            raise ToktoolsError(f"{path}: {err}") from None
     return tokenizer
 
 
@@ -205,15 +225,61 @@ def _load_wordpiece_vocab(vocab_path: Path) -> Tokenizer:
 
 
 def _from_tokenizer_json(path: Path) -> Tokenizer:
-    document = validate_tokenizer_json(parse_json(bpe.read_text_file(path, "tokenizer file"), str(path)), str(path))
+    return checked_tokenizer_json(bpe.read_text_file(path, "tokenizer file"), str(path))[1]
+
+
+def checked_tokenizer_json(text: str, source: str) -> tuple[dict[str, Any], Tokenizer]:
+    """A ``tokenizer.json``'s text through every check of :func:`load`: parsed, its fields
+    validated, and built. Paths that hand the document to another engine (``tokenizers``,
+    tiktoken) call it too, so a malformed file is the same one line whoever encodes it."""
+    document = validate_tokenizer_json(parse_json(text, source), source)
     try:
-        return from_tokenizer_json(document)
+        tokenizer = from_tokenizer_json(document)
+        return _with_assigned_ids(document, tokenizer), tokenizer
     except ToktoolsError as err:
-        raise ToktoolsError(f"{path}: {err}") from None
-    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise ToktoolsError(f"{source}: {err}") from None
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as err:
         raise ToktoolsError(
-            f"{path}: not a tokenizer.json this version understands ({type(err).__name__}: {err})"
+            f"{source}: not a tokenizer.json this version understands ({type(err).__name__}: {err})"
         ) from None
+
+
+def _with_assigned_ids(document: dict[str, Any], tokenizer: Tokenizer) -> dict[str, Any]:
+    """The document with each added token's id as loading gave it (:func:`added_tokens_with_ids`),
+    so that every engine reading the document uses the ids ``tokenizers`` uses."""
+    entries = document.get("added_tokens") or []
+    assigned = tokenizer.added.by_content
+    fixed = [
+        {**entry, "id": assigned[entry["content"]].id}
+        if entry["content"] in assigned and assigned[entry["content"]].id != entry["id"]
+        else entry
+        for entry in entries
+    ]
+    if all(new is old for new, old in zip(fixed, entries)):
+        return document
+    return {**document, "added_tokens": fixed}
+
+
+def added_tokens_with_ids(entries: list[Any], model: Any) -> list[AddedToken]:
+    """The added tokens of a ``tokenizer.json`` with the ids ``tokenizers`` gives them: the id
+    written in the file is ignored (``tokenizers`` only warns when it differs); a token takes
+    its id in the model's vocabulary, else an earlier entry's, else the next one from the
+    vocabulary's size (``AddedVocabulary::add_tokens``)."""
+    next_id = len(model.get_vocab())  # tokenizers' get_vocab_size(): entries, not the largest id + 1
+    assigned: dict[str, int] = {}
+    tokens = []
+    for entry in entries:
+        token = _added_token(entry)
+        if not token.content:
+            continue  # tokenizers ignores it
+        token_id = assigned.get(token.content)
+        if token_id is None:
+            token_id = model.token_to_id(token.content)
+        if token_id is None:
+            token_id, next_id = next_id, next_id + 1
+        assigned[token.content] = token_id
+        tokens.append(dataclasses.replace(token, id=token_id))
+    return tokens
 
 
 def _added_token(entry: Any) -> AddedToken:
@@ -235,13 +301,14 @@ def from_tokenizer_json(document: Mapping[str, Any]) -> Tokenizer:
     (any combination of the parts toktools knows), then added tokens, truncation and padding."""
     if not isinstance(document, Mapping) or not isinstance(document.get("model"), dict):
         raise ToktoolsError("tokenizer.json: no model")
+    model = part_from_json("model", document["model"])
     tokenizer = Tokenizer(
-        part_from_json("model", document["model"]),
+        model,
         normalizer=part_from_json("normalizer", document.get("normalizer")),
         pre_tokenizer=part_from_json("pre_tokenizer", document.get("pre_tokenizer")),
         post_processor=part_from_json("post_processor", document.get("post_processor")),
         decoder=part_from_json("decoder", document.get("decoder")),
-        added_tokens=[_added_token(t) for t in document.get("added_tokens") or []],
+        added_tokens=added_tokens_with_ids(document.get("added_tokens") or [], model),
     )
     truncation = document.get("truncation")
     if truncation:
@@ -250,6 +317,7 @@ def from_tokenizer_json(document: Mapping[str, Any]) -> Tokenizer:
             truncation["max_length"],
             strategy[truncation.get("strategy", "LongestFirst")],
             truncation.get("direction", "Right").lower(),
+            truncation.get("stride", 0),
         )
     padding = document.get("padding")
     if padding:
@@ -263,6 +331,13 @@ def from_tokenizer_json(document: Mapping[str, Any]) -> Tokenizer:
             pad_to_multiple_of=padding.get("pad_to_multiple_of"),
             pad_type_id=padding.get("pad_type_id", 0),
         )
+    from toktools.sentencepiece.tokenizer import follows_sentencepiece, from_marked_document
+
+    if follows_sentencepiece(document):  # a .model's corpus document, under the sentencepiece rule
+        return from_marked_document(document, tokenizer)
+    seed = document.get("toktools_seed")  # BPE-dropout's seed, in a corpus document
+    if isinstance(seed, int) and hasattr(tokenizer.model, "seed"):
+        tokenizer.model.seed = seed
     return tokenizer
 
 

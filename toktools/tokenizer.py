@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from toktools.encoding import ENCODING_FIELDS, AddedToken, AddedTokens, Encoding, Padding, Truncation
+from toktools.errors import ToktoolsError
 from toktools.io.outputs import dumps_tokenizer_json, write_files_atomically
 from toktools.parts.base import WHOLE_TEXT, Decoder, Model, Normalizer, Piece, PostProcessor, PreTokenizer, Span, Words
 
@@ -158,9 +159,6 @@ class Tokenizer:
             return self.normalizer.normalize_str(added.content)
         return added.content
 
-    def _max_id(self) -> int:
-        return max([*self.model.get_vocab().values(), *self.added.by_id], default=-1)
-
     @property
     def vocab_size(self) -> int:
         """Size with the added tokens, like ``get_vocab_size(with_added_tokens=True)``. Reads the
@@ -180,13 +178,32 @@ class Tokenizer:
                 continue
             token_id = self.model.token_to_id(content)
             if token_id is None:
-                token_id = self._max_id() + 1
+                token_id = self._next_added_id()
             self.added.add(AddedToken(content, token_id, special=True))
+
+    def _next_added_id(self) -> int:
+        """The id ``tokenizers`` gives a new added token: the vocabulary's size, or one past the
+        largest added id when that is at or past the size (``AddedVocabulary::add_tokens``)."""
+        size = len(self.model.get_vocab())
+        largest = max(self.added.by_id, default=None)
+        return largest + 1 if largest is not None and (largest >= size or size == 0) else size
 
     # -- settings ---------------------------------------------------------------------------
 
-    def enable_truncation(self, max_length: int, strategy: str = "longest_first", direction: str = "right") -> None:
-        self.truncation = Truncation(max_length, strategy, direction)  # type: ignore[arg-type]
+    def enable_truncation(
+        self, max_length: int, strategy: str = "longest_first", direction: str = "right", stride: int = 0
+    ) -> None:
+        """Truncate to ``max_length`` tokens, template included; the rest goes to
+        ``Encoding.overflowing`` in windows overlapping by ``stride``. Refused, as ``tokenizers``'
+        ``enable_truncation`` refuses it, when ``stride`` exceeds ``max_length`` minus the
+        template's special tokens."""
+        room = self.post_processor.added_tokens(False) if self.post_processor is not None else 0
+        if stride and room <= max_length < room + stride:  # below room, tokenizers' subtraction wraps round
+            raise ToktoolsError(
+                f"truncation stride {stride} is greater than the effective max length {max_length - room} "
+                f"(max_length {max_length} minus {room} special tokens)"
+            )
+        self.truncation = Truncation(max_length, strategy, direction, stride)  # type: ignore[arg-type]
 
     def no_truncation(self) -> None:
         self.truncation = None
@@ -212,6 +229,9 @@ class Tokenizer:
 
     def encode_sequence(self, text: str, type_id: int = 0) -> Encoding:
         """One sequence without template, truncation or padding."""
+        reseed = getattr(self.model, "reseed", None)
+        if reseed is not None:  # BPE-dropout: draws that depend on this text alone
+            reseed(text)
         ids: list[int] = []
         tokens: list[str] = []
         offsets: list[tuple[int, int]] = []
@@ -238,7 +258,7 @@ class Tokenizer:
             first, second = self.truncation.apply(first, second, room)
         if processor is not None:
             return processor.process(first, second, add_special_tokens)
-        return first if second is None else first + second
+        return first if second is None else Encoding.merge([first, second])
 
     def encode(self, text: str, pair: str | None = None, add_special_tokens: bool = True) -> Encoding:
         """Encode one text (or a pair) into ids, tokens, offsets, type ids and masks."""
@@ -318,7 +338,7 @@ class Tokenizer:
             "direction": self.truncation.direction.capitalize(),
             "max_length": self.truncation.max_length,
             "strategy": strategy[self.truncation.strategy],
-            "stride": 0,
+            "stride": self.truncation.stride,
         }
 
     def padding_json(self) -> dict[str, Any] | None:
@@ -362,7 +382,7 @@ _MIN_PER_WORKER = 64
 _worker_tokenizer: Tokenizer | None = None
 
 
-def _encode_chunk(chunk: Sequence[str | tuple[str, str]], add_special_tokens: bool) -> list[tuple[Any, ...]]:
+def _encode_chunk(chunk: Sequence[str | tuple[str, str]], add_special_tokens: bool) -> list[tuple[Any, ...] | Encoding]:
     """Encode in a worker and pack each encoding into flat integer arrays: pickling millions of
     small Python lists and tuples would cost more than the encoding itself. Token strings are
     rebuilt from the ids in the parent; only those that may differ (an added token that took
@@ -370,8 +390,11 @@ def _encode_chunk(chunk: Sequence[str | tuple[str, str]], add_special_tokens: bo
     assert _worker_tokenizer is not None
     tokenizer = _worker_tokenizer
     stripping = {t.id for t in tokenizer.added.tokens if t.lstrip or t.rstrip or t.normalized}
-    packed = []
+    packed: list[tuple[Any, ...] | Encoding] = []
     for e in tokenizer._encode_unpadded_batch(chunk, add_special_tokens):
+        if e.overflowing:  # truncation kept pieces: rare, sent whole
+            packed.append(e)
+            continue
         odd = [(i, e.tokens[i]) for i, token_id in enumerate(e.ids) if token_id in stripping] if stripping else []
         packed.append(
             (
@@ -398,6 +421,9 @@ class _PackedEncoding(Encoding):
             self.__dict__["_packed"] = packed
 
     def __getattr__(self, name: str) -> Any:
+        if name == "overflowing" and "_packed" in self.__dict__:  # packed only without pieces
+            self.__dict__[name] = []
+            return self.__dict__[name]
         if name not in ENCODING_FIELDS:
             raise AttributeError(name)
         if "_packed" not in self.__dict__:
@@ -422,7 +448,7 @@ class _PackedEncoding(Encoding):
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Encoding):
             return NotImplemented
-        return all(getattr(self, name) == getattr(other, name) for name in ENCODING_FIELDS)
+        return all(getattr(self, name) == getattr(other, name) for name in (*ENCODING_FIELDS, "overflowing"))
 
     __hash__ = None  # type: ignore[assignment]  # mutable, like Encoding
 
@@ -461,4 +487,8 @@ def _encode_in_processes(
     finally:
         _worker_tokenizer = None
     token_of = {i: tokenizer.id_to_token(i) for i in set(tokenizer.get_vocab().values())}  # ids may be sparse
-    return [_PackedEncoding(packed=(token_of, packed)) for chunk in results for packed in chunk]
+    return [
+        packed if isinstance(packed, Encoding) else _PackedEncoding(packed=(token_of, packed))
+        for chunk in results
+        for packed in chunk
+    ]

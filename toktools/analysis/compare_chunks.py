@@ -76,37 +76,112 @@ def _score(facts: Sequence[tuple[list[int], set[tuple[int, int]]]]) -> tuple[int
 
 
 def process_chunk(
-    chunk: list[Item], tokenizers: Sequence[Any], show: int, facts_cache: dict[int, Any]
+    chunk: list[Item], tokenizers: Sequence[Any], show: int, facts_cache: dict[Any, Any]
 ) -> tuple[list[SegmentStats], list[Candidate]]:
     """The statistics per tokenizer and the chunk's
     ``show`` most disputed documents. ``facts_cache`` keeps each tokenizer's token facts
-    (index → :class:`~toktools.analysis.segstats._TokenFacts`) from chunk to chunk."""
+    (index → :class:`~toktools.analysis.segstats._TokenFacts`) and its ids-and-offsets encoder
+    (``-1 - index`` → :func:`~toktools.analysis.fast_offsets.offsets_encoder`: ``tokenizers`` where it
+    loads the tokenizer, the same ids and offsets as the reference) from chunk to chunk."""
+    from toktools.analysis.chunk_tally import numpy_available
+    from toktools.analysis.fast_offsets import byte_level_spans, offsets_encoder
     from toktools.analysis.segstats import _TokenFacts
+    from toktools.corpus.long_documents import is_long
 
-    docs = [Document(text) for _, _, text in chunk]
+    long_items = [item for item in chunk if is_long(item[2])]
+    if long_items:  # counted piece by piece (flat memory), and never shown
+        chunk = [item for item in chunk if not is_long(item[2])]
     texts = [text for _, _, text in chunk]
     scoring = show > 0 and len(tokenizers) > 1
+    arrays = USE_ARRAYS and numpy_available()
+    encoders = []
+    for index, tokenizer in enumerate(tokenizers):
+        if index not in facts_cache:
+            facts_cache[index] = _TokenFacts(tokenizer)
+        if arrays and ("tiktoken", index) not in facts_cache:
+            facts_cache[("tiktoken", index)] = byte_level_spans(tokenizer) if USE_TIKTOKEN else None
+        byte_level = facts_cache.get(("tiktoken", index)) if arrays else None
+        if byte_level is None and -1 - index not in facts_cache:
+            facts_cache[-1 - index] = offsets_encoder(tokenizer)
+        encoders.append((facts_cache[index], facts_cache.get(-1 - index), byte_level))
+    if arrays:
+        stats, candidates = _process_arrays(chunk, texts, tokenizers, encoders, show if scoring else 0)
+    else:
+        stats, candidates = _process_loop(chunk, texts, tokenizers, encoders, show if scoring else 0)
+    if long_items:
+        for k, tokenizer in enumerate(tokenizers):
+            tally = Tally(tokenizer, encoders[k][0])
+            for _, where, text in long_items:
+                _count_long(tally, tokenizer, text, where)
+            stats[k] = SegmentStats.combined([stats[k], tally.stats()], tally.specials)
+    return stats, heapq.nlargest(show, candidates) if scoring else []
+
+
+#: Count with array operations when numpy is installed (the loop below is the definition they
+#: are tested against; tests switch this off to compare).
+USE_ARRAYS = True
+#: Take the ids of a byte-level BPE from tiktoken where it is exact, spans worked out from them
+#: (:class:`~toktools.analysis.fast_offsets.ByteLevelSpans`).
+USE_TIKTOKEN = True
+
+
+def _process_arrays(
+    chunk: list[Item], texts: list[str], tokenizers: Sequence[Any], encoders: Sequence[Any], show: int
+) -> tuple[list[SegmentStats], list[Candidate]]:
+    from toktools.analysis import token_view
+    from toktools.analysis.chunk_tally import ChunkText, chunk_scores, spans_of, tally_chunk
+    from toktools.analysis.segstats import vocabulary_size
+
+    text = ChunkText(texts)
+    stats: list[SegmentStats] = []
+    marks: list[Any] = []
+    for tokenizer, (facts, encode, byte_level) in zip(tokenizers, encoders):
+        unk, specials = token_view.unk_id(tokenizer), token_view.specials_added(tokenizer)
+        spans = byte_level.arrays(texts, text.base) if byte_level is not None else spans_of(text, encode(texts))
+        part, mark = tally_chunk(text, spans, facts, unk, specials, vocabulary_size(tokenizer), show > 0)
+        stats.append(part)
+        marks.append(mark)
+    candidates: list[Candidate] = []
+    if show > 0 and texts:
+        differing, total = chunk_scores(text, marks)
+        for k in ((differing > 0) & (text.words_per_doc >= MIN_WORDS_SHOWN)).nonzero()[0].tolist():
+            index, where, document = chunk[k]
+            candidates.append((int(differing[k]) / int(total[k]), int(differing[k]), -index, where, document))
+    return stats, candidates
+
+
+def _process_loop(
+    chunk: list[Item], texts: list[str], tokenizers: Sequence[Any], encoders: Sequence[Any], show: int
+) -> tuple[list[SegmentStats], list[Candidate]]:
+    docs = [Document(text) for text in texts]
     per_tokenizer = []
     stats = []
-    for index, tokenizer in enumerate(tokenizers):
-        facts = facts_cache.get(index)
-        if facts is None:
-            facts = facts_cache[index] = _TokenFacts(tokenizer)
+    for tokenizer, (facts, encode, _) in zip(tokenizers, encoders):
         tally = Tally(tokenizer, facts)
-        encodings = tokenizer.encode_batch(texts, add_special_tokens=False, workers=1)
-        found = [tally.add(document, encoding.ids, encoding.offsets) for document, encoding in zip(docs, encodings)]
-        per_tokenizer.append(found if scoring else None)
+        per_tokenizer.append([tally.add(d, ids, offsets) for d, (ids, offsets) in zip(docs, encode(texts))])
         stats.append(tally.stats())
     candidates: list[Candidate] = []
-    if scoring:
+    if show > 0:
         for k, ((index, where, text), document) in enumerate(zip(chunk, docs)):
             if len(document.starts) < MIN_WORDS_SHOWN:
                 continue
-            differing, total = _score([found[k] for found in per_tokenizer])  # type: ignore[index]
+            differing, total = _score([found[k] for found in per_tokenizer])
             if differing > 0:
                 candidates.append((differing / total, differing, -index, where, text))
-        candidates = heapq.nlargest(show, candidates)
     return stats, candidates
+
+
+def _count_long(tally: Tally, tokenizer: Any, text: str, where: Located) -> None:
+    """Count a document longer than a segment in the pieces its tokenizer may be cut into
+    (:mod:`toktools.corpus.long_documents`): the same statistics as counted whole."""
+    from toktools.corpus.long_documents import encoded_pieces, tokenizer_cuttable
+
+    tokens = 0
+    cut = tokenizer_cuttable(tokenizer)
+    for _, piece, encoding in encoded_pieces(tokenizer, text, cut, f"{where[0]}, line {where[1]}"):
+        tally.add_piece(Document(piece), encoding.ids, encoding.offsets)
+        tokens += len(encoding.ids)
+    tally.close_document(tokens)
 
 
 def chunked(documents: Iterator[tuple[Located, str]]) -> Iterator[list[Item]]:

@@ -21,7 +21,7 @@ from toktools.analysis import token_view
 from toktools.analysis.alignment import Alignment, align_encoded, named_tokenizers
 from toktools.analysis.compare_chunks import Candidate, Item, Located, chunked, documents_of, process_chunk
 from toktools.analysis.metrics import render_metrics_plain
-from toktools.analysis.segstats import SegmentStats
+from toktools.analysis.segstats import RENYI_ALPHA, SegmentStats
 from toktools.corpus import reading as corpus
 from toktools.errors import ToktoolsError
 
@@ -108,14 +108,19 @@ class CorpusComparison:
     sampled: int | None
     metrics: dict[str, SegmentStats]
     shown: list[ShownLine] = field(default_factory=list)
+    #: per tokenizer, ``unused`` tokens of its vocabulary never seen in the corpus, longest first
+    unused: dict[str, list[str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "sources": self.sources,
             "sample": self.sampled,
             "metrics": {name: m.to_dict() for name, m in self.metrics.items()},
             "shown": [s.to_dict() for s in self.shown],
         }
+        if self.unused:
+            data["unused"] = self.unused
+        return data
 
     def render_plain(self, width: int | None = None, byte_view: bool = False) -> str:
         parts = []
@@ -132,13 +137,15 @@ class CorpusComparison:
         )
         if self.sampled is not None:
             what += f" (a sample of {self.sampled} spread over the corpus)"
-        parts.append(what + "\n\n" + render_metrics_plain(self.metrics, lengths=True))
+        parts.append(what + "\n\n" + render_metrics_plain(self.metrics, lengths=True, vocabulary=True))
+        for name, tokens in self.unused.items():
+            parts.append(f"{name}: {len(tokens)} never-seen tokens, longest first: " + " ".join(tokens))
         return "\n".join(parts)
 
 
 #: What forked workers inherit: the tokenizers (no truncation) and how many lines to keep.
 _job: tuple[list[Any], int] | None = None
-_worker_facts: dict[int, Any] = {}
+_worker_facts: dict[Any, Any] = {}
 
 
 def _process(chunk: list[Item]) -> tuple[list[SegmentStats], list[Candidate]]:
@@ -186,6 +193,8 @@ def compare_corpus(
     workers: int | None = None,
     progress: ProgressCallback | None = None,
     cluster: Any = None,
+    renyi_alpha: float = RENYI_ALPHA,
+    unused: int = 0,
 ) -> CorpusComparison:
     """Statistics of every tokenizer on the corpus ``paths`` (files, directories, globs, ``-``;
     plain or compressed), read once; ``show`` keeps the documents where the largest share of
@@ -196,18 +205,25 @@ def compare_corpus(
     processes (default: every core); the result is the same for any number of workers.
     ``cluster`` (an address such as ``"tcp://host:8786"`` or ``"local:4"``, a
     :class:`toktools.cluster.settings.Cluster` or a ``distributed.Client``) does the work on a Dask
-    cluster instead, with the same result; ``paths`` may then be fsspec URLs."""
+    cluster instead, with the same result; ``paths`` may then be fsspec URLs. ``renyi_alpha``
+    is the order of the Rényi efficiency (see :mod:`toktools.analysis.segstats`); ``unused``
+    lists that many never-seen tokens per tokenizer (:func:`never_seen`)."""
     import os
 
     global _job
+    if not renyi_alpha > 0:
+        raise ToktoolsError(f"the Rényi order must be positive, not {renyi_alpha}")
     items = named_tokenizers(tokenizers)
     if not items:
         raise ToktoolsError("give at least one tokenizer to compare")
     plain = [(name, token_view.without_truncation(tok)) for name, tok in items]
     if cluster is not None:
-        return _compare_on_cluster(
+        result = _compare_on_cluster(
             plain, paths, cluster, json_field=json_field, errors=errors, show=show, sample=sample, progress=progress
         )
+        for each in result.metrics.values():
+            each.renyi_alpha = renyi_alpha
+        return _with_unused(result, plain, unused)
     sources = corpus.expand_sources(list(paths))
     documents = iter_documents(sources, json_field, errors, progress)
     if sample is not None:
@@ -223,13 +239,56 @@ def compare_corpus(
     _job = ([tok for _, tok in plain], show)
     _worker_facts.clear()
     try:
+        if workers is None and _all_threaded([tok for _, tok in plain]):
+            workers = 1  # tokenizers' own threads use every core: no worker processes
         for stats, candidates in _run(chunked(documents), workers or os.cpu_count() or 1):
             totals = [SegmentStats.combined([total, part], n) for total, part, n in zip(totals, stats, specials)]
             best = heapq.nlargest(show, best + candidates) if show else []
     finally:
         _job = None
         _worker_facts.clear()
-    return _comparison(plain, totals, best, [s.path for s in sources], sample)
+    for each in totals:
+        each.renyi_alpha = renyi_alpha
+    return _with_unused(_comparison(plain, totals, best, [s.path for s in sources], sample), plain, unused)
+
+
+def never_seen(tokenizer: Any, stats: SegmentStats, n: int) -> list[str]:
+    """``n`` tokens of the vocabulary (added tokens included) that never occur in the counted
+    documents, as people read them (:func:`toktools.analysis.token_view.readable`), longest
+    first (the text they stand for; then by id): candidates for under-trained tokens."""
+    seen = stats.token_counts
+    missing = [(token, i) for token, i in tokenizer.get_vocab().items() if i not in seen]
+    shown = [(token_view.readable(tokenizer, token), i) for token, i in missing]
+    shown.sort(key=lambda item: (-len(item[0]), item[1]))
+    return [text for text, _ in shown[:n]]
+
+
+def _with_unused(result: CorpusComparison, plain: Sequence[tuple[str, Any]], n: int) -> CorpusComparison:
+    if n > 0:
+        result.unused = {name: never_seen(tok, result.metrics[name], n) for name, tok in plain}
+    return result
+
+
+def _all_threaded(tokenizers: Sequence[Any]) -> bool:
+    """Whether every tokenizer's statistics encoder is ``tokenizers`` (Rust threads); the
+    encoders and token facts are built here, once, for the chunks counted in this process."""
+    from toktools.analysis import compare_chunks
+    from toktools.analysis.chunk_tally import numpy_available
+    from toktools.analysis.fast_offsets import byte_level_spans, is_threaded, offsets_encoder
+    from toktools.analysis.segstats import _TokenFacts
+
+    arrays = compare_chunks.USE_ARRAYS and numpy_available()
+    for index, tok in enumerate(tokenizers):
+        byte_level = byte_level_spans(tok) if arrays and compare_chunks.USE_TIKTOKEN else None
+        if arrays:
+            _worker_facts[("tiktoken", index)] = byte_level
+        if byte_level is None:
+            encode = _worker_facts[-1 - index] = offsets_encoder(tok)
+            if not is_threaded(encode):
+                _worker_facts.clear()
+                return False
+        _worker_facts[index] = _TokenFacts(tok)
+    return True
 
 
 def _comparison(

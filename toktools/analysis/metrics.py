@@ -8,7 +8,8 @@ from typing import Any
 
 from toktools.analysis import token_view
 from toktools.analysis.columns import table
-from toktools.analysis.segstats import THRESHOLDS, Document, SegmentStats, Tally
+from toktools.analysis.plain_data import ratio
+from toktools.analysis.segstats import THRESHOLDS, WELL_USED, Document, SegmentStats, Tally
 from toktools.tokenizer import Tokenizer
 
 __all__ = ["Metrics", "encoding_metrics", "render_metrics_plain", "segment_metrics"]
@@ -41,9 +42,10 @@ _METRIC_COLUMNS = (
 )
 
 
-def render_metrics_plain(metrics: Mapping[str, Metrics], lengths: bool = False) -> str:
+def render_metrics_plain(metrics: Mapping[str, Metrics], lengths: bool = False, vocabulary: bool = False) -> str:
     """A plain-text table, one row per tokenizer (``-`` where a ratio is undefined); with
-    ``lengths``, a second table of sequence lengths per document (special tokens included)."""
+    ``lengths``, a second table of sequence lengths per document (special tokens included); with
+    ``vocabulary``, a third of how evenly and how much of the vocabulary is used."""
     header = ["tokenizer"] + [title for _, title, _ in _METRIC_COLUMNS]
     body = []
     for name, m in metrics.items():
@@ -69,4 +71,23 @@ def render_metrics_plain(metrics: Mapping[str, Metrics], lengths: bool = False) 
             row += ["-" if m.over(n) is None else f"{m.over(n):.1%}" for n in THRESHOLDS]
             body.append(row)
         out += "\n" + table(header, body)
+    if vocabulary:
+        out += "\n" + _vocabulary_table(metrics)
     return out
+
+
+def _vocabulary_table(metrics: Mapping[str, Metrics]) -> str:
+    alpha = next(iter(metrics.values())).renyi_alpha if metrics else 2.5
+    header = ["vocabulary", "size", "seen", f"seen ≥{WELL_USED}", f"Rényi eff. (α={alpha:g})", "Shannon eff."]
+    body = []
+    for name, m in metrics.items():
+        seen, well = ratio(m.seen, m.vocab_size), ratio(m.seen_well, m.vocab_size)
+        cells = [
+            str(m.vocab_size),
+            "-" if seen is None else f"{seen:.1%}",
+            "-" if well is None else f"{well:.1%}",
+            "-" if m.renyi_efficiency is None else f"{m.renyi_efficiency:.4f}",
+            "-" if m.shannon_efficiency is None else f"{m.shannon_efficiency:.4f}",
+        ]
+        body.append([name] + cells)
+    return table(header, body)

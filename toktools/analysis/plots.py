@@ -85,70 +85,122 @@ def _capped(histogram: Mapping[int, int], cap: int) -> list[int]:
     return counts
 
 
-def _grouped_bars(axis: Any, series: Mapping[str, list[float]], labels: list[str]) -> None:
-    n = max(len(series), 1)
-    width = 0.8 / n
-    for index, (name, values) in enumerate(series.items()):
-        positions = [x + (index - (n - 1) / 2) * width for x in range(len(labels))]
-        axis.bar(positions, values, width=width, label=name)
-    axis.set_xticks(range(len(labels)))
-    axis.set_xticklabels(labels)
+#: Okabe–Ito: eight colours told apart with every common colour-vision deficiency (then repeated).
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+
+
+def _colour(index: int) -> str:
+    return PALETTE[index % len(PALETTE)]
+
+
+def _token_length_shares(m: SegmentStats) -> list[float]:
+    """% of all tokens: UNK, byte pieces, 1, 2, …, 16+ characters (UNK is its own bar: the
+    length histogram leaves unknowns out, which would flatter a tokenizer full of them)."""
+    counts = [m.unk_count, *_capped(m.token_lengths, _TOKEN_LENGTH_CAP)]
+    total = sum(counts) or 1
+    return [c / total * 100 for c in counts]
 
 
 def plot_comparison(metrics: Mapping[str, SegmentStats], path: str | Path) -> Path:
-    """Three panels, one series per tokenizer: the distribution of sequence lengths per
-    document (log scale, special tokens included) with the 512 line; the share of words cut
-    into 1, 2, … tokens; the share of tokens by length in characters (byte pieces at 0)."""
+    """A picture that stays readable with 2–10 tokenizers: one row per tokenizer in the first two
+    panels (sequence-length percentiles against the 512 line; words cut into 1, 2, … 6+ tokens as
+    one stacked bar), then the token-length distribution as small multiples, one panel per
+    tokenizer on a shared scale, with UNK and byte pieces as their own bars."""
+    from toktools.analysis.labels import short_names
+
     plt = require_matplotlib()
     path = Path(path)
-    figure, (lengths, per_word, token_lengths) = plt.subplots(3, 1, figsize=(9, 11))
-    longest = max((max(m.sequence_lengths, default=1) for m in metrics.values()), default=1)
-    top = max(longest, 600)
-    # integer-aligned bins on a log scale: no empty bins between small whole numbers
-    edges = [e - 0.5 for e in sorted({round(math.exp(math.log(top + 1) * i / 60)) for i in range(61)} | {top + 1})]
-    for name, m in metrics.items():
-        if m.sequence_lengths:
-            p99 = m.length_percentile(99)
-            lengths.hist(
-                list(m.sequence_lengths),
-                bins=edges,
-                weights=list(m.sequence_lengths.values()),
-                histtype="step",
-                linewidth=1.6,
-                label=f"{name} (p50 {m.length_percentile(50)}, p99 {p99})",
-            )
+    names = short_names(list(metrics))
+    stats = list(metrics.values())
+    n = max(len(stats), 1)
+    columns = min(n, 4)
+    grid_rows = math.ceil(n / columns)
+    row_height = 0.42
+    top_height = max(2.2, 0.9 + row_height * n)
+    figure = plt.figure(figsize=(13, top_height + 2.6 * grid_rows + 0.6), layout="constrained")
+    upper, lower = figure.subfigures(2, 1, height_ratios=[top_height, 2.6 * grid_rows + 0.6])
+    lengths, per_word = upper.subplots(1, 2)
+    cells = lower.subplots(grid_rows, columns, sharey=True, squeeze=False).flatten()
+    y = list(range(n))[::-1]  # the first tokenizer on top
+
+    for row, m, index in zip(y, stats, range(n)):
+        if not m.sequence_lengths:
+            continue
+        p50, p90, p99 = (m.length_percentile(q) for q in (50, 90, 99))
+        longest = max(m.sequence_lengths)
+        lengths.plot([p50, longest], [row, row], color=_colour(index), linewidth=1.2, alpha=0.6)
+        lengths.plot([p50, p99], [row, row], color=_colour(index), linewidth=5, solid_capstyle="butt")
+        lengths.plot([p50], [row], "o", color="white", markeredgecolor=_colour(index), markersize=8, zorder=3)
+        lengths.plot([p90], [row], "|", color="black", markersize=12, zorder=3)
+        lengths.plot([longest], [row], "x", color=_colour(index), markersize=6)
+        lengths.text(longest, row, f"  {longest}", va="center", fontsize="x-small")
     lengths.axvline(512, color="black", linestyle="--", linewidth=1)
-    lengths.text(512, 0.97, " 512", transform=lengths.get_xaxis_transform(), va="top")
+    lengths.text(512, 1.0, "512", transform=lengths.get_xaxis_transform(), ha="center", va="bottom", fontsize="small")
     lengths.set_xscale("log")
+    lengths.set_yticks(y)
+    lengths.set_yticklabels(names)
+    lengths.set_ylim(-0.6, n - 0.4)
     lengths.set_xlabel("tokens per document (special tokens included)")
-    lengths.set_ylabel("documents")
-    lengths.set_title("Sequence length per document")
-    lengths.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
+    lengths.set_title("Sequence length: ○ p50, | p90, bar to p99, × longest", fontsize="medium", pad=14)
+    lengths.margins(x=0.15)
 
     labels = [str(k) for k in range(1, _TOKENS_PER_WORD_CAP)] + [f"{_TOKENS_PER_WORD_CAP}+"]
-    series = {}
-    for name, m in metrics.items():
-        counts = _capped(m.tokens_per_word_histogram, _TOKENS_PER_WORD_CAP)[1:]
-        total = sum(counts) or 1
-        series[f"{name} ({m.tokens_per_word or 0:.2f} tokens/word)"] = [c / total * 100 for c in counts]
-    _grouped_bars(per_word, series, labels)
-    per_word.set_xlabel("tokens in the word")
-    per_word.set_ylabel("% of words")
-    per_word.set_title("Tokens per word")
-    per_word.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
+    shades = plt.get_cmap("cividis")  # sequential and colour-blind safe: more pieces, lighter
+    left = [0.0] * n
+    for k, label in enumerate(labels):
+        widths = []
+        for m in stats:
+            counts = _capped(m.tokens_per_word_histogram, _TOKENS_PER_WORD_CAP)[1:]
+            widths.append(counts[k] / (sum(counts) or 1) * 100)
+        per_word.barh(y, widths, left=left, color=shades(k / (len(labels) - 1)), label=label, edgecolor="white")
+        left = [a + b for a, b in zip(left, widths)]
+    for row, m in zip(y, stats):
+        per_word.text(101, row, f"{m.tokens_per_word or 0:.2f}/word", va="center", fontsize="x-small")
+    per_word.set_yticks(y)
+    per_word.set_yticklabels(names)
+    per_word.set_ylim(-0.6, n - 0.4)
+    per_word.set_xlim(0, 100)
+    per_word.set_xlabel("% of words, by the number of tokens they are cut into")
+    per_word.set_title("Tokens per word", fontsize="medium", pad=14)
+    per_word.legend(
+        ncol=len(labels),
+        loc="lower center",
+        bbox_to_anchor=(0.5, 1.0),
+        fontsize="x-small",
+        frameon=False,
+        handlelength=1.2,
+        columnspacing=0.8,
+        borderaxespad=0.2,
+    )
+    per_word.title.set_position((0.5, 1.06))
 
-    labels = ["byte\npiece"] + [str(k) for k in range(1, _TOKEN_LENGTH_CAP)] + [f"{_TOKEN_LENGTH_CAP}+"]
-    series = {}
-    for name, m in metrics.items():
-        counts = _capped(m.token_lengths, _TOKEN_LENGTH_CAP)
-        total = sum(counts) or 1
-        series[f"{name} ({m.chars_per_token or 0:.2f} chars/token)"] = [c / total * 100 for c in counts]
-    _grouped_bars(token_lengths, series, labels)
-    token_lengths.set_xlabel("characters in the token (spaces around it not counted)")
-    token_lengths.set_ylabel("% of tokens in the corpus")
-    token_lengths.set_title("Token length")
-    token_lengths.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
-    figure.tight_layout()
+    tick_labels = ["UNK", "byte"] + [str(k) for k in range(1, _TOKEN_LENGTH_CAP)] + [f"{_TOKEN_LENGTH_CAP}+"]
+    shown_ticks = [0, 1, 2, 5, 9, 13, len(tick_labels) - 1]  # 1, 4, 8, 12 and 16+: no labels collide
+    shares = [_token_length_shares(m) for m in stats]
+    top = max((max(s) for s in shares), default=1) * 1.15
+    for axis in cells[n:]:
+        axis.set_visible(False)
+    for index, (name, m, values, axis) in enumerate(zip(names, stats, shares, cells)):
+        colours = ["#B22222", "#777777"] + [_colour(index)] * (len(values) - 2)
+        bars = axis.bar(range(len(values)), values, color=colours, width=0.8)
+        bars[1].set_hatch("///")
+        bars[1].set_facecolor("white")
+        bars[1].set_edgecolor("#555555")
+        if m.unk_count:
+            axis.text(0, values[0], f"{values[0]:.1f}", ha="center", va="bottom", fontsize="x-small", color="#B22222")
+        axis.set_xticks(shown_ticks)
+        axis.set_xticklabels([tick_labels[t] for t in shown_ticks], fontsize="x-small")
+        for label in axis.get_xticklabels()[:2]:  # side by side, "UNK" and "byte" would collide
+            label.set_rotation(90)
+        axis.set_ylim(0, top)
+        axis.tick_params(axis="y", labelsize="x-small")
+        axis.set_title(f"{name}: {m.chars_per_token or 0:.2f} chars/token", fontsize="small")
+        if index % columns == 0:
+            axis.set_ylabel("% of tokens", fontsize="small")
+    lower.supxlabel(
+        "Token length in characters (spaces around it not counted); UNK = unknown token, byte = piece of a character",
+        fontsize="small",
+    )
     _save(figure, path)
     plt.close(figure)
     return path
@@ -171,7 +223,12 @@ def plot_vocab(stats: VocabStats, path: str | Path, name: str = "") -> Path:
     lengths.set_xticklabels(labels, fontsize="small")
     lengths.set_xlabel("characters in the token")
     lengths.set_ylabel("vocabulary entries")
-    lengths.set_title(f"Token length{' — ' + name if name else ''} ({stats.counted} entries, special tokens left out)")
+    from toktools.analysis.labels import short_name
+
+    shown_name = short_name(name) if name else ""
+    lengths.set_title(
+        f"Token length{' — ' + shown_name if shown_name else ''} ({stats.counted} entries, specials left out)"
+    )
 
     ranked = list(stats.scripts.items())
     shown = ranked[:10]

@@ -23,7 +23,16 @@ One definition for each number, used by ``toktools compare`` on one text and on 
   counted once per occurrence (a token of whitespace only: its own length); byte pieces have
   length 0; unknown tokens are not counted.
 
-Memory stays flat: lengths are kept as histograms, never as lists.
+* **Shannon efficiency**: the entropy of the token distribution (each id's share of the tokens)
+  divided by log2 of the vocabulary size (Zouhar et al. 2023); **Rényi efficiency**: the Rényi
+  entropy of order α (default 2.5), H_α = log2(Σ p^α) / (1 − α), divided by the same log2 of the
+  vocabulary size. Both as the ``tokenization-scorer`` package computes them with ``vocab`` set to
+  the vocabulary size; 1 is a perfectly even use of the vocabulary.
+* **vocabulary size**: the tokenizer's ids, added tokens included; **seen**: distinct ids that
+  occur in the documents; **seen ≥ 10**: ids that occur at least 10 times (each as a share of the
+  vocabulary size).
+
+Memory stays flat: lengths are kept as histograms, never as lists (and token counts per id).
 """
 
 from __future__ import annotations
@@ -44,6 +53,10 @@ __all__ = ["Document", "SegmentStats", "Tally", "percentile", "THRESHOLDS"]
 
 #: Sequence lengths whose overflow is reported (BERT-family models stop at 512).
 THRESHOLDS = (128, 256, 512)
+#: The order of the Rényi efficiency unless asked otherwise (Zouhar et al. 2023).
+RENYI_ALPHA = 2.5
+#: Occurrences from which a token counts as well used (vocabulary utilisation).
+WELL_USED = 10
 _WORD = re.compile(r"\S+")
 
 
@@ -97,6 +110,35 @@ class SegmentStats:
     sequence_lengths: dict[int, int] = field(default_factory=dict)
     tokens_per_word_histogram: dict[int, int] = field(default_factory=dict)
     token_lengths: dict[int, int] = field(default_factory=dict)
+    token_counts: dict[int, int] = field(default_factory=dict)
+    vocab_size: int = 0
+    renyi_alpha: float = RENYI_ALPHA
+
+    @property
+    def shannon_efficiency(self) -> float | None:
+        if not self.tokens or self.vocab_size < 2:
+            return None
+        total = self.tokens
+        entropy = -sum(c / total * math.log2(c / total) for c in self.token_counts.values())
+        return entropy / math.log2(self.vocab_size)
+
+    @property
+    def renyi_efficiency(self) -> float | None:
+        if not self.tokens or self.vocab_size < 2:
+            return None
+        if self.renyi_alpha == 1.0:
+            return self.shannon_efficiency
+        total = self.tokens
+        power_sum = sum((c / total) ** self.renyi_alpha for c in self.token_counts.values())
+        return math.log2(power_sum) / (1 - self.renyi_alpha) / math.log2(self.vocab_size)
+
+    @property
+    def seen(self) -> int:
+        return len(self.token_counts)
+
+    @property
+    def seen_well(self) -> int:
+        return sum(1 for c in self.token_counts.values() if c >= WELL_USED)
 
     @property
     def chars_per_token(self) -> float | None:
@@ -133,6 +175,12 @@ class SegmentStats:
     def combined(cls, parts: list[SegmentStats], specials: int) -> SegmentStats:
         """The statistics of several disjoint sets of documents together."""
         total = cls(0, 0, 0, 0, 0, 0, 0, 0, specials)
+        counts: Counter[int] = Counter()
+        for part in parts:
+            counts.update(part.token_counts)
+            total.vocab_size = max(total.vocab_size, part.vocab_size)
+            total.renyi_alpha = part.renyi_alpha
+        total.token_counts = dict(counts)
         lengths: Counter[int] = Counter()
         per_word: Counter[int] = Counter()
         token_lengths: Counter[int] = Counter()
@@ -173,6 +221,16 @@ class SegmentStats:
             "byte_piece_chars": self.byte_piece_chars,
             "byte_piece_share": self.byte_piece_share,
             "specials_per_sequence": self.specials_per_sequence,
+            "renyi_alpha": self.renyi_alpha,
+            "renyi_efficiency": self.renyi_efficiency,
+            "shannon_efficiency": self.shannon_efficiency,
+            "vocabulary": {
+                "size": self.vocab_size,
+                "seen": self.seen,
+                "seen_share": ratio(self.seen, self.vocab_size),
+                f"seen_{WELL_USED}": self.seen_well,
+                f"seen_{WELL_USED}_share": ratio(self.seen_well, self.vocab_size),
+            },
             "sequence_length": {
                 "p50": self.length_percentile(50),
                 "p90": self.length_percentile(90),
@@ -187,7 +245,11 @@ class SegmentStats:
             },
         }
         return {
-            k: ({kk: _round(vv) for kk, vv in v.items()} if k in ("sequence_length", "over") else _round(v))
+            k: (
+                {kk: _round(vv) for kk, vv in v.items()}
+                if k in ("sequence_length", "over", "vocabulary")
+                else _round(v)
+            )
             for k, v in data.items()
         }
 
@@ -226,6 +288,8 @@ class Tally:
         self.sequence_lengths: Counter[int] = Counter()
         self.per_word: Counter[int] = Counter()
         self.token_lengths: Counter[int] = Counter()
+        self.token_counts: Counter[int] = Counter()
+        self.vocab_size = vocabulary_size(tokenizer)
 
     def add(
         self, document: Document, ids: list[int], offsets: list[tuple[int, int]]
@@ -233,17 +297,26 @@ class Tally:
         """Count one document's encoding (no special tokens). Returns what a disagreement
         score needs: the last character of each token inside a word, and the character
         ranges of its byte pieces."""
+        self.documents += 1
+        self.sequence_lengths[len(ids) + self.specials] += 1
+        return self.add_piece(document, ids, offsets)
+
+    def add_piece(
+        self, document: Document, ids: list[int], offsets: list[tuple[int, int]]
+    ) -> tuple[list[int], set[tuple[int, int]]]:
+        """:meth:`add` for one piece of a long document cut where its tokenizer restarts (no word
+        spans the cut): everything but the document count and its sequence length, which
+        :meth:`close_document` adds once the pieces are counted."""
         n = len(ids)
         text = document.text
-        self.documents += 1
         self.tokens += n
         self.characters += document.characters
         self.bytes += document.bytes
         self.words += len(document.starts)
-        self.sequence_lengths[n + self.specials] += 1
         if self.unk_id is not None:
             self.unk_count += ids.count(self.unk_id)
         facts = self.facts
+        self.token_counts.update(ids)
         self.token_lengths.update(map(facts.__getitem__, ids))
         if self.unk_id is not None and self.unk_id in facts and self.unk_id in ids:
             # "[UNK]" stands for text it lost: its 5 characters are not a token length
@@ -264,6 +337,11 @@ class Tally:
         self.split_words += sum(c for k, c in counts.items() if k > 1)
         return lasts, covered
 
+    def close_document(self, tokens: int) -> None:
+        """Count a document whose pieces :meth:`add_piece` counted, ``tokens`` tokens in all."""
+        self.documents += 1
+        self.sequence_lengths[tokens + self.specials] += 1
+
     def stats(self) -> SegmentStats:
         return SegmentStats(
             documents=self.documents,
@@ -278,4 +356,17 @@ class Tally:
             sequence_lengths=dict(sorted(self.sequence_lengths.items())),
             tokens_per_word_histogram=dict(sorted(self.per_word.items())),
             token_lengths=dict(sorted((k, v) for k, v in self.token_lengths.items() if v)),
+            token_counts=dict(self.token_counts),
+            vocab_size=self.vocab_size,
         )
+
+
+def vocabulary_size(tokenizer: Any) -> int:
+    """The tokenizer's number of ids, added tokens included (toktools' and ``tokenizers``')."""
+    size = getattr(tokenizer, "vocab_size", None)
+    if isinstance(size, int):
+        return size
+    size = getattr(tokenizer, "get_vocab_size", None)
+    if callable(size):
+        return int(size(with_added_tokens=True))
+    return len(tokenizer.get_vocab())

@@ -103,6 +103,8 @@ class TokenInfo:
     note: str | None = None
     #: the model's score (Unigram log-probability); None for models without scores
     score: float | None = None
+    #: a sentencepiece ``.model``'s piece type (``NORMAL``, ``CONTROL``, ``BYTE`` ...); else None
+    piece_type: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -122,6 +124,7 @@ class TokenInfo:
             "merge_tree": self.merge_tree.to_dict() if self.merge_tree is not None else None,
             "note": self.note,
             **({"score": self.score} if self.score is not None else {}),
+            **({"piece_type": self.piece_type} if self.piece_type is not None else {}),
         }
 
     def render_plain(self) -> str:
@@ -136,9 +139,12 @@ class TokenInfo:
             f"id            {self.id}",
             f"surface       {self.surface!r}" if self.surface is not None else "surface       (partial UTF-8 bytes)",
             f"bytes         {self.hex}  ({self.bytes} bytes)",
-            f"byte symbols  {self.byte_symbols}",
-            f"script        {self.script}",
         ]
+        if self.piece_type is not None:
+            lines.append(f"piece type    {self.piece_type}")
+        else:  # byte symbols mean nothing to sentencepiece
+            lines.append(f"byte symbols  {self.byte_symbols}")
+        lines += [f"script        {self.script}"]
         if self.score is not None:
             lines.append(f"score         {self.score!r}")
         if self.note:
@@ -241,4 +247,15 @@ def token_info(tokenizer: Tokenizer, token_or_id: int | str) -> TokenInfo:
         merge_tree=tree,
         note=note,
         score=tokenizer.model.score(token_id) if tokenizer.model.id_to_token(token_id) == token else None,
+        piece_type=_piece_type(tokenizer, token_id),
     )
+
+
+def _piece_type(tokenizer: Any, token_id: int) -> str | None:
+    """The type of piece ``token_id`` in a sentencepiece ``.model`` (None for other tokenizers)."""
+    model = getattr(tokenizer, "spm_model", None)
+    if model is None or not 0 <= token_id < len(model.pieces):
+        return None
+    from toktools.sentencepiece.model_file import TYPE_NAMES
+
+    return TYPE_NAMES.get(model.pieces[token_id].type, str(model.pieces[token_id].type))

@@ -75,6 +75,17 @@ class UsageStats:
         return "\n".join(lines) + "\n"
 
 
+def _words(line: str) -> int:
+    """``len(line.split())``, without a list of every word of a long line (counted by pieces cut
+    at spaces, which no word spans)."""
+    from toktools.corpus.documents import safe_segments
+    from toktools.corpus.long_documents import is_long
+
+    if not is_long(line):
+        return len(line.split())
+    return sum(len(line[start:end].split()) for start, end in safe_segments(line))
+
+
 def corpus_usage(
     tokenizer: Tokenizer, lines: Iterable[str], *, sample: int = 20, top: int = 20, workers: int | None = None
 ) -> UsageStats:
@@ -84,15 +95,22 @@ def corpus_usage(
     plain = token_view.without_truncation(tokenizer)
     counts: Counter[int] = Counter()
     n_lines = n_chars = n_words = 0
+    from toktools.corpus.long_documents import encoded_pieces, is_long, tokenizer_cuttable
     from toktools.corpus.reading import batched
 
+    cut = tokenizer_cuttable(plain)
     for chunk in batched(lines, 20_000):
         chunk = [line[:-2] if line.endswith("\r\n") else line[:-1] if line.endswith("\n") else line for line in chunk]
         n_lines += len(chunk)
         n_chars += sum(len(line) for line in chunk)
-        n_words += sum(len(line.split()) for line in chunk)
-        for encoding in plain.encode_batch(chunk, add_special_tokens=False, workers=workers):
+        n_words += sum(_words(line) for line in chunk)
+        short = [line for line in chunk if not is_long(line)]
+        for encoding in plain.encode_batch(short, add_special_tokens=False, workers=workers):
             counts.update(encoding.ids)
+        for number, line in enumerate(chunk, start=n_lines - len(chunk) + 1):
+            if is_long(line):  # a line longer than a segment: piece by piece, flat memory
+                for _, _, encoding in encoded_pieces(plain, line, cut, f"inspect --corpus: line {number}"):
+                    counts.update(encoding.ids)
     vocab = tokenizer.get_vocab()
     specials = token_view.special_tokens(tokenizer)
     considered = {i: t for t, i in vocab.items() if t not in specials}

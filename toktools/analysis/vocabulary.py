@@ -173,6 +173,9 @@ class VocabStats:
     longest: list[TokenEntry]
     embedding: EmbeddingCost | None = None
     scores: ScoreStats | None = None
+    #: a sentencepiece ``.model``: its pieces by type (``CONTROL``, ``UNKNOWN``, ``USER_DEFINED``,
+    #: ``BYTE``, ``UNUSED``) as ``(piece, id)``, spelled as sentencepiece spells them
+    piece_types: dict[str, list[tuple[str, int]]] | None = None
 
     def render_plain(self, bar_width: int = 40) -> str:
         """The statistics as plain text (what ``inspect`` prints without colour)."""
@@ -181,6 +184,8 @@ class VocabStats:
             f"vocabulary      {self.vocab_size} ({self.model_vocab_size} in the model, {self.added_tokens} added)",
             "special tokens  " + (", ".join(f"{c} ({i})" for c, i in self.special_tokens) or "-"),
         ]
+        if self.piece_types is not None:
+            lines.append("sentencepiece   " + _piece_types_line(self.piece_types))
         if self.byte_symbols_present is not None:
             missing = f", missing {' '.join(self.missing_bytes)}" if self.missing_bytes else ""
             lines.append(f"alphabet        {self.byte_symbols_present} of 256 byte symbols{missing}")
@@ -231,8 +236,46 @@ class VocabStats:
                 "longest": [e.to_dict() for e in self.longest],
                 "embedding": self.embedding.to_dict() if self.embedding is not None else None,
                 **({"scores": self.scores.to_dict()} if self.scores is not None else {}),
+                **(
+                    {
+                        "piece_types": {
+                            kind: [{"piece": piece, "id": i} for piece, i in pieces]
+                            for kind, pieces in self.piece_types.items()
+                        }
+                    }
+                    if self.piece_types is not None
+                    else {}
+                ),
             }
         )
+
+
+def _piece_types_line(piece_types: dict[str, list[tuple[str, int]]]) -> str:
+    """``3 control (<s> 1, </s> 2), 1 unknown (<unk> 0), 256 byte (<0x00> 3 … <0xFF> 258)``."""
+    parts = []
+    for kind, pieces in piece_types.items():
+        if not pieces:
+            continue
+        shown = [f"{piece} {i}" for piece, i in pieces]
+        if len(shown) > 8:
+            shown = [shown[0], "…", shown[-1]]
+        parts.append(f"{len(pieces)} {kind.lower().replace('_', '-')} ({', '.join(shown)})")
+    return ", ".join(parts) or "-"
+
+
+def sentencepiece_piece_types(tokenizer: Any) -> dict[str, list[tuple[str, int]]] | None:
+    """The non-NORMAL pieces of a ``.model`` by type, or None for other tokenizers."""
+    model = getattr(tokenizer, "spm_model", None)
+    if model is None:
+        return None
+    from toktools.sentencepiece.model_file import TYPE_NAMES
+
+    out: dict[str, list[tuple[str, int]]] = {name: [] for code, name in TYPE_NAMES.items() if name != "NORMAL"}
+    for i, piece in enumerate(model.pieces):
+        name = TYPE_NAMES.get(piece.type)
+        if name in out:
+            out[name].append((piece.piece, i))
+    return out
 
 
 def vocab_stats(tokenizer: Tokenizer, top: int = 20) -> VocabStats:
@@ -245,6 +288,9 @@ def vocab_stats(tokenizer: Tokenizer, top: int = 20) -> VocabStats:
     """
     vocab = tokenizer.get_vocab()
     specials = token_view.special_tokens(tokenizer)
+    piece_types = sentencepiece_piece_types(tokenizer)
+    if piece_types is not None:  # sentencepiece never produces these from text: <unk> too
+        specials = {**specials, **dict(piece_types["CONTROL"] + piece_types["UNKNOWN"])}
     bytelevel = token_view.is_byte_level(tokenizer)
     model_vocab = token_view.model_vocab(tokenizer)
 
@@ -306,6 +352,7 @@ def vocab_stats(tokenizer: Tokenizer, top: int = 20) -> VocabStats:
         longest=entries[:top],
         embedding=EmbeddingCost(tokenizer.vocab_size),
         scores=_score_stats(scored, top),
+        piece_types=piece_types,
     )
 
 

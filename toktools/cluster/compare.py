@@ -19,11 +19,11 @@ from toktools.errors import ToktoolsError
 
 #: The tokenizers a worker last received (the same objects, task after task: they were
 #: scattered once), with their token facts, kept from task to task.
-_cache: tuple[list[Any], dict[int, Any]] | None = None
+_cache: tuple[list[Any], dict[Any, Any]] | None = None
 _cache_lock = threading.Lock()
 
 
-def _facts_for(tokenizers: Sequence[Any]) -> dict[int, Any]:
+def _facts_for(tokenizers: Sequence[Any]) -> dict[Any, Any]:
     global _cache
     with _cache_lock:
         if (

@@ -79,7 +79,7 @@ class BlockJob:
     suffix: str | None
     batch_bytes: int
     segment_chars: int
-    max_document_bytes: int
+    max_document_bytes: int | None
     threads: int | None = 1
 
 
@@ -97,6 +97,8 @@ class BlockTask:
     compression: str | None
     verify: int
     size: int
+    #: the block's share of the smallest --verify sample (see toktools.corpus.verify_sample)
+    verify_bytes: int = 0
 
 
 def _absolute(path: str) -> str:
@@ -110,6 +112,7 @@ def plan_tasks(inputs: Sequence[str], block_bytes: int, mode: str, verify: int) 
     import fsspec
 
     from toktools.cluster.blocks import plan_blocks
+    from toktools.corpus.verify_sample import minimum_bytes
 
     if any(str(item) == "-" for item in inputs):
         raise ToktoolsError("standard input cannot be cut into blocks: name files")
@@ -132,6 +135,7 @@ def plan_tasks(inputs: Sequence[str], block_bytes: int, mode: str, verify: int) 
         spans.append((offset + block.start, length))
     total = sum(sizes)
     marks = [total * (k + 0.5) / verify for k in range(verify)] if total and verify else []
+    per_place = -(-minimum_bytes(verify) // verify) if verify else 0
     tasks: list[BlockTask] = []
     number = -1
     for index, (block, (at, length)) in enumerate(zip(blocks, spans)):
@@ -148,6 +152,7 @@ def plan_tasks(inputs: Sequence[str], block_bytes: int, mode: str, verify: int) 
                 block.compression,
                 checks,
                 length,
+                checks * per_place,
             )
         )
     return paths, tasks
@@ -331,7 +336,16 @@ def encode_block(
     )
     tally = TokenTally.for_document(job.document)  # unknown and byte-fallback ids, summed by the client
     checker = InlineChecker(job.document, _REFERENCES.get(job.fingerprint))  # one block: no process of its own
-    verifier = Verifier(job.engine, job.document, task.verify, reader.total, [source], inline=checker)
+    verifier = Verifier(
+        job.engine,
+        job.document,
+        task.verify,
+        reader.total,
+        [source],
+        inline=checker,
+        cuttable=job.analysis.cuttable,
+        min_bytes=task.verify_bytes or None,
+    )
     finished: list[Any] = []
 
     def new_writer() -> DocumentWriter:
@@ -369,6 +383,7 @@ def encode_block(
         "shard": shard_entry(task.index, info, job.engine, block=block),
         "verified": verifier.done,
         "tally": tally.counts(),
+        "verified_bytes": verifier.bytes_checked,
     }
 
 
@@ -514,7 +529,7 @@ def encode_blocks(
         manifest = new_manifest(fingerprint, written_as.vocab_size, settings, inputs_json, [])
         missing = [t for t in tasks if t.index not in kept]
         shards = dict(kept)
-        verified = 0
+        verified = verified_bytes = 0
         if missing or not manifest_file.exists():
             if engine in ("auto", "tiktoken"):
                 analysis = analyse(doc, fingerprint)
@@ -559,6 +574,7 @@ def encode_blocks(
                     shards[task.index] = result["shard"]
                     verified += result["verified"]
                     tally.add_counts(result.get("tally"))
+                    verified_bytes += result.get("verified_bytes", 0)
                     done_bytes += task.size
                     tokens += result["shard"]["tokens"]
                     if progress is not None:
@@ -590,6 +606,7 @@ def encode_blocks(
         time.perf_counter() - started,
         verified,
         settings,
+        verified_bytes,
     )
 
 

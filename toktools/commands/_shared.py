@@ -237,3 +237,99 @@ def quiet_option(command: Any) -> Any:
         is_eager=True,  # parsed first, so that option callbacks (--workers' note) see it
         help="Print no warnings or notes on stderr (errors, results and summaries still print).",
     )(wrapper)
+
+
+def model_rule_option(command: Any) -> Any:
+    """``--model-rule``: how a sentencepiece ``.model`` encodes (see
+    :mod:`toktools.sentencepiece.tokenizer`)."""
+    import click
+
+    return click.option(
+        "--model-rule",
+        "model_rule",
+        type=click.Choice(["sentencepiece", "tokenizers"]),
+        default=None,
+        help="How a sentencepiece .model encodes: sentencepiece (default: SentencePieceProcessor.encode's "
+        "ids on every line) or tokenizers (its converted tokenizer.json, as the tokenizers library runs it).",
+    )(command)
+
+
+def tokenizer_with_rule(path: str, model_rule: str | None) -> Any:
+    """``path`` as given, or, with ``--model-rule``, the tokenizer loaded with that rule (which
+    only a sentencepiece ``.model`` has a choice of)."""
+    if model_rule is None:
+        return path
+    from toktools.formats import load
+
+    tokenizer = load(path, model_rule=model_rule)
+    if model_rule == "sentencepiece" and not hasattr(tokenizer, "spm_model"):
+        raise ToktoolsError(f"--model-rule sentencepiece: {path} is not a sentencepiece .model")
+    return tokenizer
+
+
+def sampling_options(command: Any) -> Any:
+    """``--dropout``, ``--sample-alpha``, ``--nbest-size``, ``--seed``: subword regularisation."""
+    import click
+
+    for option in reversed(
+        [
+            click.option(
+                "--dropout",
+                type=click.FloatRange(0.0, 1.0),
+                default=None,
+                help="BPE-dropout: skip each merge with this probability (tokenizers' semantics).",
+            ),
+            click.option(
+                "--sample-alpha",
+                "sample_alpha",
+                type=float,
+                default=None,
+                help="Unigram .model: sample segmentations as sentencepiece does with this alpha.",
+            ),
+            click.option(
+                "--nbest-size",
+                "nbest_size",
+                type=int,
+                default=-1,
+                show_default=True,
+                help="With --sample-alpha: -1 samples over the whole lattice, N > 1 among the N best.",
+            ),
+            click.option(
+                "--seed",
+                type=int,
+                default=0,
+                show_default=True,
+                help="Seed of --dropout / --sample-alpha (draws depend on the seed and the text only).",
+            ),
+        ]
+    ):
+        command = option(command)
+    return command
+
+
+def tokenizer_with_sampling(
+    tokenizer: Any,
+    model_rule: str | None,
+    dropout: float | None,
+    sample_alpha: float | None,
+    nbest_size: int,
+    seed: int,
+) -> Any:
+    """``tokenizer`` (a path or a loaded tokenizer), loaded and set to sample when asked."""
+    if dropout is None and sample_alpha is None:
+        return tokenizer
+    from toktools.formats import load
+
+    if isinstance(tokenizer, str):
+        tokenizer = load(tokenizer, model_rule=model_rule)
+    if dropout is not None:
+        if getattr(tokenizer.model, "type", None) != "BPE":
+            raise ToktoolsError("--dropout needs a BPE tokenizer (a Unigram .model takes --sample-alpha)")
+        tokenizer.model.dropout = dropout
+        tokenizer.model.seed = seed
+        tokenizer.model._setup_cache(0 if dropout else 200_000)
+    if sample_alpha is not None:
+        if not hasattr(tokenizer, "enable_sampling"):
+            raise ToktoolsError("--sample-alpha needs a Unigram sentencepiece .model")
+        tokenizer.enable_sampling(sample_alpha, nbest_size, seed)
+    return tokenizer

@@ -10,6 +10,7 @@ import click
 from toktools.commands._shared import (
     cluster_options,
     echo_plain_or_rich,
+    model_rule_option,
     progress_bars,
     quiet_option,
     stdout_console,
@@ -25,11 +26,13 @@ _STYLES = [
 ]
 
 
+#: Files that name a tokenizer by their folder (``…/gpt2/tokenizer.json`` is ``gpt2``).
 def _labels(names: list[str]) -> list[str]:
-    """Row labels: a path's last part (``../shared/vocabs-ref/gpt2`` → ``gpt2``) when that
-    keeps the labels distinct, else the names as given."""
-    short = [Path(name.rstrip("/")).name or name for name in names]
-    return short if len(set(short)) == len(short) else names
+    """Row labels: a path's last part (``../shared/vocabs-ref/gpt2`` → ``gpt2``,
+    ``…/gpt2/tokenizer.json`` → ``gpt2``), kept distinct (``gpt2/vocab.json``) where two meet."""
+    from toktools.analysis.labels import short_names
+
+    return short_names(names)
 
 
 def _looks_like_tokenizer(argument: str) -> bool:
@@ -102,9 +105,31 @@ def _looks_like_tokenizer(argument: str) -> bool:
     default=None,
     help="Processes that encode large batches (default: all cores).",
 )
+@click.option(
+    "--renyi-alpha",
+    type=click.FloatRange(min=0, min_open=True),
+    default=2.5,
+    show_default=True,
+    help="With --corpus: the order α of the Rényi efficiency.",
+)
+@click.option(
+    "--unused",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="With --corpus: list N tokens of each vocabulary never seen in the corpus, longest first.",
+)
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr (only on a terminal).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output: every statistic and histogram.")
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write a self-contained HTML page (tables, pictures, the shown places as token boxes).",
+)
 @cluster_options
+@model_rule_option
 def compare(
     arguments: tuple[str, ...],
     corpus_paths: tuple[str, ...],
@@ -117,9 +142,13 @@ def compare(
     width: int | None,
     byte_view: bool,
     workers: int | None,
+    renyi_alpha: float,
+    unused: int,
     progress: bool,
     as_json: bool,
+    html_path: Path | None,
     cluster: Any,
+    model_rule: str | None,
 ) -> None:
     """How several tokenizers cut the same text or corpus, side by side.
 
@@ -148,6 +177,11 @@ def compare(
       sequence     tokens per document plus the special tokens added to one sequence ([CLS] [SEP]);
                    p50/p90/p99 are nearest-rank percentiles; >512 is the share of documents longer
                    than 512 tokens, i.e. that a BERT-size model truncates
+      Shannon eff. entropy of the token distribution / log2(vocabulary size)
+      Rényi eff.   Rényi entropy of order α, log2(Σ p^α)/(1-α), / log2(vocabulary size)
+                   (Zouhar et al. 2023; as tokenization-scorer with vocab = the vocabulary size)
+      seen         ids of the vocabulary (added tokens included) that occur / vocabulary size;
+                   seen ≥10: ids that occur at least 10 times / vocabulary size
     Tokens are counted without special tokens, truncation or padding.
 
     \b
@@ -189,7 +223,8 @@ def compare(
 
             require_matplotlib()
             check_plot(plot_path, [*corpus, *(f for name in names for f in input_files(resolve(name)))])
-        loaded = [(label, load(name)) for label, name in zip(_labels(names), names)]
+        _check_html(html_path, names, corpus)
+        loaded = [(label, load(name, model_rule=model_rule)) for label, name in zip(_labels(names), names)]
         from toktools.analysis.corpus_compare import compare_corpus
 
         with progress_bars(progress) as callback:
@@ -202,6 +237,8 @@ def compare(
                 sample=sample,
                 workers=workers,
                 cluster=cluster,
+                renyi_alpha=renyi_alpha,
+                unused=unused,
                 progress=None if callback is None else lambda d, t: callback("read", d, t),
             )
         if plot_path is not None:
@@ -209,6 +246,7 @@ def compare(
 
             plot_comparison(result.metrics, plot_path)
             click.echo(f"wrote {plot_path}", err=True)
+        _write_html(html_path, result.to_dict())
         if as_json:
             click.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
             return
@@ -230,12 +268,32 @@ def compare(
         _check_argument_text(text)
     from toktools.analysis.comparison import compare
 
-    loaded = [(label, load(name)) for label, name in zip(_labels(names), names)]
+    _check_html(html_path, names, [])
+    loaded = [(label, load(name, model_rule=model_rule)) for label, name in zip(_labels(names), names)]
     comparison = compare(loaded, text)
+    _write_html(html_path, comparison.to_dict())
     if as_json:
         click.echo(json.dumps(comparison.to_dict(), ensure_ascii=False, indent=2))
         return
     echo_plain_or_rich(comparison.render_plain(width=_width(width), byte_view=byte_view), _STYLES)
+
+
+def _check_html(path: Path | None, names: list[str], corpus: list[str]) -> None:
+    """Before any work: an HTML report that can be written, never over an input."""
+    if path is not None:
+        from toktools.formats import resolve
+        from toktools.io.outputs import check_output_file, input_files
+
+        inputs: list[str | Path] = [*corpus, *(f for name in names for f in input_files(resolve(name)))]
+        check_output_file(path, force=True, inputs=inputs, what="HTML report")
+
+
+def _write_html(path: Path | None, report: dict[str, Any]) -> None:
+    if path is not None:
+        from toktools.analysis.html_report import write_html
+
+        write_html(report, path)
+        click.echo(f"wrote {path}", err=True)
 
 
 def _check_argument_text(text: str) -> None:

@@ -42,5 +42,15 @@ def convert(tokenizer_path: str, target: str, out_dir: Path, force: bool) -> Non
     from toktools.io.outputs import check_output_dir, input_files
 
     check_output_dir(out_dir, EXPORT_FILES[target], force=force, inputs=input_files(resolve(tokenizer_path)))
-    written = export(load(tokenizer_path), target, out_dir, overwrite=force)
+    tokenizer = load(tokenizer_path)
+    written = export(tokenizer, target, out_dir, overwrite=force)
     click.echo("wrote " + ", ".join(str(p) for p in written), err=True)
+    if hasattr(tokenizer, "spm_model") and target != "spiece.model":
+        click.echo(
+            f"note: {target} encodes as the tokenizers library runs it (toktools' --model-rule tokenizers), "
+            "not as sentencepiece: float near-ties, control pieces typed in the text and marks after "
+            "compatibility characters may give other ids than the .model (--model-rule sentencepiece)",
+            err=True,
+        )
+    elif target == "spiece.model":
+        click.echo("note: spiece.model encodes as sentencepiece does (toktools' --model-rule sentencepiece)", err=True)

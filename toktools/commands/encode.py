@@ -9,7 +9,16 @@ from typing import Any
 
 import click
 
-from toktools.commands._shared import cap_workers, cluster_options, input_lines, quiet_option
+from toktools.commands._shared import (
+    cap_workers,
+    cluster_options,
+    input_lines,
+    model_rule_option,
+    quiet_option,
+    sampling_options,
+    tokenizer_with_rule,
+    tokenizer_with_sampling,
+)
 from toktools.errors import ToktoolsError
 
 
@@ -33,6 +42,8 @@ CORPUS_FORMATS = ("megatron", "npy", "bin")
     help="Tokenizer directory or file (tokenizer.json, vocab.json + merges.txt, vocab.txt, a sentencepiece .model), or a shipped vocabulary name.",
 )
 @click.argument("files", nargs=-1)
+@model_rule_option
+@sampling_options
 @click.option(
     "--format",
     "output_format",
@@ -53,11 +64,11 @@ CORPUS_FORMATS = ("megatron", "npy", "bin")
 )
 @click.option(
     "--engine",
-    type=click.Choice(["auto", "reference", "tokenizers", "tiktoken"]),
+    type=click.Choice(["auto", "reference", "tokenizers", "tiktoken", "sentencepiece"]),
     default="auto",
     show_default=True,
     help="Who encodes. auto = the fastest engine proven to give the reference's ids for this tokenizer "
-    "(tiktoken gives ids only: tokens come from the vocabulary, jsonl offsets need tokenizers or reference).",
+    "(tiktoken gives ids only: tokens come from the vocabulary, jsonl offsets need tokenizers or reference; sentencepiece: a .model with the sentencepiece package).",
 )
 @click.option(
     "--document",
@@ -98,7 +109,7 @@ CORPUS_FORMATS = ("megatron", "npy", "bin")
     type=click.IntRange(min=0),
     default=16,
     show_default=True,
-    help="Re-encode this many documents (lines for ids/tokens/jsonl) spread over the input with the reference engine; stop at the first difference, writing no output (0: off).",
+    help="Check the engine against the reference engine on a sample from N places spread over the input (at least N documents, or lines for ids/tokens/jsonl): 64 KB at least, more while checking takes under 15% of the run; long documents on a prefix. Stop at the first difference, writing no output (0: off).",
 )
 @click.option("--force", is_flag=True, help="Overwrite existing outputs (and start a sharded run over).")
 @click.option(
@@ -111,9 +122,9 @@ CORPUS_FORMATS = ("megatron", "npy", "bin")
 @click.option(
     "--max-document-mb",
     type=click.IntRange(min=1),
-    default=64,
-    show_default=True,
-    help="A document longer than this that cannot be cut safely is refused.",
+    default=None,
+    help="A document longer than this that cannot be cut safely is refused "
+    "(default: 64, or 8 for a tokenizer that may never be cut, such as a SentencePiece .model).",
 )
 @click.option("--pair", is_flag=True, help="ids/tokens/jsonl: each input line is two sequences separated by a TAB.")
 @click.option(
@@ -163,6 +174,11 @@ CORPUS_FORMATS = ("megatron", "npy", "bin")
 def encode(
     tokenizer_path: str,
     files: tuple[str, ...],
+    model_rule: str | None,
+    dropout: float | None,
+    sample_alpha: float | None,
+    nbest_size: int,
+    seed: int,
     output_format: str,
     out_path: Path | None,
     engine: str,
@@ -175,7 +191,7 @@ def encode(
     verify: int,
     force: bool,
     dtype: str,
-    max_document_mb: int,
+    max_document_mb: int | None,
     pair: bool,
     add_special_tokens: bool,
     max_length: int | None,
@@ -215,6 +231,8 @@ def encode(
     if out_path is not None and out_path.is_dir():
         raise click.UsageError(f"-o {out_path} is a directory; give a file name (a prefix for megatron)")
     given = _given_on_command_line()
+    tokenizer: Any = tokenizer_with_rule(tokenizer_path, model_rule)
+    tokenizer = tokenizer_with_sampling(tokenizer, model_rule, dropout, sample_alpha, nbest_size, seed)
     if output_format in CORPUS_FORMATS:
         if out_path is None:
             raise click.UsageError(f"--format {output_format} writes binary data: give an output file with -o")
@@ -242,7 +260,7 @@ def encode(
                 "other: there, each block of the input is one shard (size shards with --block-size)"
             )
         _encode_corpus(
-            tokenizer_path,
+            tokenizer,
             files,
             output_format,
             out_path,
@@ -292,7 +310,7 @@ def encode(
 
     encode_corpus(
         list(files) or ["-"],
-        tokenizer_path,
+        tokenizer,
         out_path,
         format=output_format,
         engine=engine,
@@ -316,7 +334,7 @@ def _given_on_command_line() -> set[str]:
 
 
 def _encode_corpus(
-    tokenizer_path: str,
+    tokenizer_path: Any,
     files: tuple[str, ...],
     output_format: str,
     out_path: Path,
@@ -330,7 +348,7 @@ def _encode_corpus(
     verify: int,
     force: bool,
     dtype: str,
-    max_document_mb: int,
+    max_document_mb: int | None,
     workers: int | None,
     progress: bool,
     as_json: bool,
@@ -361,7 +379,7 @@ def _encode_corpus(
             progress=callback,
             force=force,
             dtype=dtype,
-            max_document_bytes=max_document_mb << 20,
+            max_document_bytes=None if max_document_mb is None else max_document_mb << 20,
             cluster=cluster,
             block_bytes=block_bytes,
         )
@@ -372,6 +390,7 @@ def _encode_corpus(
         "shards_written": result.shards_written,
         "shards_kept": result.shards_kept,
         "verified": result.verified,
+        "verified_bytes": result.verified_bytes,
         "input_bytes": result.input_bytes,
         "seconds": round(result.seconds, 3),
         "outputs": [str(p) for p in result.outputs],

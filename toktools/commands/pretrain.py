@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import click
 
-from toktools.commands._shared import quiet_option
+from toktools.commands._shared import model_rule_option, quiet_option
 
 if TYPE_CHECKING:  # pragma: no cover
     from toktools.pretraining.examples import Objective
@@ -106,6 +106,7 @@ if TYPE_CHECKING:  # pragma: no cover
 @click.option("--force", is_flag=True, help="Overwrite the output file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 @click.option("--progress/--no-progress", default=True, help="Show progress on stderr (terminals only).")
+@model_rule_option
 def pretrain_data(
     corpus: tuple[str, ...],
     tokenizer_path: str,
@@ -126,6 +127,7 @@ def pretrain_data(
     force: bool,
     as_json: bool,
     progress: bool,
+    model_rule: str | None,
 ) -> None:
     """Turn a corpus into masked-language-model training examples.
 
@@ -164,7 +166,7 @@ def pretrain_data(
 
     check_output_file(out_path, force=force, inputs=[*corpus, *input_files(resolve(tokenizer_path))])
     sources = expand_sources(corpus, json_field=field)
-    tokenizer = load(tokenizer_path)
+    tokenizer = load(tokenizer_path, model_rule=model_rule)
     with _progress(progress) as callback:
         summary = make_pretraining_data(
             sources,

@@ -14,7 +14,7 @@ import codecs
 import json
 import lzma
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from toktools.corpus.reading import CorpusSource, stream_position
@@ -23,7 +23,16 @@ from toktools.errors import ToktoolsError
 DOCUMENT_MODES = ("line", "blank-line", "file", "jsonl")
 READ_BYTES = 1 << 20
 SEGMENT_CHARS = 1 << 20
+#: The longest document that is kept whole, for a tokenizer that may be cut, when the document
+#: holds no place to cut it (Chinese without spaces): ids-only engines stay well under 1 GB.
 MAX_DOCUMENT_BYTES = 64 << 20
+#: The same for a tokenizer that may never be cut (SentencePiece ``.model`` files and other
+#: pipelines :func:`toktools.engines.analysis.cuttable` refuses): the engines then encode the
+#: whole document at once, at up to about 80 bytes of memory per byte of text.
+MAX_UNCUT_DOCUMENT_BYTES = 8 << 20
+#: The longest piece that is encoded with full encodings (ids, tokens, offsets) at once, about
+#: 0.5 GB of Python objects: longer documents are cut (:func:`bounded_segments`) or refused.
+MAX_UNCUT_CHARS = 4 << 20
 
 
 def _hf_spaces() -> frozenset[str]:
@@ -42,19 +51,92 @@ def _is_space(ch: str) -> bool:
     return ch.isspace() or ch in _SPACES
 
 
-def safe_cut(text: str, limit: int) -> int:
+def safe_cut(text: str, limit: int, before: Callable[[str], bool] | None = None) -> int:
     """The largest ``i <= limit`` with ``text[i] == " "`` and ``text[i - 1]`` not whitespace
     (neither Python's nor ``tokenizers``' ``\\s``), or 0 if there is none. Cutting there keeps
-    the ids for the tokenizers :func:`toktools.engines.analysis.cuttable` accepts."""
+    the ids for the tokenizers :func:`toktools.engines.analysis.cuttable` accepts. ``before``
+    narrows the rule further: ``text[i - 1]`` must also pass it (see :func:`unigram_may_end`)."""
+    return _last_cut(text, 0, limit, before)
+
+
+def _cut_here(text: str, i: int, before: Callable[[str], bool] | None) -> bool:
+    ch = text[i - 1]
+    return not _is_space(ch) and (before is None or before(ch))
+
+
+def _last_cut(text: str, low: int, limit: int, before: Callable[[str], bool] | None) -> int:
+    """:func:`safe_cut`, looking only at ``low < i <= limit``."""
     i = min(limit, len(text) - 1)
-    while i > 0:
-        i = text.rfind(" ", 0, i + 1)
-        if i <= 0:
+    while i > low:
+        i = text.rfind(" ", low + 1, i + 1)
+        if i <= low:
             return 0
-        if not _is_space(text[i - 1]):
+        if _cut_here(text, i, before):
             return i
         i -= 1
     return 0
+
+
+def _first_cut(text: str, low: int, before: Callable[[str], bool] | None) -> int:
+    """The smallest safe cut ``i > low`` (the rule of :func:`safe_cut`), or 0."""
+    i = low + 1
+    while True:
+        i = text.find(" ", i)
+        if i < 0:
+            return 0
+        if _cut_here(text, i, before):
+            return i
+        i += 1
+
+
+def safe_segments(
+    text: str, segment_chars: int = SEGMENT_CHARS, before: Callable[[str], bool] | None = None
+) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` of the pieces of a text already in memory, cut by the rule of
+    :func:`safe_cut` (the rule :class:`DocumentReader` cuts long documents by): each piece ends at
+    the last safe place within ``segment_chars`` of its start, or else at the first one after;
+    a text without one is a single piece. The pieces, joined, are ``text``."""
+    start, size = 0, len(text)
+    while size - start > segment_chars:
+        cut = _last_cut(text, start, start + segment_chars, before) or _first_cut(text, start, before)
+        if not cut:
+            break
+        yield start, cut
+        start = cut
+    yield start, size
+
+
+def unigram_may_end(ch: str) -> bool:
+    """A character a piece may end with when the pipeline normalises with ``Nmt``, ``NFKC`` and
+    a collapse of space runs before a ``Metaspace`` split (SentencePiece-style Unigram): a letter
+    or digit, which these normalisers never delete and never turn into a trailing space, so a
+    cut just before the following ``" "`` leaves the words on both sides as they were
+    (``tests/test_long_documents.py`` checks every such code point)."""
+    return ch.isalnum()
+
+
+def bounded_segments(
+    text: str,
+    cut: bool,
+    where: str,
+    *,
+    segment_chars: int = SEGMENT_CHARS,
+    max_chars: int = MAX_UNCUT_CHARS,
+    before: Callable[[str], bool] | None = None,
+) -> Iterator[tuple[int, int]]:
+    """:func:`safe_segments` of ``text`` (all of it at once when ``cut`` is false: the tokenizer
+    allows no cut), for the paths that encode each piece with full encodings, whose memory grows
+    with the piece: a piece longer than ``max_chars`` stops the run with one line naming
+    ``where`` (a file and line)."""
+    spans = safe_segments(text, segment_chars, before) if cut else iter([(0, len(text))])
+    for start, end in spans:
+        if end - start > max_chars:
+            why = "it holds no space where a cut is provably safe" if cut else "this tokenizer cannot be cut safely"
+            raise ToktoolsError(
+                f"{where}: document longer than {max_chars >> 20} Mi characters in one piece and {why} "
+                "(split the input)"
+            )
+        yield start, end
 
 
 @dataclass
@@ -93,7 +175,7 @@ class DocumentReader:
         *,
         cuttable: bool = False,
         segment_chars: int = SEGMENT_CHARS,
-        max_document_bytes: int = MAX_DOCUMENT_BYTES,
+        max_document_bytes: int | None = None,
         start: Position | None = None,
     ) -> None:
         if mode not in DOCUMENT_MODES:
@@ -103,6 +185,8 @@ class DocumentReader:
         self.field = field or "text"
         self.cuttable = cuttable
         self.segment_chars = segment_chars
+        if max_document_bytes is None:
+            max_document_bytes = MAX_DOCUMENT_BYTES if cuttable else MAX_UNCUT_DOCUMENT_BYTES
         self.max_document_bytes = max_document_bytes
         self.start = start or Position(0, 0, 1)
         self.bytes_done = 0  # progress: bytes of the inputs on disk read so far

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from toktools.corpus.documents import MAX_DOCUMENT_BYTES, SEGMENT_CHARS
+from toktools.corpus.documents import SEGMENT_CHARS
 from toktools.corpus.manifest import MANIFEST_FORMAT, manifest_path, shard_base
 from toktools.corpus.options import BATCH_BYTES, DEFAULT_VERIFY, CorpusProgress, EncodeOptions
 from toktools.corpus.prepared_tokenizer import load_document
@@ -63,7 +63,7 @@ def encode_corpus(
     force: bool = False,
     dtype: str = "auto",
     batch_bytes: int = BATCH_BYTES,
-    max_document_bytes: int = MAX_DOCUMENT_BYTES,
+    max_document_bytes: int | None = None,
     segment_chars: int = SEGMENT_CHARS,
     cluster: Any = None,
     block_bytes: int | None = None,
@@ -170,6 +170,7 @@ def encode_corpus_with(
             0,
             text.seconds,
             text.verified,
+            verified_bytes=text.verified_bytes,
         )
     if fmt not in FORMATS:
         raise ToktoolsError(f"unknown corpus format {fmt!r}; choose one of {', '.join((*FORMATS, *TEXT_FORMATS))}")

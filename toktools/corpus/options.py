@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from toktools.corpus.documents import MAX_DOCUMENT_BYTES, SEGMENT_CHARS
+from toktools.corpus.documents import SEGMENT_CHARS
 from toktools.corpus.prepared_tokenizer import CorpusTokenizer, token_ids, vocab_size_of
 from toktools.corpus.writers import flat_dtype, megatron_dtype
 from toktools.errors import ToktoolsError
@@ -48,7 +48,7 @@ class EncodeOptions:
     force: bool = False
     dtype: str = "auto"
     batch_bytes: int = BATCH_BYTES
-    max_document_bytes: int = MAX_DOCUMENT_BYTES
+    max_document_bytes: int | None = None
     segment_chars: int = SEGMENT_CHARS
     cluster: Any = None
     block_bytes: int | None = None

@@ -8,6 +8,9 @@ binary entry per sha256 of the file's bytes and the code that derives it (the so
 module and of the analysis, the ``tokenizers`` and tiktoken versions: :data:`ENTRY_CODE`). On a hit the file is read and hashed but not parsed: the document is parsed only when
 something asks for it (:meth:`CorpusTokenizer.document`: the reference engine, ``tokenizers``,
 the ``--verify`` checker, which does it in its own process from the bytes read here).
+On a miss the file goes through every check of :func:`toktools.load` (it is built once), so a
+malformed file is the same one line whichever engine would encode it; an entry exists only for a
+file that passed them.
 
 A cache only: an entry that is missing, truncated or altered (its checksum), or that does not
 hold what it should, is ignored and written again; one that cannot be written is skipped; a file with other
@@ -17,17 +20,18 @@ bytes has another key.
 from __future__ import annotations
 
 import hashlib
-import json
 import marshal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toktools.io.serde_floats import loads as serde_loads
+
 #: The modules whose code decides an entry (its layout here, the analysis and tiktoken's ranks
 #: there): their sources are part of its key, with the versions of the libraries that decide
 #: the analysis (:func:`toktools.io.user_cache.entry_path`).
-ENTRY_CODE = ("toktools.corpus.prepared_tokenizer",)
+ENTRY_CODE = ("toktools.corpus.prepared_tokenizer", "toktools.io.validate")
 
 
 def token_ids(doc: Mapping[str, Any]) -> dict[str, int]:
@@ -48,10 +52,15 @@ def token_ids(doc: Mapping[str, Any]) -> dict[str, int]:
 def document_shape(doc: Mapping[str, Any]) -> dict[str, Any]:
     """The document without the model's vocabulary and merges: its parts and their options,
     the added tokens (what engines check to choose, and what start-up reads)."""
+    from toktools.sentencepiece.tokenizer import DOCUMENT_KEY, follows_sentencepiece
+
     model = doc.get("model")
     if not isinstance(model, dict):
         return dict(doc)
-    return {**doc, "model": {k: v for k, v in model.items() if k not in ("vocab", "merges")}}
+    shape = {**doc, "model": {k: v for k, v in model.items() if k not in ("vocab", "merges")}}
+    if follows_sentencepiece(doc):  # the rule without the model file
+        shape[DOCUMENT_KEY] = {k: v for k, v in doc[DOCUMENT_KEY].items() if k != "model"}
+    return shape
 
 
 @dataclass
@@ -77,7 +86,7 @@ class CorpusTokenizer:
             from toktools.engines.base import corpus_document
 
             assert self._raw is not None
-            self._document = corpus_document(json.loads(self._raw.decode("utf-8")))
+            self._document = corpus_document(serde_loads(self._raw.decode("utf-8")))
         return self._document
 
     def token_id(self, token: str) -> int | None:
@@ -135,45 +144,54 @@ def tokenizer_json_file(tokenizer: Any) -> Path | None:
 
 
 def load_document(
-    tokenizer: Any, *, whole: bool = False, validate: bool = False, text: str | None = None
+    tokenizer: Any, *, whole: bool = False, validate: bool = True, text: str | None = None
 ) -> tuple[dict[str, Any], str]:
     """The ``tokenizer.json`` document of a toktools tokenizer or of a path, and its fingerprint.
 
-    A ``tokenizer.json`` file is read as is (no model is built: engines build their own) and
-    fingerprinted by the sha256 of its bytes; other layouts and tokenizer objects are converted
-    and fingerprinted by the sha256 of their canonical JSON. Without ``whole``, truncation and
-    padding are dropped (whole documents); ``validate`` checks a ``tokenizer.json`` as
-    :func:`toktools.load` does, with the same one-line errors. ``text``: the file's text, when
-    the caller has read it already."""
+    A ``tokenizer.json`` file goes through every check of :func:`toktools.load`, with the same
+    one-line errors, whichever engine encodes with it (``validate`` is kept for callers: the
+    checks always run), and is fingerprinted by the sha256 of its bytes; other layouts and
+    tokenizer objects are converted and fingerprinted by the sha256 of their canonical JSON.
+    Without ``whole``, truncation and padding are dropped (whole documents). ``text``: the
+    file's text, when the caller has read it already."""
     from toktools.engines.base import corpus_document, document_fingerprint
 
     finish: Any = (lambda d: d) if whole else corpus_document
     if not isinstance(tokenizer, (str, Path)):
-        doc = finish(tokenizer.to_tokenizer_json())
+        doc = finish(_document_of(tokenizer))
         return doc, document_fingerprint(doc)
-    # toktools.formats (and the reference's tables behind it) costs a large share of a short
-    # run's start-up: a tokenizer.json, the usual case, is read without it
     candidate = tokenizer_json_file(tokenizer)
     if candidate is not None:
         if text is None:
             from toktools.models.bpe.files import read_text_file
 
             text = read_text_file(candidate, "tokenizer file")
-        if validate:
-            from toktools.io.validate import parse_json, validate_tokenizer_json
+        # every check toktools.load makes, before any engine sees the file (a cached entry
+        # stands for a file that passed them: ENTRY_CODE)
+        from toktools.formats import checked_tokenizer_json
 
-            document = validate_tokenizer_json(parse_json(text, str(candidate)), str(candidate))
-            return finish(document), hashlib.sha256(text.encode("utf-8")).hexdigest()
-        try:
-            document = json.loads(text)
-            if isinstance(document, dict) and isinstance(document.get("model"), dict):
-                return finish(document), hashlib.sha256(text.encode("utf-8")).hexdigest()
-        except json.JSONDecodeError:
-            pass  # load() gives the readable error
+        document, _ = checked_tokenizer_json(text, str(candidate))
+        return finish(document), hashlib.sha256(text.encode("utf-8")).hexdigest()
     from toktools.formats import load
 
-    doc = finish(load(tokenizer).to_tokenizer_json())
+    doc = finish(_document_of(load(tokenizer)))
     return doc, document_fingerprint(doc)
+
+
+def _document_of(tokenizer: Any) -> dict[str, Any]:
+    """A tokenizer's document for corpus encoding: its ``tokenizer.json``, with the
+    sentencepiece rule of a ``.model`` (:mod:`toktools.sentencepiece.tokenizer`) when it has one."""
+    corpus_json = getattr(tokenizer, "corpus_tokenizer_json", None)
+    document: dict[str, Any] = corpus_json() if corpus_json is not None else tokenizer.to_tokenizer_json()
+    model: Any = getattr(tokenizer, "model", None)
+    seed = getattr(model, "seed", 0)
+    if getattr(model, "dropout", None) and seed:
+        document[SEED_KEY] = seed  # BPE-dropout's seed (only the reference reads such documents)
+    return document
+
+
+#: where a corpus document carries the seed of BPE-dropout
+SEED_KEY = "toktools_seed"
 
 
 def load_corpus_tokenizer(tokenizer: Any) -> CorpusTokenizer:

@@ -178,8 +178,11 @@ def raw_lines(source: CorpusSource, on_block: Callable[[BinaryIO, object], None]
             continue
         whole = b"".join([*pending, block[:cut]])
         pending = [block[cut:]] if cut < len(block) else []
-        for line in whole.split(b"\n")[:-1]:
-            yield line + b"\n"
+        start = 0
+        while start < len(whole):  # slices, not split-and-append: a 50 MB line is not copied twice
+            end = whole.index(b"\n", start) + 1
+            yield whole[start:end]
+            start = end
     if pending:
         yield b"".join(pending)
 

@@ -79,6 +79,8 @@ class CorpusResult:
     seconds: float
     verified: int = 0
     settings: dict[str, Any] = field(default_factory=dict)
+    #: bytes of text the --verify checker re-encoded (``verified`` counts the texts)
+    verified_bytes: int = 0
 
 
 def _batches(reader: Iterator[Segment], batch_bytes: int) -> Iterator[list[Segment]]:
@@ -182,7 +184,15 @@ def encode_shards(
             max_document_bytes=options.max_document_bytes,
             start=start,
         )
-        verifier = Verifier(chosen.name, tok.document, options.verify, reader.total, sources, process=checker)
+        verifier = Verifier(
+            chosen.name,
+            tok.document,
+            options.verify,
+            reader.total,
+            sources,
+            process=checker,
+            cuttable=analysis.cuttable,
+        )
         checker = None  # the verifier closes it
         verifier.start()  # before this process starts threads (unless the checker is already running)
         written = 0
@@ -224,7 +234,18 @@ def encode_shards(
             write_manifest(manifest_file, manifest)
             remove_shards_from(base, suffix, len(shards))  # shards of an older, longer run (with force)
         return _result(
-            manifest, base, suffix, fmt, manifest_file, written, kept, sources, started, verifier.done, chosen.name
+            manifest,
+            base,
+            suffix,
+            fmt,
+            manifest_file,
+            written,
+            kept,
+            sources,
+            started,
+            verifier.done,
+            chosen.name,
+            verified_bytes=verifier.bytes_checked,
         )
     finally:
         collector.resume()
@@ -418,6 +439,7 @@ def _result(
     started: float,
     verified: int,
     engine: str,
+    verified_bytes: int = 0,
 ) -> CorpusResult:
     shards = manifest["shards"]
     if manifest_file is not None:
@@ -436,4 +458,5 @@ def _result(
         time.perf_counter() - started,
         verified,
         manifest["settings"],
+        verified_bytes,
     )

@@ -31,7 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from toktools.corpus.diagnostics import TokenTally, file_limits
+from toktools.corpus.long_lines import LongLines, check_whole, head_row, plan, write_streamed
 from toktools.errors import ToktoolsError, warn
+from toktools.io.serde_floats import dumps_for_serde
 
 TEXT_FORMATS = ("ids", "tokens", "jsonl")
 BATCH_LINES = 20000
@@ -45,6 +47,7 @@ class TextResult:
     tokens: int
     seconds: float
     verified: int = 0
+    verified_bytes: int = 0
 
 
 @dataclass
@@ -71,7 +74,9 @@ class _Lines:
         from toktools.corpus.reading import numbered_lines
 
         for index, number, line in numbered_lines(self.sources, self._read):
-            yield _Line(line[:-1] if line.endswith("\n") else line, index, number)
+            if line.endswith("\n"):
+                line = line[:-1]  # rebound: a long line is not held twice while it is encoded
+            yield _Line(line, index, number)
 
     def _read(self, done: int) -> None:
         self.bytes_done = done
@@ -144,7 +149,7 @@ class _Tokenizers:
         import tokenizers
 
         try:
-            self.tokenizer = tokenizers.Tokenizer.from_str(json.dumps(doc))
+            self.tokenizer = tokenizers.Tokenizer.from_str(dumps_for_serde(doc))
         except Exception as err:  # tokenizers raises plain Exception subclasses
             raise ToktoolsError(f"engine tokenizers cannot load this tokenizer: {str(err).splitlines()[0]}") from None
         if max_length is not None:
@@ -176,6 +181,12 @@ class _Tiktoken:
         return [_Row(ids, list(map(lookup, ids))) for ids in rows]
 
 
+class _SentencePiece(_Tiktoken):
+    """``SentencePieceProcessor`` itself: ids only, as tiktoken."""
+
+    name = "sentencepiece"
+
+
 def _engine(
     name: str,
     doc: dict[str, Any],
@@ -194,6 +205,21 @@ def _engine(
 
     if name not in ENGINES:
         raise ToktoolsError(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
+    from toktools.sentencepiece.tokenizer import follows_sentencepiece
+
+    if follows_sentencepiece(doc):  # a .model under the sentencepiece rule
+        if name == "sentencepiece":
+            if pair or fmt != "ids" or (add_special_tokens and doc.get("post_processor")):
+                raise ToktoolsError("engine sentencepiece writes --format ids only (no --pair, template or tokens)")
+            engine = make_engine("sentencepiece", corpus_document(doc), workers=workers)
+            return _SentencePiece(engine, doc, max_length)
+        if name != "auto" and name != "reference":
+            make_engine(name, corpus_document(doc))  # its one-line refusal
+        return _Reference(doc, max_length, workers)
+    if (doc.get("model") or {}).get("dropout"):  # BPE-dropout: only the reference reproduces it
+        if name not in ("auto", "reference"):
+            raise ToktoolsError(f"engine {name} cannot reproduce BPE-dropout; use --engine reference")
+        return _Reference(doc, max_length, workers)
     if name == "reference":
         return _Reference(doc, max_length, workers)
     if name == "tokenizers":
@@ -337,8 +363,25 @@ def encode_text(
         verifier = Verifier(chosen.name, doc, verify, reader.total, reader.sources, process=checker, build=build)
         checker = None  # the verifier closes it
         verifier.start()
+        long_lines = plan(doc, chosen, pair=pair, add_special_tokens=add_special_tokens, max_length=max_length)
         with _destination(output) as out:
             for batch in batched(reader, batch_lines):
+                if any(long_lines.is_long(line.text) for line in batch):
+                    tokens += _write_with_long_lines(
+                        out,
+                        batch,
+                        chosen,
+                        long_lines,
+                        verifier,
+                        reader,
+                        output,
+                        format,
+                        pair,
+                        add_special_tokens,
+                        tally,
+                    )
+                    lines += len(batch)
+                    continue
                 texts = [line.text for line in batch]
                 rows = chosen.encode([_as_pair(text) for text in texts] if pair else texts, add_special_tokens)
                 rendered = [_render(format, row) for row in rows]
@@ -360,7 +403,54 @@ def encode_text(
         if close is not None:
             close()
     tally.warn()
-    return TextResult(chosen.name, lines, tokens, time.perf_counter() - started, verifier.done)
+    return TextResult(chosen.name, lines, tokens, time.perf_counter() - started, verifier.done, verifier.bytes_checked)
+
+
+def _write_with_long_lines(
+    out: Any,
+    batch: list[_Line],
+    chosen: Any,
+    long_lines: LongLines,
+    verifier: Any,
+    reader: _Lines,
+    output: str | Path | None,
+    fmt: str,
+    pair: bool,
+    add_special_tokens: bool,
+    tally: TokenTally,
+) -> int:
+    """A batch holding lines longer than a segment: the ordinary lines are encoded together
+    (and sampled for --verify, which never takes a line that long), each long one as
+    :mod:`toktools.corpus.long_lines` plans; the lines are written in order. Its token count."""
+    short = [line for line in batch if not long_lines.is_long(line.text)]
+    texts = [line.text for line in short]
+    rows = chosen.encode([_as_pair(text) for text in texts] if pair else texts, add_special_tokens) if short else []
+    short_rendered = [_render(fmt, row) for row in rows]
+    verifier.check(short, short_rendered, reader.bytes_done)
+    if output is None:
+        verifier.sync()
+    tally.add_lists(row.ids for row in rows)
+    tokens = sum(len(row.ids) for row in rows)
+    rendered = iter(short_rendered)
+    for line in batch:
+        if not long_lines.is_long(line.text):
+            out.write(next(rendered) + "\n")
+            continue
+        where = f"{reader.sources[line.source].path}, line {line.line}"
+        if long_lines.mode == "stream":
+            assert long_lines.template is not None
+            tokens += write_streamed(out, chosen, line.text, fmt, long_lines.template, tally.add_lists)
+            continue
+        if long_lines.mode == "head":
+            assert long_lines.limit is not None
+            row = head_row(chosen, line.text, long_lines.limit, add_special_tokens)
+        else:
+            check_whole(line.text, where)
+            row = chosen.encode([_as_pair(line.text)] if pair else [line.text], add_special_tokens)[0]
+        out.write(_render(fmt, row) + "\n")
+        tally.add_lists([row.ids])
+        tokens += len(row.ids)
+    return tokens
 
 
 def _checker_build(

@@ -1,5 +1,8 @@
-"""``--verify N``: documents spread over the input re-encoded with the reference engine, beside
-the run, in a process of its own.
+"""``--verify``: a sample spread over the input re-encoded with the reference engine, beside the
+run, in a process of its own; any difference stops the run.
+
+What is checked, and how much, is :mod:`toktools.corpus.verify_sample`'s business: a byte budget
+priced in the time of the run. This module carries the texts to the checker and compares.
 
 Building the reference (its modules, its merge table) costs about as much as encoding 5 MB
 with tiktoken, so it is not done in the encoding process: a forked checker
@@ -10,21 +13,36 @@ checks, input checksums, the engine), which leaves the second core idle. The mai
 compares the answers with what its engine gave and stops at the first difference. It waits for
 every answer before it commits an output (:meth:`Verifier.sync`), so a difference still leaves
 no output behind.
+
+**Why it cannot deadlock.** The pipe to the checker is used in strict turns by one thread of
+this process, the courier (:func:`_carry`): it sends one request, then reads its whole answer,
+then takes the next request. The checker reads a whole request, then writes its whole answer.
+So at any moment at most one end writes, and the other end is reading or about to: both can
+never wait on a full buffer at once, whatever the sizes and the timing. The main thread never
+touches the pipe: it queues requests and picks up answers (:class:`CheckerProcess`), so its
+encoding never waits on the checker either, except at :meth:`Verifier.sync`. And no message is
+unbounded: a request holds at most :data:`REQUEST_BYTES` of text (or one text, itself at most
+:data:`toktools.corpus.verify_sample.MAX_WHOLE_CHARS` characters), an answer the ids of that.
+(Before, the main thread sent a batch's sample while the checker was still writing the answer
+to the previous one; with long documents both buffers filled and both ends waited forever.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from toktools.corpus.verify_sample import TIME_SHARE, Piece, Sample
 from toktools.errors import ToktoolsError
 
 if TYPE_CHECKING:
     from toktools.engines.base import DocumentSource
 
-VERIFY_MAX_CHARS = 1 << 18
-VERIFY_PREFERRED_CHARS = 4096
+#: Text per request to the checker, at most (one longer text goes alone).
+REQUEST_BYTES = 64 << 10
 
 
 def _build_reference(document: Any, fingerprint: str | None = None) -> tuple[Any, str]:
@@ -41,33 +59,40 @@ def _build_reference(document: Any, fingerprint: str | None = None) -> tuple[Any
         return None, f"the reference engine cannot be built for --verify ({type(err).__name__}: {err})"
 
 
-def _answer(reference: Any, problem: str, texts: list[str]) -> Any:
-    """The reference's ids for ``texts``, or the line saying why there are none."""
+def _answer(reference: Any, problem: str, texts: list[str]) -> tuple[Any, float]:
+    """The reference's ids for ``texts`` (or the line saying why there are none), and the
+    seconds it took (the time budget's measure of the checker's speed)."""
     if reference is None:
-        return problem
+        return problem, 0.0
+    started = time.perf_counter()
     try:
         # a few texts: the ids-only path text by text, whose new words are merged as they are
         # met; its batch call would set up bulk merges (numpy's import and tables, ~0.1 s) for them
         fast = getattr(reference, "fast", None)
         if fast is not None and getattr(reference, "name", None) == "reference":
-            return [fast.encode(text) for text in texts]
-        return reference.encode_batch(texts)
+            ids: Any = [fast.encode(text) for text in texts]
+        else:
+            ids = reference.encode_batch(texts)
     except Exception as err:
-        return f"the reference engine failed during --verify ({type(err).__name__}: {err})"
+        return f"the reference engine failed during --verify ({type(err).__name__}: {err})", 0.0
+    return ids, time.perf_counter() - started
 
 
 #: Builds what the checker answers with: ``(reference, "")``, or ``(None, why not)``.
 Build = Callable[[Any], tuple[Any, str]]
 
 
-def _checker(conn: Any, document: Any, parent: int, build: Build) -> None:
-    """The checker process: the reference's ids for each list of texts received, or one line
-    saying why the reference cannot run (then for every request)."""
+def _checker(conn: Any, other_end: Any, document: Any, parent: int, build: Build) -> None:
+    """The checker process: for each request (a list of texts), one answer: the reference's ids
+    and the seconds they took (and, the first time, the seconds the build took), or one line
+    saying why the reference cannot run. It reads a
+    whole request before it writes, and writes a whole answer before it reads again."""
     import gc
     import signal
 
     from toktools.runtime.workers import worker_init
 
+    other_end.close()  # the parent's end: with it closed here, the parent's death is our EOF
     worker_init(parent)  # Ctrl-C and SIGTERM are the parent's business; die with the parent
     # the parent's wakeup fd (toktools.runtime.interrupts) is not ours: a signal here would tell the
     # parent's watcher that the parent was terminated
@@ -81,7 +106,9 @@ def _checker(conn: Any, document: Any, parent: int, build: Build) -> None:
     gc.disable()
     # the document may be a DocumentSource: read by the build if it needs it (after a cached
     # start-up, which did not read it), never when the built reference is cached
+    started = time.perf_counter()
     reference, problem = build(document)
+    build_seconds = time.perf_counter() - started  # part of what checking costs: told once
     gc.freeze()
     gc.enable()
     while True:
@@ -91,7 +118,11 @@ def _checker(conn: Any, document: Any, parent: int, build: Build) -> None:
             return
         if texts is None:
             return
-        conn.send(_answer(reference, problem, texts))
+        try:
+            conn.send((*_answer(reference, problem, texts), build_seconds))
+            build_seconds = 0.0
+        except (EOFError, OSError):
+            return
 
 
 class InlineChecker:
@@ -102,37 +133,65 @@ class InlineChecker:
         self.document = document
         self.reference = reference
         self._problem = ""
-        self._answers: list[Any] = []
+        self._answers: deque[Any] = deque()
 
     def send(self, texts: list[str]) -> None:
+        build_seconds = 0.0
         if self.reference is None and not self._problem:
+            started = time.perf_counter()
             self.reference, self._problem = _build_reference(self.document)
-        self._answers.append(_answer(self.reference, self._problem, texts))
+            build_seconds = time.perf_counter() - started
+        self._answers.append((*_answer(self.reference, self._problem, texts), build_seconds))
 
     def poll(self) -> bool:
         return bool(self._answers)
 
     def recv(self) -> Any:
-        return self._answers.pop(0)
+        return self._answers.popleft()
 
     def close(self) -> None:
         self._answers.clear()
 
 
+#: What the courier hands on when the checker has gone (its pipe closed or broken).
+_GONE = object()
+
+
+def _carry(conn: Any, requests: Any, answers: Any) -> None:
+    """The courier thread: each request sent whole, then its answer read whole, in turn (see
+    the module docstring); ``None`` ends it. A closed or broken pipe hands on :data:`_GONE`."""
+    while True:
+        texts = requests.get()
+        if texts is None:
+            return
+        try:
+            conn.send(texts)
+            answer = conn.recv()
+        except (EOFError, OSError):
+            answers.put(_GONE)
+            return
+        answers.put(answer)
+
+
 class CheckerProcess:
     """The forked checker: it starts building the reference at once, then answers requests
-    (``send`` texts, ``recv`` their ids) until closed. Fork it before this process starts any
+    (``send`` texts, ``recv`` their answer) until closed. Fork it before this process starts any
     thread (the engines' pools). ``build`` makes what answers (default: the reference engine's
-    ids)."""
+    ids).
+
+    ``send`` never blocks: it queues the texts for the courier thread (:func:`_carry`, started on
+    the first request), which alone uses the pipe, in strict turns. ``poll`` says whether an
+    answer has arrived; ``recv`` waits for the next one."""
 
     def __init__(self, document: DocumentSource, build: Build | None = None) -> None:
         import multiprocessing
         import os
+        import queue
 
         context = multiprocessing.get_context("fork")
         ours, theirs = context.Pipe()
         self._process: Any = context.Process(
-            target=_checker, args=(theirs, document, os.getpid(), build or _build_reference), daemon=True
+            target=_checker, args=(theirs, ours, document, os.getpid(), build or _build_reference), daemon=True
         )
         try:
             self._process.start()
@@ -142,44 +201,67 @@ class CheckerProcess:
             raise ToktoolsError(f"cannot start the --verify process ({err.strerror or err}); use --verify 0") from None
         theirs.close()
         self._conn = ours
+        self._requests: queue.SimpleQueue[list[str] | None] = queue.SimpleQueue()
+        self._answers: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._courier: Any = None
 
     def send(self, texts: list[str]) -> None:
-        self._conn.send(texts)
+        if self._courier is None:
+            import threading
+
+            self._courier = threading.Thread(
+                target=_carry, args=(self._conn, self._requests, self._answers), name="toktools-verify", daemon=True
+            )
+            self._courier.start()
+        self._requests.put(texts)
 
     def poll(self) -> bool:
-        return bool(self._conn.poll())
+        return not self._answers.empty()
 
     def recv(self) -> Any:
-        return self._conn.recv()
+        answer = self._answers.get()
+        if answer is _GONE:
+            self._answers.put(_GONE)  # for any later call too
+            raise EOFError("the --verify process has gone")
+        return answer
 
     def close(self) -> None:
         """Stop the checker at once: every answer that matters has been read (or the run
-        failed), and it may still be building the reference."""
+        failed), and it may still be building the reference. Killing it ends the courier too
+        (its pipe reads end of file)."""
         if self._process is None:
             return
-        self._conn.close()
+        self._requests.put(None)
         self._process.kill()  # SIGKILL: no handler of the parent's runs in the child
         self._process.join()
         self._process = None
+        if self._courier is not None:
+            self._courier.join(timeout=10)
+        self._conn.close()
 
 
 def start_checker(
     document: Any, count: int, engine_name: str, build: Build | None = None, fingerprint: str | None = None
 ) -> CheckerProcess | None:
-    """The checker for a run of ``engine_name`` that verifies ``count`` documents, forked now;
-    None when there is nothing to check (``count`` 0, or the reference checking itself).
-    ``fingerprint`` names the document, for the default build (see :func:`_build_reference`)."""
+    """The checker for a run of ``engine_name`` that verifies with ``count`` places (``--verify
+    N``), forked now; None when there is nothing to check (``count`` 0, or the reference
+    checking itself). ``fingerprint`` names the document, for the default build (see
+    :func:`_build_reference`)."""
     if count <= 0 or engine_name == "reference":
         return None
     return CheckerProcess(document, build or partial(_build_reference, fingerprint=fingerprint))
 
 
 class Verifier:
-    """Picks ``count`` documents at evenly spaced marks over the input bytes and has the
-    checker process re-encode them (no checker for the reference engine itself or ``count=0``).
+    """Has the checker re-encode a sample of what the engine encoded (no checker for the
+    reference engine itself or ``count=0``) and compares, stopping at the first difference.
 
-    The items checked have ``text``, ``source`` (an index into ``sources``) and ``line``; the
-    results compared are id lists (documents) or output lines (``str``, the text formats)."""
+    The sample (:class:`toktools.corpus.verify_sample.Sample`): at least 64 KB from ``count``
+    places spread over the input's ``total`` bytes, more while the checker's time stays within
+    ``share`` of the run's. The items checked have ``text``, ``source`` (an index into
+    ``sources``) and ``line``; the results compared are id lists (documents; with ``cuttable``,
+    a prefix of a document against the first ids of its list) or output lines (``str``, the
+    text formats). :attr:`done` counts the texts checked, :attr:`bytes_checked` their bytes."""
 
     def __init__(
         self,
@@ -191,10 +273,18 @@ class Verifier:
         inline: InlineChecker | None = None,
         process: CheckerProcess | None = None,
         build: Build | None = None,
+        *,
+        cuttable: bool = False,
+        min_bytes: int | None = None,
+        share: float = TIME_SHARE,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         """``inline``: check in this process with that checker instead of a forked one;
         ``process``: a checker forked earlier (:func:`start_checker`), closed with the verifier;
-        ``build``: what a checker forked later answers with (as :class:`CheckerProcess`)."""
+        ``build``: what a checker forked later answers with (as :class:`CheckerProcess`);
+        ``cuttable``: documents may be checked on a prefix (see :mod:`toktools.corpus.verify_sample`);
+        ``min_bytes``: the smallest sample (default: 64 KB, or 1 KB per place); ``share``: of
+        the run's time (on ``clock``, from now) the checker may take."""
         self.inline = inline
         self.build = build
         self.active = count > 0 and engine_name != "reference"
@@ -202,16 +292,27 @@ class Verifier:
         self.document = document
         self.count = count
         self.sources = sources
-        self.marks = [total * (k + 0.5) / count for k in range(count)] if total and count else None
-        self.next_mark = 0
-        self.sent = 0
+        self.share = share
+        self.sample = Sample(count, total, cuttable=cuttable, min_bytes=min_bytes)
         self.done = 0
-        self._waiting: list[list[tuple[Any, Any]]] = []
+        self.bytes_checked = 0
+        self._clock = clock
+        self._started = clock()
+        self._waiting: deque[list[tuple[Any, Any, Piece]]] = deque()
+        self._outstanding = 0  # bytes sent and not answered yet
+        self._checker_seconds = 0.0
+        self._build_seconds = 0.0  # the checker's start-up: part of the cost, spent once
+        self._answered = 0  # bytes answered (the checker's speed: _answered / _checker_seconds)
         self._conn: Any = None
         if process is not None and not self.active:
             process.close()  # forked for nothing (the engine turned out to be the reference)
         elif process is not None:
             self._conn = process
+
+    @property
+    def sent(self) -> int:
+        """Texts sent to the checker so far."""
+        return self.sample.sent_pieces
 
     def start(self) -> None:
         """Fork the checker (unless it runs inline or was forked earlier), which starts
@@ -221,40 +322,30 @@ class Verifier:
         self._conn = self.inline if self.inline is not None else CheckerProcess(self.document, self.build)
 
     def check(self, batch: Sequence[Any], ids: Sequence[Any], bytes_done: int) -> None:
-        """Send this batch's share of the sample; read any answers that have arrived."""
+        """Send this batch's share of the sample; read any answers that have arrived. Never
+        waits for the checker."""
         if not self.active:
             return
-        if self.sent < self.count:
-            picks = self._picks(batch, bytes_done)
-            if picks:
-                self.start()
-                self._conn.send([batch[i].text for i in picks])
-                self._waiting.append([(batch[i], ids[i]) for i in picks])
-                self.sent += len(picks)
+        self._collect(block=False)
+        pieces = self.sample.pieces([item.text for item in batch], bytes_done, self._budget_bytes())
+        if not pieces:
+            return
+        self.start()
+        for request in _requests(pieces):
+            self._conn.send([piece.text for piece in request])
+            self._waiting.append([(batch[p.index], ids[p.index], p) for p in request])
+            self._outstanding += sum(p.size for p in request)
         self._collect(block=False)
 
-    def _picks(self, batch: Sequence[Any], bytes_done: int) -> list[int]:
-        if self.marks is None:
-            wanted = self.count - self.sent
-        else:
-            wanted = 0
-            while self.next_mark < len(self.marks) and self.marks[self.next_mark] <= bytes_done:
-                wanted += 1
-                self.next_mark += 1
-        if not wanted:
-            return []
-        picks: list[int] = []
-        step = max(1, len(batch) // wanted)
-        for start in range(0, len(batch), step):  # one document per window of the batch
-            window = range(start, min(len(batch), start + step))
-            # the reference is slow: prefer a document of ordinary length (64-4096 characters)
-            ordinary = [i for i in window if 64 <= len(batch[i].text) <= VERIFY_PREFERRED_CHARS]
-            index = ordinary[0] if ordinary else min(window, key=lambda i: len(batch[i].text))
-            if len(batch[index].text) <= VERIFY_MAX_CHARS:
-                picks.append(index)
-            if len(picks) >= wanted:
-                break
-        return picks
+    def _budget_bytes(self) -> float:
+        """The bytes the time budget allows in all so far: what the checker can answer, at its
+        measured speed, in ``share`` of the time since the encoding started less the time its
+        start-up took; 0 while the speed is unknown or the checker has more than one request to
+        catch up on (so the last answers never keep the run waiting long)."""
+        if self._checker_seconds <= 0 or self._outstanding > REQUEST_BYTES:
+            return 0.0
+        speed = self._answered / self._checker_seconds
+        return max(0.0, self.share * (self._clock() - self._started) - self._build_seconds) * speed
 
     def sync(self) -> None:
         """Wait for every answer (before an output is committed); raise at a difference."""
@@ -263,35 +354,68 @@ class Verifier:
     def _collect(self, block: bool) -> None:
         while self._waiting and (block or self._conn.poll()):
             try:
-                answer = self._conn.recv()
+                answer, seconds, build_seconds = self._conn.recv()
             except (EOFError, OSError):
                 raise ToktoolsError("the --verify process stopped unexpectedly; run again, or use --verify 0") from None
-            sent = self._waiting.pop(0)
+            sent = self._waiting.popleft()
+            size = sum(piece.size for _, _, piece in sent)
+            self._outstanding -= size
             if isinstance(answer, str):
                 if self.engine_name == "tokenizers":  # it is the yardstick the reference is checked against
                     self.active = False
                     self._waiting.clear()
                     return
                 raise ToktoolsError(answer)
-            for (segment, got), want in zip(sent, answer):
-                if got != want:
-                    at = next((k for k, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
-                    if isinstance(got, str):  # an output line
-                        where = f"line {segment.line} (character {at}: {got[at : at + 16]!r} vs {want[at : at + 16]!r})"
-                    else:
-                        where = (
-                            f"document at line {segment.line} (token {at}: {got[at : at + 1]} vs {want[at : at + 1]})"
-                        )
-                    path = self.sources[segment.source].path
-                    raise ToktoolsError(
-                        f"engine {self.engine_name} disagrees with the reference on "
-                        f"{'standard input' if path == '-' else path}, "
-                        f"{where}; use --engine reference (and please report it)"
-                    )
+            self._checker_seconds += seconds
+            self._build_seconds += build_seconds
+            self._answered += size
+            for (item, got, piece), want in zip(sent, answer):
+                self._compare(item, got, piece, want)
                 self.done += 1
+                self.bytes_checked += piece.size
+
+    def _compare(self, item: Any, got: Any, piece: Piece, want: Any) -> None:
+        """Raise at a difference: the whole result, or for a prefix the first ids of the
+        document's (the prefix ends where the ids cannot change, so they are the same)."""
+        if not isinstance(got, (list, str)):
+            got = list(got)
+        if not isinstance(want, (list, str)):
+            want = list(want)
+        if piece.whole:
+            if got == want:
+                return
+        elif len(got) >= len(want) and got[: len(want)] == want:
+            return
+        else:
+            got = got[: len(want)]
+        at = next((k for k, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+        if isinstance(got, str):  # an output line
+            where = f"line {item.line} (character {at}: {got[at : at + 16]!r} vs {want[at : at + 16]!r})"
+        else:
+            where = f"document at line {item.line} (token {at}: {got[at : at + 1]} vs {want[at : at + 1]})"
+        path = self.sources[item.source].path
+        raise ToktoolsError(
+            f"engine {self.engine_name} disagrees with the reference on "
+            f"{'standard input' if path == '-' else path}, "
+            f"{where}; use --engine reference (and please report it)"
+        )
 
     def close(self) -> None:
         """Stop the checker at once (see :meth:`CheckerProcess.close`)."""
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+
+def _requests(pieces: list[Piece]) -> Iterator[list[Piece]]:
+    """The pieces grouped into requests of at most :data:`REQUEST_BYTES` (a longer piece alone)."""
+    request: list[Piece] = []
+    size = 0
+    for piece in pieces:
+        if request and size + piece.size > REQUEST_BYTES:
+            yield request
+            request, size = [], 0
+        request.append(piece)
+        size += piece.size
+    if request:
+        yield request

@@ -21,7 +21,7 @@ from toktools.engines.tiktoken_engine import TiktokenEngine, tiktoken_available
 from toktools.engines.tokenizers_engine import TokenizersEngine
 from toktools.errors import ToktoolsError
 
-ENGINES = ("auto", "reference", "tokenizers", "tiktoken")
+ENGINES = ("auto", "reference", "tokenizers", "tiktoken", "sentencepiece")
 
 
 def reference_is_fastest(document: Mapping[str, Any], workers: int | None = None) -> bool:
@@ -54,6 +54,11 @@ def likely_engine(
     ``--verify`` checker early, which the reference does not need."""
     if name != "auto":
         return name
+    from toktools.engines.sentencepiece_engine import sentencepiece_available
+    from toktools.sentencepiece.tokenizer import follows_sentencepiece
+
+    if follows_sentencepiece(document):
+        return "sentencepiece" if sentencepiece_available() else "reference"
     if reference_is_fastest(document, workers) or unigram_reference_likely(document, input_bytes):
         return "reference"
     return name
@@ -165,6 +170,30 @@ def make_engine(
     engine is made without it."""
     if name not in ENGINES:
         raise ToktoolsError(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
+    from toktools.engines.sentencepiece_engine import SentencePieceEngine, sentencepiece_available
+    from toktools.sentencepiece.tokenizer import follows_sentencepiece
+
+    if follows_sentencepiece(shape if shape is not None else loaded_document(document)):
+        if name in ("tokenizers", "tiktoken"):  # they run the tokenizer.json, as tokenizers does
+            raise ToktoolsError(
+                f"engine {name} encodes a .model as tokenizers does; for sentencepiece's ids use "
+                "--engine sentencepiece or reference (or load it with --model-rule tokenizers)"
+            )
+        if name == "sentencepiece":
+            return SentencePieceEngine(loaded_document(document), workers)
+        if name == "auto" and sentencepiece_available():  # sentencepiece's own, on every core
+            try:
+                return SentencePieceEngine(loaded_document(document), workers)
+            except ToktoolsError:
+                pass  # other rules than the installed version's: the reference follows them
+        return ReferenceEngine(document, workers, input_bytes, fingerprint)
+    if name == "sentencepiece":
+        raise ToktoolsError("engine sentencepiece encodes sentencepiece .model tokenizers only")
+    model_node = (shape if shape is not None else loaded_document(document)).get("model") or {}
+    if model_node.get("dropout"):  # BPE-dropout: only the reference draws reproducibly (per text)
+        if name in ("tokenizers", "tiktoken"):
+            raise ToktoolsError(f"engine {name} cannot reproduce BPE-dropout; use --engine reference")
+        return ReferenceEngine(document, workers, input_bytes, fingerprint)
     if name == "reference":
         return ReferenceEngine(document, workers, input_bytes, fingerprint)
     if name == "tokenizers":

@@ -663,6 +663,8 @@ def ids_encoder(tokenizer: Any) -> Any:
     if not _template_free(tokenizer.post_processor):
         return None
     model, pre, normalizer = tokenizer.model, tokenizer.pre_tokenizer, tokenizer.normalizer
+    if getattr(model, "dropout", None):
+        return None  # BPE-dropout samples per text: the whole pipeline draws
     if type(model) is models.BPE and type(pre) is pre_tokenizers.ByteLevel and normalizer is None:
         if not _byte_level_ready(model):
             return None

@@ -140,6 +140,9 @@ class ReferenceEngine(Engine):
         """The ids of ``texts`` in this process: the ids-only path where there is one."""
         if self.fast is not None:
             return self.fast.encode_batch(texts)
+        ids_batch = getattr(self.tokenizer, "ids_batch", None)  # a .model under the sentencepiece rule
+        if ids_batch is not None:
+            return ids_batch(texts)  # type: ignore[no-any-return]
         return [e.ids for e in self.tokenizer.encode_batch(texts, add_special_tokens=False, workers=1)]
 
     def encode_batch(self, texts: Sequence[str]) -> IdBatch:

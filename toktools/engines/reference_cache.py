@@ -36,6 +36,9 @@ BUILT_BY = (
     "toktools.models.wordpiece.model",
     "toktools.formats",
     "toktools.io.validate",
+    "toktools.io.serde_floats",
+    "toktools.sentencepiece",
+    "toktools.models.unigram",
     "toktools.engines.reference_cache",
 )
 #: The libraries whose objects the built tokenizer may hold (compiled patterns).

@@ -3,12 +3,12 @@ exact for every tokenizer it can load."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from toktools.engines.base import Engine, IdBatch, corpus_document
 from toktools.errors import ToktoolsError
+from toktools.io.serde_floats import dumps_for_serde
 
 
 class TokenizersEngine(Engine):
@@ -19,7 +19,7 @@ class TokenizersEngine(Engine):
         import tokenizers
 
         try:
-            self.tokenizer = tokenizers.Tokenizer.from_str(json.dumps(corpus_document(document)))
+            self.tokenizer = tokenizers.Tokenizer.from_str(dumps_for_serde(corpus_document(document)))
         except Exception as err:  # tokenizers raises plain Exception subclasses
             raise ToktoolsError(f"engine tokenizers cannot load this tokenizer: {str(err).splitlines()[0]}") from None
 

@@ -13,22 +13,48 @@ Every function here is self-contained and takes a ``source`` (a file name) for i
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from toktools.errors import ToktoolsError
 
 MAX_ID = 2**32 - 1  # u32, as tokenizers stores ids
+#: The deepest nesting of a ``tokenizer.json`` (objects and lists): serde_json, which reads it in
+#: ``tokenizers``, refuses a 128th level ("recursion limit exceeded").
+MAX_DEPTH = 127
+_TOO_DEEP = "JSON nested too deeply to be a tokenizer file"
 
 
 def parse_json(text: str, source: str) -> Any:
-    """``json.loads`` with one-line errors, also for absurdly deep nesting (a RecursionError)."""
+    """``json.loads`` with one-line errors, also for absurdly deep nesting (a RecursionError).
+    Numbers with a fraction or an exponent are read as ``tokenizers`` reads them
+    (:mod:`toktools.io.serde_floats`), so a Unigram score is the one ``tokenizers`` holds."""
+    from toktools.io.serde_floats import loads
+
     try:
-        return json.loads(text)
+        return loads(text)
     except json.JSONDecodeError as err:
         raise ToktoolsError(f"{source}: not valid JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
     except RecursionError:
-        raise ToktoolsError(f"{source}: JSON nested too deeply to be a tokenizer file") from None
+        raise ToktoolsError(f"{source}: {_TOO_DEEP}") from None
+
+
+def check_depth(document: object, source: str, flat: Iterable[object] = ()) -> None:
+    """Refuse nesting deeper than :data:`MAX_DEPTH`, as ``tokenizers`` does, before anything
+    recurses over the document (a ``Sequence`` 300 deep is a RecursionError otherwise). The walk
+    is iterative; the containers in ``flat`` (a vocabulary, merges: checked flat elsewhere) are
+    not entered."""
+    skip = {id(value) for value in flat}
+    stack: list[tuple[object, int]] = [(document, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ToktoolsError(f"{source}: {_TOO_DEEP} (more than {MAX_DEPTH} levels, the most tokenizers reads)")
+        children = value.values() if isinstance(value, dict) else value
+        for child in children:  # type: ignore[attr-defined]
+            if isinstance(child, (dict, list)) and id(child) not in skip:
+                stack.append((child, depth + 1))
 
 
 def is_id(value: object) -> bool:
@@ -188,11 +214,25 @@ def validate_tokenizer_json(document: object, source: str) -> dict[str, Any]:
     way ``tokenizers``' deserializer does; return the document unchanged."""
     if not isinstance(document, dict):
         raise ToktoolsError(f"{source}: a tokenizer.json holds a JSON object, not {_kind(document)}")
+    model = document.get("model")
+    flat = []  # the model's large flat lists, checked flat below
+    if isinstance(model, dict):
+        flat = [
+            model[key]
+            for key in ("vocab", "merges")
+            if isinstance(model.get(key), (dict, list)) and (key != "vocab" or _vocab_is_checked(model))
+        ]
+    check_depth(document, source, flat)
     truncation = _object(source, "truncation", document.get("truncation"))
     if truncation:
         _count(source, "truncation.max_length", truncation.get("max_length"))
         if "stride" in truncation:
             _count(source, "truncation.stride", truncation["stride"])
+            max_length, stride = truncation["max_length"], truncation["stride"]
+            if 0 < max_length <= stride:  # tokenizers panics at the first long input
+                raise ToktoolsError(
+                    f"{source}: truncation.stride ({stride}) must be smaller than truncation.max_length ({max_length})"
+                )
         if "strategy" in truncation:
             _choice(source, "truncation.strategy", truncation["strategy"], ("LongestFirst", "OnlyFirst", "OnlySecond"))
         if "direction" in truncation:
@@ -229,6 +269,8 @@ def validate_tokenizer_json(document: object, source: str) -> dict[str, Any]:
     _string(source, "model.type", model.get("type"), optional=True)
     if isinstance(model.get("vocab"), dict) or model.get("type") in ("BPE", "WordPiece", "WordLevel"):
         validate_vocab(model.get("vocab"), source, "model.vocab")
+    elif _vocab_is_checked(model):
+        _unigram_vocab(source, model)
     if "merges" in model:
         validate_merges(model["merges"], source)
     for key in ("unk_token", "continuing_subword_prefix", "end_of_word_suffix"):
@@ -246,3 +288,46 @@ def validate_tokenizer_json(document: object, source: str) -> dict[str, Any]:
     for key in ("normalizer", "pre_tokenizer", "post_processor", "decoder"):
         _part(source, key, document.get(key))
     return document
+
+
+def _vocab_is_checked(model: Mapping[str, Any]) -> bool:
+    """Whether :func:`validate_tokenizer_json` checks ``model.vocab`` entry by entry."""
+    return isinstance(model.get("vocab"), dict) or model.get("type") in ("BPE", "WordPiece", "WordLevel", "Unigram")
+
+
+def _unigram_vocab(source: str, model: Mapping[str, Any]) -> None:
+    """A Unigram vocabulary: a non-empty list of ``[piece, score]`` (``tokenizers`` panics on an
+    empty one), and an ``unk_id`` inside it."""
+    vocab = model.get("vocab")
+    if not isinstance(vocab, list):
+        _fail(source, "model.vocab", "a list of [piece, score]", vocab)
+    if not vocab:
+        raise ToktoolsError(f"{source}: model.vocab is empty; a Unigram model needs at least one piece")
+    for index, entry in enumerate(vocab):
+        if not (
+            isinstance(entry, list)
+            and len(entry) == 2
+            and isinstance(entry[0], str)
+            and isinstance(entry[1], (int, float))
+            and not isinstance(entry[1], bool)
+        ):
+            _fail(source, f"model.vocab[{index}]", "a [piece, score] pair", entry)
+    unk_id = model.get("unk_id")
+    if unk_id is not None:
+        _count(source, "model.unk_id", unk_id)
+        if unk_id >= len(vocab):
+            raise ToktoolsError(f"{source}: model.unk_id {unk_id} is not in the vocabulary of {len(vocab)} pieces")
+
+
+#: A sentencepiece byte piece, as sentencepiece spells the 256 of them (``PieceToByte``).
+_BYTE_PIECE = re.compile(r"<0x[0-9A-F]{2}>")
+
+
+def validate_byte_pieces(byte_pieces: Iterable[tuple[int, str]], source: str) -> None:
+    """The ``(id, piece)`` of a ``.model``'s pieces of type BYTE: each must be ``<0xNN>`` (two
+    upper-case hex digits), or sentencepiece refuses the model ("byte piece ... is invalid")."""
+    for piece_id, piece in byte_pieces:
+        if not _BYTE_PIECE.fullmatch(piece):
+            raise ToktoolsError(
+                f"{source}: byte piece {piece!r} (id {piece_id}) is invalid; byte pieces are <0x00> to <0xFF>"
+            )

@@ -485,6 +485,14 @@ def iter_words(text: str, config: BertNormalizerConfig = DEFAULT_CONFIG) -> Iter
     same order: the normalizer is per char (reordering cannot cross a line break) and the line
     break itself is whitespace, so no word spans two lines.
     """
+    from toktools.corpus.documents import SEGMENT_CHARS, safe_segments
+
+    if len(text) > SEGMENT_CHARS:  # one long line: piece by piece (cut at spaces, which end every word)
+        return (word for start, end in safe_segments(text, SEGMENT_CHARS) for word in _words(text[start:end], config))
+    return _words(text, config)
+
+
+def _words(text: str, config: BertNormalizerConfig) -> Iterator[str]:
     tables = tables_for(config)
     if tables.split_is_exact:
         return iter(tables.translate(text, tables.padded_map, _pad_punctuation).split())

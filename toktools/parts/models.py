@@ -8,6 +8,8 @@ loop (:meth:`_CachedWords.encode_words`) only adds the word's position.
 
 from __future__ import annotations
 
+import hashlib
+import random
 from collections.abc import Mapping, Sequence
 from itertools import chain
 from typing import Any
@@ -15,6 +17,7 @@ from typing import Any
 from toktools.errors import ToktoolsError
 from toktools.models.bpe import bytelevel
 from toktools.models.bpe import trainer as bpe
+from toktools.models.bpe.merges import merge_symbols_dropout
 from toktools.models.wordpiece.model import dumps_vocab_txt, wordpiece_split
 from toktools.parts.base import CharSpans, Model, Piece, Span, Words
 from toktools.parts.registry import register
@@ -216,6 +219,8 @@ class _CachedWords(Model):
 
     def _store(self, cache: dict[str, CacheEntry], word: str, byte_level: bool) -> CacheEntry:
         entry = self._cache_entry(word, byte_level)
+        if self._cache_capacity <= 0:  # nothing cached (BPE-dropout)
+            return entry
         if len(cache) >= self._cache_capacity:
             cache.clear()
         cache[word] = entry
@@ -255,8 +260,8 @@ class BPE(_CachedWords):
         ignore_merges: bool = False,
         cache_capacity: int = 200_000,
     ) -> None:
-        if dropout is not None and dropout != 0:
-            raise ToktoolsError(f"BPE dropout {dropout} is not supported (toktools is deterministic): set it to null")
+        if dropout is not None and not 0.0 <= dropout <= 1.0:
+            raise ToktoolsError(f"BPE dropout must be between 0 and 1, got {dropout}")
         self.vocab = vocab
         # (lists too become pairs; mypy types map(tuple, ...) as tuples of any length)
         self.merges: list[tuple[str, str]] = list(map(tuple, merges))  # type: ignore[arg-type]
@@ -269,7 +274,23 @@ class BPE(_CachedWords):
         self.ignore_merges = ignore_merges
         self.merge_map = bpe.build_merge_map(vocab, self.merges, continuing_subword_prefix)
         self._plain = not unk_token and not continuing_subword_prefix and not end_of_word_suffix and not byte_fallback
-        self._setup_cache(cache_capacity)
+        # BPE-dropout (tokenizers' semantics): merges skipped at random, so no word is cached;
+        # the generator is reseeded per text (see reseed), which makes the ids reproducible
+        self.seed = 0
+        self._rng = random.Random(0)
+        self._setup_cache(0 if dropout else cache_capacity)
+
+    def reseed(self, text: str) -> None:
+        """With dropout: draw for ``text`` from a generator seeded by :attr:`seed` and the text,
+        so its ids do not depend on what was encoded before (batches, workers)."""
+        if self.dropout:
+            digest = hashlib.sha256(f"{self.seed}\x00{text}".encode("utf-8", "surrogatepass")).digest()
+            self._rng.seed(int.from_bytes(digest[:8], "little"))
+
+    def _merge(self, ids: list[int]) -> list[tuple[int, int]]:
+        if self.dropout:
+            return merge_symbols_dropout(ids, self.merge_map, self.dropout, self._rng)
+        return bpe.merge_symbols(ids, self.merge_map)
 
     @classmethod
     def from_json(cls, node: dict[str, Any]) -> BPE:
@@ -344,7 +365,7 @@ class BPE(_CachedWords):
         if self._plain:
             initial = [vocab.get(ch) for ch in word]
             if None not in initial:
-                merged = bpe.merge_symbols(initial, self.merge_map)  # type: ignore[arg-type]
+                merged = self._merge(initial)  # type: ignore[arg-type]
                 bounds = [first for _, first in merged[1:]] + [len(word)]
                 token_of = self.id_to_token_map
                 return [(token_id, token_of[token_id], first, end) for (token_id, first), end in zip(merged, bounds)]
@@ -388,7 +409,7 @@ class BPE(_CachedWords):
         if unk is not None:
             ids.append(unk[0])
             lengths.append(unk[1])
-        merged = bpe.merge_symbols(ids, self.merge_map)
+        merged = self._merge(ids)
         starts = [0]
         for size in lengths:
             starts.append(starts[-1] + size)

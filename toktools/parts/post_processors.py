@@ -53,7 +53,8 @@ def trim_offsets(encoding: Encoding, add_prefix_space: bool) -> Encoding:
         if trailing and end >= trailing:
             end = max(end - trailing, start)
         append((start, end))
-    return replace(encoding, offsets=offsets)
+    overflowing = [trim_offsets(piece, add_prefix_space) for piece in encoding.overflowing]
+    return replace(encoding, offsets=offsets, overflowing=overflowing)
 
 
 def _special(token: str, ids: list[int], type_id: int) -> Encoding:
@@ -72,10 +73,6 @@ def _token_pair(node: dict[str, Any], name: str, processor: str) -> tuple[str, i
     ):
         raise ToktoolsError(f"tokenizer.json: {processor} {name!r} must be [token, id], not {value!r}")
     return value[0], value[1]
-
-
-def _with_type_ids(encoding: Encoding, type_id: int) -> Encoding:
-    return replace(encoding, type_ids=[type_id] * len(encoding))
 
 
 @register
@@ -147,9 +144,10 @@ class RobertaProcessing(PostProcessor):
     def process_encodings(self, encodings: list[Encoding], add_special_tokens: bool) -> list[Encoding]:
         if self.trim_offsets:
             encodings = [trim_offsets(e, self.add_prefix_space) for e in encodings]
-        encodings = [_with_type_ids(e, 0) for e in encodings]
         if not add_special_tokens:
-            return encodings
+            return [e.with_type_ids(0) for e in encodings]
+        # every type id 0, the overflowing pieces' too (tokenizers builds those with zeros)
+        encodings = [e.with_type_ids(0, overflowing=True) for e in encodings]
         (cls_token, cls_id), (sep_token, sep_id) = self.cls, self.sep
         out = [_special(cls_token, [cls_id], 0), encodings[0], _special(sep_token, [sep_id], 0)]
         if len(encodings) > 1:
@@ -251,7 +249,7 @@ class TemplateProcessing(PostProcessor):
                     n = len(ids)
                     out.append(Encoding(list(ids), list(tokens), [(0, 0)] * n, [type_id] * n, [1] * n, [1] * n))
             else:
-                out.append(_with_type_ids(encodings[0 if name == "A" else 1], type_id))
+                out.append(encodings[0 if name == "A" else 1].with_type_ids(type_id))
         return out
 
 

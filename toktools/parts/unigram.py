@@ -156,6 +156,44 @@ def viterbi(text: str, index: PieceIndex, unk_id: int | None, unk_score: float, 
     return _backtrack(start, ids, n)
 
 
+def plain_viterbi(
+    text: str, index: PieceIndex, unk_id: int | None, unk_score: float, *, float32: int = 1, reset: float = 0.0
+) -> Path:
+    """sentencepiece's ``EncodeOptimized`` loop as written, without the speed-ups of
+    :func:`viterbi`: the readable reference of the rules the compiled kernel follows for
+    sentencepiece (``float32`` and ``reset`` as
+    :func:`toktools.models.unigram.compiled_viterbi.viterbi_batch` takes them)."""
+    pack, unpack = _F32.pack, _F32.unpack
+    n = len(text)
+    score = [0.0] * (n + 1)
+    start = [-1] * (n + 1)
+    ids = [0] * (n + 1)
+    frontier = 0
+    for pos in range(n):
+        base = score[pos]
+        if reset > 0.0 and (base < -reset or base > reset):
+            for i in range(pos, frontier + 1):
+                if i == pos or start[i] >= 0:
+                    score[i] = unpack(pack(score[i] - base))[0]
+            base = 0.0
+        candidates = index.matches(text, pos)
+        if not any(length == 1 for length, _, _ in candidates):
+            if unk_id is None:
+                raise ToktoolsError("Unigram: an unknown character but the model has no unk_id")
+            candidates.append((1, unk_id, unk_score))
+        for length, piece_id, piece_score in candidates:
+            end = pos + length
+            frontier = max(frontier, end)
+            cand = piece_score + base
+            if float32 == 1:
+                cand = unpack(pack(cand))[0]
+            if start[end] < 0 or cand > score[end]:
+                if float32 == 2:
+                    cand = unpack(pack(cand))[0]
+                score[end], start[end], ids[end] = cand, pos, piece_id
+    return _backtrack(start, ids, n)
+
+
 def compiled_viterbi() -> Any:
     """:mod:`toktools.models.unigram.compiled_viterbi` when numba is installed (extra ``fast``), else None.
     ``TOKTOOLS_PURE_PYTHON=1`` forces the pure-Python :func:`viterbi` (same paths, slower)."""
@@ -170,16 +208,21 @@ def best_paths(
     unk_id: int | None,
     unk_score: float,
     *,
-    float32: bool = False,
+    float32: bool | int = False,
     fuse: bool = False,
+    reset: float = 0.0,
 ) -> list[Path]:
     """:func:`viterbi` of each text, compiled when numba is there; with ``fuse`` each run of
-    ``unk_id`` nodes is one ``(start, end, unk_id)`` step, as :meth:`Unigram.encode` fuses them."""
+    ``unk_id`` nodes is one ``(start, end, unk_id)`` step, as :meth:`Unigram.encode` fuses them.
+    ``float32`` 2 and ``reset`` are sentencepiece's rules (:func:`plain_viterbi`)."""
     compiled = index.compiled()
     if compiled is None:
-        paths = [viterbi(text, index, unk_id, unk_score, float32=float32) for text in texts]
+        if reset or float32 == 2:
+            paths = [plain_viterbi(text, index, unk_id, unk_score, float32=int(float32), reset=reset) for text in texts]
+        else:
+            paths = [viterbi(text, index, unk_id, unk_score, float32=bool(float32)) for text in texts]
         return [_fused(path, unk_id) for path in paths] if fuse and unk_id is not None else paths
-    ids, starts, ends, counts = compiled.paths(texts, unk_id, unk_score, float32=float32, fuse=fuse)
+    ids, starts, ends, counts = compiled.paths(texts, unk_id, unk_score, float32=float32, fuse=fuse, reset=reset)
     steps = list(zip(starts.tolist(), ends.tolist(), ids.tolist()))
     out: list[Path] = []
     k = 0

@@ -244,6 +244,8 @@ def encode_documents(
 
     import numpy as np
 
+    from toktools.corpus.long_documents import encoded_pieces, is_long, tokenizer_cuttable
+
     tokenizer.no_truncation()
     tokenizer.no_padding()
     all_ids = array("i")  # one flat buffer: no per-sentence objects on big corpora
@@ -253,16 +255,31 @@ def encode_documents(
     pending_docs: list[list[str]] = []
     pending_count = 0
 
+    cut = tokenizer_cuttable(tokenizer)
+
+    def add_long(text: str) -> int:
+        """A sentence longer than a segment, encoded piece by piece (flat memory); its tokens."""
+        before = len(all_ids)
+        for _, piece, encoding in encoded_pieces(tokenizer, text, cut, "pretrain-data: a sentence"):
+            all_ids.extend(encoding.ids)
+            if segmenter is not None:
+                cont_parts.append(segmenter.continuations(piece, encoding.offsets))
+        return len(all_ids) - before
+
     def flush() -> None:
         nonlocal pending_docs, pending_count
-        texts = [s for doc in pending_docs for s in doc]
-        encodings = tokenizer.encode_batch(texts, add_special_tokens=False, workers=workers)
-        position = 0
+        texts = [s for doc in pending_docs for s in doc if not is_long(s)]
+        encodings = iter(tokenizer.encode_batch(texts, add_special_tokens=False, workers=workers))
         for doc in pending_docs:
             kept = 0
             for text in doc:
-                encoding = encodings[position]
-                position += 1
+                if is_long(text):
+                    added = add_long(text)
+                    if added:
+                        sentence_lengths.append(added)
+                        kept += 1
+                    continue
+                encoding = next(encodings)
                 if not len(encoding.ids):
                     continue
                 all_ids.extend(encoding.ids)
@@ -659,20 +676,23 @@ def make_pretraining_data(
     os.close(handle)  # pyarrow opens it by name
     temporary = Path(name)
     try:
-        writer = _ParquetRows(temporary, settings, pyarrow, json.dumps(summary.settings, sort_keys=True))
         try:
-            done = 0
-            for rows, skipped, dropped in _map_in_order(units, workers):
-                summary.skipped_chunks += skipped
-                summary.truncated_tokens += dropped
-                for row in rows:
-                    _count(summary, row, info, settings)
-                writer.add(rows)
-                done += 1
-                if progress is not None:
-                    progress("examples", min(done * _UNITS_PER_TASK, len(units)), len(units))
-        finally:
-            writer.close()
+            writer = _ParquetRows(temporary, settings, pyarrow, json.dumps(summary.settings, sort_keys=True))
+            try:
+                done = 0
+                for rows, skipped, dropped in _map_in_order(units, workers):
+                    summary.skipped_chunks += skipped
+                    summary.truncated_tokens += dropped
+                    for row in rows:
+                        _count(summary, row, info, settings)
+                    writer.add(rows)
+                    done += 1
+                    if progress is not None:
+                        progress("examples", min(done * _UNITS_PER_TASK, len(units)), len(units))
+            finally:
+                writer.close()
+        except (OSError, pyarrow.ArrowException) as err:  # a full disk, a failing device: Arrow's errors
+            raise ToktoolsError(f"cannot write {output}: {_write_error(err)}") from None
         if summary.examples == 0:
             raise ToktoolsError("no example could be made: every document is shorter than a segment (needs 2 tokens)")
         publish(temporary, output)  # the umask's mode; a device or FIFO is written into
@@ -825,8 +845,15 @@ class _ParquetRows:
     def close(self) -> None:
         try:
             self.flush()
-        finally:
-            self.writer.close()
+        except BaseException:
+            # the first error is the one to report: closing after a failed write fails again
+            # ("Operation on closed file") and would hide it
+            try:
+                self.writer.close()
+            except Exception:
+                pass
+            raise
+        self.writer.close()
 
 
 def _list_array(pa: Any, values: list[np.ndarray], list_type: Any) -> Any:
@@ -838,6 +865,15 @@ def _list_array(pa: Any, values: list[np.ndarray], list_type: Any) -> Any:
     np.cumsum(lengths, out=offsets[1:])
     flat = np.concatenate(values).astype(list_type.value_type.to_pandas_dtype()) if values else np.zeros(0)
     return pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat, type=list_type.value_type))
+
+
+def _write_error(err: BaseException) -> str:
+    """Why a write failed, in words: ``No space left on device`` rather than Arrow's
+    ``[Errno 28] Error writing bytes to file. Detail: [errno 28] ...``."""
+    number = getattr(err, "errno", None)
+    if isinstance(number, int) and number > 0:
+        return os.strerror(number)
+    return str(err).splitlines()[0] if str(err) else type(err).__name__
 
 
 def _import_pyarrow() -> Any:

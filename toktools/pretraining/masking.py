@@ -514,7 +514,11 @@ class ChineseWords:
         jieba.setLogLevel(logging.WARNING)
         path = None if dictionary is None else _plain_dictionary(os.fspath(dictionary))
         self._segmenter = jieba.Tokenizer() if path is None else jieba.Tokenizer(dictionary=path)
-        self._segmenter.initialize()
+        try:
+            self._segmenter.initialize()
+        except (ValueError, UnicodeDecodeError) as err:  # jieba: "invalid dictionary entry in ... at Line N"
+            detail = str(err).splitlines()[0] if str(err) else type(err).__name__
+            raise ToktoolsError(f"jieba dictionary {dictionary}: not a jieba dictionary ({detail})") from None
 
     def words(self, text: str) -> list[tuple[int, int]]:
         """``(start, end)`` character spans of the words of ``text``."""

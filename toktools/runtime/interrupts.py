@@ -44,6 +44,20 @@ def message(interrupt: KeyboardInterrupt) -> str:
     return "toktools: terminated" if isinstance(interrupt, Terminated) else "toktools: interrupted"
 
 
+def interrupt_behind(error: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C or SIGTERM that caused ``error``, if any: a signal handler that raises inside a
+    C call (numba's ``CPUDispatcher``) surfaces as a ``SystemError`` whose cause is the signal's
+    exception; it is stopped like the signal anywhere else."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
 def claim_exit() -> bool:
     """True for the first caller only: the main thread and the watcher never both report."""
     return _exit_lock.acquire(blocking=False)

@@ -152,8 +152,10 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
             process.join(timeout=5)
     # Let the pool's manager thread see the dead workers and close its pipes now: left running
     # into interpreter exit, it races concurrent.futures' exit hook (Python 3.11), which then
-    # prints "Exception ignored in: <module 'threading'>" after our one line.
-    if manager is not None and manager is not threading.current_thread():
+    # prints "Exception ignored in: <module 'threading'>" after our one line. A signal can land
+    # after the pool made its manager thread but before it started it (ident still None):
+    # joining that one raises "cannot join thread before it is started".
+    if manager is not None and manager.ident is not None and manager is not threading.current_thread():
         manager.join(timeout=5)
 
 

@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from toktools.corpus import reading as corpus
@@ -327,12 +327,27 @@ def unigram_words(text: str, add_prefix_space: bool = True) -> list[str]:
     return [word for word, _ in pipeline.pre_tokenizer.pre_tokenize_str(pipeline.normalizer.normalize_str(text))]
 
 
-def unigram_training_words(chunk: str, add_prefix_space: bool = True) -> list[str]:
+def unigram_training_words(chunk: str, add_prefix_space: bool = True) -> Iterator[str]:
     """The words of a chunk of ``\\n``-terminated training lines, each line one sequence as
-    ``tokenizers`` reads files (the line break becomes a space, then a final ``▁``)."""
+    ``tokenizers`` reads files (the line break becomes a space, then a final ``▁``). A line
+    longer than a segment is normalised piece by piece, cut just before a space that follows a
+    letter or digit (:func:`toktools.corpus.documents.unigram_may_end`), which changes no word:
+    memory stays flat on a line of any length."""
+    from toktools.corpus.documents import SEGMENT_CHARS, safe_segments, unigram_may_end
+    from toktools.runtime.memory import release_freed_memory
+
     lines = chunk.split("\n")
-    words = [word for line in lines[:-1] for word in unigram_words(line + "\n", add_prefix_space)]
-    return words + unigram_words(lines[-1], add_prefix_space) if lines[-1] else words
+    last = len(lines) - 1
+    for index, line in enumerate(lines):
+        if index == last and not line:
+            break
+        ending = "\n" if index < last else ""
+        if len(line) <= SEGMENT_CHARS:
+            yield from unigram_words(line + ending, add_prefix_space)
+            continue
+        for start, end in safe_segments(line, SEGMENT_CHARS, unigram_may_end):
+            release_freed_memory()
+            yield from unigram_words(line[start:end] + (ending if end == len(line) else ""), add_prefix_space)
 
 
 def count_unigram_words(

@@ -202,6 +202,17 @@ def _split_on_newline(chunk: str) -> list[str]:
     return lines
 
 
-def training_pieces(chunk: str, add_prefix_space: bool = False, use_regex: bool = True) -> list[str]:
-    """Text pieces of a chunk of training lines (top-level, so worker processes can run it)."""
-    return pieces_of_lines(chunk, add_prefix_space, use_regex)
+def training_pieces(chunk: str, add_prefix_space: bool = False, use_regex: bool = True) -> Iterable[str]:
+    """Text pieces of a chunk of training lines (top-level, so worker processes can run it).
+    A chunk longer than a segment (one long line) is split piece by piece, cut where the GPT-2
+    split provably restarts (:func:`toktools.corpus.documents.safe_segments`): the same pieces,
+    without a list of all of them at once."""
+    from toktools.corpus.documents import SEGMENT_CHARS, safe_segments
+
+    if not use_regex or len(chunk) <= SEGMENT_CHARS:
+        return pieces_of_lines(chunk, add_prefix_space, use_regex)
+    return (
+        piece
+        for start, end in safe_segments(chunk, SEGMENT_CHARS)
+        for piece in pieces_of_lines(chunk[start:end], add_prefix_space, use_regex)
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Mapping, Sequence
 from operator import add
+from typing import Any
 
 from toktools.errors import ToktoolsError
 
@@ -67,6 +68,60 @@ def merge_symbols(ids: list[int], merge_map: MergeMap) -> list[tuple[int, int]]:
     heapq.heapify(heap)
     while heap:
         _rank, pos, new_id = heapq.heappop(heap)
+        if not alive[pos]:
+            continue
+        nxt = following[pos]
+        if nxt >= n:
+            continue
+        found = get((symbols[pos], symbols[nxt]))
+        if found is None or found[1] != new_id:
+            continue
+        symbols[pos] = new_id
+        alive[nxt] = False
+        after = following[nxt]
+        following[pos] = after
+        if after < n:
+            previous[after] = pos
+        before = previous[pos]
+        if before >= 0:
+            found = get((symbols[before], new_id))
+            if found is not None:
+                heapq.heappush(heap, (found[0], before, found[1]))
+        if after < n:
+            found = get((new_id, symbols[after]))
+            if found is not None:
+                heapq.heappush(heap, (found[0], pos, found[1]))
+    return [(symbols[i], i) for i in range(n) if alive[i]]
+
+
+def merge_symbols_dropout(ids: list[int], merge_map: MergeMap, dropout: float, rng: Any) -> list[tuple[int, int]]:
+    """:func:`merge_symbols` with BPE-dropout as ``tokenizers``' ``Word::merge_all`` applies it:
+    each merge popped is skipped with probability ``dropout`` and kept aside; the merges kept
+    aside go back into the queue after the next merge made (so a word may end with some never
+    applied). ``rng.random()`` draws, so a seeded generator reproduces the segmentation."""
+    n = len(ids)
+    get = merge_map.get
+    heap = []
+    for pos in range(n - 1):
+        found = get((ids[pos], ids[pos + 1]))
+        if found is not None:
+            heap.append((found[0], pos, found[1]))
+    symbols = list(ids)
+    alive = [True] * n
+    previous = list(range(-1, n - 1))
+    following = list(range(1, n + 1))
+    heapq.heapify(heap)
+    skipped: list[tuple[int, int, int]] = []
+    draw = rng.random
+    while heap:
+        top = heapq.heappop(heap)
+        if draw() < dropout:
+            skipped.append(top)
+            continue
+        for entry in skipped:
+            heapq.heappush(heap, entry)
+        skipped.clear()
+        _rank, pos, new_id = top
         if not alive[pos]:
             continue
         nxt = following[pos]

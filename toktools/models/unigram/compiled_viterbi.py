@@ -113,6 +113,7 @@ def viterbi_batch(
     unk_id,
     unk_score,
     float32,
+    reset,
     fuse_id,
     out_id,
     out_start,
@@ -125,7 +126,14 @@ def viterbi_batch(
     after text; ``counts[t]`` is how many text ``t`` has. Consecutive nodes whose id is
     ``fuse_id`` become one token (-1: none are fused). Returns ``(status, text)``: ``OK``, or
     the first text where an unknown character met a model without ``unk_id`` (``unk_id < 0``)
-    or no path reached the end."""
+    or no path reached the end.
+
+    ``float32``: 0 adds in f64 (``tokenizers``); 1 rounds each sum to float32 before comparing
+    (sentencepiece 0.2.3); 2 compares the exact sum with the stored float32 score and stores
+    it rounded (sentencepiece 0.2.1, whose sums are ``double``). ``reset`` > 0: sentencepiece
+    0.2.3's rescaling -- when the score where a piece starts is beyond ``±reset``, it is
+    subtracted from every score set from there to the furthest end reached (rounded to float32),
+    so long lines keep float32's precision."""
     longest = 0
     for t in range(offsets.size - 1):
         longest = max(longest, offsets[t + 1] - offsets[t])
@@ -140,8 +148,14 @@ def viterbi_batch(
         for i in range(n + 1):
             score[i] = 0.0
             start[i] = -1
+        frontier = 0
         for pos in range(n):
             base = score[pos]
+            if reset > 0.0 and (base < -reset or base > reset):
+                for i in range(pos, frontier + 1):
+                    if i == pos or start[i] >= 0:
+                        score[i] = np.float64(np.float32(score[i] - base))
+                base = 0.0
             single = False
             node = 0
             end = pos
@@ -155,21 +169,29 @@ def viterbi_batch(
                     continue
                 if end == pos + 1:
                     single = True
+                if end > frontier:
+                    frontier = end
                 cand = term_score[node] + base
-                if float32:
+                if float32 == 1:
                     cand = np.float64(np.float32(cand))
                 if start[end] < 0 or cand > score[end]:
+                    if float32 == 2:
+                        cand = np.float64(np.float32(cand))
                     score[end] = cand
                     start[end] = pos
                     ids[end] = piece
             if not single:
                 end = pos + 1
+                if end > frontier:
+                    frontier = end
                 cand = unk_score + base
-                if float32:
+                if float32 == 1:
                     cand = np.float64(np.float32(cand))
                 if start[end] < 0 or cand > score[end]:
                     if unk_id < 0:
                         return UNK_WITHOUT_ID, t
+                    if float32 == 2:
+                        cand = np.float64(np.float32(cand))
                     score[end] = cand
                     start[end] = pos
                     ids[end] = unk_id
@@ -234,11 +256,19 @@ class CompiledIndex:
         _fill(edges[:, 0].copy(), edges[:, 1].copy(), self.table, self.shift)
 
     def paths(
-        self, texts: Sequence[str], unk_id: int | None, unk_score: float, *, float32: bool = False, fuse: bool = False
+        self,
+        texts: Sequence[str],
+        unk_id: int | None,
+        unk_score: float,
+        *,
+        float32: bool | int = False,
+        fuse: bool = False,
+        reset: float = 0.0,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Token ids, starts, ends (flat arrays, text after text) and the count per text; runs
-        of ``unk_id`` nodes fused into one token with ``fuse``. Raises :class:`ToktoolsError`
-        as :func:`~toktools.parts.unigram.viterbi` does."""
+        of ``unk_id`` nodes fused into one token with ``fuse``; ``float32`` and ``reset`` as
+        :func:`viterbi_batch` takes them. Raises :class:`ToktoolsError` as
+        :func:`~toktools.parts.unigram.viterbi` does."""
         from toktools.errors import ToktoolsError
 
         codes, offsets = _code_points(texts)
@@ -258,7 +288,8 @@ class CompiledIndex:
             self.term_score,
             unk,
             float(unk_score),
-            float32,
+            int(float32),
+            float(reset),
             unk if fuse else -1,
             out_id,
             out_start,

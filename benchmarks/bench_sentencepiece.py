@@ -1,0 +1,121 @@
+"""CPU per MB of a sentencepiece ``.model``: sentencepiece's own batch call (all cores and one
+thread) against toktools' reference encoder (compiled Viterbi, one process) and, end to end,
+``toktools encode --engine sentencepiece`` / ``reference`` (the cost of each extra MB: a 10 MB
+run minus a 2 MB run, start-up cancelled). Trains a 30K Unigram model with spm_train on half of
+the shared English and Chinese corpora, encodes held-out text from the other half. One run: on a
+loaded machine, read the ratios.
+
+    PYTHONPATH=. python benchmarks/bench_sentencepiece.py [WORKDIR]
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import sentencepiece as spm
+
+import toktools
+
+SHARED = Path(os.environ.get("TOKTOOLS_SHARED", Path(__file__).resolve().parent.parent.parent / "shared")) / "corpora"
+
+
+def cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def prepare(work: Path) -> Path:
+    work.mkdir(parents=True, exist_ok=True)
+    model = work / "m30k.model"
+    if model.exists():
+        return model
+    en = gzip.open(SHARED / "en_wiki.txt.gz", "rt", encoding="utf-8").read().splitlines()
+    zh = (
+        (SHARED / "zh_wiki_sample.txt").read_text("utf-8") + (SHARED / "zh_novels.txt").read_text("utf-8")
+    ).splitlines()
+    (work / "train.txt").write_text("\n".join(en[: len(en) // 2] + zh[: len(zh) // 2]) + "\n", "utf-8")
+    held_en = "\n".join(en[len(en) // 2 :]).encode("utf-8")
+    held_zh = "\n".join(zh[len(zh) // 2 :]).encode("utf-8")
+    for name, data, size in (
+        ("en10.txt", held_en, 10_000_000),
+        ("en2.txt", held_en, 2_000_000),
+        ("zh2.txt", held_zh, 2_000_000),
+    ):
+        cut = data[:size]
+        (work / name).write_bytes(cut[: cut.rfind(b"\n") + 1])
+    spm.SentencePieceTrainer.train(
+        input=str(work / "train.txt"),
+        model_prefix=str(work / "m30k"),
+        vocab_size=30000,
+        model_type="unigram",
+        num_threads=1,
+        input_sentence_size=300000,
+        shuffle_input_sentence=True,
+        minloglevel=2,
+    )
+    return model
+
+
+def main() -> None:
+    work = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("/tmp/toktools-bench-spm")
+    model = prepare(work)
+    sp = spm.SentencePieceProcessor(model_file=str(model))
+    tokenizer = toktools.load(model)
+    tokenizer.ids_batch(["warm up the compiled Viterbi"])
+    for name in ("en10.txt", "zh2.txt"):
+        lines = (work / name).read_text("utf-8").splitlines()
+        mb = (work / name).stat().st_size / 1e6
+        start = cpu()
+        theirs_all = sp.encode(lines, num_threads=os.cpu_count())
+        all_cores = cpu() - start
+        start = cpu()
+        theirs = sp.encode(lines, num_threads=1)
+        one = cpu() - start
+        start = cpu()
+        ours = tokenizer.ids_batch(lines)
+        reference = cpu() - start
+        print(
+            f"{name} ({mb:.1f} MB): sentencepiece batch, all cores {all_cores / mb:.3f} s/MB CPU, one thread "
+            f"{one / mb:.3f}; toktools reference {reference / mb:.3f} ({reference / one:.2f}x one thread); "
+            f"same ids {ours == theirs == theirs_all}"
+        )
+    for engine in ("sentencepiece", "reference"):
+        costs = {}
+        for name in ("en2.txt", "en10.txt"):
+            before, wall = children_cpu(), time.perf_counter()
+            subprocess.run(
+                [
+                    "toktools",
+                    "encode",
+                    "-t",
+                    str(model),
+                    str(work / name),
+                    "--format",
+                    "npy",
+                    "-o",
+                    str(work / f"{engine}.npy"),
+                ]
+                + ["--force", "--no-progress", "--engine", engine, "--verify", "0"],
+                check=True,
+            )
+            costs[name] = children_cpu() - before, time.perf_counter() - wall
+        mb = ((work / "en10.txt").stat().st_size - (work / "en2.txt").stat().st_size) / 1e6
+        print(
+            f"toktools encode --engine {engine}: each extra MB {(costs['en10.txt'][0] - costs['en2.txt'][0]) / mb:.3f} s CPU "
+            f"(2 MB run {costs['en2.txt'][0]:.2f} s CPU, 10 MB run {costs['en10.txt'][0]:.2f} s CPU)"
+        )
+
+
+if __name__ == "__main__":
+    main()

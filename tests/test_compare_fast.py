@@ -1,0 +1,146 @@
+"""`compare --corpus` on the fast path (ids and offsets from ``tokenizers``) reports what the
+reference's aligned pipeline reports: the expected value is computed with the fast encoder
+switched off (every document encoded by the reference, as before), never copied from the new
+code. Sampled corpora in the default run; the shared corpora whole under ``full``."""
+
+from __future__ import annotations
+
+import functools
+import math
+from pathlib import Path
+
+import pytest
+from conftest import corpus_path, read_corpus_sample, ref_vocab_dir
+
+import toktools
+from toktools.analysis import compare_chunks, fast_offsets, token_view
+from toktools.analysis.corpus_compare import compare_corpus
+
+
+@functools.cache
+def _tokenizers() -> list[tuple[str, object]]:
+    return [
+        ("bert-base-uncased", toktools.load(str(ref_vocab_dir("bert-base-uncased")))),
+        ("gpt2", toktools.load(str(ref_vocab_dir("gpt2")))),
+        ("bytebpe-50k", toktools.load("bytebpe-50k")),
+    ]
+
+
+def _both(paths: list[str], monkeypatch: pytest.MonkeyPatch, **options):
+    fast = compare_corpus(_tokenizers(), paths, workers=1, **options).to_dict()
+    with monkeypatch.context() as patched:
+        patched.setattr(fast_offsets, "_library_encoder", lambda tokenizer: None)
+        patched.setattr(compare_chunks, "USE_ARRAYS", False)
+        reference = compare_corpus(_tokenizers(), paths, workers=1, **options).to_dict()
+    return fast, reference
+
+
+def test_fast_statistics_equal_the_reference_pipeline(tmp_path: Path, monkeypatch):
+    paths = []
+    for name, size in [("mixed_sample.txt", 12_000), ("zh_wiki_sample.txt", 8_000)]:
+        paths.append(tmp_path / name)
+        paths[-1].write_text(read_corpus_sample(name, size), encoding="utf-8")
+    fast, reference = _both([str(p) for p in paths], monkeypatch, show=2)
+    assert fast["metrics"]["gpt2"]["tokens"] > 0 and fast["metrics"]["gpt2"]["byte_piece_chars"] > 0
+    assert len(fast["shown"]) == 2
+    assert fast == reference
+
+
+def test_fast_offsets_are_the_reference_offsets():
+    text = read_corpus_sample("mixed_sample.txt", 3_000).splitlines()
+    for _, tokenizer in _tokenizers():
+        plain = token_view.without_truncation(tokenizer)
+        encode = fast_offsets._library_encoder(plain)
+        assert encode is not None
+        expected = [(e.ids, [tuple(o) for o in e.offsets]) for e in plain.encode_batch(text, add_special_tokens=False)]
+        assert [(ids, [tuple(o) for o in offsets]) for ids, offsets in encode(text)] == expected
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("name", ["mixed_sample.txt", "zh_wiki_sample.txt", "zh_novels.txt"])
+def test_fast_statistics_equal_the_reference_pipeline_whole_corpora(name: str, monkeypatch):
+    fast, reference = _both([str(corpus_path(name))], monkeypatch, show=3)
+    assert fast == reference
+
+
+def test_labels_of_tokenizer_files_are_their_folders():
+    from toktools.commands.compare import _labels
+
+    assert _labels(["../x/gpt2/tokenizer.json", "models/bert/vocab.txt", "bytebpe-50k"]) == [
+        "gpt2",
+        "bert",
+        "bytebpe-50k",
+    ]
+    # two tokenizers with the same folder name: toktools.analysis.labels (tests/test_plots_many.py)
+    first, second = _labels(["a/gpt2/tokenizer.json", "b/gpt2/tokenizer.json"])
+    assert first != second
+
+
+def test_efficiencies_by_hand():
+    from toktools.analysis.segstats import SegmentStats
+
+    # ids 1,1,2,3 of a vocabulary of 4: p = 1/2, 1/4, 1/4
+    stats = SegmentStats(1, 4, 4, 4, 1, 0, 0, 0, 0, token_counts={1: 2, 2: 1, 3: 1}, vocab_size=4, renyi_alpha=2.0)
+    assert stats.shannon_efficiency == pytest.approx(1.5 / 2)  # H = 1.5 bits, log2 4 = 2
+    # H_2 = -log2(1/4 + 1/16 + 1/16) = log2(8/3)
+    assert stats.renyi_efficiency == pytest.approx(math.log2(8 / 3) / 2)
+    assert (stats.seen, stats.seen_well) == (3, 0)
+    data = stats.to_dict()["vocabulary"]
+    assert data == {"size": 4, "seen": 3, "seen_share": 0.75, "seen_10": 0, "seen_10_share": 0.0}
+
+
+@pytest.mark.parametrize("alpha", [2.5, 3.0])
+def test_efficiencies_equal_tokenization_scorer(alpha: float, tmp_path: Path):
+    scorer = pytest.importorskip("tokenization_scorer.metrics")
+    lines = read_corpus_sample("mixed_sample.txt", 6_000).splitlines()
+    path = tmp_path / "sample.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    name, tokenizer = _tokenizers()[1]
+    result = compare_corpus([(name, tokenizer)], [str(path)], workers=1, show=0, renyi_alpha=alpha).metrics[name]
+    plain = token_view.without_truncation(tokenizer)
+    # the same tokens, as strings (ids would do: the package counts whatever it is given)
+    tokens = [plain.encode(line, add_special_tokens=False).ids for line in lines if line.strip()]
+    size = len(plain.get_vocab())
+    expected_renyi = scorer._renyi_efficiency([list(map(str, t)) for t in tokens], power=alpha, vocab=size)
+    expected_shannon = scorer._shannon_efficiency([list(map(str, t)) for t in tokens], vocab=size)
+    assert result.vocab_size == size
+    assert abs(result.renyi_efficiency - expected_renyi) < 1e-9
+    assert abs(result.shannon_efficiency - expected_shannon) < 1e-9
+
+
+def test_array_counts_equal_the_loop_on_odd_text(tmp_path: Path, monkeypatch):
+    """Whitespace of every kind, Chinese cut into byte pieces, unknown characters, a document of
+    spaces between words: the array counting and the per-token loop agree."""
+    lines = [
+        "a\u3000b\u00a0c\x1cd\x85e  f\tg",
+        "我是中国人 emoji 🤗🤗 and ☃ snow",
+        " \u2003 leading spaces and trailing   ",
+        "x",
+        "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 ﬁ ligature ＡＢＣ full width",
+    ]
+    path = tmp_path / "odd.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tokenizers = _tokenizers() + [("bert-base-chinese", toktools.load(str(ref_vocab_dir("bert-base-chinese"))))]
+    arrays = compare_corpus(tokenizers, [str(path)], workers=1, show=2).to_dict()
+    monkeypatch.setattr(compare_chunks, "USE_ARRAYS", False)
+    loop = compare_corpus(tokenizers, [str(path)], workers=1, show=2).to_dict()
+    assert arrays["metrics"]["bert-base-chinese"]["unk_count"] > 0
+    assert arrays["metrics"]["gpt2"]["byte_piece_chars"] > 0
+    assert arrays == loop
+
+
+def test_unused_lists_never_seen_tokens_longest_first(tmp_path: Path):
+    from test_compare_corpus import CORPUS, tokenizers
+
+    path = tmp_path / "tiny.txt"
+    path.write_text(CORPUS, encoding="utf-8")
+    result = compare_corpus(tokenizers(), [str(path)], workers=1, show=0, unused=1000)
+    for name, tokenizer in tokenizers():
+        seen = {tokenizer.id_to_token(i) for i in result.metrics[name].token_counts}
+        unseen = [t for t in tokenizer.get_vocab() if t not in seen]
+        listed = result.unused[name]
+        assert len(listed) == len(unseen) > 0
+        lengths = [len(t) for t in listed]
+        assert lengths == sorted(lengths, reverse=True)
+    assert "xyz" not in result.unused["wp"]  # never a token of this vocabulary, nor listed
+    assert "the" not in result.unused["wp"] and "[CLS]" in result.unused["wp"]

@@ -1,0 +1,176 @@
+"""The statistics of one chunk of documents from ids and character offsets, with array
+operations (numpy) instead of a Python loop over tokens.
+
+The same definitions as :class:`~toktools.analysis.segstats.Tally` (tested equal to it and to the
+reference pipeline in ``tests/test_compare_fast.py``): the documents of a chunk are laid end to
+end, every token's span is moved to that common axis, and words, owners of tokens, byte pieces
+and the disagreement score of each document are counted with ``bincount`` and ``unique``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import chain
+from typing import Any
+
+from toktools.analysis.segstats import SegmentStats, _TokenFacts
+
+__all__ = ["ChunkText", "Marks", "chunk_scores", "numpy_available", "spans_of", "tally_chunk"]
+
+#: The code points ``str.isspace`` holds true for (what splits words).
+_SPACES = [c for c in range(0x3001) if chr(c).isspace()]
+
+
+def numpy_available() -> bool:
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class ChunkText:
+    """The documents of a chunk end to end: where each starts, which characters are whitespace,
+    the word each character belongs to (-1 for whitespace)."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        import numpy as np
+
+        self.count = len(texts)
+        lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+        self.base = np.zeros(len(texts) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=self.base[1:])
+        joined = "".join(texts)
+        self.characters = len(joined)
+        self.bytes = len(joined.encode("utf-8", "surrogatepass"))
+        points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        self.space = np.isin(points, np.array(_SPACES, dtype=np.uint32))
+        before = np.ones(len(points), dtype=bool)
+        before[1:] = self.space[:-1]
+        before[self.base[:-1][lengths > 0]] = True  # a document starts a word
+        starts = ~self.space & before
+        self.word_of = np.cumsum(starts) - 1
+        self.words = int(starts.sum())
+        self.doc_of_start = np.searchsorted(self.base, np.flatnonzero(starts), side="right") - 1
+        self.words_per_doc = np.bincount(self.doc_of_start, minlength=len(texts))
+
+
+@dataclass
+class Marks:
+    """What the disagreement score needs of one tokenizer: the last characters of its tokens
+    inside words and its byte pieces' ranges, as sorted unique keys on the chunk's axis."""
+
+    ends: Any
+    cuts: Any
+
+
+def spans_of(chunk: ChunkText, encoded: Sequence[tuple[list[int], list[tuple[int, int]]]]) -> tuple[Any, Any, Any, Any]:
+    """``(ids, tokens per document, starts, ends)`` as arrays, spans on the chunk's axis, from
+    each document's ``(ids, offsets)``."""
+    import numpy as np
+
+    counts = np.fromiter((len(ids) for ids, _ in encoded), dtype=np.int64, count=len(encoded))
+    total = int(counts.sum())
+    ids = np.fromiter(chain.from_iterable(ids for ids, _ in encoded), dtype=np.int64, count=total)
+    spans = np.fromiter(
+        chain.from_iterable(chain.from_iterable(offsets for _, offsets in encoded)), dtype=np.int64, count=2 * total
+    ).reshape(-1, 2)
+    shift = np.repeat(chunk.base[:-1], counts)
+    return ids, counts, spans[:, 0] + shift, spans[:, 1] + shift
+
+
+def tally_chunk(
+    chunk: ChunkText,
+    spans: tuple[Any, Any, Any, Any],
+    facts: _TokenFacts,
+    unk_id: int | None,
+    specials: int,
+    vocab_size: int,
+    marks: bool,
+) -> tuple[SegmentStats, Marks | None]:
+    """One tokenizer's statistics on the chunk's documents, given :func:`spans_of` them."""
+    import numpy as np
+
+    ids, counts, starts, ends = spans
+    total = len(ids)
+
+    every = np.bincount(ids)
+    unique = np.flatnonzero(every)
+    per_id = every[unique]
+    lengths = np.fromiter((facts[i] for i in unique.tolist()), dtype=np.int64, count=len(unique))
+    keep = unique != (unk_id if unk_id is not None else -1)  # "[UNK]"'s characters are no token length
+    token_lengths = np.bincount(lengths[keep], weights=per_id[keep]).astype(np.int64) if keep.any() else np.zeros(0)
+    partial = np.isin(ids, np.fromiter(facts.partial, dtype=np.int64)) if facts.partial else np.zeros(total, bool)
+
+    inside = ends > starts
+    inside[inside] = ~chunk.space[ends[inside] - 1]
+    lasts = ends[inside] - 1
+    per_word = np.bincount(chunk.word_of[lasts], minlength=chunk.words)
+    per_word_histogram = np.bincount(per_word)
+
+    piece_chars = 0
+    cut_keys = np.zeros(0, dtype=np.int64)
+    if partial.any():
+        change = np.zeros(chunk.characters + 1, dtype=np.int64)
+        np.add.at(change, starts[partial], 1)
+        np.add.at(change, ends[partial], -1)
+        piece_chars = int((np.cumsum(change)[:-1] > 0).sum())
+        cut_keys = np.unique(starts[partial] * (chunk.characters + 1) + ends[partial])
+
+    sequence = np.bincount(counts + specials)
+    stats = SegmentStats(
+        documents=chunk.count,
+        tokens=total,
+        characters=chunk.characters,
+        bytes=chunk.bytes,
+        words=chunk.words,
+        split_words=int((per_word > 1).sum()),
+        unk_count=int((ids == unk_id).sum()) if unk_id is not None else 0,
+        byte_piece_chars=piece_chars,
+        specials_per_sequence=specials,
+        sequence_lengths=_histogram(sequence),
+        tokens_per_word_histogram=_histogram(per_word_histogram),
+        token_lengths=_histogram(token_lengths),
+        token_counts=dict(zip(unique.tolist(), per_id.tolist())),
+        vocab_size=vocab_size,
+    )
+    if not marks:
+        return stats, None
+    if len(lasts) and not (lasts[1:] >= lasts[:-1]).all():
+        lasts = np.sort(lasts)  # offsets out of order (some normalizers): sorted, then deduplicated
+    distinct = np.ones(len(lasts), dtype=bool)
+    distinct[1:] = lasts[1:] != lasts[:-1]
+    return stats, Marks(lasts[distinct], cut_keys)
+
+
+def _histogram(counts: Any) -> dict[int, int]:
+    import numpy as np
+
+    values = np.flatnonzero(counts)
+    return dict(zip(values.tolist(), counts[values].astype(np.int64).tolist()))
+
+
+def chunk_scores(chunk: ChunkText, marks: Sequence[Marks]) -> tuple[Any, Any]:
+    """``(differing, all)`` boundaries of every document of the chunk across the tokenizers:
+    token ends not shared by every tokenizer, plus byte-piece ranges not shared by all (the
+    rule of :func:`toktools.analysis.compare_chunks._score`)."""
+    import numpy as np
+
+    width = chunk.characters + 1
+    # token ends: each tokenizer's are distinct character positions, so a count per position
+    seen = np.bincount(np.concatenate([m.ends for m in marks]), minlength=chunk.characters)
+    doc_of_char = np.repeat(np.arange(chunk.count), np.diff(chunk.base))
+    union = np.bincount(doc_of_char, weights=seen > 0, minlength=chunk.count).astype(np.int64)
+    shared = np.bincount(doc_of_char, weights=seen == len(marks), minlength=chunk.count).astype(np.int64)
+    differing = union - shared
+    for keys, scale in (([m.cuts for m in marks], width),):
+        values, seen = np.unique(np.concatenate(keys), return_counts=True)
+        if not len(values):
+            continue
+        doc = np.searchsorted(chunk.base, values // scale, side="right") - 1
+        every = np.bincount(doc, minlength=chunk.count)
+        shared = np.bincount(doc[seen == len(marks)], minlength=chunk.count)
+        differing += every - shared
+        union += every
+    return differing, union

@@ -1,0 +1,332 @@
+"""``compare … --html report.html``: one self-contained HTML page to share a comparison.
+
+The page is rendered from the same dictionary as ``--json`` and is generic over it: every
+per-tokenizer figure becomes a table column, every histogram a row of small bar charts (inline
+SVG) with its numbers beside it, every shown place a block of coloured token boxes, and any other
+key a plain table. So a metric added to the report appears here without work. No network: CSS
+is inline, pictures are inline SVG, nothing is fetched.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["render_html", "write_html"]
+
+#: Okabe–Ito: eight colours told apart with every common colour-vision deficiency.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans CJK SC","PingFang SC","Microsoft YaHei",sans-serif;margin:24px auto;max-width:1200px;
+ padding:0 16px;color:#222}
+h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd}h3{font-size:15px}
+table{border-collapse:collapse;margin:8px 0;font-variant-numeric:tabular-nums}
+th,td{border:1px solid #ddd;padding:3px 8px;text-align:right;vertical-align:top}
+th{background:#f4f4f4}td.name,th.name{text-align:left;font-weight:600}
+.key{display:inline-block;width:10px;height:10px;margin-right:5px;border-radius:2px}
+.wrap{overflow-x:auto}td>.wrap{max-width:70vw}.multiples{display:flex;flex-wrap:wrap;gap:10px}
+.multiple{border:1px solid #eee;padding:4px}.multiple div{font-size:12px;font-weight:600}
+.tokens{font:13px/2.1 ui-monospace,Menlo,Consolas,"Noto Sans Mono CJK SC","Noto Sans CJK SC",monospace;margin:2px 0 10px}
+.row{display:flex;gap:8px;align-items:baseline}.row .tokens{flex:1;min-width:0;overflow-wrap:anywhere}.row .who{min-width:140px;font-weight:600;font-size:12px}
+.t{border:1px solid #8aa;border-radius:3px;padding:1px 2px;margin:0 1px;white-space:pre}
+.t0{background:#dbeafe}.t1{background:#fde8c8}.t2{background:#d1f0e4}
+.t.partial{background:#f3d6ef;border-style:dashed;border-color:#a04a90}
+.t.unk{background:#fbd0c0;border-color:#c0392b;color:#8b1a0a;font-weight:700}
+.legend span{margin-right:14px}details{margin:4px 0 12px}summary{cursor:pointer;color:#555}
+.text{white-space:pre-wrap;background:#fafafa;border-left:3px solid #ccc;padding:4px 8px}
+"""
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _number(value: Any) -> str:
+    """A figure as it is in ``--json`` (so the page holds it exactly), floats trimmed only for display."""
+    if isinstance(value, bool) or value is None:
+        return _e(value)
+    if isinstance(value, float):
+        return f'<span title="{value!r}">{value:.4g}</span>' if f"{value:.4g}" != repr(value) else repr(value)
+    return _e(value)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, (int, float)) or value is None:
+        return _number(value)
+    if isinstance(value, (list, tuple)) and all(not isinstance(v, (dict, list)) for v in value):
+        return ", ".join(_number(v) if isinstance(v, (int, float)) else _e(v) for v in value)
+    if isinstance(value, (dict, list)):
+        return f"<code>{_e(json.dumps(value, ensure_ascii=False))}</code>"
+    return _e(value)
+
+
+def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested figures as ``a.b`` columns; histograms (a dict whose keys are numbers) left out."""
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            if _is_histogram(value):
+                continue
+            flat.update(_flatten(value, name + "."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def _is_histogram(value: Any) -> bool:
+    return (
+        isinstance(value, Mapping)
+        and bool(value)
+        and all(re.fullmatch(r"-?\d+", str(k)) for k in value)
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value.values())  # counts, not shares
+    )
+
+
+def _histograms(data: Mapping[str, Any], prefix: str = "") -> dict[str, Mapping[str, Any]]:
+    found: dict[str, Mapping[str, Any]] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if _is_histogram(value):
+            found[name] = value
+        elif isinstance(value, Mapping):
+            found.update(_histograms(value, name + "."))
+    return found
+
+
+def _colours(names: Sequence[str]) -> dict[str, str]:
+    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(names)}
+
+
+def _metrics_table(metrics: Mapping[str, Mapping[str, Any]], colours: Mapping[str, str]) -> str:
+    flat = {name: _flatten(m) for name, m in metrics.items()}
+    columns: list[str] = []
+    for row in flat.values():
+        columns += [c for c in row if c not in columns]
+    if len(columns) > 12:  # many figures: one row per figure, one column per tokenizer (no side scrolling)
+        keys = "".join(
+            f'<th><span class="key" style="background:{colours[name]}"></span>{_e(name).replace("/", "/<wbr>")}</th>'
+            for name in flat
+        )
+        body = "".join(
+            f'<tr><td class="name">{_e(c)}</td>'
+            + "".join(f"<td>{_cell(row.get(c, ''))}</td>" for row in flat.values())
+            + "</tr>"
+            for c in columns
+        )
+        return f'<div class="wrap"><table><tr><th class="name">figure</th>{keys}</tr>{body}</table></div>'
+    head = "".join(f"<th>{_e(c).replace('.', '.<wbr>').replace('_', '_<wbr>')}</th>" for c in columns)
+    rows = []
+    for name, row in flat.items():
+        cells = "".join(f"<td>{_cell(row.get(c, ''))}</td>" for c in columns)
+        key = f'<span class="key" style="background:{colours[name]}"></span>'
+        rows.append(f'<tr><td class="name">{key}{_e(name)}</td>{cells}</tr>')
+    return f'<div class="wrap"><table><tr><th class="name">tokenizer</th>{head}</tr>{"".join(rows)}</table></div>'
+
+
+def _bars_svg(histogram: Mapping[str, Any], colour: str, top: float, width: int = 220, height: int = 90) -> str:
+    """One small bar chart (share of the total per value), on a shared vertical scale ``top``."""
+    total = sum(float(v) for v in histogram.values()) or 1.0
+    items = _binned(sorted((int(k), float(v)) for k, v in histogram.items()), total)
+    n = len(items)
+    bar = (width - 10) / max(n, 1)
+    parts = [f'<svg width="{width}" height="{height + 14}" role="img">']
+    parts.append(f'<line x1="0" y1="{height}" x2="{width}" y2="{height}" stroke="#999"/>')
+    for i, (k, v) in enumerate(items):
+        h = (v / total) / (top or 1) * (height - 4)
+        parts.append(
+            f'<rect x="{5 + i * bar:.1f}" y="{height - h:.1f}" width="{max(bar - 1, 0.6):.1f}" height="{h:.1f}"'
+            f' fill="{colour}"><title>{_e(k)}: {_e(v if v != int(v) else int(v))} ({v / total:.1%})</title></rect>'
+        )
+    if items:
+        parts.append(f'<text x="4" y="{height + 12}" font-size="10">{_e(items[0][0].split("–")[0])}</text>')
+        last = items[-1][0]
+        parts.append(f'<text x="{width - 4}" y="{height + 12}" font-size="10" text-anchor="end">{_e(last)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _binned(items: list[tuple[int, float]], total: float, limit: int = 40) -> list[tuple[str, float]]:
+    """At most ``limit`` bars, labelled by the values they hold: many distinct values (sequence
+    lengths) go into equal-width bins up to the 99th percentile and one last bar for the rest,
+    so a long outlier does not squeeze the others into a line (exact numbers stay in the table)."""
+    if len(items) <= limit:
+        return [(str(k), v) for k, v in items]
+    running, high = 0.0, items[-1][0]
+    for key, value in items:
+        running += value
+        if running >= 0.99 * total:
+            high = key
+            break
+    low = items[0][0]
+    width = max(1, -(-(high - low + 1) // (limit - 1)))
+    bins: dict[int, float] = {}
+    for key, value in items:
+        index = min((key - low) // width, limit - 1) if key <= high else limit - 1
+        bins[index] = bins.get(index, 0.0) + value
+    out = []
+    for index in range(max(bins) + 1):
+        start = low + index * width
+        label = f"{start}+" if index == limit - 1 else f"{start}–{start + width - 1}" if width > 1 else str(start)
+        out.append((label, bins.get(index, 0.0)))
+    return out
+
+
+def _histogram_section(metrics: Mapping[str, Mapping[str, Any]], colours: Mapping[str, str]) -> str:
+    per_name = {name: _histograms(m) for name, m in metrics.items()}
+    kinds: list[str] = []
+    for found in per_name.values():
+        kinds += [k for k in found if k not in kinds]
+    out = []
+    for kind in kinds:
+        shares = [
+            float(v) / (sum(float(x) for x in found[kind].values()) or 1)
+            for found in per_name.values()
+            if kind in found
+            for v in found[kind].values()
+        ]
+        top = max(shares, default=1.0)
+        title = kind.removeprefix("histograms.").replace("_", " ")
+        boxes = []
+        table = []
+        for name, found in per_name.items():
+            if kind not in found:
+                continue
+            boxes.append(
+                f'<div class="multiple"><div>{_e(name)}</div>{_bars_svg(found[kind], colours[name], top)}</div>'
+            )
+            cells = "".join(f"<td>{_e(k)}: {_number(v)}</td>" for k, v in found[kind].items())
+            table.append(f'<tr><td class="name">{_e(name)}</td>{cells}</tr>')
+        out.append(
+            f"<h3>{_e(title)}</h3><p>share of the total per value, same scale in every panel</p>"
+            f'<div class="multiples">{"".join(boxes)}</div>'
+            f'<details><summary>the numbers</summary><div class="wrap"><table>{"".join(table)}</table></div></details>'
+        )
+    return "".join(out)
+
+
+def _token_boxes(alignment: Mapping[str, Any]) -> str:
+    """The aligned text as one line of boxes per tokenizer: alternating colours, byte pieces
+    dashed, unknowns red; each box's tooltip gives id and offsets."""
+    text = str(alignment.get("text", ""))
+    rows = []
+    for row in alignment.get("rows", []):
+        boxes = []
+        end = 0
+        for index, span in enumerate(row.get("spans", [])):
+            start = int(span.get("char_start", end))
+            if start > end:
+                boxes.append(_e(text[end:start]))
+            classes = ["t", f"t{index % 3}"]
+            if span.get("partial"):
+                classes.append("partial")
+            if span.get("unknown"):
+                classes.append("unk")
+            shown = span.get("readable", span.get("token", ""))
+            details = " · ".join(f"{k} {v}" for k, v in span.items() if k not in ("readable",))
+            boxes.append(f'<span class="{" ".join(classes)}" title="{_e(details)}">{_e(shown)}</span>')
+            end = max(end, int(span.get("char_end", start)))
+        extra = " · ".join(f"{k}: {_cell(v)}" for k, v in row.items() if k not in ("name", "spans"))
+        rows.append(
+            f'<div class="row"><span class="who">{_e(row.get("name", ""))}</span>'
+            f'<span class="tokens">{"".join(boxes)}</span></div>'
+            + (
+                f'<details style="font-size:11px;color:#666;margin-left:148px"><summary>{_e(row.get("name", ""))}: '
+                f"boundaries and offsets</summary>{extra}</details>"
+                if extra
+                else ""
+            )
+        )
+    others = {k: v for k, v in alignment.items() if k not in ("text", "rows")}
+    tail = f"<details><summary>more about this place</summary>{_generic(others)}</details>" if others else ""
+    return f'<div class="text">{_e(text)}</div>{"".join(rows)}{tail}'
+
+
+def _is_alignment(value: Any) -> bool:
+    return isinstance(value, Mapping) and isinstance(value.get("rows"), list) and "text" in value
+
+
+def _shown_section(shown: Sequence[Any]) -> str:
+    out = []
+    for index, place in enumerate(shown, 1):
+        if not isinstance(place, Mapping):
+            out.append(f"<p>{_cell(place)}</p>")
+            continue
+        caption = " · ".join(f"{_e(k)} {_cell(v)}" for k, v in place.items() if not _is_alignment(v))
+        out.append(f"<h3>{index}. {caption}</h3>")
+        out += [_token_boxes(v) for v in place.values() if _is_alignment(v)]
+    legend = (
+        '<p class="legend"><span><span class="t t0">token</span><span class="t t1">next</span></span>'
+        '<span><span class="t partial">byte piece</span> part of a character</span>'
+        '<span><span class="t unk">[UNK]</span> unknown</span> hover a box for its id and offsets</p>'
+    )
+    return legend + "".join(out)
+
+
+def _generic(value: Any) -> str:
+    """Any other part of the report: dicts as two-column tables, lists of dicts as tables."""
+    if _is_alignment(value):
+        return _token_boxes(value)
+    if isinstance(value, Mapping):
+        if value and all(isinstance(v, Mapping) for v in value.values()):
+            return _metrics_table(value, _colours(list(value)))  # type: ignore[arg-type]
+        rows = "".join(f'<tr><th class="name">{_e(k)}</th><td>{_generic(v)}</td></tr>' for k, v in value.items())
+        return f"<table>{rows}</table>"
+    if isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
+        flat = [_flatten(v) for v in value]
+        columns: list[str] = []
+        for row in flat:
+            columns += [c for c in row if c not in columns]
+        head = "".join(f"<th>{_e(c)}</th>" for c in columns)
+        body = "".join("<tr>" + "".join(f"<td>{_cell(r.get(c, ''))}</td>" for c in columns) + "</tr>" for r in flat)
+        return f'<div class="wrap"><table><tr>{head}</tr>{body}</table></div>'
+    return _cell(value)
+
+
+def render_html(report: Mapping[str, Any], title: str = "Tokenizer comparison") -> str:
+    """The page for one ``compare`` report (the ``--json`` dictionary)."""
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{_e(title)}</h1>",
+    ]
+    about = {k: v for k, v in report.items() if not isinstance(v, (Mapping, list)) or k == "sources"}
+    if about:
+        parts.append(_generic(about))
+    metrics = report.get("metrics")
+    if isinstance(metrics, Mapping) and metrics:
+        colours = _colours(list(metrics))
+        parts.append("<h2>Statistics per tokenizer</h2>")
+        parts.append(_metrics_table(metrics, colours))
+        pictures = _histogram_section(metrics, colours)
+        if pictures:
+            parts.append("<h2>Distributions</h2>" + pictures)
+    for key, value in report.items():
+        if key in about or key == "metrics" or value in (None, [], {}):
+            continue
+        parts.append(f"<h2>{_e(key.replace('_', ' ').capitalize())}</h2>")
+        if key == "shown" and isinstance(value, list):
+            parts.append(_shown_section(value))
+        else:
+            parts.append(_generic(value))
+    parts.append("<p style='color:#888;font-size:12px'>made by toktools compare --html</p></body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def write_html(report: Mapping[str, Any], path: str | os.PathLike[str], title: str = "Tokenizer comparison") -> Path:
+    """Render and write atomically (the output policy of :mod:`toktools.io.outputs`)."""
+    from toktools.io.outputs import atomic_file, check_output_file
+
+    target = check_output_file(path, force=True, what="HTML report")
+    page = render_html(report, title)
+    with atomic_file(target) as out:
+        out.write(page)
+    return target

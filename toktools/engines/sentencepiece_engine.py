@@ -1,0 +1,56 @@
+"""The ``sentencepiece`` engine: Google's own ``SentencePieceProcessor`` for a ``.model`` under the
+sentencepiece rule (optional: the ``sentencepiece`` package, extra ``sentencepiece``).
+
+It encodes with the very model file the document carries
+(:data:`toktools.sentencepiece.tokenizer.DOCUMENT_KEY`), batches on all cores
+(``num_threads``), and is exact by construction for the rules of the installed version, which
+are the ones the reference follows unless the document asks for others (then it is refused).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from toktools.engines.base import Engine, IdBatch
+from toktools.errors import ToktoolsError
+
+
+def sentencepiece_available() -> bool:
+    """Whether the ``sentencepiece`` package is installed (checked without importing it)."""
+    from importlib.util import find_spec
+
+    return find_spec("sentencepiece") is not None
+
+
+class SentencePieceEngine(Engine):
+    name = "sentencepiece"
+    batch_chars = 1 << 20
+
+    def __init__(self, document: Mapping[str, Any], workers: int | None = None) -> None:
+        from toktools.sentencepiece.encode import version_rules
+        from toktools.sentencepiece.tokenizer import DOCUMENT_KEY, follows_sentencepiece
+
+        if not follows_sentencepiece(document):
+            raise ToktoolsError("engine sentencepiece encodes sentencepiece .model tokenizers only")
+        if not sentencepiece_available():
+            raise ToktoolsError("engine sentencepiece is not installed (pip install 'toktools[sentencepiece]')")
+        import sentencepiece
+
+        entry = document[DOCUMENT_KEY]
+        if entry.get("sampling"):
+            raise ToktoolsError("engine sentencepiece draws its own samples; --sample-alpha needs --engine reference")
+        installed = version_rules()
+        if entry.get("rules") != installed.version:
+            raise ToktoolsError(
+                f"engine sentencepiece: the installed sentencepiece follows the {installed.version} rules, "
+                f"this tokenizer the {entry.get('rules')} ones (use --engine reference)"
+            )
+        self.workers = workers or os.cpu_count() or 1
+        self.processor = sentencepiece.SentencePieceProcessor(model_proto=base64.b64decode(entry["model"]))
+
+    def encode_batch(self, texts: Sequence[str]) -> IdBatch:
+        ids: IdBatch = self.processor.encode(list(texts), num_threads=self.workers)
+        return ids
