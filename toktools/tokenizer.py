@@ -161,8 +161,10 @@ class Tokenizer:
 
     @property
     def vocab_size(self) -> int:
-        """Size with the added tokens, like ``get_vocab_size(with_added_tokens=True)``."""
-        return len(self.vocab) + sum(1 for t in self.added.tokens if t.content not in self.vocab)
+        """Size with the added tokens, like ``get_vocab_size(with_added_tokens=True)``. Reads the
+        model's vocabulary once (``self.vocab`` may be a fresh copy per access: a Unigram's is)."""
+        vocab = self.vocab
+        return len(vocab) + sum(1 for t in self.added.tokens if t.content not in vocab)
 
     def get_vocab(self) -> dict[str, int]:
         vocab = dict(self.vocab)
@@ -279,6 +281,8 @@ class Tokenizer:
         if workers is None:
             workers = (os.cpu_count() or 1) if len(inputs) >= _PARALLEL_BATCH else 1
         if workers > 1 and len(inputs) > 1:
+            # new words merged once, here, in bulk: the forked workers inherit the warm cache
+            _warm_word_cache(self, inputs)
             encodings = _encode_in_processes(self, inputs, add_special_tokens, workers)
         else:
             encodings = self._encode_unpadded_batch(inputs, add_special_tokens)
@@ -290,6 +294,7 @@ class Tokenizer:
     def _encode_unpadded_batch(
         self, inputs: Sequence[str | tuple[str, str]], add_special_tokens: bool
     ) -> list[Encoding]:
+        _warm_word_cache(self, inputs)
         encodings = []
         for item in inputs:
             text, pair = (item, None) if isinstance(item, str) else item
@@ -446,6 +451,14 @@ class _PackedEncoding(Encoding):
         return all(getattr(self, name) == getattr(other, name) for name in (*ENCODING_FIELDS, "overflowing"))
 
     __hash__ = None  # type: ignore[assignment]  # mutable, like Encoding
+
+
+def _warm_word_cache(tokenizer: Tokenizer, inputs: Sequence[str | tuple[str, str]]) -> None:
+    """Merge the batch's words new to a byte-level BPE model in bulk, before encoding
+    (:mod:`toktools.models.bpe.warm_cache`; nothing for other models)."""
+    from toktools.models.bpe.warm_cache import warm
+
+    warm(tokenizer, [text for item in inputs for text in ((item,) if isinstance(item, str) else item)])
 
 
 def _encode_in_processes(

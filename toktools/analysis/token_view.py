@@ -9,8 +9,8 @@ subword prefix, end-of-word suffix, unk token, merges), and the protocol methods
 (``get_vocab``, ``encode``…) — never a part's type — so a new part only has to say how it spells
 tokens.
 
-The facts are gathered once per tokenizer and cached (weakly, and rebuilt when the vocabulary
-size changes, e.g. after ``add_special_tokens``).
+The facts are gathered once per tokenizer and cached (weakly, and rebuilt when the model, its
+size or the added tokens change, e.g. after ``add_special_tokens``).
 """
 
 from __future__ import annotations
@@ -119,21 +119,30 @@ def _build(tokenizer: Any) -> TokenizerView:
     )
 
 
-_views: weakref.WeakKeyDictionary[Any, tuple[int, TokenizerView]] = weakref.WeakKeyDictionary()
+_views: weakref.WeakKeyDictionary[Any, tuple[tuple[Any, ...], TokenizerView]] = weakref.WeakKeyDictionary()
+
+
+def _vocabulary_key(tokenizer: Any) -> tuple[Any, ...]:
+    """What changes when the tokens do (the model, its size, the added tokens), in O(1): the
+    view is looked up once per token in ``inspect``'s loops, so the key must not read the whole
+    vocabulary (``Tokenizer.vocab_size`` does, and a Unigram's ``get_vocab`` copies it)."""
+    model = tokenizer.model
+    added = tokenizer.added.tokens
+    return (model, model.vocab_size, len(added), added[-1] if added else None)
 
 
 def view(tokenizer: Any) -> TokenizerView:
     """The cached :class:`TokenizerView` of ``tokenizer``."""
-    size = tokenizer.vocab_size
+    key = _vocabulary_key(tokenizer)
     try:
         cached = _views.get(tokenizer)
     except TypeError:
         cached = None
-    if cached is not None and cached[0] == size:
+    if cached is not None and cached[0] == key:
         return cached[1]
     built = _build(tokenizer)
     try:
-        _views[tokenizer] = (size, built)
+        _views[tokenizer] = (key, built)
     except TypeError:
         pass
     return built
@@ -300,7 +309,7 @@ def without_truncation(tokenizer: Any) -> Any:
     plain.no_truncation()
     plain.no_padding()
     try:  # the same model: share its view rather than reading tokenizer.json again
-        _views[plain] = (plain.vocab_size, v)
+        _views[plain] = (_vocabulary_key(plain), v)
     except TypeError:
         pass
     return plain

@@ -11,27 +11,48 @@ from toktools.encoding import Encoding
 from toktools.errors import ToktoolsError
 from toktools.models.wordpiece.model import RUST_WHITESPACE
 from toktools.parts._fields import ByteLevelOptions
-from toktools.parts.base import PostProcessor
+from toktools.parts.base import PostProcessor, Span
 from toktools.parts.registry import part_from_json, register
 
 _SPACE_SYMBOL = "\u0120"  # the byte-level symbol of " "
 _TRIMMED = _SPACE_SYMBOL + RUST_WHITESPACE
 
 
+def _trim_of(token: str) -> tuple[int, int]:
+    """How many trimmed characters ``token`` starts and ends with (remembered: tokens repeat)."""
+    trim = (len(token) - len(token.lstrip(_TRIMMED)), len(token) - len(token.rstrip(_TRIMMED)))
+    if len(_TRIMS) >= _TRIMS_KEPT:
+        _TRIMS.clear()
+    _TRIMS[token] = trim
+    return trim
+
+
+#: token → (leading, trailing) trimmed characters, for :func:`trim_offsets`' per-token loop
+_TRIMS: dict[str, tuple[int, int]] = {}
+_TRIMS_KEPT = 1 << 17
+
+
 def trim_offsets(encoding: Encoding, add_prefix_space: bool) -> Encoding:
     """``process_offsets``: offsets skip a token's leading and trailing spaces, except the one
     prefix space that ``add_prefix_space`` put before the first token."""
-    offsets = []
-    for i, (token, (start, end)) in enumerate(zip(encoding.tokens, encoding.offsets)):
-        leading = len(token) - len(token.lstrip(_TRIMMED))
-        trailing = len(token) - len(token.rstrip(_TRIMMED))
+    offsets: list[Span] = []
+    append = offsets.append
+    get = _TRIMS.get
+    old = encoding.offsets
+    for i, token in enumerate(encoding.tokens):
+        trim = get(token) or _trim_of(token)
+        if trim == (0, 0):
+            append(old[i])
+            continue
+        leading, trailing = trim
+        start, end = old[i]
         if leading and (i == 0 or start == 0) and add_prefix_space and leading == 1:
             leading = 0
         if leading:
             start = min(start + leading, end)
         if trailing and end >= trailing:
             end = max(end - trailing, start)
-        offsets.append((start, end))
+        append((start, end))
     overflowing = [trim_offsets(piece, add_prefix_space) for piece in encoding.overflowing]
     return replace(encoding, offsets=offsets, overflowing=overflowing)
 

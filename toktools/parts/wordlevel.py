@@ -53,6 +53,10 @@ class WordLevel(Model):
     def get_vocab(self) -> dict[str, int]:
         return dict(self.vocab)
 
+    @property
+    def vocab_size(self) -> int:
+        return len(self.vocab)  # not len(get_vocab()): that copies the vocabulary
+
     def token_to_id(self, token: str) -> int | None:
         return self.vocab.get(token)
 
