@@ -113,3 +113,9 @@ def _sentencepiece_path(target: Path) -> Path | None:
 def dumps_json(value: Any) -> str:
     """Small JSON files as the project writes them (2-space indent, raw UTF-8, final newline)."""
     return json.dumps(value, ensure_ascii=False, indent=2) + "\n"
+
+
+def largest_id(tokenizer: Tokenizer) -> int:
+    """The largest id the base gives (its model's vocabulary and its added tokens): new tokens
+    are numbered after it, so every existing id, special ones included, stays where it is."""
+    return max([*tokenizer.model.get_vocab().values(), *tokenizer.added.by_id], default=-1)

@@ -10,7 +10,7 @@ import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from toktools.extend.base import Base, dumps_json
+from toktools.extend.base import Base, dumps_json, largest_id
 from toktools.extend.bpe_training import Continuation, continue_training, protected_pairs, segmented_words
 from toktools.extend.corpus_text import count_words
 from toktools.extend.mapping import NewToken
@@ -44,7 +44,7 @@ def extend_bpe(
     kept_words = count_words(tokenizer, keep_lines)
     protected = protected_pairs([[token_id for token_id, *_ in model.tokenize(word)] for word in kept_words])
     id_to_token = {i: t for t, i in model.get_vocab().items()}
-    first_id = tokenizer._max_id() + 1
+    first_id = largest_id(tokenizer) + 1
     existing = set(model.get_vocab()) | {t.content for t in tokenizer.added.tokens}
     if model.ignore_merges:  # a word that is a token is taken whole: no new token may spell a kept word
         existing |= set(kept_words)

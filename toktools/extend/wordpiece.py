@@ -28,7 +28,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from toktools.extend.base import Base
+from toktools.extend.base import Base, largest_id
 from toktools.extend.corpus_text import count_words
 from toktools.extend.mapping import NewToken
 from toktools.extend.result import Extension
@@ -67,7 +67,7 @@ def extend_wordpiece(
         left_out, pieces = len(pieces) - len(kept), kept
     added_ids = {t.id for t in tokenizer.added.tokens}
     slots = sorted((i, t) for t, i in vocab.items() if UNUSED.fullmatch(t) and i not in added_ids) if use_unused else []
-    next_id = tokenizer._max_id() + 1
+    next_id = largest_id(tokenizer) + 1
     base_size = next_id
     new_tokens: list[NewToken] = []
     for number, piece in enumerate(pieces):
