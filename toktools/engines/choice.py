@@ -303,7 +303,10 @@ def _sentencepiece_or_dropout(
         raise ToktoolsError("engine sentencepiece encodes sentencepiece .model tokenizers only")
     if (shape.get("model") or {}).get("dropout"):
         if name in ("tokenizers", "tiktoken", "gigatoken"):
-            raise ToktoolsError(f"engine {name} cannot reproduce BPE-dropout; use --engine reference")
+            raise ToktoolsError(
+                f"engine {name} is not exact for this tokenizer: it cannot reproduce BPE-dropout (dropout); "
+                "use --engine reference"
+            )
         engine = ReferenceEngine(document, workers, input_bytes, fingerprint)
         engine.why = "BPE-dropout: only the reference draws reproducibly (per text)"
         return engine
