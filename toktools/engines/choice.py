@@ -261,6 +261,10 @@ def make_engine(
     raise ToktoolsError("no engine can encode with this tokenizer: " + "; ".join(skipped))
 
 
+#: The engines that encode without BPE-dropout (their ids would be dropout 0's).
+_NO_DROPOUT = ("gigatoken", "tiktoken", "tokenizers")
+
+
 def _sentencepiece_or_dropout(
     name: str,
     document: DocumentSource,
@@ -302,13 +306,18 @@ def _sentencepiece_or_dropout(
     if name == "sentencepiece":
         raise ToktoolsError("engine sentencepiece encodes sentencepiece .model tokenizers only")
     if (shape.get("model") or {}).get("dropout"):
-        if name in ("tokenizers", "tiktoken", "gigatoken"):
+        if name in _NO_DROPOUT:
             raise ToktoolsError(
                 f"engine {name} is not exact for this tokenizer: it cannot reproduce BPE-dropout (dropout); "
                 "use --engine reference"
             )
         engine = ReferenceEngine(document, workers, input_bytes, fingerprint)
-        engine.why = "BPE-dropout: only the reference draws reproducibly (per text)"
+        engine.why = (
+            "asked for (--engine reference)"
+            if name == "reference"
+            else "auto: the reference, the one engine that draws BPE-dropout reproducibly (per text); passed over: "
+            + "; ".join(f"{other}: engine {other} is not exact for this tokenizer (dropout)" for other in _NO_DROPOUT)
+        )
         return engine
     return None
 
