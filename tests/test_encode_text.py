@@ -206,7 +206,7 @@ def test_wrong_offsets_alone_are_found_in_jsonl_and_on_standard_output(
     from toktools.corpus import text_outputs as encode_text
 
     def shifted(row):
-        return encode_text._Row(row.ids, row.tokens, [[a + 1, b + 1] for a, b in row.offsets], row.type_ids)
+        return encode_text.Row(row.ids, row.tokens, [[a + 1, b + 1] for a, b in row.offsets], row.type_ids)
 
     _broken_where(monkeypatch, encode_text._Tokenizers, "encode", "和", shifted)
     result = CliRunner().invoke(

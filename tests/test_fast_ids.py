@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toktools.engines import ids_only as fast_ids
+from toktools.engines import ids_words
 from toktools.engines.analysis import probe_code_points, probe_text
 from toktools.engines.base import corpus_document
 from toktools.engines.ids_only import ids_encoder
@@ -253,7 +254,7 @@ def test_merges_across_partial_characters_are_never_cut(cuts_after: float, monke
     of two half characters), a whole 国中 token and merges inside characters: cutting at a
     boundary such a merge can cross would change the ids. The same ids whether the words are
     cut (as once merging has cost ``CUTS_AFTER_SECONDS``) or merged whole (a short job)."""
-    monkeypatch.setattr(fast_ids, "CUTS_AFTER_SECONDS", cuts_after)
+    monkeypatch.setattr(ids_words, "CUTS_AFTER_SECONDS", cuts_after)
     zhong, guo, min_ = "中".encode(), "国".encode(), "民".encode()  # E4 B8 AD, E5 9B BD, E6 B0 91
     merges = [
         (zhong[2:], guo[:1]),  # AD E5: across 中|国, half of each
@@ -288,7 +289,7 @@ def test_chinese_runs_cut_or_whole_give_the_same_ids(
     """Runs of CJK text are merged whole until a process has merged for ``CUTS_AFTER_SECONDS``,
     then in the parts no merge crosses: both give tokenizers' ids (a fresh encoder each time,
     so the threshold decides from the first word)."""
-    monkeypatch.setattr(fast_ids, "CUTS_AFTER_SECONDS", cuts_after)
+    monkeypatch.setattr(ids_words, "CUTS_AFTER_SECONDS", cuts_after)
     _, _, theirs = trio(name)
     reference = load(_directory(name))
     reference.no_truncation()  # gpt2's tokenizer.json truncates at 50

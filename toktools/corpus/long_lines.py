@@ -33,6 +33,16 @@ _PROBE = "a"
 
 
 @dataclass
+class Row:
+    """One encoded line as the text formats write it (what they need of an Encoding)."""
+
+    ids: list[int]
+    tokens: list[str] | None = None
+    offsets: list[Any] | None = None
+    type_ids: list[int] | None = None
+
+
+@dataclass
 class Template:
     """What a single sequence gets around its tokens: ``prefix`` and ``suffix`` rows (ids,
     tokens, offsets, type ids) and the type id of the sequence's own tokens."""
@@ -91,12 +101,11 @@ def _template(engine: Any, add_special_tokens: bool) -> Template | None:
 
 
 def _slice(row: Any, start: int, end: int) -> Any:
-    from toktools.corpus.text_outputs import _Row
 
     def part(values: Sequence[Any] | None) -> Any:
         return None if values is None else list(values[start:end])
 
-    return _Row(list(row.ids[start:end]), part(row.tokens), part(row.offsets), part(row.type_ids))
+    return Row(list(row.ids[start:end]), part(row.tokens), part(row.offsets), part(row.type_ids))
 
 
 def head_row(engine: Any, text: str, limit: int, add_special_tokens: bool) -> Any:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from toktools.corpus.diagnostics import TokenTally, file_limits
-from toktools.corpus.long_lines import LongLines, check_whole, head_row, plan, write_streamed
+from toktools.corpus.long_lines import LongLines, Row, check_whole, head_row, plan, write_streamed
 from toktools.errors import ToktoolsError, warn
 from toktools.io.serde_floats import dumps_for_serde
 
@@ -82,14 +82,6 @@ class _Lines:
         self.bytes_done = done
 
 
-@dataclass
-class _Row:
-    ids: list[int]
-    tokens: list[str] | None = None
-    offsets: list[Any] | None = None
-    type_ids: list[int] | None = None
-
-
 def tiktoken_limit(doc: Mapping[str, Any], *, fmt: str, pair: bool, add_special_tokens: bool) -> str | None:
     """Why tiktoken cannot produce this output (one line), or None when it can."""
     if fmt == "jsonl":
@@ -135,9 +127,9 @@ class _Reference:
             self.tokenizer.enable_truncation(max_length)
         self.workers = workers
 
-    def encode(self, inputs: Sequence[Any], add_special_tokens: bool) -> list[_Row]:
+    def encode(self, inputs: Sequence[Any], add_special_tokens: bool) -> list[Row]:
         return [
-            _Row(e.ids, e.tokens, e.offsets, e.type_ids)
+            Row(e.ids, e.tokens, e.offsets, e.type_ids)
             for e in self.tokenizer.encode_batch(inputs, add_special_tokens=add_special_tokens, workers=self.workers)
         ]
 
@@ -155,9 +147,9 @@ class _Tokenizers:
         if max_length is not None:
             self.tokenizer.enable_truncation(max_length)
 
-    def encode(self, inputs: Sequence[Any], add_special_tokens: bool) -> list[_Row]:
+    def encode(self, inputs: Sequence[Any], add_special_tokens: bool) -> list[Row]:
         return [
-            _Row(e.ids, e.tokens, [list(o) for o in e.offsets], e.type_ids)
+            Row(e.ids, e.tokens, [list(o) for o in e.offsets], e.type_ids)
             for e in self.tokenizer.encode_batch(list(inputs), add_special_tokens=add_special_tokens)
         ]
 
@@ -173,12 +165,12 @@ class _Tiktoken:
         self.limit = max_length if max_length is not None else (truncation or {}).get("max_length")
         self.id_to_token = {i: t for t, i in token_ids(doc).items()}
 
-    def encode(self, inputs: Sequence[Any], add_special_tokens: bool) -> list[_Row]:
+    def encode(self, inputs: Sequence[Any], add_special_tokens: bool) -> list[Row]:
         rows = self.engine.encode_batch(inputs)
         if self.limit is not None:
             rows = [ids[: self.limit] for ids in rows]
         lookup = self.id_to_token.__getitem__
-        return [_Row(ids, list(map(lookup, ids))) for ids in rows]
+        return [Row(ids, list(map(lookup, ids))) for ids in rows]
 
 
 class _SentencePiece(_Tiktoken):
@@ -294,7 +286,7 @@ class _Rendered:
         return [_render(self.fmt, row) for row in self.reference.encode(inputs, self.add_special_tokens)]
 
 
-def _render(fmt: str, row: _Row) -> str:
+def _render(fmt: str, row: Row) -> str:
     if fmt == "ids":
         return " ".join(map(str, row.ids))
     if fmt == "tokens":
