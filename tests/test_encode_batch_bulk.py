@@ -82,6 +82,7 @@ _RANDOM_TEXT = st.lists(
 _fuzzed: dict[str, tuple] = {}
 
 
+@pytest.mark.full
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.one_of(_RANDOM_TEXT, st.tuples(_RANDOM_TEXT, _RANDOM_TEXT)), min_size=1, max_size=20))
 def test_random_batches_merged_in_bulk_match_tokenizers(inputs: list) -> None:

@@ -180,6 +180,7 @@ def test_the_verdict_is_kept_per_tokenizer_and_gigatoken_version(tmp_path, monke
     assert make_engine("gigatoken", doc).name == "gigatoken"
 
 
+@pytest.mark.full
 def test_verbose_says_which_engine_and_why(tmp_path) -> None:
     corpus = tmp_path / "c.txt"
     corpus.write_text(read_corpus_sample("mixed_sample.txt", 20_000), encoding="utf-8")
@@ -259,6 +260,7 @@ def fuzz_corpus(path: Path, lines: int = 1500, seed: int = 5) -> Path:
     return path
 
 
+@pytest.mark.full
 @pytest.mark.shared
 def test_identical_shards_on_a_fuzz_corpus(tmp_path, monkeypatch) -> None:
     # small blocks and a low long-line mark: the block path's seams and its long-line pieces
@@ -318,6 +320,7 @@ def test_vocabularies_with_planted_unreachable_tokens(tmp_path) -> None:
     same_shards_on_every_engine(corpus, str(path), tmp_path)
 
 
+@pytest.mark.full
 def test_the_text_formats_take_gigatoken_for_ids_and_tokens(tmp_path) -> None:
     corpus = tmp_path / "c.txt"
     corpus.write_text(read_corpus_sample("mixed_sample.txt", 8_000) + "\nend <|endoftext|> of text\n", encoding="utf-8")

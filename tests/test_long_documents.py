@@ -150,6 +150,7 @@ def test_text_formats_write_a_long_line_piece_by_piece(
         assert len(seen) > 10 and max(seen) < PIECE  # the engine only ever saw pieces
 
 
+@pytest.mark.full
 @pytest.mark.shared
 def test_compare_and_inspect_count_a_long_line_as_a_whole(
     long_line: str, small_pieces, tmp_path: Path, monkeypatch
