@@ -55,8 +55,12 @@ def test_bert_processing():
     _check_without_specials_and_truncated(hf, check_all(hf))
 
 
-@pytest.mark.parametrize("trim_offsets", [True, False])
-@pytest.mark.parametrize("add_prefix_space", [True, False])
+@pytest.mark.parametrize(
+    "trim_offsets, add_prefix_space",
+    # ~9 s each since truncation compares every overflowing window of a pair (their number multiplies):
+    # one combination by default, all four under -m full
+    [(True, True), *(pytest.param(*c, marks=pytest.mark.full) for c in [(True, False), (False, True), (False, False)])],
+)
 def test_roberta_processing(trim_offsets, add_prefix_space):
     """``<s> A </s></s> B </s>``, all type ids 0, offsets trimmed of spaces (one prefix space kept)."""
     hf = _gpt2(add_prefix_space)

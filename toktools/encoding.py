@@ -103,7 +103,14 @@ class Encoding:
         return Encoding(*(list(getattr(self, name)[start:stop]) for name in ENCODING_FIELDS))
 
     def __add__(self, other: Encoding) -> Encoding:
-        return Encoding(*(getattr(self, name) + getattr(other, name) for name in ENCODING_FIELDS))
+        return Encoding(
+            self.ids + other.ids,
+            self.tokens + other.tokens,
+            self.offsets + other.offsets,
+            self.type_ids + other.type_ids,
+            self.attention_mask + other.attention_mask,
+            self.special_tokens_mask + other.special_tokens_mask,
+        )
 
     def with_type_ids(self, type_id: int, *, overflowing: bool = False) -> Encoding:
         """Every type id set to ``type_id`` (``set_type_ids``); the overflowing pieces' too only
