@@ -108,6 +108,7 @@ def test_the_class_sweep_finds_exactly_where_gigatoken_and_tokenizers_split_diff
     assert list(tokenizers_classes()[[0x41, 0x31, 0x21, 0x20]]) == [1, 2, 0, 3]
 
 
+@pytest.mark.full
 def test_documents_with_an_excluded_code_point_go_to_tokenizers() -> None:
     doc = _doc("bytebpe-50k")
     engine = make_engine("gigatoken", doc)

@@ -86,7 +86,7 @@ def each_report(tokenizer: Any) -> Iterator[str]:
     yield "token_info"
 
 
-@pytest.mark.parametrize("which", ["bpe_model", "unigram_model"])
+@pytest.mark.parametrize("which", [pytest.param("bpe_model", marks=pytest.mark.full), "unigram_model"])
 def test_inspect_reads_the_whole_vocabulary_a_few_times_not_once_per_token(which: str, request) -> None:
     path = request.getfixturevalue(which)
     tokenizer, counter = counted_tokenizer(path)

@@ -44,7 +44,8 @@ def _check_without_specials_and_truncated(hf: Tokenizer, ours: OurTokenizer) -> 
         assert (a.ids, a.type_ids, a.offsets) == (b.ids, b.type_ids, [tuple(o) for o in b.offsets]), item
     hf.enable_truncation(12)
     ours = load_in_toktools(hf)
-    assert_same_encodings(ours, hf, lines[:100])
+    # every field, overflowing windows included (a long line cut to 12 makes dozens of them)
+    assert_same_encodings(ours, hf, lines[:30])
 
 
 def test_bert_processing():
