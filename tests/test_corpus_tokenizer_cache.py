@@ -109,7 +109,11 @@ def test_the_cli_output_is_the_same_cold_and_warm(tmp_path, monkeypatch, tokeniz
     assert len(entries(tmp_path / "cache")) == 1
 
 
-@pytest.mark.parametrize("damage", ["flip a byte", "truncate", "empty", "not an entry"])
+@pytest.mark.parametrize(
+    # one damage by default, every kind under -m full (each is two cold encodes)
+    "damage",
+    ["flip a byte", *(pytest.param(d, marks=pytest.mark.full) for d in ["truncate", "empty", "not an entry"])],
+)
 def test_a_corrupt_entry_is_ignored_and_written_again(tmp_path, monkeypatch, tokenizer, corpus, damage):
     monkeypatch.setenv("TOKTOOLS_CACHE_DIR", str(tmp_path / "cache"))
     first = encoded(corpus, tokenizer, tmp_path / "first")

@@ -33,6 +33,12 @@ def _gpt2(add_prefix_space: bool = True) -> Tokenizer:
     return hf
 
 
+#: Bytes of each shared corpus the checks read: a sample by default (post-processing is about the
+#: special tokens, type ids and offsets around the model's tokens, which every line exercises),
+#: the parts suite's full 30 KB per corpus under -m full.
+SIZES = [10_000, pytest.param(30_000, marks=pytest.mark.full)]
+
+
 def _check_without_specials_and_truncated(hf: Tokenizer, ours: OurTokenizer) -> None:
     """The same with ``add_special_tokens=False`` and with truncation leaving room for them
     (``ours``: ``hf`` as ``check_all`` loaded it, so not loaded a second time)."""
@@ -48,21 +54,28 @@ def _check_without_specials_and_truncated(hf: Tokenizer, ours: OurTokenizer) -> 
     assert_same_encodings(ours, hf, lines[:30])
 
 
-def test_bert_processing():
+@pytest.mark.parametrize("size", SIZES)
+def test_bert_processing(size):
     hf = _bert()
     hf.post_processor = processors.BertProcessing(
         ("[SEP]", hf.token_to_id("[SEP]")), ("[CLS]", hf.token_to_id("[CLS]"))
     )
-    _check_without_specials_and_truncated(hf, check_all(hf))
+    _check_without_specials_and_truncated(hf, check_all(hf, corpus_lines(size)))
 
 
 @pytest.mark.parametrize(
-    "trim_offsets, add_prefix_space",
-    # ~9 s each since truncation compares every overflowing window of a pair (their number multiplies):
-    # one combination by default, all four under -m full
-    [(True, True), *(pytest.param(*c, marks=pytest.mark.full) for c in [(True, False), (False, True), (False, False)])],
+    "trim_offsets, add_prefix_space, size",
+    # ~9 s each at full size since truncation compares every overflowing window of a pair (their
+    # number multiplies): one combination on a sample by default, all four whole under -m full
+    [
+        (True, True, 10_000),
+        *(
+            pytest.param(*c, 30_000, marks=pytest.mark.full)
+            for c in [(True, True), (True, False), (False, True), (False, False)]
+        ),
+    ],
 )
-def test_roberta_processing(trim_offsets, add_prefix_space):
+def test_roberta_processing(trim_offsets, add_prefix_space, size):
     """``<s> A </s></s> B </s>``, all type ids 0, offsets trimmed of spaces (one prefix space kept)."""
     hf = _gpt2(add_prefix_space)
     hf.add_special_tokens(["<s>", "</s>"])
@@ -72,17 +85,19 @@ def test_roberta_processing(trim_offsets, add_prefix_space):
         trim_offsets=trim_offsets,
         add_prefix_space=add_prefix_space,
     )
-    _check_without_specials_and_truncated(hf, check_all(hf))
+    _check_without_specials_and_truncated(hf, check_all(hf, corpus_lines(size)))
 
 
 @pytest.mark.parametrize("trim_offsets", [True, False])
-def test_byte_level_processing(trim_offsets):
+@pytest.mark.parametrize("size", SIZES)
+def test_byte_level_processing(trim_offsets, size):
     hf = _gpt2()
     hf.post_processor = processors.ByteLevel(trim_offsets=trim_offsets)
-    check_all(hf)
+    check_all(hf, corpus_lines(size))
 
 
-def test_template_processing_of_any_shape():
+@pytest.mark.parametrize("size", SIZES)
+def test_template_processing_of_any_shape(size):
     """Type ids from the template (B:1), a special token made of two ids, and a pair template
     that starts with a special token of type 1."""
     hf = _bert()
@@ -96,10 +111,11 @@ def test_template_processing_of_any_shape():
             {"id": "[TWO]", "ids": [mask, sep], "tokens": ["[MASK]", "[SEP]"]},
         ],
     )
-    _check_without_specials_and_truncated(hf, check_all(hf))
+    _check_without_specials_and_truncated(hf, check_all(hf, corpus_lines(size)))
 
 
-def test_sequence_of_byte_level_and_template():
+@pytest.mark.parametrize("size", SIZES)
+def test_sequence_of_byte_level_and_template(size):
     """Trim offsets, then add ``<|endoftext|>`` at the end (the Llama-3 shape)."""
     hf = _gpt2(add_prefix_space=False)
     eot = hf.token_to_id("<|endoftext|>")
@@ -113,4 +129,4 @@ def test_sequence_of_byte_level_and_template():
             ),
         ]
     )
-    _check_without_specials_and_truncated(hf, check_all(hf))
+    _check_without_specials_and_truncated(hf, check_all(hf, corpus_lines(size)))
