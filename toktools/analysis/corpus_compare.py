@@ -300,7 +300,11 @@ def _comparison(
 ) -> CorpusComparison:
     if all(total.documents == 0 for total in totals):  # as every other command on an empty corpus
         raise ToktoolsError("the corpus holds no text: no documents to compare")
+    from toktools.analysis.common_chars import count_common
+
     metrics = {name: total for (name, _), total in zip(plain, totals)}
+    for (_, tok), total in zip(plain, totals):
+        count_common(tok, total)
     shown = []
     for share, differing, _, (source, line), text in best:
         encoded = [(name, tok, tok.encode(text, add_special_tokens=False)) for name, tok in plain]
