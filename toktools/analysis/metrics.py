@@ -74,7 +74,7 @@ def warnings_of(metrics: Mapping[str, Metrics]) -> list[str]:
         if rate is not None and rate >= HIGH_UNK_RATE:
             known = m.chars_per_token_known
             lines.append(
-                f"warning: {name}: {rate:.1%} of its tokens are unknown (UNK), {m.unk_chars:,} characters lost; "
+                f"warning: {name}: {rate:.1%} of its tokens are unknown (UNK), characters lost: {m.unk_chars:,}; "
                 f"chars/token {m.chars_per_token:.2f} counts them, on known text it is "
                 + ("-" if known is None else f"{known:.2f}")
             )
