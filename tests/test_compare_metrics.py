@@ -281,7 +281,9 @@ def _independent(path: Path, documents: list[str], unk: str | None) -> dict:
         out["unk"] += sum(i == unk_id for i in enc.ids)
         out["unk_chars"] += len({c for i, (s, e) in zip(enc.ids, enc.offsets) if i == unk_id for c in range(s, e)})
         out["fallback"] += sum(i in fallback for i in enc.ids)
-        out["fallback_chars"] += len({c for i, (s, e) in zip(enc.ids, enc.offsets) if i in fallback for c in range(s, e)})
+        out["fallback_chars"] += len(
+            {c for i, (s, e) in zip(enc.ids, enc.offsets) if i in fallback for c in range(s, e)}
+        )
         spans = _words(text)
         out["words"] += len(spans)
         owned = Counter()

@@ -39,7 +39,7 @@ class Comparison:
         if markdown:
             notes = [f"> **{n}**" if n.startswith("warning") else n for n in notes]
         tables = render_metrics_plain(self.metrics, markdown=markdown)
-        return aligned + "\n" + tables + "\n" + ("\n\n" if markdown else "\n").join(notes) + "\n"
+        return aligned + "\n" + ("\n\n" if markdown else "\n").join(notes) + "\n\n" + tables
 
 
 def compare(tokenizers: Mapping[str, Tokenizer] | Sequence[tuple[str, Tokenizer]], text: str) -> Comparison:
