@@ -349,3 +349,16 @@ def test_metrics_on_the_shared_corpora_equal_an_independent_count(shared_sample,
         assert m.unk_rate > 0.2 and result.to_dict()["warnings"]
     if name == "fallback":
         assert m.fallback_count > 0
+
+
+def test_dictionary_words_are_jiebas_words_without_hmm(shared_sample):
+    from toktools.pretraining.masking import ChineseWords
+
+    corpus, documents, _ = shared_sample
+    segmenter = ChineseWords()
+    runs = [m.group() for text in documents for m in re.finditer("[\u4e00-\u9fff]+", text)]
+    assert len(runs) > 100
+    for run in runs:
+        words = _jieba().lcut(run, HMM=False)
+        starts = [sum(map(len, words[:k])) for k in range(len(words))]
+        assert segmenter.dictionary_words(run) == [(s, s + len(w)) for s, w in zip(starts, words)]

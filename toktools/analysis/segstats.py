@@ -342,7 +342,7 @@ class _TokenFacts(dict):
     def __missing__(self, token_id: int) -> int:
         token = self.tokenizer.id_to_token(token_id) or ""
         text = token_view.token_text(self.tokenizer, token)
-        if token_view.is_byte_fallback(self.tokenizer, token):
+        if token.startswith("<0x") and token_view.is_byte_fallback(self.tokenizer, token):
             self.fallback.add(token_id)
         if text is None:
             self.partial.add(token_id)

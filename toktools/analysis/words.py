@@ -68,7 +68,7 @@ def _chinese_words() -> Any:
 def han_words(run: str) -> list[tuple[int, int]] | None:
     """jieba's dictionary words of a run of Chinese characters, or None without jieba."""
     segmenter = _chinese_words()
-    return None if segmenter is None else segmenter.words(run, hmm=False)
+    return None if segmenter is None else segmenter.dictionary_words(run)
 
 
 def word_spans(text: str) -> WordSpans:
