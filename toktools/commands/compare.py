@@ -185,8 +185,10 @@ def compare(
       split words  words with more than one token, "continued words" (a token belongs to the word
                    of its last character)
       UNK          unknown tokens / tokens; a warning line from 1 %
-      byte fallback  byte-fallback tokens (<0xE6>) / tokens
-      chars/token known  (characters - those in UNK or byte-fallback tokens) / (tokens - UNK and
+      byte fallback
+                   byte-fallback tokens (<0xE6>, models with byte_fallback) / tokens
+      chars/token known
+                   (characters - those inside UNK or byte-fallback tokens) / (tokens - UNK and
                    byte-fallback tokens): chars/token on the text the vocabulary covers
       byte pieces  characters that end up in byte pieces (tokens holding part of a character) / characters
       sequence     tokens per document plus the special tokens added to one sequence ([CLS] [SEP]);
