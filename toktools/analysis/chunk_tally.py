@@ -15,6 +15,7 @@ from itertools import chain
 from typing import Any
 
 from toktools.analysis.segstats import SegmentStats, _TokenFacts
+from toktools.analysis.words import HAN_RANGES, SOURCES, needs_segmenter, word_spans
 
 __all__ = ["ChunkText", "Marks", "chunk_scores", "numpy_available", "spans_of", "tally_chunk"]
 
@@ -50,10 +51,26 @@ class ChunkText:
         before[1:] = self.space[:-1]
         before[self.base[:-1][lengths > 0]] = True  # a document starts a word
         starts = ~self.space & before
+        self.segmentation = self._segmented(texts, starts)
+        self.han_counts = _han_counts(points)
         self.word_of = np.cumsum(starts) - 1
         self.words = int(starts.sum())
         self.doc_of_start = np.searchsorted(self.base, np.flatnonzero(starts), side="right") - 1
         self.words_per_doc = np.bincount(self.doc_of_start, minlength=len(texts))
+        self.segmentation["whitespace"] = self.words - sum(self.segmentation.values())
+
+    def _segmented(self, texts: Sequence[str], starts: Any) -> dict[str, int]:
+        """Adds to ``starts`` the word starts inside whitespace-separated runs of the documents
+        that hold Chinese or other text without spaces (:mod:`toktools.analysis.words`); the
+        words each rule made, but for ``whitespace`` (the rest, filled in by the caller)."""
+        counts = dict.fromkeys(SOURCES, 0)
+        for k, text in enumerate(texts):
+            if needs_segmenter(text):
+                found, _, made = word_spans(text)
+                starts[[int(self.base[k]) + s for s in found]] = True
+                counts["jieba"] += made["jieba"]
+                counts["per character"] += made["per character"]
+        return counts
 
 
 @dataclass
@@ -63,6 +80,32 @@ class Marks:
 
     ends: Any
     cuts: Any
+
+
+def _han_counts(points: Any) -> dict[int, int]:
+    """Chinese character (code point) -> occurrences, from the chunk's code points."""
+    import numpy as np
+
+    han = np.zeros(len(points), dtype=bool)
+    for lo, hi in HAN_RANGES:
+        han |= (points >= lo) & (points <= hi)
+    if not han.any():
+        return {}
+    values, counts = np.unique(points[han], return_counts=True)
+    return dict(zip(values.tolist(), counts.tolist()))
+
+
+def _covered(starts: Any, ends: Any) -> int:
+    """Characters inside the union of the spans ``[starts, ends)``."""
+    import numpy as np
+
+    if not len(starts):
+        return 0
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    reach = np.maximum.accumulate(e)
+    before = np.concatenate(([s[0]], reach[:-1]))
+    return int(np.maximum(e - np.maximum(s, before), 0).sum())
 
 
 def spans_of(chunk: ChunkText, encoded: Sequence[tuple[list[int], list[tuple[int, int]]]]) -> tuple[Any, Any, Any, Any]:
@@ -118,6 +161,8 @@ def tally_chunk(
         piece_chars = int((np.cumsum(change)[:-1] > 0).sum())
         cut_keys = np.unique(starts[partial] * (chunk.characters + 1) + ends[partial])
 
+    unk = ids == unk_id if unk_id is not None else np.zeros(total, bool)
+    fallback = np.isin(ids, np.fromiter(facts.fallback, dtype=np.int64)) if facts.fallback else np.zeros(total, bool)
     sequence = np.bincount(counts + specials)
     stats = SegmentStats(
         documents=chunk.count,
@@ -126,7 +171,7 @@ def tally_chunk(
         bytes=chunk.bytes,
         words=chunk.words,
         split_words=int((per_word > 1).sum()),
-        unk_count=int((ids == unk_id).sum()) if unk_id is not None else 0,
+        unk_count=int(unk.sum()),
         byte_piece_chars=piece_chars,
         specials_per_sequence=specials,
         sequence_lengths=_histogram(sequence),
@@ -134,6 +179,11 @@ def tally_chunk(
         token_lengths=_histogram(token_lengths),
         token_counts=dict(zip(unique.tolist(), per_id.tolist())),
         vocab_size=vocab_size,
+        unk_chars=_covered(starts[unk], ends[unk]) if unk.any() else 0,
+        fallback_count=int(fallback.sum()),
+        fallback_chars=_covered(starts[fallback], ends[fallback]) if fallback.any() else 0,
+        segmentation=dict(chunk.segmentation),
+        han_counts=chunk.han_counts,
     )
     if not marks:
         return stats, None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import unicodedata
 
-__all__ = ["char_width", "pad", "table", "text_width"]
+__all__ = ["char_width", "markdown_table", "pad", "table", "text_width"]
 
 
 def char_width(ch: str) -> int:
@@ -35,3 +35,14 @@ def table(header: list[str], body: list[list[str]]) -> str:
         return "  ".join([first, *rest]).rstrip()
 
     return "\n".join([line(header), *[line(r) for r in body]]) + "\n"
+
+
+def markdown_table(header: list[str], body: list[list[str]]) -> str:
+    """The same table as GitHub-flavoured Markdown (for READMEs and papers): the first column
+    left-aligned, the others right-aligned; ``|`` in a cell escaped."""
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    rule = "| " + " | ".join([":---", *["---:"] * (len(header) - 1)]) + " |"
+    return "\n".join([line(header), rule, *[line(r) for r in body]]) + "\n"

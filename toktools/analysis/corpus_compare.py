@@ -20,7 +20,7 @@ from typing import Any
 from toktools.analysis import token_view
 from toktools.analysis.alignment import Alignment, align_encoded, named_tokenizers
 from toktools.analysis.compare_chunks import Candidate, Item, Located, chunked, documents_of, process_chunk
-from toktools.analysis.metrics import render_metrics_plain
+from toktools.analysis.metrics import render_metrics_plain, segmentation_line, warnings_of
 from toktools.analysis.segstats import RENYI_ALPHA, SegmentStats
 from toktools.corpus import reading as corpus
 from toktools.errors import ToktoolsError
@@ -120,15 +120,20 @@ class CorpusComparison:
         }
         if self.unused:
             data["unused"] = self.unused
+        data["warnings"] = warnings_of(self.metrics)
         return data
 
-    def render_plain(self, width: int | None = None, byte_view: bool = False) -> str:
+    def render_plain(self, width: int | None = None, byte_view: bool = False, markdown: bool = False) -> str:
+        """The report as text; ``markdown``: its tables in Markdown, the aligned places in a
+        fenced block, for READMEs and papers."""
         parts = []
         for index, shown in enumerate(self.shown):
             where = f"{shown.source}, line {shown.line}" if len(self.sources) > 1 else f"line {shown.line}"
             title = f"{where}: {shown.differing} boundaries differ ({shown.share:.0%} of them)"
             legend = index == len(self.shown) - 1
             parts.append(title + "\n" + shown.alignment.render_plain(width, byte_view, legend=legend))
+        if markdown and parts:
+            parts = ["```text\n" + "\n".join(parts).rstrip("\n") + "\n```\n"]
         first = next(iter(self.metrics.values()), None)
         what = (
             f"{first.documents} documents, {first.words} words, {first.characters} characters"
@@ -137,9 +142,18 @@ class CorpusComparison:
         )
         if self.sampled is not None:
             what += f" (a sample of {self.sampled} spread over the corpus)"
-        parts.append(what + "\n\n" + render_metrics_plain(self.metrics, lengths=True, vocabulary=True))
+        what += "\n" + segmentation_line(self.metrics)
+        if markdown:
+            what = what.replace("\n", "  \n")
+        tables = render_metrics_plain(self.metrics, lengths=True, vocabulary=True, markdown=markdown)
+        parts.append(what + "\n\n" + tables)
         for name, tokens in self.unused.items():
-            parts.append(f"{name}: {len(tokens)} never-seen tokens, longest first: " + " ".join(tokens))
+            shown_tokens = " ".join(f"`{t}`" for t in tokens) if markdown else " ".join(tokens)
+            parts.append(f"{name}: {len(tokens)} never-seen tokens, longest first: " + shown_tokens)
+        for line in warnings_of(self.metrics):
+            parts.append(f"> **{line}**" if markdown else line)
+        if markdown:  # blank lines: each part its own Markdown block
+            return "\n\n".join(part.rstrip("\n") for part in parts) + "\n"
         return "\n".join(parts)
 
 
@@ -300,7 +314,11 @@ def _comparison(
 ) -> CorpusComparison:
     if all(total.documents == 0 for total in totals):  # as every other command on an empty corpus
         raise ToktoolsError("the corpus holds no text: no documents to compare")
+    from toktools.analysis.common_chars import count_common
+
     metrics = {name: total for (name, _), total in zip(plain, totals)}
+    for (_, tok), total in zip(plain, totals):
+        count_common(tok, total)
     shown = []
     for share, differing, _, (source, line), text in best:
         encoded = [(name, tok, tok.encode(text, add_special_tokens=False)) for name, tok in plain]

@@ -7,12 +7,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from toktools.analysis import token_view
-from toktools.analysis.columns import table
+from toktools.analysis.columns import markdown_table, table
 from toktools.analysis.plain_data import ratio
-from toktools.analysis.segstats import THRESHOLDS, WELL_USED, Document, SegmentStats, Tally
+from toktools.analysis.segstats import (
+    COMMON_CHARACTERS,
+    HIGH_UNK_RATE,
+    THRESHOLDS,
+    WELL_USED,
+    Document,
+    SegmentStats,
+    Tally,
+)
 from toktools.tokenizer import Tokenizer
 
-__all__ = ["Metrics", "encoding_metrics", "render_metrics_plain", "segment_metrics"]
+__all__ = ["Metrics", "encoding_metrics", "render_metrics_plain", "segment_metrics", "segmentation_line", "warnings_of"]
 
 #: One tokenizer's statistics on a text or a corpus (definitions in :mod:`toktools.analysis.segstats`).
 Metrics = SegmentStats
@@ -34,18 +42,53 @@ def segment_metrics(tokenizer: Tokenizer, text: str) -> Metrics:
 _METRIC_COLUMNS = (
     ("tokens", "tokens", "{:d}"),
     ("chars_per_token", "chars/token", "{:.2f}"),
+    ("chars_per_token_known", "chars/token known", "{:.2f}"),
     ("bytes_per_token", "bytes/token", "{:.2f}"),
     ("tokens_per_word", "tokens/word", "{:.2f}"),
     ("split_share", "split words", "{:.1%}"),
     ("unk_rate", "UNK", "{:.2%}"),
+    ("fallback_rate", "byte fallback", "{:.2%}"),
     ("byte_piece_share", "byte pieces", "{:.2%}"),
 )
 
 
-def render_metrics_plain(metrics: Mapping[str, Metrics], lengths: bool = False, vocabulary: bool = False) -> str:
+def segmentation_line(metrics: Mapping[str, Metrics]) -> str:
+    """What the words of tokens/word and split words are, e.g. ``words: whitespace + jieba
+    (4,918 by whitespace, 12,230 by jieba's dictionary)``."""
+    first = next(iter(metrics.values()), None)
+    if first is None:
+        return "words: -"
+    made = {"whitespace": "by whitespace", "jieba": "by jieba's dictionary", "per character": "one per character"}
+    parts = [
+        f"{first.segmentation.get(name, 0):,} {what}" for name, what in made.items() if first.segmentation.get(name)
+    ]
+    return f"words: {first.segmentation_name}" + (f" ({', '.join(parts)})" if len(parts) > 1 else "")
+
+
+def warnings_of(metrics: Mapping[str, Metrics]) -> list[str]:
+    """One line per tokenizer whose UNK rate is ``HIGH_UNK_RATE`` or more: it loses text, and
+    its chars/token counts the text it lost."""
+    lines = []
+    for name, m in metrics.items():
+        rate = m.unk_rate
+        if rate is not None and rate >= HIGH_UNK_RATE:
+            known = m.chars_per_token_known
+            lines.append(
+                f"warning: {name}: {rate:.1%} of its tokens are unknown (UNK), characters lost: {m.unk_chars:,}; "
+                f"chars/token {m.chars_per_token:.2f} counts them, on known text it is "
+                + ("-" if known is None else f"{known:.2f}")
+            )
+    return lines
+
+
+def render_metrics_plain(
+    metrics: Mapping[str, Metrics], lengths: bool = False, vocabulary: bool = False, markdown: bool = False
+) -> str:
     """A plain-text table, one row per tokenizer (``-`` where a ratio is undefined); with
     ``lengths``, a second table of sequence lengths per document (special tokens included); with
-    ``vocabulary``, a third of how evenly and how much of the vocabulary is used."""
+    ``vocabulary``, a third of how evenly and how much of the vocabulary is used. ``markdown``:
+    the same tables in Markdown, separated by blank lines."""
+    table = markdown_table if markdown else _plain_table
     header = ["tokenizer"] + [title for _, title, _ in _METRIC_COLUMNS]
     body = []
     for name, m in metrics.items():
@@ -72,13 +115,19 @@ def render_metrics_plain(metrics: Mapping[str, Metrics], lengths: bool = False, 
             body.append(row)
         out += "\n" + table(header, body)
     if vocabulary:
-        out += "\n" + _vocabulary_table(metrics)
+        out += "\n" + _vocabulary_table(metrics, table)
     return out
 
 
-def _vocabulary_table(metrics: Mapping[str, Metrics]) -> str:
+_plain_table = table
+
+
+def _vocabulary_table(metrics: Mapping[str, Metrics], table: Any = _plain_table) -> str:
     alpha = next(iter(metrics.values())).renyi_alpha if metrics else 2.5
     header = ["vocabulary", "size", "seen", f"seen ≥{WELL_USED}", f"Rényi eff. (α={alpha:g})", "Shannon eff."]
+    common = any(m.common_considered for m in metrics.values())
+    if common:
+        header.append(f"top {COMMON_CHARACTERS:,} zh chars as 1 token")
     body = []
     for name, m in metrics.items():
         seen, well = ratio(m.seen, m.vocab_size), ratio(m.seen_well, m.vocab_size)
@@ -89,5 +138,8 @@ def _vocabulary_table(metrics: Mapping[str, Metrics]) -> str:
             "-" if m.renyi_efficiency is None else f"{m.renyi_efficiency:.4f}",
             "-" if m.shannon_efficiency is None else f"{m.shannon_efficiency:.4f}",
         ]
+        if common:
+            share = m.common_share
+            cells.append("-" if share is None else f"{share:.1%} of {m.common_considered:,}")
         body.append([name] + cells)
     return table(header, body)

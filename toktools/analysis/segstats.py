@@ -5,14 +5,29 @@ One definition for each number, used by ``toktools compare`` on one text and on 
 * **document**: one line of a text file without its line ending (or one JSON Lines record's
   field); empty and blank lines are not documents.
 * **characters**: the documents' code points, spaces included, line endings excluded;
-  **bytes**: their UTF-8 bytes. **word**: a run of non-whitespace characters (``str.split()``).
+  **bytes**: their UTF-8 bytes. **word**: see below.
 * **tokens**: tokens of the documents encoded without special tokens, truncation or padding.
 * **chars/token** = characters / tokens; **bytes/token** = bytes / tokens;
-  **tokens/word** = tokens / words.
-* **split words**: words that got more than one token. A token belongs to the word holding its
-  last character (GPT-2's ``" world"`` belongs to ``world``; a token of whitespace only belongs
-  to no word); the byte pieces of one character count as several tokens of its word.
-* **UNK rate**: unknown tokens (``[UNK]``) / tokens.
+  **tokens/word** (fertility) = tokens / words.
+* **word**: see :mod:`toktools.analysis.words`: whitespace-separated, Chinese runs cut by jieba's
+  dictionary, characters of other scripts without spaces one by one; **segmentation**: how many
+  words each of those rules made.
+* **split words** (continued words): words that got more than one token. A token belongs to the
+  word holding its last character (GPT-2's ``" world"`` belongs to ``world``; a token of
+  whitespace only belongs to no word); the byte pieces of one character count as several tokens
+  of its word. A word whose characters all end up in a token owned by a later word owns none.
+* **UNK rate**: unknown tokens (``[UNK]``) / tokens; **UNK characters**: characters inside the
+  spans of unknown tokens (the text they lost).
+* **byte fallback**: tokens that are a byte-fallback piece ``<0xE6>`` (SentencePiece and BPE
+  models with ``byte_fallback``) / tokens; **byte-fallback characters**: characters inside their
+  spans.
+* **chars/token of known text** = (characters − UNK characters − byte-fallback characters) /
+  (tokens − unknown tokens − byte-fallback tokens): chars/token on the text the vocabulary
+  covers, which unknown tokens swallowing whole words cannot flatter.
+* **common characters** (Chinese text): of the ``COMMON_CHARACTERS`` (3,500) most frequent
+  Chinese characters of the corpus (ties: lower code point first), the share that the tokenizer
+  encodes, alone and without special tokens, as one token that is neither unknown nor a byte
+  piece (a lone word-start marker ``▁`` before it is not counted).
 * **byte pieces**: characters / all characters that end up in byte pieces, i.e. tokens holding
   only part of a character's UTF-8 bytes (GPT-2 cuts ``我`` into two tokens).
 * **sequence length**: tokens of a document plus the special tokens the tokenizer adds to one
@@ -48,6 +63,7 @@ from typing import Any
 
 from toktools.analysis import token_view
 from toktools.analysis.plain_data import ratio
+from toktools.analysis.words import HAN, SOURCES, word_spans
 
 __all__ = ["Document", "SegmentStats", "Tally", "percentile", "THRESHOLDS"]
 
@@ -57,19 +73,21 @@ THRESHOLDS = (128, 256, 512)
 RENYI_ALPHA = 2.5
 #: Occurrences from which a token counts as well used (vocabulary utilisation).
 WELL_USED = 10
-_WORD = re.compile(r"\S+")
+#: How many of the corpus's most frequent Chinese characters "common characters" looks at.
+COMMON_CHARACTERS = 3500
+#: From this UNK rate on, a report warns that the tokenizer loses text.
+HIGH_UNK_RATE = 0.01
+_HAN_CHAR = re.compile(f"[{HAN}]")
 
 
 class Document:
     """A document's text with what every tokenizer's tally needs: word spans, sizes."""
 
-    __slots__ = ("text", "starts", "ends", "characters", "bytes")
+    __slots__ = ("text", "starts", "ends", "characters", "bytes", "sources")
 
     def __init__(self, text: str) -> None:
         self.text = text
-        spans = [m.span() for m in _WORD.finditer(text)]
-        self.starts = [s for s, _ in spans]
-        self.ends = [e for _, e in spans]
+        self.starts, self.ends, self.sources = word_spans(text)
         self.characters = len(text)
         self.bytes = len(text.encode("utf-8"))
 
@@ -113,6 +131,16 @@ class SegmentStats:
     token_counts: dict[int, int] = field(default_factory=dict)
     vocab_size: int = 0
     renyi_alpha: float = RENYI_ALPHA
+    unk_chars: int = 0
+    fallback_count: int = 0
+    fallback_chars: int = 0
+    #: words per segmentation rule (:data:`toktools.analysis.words.SOURCES`)
+    segmentation: dict[str, int] = field(default_factory=dict)
+    #: Chinese character (code point) -> occurrences in the documents
+    han_counts: dict[int, int] = field(default_factory=dict)
+    #: common characters looked at, and those that are one token (set once the pass is done)
+    common_considered: int = 0
+    common_single: int = 0
 
     @property
     def shannon_efficiency(self) -> float | None:
@@ -164,6 +192,28 @@ class SegmentStats:
     def byte_piece_share(self) -> float | None:
         return ratio(self.byte_piece_chars, self.characters)
 
+    @property
+    def fallback_rate(self) -> float | None:
+        return ratio(self.fallback_count, self.tokens)
+
+    @property
+    def chars_per_token_known(self) -> float | None:
+        """chars/token of the text the vocabulary covers (unknown and byte-fallback tokens and
+        their characters left out)."""
+        return ratio(
+            self.characters - self.unk_chars - self.fallback_chars, self.tokens - self.unk_count - self.fallback_count
+        )
+
+    @property
+    def common_share(self) -> float | None:
+        return ratio(self.common_single, self.common_considered)
+
+    @property
+    def segmentation_name(self) -> str:
+        """The rules that made the words, e.g. ``whitespace + jieba``."""
+        used = [name for name in SOURCES if self.segmentation.get(name)]
+        return " + ".join(used) if used else "whitespace"
+
     def length_percentile(self, p: float) -> int | None:
         return percentile(self.sequence_lengths, p)
 
@@ -176,11 +226,17 @@ class SegmentStats:
         """The statistics of several disjoint sets of documents together."""
         total = cls(0, 0, 0, 0, 0, 0, 0, 0, specials)
         counts: Counter[int] = Counter()
+        han: Counter[int] = Counter()
+        segmentation: Counter[str] = Counter()
         for part in parts:
             counts.update(part.token_counts)
+            han.update(part.han_counts)
+            segmentation.update(part.segmentation)
             total.vocab_size = max(total.vocab_size, part.vocab_size)
             total.renyi_alpha = part.renyi_alpha
         total.token_counts = dict(counts)
+        total.han_counts = dict(han)
+        total.segmentation = {name: segmentation[name] for name in SOURCES}
         lengths: Counter[int] = Counter()
         per_word: Counter[int] = Counter()
         token_lengths: Counter[int] = Counter()
@@ -194,6 +250,11 @@ class SegmentStats:
                 "split_words",
                 "unk_count",
                 "byte_piece_chars",
+                "unk_chars",
+                "fallback_count",
+                "fallback_chars",
+                "common_considered",
+                "common_single",
             ):
                 setattr(total, name, getattr(total, name) + getattr(part, name))
             lengths.update(part.sequence_lengths)
@@ -211,15 +272,28 @@ class SegmentStats:
             "characters": self.characters,
             "bytes": self.bytes,
             "words": self.words,
+            "segmentation": self.segmentation_name,
+            "words_by": {name.replace(" ", "_"): self.segmentation.get(name, 0) for name in SOURCES},
             "chars_per_token": self.chars_per_token,
+            "chars_per_token_known": self.chars_per_token_known,
             "bytes_per_token": self.bytes_per_token,
             "tokens_per_word": self.tokens_per_word,
             "split_words": self.split_words,
             "split_share": self.split_share,
             "unk_count": self.unk_count,
             "unk_rate": self.unk_rate,
+            "unk_chars": self.unk_chars,
+            "byte_fallback_count": self.fallback_count,
+            "byte_fallback_rate": self.fallback_rate,
+            "byte_fallback_chars": self.fallback_chars,
             "byte_piece_chars": self.byte_piece_chars,
             "byte_piece_share": self.byte_piece_share,
+            "common_chars": {
+                "top": COMMON_CHARACTERS,
+                "considered": self.common_considered,
+                "single_token": self.common_single,
+                "share": self.common_share,
+            },
             "specials_per_sequence": self.specials_per_sequence,
             "renyi_alpha": self.renyi_alpha,
             "renyi_efficiency": self.renyi_efficiency,
@@ -247,7 +321,7 @@ class SegmentStats:
         return {
             k: (
                 {kk: _round(vv) for kk, vv in v.items()}
-                if k in ("sequence_length", "over", "vocabulary")
+                if k in ("sequence_length", "over", "vocabulary", "common_chars")
                 else _round(v)
             )
             for k, v in data.items()
@@ -256,16 +330,20 @@ class SegmentStats:
 
 class _TokenFacts(dict):
     """token id -> length in characters, computed on first sight; ``partial`` collects the ids
-    of byte pieces (tokens that are not whole characters) seen so far."""
+    of byte pieces (tokens that are not whole characters) seen so far, ``fallback`` those of
+    them that are byte-fallback pieces (``<0xE6>``)."""
 
     def __init__(self, tokenizer: Any) -> None:
         super().__init__()
         self.tokenizer = tokenizer
         self.partial: set[int] = set()
+        self.fallback: set[int] = set()
 
     def __missing__(self, token_id: int) -> int:
         token = self.tokenizer.id_to_token(token_id) or ""
         text = token_view.token_text(self.tokenizer, token)
+        if token.startswith("<0x") and token_view.is_byte_fallback(self.tokenizer, token):
+            self.fallback.add(token_id)
         if text is None:
             self.partial.add(token_id)
             length = 0
@@ -285,6 +363,9 @@ class Tally:
         self.facts = facts if facts is not None else _TokenFacts(tokenizer)
         self.documents = self.tokens = self.characters = self.bytes = self.words = 0
         self.split_words = self.unk_count = self.byte_piece_chars = 0
+        self.unk_chars = self.fallback_count = self.fallback_chars = 0
+        self.segmentation: Counter[str] = Counter()
+        self.han_counts: Counter[int] = Counter()
         self.sequence_lengths: Counter[int] = Counter()
         self.per_word: Counter[int] = Counter()
         self.token_lengths: Counter[int] = Counter()
@@ -313,11 +394,18 @@ class Tally:
         self.characters += document.characters
         self.bytes += document.bytes
         self.words += len(document.starts)
+        self.segmentation.update(document.sources)
+        if _HAN_CHAR.search(text):
+            self.han_counts.update(map(ord, _HAN_CHAR.findall(text)))
         if self.unk_id is not None:
             self.unk_count += ids.count(self.unk_id)
+            self.unk_chars += _covered(offsets, ids, {self.unk_id})
         facts = self.facts
         self.token_counts.update(ids)
         self.token_lengths.update(map(facts.__getitem__, ids))
+        if facts.fallback and not facts.fallback.isdisjoint(ids):
+            self.fallback_count += sum(1 for i in ids if i in facts.fallback)
+            self.fallback_chars += _covered(offsets, ids, facts.fallback)
         if self.unk_id is not None and self.unk_id in facts and self.unk_id in ids:
             # "[UNK]" stands for text it lost: its 5 characters are not a token length
             self.token_lengths[facts[self.unk_id]] -= ids.count(self.unk_id)
@@ -358,7 +446,17 @@ class Tally:
             token_lengths=dict(sorted((k, v) for k, v in self.token_lengths.items() if v)),
             token_counts=dict(self.token_counts),
             vocab_size=self.vocab_size,
+            unk_chars=self.unk_chars,
+            fallback_count=self.fallback_count,
+            fallback_chars=self.fallback_chars,
+            segmentation={name: self.segmentation[name] for name in SOURCES},
+            han_counts=dict(self.han_counts),
         )
+
+
+def _covered(offsets: list[tuple[int, int]], ids: list[int], which: set[int]) -> int:
+    """Characters inside the spans of the tokens whose id is in ``which`` (each counted once)."""
+    return len({c for (s, e), i in zip(offsets, ids) if i in which for c in range(s, e)})
 
 
 def vocabulary_size(tokenizer: Any) -> int:

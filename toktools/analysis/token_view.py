@@ -48,6 +48,7 @@ __all__ = [
     "encode_plain",
     "specials_added",
     "escape_char",
+    "is_byte_fallback",
 ]
 
 _BYTE_FALLBACK = re.compile(r"<0x([0-9A-Fa-f]{2})>")
@@ -205,6 +206,12 @@ def token_text(tokenizer: Any, token: str) -> str | None:
 def is_partial(tokenizer: Any, token: str) -> bool:
     """True for a token holding part of a character's UTF-8 bytes (not valid UTF-8 alone)."""
     return token_text(tokenizer, token) is None
+
+
+def is_byte_fallback(tokenizer: Any, token: str) -> bool:
+    """True for a byte-fallback piece (``<0xE6>``) of a model with ``byte_fallback``."""
+    v = view(tokenizer)
+    return v.byte_fallback and token in v.model_vocab and _BYTE_FALLBACK.fullmatch(token) is not None
 
 
 def is_continuation(tokenizer: Any, token: str) -> bool:

@@ -122,6 +122,12 @@ def _looks_like_tokenizer(argument: str) -> bool:
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr (only on a terminal).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output: every statistic and histogram.")
 @click.option(
+    "--markdown",
+    "as_markdown",
+    is_flag=True,
+    help="Print the tables as Markdown (for READMEs and papers); aligned text goes in a fenced block.",
+)
+@click.option(
     "--html",
     "html_path",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -146,6 +152,7 @@ def compare(
     unused: int,
     progress: bool,
     as_json: bool,
+    as_markdown: bool,
     html_path: Path | None,
     cluster: Any,
     model_rule: str | None,
@@ -170,9 +177,19 @@ def compare(
       document     a non-blank line without its line ending, or a JSON Lines record (--field)
       chars/token  characters (code points, spaces included) / tokens
       bytes/token  UTF-8 bytes (spaces included) / tokens
-      tokens/word  tokens / words; a word is a run of non-whitespace characters
-      split words  words with more than one token (a token belongs to the word of its last character)
-      UNK          unknown tokens / tokens
+      word         a run of non-whitespace characters; inside it, each run of Chinese characters is
+                   cut by jieba's dictionary (the one of whole-word masking), each character of
+                   kana, Thai, Lao, Khmer or Myanmar is a word, the rest stays whole; the report
+                   says which segmentation made the words (whitespace / jieba / per character)
+      tokens/word  tokens / words (fertility)
+      split words  words with more than one token, "continued words" (a token belongs to the word
+                   of its last character)
+      UNK          unknown tokens / tokens; a warning line from 1 %
+      byte fallback
+                   byte-fallback tokens (<0xE6>, models with byte_fallback) / tokens
+      chars/token known
+                   (characters - those inside UNK or byte-fallback tokens) / (tokens - UNK and
+                   byte-fallback tokens): chars/token on the text the vocabulary covers
       byte pieces  characters that end up in byte pieces (tokens holding part of a character) / characters
       sequence     tokens per document plus the special tokens added to one sequence ([CLS] [SEP]);
                    p50/p90/p99 are nearest-rank percentiles; >512 is the share of documents longer
@@ -182,6 +199,8 @@ def compare(
                    (Zouhar et al. 2023; as tokenization-scorer with vocab = the vocabulary size)
       seen         ids of the vocabulary (added tokens included) that occur / vocabulary size;
                    seen ≥10: ids that occur at least 10 times / vocabulary size
+      zh chars     of the corpus's 3,500 most frequent Chinese characters, the share encoded
+                   alone as one token (not UNK, not byte pieces; a lone ▁ before it not counted)
     Tokens are counted without special tokens, truncation or padding.
 
     \b
@@ -201,6 +220,8 @@ def compare(
     names = list(arguments)
     ctx = click.get_current_context()
     given = {name for name in ctx.params if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE}
+    if as_json and as_markdown:
+        raise click.UsageError("--json and --markdown are two output formats: choose one")
     if as_json:
         for name, flag in (("byte_view", "--bytes/--no-bytes"), ("width", "--width")):
             if name in given:
@@ -250,6 +271,9 @@ def compare(
         if as_json:
             click.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
             return
+        if as_markdown:
+            click.echo(result.render_plain(width=_width(width), byte_view=byte_view, markdown=True))
+            return
         echo_plain_or_rich(result.render_plain(width=_width(width), byte_view=byte_view), _STYLES)
         return
     if plot_path is not None or sample is not None or json_field is not None:
@@ -274,6 +298,9 @@ def compare(
     _write_html(html_path, comparison.to_dict())
     if as_json:
         click.echo(json.dumps(comparison.to_dict(), ensure_ascii=False, indent=2))
+        return
+    if as_markdown:
+        click.echo(comparison.render_plain(width=_width(width), byte_view=byte_view, markdown=True))
         return
     echo_plain_or_rich(comparison.render_plain(width=_width(width), byte_view=byte_view), _STYLES)
 
