@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toktools.analysis import token_view
-from toktools.analysis.alignment import Alignment, align_encoded, named_tokenizers
+from toktools.analysis.alignment import named_tokenizers
 from toktools.analysis.compare_chunks import Candidate, Item, Located, chunked, documents_of, process_chunk
+from toktools.analysis.disagreement import ShownPlace, render_places_plain, shown_places
 from toktools.analysis.metrics import render_metrics_plain
 from toktools.analysis.segstats import RENYI_ALPHA, SegmentStats
 from toktools.corpus import reading as corpus
@@ -76,27 +77,8 @@ def _sampled(documents: Iterator[tuple[Located, str]], total: int | None, n: int
         yield document
 
 
-@dataclass
-class ShownLine:
-    """A document where the tokenizers disagree, aligned. ``differing``: token boundaries not
-    shared by every tokenizer (token ends, plus characters cut into byte pieces by some but not
-    all); ``share``: differing / all boundaries, the rank (documents of fewer than
-    ``compare_chunks.MIN_WORDS_SHOWN`` words are left out)."""
-
-    source: str
-    line: int
-    differing: int
-    share: float
-    alignment: Alignment
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "line": self.line,
-            "differing": self.differing,
-            "share": self.share,
-            "alignment": self.alignment.to_dict(),
-        }
+#: A place where the tokenizers disagree, aligned (the name of the shown lines before places).
+ShownLine = ShownPlace
 
 
 @dataclass
@@ -107,7 +89,7 @@ class CorpusComparison:
     sources: list[str]
     sampled: int | None
     metrics: dict[str, SegmentStats]
-    shown: list[ShownLine] = field(default_factory=list)
+    shown: list[ShownPlace] = field(default_factory=list)
     #: per tokenizer, ``unused`` tokens of its vocabulary never seen in the corpus, longest first
     unused: dict[str, list[str]] = field(default_factory=dict)
 
@@ -122,13 +104,12 @@ class CorpusComparison:
             data["unused"] = self.unused
         return data
 
-    def render_plain(self, width: int | None = None, byte_view: bool = False) -> str:
+    def render_plain(self, width: int | None = None, byte_view: bool = False, places: bool = True) -> str:
+        """The shown places as token boxes (``places``; see
+        :func:`toktools.analysis.disagreement.render_places_plain`), then the tables."""
         parts = []
-        for index, shown in enumerate(self.shown):
-            where = f"{shown.source}, line {shown.line}" if len(self.sources) > 1 else f"line {shown.line}"
-            title = f"{where}: {shown.differing} boundaries differ ({shown.share:.0%} of them)"
-            legend = index == len(self.shown) - 1
-            parts.append(title + "\n" + shown.alignment.render_plain(width, byte_view, legend=legend))
+        if places and self.shown:
+            parts.append(render_places_plain(self.shown, len(self.sources) > 1))
         first = next(iter(self.metrics.values()), None)
         what = (
             f"{first.documents} documents, {first.words} words, {first.characters} characters"
@@ -301,11 +282,7 @@ def _comparison(
     if all(total.documents == 0 for total in totals):  # as every other command on an empty corpus
         raise ToktoolsError("the corpus holds no text: no documents to compare")
     metrics = {name: total for (name, _), total in zip(plain, totals)}
-    shown = []
-    for share, differing, _, (source, line), text in best:
-        encoded = [(name, tok, tok.encode(text, add_special_tokens=False)) for name, tok in plain]
-        shown.append(ShownLine(source, line, differing, round(share, 6), align_encoded(text, encoded)))
-    return CorpusComparison(sources, sample, metrics, shown)
+    return CorpusComparison(sources, sample, metrics, shown_places(best, plain))
 
 
 def _compare_on_cluster(
