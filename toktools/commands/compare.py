@@ -71,8 +71,8 @@ def _looks_like_tokenizer(argument: str) -> bool:
     type=click.IntRange(min=0),
     default=3,
     show_default=True,
-    help="With --corpus: align the N documents (of 5 words or more) where the largest share of token "
-    "boundaries differ.",
+    help="With --corpus: show the N places (windows of at most ±40 characters) where the most token "
+    "boundaries differ, as token boxes per tokenizer.",
 )
 @click.option(
     "--sample",
@@ -182,6 +182,10 @@ def compare(
                    (Zouhar et al. 2023; as tokenization-scorer with vocab = the vocabulary size)
       seen         ids of the vocabulary (added tokens included) that occur / vocabulary size;
                    seen ≥10: ids that occur at least 10 times / vocabulary size
+      place        (--show) at most 81 characters of one document: the window holding the
+                   most differing boundaries (positions where some but not all tokenizers end
+                   a token inside a word or start a byte piece), centred on them; places are
+                   ranked by that count, then the earlier document; places never overlap
     Tokens are counted without special tokens, truncation or padding.
 
     \b
@@ -250,7 +254,7 @@ def compare(
         if as_json:
             click.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
             return
-        echo_plain_or_rich(result.render_plain(width=_width(width), byte_view=byte_view), _STYLES)
+        _echo_corpus(result, _width(width), byte_view)
         return
     if plot_path is not None or sample is not None or json_field is not None:
         raise click.UsageError("--plot, --sample and --field need --corpus")
@@ -276,6 +280,19 @@ def compare(
         click.echo(json.dumps(comparison.to_dict(), ensure_ascii=False, indent=2))
         return
     echo_plain_or_rich(comparison.render_plain(width=_width(width), byte_view=byte_view), _STYLES)
+
+
+def _echo_corpus(result: Any, width: int, byte_view: bool) -> None:
+    """The places as coloured token boxes on a colour terminal (plain ``|`` boxes otherwise),
+    then the tables."""
+    console = stdout_console()
+    if result.shown and not console.no_color and console.is_terminal:
+        from toktools.analysis.disagreement import render_places_rich
+
+        console.print(render_places_rich(result.shown, len(result.sources) > 1), end="")
+        echo_plain_or_rich("\n" + result.render_plain(width=width, byte_view=byte_view, places=False), _STYLES)
+        return
+    echo_plain_or_rich(result.render_plain(width=width, byte_view=byte_view), _STYLES)
 
 
 def _check_html(path: Path | None, names: list[str], corpus: list[str]) -> None:
