@@ -4,9 +4,9 @@ The corpus is read once, in chunks of documents; each chunk is encoded by every 
 counted into a :class:`~toktools.analysis.segstats.Tally` per tokenizer, in forked worker processes that
 keep their caches from chunk to chunk (results are combined in chunk order, so they do not
 depend on the number of workers). Memory stays flat: the tallies are histograms,
-and only the ``show`` documents where the tokenizers disagree most are kept (a bounded heap),
-to be aligned at the end. Time is linear in the corpus: the disagreement score of a document
-is a set difference of token ends, and the alignment (see :mod:`toktools.analysis.alignment`) is linear too.
+and only the ``show`` places where the tokenizers disagree most are kept (a bounded heap of
+windows of at most 81 characters with their tokens, :mod:`toktools.analysis.disagreement`),
+to be aligned at the end. Time is linear in the corpus.
 """
 
 from __future__ import annotations
@@ -178,9 +178,8 @@ def compare_corpus(
     unused: int = 0,
 ) -> CorpusComparison:
     """Statistics of every tokenizer on the corpus ``paths`` (files, directories, globs, ``-``;
-    plain or compressed), read once; ``show`` keeps the documents where the largest share of
-    token boundaries differ (ties: more differing boundaries, then the earlier document) and
-    aligns them;
+    plain or compressed), read once; ``show`` keeps the places where the most token boundaries
+    differ (:mod:`toktools.analysis.disagreement`) and aligns them;
     ``sample`` reads only that many documents, spread evenly over the corpus (for files, a first
     pass counts the documents). Chunks of documents are encoded and counted in ``workers``
     processes (default: every core); the result is the same for any number of workers.

@@ -177,7 +177,7 @@ def compare(
 
     On a TEXT (the last argument; - reads it from standard input): one row per tokenizer,
     aligned on characters, then the metrics. On a corpus (--corpus): the metrics over every
-    document, sequence lengths, and the --show documents where the tokenizers disagree most.
+    document, sequence lengths, and the --show places where the tokenizers disagree most.
 
     \b
     The aligned view:
