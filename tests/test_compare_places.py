@@ -70,7 +70,7 @@ def chinese(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def long_english(tmp_path_factory) -> Path:
-    return real_shapes.long_documents(tmp_path_factory.mktemp("en") / "en.txt", count=2, low=20_000, high=30_000)
+    return real_shapes.long_documents(tmp_path_factory.mktemp("en") / "en.txt", count=2, low=12_000, high=16_000)
 
 
 def _check_places(corpus: Path, report: dict, paths: list[tuple[str, str]]) -> None:
@@ -117,7 +117,7 @@ def test_places_on_long_documents_are_bounded_and_score_as_defined(long_english:
     report, output = _run(str(long_english))
     _check_places(long_english, report, _published())
     assert 0 < len(_places_lines(output)) <= SHOW * (len(_published()) + 3)
-    assert len(output) < 20_000  # 50K characters of documents, a few windows shown
+    assert len(output) < 10_000  # 28K characters of documents, a few windows shown
     # the best place's score, from tokenizers' offsets by the definition in disagreement.py
     best = max(_best_window(document, [_library(p) for _, p in _published()]) for document in _lines(long_english))
     assert report["shown"][0]["differing"] == best
@@ -176,3 +176,26 @@ def test_array_and_list_window_picks_agree_and_never_overlap():
             assert a.end - a.start <= disagreement.WIDTH and a.start <= a.first <= a.last < a.end
             others = [b for b in arrays if b is not a and b.document == a.document]
             assert all(a.end <= b.start or b.end <= a.start for b in others)
+
+
+@pytest.mark.parametrize("shape", ["long_documents", pytest.param("chinese_paragraphs", marks=pytest.mark.full)])
+def test_documents_counted_in_pieces_show_the_places_they_show_whole(shape: str, tmp_path: Path, monkeypatch):
+    """A document longer than a segment (1 Mi characters; 2,000 here) is counted piece by piece;
+    its places and their tokens are the ones found when it is counted whole."""
+    import toktools
+    from toktools.analysis.corpus_compare import compare_corpus
+    from toktools.corpus import documents, long_documents, long_lines
+
+    build = getattr(real_shapes, shape)
+    corpus = build(tmp_path / "c.txt", count=2, low=5_000, high=7_000)
+    loaded = [(name, toktools.load(path)) for name, path in _published()]
+    whole = compare_corpus(loaded, [str(corpus)], show=SHOW, workers=1).to_dict()
+    for module in (long_documents, long_lines, documents):
+        monkeypatch.setattr(module, "SEGMENT_CHARS", 2_000)
+    calls = []
+    counted = disagreement.long_document_places
+    monkeypatch.setattr(disagreement, "long_document_places", lambda *a: calls.append(1) or counted(*a))
+    cut = compare_corpus(loaded, [str(corpus)], show=SHOW, workers=1).to_dict()
+    assert len(calls) == 2  # both documents went the long way
+    assert cut["metrics"] == whole["metrics"]
+    assert len(whole["shown"]) == SHOW and cut["shown"] == whole["shown"]

@@ -93,11 +93,19 @@ def process_chunk(
     else:
         stats, candidates = _process_loop(chunk, texts, tokenizers, encoders, show if scoring else 0)
     if long_items:
+        from toktools.analysis.disagreement import LongMarks, long_document_places
+
+        shown_long = scoring and numpy_available()  # places of long documents need numpy
+        marks = [LongMarks(len(text), len(tokenizers)) if shown_long else None for _, _, text in long_items]
         for k, tokenizer in enumerate(tokenizers):
             tally = Tally(tokenizer, encoders[k][0])
-            for _, where, text in long_items:
-                _count_long(tally, tokenizer, text, where)
+            for (_, where, text), mark in zip(long_items, marks):
+                _count_long(tally, tokenizer, text, where, mark)
             stats[k] = SegmentStats.combined([stats[k], tally.stats()], tally.specials)
+        for (index, where, text), mark in zip(long_items, marks):
+            if mark is not None:
+                for place in long_document_places(text, tokenizers, mark, show):
+                    candidates.append((place.differing, 0, -index, where, place))
     return stats, heapq.nlargest(show, candidates) if scoring else []
 
 
@@ -159,15 +167,18 @@ def _process_loop(
     return stats, candidates
 
 
-def _count_long(tally: Tally, tokenizer: Any, text: str, where: Located) -> None:
+def _count_long(tally: Tally, tokenizer: Any, text: str, where: Located, marks: Any = None) -> None:
     """Count a document longer than a segment in the pieces its tokenizer may be cut into
-    (:mod:`toktools.corpus.long_documents`): the same statistics as counted whole."""
+    (:mod:`toktools.corpus.long_documents`): the same statistics as counted whole. ``marks``
+    (a :class:`~toktools.analysis.disagreement.LongMarks`) collects its boundaries for ``--show``."""
     from toktools.corpus.long_documents import encoded_pieces, tokenizer_cuttable
 
     tokens = 0
     cut = tokenizer_cuttable(tokenizer)
-    for _, piece, encoding in encoded_pieces(tokenizer, text, cut, f"{where[0]}, line {where[1]}"):
-        tally.add_piece(Document(piece), encoding.ids, encoding.offsets)
+    for start, piece, encoding in encoded_pieces(tokenizer, text, cut, f"{where[0]}, line {where[1]}"):
+        found = tally.add_piece(Document(piece), encoding.ids, encoding.offsets)
+        if marks is not None:
+            marks.add(start, *found)
         tokens += len(encoding.ids)
     tally.close_document(tokens)
 

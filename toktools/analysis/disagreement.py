@@ -30,10 +30,12 @@ from typing import Any
 __all__ = [
     "RADIUS",
     "WIDTH",
+    "LongMarks",
     "Place",
     "PlaceCandidate",
     "chunk_places",
     "document_places",
+    "long_document_places",
     "ShownPlace",
     "render_places_plain",
     "render_places_rich",
@@ -236,6 +238,69 @@ def chunk_places(
             per_tokenizer.append((ids[lo:hi][near].tolist(), s[near].tolist(), e[near].tolist()))
         out.append((doc, _place(texts[doc], pick, per_tokenizer)))
     return out
+
+
+class LongMarks:
+    """The boundaries of a document counted in pieces (longer than a segment,
+    :mod:`toktools.corpus.long_documents`), every tokenizer's pieces added in turn: per
+    character, how many tokenizers end a token there and how many start a byte piece there
+    (two small counters per character, never the tokens)."""
+
+    def __init__(self, length: int, tokenizers: int) -> None:
+        import numpy as np
+
+        kind = np.uint8 if tokenizers < 255 else np.uint32
+        self.tokenizers = tokenizers
+        self.ends = np.zeros(length, dtype=kind)
+        self.pieces = np.zeros(length, dtype=kind)
+
+    def add(self, start: int, lasts: Sequence[int], covered: set[tuple[int, int]]) -> None:
+        """One piece of one tokenizer (what :meth:`~toktools.analysis.segstats.Tally.add_piece`
+        returned), the piece starting at character ``start``."""
+        import numpy as np
+
+        if len(lasts):
+            self.ends[np.unique(np.asarray(lasts, dtype=np.int64)) + start] += 1
+        if covered:
+            self.pieces[np.array(sorted({s for s, _ in covered}), dtype=np.int64) + start] += 1
+
+    def weights(self) -> Any:
+        import numpy as np
+
+        k = self.tokenizers
+        weights = ((self.ends > 0) & (self.ends < k)).astype(np.int64)
+        weights += (self.pieces > 0) & (self.pieces < k)
+        return weights
+
+
+def long_document_places(text: str, tokenizers: Sequence[Any], marks: LongMarks, n: int) -> list[Place]:
+    """The ``n`` best places of a document counted in pieces. Each tokenizer encodes only the
+    stretch around a place between two places where it may be cut (the rule its pieces were cut
+    by, :func:`toktools.corpus.documents.safe_cut`), so the tokens are the document's own; a
+    tokenizer that cannot be cut encodes the document once more, as its one piece."""
+    import numpy as np
+
+    from toktools.corpus.documents import _first_cut, safe_cut
+    from toktools.corpus.long_documents import tokenizer_cuttable
+
+    picks = _pick_arrays(marks.weights(), np.array([0, len(text)], dtype=np.int64), n)
+    if not picks:
+        return []
+    cuttable = [tokenizer_cuttable(tokenizer) for tokenizer in tokenizers]
+    places = []
+    for pick in picks:
+        per_tokenizer = []
+        for tokenizer, cut in zip(tokenizers, cuttable):
+            low, high = 0, len(text)
+            if cut:
+                low = safe_cut(text, max(0, pick.start - WIDTH))
+                high = _first_cut(text, min(len(text), pick.end + WIDTH), None) or len(text)
+            encoding = tokenizer.encode(text[low:high], add_special_tokens=False)
+            starts = [s + low for s, _ in encoding.offsets]
+            ends = [e + low for _, e in encoding.offsets]
+            per_tokenizer.append((list(encoding.ids), starts, ends))
+        places.append(_place(text, pick, per_tokenizer))
+    return places
 
 
 def document_places(
