@@ -106,13 +106,14 @@ class _CompareCommand(click.Command):
     "--width",
     type=click.IntRange(min=20),
     default=None,
-    help="Wrap the aligned rows at this many columns (default: terminal width).",
+    help="Wrap the aligned rows of a TEXT at this many columns (default: terminal width; the --show "
+    "places of a corpus are one line per tokenizer).",
 )
 @click.option(
     "--bytes/--no-bytes",
     "byte_view",
     default=False,
-    help="Add a block with the UTF-8 bytes of every multi-byte character.",
+    help="Add a block with the UTF-8 bytes of every multi-byte character (the aligned view of a TEXT).",
 )
 @click.option(
     "--workers",
