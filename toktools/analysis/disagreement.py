@@ -204,6 +204,15 @@ def _place(
     return Place(start, end, text[start:end], pick.score, pick.first, tokens)
 
 
+def _distinct_sorted(values: Any) -> Any:
+    """The distinct values of a sorted array (``np.unique`` without its sort)."""
+    import numpy as np
+
+    if len(values) < 2:
+        return values
+    return np.concatenate([values[:1], values[1:][values[1:] != values[:-1]]])
+
+
 def chunk_places(
     chunk: Any, texts: Sequence[str], marks: Sequence[Any], spans: Sequence[tuple[Any, Any, Any, Any]], n: int
 ) -> list[tuple[int, Place]]:
@@ -219,7 +228,7 @@ def chunk_places(
     width = chunk.characters + 1
     seen = np.bincount(np.concatenate([m.ends for m in marks]).astype(np.int64), minlength=chunk.characters)
     weights = ((seen > 0) & (seen < k)).astype(np.int64)
-    piece_starts = [np.unique(m.cuts // width) for m in marks]
+    piece_starts = [_distinct_sorted(m.cuts // width) for m in marks]  # keys are sorted: so are starts
     if any(len(p) for p in piece_starts):
         started = np.bincount(np.concatenate(piece_starts).astype(np.int64), minlength=chunk.characters)
         weights += (started > 0) & (started < k)
