@@ -378,22 +378,25 @@ def shown_places(candidates: Sequence[PlaceCandidate], tokenizers: Sequence[tupl
 
 def _boxes(text: str, spans: Sequence[Any]) -> list[tuple[str, str]]:
     """One row's tokens as ``(shown text, kind)``: kind is ``unk``, ``piece`` (part of a
-    character) or ``token``; the text between tokens (whitespace no token holds) is ``gap``."""
+    character) or ``token``; the text between tokens (whitespace no token holds) is ``gap``.
+    Walked in bytes, so the spaces a byte-level token owns (GPT-2's ``Ġun``) are inside its box."""
     from toktools.analysis.token_view import escape_text
 
+    data = text.encode("utf-8")
     out: list[tuple[str, str]] = []
     cursor = 0
     for span in spans:
-        start, end = span.char_start, span.char_end
+        start, end = span.byte_start, span.byte_end
         if start > cursor:
-            out.append((escape_text(text[cursor:start]), "gap"))
+            out.append((escape_text(data[cursor:start].decode("utf-8", "replace")), "gap"))
         if span.unknown:
-            out.append(("?" + escape_text(text[start:end]) + "?", "unk"))
+            out.append(("?" + escape_text(data[start:end].decode("utf-8", "replace")) + "?", "unk"))
         else:
-            out.append((span.readable, "piece" if span.partial else "token"))
+            shown = span.readable if span.readable.strip() else span.readable.replace(" ", "␣")
+            out.append((shown, "piece" if span.partial else "token"))
         cursor = max(cursor, end)
-    if cursor < len(text):
-        out.append((escape_text(text[cursor:]), "gap"))
+    if cursor < len(data):
+        out.append((escape_text(data[cursor:].decode("utf-8", "replace")), "gap"))
     return out
 
 
@@ -402,7 +405,10 @@ def _title(place: ShownPlace, with_source: bool) -> str:
     return f"{where}, characters {place.start + 1}-{place.end}: {place.differing} boundaries differ"
 
 
-LEGEND = "legend: |token| boxes per tokenizer; <E6 88> byte piece (part of a character); ?x? unknown (UNK)"
+LEGEND = (
+    "legend: |token| boxes per tokenizer (| cut| a space inside the bars belongs to the token); "
+    "␣ a token of spaces only; <E6 88> byte piece (part of a character); ?x? unknown (UNK)"
+)
 
 
 def _rows(places: Sequence[ShownPlace], with_source: bool) -> list[list[tuple[str, str]]]:
@@ -423,14 +429,14 @@ def _rows(places: Sequence[ShownPlace], with_source: bool) -> list[list[tuple[st
             segments: list[tuple[str, str]] = [(row.name.ljust(width) + " │ ", "name")]
             colour = 0
             for shown, kind in _boxes(place.alignment.text, row.spans):
-                if kind == "gap":
+                if kind == "gap":  # outside the bars: no token holds it
                     segments.append((shown, "gap"))
                     continue
-                segments.append(("|", "bar"))
+                if segments[-1][1] != "bar":
+                    segments.append(("|", "bar"))
                 segments.append((shown, kind if kind != "token" else f"token{colour % 2}"))
-                colour += 1
-            if colour:
                 segments.append(("|", "bar"))
+                colour += 1
             lines.append(segments)
     if places:
         lines.append([(LEGEND, "legend")])
