@@ -7,6 +7,7 @@ the score is recomputed here from `tokenizers`' offsets by the documented defini
 from __future__ import annotations
 
 import bisect
+import json
 import random
 from pathlib import Path
 
@@ -199,3 +200,22 @@ def test_documents_counted_in_pieces_show_the_places_they_show_whole(shape: str,
     assert len(calls) == 2  # both documents went the long way
     assert cut["metrics"] == whole["metrics"]
     assert len(whole["shown"]) == SHOW and cut["shown"] == whole["shown"]
+
+
+def test_html_boxes_keep_a_byte_level_tokens_own_space_inside_it(tmp_path: Path):
+    """GPT-2's " un" owns its space (its offsets are trimmed): the HTML row shows it once, inside
+    the box; BERT drops the space: it stands between two boxes."""
+    import re
+
+    from toktools.analysis.html_report import _token_boxes
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("我是中国人 unaffable\n", encoding="utf-8")
+    result = CliRunner().invoke(
+        main, ["compare", "bytebpe-50k", "wordpiece-30k", "--corpus", str(corpus), "--show", "1", "--json"]
+    )
+    alignment = json.loads(result.stdout)["shown"][0]["alignment"]
+    rows = re.findall(r'<span class="tokens">(.*?)</span></div>', _token_boxes(alignment))
+    shown = [re.sub(r"<[^>]+>", "|", row) for row in rows]
+    assert shown[0] == "|我是||中国||人|| un||aff||able|"
+    assert shown[1] == "|我||是||中||国||人| |un||##aff||##able|"
