@@ -77,9 +77,12 @@ def test_statistics_of_the_tiny_corpus(corpus_file: Path):
     assert bpe.tokens_per_word_histogram == {1: 5, 2: 3, 3: 3}
     assert bpe.sequence_lengths == {2: 1, 3: 1, 7: 1, 13: 1}
     assert bpe.length_percentile(50) == 3 and bpe.over(128) == 0.0
-    # only line 5 has the 5 words a shown line needs
-    assert [s.line for s in result.shown] == [5]
-    assert result.shown[0].alignment.text == DOCUMENTS[3]
+    # differing boundaries (token ends inside words that only one of the two has), by hand:
+    # line 5: x|y (bpe), un|aff (wp), x|y|z at the end (bpe) = 5; line 1: un|aff (wp), x|y (bpe) = 3;
+    # line 4: un|aff = 1; line 3: none. Every document is shorter than a place (81 characters).
+    assert [(s.line, s.differing) for s in result.shown] == [(5, 5), (1, 3)]
+    assert [s.alignment.text for s in result.shown] == [DOCUMENTS[3], DOCUMENTS[0]]
+    assert (result.shown[0].start, result.shown[0].end) == (0, len(DOCUMENTS[3]))
 
 
 def test_sequence_length_overflow_and_percentiles_on_long_documents(tmp_path: Path):
@@ -168,7 +171,7 @@ def test_cli_plain_output_shows_the_disputed_line_and_tables(corpus_file: Path):
     result = run("compare", "wordpiece-30k", "bytebpe-50k", "--corpus", str(corpus_file), "--show", "1")
     assert result.exit_code == 0, result.stderr
     out = result.stdout
-    assert out.startswith("line 5:")
+    assert out.startswith("line 5, characters 1-25: ") and "boundaries differ\ntext " in out
     assert "legend" in out and "4 documents, 11 words, 58 characters" in out
     assert "tokens/word" in out and ">512" in out
 
@@ -208,8 +211,9 @@ def test_shown_lines_name_their_file_and_json_errors_name_file_and_line(tmp_path
     other = tmp_path / "other.txt"
     other.write_text("the\nxyz the unaffable the xyz the\n", encoding="utf-8")
     result = compare_corpus(tokenizers(), [str(other), str(corpus_file)], show=2)
-    assert [(Path(s.source).name, s.line) for s in result.shown] == [("tiny.txt", 5), ("other.txt", 2)]
-    assert result.render_plain().startswith(f"{corpus_file}, line 5:")
+    # the same 5 differing boundaries in both: the earlier document first
+    assert [(Path(s.source).name, s.line) for s in result.shown] == [("other.txt", 2), ("tiny.txt", 5)]
+    assert result.render_plain().startswith(f"{other}, line 2, characters 1-29: 5 boundaries differ")
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "fine"}\n{"body": "no text"}\n', encoding="utf-8")
     from toktools.errors import ToktoolsError

@@ -167,8 +167,8 @@ def test_compare_and_inspect_count_a_long_line_as_a_whole(
         monkeypatch.setattr(module, "SEGMENT_CHARS", 1 << 20)
     whole = compare_corpus(tokenizers, [str(source)], show=2, workers=1).to_dict()
     assert cut["metrics"] == whole["metrics"]
-    # a long document is counted, never shown (uncut, it is the most disputed one)
-    assert [s["line"] for s in whole["shown"]][:1] == [2] and 2 not in [s["line"] for s in cut["shown"]]
+    # a long document shows the places it shows counted whole (issue 27)
+    assert 2 in [s["line"] for s in whole["shown"]] and cut["shown"] == whole["shown"]
     for name, stats in cut["metrics"].items():
         library = hf("bytebpe-50k" if name == "b" else "wordpiece-30k")
         assert stats["tokens"] == sum(

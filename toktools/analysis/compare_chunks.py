@@ -9,21 +9,20 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from toktools.analysis.disagreement import PlaceCandidate, chunk_places, document_places
 from toktools.analysis.segstats import Document, SegmentStats, Tally
 from toktools.errors import ToktoolsError
 
 #: Text per chunk of work (one task of a worker process).
 CHUNK_CHARS = 256 * 1024
 CHUNK_DOCUMENTS = 5_000
-#: Documents shorter than this are not shown (one odd word would always disagree "most").
-MIN_WORDS_SHOWN = 5
 
 Located = tuple[str, int]  # (source path, line number in it)
 
 
-#: (share of differing boundaries, differing, -document index, (source, line), text): the
-#: largest wins; on a tie, the earlier document.
-Candidate = tuple[float, int, int, Located, str]
+#: A place where the tokenizers disagree (:data:`toktools.analysis.disagreement.PlaceCandidate`):
+#: (differing boundaries, 0, -document index, (source, line), place); the largest wins.
+Candidate = PlaceCandidate
 Item = tuple[int, Located, str]  # (document index, where, text)
 
 
@@ -60,21 +59,6 @@ def _json_field(line: str, field_name: str, path: str, number: int) -> str:
     return value
 
 
-def _score(facts: Sequence[tuple[list[int], set[tuple[int, int]]]]) -> tuple[int, int]:
-    """(differing boundaries, all boundaries) of one document, from each tokenizer's token
-    ends and byte-piece ranges (what :meth:`Tally.add` returns)."""
-    ends = [set(lasts) for lasts, _ in facts]
-    union = set.union(*ends)
-    score = len(union) - len(set.intersection(*ends))
-    total = len(union)
-    cuts = [covered for _, covered in facts]
-    if any(cuts):
-        every_cut = set.union(*cuts)
-        score += len(every_cut) - len(set.intersection(*cuts))
-        total += len(every_cut)
-    return score, total
-
-
 def process_chunk(
     chunk: list[Item], tokenizers: Sequence[Any], show: int, facts_cache: dict[Any, Any]
 ) -> tuple[list[SegmentStats], list[Candidate]]:
@@ -109,11 +93,19 @@ def process_chunk(
     else:
         stats, candidates = _process_loop(chunk, texts, tokenizers, encoders, show if scoring else 0)
     if long_items:
+        from toktools.analysis.disagreement import LongMarks, long_document_places
+
+        shown_long = scoring and numpy_available()  # places of long documents need numpy
+        marks = [LongMarks(len(text), len(tokenizers)) if shown_long else None for _, _, text in long_items]
         for k, tokenizer in enumerate(tokenizers):
             tally = Tally(tokenizer, encoders[k][0])
-            for _, where, text in long_items:
-                _count_long(tally, tokenizer, text, where)
+            for (_, where, text), mark in zip(long_items, marks):
+                _count_long(tally, tokenizer, text, where, mark)
             stats[k] = SegmentStats.combined([stats[k], tally.stats()], tally.specials)
+        for (index, where, text), mark in zip(long_items, marks):
+            if mark is not None:
+                for place in long_document_places(text, tokenizers, mark, show):
+                    candidates.append((place.differing, 0, -index, where, place))
     return stats, heapq.nlargest(show, candidates) if scoring else []
 
 
@@ -129,24 +121,26 @@ def _process_arrays(
     chunk: list[Item], texts: list[str], tokenizers: Sequence[Any], encoders: Sequence[Any], show: int
 ) -> tuple[list[SegmentStats], list[Candidate]]:
     from toktools.analysis import token_view
-    from toktools.analysis.chunk_tally import ChunkText, chunk_scores, spans_of, tally_chunk
+    from toktools.analysis.chunk_tally import ChunkText, spans_of, tally_chunk
     from toktools.analysis.segstats import vocabulary_size
 
     text = ChunkText(texts)
     stats: list[SegmentStats] = []
     marks: list[Any] = []
+    every_spans = []
     for tokenizer, (facts, encode, byte_level) in zip(tokenizers, encoders):
         unk, specials = token_view.unk_id(tokenizer), token_view.specials_added(tokenizer)
         spans = byte_level.arrays(texts, text.base) if byte_level is not None else spans_of(text, encode(texts))
         part, mark = tally_chunk(text, spans, facts, unk, specials, vocabulary_size(tokenizer), show > 0)
         stats.append(part)
         marks.append(mark)
+        if show > 0:
+            every_spans.append(spans)
     candidates: list[Candidate] = []
     if show > 0 and texts:
-        differing, total = chunk_scores(text, marks)
-        for k in ((differing > 0) & (text.words_per_doc >= MIN_WORDS_SHOWN)).nonzero()[0].tolist():
-            index, where, document = chunk[k]
-            candidates.append((int(differing[k]) / int(total[k]), int(differing[k]), -index, where, document))
+        for k, place in chunk_places(text, texts, marks, every_spans, show):
+            index, where, _ = chunk[k]
+            candidates.append((place.differing, 0, -index, where, place))
     return stats, candidates
 
 
@@ -155,31 +149,36 @@ def _process_loop(
 ) -> tuple[list[SegmentStats], list[Candidate]]:
     docs = [Document(text) for text in texts]
     per_tokenizer = []
+    encodings = []
     stats = []
     for tokenizer, (facts, encode, _) in zip(tokenizers, encoders):
         tally = Tally(tokenizer, facts)
-        per_tokenizer.append([tally.add(d, ids, offsets) for d, (ids, offsets) in zip(docs, encode(texts))])
+        encoded = encode(texts)
+        per_tokenizer.append([tally.add(d, ids, offsets) for d, (ids, offsets) in zip(docs, encoded)])
         stats.append(tally.stats())
+        if show > 0:
+            encodings.append(encoded)
     candidates: list[Candidate] = []
     if show > 0:
-        for k, ((index, where, text), document) in enumerate(zip(chunk, docs)):
-            if len(document.starts) < MIN_WORDS_SHOWN:
-                continue
-            differing, total = _score([found[k] for found in per_tokenizer])
-            if differing > 0:
-                candidates.append((differing / total, differing, -index, where, text))
+        for k, (index, where, text) in enumerate(chunk):
+            found = [each[k] for each in per_tokenizer]
+            for place in document_places(text, found, [each[k] for each in encodings], show):
+                candidates.append((place.differing, 0, -index, where, place))
     return stats, candidates
 
 
-def _count_long(tally: Tally, tokenizer: Any, text: str, where: Located) -> None:
+def _count_long(tally: Tally, tokenizer: Any, text: str, where: Located, marks: Any = None) -> None:
     """Count a document longer than a segment in the pieces its tokenizer may be cut into
-    (:mod:`toktools.corpus.long_documents`): the same statistics as counted whole."""
+    (:mod:`toktools.corpus.long_documents`): the same statistics as counted whole. ``marks``
+    (a :class:`~toktools.analysis.disagreement.LongMarks`) collects its boundaries for ``--show``."""
     from toktools.corpus.long_documents import encoded_pieces, tokenizer_cuttable
 
     tokens = 0
     cut = tokenizer_cuttable(tokenizer)
-    for _, piece, encoding in encoded_pieces(tokenizer, text, cut, f"{where[0]}, line {where[1]}"):
-        tally.add_piece(Document(piece), encoding.ids, encoding.offsets)
+    for start, piece, encoding in encoded_pieces(tokenizer, text, cut, f"{where[0]}, line {where[1]}"):
+        found = tally.add_piece(Document(piece), encoding.ids, encoding.offsets)
+        if marks is not None:
+            marks.add(start, *found)
         tokens += len(encoding.ids)
     tally.close_document(tokens)
 

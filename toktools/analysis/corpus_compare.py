@@ -4,9 +4,9 @@ The corpus is read once, in chunks of documents; each chunk is encoded by every 
 counted into a :class:`~toktools.analysis.segstats.Tally` per tokenizer, in forked worker processes that
 keep their caches from chunk to chunk (results are combined in chunk order, so they do not
 depend on the number of workers). Memory stays flat: the tallies are histograms,
-and only the ``show`` documents where the tokenizers disagree most are kept (a bounded heap),
-to be aligned at the end. Time is linear in the corpus: the disagreement score of a document
-is a set difference of token ends, and the alignment (see :mod:`toktools.analysis.alignment`) is linear too.
+and only the ``show`` places where the tokenizers disagree most are kept (a bounded heap of
+windows of at most 81 characters with their tokens, :mod:`toktools.analysis.disagreement`),
+to be aligned at the end. Time is linear in the corpus.
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toktools.analysis import token_view
-from toktools.analysis.alignment import Alignment, align_encoded, named_tokenizers
+from toktools.analysis.alignment import named_tokenizers
 from toktools.analysis.compare_chunks import Candidate, Item, Located, chunked, documents_of, process_chunk
+from toktools.analysis.disagreement import ShownPlace, render_places_plain, shown_places
 from toktools.analysis.metrics import render_metrics_plain, segmentation_line, warnings_of
 from toktools.analysis.segstats import RENYI_ALPHA, SegmentStats
 from toktools.corpus import reading as corpus
@@ -76,27 +77,8 @@ def _sampled(documents: Iterator[tuple[Located, str]], total: int | None, n: int
         yield document
 
 
-@dataclass
-class ShownLine:
-    """A document where the tokenizers disagree, aligned. ``differing``: token boundaries not
-    shared by every tokenizer (token ends, plus characters cut into byte pieces by some but not
-    all); ``share``: differing / all boundaries, the rank (documents of fewer than
-    ``compare_chunks.MIN_WORDS_SHOWN`` words are left out)."""
-
-    source: str
-    line: int
-    differing: int
-    share: float
-    alignment: Alignment
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "line": self.line,
-            "differing": self.differing,
-            "share": self.share,
-            "alignment": self.alignment.to_dict(),
-        }
+#: A place where the tokenizers disagree, aligned (the name of the shown lines before places).
+ShownLine = ShownPlace
 
 
 @dataclass
@@ -107,7 +89,7 @@ class CorpusComparison:
     sources: list[str]
     sampled: int | None
     metrics: dict[str, SegmentStats]
-    shown: list[ShownLine] = field(default_factory=list)
+    shown: list[ShownPlace] = field(default_factory=list)
     #: per tokenizer, ``unused`` tokens of its vocabulary never seen in the corpus, longest first
     unused: dict[str, list[str]] = field(default_factory=dict)
 
@@ -123,17 +105,16 @@ class CorpusComparison:
         data["warnings"] = warnings_of(self.metrics)
         return data
 
-    def render_plain(self, width: int | None = None, byte_view: bool = False, markdown: bool = False) -> str:
-        """The report as text; ``markdown``: its tables in Markdown, the aligned places in a
-        fenced block, for READMEs and papers."""
+    def render_plain(
+        self, width: int | None = None, byte_view: bool = False, places: bool = True, markdown: bool = False
+    ) -> str:
+        """The shown places as token boxes (``places``; see
+        :func:`toktools.analysis.disagreement.render_places_plain`), then the tables;
+        ``markdown``: the tables in Markdown, the places in a fenced block, for READMEs and papers."""
         parts = []
-        for index, shown in enumerate(self.shown):
-            where = f"{shown.source}, line {shown.line}" if len(self.sources) > 1 else f"line {shown.line}"
-            title = f"{where}: {shown.differing} boundaries differ ({shown.share:.0%} of them)"
-            legend = index == len(self.shown) - 1
-            parts.append(title + "\n" + shown.alignment.render_plain(width, byte_view, legend=legend))
-        if markdown and parts:
-            parts = ["```text\n" + "\n".join(parts).rstrip("\n") + "\n```\n"]
+        if places and self.shown:
+            boxes = render_places_plain(self.shown, len(self.sources) > 1)
+            parts.append("```text\n" + boxes.rstrip("\n") + "\n```\n" if markdown else boxes)
         first = next(iter(self.metrics.values()), None)
         what = (
             f"{first.documents} documents, {first.words} words, {first.characters} characters"
@@ -211,9 +192,8 @@ def compare_corpus(
     unused: int = 0,
 ) -> CorpusComparison:
     """Statistics of every tokenizer on the corpus ``paths`` (files, directories, globs, ``-``;
-    plain or compressed), read once; ``show`` keeps the documents where the largest share of
-    token boundaries differ (ties: more differing boundaries, then the earlier document) and
-    aligns them;
+    plain or compressed), read once; ``show`` keeps the places where the most token boundaries
+    differ (:mod:`toktools.analysis.disagreement`) and aligns them;
     ``sample`` reads only that many documents, spread evenly over the corpus (for files, a first
     pass counts the documents). Chunks of documents are encoded and counted in ``workers``
     processes (default: every core); the result is the same for any number of workers.
@@ -319,11 +299,7 @@ def _comparison(
     metrics = {name: total for (name, _), total in zip(plain, totals)}
     for (_, tok), total in zip(plain, totals):
         count_common(tok, total)
-    shown = []
-    for share, differing, _, (source, line), text in best:
-        encoded = [(name, tok, tok.encode(text, add_special_tokens=False)) for name, tok in plain]
-        shown.append(ShownLine(source, line, differing, round(share, 6), align_encoded(text, encoded)))
-    return CorpusComparison(sources, sample, metrics, shown)
+    return CorpusComparison(sources, sample, metrics, shown_places(best, plain))
 
 
 def _compare_on_cluster(

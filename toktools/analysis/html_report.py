@@ -215,14 +215,18 @@ def _token_boxes(alignment: Mapping[str, Any]) -> str:
     """The aligned text as one line of boxes per tokenizer: alternating colours, byte pieces
     dashed, unknowns red; each box's tooltip gives id and offsets."""
     text = str(alignment.get("text", ""))
+    data = text.encode("utf-8")
     rows = []
     for row in alignment.get("rows", []):
         boxes = []
         end = 0
-        for index, span in enumerate(row.get("spans", [])):
-            start = int(span.get("char_start", end))
+        spans = row.get("spans", [])
+        in_bytes = all("byte_start" in span and "byte_end" in span for span in spans)  # a token's own spaces
+        first, last = ("byte_start", "byte_end") if in_bytes else ("char_start", "char_end")
+        for index, span in enumerate(spans):
+            start = int(span.get(first, end))
             if start > end:
-                boxes.append(_e(text[end:start]))
+                boxes.append(_e(data[end:start].decode("utf-8", "replace") if in_bytes else text[end:start]))
             classes = ["t", f"t{index % 3}"]
             if span.get("partial"):
                 classes.append("partial")
@@ -231,7 +235,7 @@ def _token_boxes(alignment: Mapping[str, Any]) -> str:
             shown = span.get("readable", span.get("token", ""))
             details = " · ".join(f"{k} {v}" for k, v in span.items() if k not in ("readable",))
             boxes.append(f'<span class="{" ".join(classes)}" title="{_e(details)}">{_e(shown)}</span>')
-            end = max(end, int(span.get("char_end", start)))
+            end = max(end, int(span.get(last, start)))
         extra = " · ".join(f"{k}: {_cell(v)}" for k, v in row.items() if k not in ("name", "spans"))
         rows.append(
             f'<div class="row"><span class="who">{_e(row.get("name", ""))}</span>'

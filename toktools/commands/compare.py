@@ -45,7 +45,22 @@ def _looks_like_tokenizer(argument: str) -> bool:
     return True
 
 
-@click.command()
+class _CompareCommand(click.Command):
+    """``--parallel FILE FILE [FILE...]`` takes every argument after it up to the next option:
+    the files, set apart from the tokenizers before click parses the rest."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "--parallel" in args:
+            at = args.index("--parallel")
+            end = at + 1
+            while end < len(args) and (args[end] == "-" or not args[end].startswith("-")):
+                end += 1
+            ctx.meta["parallel_files"] = args[at + 1 : end]
+            args = [*args[: at + 1], *args[end:]]
+        return super().parse_args(ctx, args)
+
+
+@click.command(cls=_CompareCommand)
 @quiet_option
 @click.argument("arguments", nargs=-1, required=True, metavar="TOK... [TEXT | -]")
 @click.option(
@@ -71,8 +86,8 @@ def _looks_like_tokenizer(argument: str) -> bool:
     type=click.IntRange(min=0),
     default=3,
     show_default=True,
-    help="With --corpus: align the N documents (of 5 words or more) where the largest share of token "
-    "boundaries differ.",
+    help="With --corpus: show the N places (windows of at most ±40 characters) where the most token "
+    "boundaries differ, as token boxes per tokenizer.",
 )
 @click.option(
     "--sample",
@@ -91,13 +106,14 @@ def _looks_like_tokenizer(argument: str) -> bool:
     "--width",
     type=click.IntRange(min=20),
     default=None,
-    help="Wrap the aligned rows at this many columns (default: terminal width).",
+    help="Wrap the aligned rows of a TEXT at this many columns (default: terminal width; the --show "
+    "places of a corpus are one line per tokenizer).",
 )
 @click.option(
     "--bytes/--no-bytes",
     "byte_view",
     default=False,
-    help="Add a block with the UTF-8 bytes of every multi-byte character.",
+    help="Add a block with the UTF-8 bytes of every multi-byte character (the aligned view of a TEXT).",
 )
 @click.option(
     "--workers",
@@ -118,6 +134,13 @@ def _looks_like_tokenizer(argument: str) -> bool:
     default=0,
     show_default=True,
     help="With --corpus: list N tokens of each vocabulary never seen in the corpus, longest first.",
+)
+@click.option(
+    "--parallel",
+    "parallel",
+    is_flag=True,
+    help="--parallel FILE FILE [FILE...]: line-aligned files of the same text in several languages; "
+    "report each language's token premium over the first file's, per tokenizer, and the fairest tokenizer.",
 )
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr (only on a terminal).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output: every statistic and histogram.")
@@ -150,6 +173,7 @@ def compare(
     workers: int | None,
     renyi_alpha: float,
     unused: int,
+    parallel: bool,
     progress: bool,
     as_json: bool,
     as_markdown: bool,
@@ -161,7 +185,7 @@ def compare(
 
     On a TEXT (the last argument; - reads it from standard input): one row per tokenizer,
     aligned on characters, then the metrics. On a corpus (--corpus): the metrics over every
-    document, sequence lengths, and the --show documents where the tokenizers disagree most.
+    document, sequence lengths, and the --show places where the tokenizers disagree most.
 
     \b
     The aligned view:
@@ -201,7 +225,19 @@ def compare(
                    seen ≥10: ids that occur at least 10 times / vocabulary size
       zh chars     of the corpus's 3,500 most frequent Chinese characters, the share encoded
                    alone as one token (not UNK, not byte pieces; a lone ▁ before it not counted)
+      place        (--show) at most 81 characters of one document: the window holding the
+                   most differing boundaries (positions where some but not all tokenizers end
+                   a token inside a word or start a byte piece), centred on them; places are
+                   ranked by that count, then the earlier document; places never overlap
     Tokens are counted without special tokens, truncation or padding.
+
+    \b
+    With --parallel FILE FILE [FILE...] (line-aligned: line i is the same text in every file):
+      premium      a line's tokens in a language / its tokens in the first file's; a line
+                   counts only where both are non-blank and have tokens (else it is skipped,
+                   and the skipped lines are counted); mean and median over the lines
+      spread       a tokenizer's largest mean premium / its smallest (the first file's is 1)
+      fairest      the tokenizer with the smallest spread (1: every language costs the same)
 
     \b
     Examples:
@@ -210,6 +246,7 @@ def compare(
       toktools compare wordpiece-30k bytebpe-50k ../bert --corpus heldout.txt.gz --show 5
       toktools compare A B --corpus data.jsonl --field text --sample 10000 --plot report.png
       toktools compare A B --corpus heldout.txt --json > stats.json
+      toktools compare A B C --parallel en.txt zh.txt --html parity.html
       toktools compare A B --corpus 's3://bucket/corpus/*.txt' --cluster tcp://scheduler:8786
     """
     import json
@@ -219,6 +256,11 @@ def compare(
     corpus = list(corpus_paths) + list(file_paths)
     names = list(arguments)
     ctx = click.get_current_context()
+    if parallel:
+        if as_json and as_markdown:
+            raise click.UsageError("--json and --markdown are two output formats: choose one")
+        _parallel(ctx, names, ctx.meta.get("parallel_files", []), corpus, as_json, as_markdown, html_path, model_rule)
+        return
     given = {name for name in ctx.params if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE}
     if as_json and as_markdown:
         raise click.UsageError("--json and --markdown are two output formats: choose one")
@@ -274,7 +316,7 @@ def compare(
         if as_markdown:
             click.echo(result.render_plain(width=_width(width), byte_view=byte_view, markdown=True))
             return
-        echo_plain_or_rich(result.render_plain(width=_width(width), byte_view=byte_view), _STYLES)
+        _echo_corpus(result, _width(width), byte_view)
         return
     if plot_path is not None or sample is not None or json_field is not None:
         raise click.UsageError("--plot, --sample and --field need --corpus")
@@ -303,6 +345,63 @@ def compare(
         click.echo(comparison.render_plain(width=_width(width), byte_view=byte_view, markdown=True))
         return
     echo_plain_or_rich(comparison.render_plain(width=_width(width), byte_view=byte_view), _STYLES)
+
+
+def _parallel(
+    ctx: click.Context,
+    names: list[str],
+    files: list[str],
+    corpus: list[str],
+    as_json: bool,
+    as_markdown: bool,
+    html_path: Path | None,
+    model_rule: str | None,
+) -> None:
+    """``--parallel``: the token premiums of line-aligned files (toktools.analysis.parallel)."""
+    import json
+
+    from toktools.analysis.parallel import LineCountMismatch, parallel_parity
+    from toktools.formats import load
+
+    given = {n for n in ctx.params if ctx.get_parameter_source(n) == click.core.ParameterSource.COMMANDLINE}
+    for name, flag in (("show", "--show"), ("plot_path", "--plot"), ("sample", "--sample"), ("json_field", "--field")):
+        if name in given:
+            raise click.UsageError(f"{flag} goes with --corpus, not with --parallel")
+    if corpus:
+        raise click.UsageError("--parallel and --corpus are two different comparisons: give one")
+    if len(files) < 2:
+        raise click.UsageError("--parallel needs two or more line-aligned files after it: --parallel en.txt zh.txt")
+    if not names:
+        raise click.UsageError("give at least one tokenizer to compare")
+    _check_html(html_path, names, files)
+    loaded = [(label, load(name, model_rule=model_rule)) for label, name in zip(_labels(names), names)]
+    try:
+        parity = parallel_parity(loaded, files)
+    except LineCountMismatch as err:
+        click.echo(f"toktools: error: {err}", err=True)
+        ctx.exit(2)
+    report = {"parallel": parity.to_dict()}
+    _write_html(html_path, report)
+    if as_json:
+        click.echo(json.dumps(report, ensure_ascii=False, indent=2))
+        return
+    if as_markdown:
+        click.echo(parity.render_plain(markdown=True))
+        return
+    echo_plain_or_rich(parity.render_plain())
+
+
+def _echo_corpus(result: Any, width: int, byte_view: bool) -> None:
+    """The places as coloured token boxes on a colour terminal (plain ``|`` boxes otherwise),
+    then the tables."""
+    console = stdout_console()
+    if result.shown and not console.no_color and console.is_terminal:
+        from toktools.analysis.disagreement import render_places_rich
+
+        console.print(render_places_rich(result.shown, len(result.sources) > 1), end="")
+        echo_plain_or_rich("\n" + result.render_plain(width=width, byte_view=byte_view, places=False), _STYLES)
+        return
+    echo_plain_or_rich(result.render_plain(width=width, byte_view=byte_view), _STYLES)
 
 
 def _check_html(path: Path | None, names: list[str], corpus: list[str]) -> None:
