@@ -92,3 +92,110 @@ def test_the_characters_that_continue_a_rule_are_those_of_the_rules():
     assert "\u0301" in seconds and "ﾞ" in seconds
     assert not seconds & set("abc 中，。1")
     assert charsmap.longest("A\u0301".encode(), 0)[0] == 3  # one unit of two characters
+
+
+#: user-defined symbols that share first characters with ordinary text (Chinese, Latin), one the
+#: prefix of another, one starting with a character the charsmap rewrites, and one holding a
+#: character that continues a rule (that one takes the slow path)
+USER_SYMBOLS = ["中文", "的话", "AB", "A", "<mask>", "①x", "ｶﾞ", "▁x"]
+AROUND = ["中文", "的话", "的", "中", "文", "AB", "A", "B", "①x", "①", "ｶﾞ", "ｶ", "ﾞ", "▁x", "▁", "<mask>"]
+AROUND += [" ", "  ", "\u3000", "\t", "\n", "a", "Ａ", "我们", "。", "\u0301", "x"]
+around_symbols = st.lists(st.sampled_from(AROUND), min_size=1, max_size=12).map("".join)
+
+
+@pytest.fixture(scope="module")
+def user_model():
+    """A Unigram model trained by sentencepiece on the shared corpora, with USER_SYMBOLS."""
+    spm = pytest.importorskip("sentencepiece")
+    path = train("unigram_user_symbols", user_defined_symbols=USER_SYMBOLS)
+    return encoder_at(path), spm.SentencePieceProcessor(model_file=str(path))
+
+
+def encoder_at(path):
+    from toktools.sentencepiece.encode import SentencePieceUnigram
+
+    return SentencePieceUnigram.load(path)
+
+
+def _counting_slow(fast: SpmText) -> list[str]:
+    """Texts that ``fast`` sends down the slow path, recorded."""
+    seen: list[str] = []
+    slow = fast.slow
+
+    def recorded(text: str) -> str:
+        seen.append(text)
+        return slow(text)
+
+    fast.slow = recorded  # type: ignore[method-assign]
+    return seen
+
+
+def test_user_symbols_split_around_spaces_and_inside_chinese(user_model):
+    """Adversarial places for the symbols, against sentencepiece's own normaliser and ids, and
+    without the per-character path (only texts with a character that continues a rule take it:
+    a combining mark, or ﾞ, which the symbol ｶﾞ holds)."""
+    sp, processor = user_model
+    fast = SpmText(sp.charsmap, user_defined=sp.user_defined, **sp.flags)
+    slow_texts = _counting_slow(fast)
+    cases = [
+        "中文",
+        " 中文",
+        "中文 ",
+        "  中文  ",
+        "中文中文中文",
+        "我们说中文吧",
+        "说 中文 吧",
+        "中文\n中文",
+        "\u3000中文\u3000",
+        "中文。的话的话",
+        "ABA AB  A",
+        "ＡB AＢ",
+        "①x① x①",
+        "x▁x ▁x▁",
+        "▁x",
+        "<mask> <mask><mask> ",
+        "a\u0301中文",
+        "中\u0301文",
+        "\t中文\t",
+    ]
+    for text in cases:
+        assert fast(text) == processor.normalize(text), text
+        assert sp.encode(text) == processor.encode(text), text
+    assert slow_texts == ["a\u0301中文", "中\u0301文"]  # a combining mark continues a rule: per unit
+    assert fast("ｶﾞ中文") == processor.normalize("ｶﾞ中文") and slow_texts[-1] == "ｶﾞ中文"
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=around_symbols)
+def test_generated_text_around_user_symbols(user_model, text):
+    sp, processor = user_model
+    fast = SpmText(sp.charsmap, user_defined=sp.user_defined, **sp.flags)
+    assert fast(text) == processor.normalize(text)
+    assert sp.encode(text) == processor.encode(text)
+
+
+@pytest.mark.parametrize("flags", FLAGS[1:4])
+@settings(max_examples=100, deadline=None)
+@given(text=around_symbols)
+def test_user_symbols_under_each_whitespace_setting(user_model, flags, text):
+    """Settings a model can have and this one has not: against the reference normaliser."""
+    sp, _ = user_model
+    options = {**sp.flags, **flags}
+    fast = SpmText(sp.charsmap, user_defined=sp.user_defined, **options)
+    assert fast(text) == spm_normalize(text, sp.charsmap, user_defined=sp.user_defined, **options)[0]
+
+
+def test_chinese_paragraphs_with_a_chinese_symbol_take_the_fast_path(user_model, tmp_path):
+    """Chinese without spaces (real_shapes), the symbol 中文 inside: sentencepiece's text and ids."""
+    import real_shapes
+
+    sp, processor = user_model
+    fast = SpmText(sp.charsmap, user_defined=sp.user_defined, **sp.flags)
+    slow_texts = _counting_slow(fast)
+    path = real_shapes.chinese_paragraphs(tmp_path / "zh.txt", count=6, low=2_000, high=8_000)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = [line[:500] + " 中文" + line[500:1000] + "中文 的话" + line[1000:] for line in lines]
+    for line in lines:
+        assert fast(line) == processor.normalize(line)
+    assert slow_texts == []
+    assert [sp.encode(line) for line in lines] == [processor.encode(line) for line in lines]

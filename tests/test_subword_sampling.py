@@ -197,3 +197,55 @@ def test_cli_sampling_is_reproducible_for_any_worker_count(tmp_path):
     other = _encode_npy(tmp_path, bpe, corpus, "b3", "--dropout", "0.3", "--seed", "5", "--workers", "2")
     assert one == two and one != plain and other != one
     assert _encode_npy(tmp_path, bpe, corpus, "b4", "--dropout", "0") == plain
+
+
+# ---------------------------------------------------------------------------------------------
+# --engine sentencepiece with sampling: refused, because sentencepiece cannot be seeded
+# ---------------------------------------------------------------------------------------------
+
+_DRAW = """
+import sys
+import sentencepiece as spm
+sp = spm.SentencePieceProcessor(model_file=sys.argv[1])
+draws = []
+for _ in range(2):
+    spm.set_random_generator_seed(12345)
+    draws.append(sp.encode(sys.argv[2], enable_sampling=True, alpha=0.1, nbest_size=-1))
+assert draws[0] == draws[1]  # within one process, the seed repeats the draws
+print(draws[0])
+"""
+
+
+def test_sentencepiece_seeds_repeat_draws_only_within_a_process():
+    """Why ``--engine sentencepiece`` refuses sampling: 0.2.3's generator is absl::BitGen, and
+    absl salts every seed sequence per process, so ``set_random_generator_seed`` gives the same
+    draws twice in one process and other draws in the next. (If a sentencepiece release makes
+    them reproducible, this fails: then the engine can sample.)"""
+    import subprocess
+    import sys
+
+    import real_shapes
+
+    model = train("unigram", **MODELS["unigram"])
+    text = " ".join(real_shapes.english_lines()[:5])  # long enough that two draws never agree by chance
+    runs = [
+        subprocess.run([sys.executable, "-c", _DRAW, str(model), text], check=True, capture_output=True, text=True)
+        for _ in range(2)
+    ]
+    assert runs[0].stdout != runs[1].stdout
+
+
+def test_engine_sentencepiece_refuses_sampling_in_one_line(tmp_path):
+    from click.testing import CliRunner
+
+    from toktools.cli import main
+
+    model = train("unigram", **MODELS["unigram"])
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("some text\n", encoding="utf-8")
+    args = ["encode", "-t", str(model), str(corpus), "--format", "npy", "-o", str(tmp_path / "x.npy")]
+    result = CliRunner().invoke(main, [*args, "--engine", "sentencepiece", "--sample-alpha", "0.1"])
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "per process" in lines[0] and "--engine reference" in lines[0], result.stderr
+    assert not (tmp_path / "x.npy").exists()

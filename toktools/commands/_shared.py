@@ -269,40 +269,51 @@ def tokenizer_with_rule(path: str, model_rule: str | None) -> Any:
 
 def sampling_options(command: Any) -> Any:
     """``--dropout``, ``--sample-alpha``, ``--nbest-size``, ``--seed``: subword regularisation."""
+    return _with_sampling_options(command, with_seed=True)
+
+
+def sampling_options_without_seed(command: Any) -> Any:
+    """``--dropout``, ``--sample-alpha``, ``--nbest-size``, for a command with its own ``--seed``."""
+    return _with_sampling_options(command, with_seed=False)
+
+
+def _with_sampling_options(command: Any, *, with_seed: bool) -> Any:
     import click
 
-    for option in reversed(
-        [
-            click.option(
-                "--dropout",
-                type=click.FloatRange(0.0, 1.0),
-                default=None,
-                help="BPE-dropout: skip each merge with this probability (tokenizers' semantics).",
-            ),
-            click.option(
-                "--sample-alpha",
-                "sample_alpha",
-                type=float,
-                default=None,
-                help="Unigram .model: sample segmentations as sentencepiece does with this alpha.",
-            ),
-            click.option(
-                "--nbest-size",
-                "nbest_size",
-                type=int,
-                default=-1,
-                show_default=True,
-                help="With --sample-alpha: -1 samples over the whole lattice, N > 1 among the N best.",
-            ),
+    options = [
+        click.option(
+            "--dropout",
+            type=click.FloatRange(0.0, 1.0),
+            default=None,
+            help="BPE-dropout: skip each merge with this probability (tokenizers' semantics).",
+        ),
+        click.option(
+            "--sample-alpha",
+            "sample_alpha",
+            type=float,
+            default=None,
+            help="Unigram .model: sample segmentations as sentencepiece does with this alpha.",
+        ),
+        click.option(
+            "--nbest-size",
+            "nbest_size",
+            type=int,
+            default=-1,
+            show_default=True,
+            help="With --sample-alpha: -1 samples over the whole lattice, N > 1 among the N best.",
+        ),
+    ]
+    if with_seed:
+        options.append(
             click.option(
                 "--seed",
                 type=int,
                 default=0,
                 show_default=True,
                 help="Seed of --dropout / --sample-alpha (draws depend on the seed and the text only).",
-            ),
-        ]
-    ):
+            )
+        )
+    for option in reversed(options):
         command = option(command)
     return command
 
@@ -319,17 +330,9 @@ def tokenizer_with_sampling(
     if dropout is None and sample_alpha is None:
         return tokenizer
     from toktools.formats import load
+    from toktools.subword_sampling import Sampling, apply_sampling
 
     if isinstance(tokenizer, str):
         tokenizer = load(tokenizer, model_rule=model_rule)
-    if dropout is not None:
-        if getattr(tokenizer.model, "type", None) != "BPE":
-            raise ToktoolsError("--dropout needs a BPE tokenizer (a Unigram .model takes --sample-alpha)")
-        tokenizer.model.dropout = dropout
-        tokenizer.model.seed = seed
-        tokenizer.model._setup_cache(0 if dropout else 200_000)
-    if sample_alpha is not None:
-        if not hasattr(tokenizer, "enable_sampling"):
-            raise ToktoolsError("--sample-alpha needs a Unigram sentencepiece .model")
-        tokenizer.enable_sampling(sample_alpha, nbest_size, seed)
+    apply_sampling(tokenizer, Sampling(dropout, sample_alpha, nbest_size), seed)
     return tokenizer

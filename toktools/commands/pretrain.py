@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import click
 
-from toktools.commands._shared import model_rule_option, quiet_option
+from toktools.commands._shared import model_rule_option, quiet_option, sampling_options_without_seed
 
 if TYPE_CHECKING:  # pragma: no cover
     from toktools.pretraining.examples import Objective
@@ -102,6 +102,15 @@ if TYPE_CHECKING:  # pragma: no cover
 @click.option(
     "--field", default=None, help="Read JSON Lines: each record's FIELD is a document, its lines are sentences."
 )
+@click.option(
+    "--epochs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Write one file per epoch, OUT.epochK.parquet (K from 0), each with its own segmentation "
+    "(--dropout / --sample-alpha) and masks; epoch 0 is seeded by --seed.",
+)
+@sampling_options_without_seed
 @click.option("--pad", is_flag=True, help="Pad every example to --max-length (labels -100, attention 0).")
 @click.option("--force", is_flag=True, help="Overwrite the output file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
@@ -123,6 +132,10 @@ def pretrain_data(
     seed: int,
     workers: int | None,
     field: str | None,
+    epochs: int,
+    dropout: float | None,
+    sample_alpha: float | None,
+    nbest_size: int,
     pad: bool,
     force: bool,
     as_json: bool,
@@ -142,10 +155,14 @@ def pretrain_data(
       toktools pretrain-data wiki.txt -t wordpiece-30k -o bert.parquet --objective mlm+nsp --max-length 128 --dupe-factor 10
       toktools pretrain-data docs.jsonl --field text -t bytebpe-50k -o roberta.parquet --dynamic
       toktools pretrain-data zh.txt -t my-bert-zh -o wwm.parquet --whole-word zh
+      toktools pretrain-data wiki.txt -t albert.model -o albert.parquet --objective mlm+sop \\
+          --sample-alpha 0.1 --epochs 3     # albert.epoch0.parquet … albert.epoch2.parquet
     """
     from toktools.corpus.reading import expand_sources
     from toktools.formats import load
-    from toktools.pretraining.examples import PretrainSettings, make_pretraining_data
+    from toktools.pretraining.epochs import make_epochs
+    from toktools.pretraining.examples import PretrainSettings
+    from toktools.subword_sampling import Sampling
 
     settings = PretrainSettings(
         objective=objective,
@@ -159,20 +176,26 @@ def pretrain_data(
         seed=seed,
         pad=pad,
     )
+    sampling = Sampling(dropout, sample_alpha, nbest_size)
     _check_option_pairs(objective, dynamic, whole_word, zh_dict, dupe_factor)
+    _check_sampling_options(sampling, epochs, dynamic)
     settings.check()
     from toktools.formats import resolve
     from toktools.io.outputs import check_output_file, input_files
+    from toktools.pretraining.epochs import epoch_outputs
 
-    check_output_file(out_path, force=force, inputs=[*corpus, *input_files(resolve(tokenizer_path))])
+    for target in epoch_outputs(out_path, epochs):
+        check_output_file(target, force=force, inputs=[*corpus, *input_files(resolve(tokenizer_path))])
     sources = expand_sources(corpus, json_field=field)
     tokenizer = load(tokenizer_path, model_rule=model_rule)
     with _progress(progress) as callback:
-        summary = make_pretraining_data(
+        written = make_epochs(
             sources,
             tokenizer,
             out_path,
             settings,
+            sampling,
+            epochs,
             workers=workers,
             overwrite=force,
             zh_dictionary=zh_dict,
@@ -180,10 +203,17 @@ def pretrain_data(
             tokenizer_name=str(tokenizer_path),
         )
     if as_json:
-        click.echo(json.dumps(summary.as_json(), ensure_ascii=False, indent=2))
+        summaries = [summary.as_json() for _, summary in written]
+        click.echo(json.dumps(summaries[0] if epochs == 1 else {"epochs": summaries}, ensure_ascii=False, indent=2))
         return
+    for target, summary in written:
+        _print_summary(target, summary, settings, objective, whole_word)
+
+
+def _print_summary(target: Path, summary: Any, settings: Any, objective: str, whole_word: str) -> None:
+    """The human summary of one written file, on stderr."""
     lines = [
-        f"wrote {summary.examples:,} examples to {out_path} ({summary.tokens:,} tokens from {summary.documents:,} documents, "
+        f"wrote {summary.examples:,} examples to {target} ({summary.tokens:,} tokens from {summary.documents:,} documents, "
         f"{summary.sentences:,} sentences) in {summary.seconds:.1f} s"
     ]
     if not settings.dynamic:
@@ -206,6 +236,20 @@ def pretrain_data(
         lines.append(f"skipped {summary.skipped_chunks:,} one-token chunks that cannot be split into two segments")
     for line in lines:
         click.echo(line, err=True)
+
+
+def _check_sampling_options(sampling: Any, epochs: int, dynamic: bool) -> None:
+    """Sampling options that cannot work together are usage errors (exit 2), before any work."""
+    ctx = click.get_current_context()
+    if sampling.dropout is not None and sampling.alpha is not None:
+        raise click.UsageError("--dropout is for BPE and --sample-alpha for a Unigram .model: give one")
+    if ctx.get_parameter_source("nbest_size") == click.core.ParameterSource.COMMANDLINE and sampling.alpha is None:
+        raise click.UsageError("--nbest-size is for --sample-alpha")
+    if epochs > 1 and dynamic and not sampling.draws:
+        raise click.UsageError(
+            f"--epochs {epochs} with --dynamic and no subword sampling would write {epochs} identical files: "
+            "add --dropout (BPE) or --sample-alpha (Unigram .model)"
+        )
 
 
 def _check_option_pairs(objective: str, dynamic: bool, whole_word: str, zh_dict: str | None, dupe_factor: int) -> None:

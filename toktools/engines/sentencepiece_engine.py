@@ -41,7 +41,13 @@ class SentencePieceEngine(Engine):
 
         entry = document[DOCUMENT_KEY]
         if entry.get("sampling"):
-            raise ToktoolsError("engine sentencepiece draws its own samples; --sample-alpha needs --engine reference")
+            # 0.2.x draws from absl::BitGen, which salts every seed per process:
+            # set_random_generator_seed repeats draws within one process only (and a batch on
+            # several threads not even there), so the ids could not be reproduced
+            raise ToktoolsError(
+                "engine sentencepiece cannot sample reproducibly (its generator salts every seed per process, "
+                "so --seed would not fix the draws); --sample-alpha uses --engine reference (auto takes it)"
+            )
         installed = version_rules()
         if entry.get("rules") != installed.version:
             raise ToktoolsError(

@@ -623,9 +623,11 @@ def make_pretraining_data(
     zh_dictionary: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
     tokenizer_name: str = "",
+    metadata: dict[str, Any] | None = None,
 ) -> Summary:
     """Read, encode, build examples and write them to a Parquet file (atomically: a temporary
-    file renamed into place only when complete). Returns the :class:`Summary`."""
+    file renamed into place only when complete). Returns the :class:`Summary`; ``metadata``
+    joins the settings in it and in the file (the epoch and the sampling of ``--epochs``)."""
     from toktools.pretraining.masking import ChineseWords, masking_info
 
     started = time.perf_counter()
@@ -665,7 +667,7 @@ def make_pretraining_data(
     summary = Summary(
         documents=corpus.documents,
         sentences=corpus.sentences,
-        settings={**asdict(settings), "tokenizer": tokenizer_name},
+        settings={**asdict(settings), "tokenizer": tokenizer_name, **(metadata or {})},
     )
     global _JOB
     _JOB = _Job(corpus, info, settings, blocks)

@@ -6,8 +6,10 @@ rule may span several characters: a letter and a combining mark compose), the wh
 between units. When no rule of two or more characters can start anywhere in a text, every unit
 is one character and its output is fixed by that character alone, so the text is one
 ``str.translate``; the whitespace rules then act on the joined outputs as plain string
-operations (proved in :class:`SpmText`). Other texts take ``spm_normalize`` itself.
-``tests/test_sentencepiece_normalize.py`` checks both give the same text.
+operations (proved in :class:`SpmText`). User-defined symbols are units copied verbatim:
+a text holding one is split on them, the pieces between translated and the symbols put back
+before the whitespace rules run on the whole. Other texts take ``spm_normalize`` itself.
+``tests/test_sentencepiece_normalize.py`` checks both give the same text, and sentencepiece's.
 """
 
 from __future__ import annotations
@@ -143,7 +145,7 @@ class SpmText:
         self.remove_extra = remove_extra_whitespaces
         self.space = SPACE if escape_whitespaces else " "
         self.fast = not treat_whitespace_as_suffix
-        blocked = {symbol[0] for symbol in user_defined if symbol}
+        blocked: set[str] = set()
         if charsmap is not None:
             self.table: Any = _Replacements(charsmap)
             seconds = _seconds.get(charsmap, _UNKNOWN)
@@ -155,7 +157,18 @@ class SpmText:
                 blocked |= seconds
         else:
             self.table = {}
-        # any character that may start a user-defined symbol, or continue a rule of two or more
+        symbols = sorted({symbol for symbol in user_defined if symbol}, key=len, reverse=True)
+        # A symbol is a unit where it starts (sentencepiece tries the symbols first, longest
+        # first), so splitting on it is exact while every other unit is one character. Not so
+        # when a rule of two characters could swallow its first character, or when its own
+        # spaces would be collapsed by the string operations (two in a row): then the slow path.
+        splittable = all(symbol[0] not in blocked and "  " not in symbol for symbol in symbols)
+        if not splittable:
+            blocked |= {symbol[0] for symbol in symbols}
+        #: the text split on the symbols (longest first: re tries the alternatives in order)
+        self.split = re.compile("(" + "|".join(map(re.escape, symbols)) + ")").split if symbols and splittable else None
+        self.symbol_starts = frozenset(symbol[0] for symbol in symbols)
+        # any character that continues a rule of two or more (or starts a symbol not split on)
         self.blocked = re.compile("[" + "".join(map(re.escape, sorted(blocked))) + "]").search if blocked else None
         self.runs = re.compile(" {2,}").sub
 
@@ -163,8 +176,14 @@ class SpmText:
         if not self.fast or (self.blocked is not None and self.blocked(text) is not None):
             return self.slow(text)
         table = self.table
-        joined = text.translate(table)
-        if self.charsmap is not None and table.unsafe and not table.unsafe.isdisjoint(map(ord, set(text))):
+        parts = self.split(text) if self.split is not None and not self.symbol_starts.isdisjoint(text) else None
+        if parts is None or len(parts) == 1:
+            joined = text.translate(table)
+            plain = text
+        else:  # pieces at even places, symbols (copied verbatim) at odd ones
+            joined = "".join(part if index & 1 else part.translate(table) for index, part in enumerate(parts))
+            plain = "".join(parts[0::2])
+        if self.charsmap is not None and table.unsafe and not table.unsafe.isdisjoint(map(ord, set(plain))):
             return self.slow(text)
         if self.remove_extra:
             joined = self.runs(" ", joined).lstrip(" ")
