@@ -19,7 +19,7 @@ from toktools.analysis.segstats import SegmentStats, _TokenFacts
 __all__ = ["ChunkText", "Marks", "chunk_scores", "numpy_available", "spans_of", "tally_chunk"]
 
 #: The code points ``str.isspace`` holds true for (what splits words).
-_SPACES = [c for c in range(0x3001) if chr(c).isspace()]
+SPACES = [c for c in range(0x3001) if chr(c).isspace()]
 
 
 def numpy_available() -> bool:
@@ -32,11 +32,13 @@ def numpy_available() -> bool:
 
 class ChunkText:
     """The documents of a chunk end to end: where each starts, which characters are whitespace,
-    the word each character belongs to (-1 for whitespace)."""
+    the word each character belongs to (-1 for whitespace), where each word starts and in
+    which document; the words themselves on demand (:meth:`interned_words`)."""
 
     def __init__(self, texts: Sequence[str]) -> None:
         import numpy as np
 
+        self.texts = texts
         self.count = len(texts)
         lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
         self.base = np.zeros(len(texts) + 1, dtype=np.int64)
@@ -44,16 +46,30 @@ class ChunkText:
         joined = "".join(texts)
         self.characters = len(joined)
         self.bytes = len(joined.encode("utf-8", "surrogatepass"))
-        points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        self.space = np.isin(points, np.array(_SPACES, dtype=np.uint32))
+        self.points = points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        self.space = np.isin(points, np.array(SPACES, dtype=np.uint32))
         before = np.ones(len(points), dtype=bool)
         before[1:] = self.space[:-1]
         before[self.base[:-1][lengths > 0]] = True  # a document starts a word
         starts = ~self.space & before
         self.word_of = np.cumsum(starts) - 1
         self.words = int(starts.sum())
-        self.doc_of_start = np.searchsorted(self.base, np.flatnonzero(starts), side="right") - 1
+        self.word_starts = np.flatnonzero(starts)
+        self.doc_of_start = np.searchsorted(self.base, self.word_starts, side="right") - 1
         self.words_per_doc = np.bincount(self.doc_of_start, minlength=len(texts))
+        self._interned: tuple[list[str], Any] | None = None
+
+    def interned_words(self) -> tuple[list[str], Any]:
+        """The chunk's distinct words (first seen first) and, for each word in order, its index
+        among them: computed once, shared by every tokenizer counted from a word cache."""
+        if self._interned is None:
+            import numpy as np
+
+            words = " ".join(self.texts).split()
+            index = {word: k for k, word in enumerate(dict.fromkeys(words))}
+            keys = np.fromiter(map(index.__getitem__, words), dtype=np.int64, count=len(words))
+            self._interned = (list(index), keys)
+        return self._interned
 
 
 @dataclass

@@ -94,11 +94,12 @@ class ByteLevelSpans:
                 self.leading[token_id] = len(token) - len(token.lstrip(_TRIMMED))
                 self.trailing[token_id] = len(token) - len(token.rstrip(_TRIMMED))
 
-    def arrays(self, texts: Sequence[str], base: Any) -> tuple[Any, Any, Any, Any]:
+    def arrays(self, texts: Sequence[str], chunk: Any) -> tuple[Any, Any, Any, Any]:
         """``(ids, tokens per text, starts, ends)`` with spans on the axis of the texts laid end
-        to end (``base``: where each text starts on it)."""
+        to end (a :class:`~toktools.analysis.chunk_tally.ChunkText` of them)."""
         import numpy as np
 
+        base = chunk.base
         packed = self.engine.encode_packed(texts)
         if packed is not None:
             ids = np.frombuffer(packed.data, dtype=np.uint32).astype(np.int64)
