@@ -209,7 +209,8 @@ def test_word_cache_gives_the_reference_ids_and_spans(library: bool, monkeypatch
 
 def test_word_cache_separators_are_what_bert_splits_at():
     """BERT drops and splits at Unicode whitespace; Python's ``isspace`` also holds \\x1c-\\x1f
-    (not whitespace to Rust), and BertNormalizer removes \\x85 (a control character) instead."""
+    (not whitespace to Rust), and BertNormalizer removes \\x0b, \\x0c and \\x85 (control
+    characters) instead."""
     from toktools.analysis.fast_offsets import offsets_encoder
     from toktools.analysis.word_spans import _separators
 

@@ -17,11 +17,11 @@ moved to where the word starts:
   ``rstrip``), so each match lies inside one word, where it is matched alone too.
 
 What remains is which whitespace characters the pipeline really drops: Python's ``isspace``
-also holds ``\\x1c``-``\\x1f``, which Rust's whitespace does not, and ``BertNormalizer`` removes
-``\\x85`` (a control character) instead of splitting there, so the words around it become one.
-A probe finds them once per tokenizer (each of Python's whitespace characters between words in
-a few contexts, against the words encoded alone); a document holding one of them is encoded
-whole, as before. ``tests/test_compare_fast.py`` compares the statistics with the per-token
+also holds ``\\x1c``-``\\x1f``, which Rust's whitespace does not, and ``BertNormalizer``
+removes ``\\x0b``, ``\\x0c`` and ``\\x85`` (control characters) instead of splitting there, so
+the words around them become one. A probe finds them once per tokenizer (each of Python's
+whitespace characters between words in a few contexts, against the words encoded alone); a
+document holding one of them is encoded whole, as before. ``tests/test_compare_fast.py`` compares the statistics with the per-token
 loop on the reference's own offsets.
 
 The cache is bounded (:data:`MAX_WORDS`, :data:`MAX_CHARACTERS`): when full it starts again
