@@ -8,6 +8,14 @@ fresh tokenizers so that no word cache carries over. Target: ratio ≤ 1.5.
 
     python benchmarks/bench_compare.py                  # 5 MB of English Wikipedia, 4 tokenizers
     python benchmarks/bench_compare.py --mb 1 --corpus zh_wiki_sample.txt
+
+``--cli`` measures issue 23's row instead, on the command line: the four
+``toktools encode -t T --format npy --verify 0`` one after another (the baseline) against
+``toktools compare T1..T4 --corpus FILE --json`` (show 3), alternated for ``--rounds`` rounds,
+and with ``--tree DIR`` (repeatable) for each source tree in turn (``PYTHONPATH=DIR``), so that
+before and after are measured side by side in one run:
+
+    python benchmarks/bench_compare.py --cli --mb 3.3 --tree /tmp/before --tree .
 """
 
 from __future__ import annotations
@@ -42,13 +50,87 @@ def _sample(name: str, megabytes: float, directory: Path) -> Path:
     return target
 
 
+def _timed(command: list[str], tree: str) -> float:
+    """Wall time of one ``toktools`` command run with ``tree`` first on the path."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": tree}
+    started = time.perf_counter()
+    subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def main_cli(args: argparse.Namespace) -> None:
+    """Issue 23's row on the command line: encode with the four vs ``compare --corpus``."""
+    import os
+
+    trees = [str(Path(t).resolve()) for t in (args.tree or [str(Path(__file__).resolve().parent.parent)])]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = _sample(args.corpus, args.mb, Path(tmp))
+        out = str(Path(tmp) / "out.npy")
+        print(f"corpus: first {path.stat().st_size:,} bytes of {args.corpus}; load average {os.getloadavg()[0]:.1f}")
+        for round_ in range(1, args.rounds + 1):
+            for tree in trees:
+                encode = [
+                    _timed(
+                        [
+                            "toktools",
+                            "encode",
+                            "-t",
+                            t,
+                            "--format",
+                            "npy",
+                            "-o",
+                            out,
+                            "--force",
+                            "--verify",
+                            "0",
+                            "--no-progress",
+                            str(path),
+                        ],
+                        tree,
+                    )
+                    for t in TOKENIZERS
+                ]
+                compared = _timed(
+                    [
+                        "toktools",
+                        "compare",
+                        *TOKENIZERS,
+                        "--corpus",
+                        str(path),
+                        "--json",
+                        "--no-progress",
+                        "--show",
+                        str(args.show),
+                    ],
+                    tree,
+                )
+                baseline = sum(encode)
+                print(
+                    f"round {round_} {tree}: encode the four {baseline:6.2f} s ("
+                    + " + ".join(f"{t:.1f}" for t in encode)
+                    + f"), compare --corpus {compared:6.2f} s, ratio {compared / baseline:.2f}"
+                    + f"  (load {os.getloadavg()[0]:.1f})",
+                    flush=True,
+                )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=5.0)
     parser.add_argument("--corpus", default="en_wiki.txt.gz")
     parser.add_argument("--show", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--cli", action="store_true", help="issue 23's row: toktools encode --verify 0 vs compare --corpus"
+    )
+    parser.add_argument("--tree", action="append", help="with --cli: a source tree to measure (repeatable)")
     args = parser.parse_args()
+    if args.cli:
+        main_cli(args)
+        return
 
     import toktools
     from toktools.analysis import compare_chunks, corpus_compare
