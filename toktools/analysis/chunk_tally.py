@@ -114,7 +114,9 @@ def tally_chunk(
     every = np.bincount(ids)
     unique = np.flatnonzero(every)
     per_id = every[unique]
-    lengths = np.fromiter((facts[i] for i in unique.tolist()), dtype=np.int64, count=len(unique))
+    seen = unique.tolist()
+    facts.fill(seen)
+    lengths = np.fromiter(map(facts.__getitem__, seen), dtype=np.int64, count=len(unique))
     keep = unique != (unk_id if unk_id is not None else -1)  # "[UNK]"'s characters are no token length
     token_lengths = np.bincount(lengths[keep], weights=per_id[keep]).astype(np.int64) if keep.any() else np.zeros(0)
     partial = np.isin(ids, np.fromiter(facts.partial, dtype=np.int64)) if facts.partial else np.zeros(total, bool)

@@ -136,7 +136,7 @@ def byte_level_spans(tokenizer: Any) -> ByteLevelSpans | None:
     if to_json is None:
         return None
     from toktools.analysis import token_view
-    from toktools.engines.base import corpus_document
+    from toktools.engines.base import corpus_document, document_fingerprint
     from toktools.errors import ToktoolsError
 
     try:
@@ -150,7 +150,8 @@ def byte_level_spans(tokenizer: Any) -> ByteLevelSpans | None:
             return None
         from toktools.engines.choice import make_engine
 
-        engine = make_engine("tiktoken", document)
+        # the fingerprint (canonical JSON of 50k tokens and merges) once, not per probe step
+        engine = make_engine("tiktoken", document, fingerprint=document_fingerprint(document))
     except (ToktoolsError, ImportError):
         return None
     trim = processor is not None and bool(processor.get("trim_offsets", True))
