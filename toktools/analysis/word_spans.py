@@ -31,7 +31,7 @@ empty, so memory stays flat on any corpus.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain
+from itertools import chain, repeat
 from typing import TYPE_CHECKING, Any
 
 from toktools.analysis.fast_offsets import OffsetsEncoder, is_threaded, offsets_encoder
@@ -183,7 +183,7 @@ class WordSpans:
         import numpy as np
 
         index = self.index
-        slots = np.fromiter((index.get(w, -1) for w in unique), dtype=np.int64, count=len(unique))
+        slots = np.fromiter(map(index.get, unique, repeat(-1)), dtype=np.int64, count=len(unique))
         missing = np.flatnonzero(slots < 0)
         if len(missing):
             words = [unique[i] for i in missing.tolist()]
@@ -198,14 +198,11 @@ class WordSpans:
         (never seen) is encoded word by word instead."""
         import numpy as np
 
-        batches: list[list[str]] = [[]]
-        size = 0
-        for word in words:
-            if size >= _BATCH_CHARS:
-                batches.append([])
-                size = 0
-            batches[-1].append(word)
-            size += len(word) + 1
+        ends = np.cumsum(np.fromiter(map(len, words), dtype=np.int64, count=len(words)) + 1)
+        # cut after the word that reaches each multiple of _BATCH_CHARS
+        reach = np.searchsorted(ends, np.arange(_BATCH_CHARS, int(ends[-1]), _BATCH_CHARS)) + 1
+        cuts = sorted({0, len(words), *reach.tolist()})
+        batches = [words[a:b] for a, b in zip(cuts, cuts[1:])]
         encoded = self.encode([" ".join(batch) for batch in batches])
         parts: list[tuple[Any, Any, Any, Any]] = []
         for batch, (ids, offsets) in zip(batches, encoded):
@@ -217,9 +214,8 @@ class WordSpans:
         self.ids = np.concatenate([self.ids, *(p[0] for p in parts)])
         self.starts = np.concatenate([self.starts, *(p[2] for p in parts)])
         self.ends = np.concatenate([self.ends, *(p[3] for p in parts)])
-        for word in words:
-            self.index[word] = len(self.index)
-            self.characters += len(word)
+        self.index.update(zip(words, range(len(self.index), len(self.index) + len(words))))
+        self.characters += int(ends[-1]) - len(words)
 
 
 def _flat(encoded: Sequence[tuple[Sequence[int], Sequence[tuple[int, int]]]]) -> tuple[Any, Any, Any, Any]:
