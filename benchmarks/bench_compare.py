@@ -57,7 +57,9 @@ def _timed(command: list[str], tree: str) -> float:
 
     env = {**os.environ, "PYTHONPATH": tree}
     started = time.perf_counter()
-    subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
+    done = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if done.returncode:
+        sys.exit(f"{' '.join(command)} failed:\n{done.stderr}")
     return time.perf_counter() - started
 
 
