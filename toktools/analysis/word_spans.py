@@ -30,6 +30,7 @@ empty, so memory stays flat on any corpus.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from itertools import chain, repeat
 from typing import TYPE_CHECKING, Any
@@ -120,6 +121,7 @@ class WordSpans:
         self.threaded = is_threaded(encode)
         #: whitespace characters that do not separate words for this tokenizer
         self.unsafe = np.array(sorted(map(ord, unsafe)), dtype=np.uint32)
+        self._lock = threading.Lock()
         self._clear()
 
     def _clear(self) -> None:
@@ -140,11 +142,13 @@ class WordSpans:
         unique, keys = chunk.interned_words()
         unit_start, unit_doc = chunk.word_starts, chunk.doc_of_start
         whole = self._unsafe_documents(chunk)
-        if len(unique) > MAX_WORDS - len(self.index) or self.characters > MAX_CHARACTERS:
-            self._clear()
-        slots = self._slots(unique)
-        unit_first, unit_length = self.first[slots][keys], self.length[slots][keys]
-        ids, starts, ends = self.ids, self.starts, self.ends
+        with self._lock:  # a cluster worker's threads share the cache; the tables are replaced, never changed
+            if len(unique) > MAX_WORDS - len(self.index) or self.characters > MAX_CHARACTERS:
+                self._clear()
+            slots = self._slots(unique)
+            first, length = self.first, self.length
+            ids, starts, ends = self.ids, self.starts, self.ends
+        unit_first, unit_length = first[slots][keys], length[slots][keys]
         if len(whole):  # documents encoded whole: their tokens appended to the tables, for this chunk
             keep = ~np.isin(unit_doc, whole)
             encoded = self.encode([texts[d] for d in whole.tolist()])
