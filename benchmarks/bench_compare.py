@@ -50,17 +50,22 @@ def _sample(name: str, megabytes: float, directory: Path) -> Path:
     return target
 
 
-def _timed(command: list[str], tree: str) -> float:
-    """Wall time of one ``toktools`` command run with ``tree`` first on the path."""
+def _timed(command: list[str], tree: str) -> tuple[float, float]:
+    """(wall time, CPU time of the process and its children) of one ``toktools`` command run
+    with ``tree`` first on the path. CPU time is the figure a loaded machine disturbs least."""
     import os
+    import resource
     import subprocess
 
     env = {**os.environ, "PYTHONPATH": tree}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode:
         sys.exit(f"{' '.join(command)} failed:\n{done.stderr}")
-    return time.perf_counter() - started
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main_cli(args: argparse.Namespace) -> None:
@@ -109,11 +114,12 @@ def main_cli(args: argparse.Namespace) -> None:
                     ],
                     tree,
                 )
-                baseline = sum(encode)
+                baseline, baseline_cpu = sum(w for w, _ in encode), sum(c for _, c in encode)
                 print(
                     f"round {round_} {tree}: encode the four {baseline:6.2f} s ("
-                    + " + ".join(f"{t:.1f}" for t in encode)
-                    + f"), compare --corpus {compared:6.2f} s, ratio {compared / baseline:.2f}"
+                    + " + ".join(f"{w:.1f}" for w, _ in encode)
+                    + f"), compare --corpus {compared[0]:6.2f} s, ratio {compared[0] / baseline:.2f}"
+                    + f"; CPU {baseline_cpu:.1f} s vs {compared[1]:.1f} s, ratio {compared[1] / baseline_cpu:.2f}"
                     + f"  (load {os.getloadavg()[0]:.1f})",
                     flush=True,
                 )
