@@ -65,7 +65,8 @@ class ChunkText:
         if self._interned is None:
             import numpy as np
 
-            words = " ".join(self.texts).split()
+            words = " ".join(self.texts).split()  # str.split's whitespace is SPACES: the same words
+            assert len(words) == self.words
             index = {word: k for k, word in enumerate(dict.fromkeys(words))}
             keys = np.fromiter(map(index.__getitem__, words), dtype=np.int64, count=len(words))
             self._interned = (list(index), keys)

@@ -153,14 +153,14 @@ class WordSpans:
             keep = ~np.isin(unit_doc, whole)
             encoded = self.encode([texts[d] for d in whole.tolist()])
             more_ids, more_counts, more_starts, more_ends = _flat(encoded)
-            first = len(ids) + np.cumsum(more_counts) - more_counts
+            more_first = len(ids) + np.cumsum(more_counts) - more_counts
             ids = np.concatenate([ids, more_ids])
             starts, ends = np.concatenate([starts, more_starts]), np.concatenate([ends, more_ends])
             unit_start = np.concatenate([unit_start[keep], chunk.base[whole]])
             order = np.argsort(unit_start, kind="stable")
             unit_start = unit_start[order]
             unit_doc = np.concatenate([unit_doc[keep], whole])[order]
-            unit_first = np.concatenate([unit_first[keep], first])[order]
+            unit_first = np.concatenate([unit_first[keep], more_first])[order]
             unit_length = np.concatenate([unit_length[keep], more_counts])[order]
         total = int(unit_length.sum())
         into = np.cumsum(unit_length) - unit_length  # where each unit's tokens go
@@ -171,11 +171,9 @@ class WordSpans:
 
     def _unsafe_documents(self, chunk: ChunkText) -> Any:
         """The chunk's documents holding a whitespace character that does not separate words
-        for this tokenizer (or all of them, should Python's word split disagree with the chunk's)."""
+        for this tokenizer."""
         import numpy as np
 
-        if chunk.interned_words()[1].shape[0] != chunk.words:  # pragma: no cover - defensive
-            return np.arange(chunk.count)
         if not len(self.unsafe):
             return np.zeros(0, dtype=np.int64)
         where = np.flatnonzero(chunk.space)
