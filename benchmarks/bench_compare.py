@@ -8,6 +8,14 @@ fresh tokenizers so that no word cache carries over. Target: ratio ≤ 1.5.
 
     python benchmarks/bench_compare.py                  # 5 MB of English Wikipedia, 4 tokenizers
     python benchmarks/bench_compare.py --mb 1 --corpus zh_wiki_sample.txt
+
+``--cli`` measures issue 23's row instead, on the command line: the four
+``toktools encode -t T --format npy --verify 0`` one after another (the baseline) against
+``toktools compare T1..T4 --corpus FILE --json`` (show 3), alternated for ``--rounds`` rounds,
+and with ``--tree DIR`` (repeatable) for each source tree in turn (``PYTHONPATH=DIR``), so that
+before and after are measured side by side in one run:
+
+    python benchmarks/bench_compare.py --cli --mb 3.3 --tree /tmp/before --tree .
 """
 
 from __future__ import annotations
@@ -42,13 +50,95 @@ def _sample(name: str, megabytes: float, directory: Path) -> Path:
     return target
 
 
+def _timed(command: list[str], tree: str) -> tuple[float, float]:
+    """(wall time, CPU time of the process and its children) of one ``toktools`` command run
+    with ``tree`` first on the path. CPU time is the figure a loaded machine disturbs least."""
+    import os
+    import resource
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": tree}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode:
+        sys.exit(f"{' '.join(command)} failed:\n{done.stderr}")
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def main_cli(args: argparse.Namespace) -> None:
+    """Issue 23's row on the command line: encode with the four vs ``compare --corpus``."""
+    import os
+
+    trees = [str(Path(t).resolve()) for t in (args.tree or [str(Path(__file__).resolve().parent.parent)])]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = _sample(args.corpus, args.mb, Path(tmp))
+        out = str(Path(tmp) / "out.npy")
+        print(f"corpus: first {path.stat().st_size:,} bytes of {args.corpus}; load average {os.getloadavg()[0]:.1f}")
+        for round_ in range(1, args.rounds + 1):
+            for tree in trees:
+                encode = [
+                    _timed(
+                        [
+                            "toktools",
+                            "encode",
+                            "-t",
+                            t,
+                            "--format",
+                            "npy",
+                            "-o",
+                            out,
+                            "--force",
+                            "--verify",
+                            "0",
+                            "--no-progress",
+                            str(path),
+                        ],
+                        tree,
+                    )
+                    for t in TOKENIZERS
+                ]
+                compared = _timed(
+                    [
+                        "toktools",
+                        "compare",
+                        *TOKENIZERS,
+                        "--corpus",
+                        str(path),
+                        "--json",
+                        "--no-progress",
+                        "--show",
+                        str(args.show),
+                    ],
+                    tree,
+                )
+                baseline, baseline_cpu = sum(w for w, _ in encode), sum(c for _, c in encode)
+                print(
+                    f"round {round_} {tree}: encode the four {baseline:6.2f} s ("
+                    + " + ".join(f"{w:.1f}" for w, _ in encode)
+                    + f"), compare --corpus {compared[0]:6.2f} s, ratio {compared[0] / baseline:.2f}"
+                    + f"; CPU {baseline_cpu:.1f} s vs {compared[1]:.1f} s, ratio {compared[1] / baseline_cpu:.2f}"
+                    + f"  (load {os.getloadavg()[0]:.1f})",
+                    flush=True,
+                )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=5.0)
     parser.add_argument("--corpus", default="en_wiki.txt.gz")
     parser.add_argument("--show", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--cli", action="store_true", help="issue 23's row: toktools encode --verify 0 vs compare --corpus"
+    )
+    parser.add_argument("--tree", action="append", help="with --cli: a source tree to measure (repeatable)")
     args = parser.parse_args()
+    if args.cli:
+        main_cli(args)
+        return
 
     import toktools
     from toktools.analysis import compare_chunks, corpus_compare

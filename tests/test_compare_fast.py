@@ -144,3 +144,94 @@ def test_unused_lists_never_seen_tokens_longest_first(tmp_path: Path):
         assert lengths == sorted(lengths, reverse=True)
     assert "xyz" not in result.unused["wp"]  # never a token of this vocabulary, nor listed
     assert "the" not in result.unused["wp"] and "[CLS]" in result.unused["wp"]
+
+
+# --- the per-word cache (toktools/analysis/word_spans.py) -------------------------------------
+
+ODD_LINES = [
+    "a\u3000b\u00a0c\x1cd\x85e  f\tg",  # \x1c and \x85: Python splits there, BERT does not
+    "x\x0by\x0cz\u2028w\u2029v \x1d\x1e\x1f end",
+    "我是中国人 emoji 🤗🤗 and ☃ snow [UNK] [CLS]x y[SEP]",
+    " \u2003 leading spaces and trailing   ",
+    "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 ﬁ ligature ＡＢＣ full width Café naïve ¨ ´x",
+    "\x00\ufffd\u200b control only: \x07\x08 \u200b",
+    "x",
+]
+
+
+def _word_texts() -> list[list[str]]:
+    """Two chunks (the second meets the first's words in the cache): odd lines, English,
+    Chinese."""
+    english = [line for line in read_corpus_sample("mixed_sample.txt", 8_000).splitlines() if line.strip()]
+    chinese = [line for line in read_corpus_sample("zh_wiki_sample.txt", 4_000).splitlines() if line.strip()]
+    return [ODD_LINES + english[: len(english) // 2] + chinese, english[len(english) // 2 :] + ODD_LINES]
+
+
+def _word_tokenizers() -> list[tuple[str, object]]:
+    return [
+        ("bert-base-uncased", token_view.without_truncation(_tokenizers()[0][1])),
+        ("bert-base-chinese", token_view.without_truncation(toktools.load(str(ref_vocab_dir("bert-base-chinese"))))),
+        ("wordpiece-30k", token_view.without_truncation(toktools.load("wordpiece-30k"))),
+    ]
+
+
+@pytest.mark.parametrize("library", [True, False], ids=["tokenizers", "reference"])
+def test_word_cache_gives_the_reference_ids_and_spans(library: bool, monkeypatch):
+    """The arrays gathered from the per-word cache equal those made from the reference's own
+    offsets of the whole documents, token for token, over two chunks and after the cache
+    restarts; documents whose whitespace BERT does not split at are encoded whole."""
+    import numpy as np
+
+    from toktools.analysis import word_spans
+    from toktools.analysis.chunk_tally import ChunkText, spans_of
+
+    if not library:
+        monkeypatch.setattr(fast_offsets, "_library_encoder", lambda tokenizer: None)
+    chunks = _word_texts()
+    for name, tokenizer in _word_tokenizers()[: 3 if library else 1]:
+        for limit in (word_spans.MAX_WORDS, 50):
+            monkeypatch.setattr(word_spans, "MAX_WORDS", limit)
+            source = word_spans.word_spans(tokenizer)
+            assert isinstance(source, word_spans.WordSpans), name
+            assert source.threaded == library
+            for texts in chunks:
+                chunk = ChunkText(texts)
+                expected = spans_of(
+                    chunk,
+                    [(e.ids, e.offsets) for e in tokenizer.encode_batch(texts, add_special_tokens=False, workers=1)],
+                )
+                found = source.arrays(texts, chunk)
+                for got, want in zip(found, expected):
+                    assert np.array_equal(got, want), name
+            if limit == 50:  # started again empty for the last chunk: only its words are kept
+                assert len(source.index) == len(chunk.interned_words()[0]) > 50
+
+
+def test_word_cache_separators_are_what_bert_splits_at():
+    """BERT drops and splits at Unicode whitespace; Python's ``isspace`` also holds \\x1c-\\x1f
+    (not whitespace to Rust), and BertNormalizer removes \\x0b, \\x0c and \\x85 (control
+    characters) instead."""
+    from toktools.analysis.fast_offsets import offsets_encoder
+    from toktools.analysis.word_spans import _separators
+
+    good, bad = _separators(offsets_encoder(_word_tokenizers()[0][1]))
+    assert {" ", "\t", "\n", "\r", "\u3000", "\u00a0", "\u2028", "\u2029"} <= good
+    assert {"\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f", "\x85"} <= bad
+
+
+def test_word_cache_only_for_pipelines_that_cut_words_alone():
+    from toktools.analysis.word_spans import _split_words, word_separable, word_spans
+
+    assert word_spans(token_view.without_truncation(_tokenizers()[1][1])) is None  # gpt2: byte-level
+    document = _tokenizers()[0][1].to_tokenizer_json()
+    assert word_separable(document)
+    spaced = {**document, "added_tokens": [*document["added_tokens"], {"id": 9, "content": "new york"}]}
+    stripping = {**document, "added_tokens": [*document["added_tokens"], {"id": 9, "content": "<m>", "lstrip": True}]}
+    metaspace = {**document, "pre_tokenizer": {"type": "Metaspace", "replacement": "▁"}}
+    replace = {**document, "normalizer": {"type": "Sequence", "normalizers": [{"type": "Replace"}]}}
+    for other in (spaced, stripping, metaspace, replace):
+        assert not word_separable(other)
+    # a token across the space between two joined words: not given back to words
+    assert _split_words(["ab", "cd"], [1, 2], [(0, 2), (1, 5)]) is None
+    ids, counts, starts, ends = _split_words(["ab", "cd"], [1, 2, 3], [(0, 1), (1, 2), (3, 5)])
+    assert (ids.tolist(), counts.tolist(), starts.tolist(), ends.tolist()) == ([1, 2, 3], [2, 1], [0, 1, 0], [1, 2, 2])

@@ -17,10 +17,10 @@ from typing import Any
 from toktools.analysis.segstats import SegmentStats, _TokenFacts
 from toktools.analysis.words import HAN_RANGES, SOURCES, needs_segmenter, word_spans
 
-__all__ = ["ChunkText", "Marks", "chunk_scores", "numpy_available", "spans_of", "tally_chunk"]
+__all__ = ["ChunkText", "Marks", "numpy_available", "spans_of", "tally_chunk"]
 
 #: The code points ``str.isspace`` holds true for (what splits words).
-_SPACES = [c for c in range(0x3001) if chr(c).isspace()]
+SPACES = [c for c in range(0x3001) if chr(c).isspace()]
 
 
 def numpy_available() -> bool:
@@ -33,11 +33,13 @@ def numpy_available() -> bool:
 
 class ChunkText:
     """The documents of a chunk end to end: where each starts, which characters are whitespace,
-    the word each character belongs to (-1 for whitespace)."""
+    the word each character belongs to (-1 for whitespace), where each word starts and in
+    which document; the words themselves on demand (:meth:`interned_words`)."""
 
     def __init__(self, texts: Sequence[str]) -> None:
         import numpy as np
 
+        self.texts = texts
         self.count = len(texts)
         lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
         self.base = np.zeros(len(texts) + 1, dtype=np.int64)
@@ -45,12 +47,16 @@ class ChunkText:
         joined = "".join(texts)
         self.characters = len(joined)
         self.bytes = len(joined.encode("utf-8", "surrogatepass"))
-        points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        self.space = np.isin(points, np.array(_SPACES, dtype=np.uint32))
+        self.points = points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        self.space = np.isin(points, np.array(SPACES, dtype=np.uint32))
         before = np.ones(len(points), dtype=bool)
         before[1:] = self.space[:-1]
         before[self.base[:-1][lengths > 0]] = True  # a document starts a word
         starts = ~self.space & before
+        # whitespace words (what a per-word cache encodes, :mod:`toktools.analysis.word_spans`),
+        # before the segmenters cut the runs without spaces into the words counted
+        self.space_word_starts = np.flatnonzero(starts)
+        self.space_doc_of_start = np.searchsorted(self.base, self.space_word_starts, side="right") - 1
         self.segmentation = self._segmented(texts, starts)
         self.han_counts = _han_counts(points)
         self.word_of = np.cumsum(starts) - 1
@@ -58,6 +64,7 @@ class ChunkText:
         self.doc_of_start = np.searchsorted(self.base, np.flatnonzero(starts), side="right") - 1
         self.words_per_doc = np.bincount(self.doc_of_start, minlength=len(texts))
         self.segmentation["whitespace"] = self.words - sum(self.segmentation.values())
+        self._interned: tuple[list[str], Any] | None = None
 
     def _segmented(self, texts: Sequence[str], starts: Any) -> dict[str, int]:
         """Adds to ``starts`` the word starts inside whitespace-separated runs of the documents
@@ -71,6 +78,20 @@ class ChunkText:
                 counts["jieba"] += made["jieba"]
                 counts["per character"] += made["per character"]
         return counts
+
+    def interned_words(self) -> tuple[list[str], Any]:
+        """The chunk's distinct whitespace words (first seen first) and, for each whitespace word
+        in order, its index among them: computed once, shared by every tokenizer counted from a
+        word cache."""
+        if self._interned is None:
+            import numpy as np
+
+            words = " ".join(self.texts).split()  # str.split's whitespace is SPACES: the same words
+            assert len(words) == len(self.space_word_starts)
+            index = {word: k for k, word in enumerate(dict.fromkeys(words))}
+            keys = np.fromiter(map(index.__getitem__, words), dtype=np.int64, count=len(words))
+            self._interned = (list(index), keys)
+        return self._interned
 
 
 @dataclass
@@ -141,7 +162,9 @@ def tally_chunk(
     every = np.bincount(ids)
     unique = np.flatnonzero(every)
     per_id = every[unique]
-    lengths = np.fromiter((facts[i] for i in unique.tolist()), dtype=np.int64, count=len(unique))
+    seen = unique.tolist()
+    facts.fill(seen)
+    lengths = np.fromiter(map(facts.__getitem__, seen), dtype=np.int64, count=len(unique))
     keep = unique != (unk_id if unk_id is not None else -1)  # "[UNK]"'s characters are no token length
     token_lengths = np.bincount(lengths[keep], weights=per_id[keep]).astype(np.int64) if keep.any() else np.zeros(0)
     partial = np.isin(ids, np.fromiter(facts.partial, dtype=np.int64)) if facts.partial else np.zeros(total, bool)
@@ -199,28 +222,3 @@ def _histogram(counts: Any) -> dict[int, int]:
 
     values = np.flatnonzero(counts)
     return dict(zip(values.tolist(), counts[values].astype(np.int64).tolist()))
-
-
-def chunk_scores(chunk: ChunkText, marks: Sequence[Marks]) -> tuple[Any, Any]:
-    """``(differing, all)`` boundaries of every document of the chunk across the tokenizers:
-    token ends not shared by every tokenizer, plus byte-piece ranges not shared by all (the
-    rule of :func:`toktools.analysis.compare_chunks._score`)."""
-    import numpy as np
-
-    width = chunk.characters + 1
-    # token ends: each tokenizer's are distinct character positions, so a count per position
-    seen = np.bincount(np.concatenate([m.ends for m in marks]), minlength=chunk.characters)
-    doc_of_char = np.repeat(np.arange(chunk.count), np.diff(chunk.base))
-    union = np.bincount(doc_of_char, weights=seen > 0, minlength=chunk.count).astype(np.int64)
-    shared = np.bincount(doc_of_char, weights=seen == len(marks), minlength=chunk.count).astype(np.int64)
-    differing = union - shared
-    for keys, scale in (([m.cuts for m in marks], width),):
-        values, seen = np.unique(np.concatenate(keys), return_counts=True)
-        if not len(values):
-            continue
-        doc = np.searchsorted(chunk.base, values // scale, side="right") - 1
-        every = np.bincount(doc, minlength=chunk.count)
-        shared = np.bincount(doc[seen == len(marks)], minlength=chunk.count)
-        differing += every - shared
-        union += every
-    return differing, union

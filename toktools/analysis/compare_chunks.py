@@ -64,11 +64,13 @@ def process_chunk(
 ) -> tuple[list[SegmentStats], list[Candidate]]:
     """The statistics per tokenizer and the chunk's
     ``show`` most disputed documents. ``facts_cache`` keeps each tokenizer's token facts
-    (index → :class:`~toktools.analysis.segstats._TokenFacts`) and its ids-and-offsets encoder
-    (``-1 - index`` → :func:`~toktools.analysis.fast_offsets.offsets_encoder`: ``tokenizers`` where it
-    loads the tokenizer, the same ids and offsets as the reference) from chunk to chunk."""
+    (index → :class:`~toktools.analysis.segstats._TokenFacts`), its span source (``("spans",
+    index)`` → :func:`span_source`: tiktoken for byte-level BPE, a per-word cache for BERT-like
+    pipelines, or None) and its ids-and-offsets encoder (``-1 - index`` →
+    :func:`~toktools.analysis.fast_offsets.offsets_encoder`: ``tokenizers`` where it loads the
+    tokenizer, the same ids and offsets as the reference) from chunk to chunk."""
     from toktools.analysis.chunk_tally import numpy_available
-    from toktools.analysis.fast_offsets import byte_level_spans, offsets_encoder
+    from toktools.analysis.fast_offsets import offsets_encoder
     from toktools.analysis.segstats import _TokenFacts
     from toktools.corpus.long_documents import is_long
 
@@ -82,12 +84,12 @@ def process_chunk(
     for index, tokenizer in enumerate(tokenizers):
         if index not in facts_cache:
             facts_cache[index] = _TokenFacts(tokenizer)
-        if arrays and ("tiktoken", index) not in facts_cache:
-            facts_cache[("tiktoken", index)] = byte_level_spans(tokenizer) if USE_TIKTOKEN else None
-        byte_level = facts_cache.get(("tiktoken", index)) if arrays else None
-        if byte_level is None and -1 - index not in facts_cache:
+        if arrays and ("spans", index) not in facts_cache:
+            facts_cache[("spans", index)] = span_source(tokenizer)
+        spans = facts_cache.get(("spans", index)) if arrays else None
+        if spans is None and -1 - index not in facts_cache:
             facts_cache[-1 - index] = offsets_encoder(tokenizer)
-        encoders.append((facts_cache[index], facts_cache.get(-1 - index), byte_level))
+        encoders.append((facts_cache[index], facts_cache.get(-1 - index), spans))
     if arrays:
         stats, candidates = _process_arrays(chunk, texts, tokenizers, encoders, show if scoring else 0)
     else:
@@ -115,6 +117,23 @@ USE_ARRAYS = True
 #: Take the ids of a byte-level BPE from tiktoken where it is exact, spans worked out from them
 #: (:class:`~toktools.analysis.fast_offsets.ByteLevelSpans`).
 USE_TIKTOKEN = True
+#: Take the ids and spans of BERT-like pipelines from a per-word cache
+#: (:class:`~toktools.analysis.word_spans.WordSpans`).
+USE_WORDS = True
+
+
+def span_source(tokenizer: Any) -> Any:
+    """Where a tokenizer's ``(ids, tokens per document, starts, ends)`` come from without
+    whole-text offsets (an object with ``arrays(texts, chunk)``), or None: tiktoken for a
+    byte-level BPE it encodes exactly, else a per-word cache for a pipeline that cuts each
+    whitespace word on its own."""
+    from toktools.analysis.fast_offsets import byte_level_spans
+    from toktools.analysis.word_spans import word_spans
+
+    found: Any = byte_level_spans(tokenizer) if USE_TIKTOKEN else None
+    if found is None and USE_WORDS:
+        found = word_spans(tokenizer)
+    return found
 
 
 def _process_arrays(
@@ -128,9 +147,9 @@ def _process_arrays(
     stats: list[SegmentStats] = []
     marks: list[Any] = []
     every_spans = []
-    for tokenizer, (facts, encode, byte_level) in zip(tokenizers, encoders):
+    for tokenizer, (facts, encode, source) in zip(tokenizers, encoders):
         unk, specials = token_view.unk_id(tokenizer), token_view.specials_added(tokenizer)
-        spans = byte_level.arrays(texts, text.base) if byte_level is not None else spans_of(text, encode(texts))
+        spans = source.arrays(texts, text) if source is not None else spans_of(text, encode(texts))
         part, mark = tally_chunk(text, spans, facts, unk, specials, vocabulary_size(tokenizer), show > 0)
         stats.append(part)
         marks.append(mark)

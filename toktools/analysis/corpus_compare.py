@@ -264,23 +264,26 @@ def _with_unused(result: CorpusComparison, plain: Sequence[tuple[str, Any]], n: 
 
 
 def _all_threaded(tokenizers: Sequence[Any]) -> bool:
-    """Whether every tokenizer's statistics encoder is ``tokenizers`` (Rust threads); the
+    """Whether every tokenizer's statistics encoder is tiktoken or ``tokenizers`` (threads); the
     encoders and token facts are built here, once, for the chunks counted in this process."""
     from toktools.analysis import compare_chunks
     from toktools.analysis.chunk_tally import numpy_available
-    from toktools.analysis.fast_offsets import byte_level_spans, is_threaded, offsets_encoder
+    from toktools.analysis.fast_offsets import is_threaded, offsets_encoder
     from toktools.analysis.segstats import _TokenFacts
 
     arrays = compare_chunks.USE_ARRAYS and numpy_available()
     for index, tok in enumerate(tokenizers):
-        byte_level = byte_level_spans(tok) if arrays and compare_chunks.USE_TIKTOKEN else None
+        source = compare_chunks.span_source(tok) if arrays else None
         if arrays:
-            _worker_facts[("tiktoken", index)] = byte_level
-        if byte_level is None:
+            _worker_facts[("spans", index)] = source
+        encode: Any
+        if source is None:
             encode = _worker_facts[-1 - index] = offsets_encoder(tok)
-            if not is_threaded(encode):
-                _worker_facts.clear()
-                return False
+        else:
+            encode = getattr(source, "encode", None)  # a word cache encodes its new words with it
+        if encode is not None and not is_threaded(encode):
+            _worker_facts.clear()
+            return False
         _worker_facts[index] = _TokenFacts(tok)
     return True
 

@@ -94,11 +94,12 @@ class ByteLevelSpans:
                 self.leading[token_id] = len(token) - len(token.lstrip(_TRIMMED))
                 self.trailing[token_id] = len(token) - len(token.rstrip(_TRIMMED))
 
-    def arrays(self, texts: Sequence[str], base: Any) -> tuple[Any, Any, Any, Any]:
+    def arrays(self, texts: Sequence[str], chunk: Any) -> tuple[Any, Any, Any, Any]:
         """``(ids, tokens per text, starts, ends)`` with spans on the axis of the texts laid end
-        to end (``base``: where each text starts on it)."""
+        to end (a :class:`~toktools.analysis.chunk_tally.ChunkText` of them)."""
         import numpy as np
 
+        base = chunk.base
         packed = self.engine.encode_packed(texts)
         if packed is not None:
             ids = np.frombuffer(packed.data, dtype=np.uint32).astype(np.int64)
@@ -135,7 +136,7 @@ def byte_level_spans(tokenizer: Any) -> ByteLevelSpans | None:
     if to_json is None:
         return None
     from toktools.analysis import token_view
-    from toktools.engines.base import corpus_document
+    from toktools.engines.base import corpus_document, document_fingerprint
     from toktools.errors import ToktoolsError
 
     try:
@@ -149,7 +150,8 @@ def byte_level_spans(tokenizer: Any) -> ByteLevelSpans | None:
             return None
         from toktools.engines.choice import make_engine
 
-        engine = make_engine("tiktoken", document)
+        # the fingerprint (canonical JSON of 50k tokens and merges) once, not per probe step
+        engine = make_engine("tiktoken", document, fingerprint=document_fingerprint(document))
     except (ToktoolsError, ImportError):
         return None
     trim = processor is not None and bool(processor.get("trim_offsets", True))

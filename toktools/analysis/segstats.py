@@ -340,17 +340,25 @@ class _TokenFacts(dict):
         self.fallback: set[int] = set()
 
     def __missing__(self, token_id: int) -> int:
-        token = self.tokenizer.id_to_token(token_id) or ""
-        text = token_view.token_text(self.tokenizer, token)
-        if token.startswith("<0x") and token_view.is_byte_fallback(self.tokenizer, token):
-            self.fallback.add(token_id)
-        if text is None:
-            self.partial.add(token_id)
-            length = 0
-        else:
-            length = len(text.strip()) or len(text)
-        self[token_id] = length
-        return length
+        self.fill([token_id])
+        return self[token_id]  # type: ignore[no-any-return]
+
+    def fill(self, token_ids: list[int]) -> None:
+        """Work out the facts of the ids not seen yet, all at once (faster than one by one)."""
+        new = [i for i in token_ids if i not in self]
+        if not new:
+            return
+        to_token = self.tokenizer.id_to_token
+        tokens = [to_token(i) or "" for i in new]
+        texts = token_view.token_texts(self.tokenizer, tokens)
+        for token_id, token, text in zip(new, tokens, texts):
+            if token.startswith("<0x") and token_view.is_byte_fallback(self.tokenizer, token):
+                self.fallback.add(token_id)
+            if text is None:
+                self.partial.add(token_id)
+                self[token_id] = 0
+            else:
+                self[token_id] = len(text.strip()) or len(text)
 
 
 class Tally:

@@ -19,7 +19,7 @@ import copy
 import re
 import unicodedata
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +32,7 @@ __all__ = [
     "is_byte_level",
     "token_bytes",
     "token_text",
+    "token_texts",
     "readable",
     "escape_text",
     "is_continuation",
@@ -174,7 +175,10 @@ def token_bytes(tokenizer: Any, token: str) -> bytes:
     """The UTF-8 bytes a token stands for in the text: byte symbols decoded (``ĠHello`` →
     ``b" Hello"``), continuation prefix and end-of-word suffix removed (``##ing`` → ``b"ing"``),
     ``▁`` as a space, ``<0xE6>`` byte-fallback pieces as their byte; added tokens are their content."""
-    v = view(tokenizer)
+    return _token_bytes(view(tokenizer), token)
+
+
+def _token_bytes(v: TokenizerView, token: str) -> bytes:
     found = v._bytes.get(token)
     if found is not None:
         return found
@@ -201,6 +205,19 @@ def token_text(tokenizer: Any, token: str) -> str | None:
         return token_bytes(tokenizer, token).decode("utf-8")
     except UnicodeDecodeError:
         return None
+
+
+def token_texts(tokenizer: Any, tokens: Iterable[str]) -> list[str | None]:
+    """:func:`token_text` of many tokens, the view looked up once (``compare --corpus`` asks
+    for every token it meets, ~100k)."""
+    v = view(tokenizer)
+    out: list[str | None] = []
+    for token in tokens:
+        try:
+            out.append(_token_bytes(v, token).decode("utf-8"))
+        except UnicodeDecodeError:
+            out.append(None)
+    return out
 
 
 def is_partial(tokenizer: Any, token: str) -> bool:
