@@ -1,15 +1,18 @@
 """``--document line`` for an engine that splits and encodes whole blocks itself (gigatoken): the
-input is read in blocks of :data:`BLOCK_BYTES` cut after a newline, each block goes to the engine
-as bytes (it splits the lines and encodes them on its pool), and the ids are written from its
-arrays with NumPy: no Python object per line, none per token.
+input is read in blocks of :data:`BLOCK_BYTES` (fewer on a small input: :func:`block_bytes`) cut
+after a newline, each block goes to the engine as bytes (it splits the lines and encodes them on
+its pool, in a thread of this process, while the previous block is checked and written), and the
+ids are written from its arrays with NumPy: no Python object per line, none per token.
 
 The output is byte for byte that of :func:`toktools.corpus.shards.encode_documents` on a
 :class:`~toktools.corpus.documents.DocumentReader` (same documents: lines split at ``\\n`` only,
 empty ones dropped; same shard boundaries and resume positions; same ``--verify`` sample marks):
 
-* a block is decoded once to check its UTF-8 (the same one-line error, with the line number);
-* a block holding a code point the engine routes elsewhere is encoded line by line through
-  its ``encode_packed`` (which routes those lines);
+* a block is decoded once to check its UTF-8 (the same one-line error, with the line number),
+  skipped for an ASCII block;
+* whether a block holds a code point the engine routes elsewhere is read on its bytes
+  (``block_needs_routing``); such a block is encoded line by line through the engine's
+  ``encode_packed`` (which routes those lines), on the same thread;
 * a line longer than :data:`LONG_LINE_BYTES` is encoded in pieces cut where the cut provably keeps
   the ids (:func:`toktools.corpus.documents.safe_cut`), as the document reader does, so memory
   stays flat on a single line of any length; with no such place it is refused past
@@ -31,6 +34,11 @@ from toktools.corpus.writers import DocumentWriter, ShardInfo
 from toktools.errors import ToktoolsError
 
 BLOCK_BYTES = 16 << 20
+#: a smaller input is read in about this many blocks (at least :data:`MIN_BLOCK_BYTES` each), so that
+#: the engine encodes one while the previous is checked and written, and ``--verify``'s checker
+#: gets its sample as the run goes rather than all at the end
+BLOCKS_WANTED = 8
+MIN_BLOCK_BYTES = 1 << 20
 #: documents of a block the ``--verify`` sample is picked from
 VERIFY_CANDIDATES = 256
 #: a line longer than this is encoded in safe pieces (the rest of it is not held in memory)
@@ -259,9 +267,16 @@ def encode_line_blocks(
         raise
 
 
-def _read(handle: Any, source: CorpusSource) -> bytes:
+def block_bytes(total: int) -> int:
+    """The block size for an input of ``total`` bytes (0: unknown, such as standard input)."""
+    if total <= 0:
+        return BLOCK_BYTES
+    return min(BLOCK_BYTES, max(MIN_BLOCK_BYTES, total // BLOCKS_WANTED))
+
+
+def _read(handle: Any, source: CorpusSource, size: int) -> bytes:
     try:
-        return handle.read(BLOCK_BYTES)  # type: ignore[no-any-return]
+        return handle.read(size)  # type: ignore[no-any-return]
     except (OSError, EOFError, lzma.LZMAError, zlib.error) as err:  # as the document reader says it
         reason = "the file ends too early" if isinstance(err, EOFError) else str(err)
         raise ToktoolsError(f"{source.path}: cannot decompress ({reason})") from None
@@ -295,6 +310,7 @@ def _encode_source(
 
     handle = source.open()
     raw = getattr(handle, "fileobj", None) or getattr(handle, "_fp", None)
+    size = block_bytes(total)
     offset, line = start.offset, start.line  # where ``pending`` starts in the stream
     pending = b""
     long_open = False  # a long line's head is already encoded (its pieces written)
@@ -309,7 +325,7 @@ def _encode_source(
             DocumentReader._skip(None, handle, source, offset)  # type: ignore[arg-type]
         eof = False
         while not eof:
-            block = _read(handle, source)
+            block = _read(handle, source, size)
             eof = not block
             position = stream_position(handle, raw)
             bytes_done = done_before + min(position, source.size() or position) if position is not None else 0
@@ -318,7 +334,7 @@ def _encode_source(
             if long_open or (cut == 0 and len(data) > LONG_LINE_BYTES):
                 # a long line: encode its head in safe pieces, keep the rest (what came before first)
                 if in_flight is not None:
-                    in_flight, done = None, in_flight
+                    done, in_flight = in_flight, None
                     _finish_block(done, verifier, out)
                 newline = data.find(b"\n")
                 head = data if newline < 0 and not eof else data[: newline if newline >= 0 else len(data)]
@@ -363,7 +379,7 @@ def _encode_source(
             if progress is not None:
                 progress(bytes_done, total, out.tokens_total + (out.writer.tokens if out.writer else 0))
         if in_flight is not None:
-            in_flight, done = None, in_flight
+            done, in_flight = in_flight, None
             _finish_block(done, verifier, out)
     finally:
         if not source.is_stdin:

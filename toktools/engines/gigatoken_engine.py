@@ -274,7 +274,7 @@ class GigatokenEngine(Engine):
         at = np.flatnonzero(raw == lead)
         if not at.size:
             return False
-        point = np.full(at.size, lead & (0xFF >> (width + 1)), dtype=np.uint32)
+        point: Any = np.full(at.size, lead & (0xFF >> (width + 1)), dtype=np.uint32)
         for k in range(1, width):
             following = np.where(at + k < len(raw), raw[np.minimum(at + k, len(raw) - 1)], 0x80)
             point = (point << 6) | (following.astype(np.uint32) & 0x3F)
