@@ -66,10 +66,9 @@ def test_gpt2_ids_and_tokens_are_the_same_on_every_engine(sample: Path, fmt: str
     assert len(set(outputs.values())) == 1
 
 
-def test_auto_takes_a_library_for_gpt2_ids_and_tokenizers_for_jsonl(sample: Path, tmp_path: Path) -> None:
+def test_auto_takes_gigatoken_for_gpt2_ids_and_tokenizers_for_jsonl(sample: Path, tmp_path: Path) -> None:
     gpt2 = ref_vocab_dir("gpt2")
-    # a small input: tiktoken, whose start-up is shorter than gigatoken's (SPEEDS' start-up column)
-    assert encode_corpus([sample], gpt2, tmp_path / "ids.txt", format="ids").engine == "tiktoken"
+    assert encode_corpus([sample], gpt2, tmp_path / "ids.txt", format="ids").engine == "gigatoken"
     assert encode_corpus([sample], gpt2, tmp_path / "out.jsonl", format="jsonl").engine == "tokenizers"
     reference = encode_corpus([sample], gpt2, tmp_path / "ref.jsonl", format="jsonl", engine="reference")
     assert reference.engine == "reference"
@@ -136,7 +135,7 @@ def test_verify_checks_a_sample_of_lines_against_the_reference(sample: Path, tmp
     checked = encode_corpus([sample], gpt2, tmp_path / "ids.txt", format="ids", verify=8)
     # the sample is 64 KB at least: every line of this smaller input is checked
     lines = [line for line in sample.read_text(encoding="utf-8").split("\n") if line]
-    assert checked.engine == "tiktoken"  # a small input (see above)
+    assert checked.engine == "gigatoken"
     assert (checked.verified, checked.verified_bytes) == (len(lines), sum(len(line.encode()) for line in lines))
     assert encode_corpus([sample], gpt2, tmp_path / "off.txt", format="ids", verify=0).verified == 0
     # the reference is not checked against itself
