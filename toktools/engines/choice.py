@@ -134,7 +134,7 @@ def likely_engine(
     if name != "auto":
         return name
     from toktools.engines.sentencepiece_engine import sentencepiece_available
-    from toktools.sentencepiece.tokenizer import follows_sentencepiece
+    from toktools.sentencepiece.rule_marker import follows_sentencepiece
 
     if follows_sentencepiece(document):
         return "sentencepiece" if sentencepiece_available() else "reference"
@@ -307,7 +307,7 @@ def _sentencepiece_or_dropout(
     rule; the libraries run the ``tokenizer.json`` as ``tokenizers`` does), and BPE-dropout
     (only the reference draws reproducibly, per text)."""
     from toktools.engines.sentencepiece_engine import SentencePieceEngine, sentencepiece_available
-    from toktools.sentencepiece.tokenizer import follows_sentencepiece
+    from toktools.sentencepiece.rule_marker import follows_sentencepiece
 
     engine: Engine
     if follows_sentencepiece(shape):
