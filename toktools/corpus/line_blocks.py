@@ -8,8 +8,8 @@ The output is byte for byte that of :func:`toktools.corpus.shards.encode_documen
 :class:`~toktools.corpus.documents.DocumentReader` (same documents: lines split at ``\\n`` only,
 empty ones dropped; same shard boundaries and resume positions; same ``--verify`` sample marks):
 
-* a block is decoded once to check its UTF-8 (the same one-line error, with the line number),
-  skipped for an ASCII block;
+* a block is checked for UTF-8 (:mod:`toktools.corpus.utf8_check`: on its non-ASCII bytes with
+  NumPy, or decoded where they are many; the same one-line error, with the line number);
 * whether a block holds a code point the engine routes elsewhere is read on its bytes
   (``block_needs_routing``); such a block is encoded line by line through the engine's
   ``encode_packed`` (which routes those lines), on the same thread;
@@ -284,7 +284,9 @@ def _read(handle: Any, source: CorpusSource, size: int) -> bytes:
 
 def _check_utf8(block: bytes, source: CorpusSource, first_line: int) -> None:
     """Refuse a block that is not UTF-8 (one line: where, which byte)."""
-    if block.isascii():
+    from toktools.corpus.utf8_check import is_utf8
+
+    if is_utf8(block):  # no str built on mostly-ASCII text
         return
     try:
         block.decode("utf-8")
