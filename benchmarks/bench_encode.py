@@ -257,6 +257,7 @@ def main() -> None:
     print(
         f"{'tokenizer':<20}{'in':>8} {'raw tiktoken':>13}{'raw HF':>8} | {'engine':<17}{'MB/s':>7}{'x best raw':>11}"
         f"{'x HF raw':>9}{'cpu x best':>11}{'cpu x HF':>9}{'peak MiB':>9}{'x tt raw':>9}{'x gt raw':>9}"
+        f"{'cpu x gt':>9}"
     )
     for lang in args.langs.split(","):
         for megabytes in map(int, args.sizes.split(",")):
@@ -313,11 +314,13 @@ def main() -> None:
                     shown = f"{engine}" + (f"→{used}" if engine == "auto" else "")
                     versus_tt = f"{speed / tt_speed:>8.2f}x" if tt_speed else f"{'—':>9}"
                     versus_gt = f"{speed / gt_speed:>8.2f}x" if gt_speed else f"{'—':>9}"
+                    # raw gigatoken's CPU seconds over this run's (steadier than wall on a loaded machine)
+                    versus_gt_cpu = f"{gt['cpu'] / job['cpu']:>8.2f}x" if gt_speed else f"{'—':>9}"
                     print(
                         f"{label:<20}{size:>6.1f}MB {tt_text:>13}{hf_speed:>8.1f} | {shown:<17}{speed:>7.1f}"
                         f"{speed / best:>10.2f}x{speed / hf_speed:>8.2f}x{best_cpu / job['cpu']:>10.2f}x"
                         f"{hf['cpu'] / job['cpu']:>8.2f}x"
-                        f"{job['peak_mib']:>9.0f}{versus_tt}{versus_gt}",
+                        f"{job['peak_mib']:>9.0f}{versus_tt}{versus_gt}{versus_gt_cpu}",
                         flush=True,
                     )
                 if args.breakdown:

@@ -352,3 +352,16 @@ def test_the_slow_verdicts_are_remembered_per_tokenizer_and_versions(tmp_path, m
     monkeypatch.setattr("toktools.engines.analysis._analysis_cache", {})
     with pytest.raises(pytest.fail.Exception, match="E1-E3 ran again"):
         analyse(doc)
+
+
+def test_auto_weighs_start_up_against_the_input_size() -> None:
+    """gigatoken encodes several times faster than tiktoken but starts later (awkward's import,
+    its loader): ``auto`` takes tiktoken for a small input, gigatoken for a large one, and says why."""
+    pytest.importorskip("gigatoken")
+    gpt = _doc("bytebpe-50k")
+    small = make_engine("auto", gpt, input_bytes=100_000)
+    assert small.name == "tiktoken" and "expected" in small.why and "0.1 MB" in small.why
+    small.close()
+    large = make_engine("auto", gpt, input_bytes=50_000_000)
+    assert large.name == "gigatoken" and "for 50.0 MB" in large.why
+    large.close()

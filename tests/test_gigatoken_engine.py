@@ -108,6 +108,25 @@ def test_the_class_sweep_finds_exactly_where_gigatoken_and_tokenizers_split_diff
     assert list(tokenizers_classes()[[0x41, 0x31, 0x21, 0x20]]) == [1, 2, 0, 3]
 
 
+def test_the_byte_check_finds_exactly_the_blocks_with_an_excluded_code_point() -> None:
+    """``block_needs_routing`` reads lead bytes, not characters: every excluded code point is
+    found (alone in a block, amid text), and no other code point that starts with the same byte
+    is (all of them in one block, and each neighbour of an excluded one alone)."""
+    engine = make_engine("gigatoken", _doc("bytebpe-50k"))
+    excluded = set(unicode_disagreements())
+    for c in sorted(excluded):
+        assert engine.block_needs_routing(f"text \u00e9 {chr(c)}x\n".encode()), hex(c)
+    leads = {chr(c).encode()[0] for c in excluded}
+    same_lead = [
+        c
+        for c in range(0x800, 0x110000)
+        if not 0xD800 <= c < 0xE000 and c not in excluded and chr(c).encode()[0] in leads
+    ]
+    assert not engine.block_needs_routing(("\n".join(map(chr, same_lead)) + "\n").encode())
+    for c in sorted({c + d for c in excluded for d in (-1, 1)} - excluded):
+        assert not engine.block_needs_routing(f"{chr(c)}\n".encode()), hex(c)
+
+
 @pytest.mark.full
 def test_documents_with_an_excluded_code_point_go_to_tokenizers() -> None:
     doc = _doc("bytebpe-50k")
@@ -190,8 +209,9 @@ def test_verbose_says_which_engine_and_why(tmp_path) -> None:
     odd = tmp_path / "nfc.json"
     odd.write_text(json.dumps(doc), encoding="utf-8")
     for tokenizer, engine, why in (
-        (str(ref_vocab_dir("gpt2")), "gigatoken (probed)", "fastest exact engine"),
-        (str(odd), "", "gigatoken: engine gigatoken is not exact for this tokenizer: normalizer 'NFC'"),
+        (str(ref_vocab_dir("gpt2")), "tiktoken (proven)", "expected"),  # 20 KB: tiktoken starts sooner
+        # 20 KB: the engines that start sooner come first; gigatoken's refusal: test_a_tokenizer_gigatoken_cannot_take_...
+        (str(odd), "", "tiktoken: engine tiktoken is not exact for this tokenizer: normalizer 'NFC'"),
     ):
         result = CliRunner().invoke(
             main,

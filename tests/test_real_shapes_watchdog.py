@@ -145,6 +145,10 @@ def test_npy_on_chinese_paragraphs_by_the_reference_engine(shapes, tmp_path: Pat
     _encode_binary(tmp_path, shapes("chinese_paragraphs"), "npy", "reference")
 
 
+def test_megatron_on_mixed_shapes_by_the_gigatoken_engine(shapes, tmp_path: Path) -> None:
+    _encode_binary(tmp_path, shapes("mixed"), "megatron", "gigatoken")
+
+
 # ---------------------------------------------------------------------------------------------
 # -m full: every command, format and engine on every shape
 # ---------------------------------------------------------------------------------------------
@@ -154,7 +158,9 @@ SHAPE_NAMES = sorted(FULL)
 
 @pytest.mark.full
 @pytest.mark.parametrize("shape", SHAPE_NAMES)
-@pytest.mark.parametrize("engine", ["auto", "reference", "tokenizers", "tiktoken"])
+# gigatoken by name: on these small shapes auto takes tiktoken (it starts sooner), and gigatoken's
+# block path is the one that reads its own blocks
+@pytest.mark.parametrize("engine", ["auto", "gigatoken", "reference", "tokenizers", "tiktoken"])
 @pytest.mark.parametrize("fmt", BINARY)
 def test_binary_formats(shapes, tmp_path: Path, shape: str, engine: str, fmt: str) -> None:
     _encode_binary(tmp_path, shapes(shape, True), fmt, engine)

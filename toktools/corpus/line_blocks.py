@@ -1,15 +1,18 @@
 """``--document line`` for an engine that splits and encodes whole blocks itself (gigatoken): the
-input is read in blocks of :data:`BLOCK_BYTES` cut after a newline, each block goes to the engine
-as bytes (it splits the lines and encodes them on its pool), and the ids are written from its
-arrays with NumPy: no Python object per line, none per token.
+input is read in blocks of :data:`BLOCK_BYTES` (fewer on a small input: :func:`block_bytes`) cut
+after a newline, each block goes to the engine as bytes (it splits the lines and encodes them on
+its pool, in a thread of this process, while the previous block is checked and written), and the
+ids are written from its arrays with NumPy: no Python object per line, none per token.
 
 The output is byte for byte that of :func:`toktools.corpus.shards.encode_documents` on a
 :class:`~toktools.corpus.documents.DocumentReader` (same documents: lines split at ``\\n`` only,
 empty ones dropped; same shard boundaries and resume positions; same ``--verify`` sample marks):
 
-* a block is decoded once to check its UTF-8 (the same one-line error, with the line number);
-* a block holding a code point the engine routes elsewhere is encoded line by line through
-  its ``encode_packed`` (which routes those lines);
+* a block is checked for UTF-8 (:mod:`toktools.corpus.utf8_check`: on its non-ASCII bytes with
+  NumPy, or decoded where they are many; the same one-line error, with the line number);
+* whether a block holds a code point the engine routes elsewhere is read on its bytes
+  (``block_needs_routing``); such a block is encoded line by line through the engine's
+  ``encode_packed`` (which routes those lines), on the same thread;
 * a line longer than :data:`LONG_LINE_BYTES` is encoded in pieces cut where the cut provably keeps
   the ids (:func:`toktools.corpus.documents.safe_cut`), as the document reader does, so memory
   stays flat on a single line of any length; with no such place it is refused past
@@ -31,6 +34,11 @@ from toktools.corpus.writers import DocumentWriter, ShardInfo
 from toktools.errors import ToktoolsError
 
 BLOCK_BYTES = 16 << 20
+#: a smaller input is read in about this many blocks (at least :data:`MIN_BLOCK_BYTES` each), so that
+#: the engine encodes one while the previous is checked and written, and ``--verify``'s checker
+#: gets its sample as the run goes rather than all at the end
+BLOCKS_WANTED = 8
+MIN_BLOCK_BYTES = 1 << 20
 #: documents of a block the ``--verify`` sample is picked from
 VERIFY_CANDIDATES = 256
 #: a line longer than this is encoded in safe pieces (the rest of it is not held in memory)
@@ -259,20 +267,29 @@ def encode_line_blocks(
         raise
 
 
-def _read(handle: Any, source: CorpusSource) -> bytes:
+def block_bytes(total: int) -> int:
+    """The block size for an input of ``total`` bytes (0: unknown, such as standard input)."""
+    if total <= 0:
+        return BLOCK_BYTES
+    return min(BLOCK_BYTES, max(MIN_BLOCK_BYTES, total // BLOCKS_WANTED))
+
+
+def _read(handle: Any, source: CorpusSource, size: int) -> bytes:
     try:
-        return handle.read(BLOCK_BYTES)  # type: ignore[no-any-return]
+        return handle.read(size)  # type: ignore[no-any-return]
     except (OSError, EOFError, lzma.LZMAError, zlib.error) as err:  # as the document reader says it
         reason = "the file ends too early" if isinstance(err, EOFError) else str(err)
         raise ToktoolsError(f"{source.path}: cannot decompress ({reason})") from None
 
 
-def _check_utf8(block: bytes, source: CorpusSource, first_line: int) -> str:
-    """The block's text ("" for an ASCII block: valid, and nothing in it is routed)."""
-    if block.isascii():
-        return ""
+def _check_utf8(block: bytes, source: CorpusSource, first_line: int) -> None:
+    """Refuse a block that is not UTF-8 (one line: where, which byte)."""
+    from toktools.corpus.utf8_check import is_utf8
+
+    if is_utf8(block):  # no str built on mostly-ASCII text
+        return
     try:
-        return block.decode("utf-8")
+        block.decode("utf-8")
     except UnicodeDecodeError as err:
         line = first_line + block.count(b"\n", 0, err.start)
         raise ToktoolsError(f"{source.path}, line {line}: invalid UTF-8 (byte 0x{block[err.start]:02X})") from None
@@ -295,12 +312,14 @@ def _encode_source(
 
     handle = source.open()
     raw = getattr(handle, "fileobj", None) or getattr(handle, "_fp", None)
+    size = block_bytes(total)
     offset, line = start.offset, start.line  # where ``pending`` starts in the stream
     pending = b""
     long_open = False  # a long line's head is already encoded (its pieces written)
     long_text = ""  # its decoded text not encoded yet
     long_bytes = 0
     decoder = codecs.getincrementaldecoder("utf-8")()
+    in_flight: _Block | None = None  # submitted to the engine, written once the next one is submitted
     try:
         if offset:
             from toktools.corpus.documents import DocumentReader
@@ -308,14 +327,17 @@ def _encode_source(
             DocumentReader._skip(None, handle, source, offset)  # type: ignore[arg-type]
         eof = False
         while not eof:
-            block = _read(handle, source)
+            block = _read(handle, source, size)
             eof = not block
             position = stream_position(handle, raw)
             bytes_done = done_before + min(position, source.size() or position) if position is not None else 0
             data = pending + block if pending else block
             cut = len(data) if eof else data.rfind(b"\n") + 1
             if long_open or (cut == 0 and len(data) > LONG_LINE_BYTES):
-                # a long line: encode its head in safe pieces, keep the rest
+                # a long line: encode its head in safe pieces, keep the rest (what came before first)
+                if in_flight is not None:
+                    done, in_flight = in_flight, None
+                    _finish_block(done, verifier, out)
                 newline = data.find(b"\n")
                 head = data if newline < 0 and not eof else data[: newline if newline >= 0 else len(data)]
                 try:
@@ -350,11 +372,17 @@ def _encode_source(
                 continue
             body, pending = data[:cut], data[cut:]
             if body:
-                _encode_block(body, index, offset, line, engine, verifier, out, bytes_done, source)
+                job = _start_block(body, index, offset, line, engine, bytes_done, source)
+                if in_flight is not None:  # written while the engine encodes ``job``
+                    _finish_block(in_flight, verifier, out)
+                in_flight = job
                 line += body.count(b"\n")
                 offset += len(body)
             if progress is not None:
                 progress(bytes_done, total, out.tokens_total + (out.writer.tokens if out.writer else 0))
+        if in_flight is not None:
+            done, in_flight = in_flight, None
+            _finish_block(done, verifier, out)
     finally:
         if not source.is_stdin:
             handle.close()
@@ -391,36 +419,56 @@ def _long_pieces(
     return text[cut:]
 
 
-def _encode_block(
-    block: bytes,
-    index: int,
-    offset: int,
-    first_line: int,
-    engine: Any,
-    verifier: Any,
-    out: _Writing,
-    bytes_done: int,
-    source: CorpusSource,
-) -> None:
-    """One block of whole lines: encoded, checked (the ``--verify`` sample), written."""
+@dataclass
+class _Block:
+    """A block of whole lines handed to the engine, and where it stands in the input."""
+
+    block: bytes
+    index: int
+    offset: int
+    first_line: int
+    bytes_done: int
+    source: CorpusSource
+    encoding: Any  # the engine's future: (every id as uint32, offsets of each line's ids)
+
+
+def _start_block(
+    block: bytes, index: int, offset: int, first_line: int, engine: Any, bytes_done: int, source: CorpusSource
+) -> _Block:
+    """Hand ``block`` to the engine on its own thread (gigatoken encodes on its pool, without the
+    GIL); a block holding a code point the engine routes elsewhere goes line by line through its
+    ``encode_packed`` (on the same thread: the engine is never called from two at once)."""
+    if engine.block_needs_routing(block):
+        encoding = _pool().submit(_routed_lines, engine, block)
+    else:
+        encoding = _pool().submit(engine.encode_block, block)
+    return _Block(block, index, offset, first_line, bytes_done, source, encoding)
+
+
+def _routed_lines(engine: Any, block: bytes) -> tuple[Any, Any]:
     import numpy as np
 
-    # the engine encodes (on its pool, without the GIL) while this thread checks the block
-    encoding = _pool().submit(engine.encode_block, block)
     try:
-        text = _check_utf8(block, source, first_line)
+        text = block.decode("utf-8")
+    except UnicodeDecodeError:  # refused by the writer's check, with the line
+        return np.zeros(0, np.uint32), np.zeros(1, np.int64)
+    packed = engine.encode_packed([line for line in text.split("\n") if line])
+    data = np.frombuffer(packed.data, dtype=np.uint32)
+    return data, np.concatenate(([0], np.cumsum(np.asarray(packed.counts, dtype=np.int64))))
+
+
+def _finish_block(job: _Block, verifier: Any, out: _Writing) -> None:
+    """One block of whole lines, once encoded: checked (UTF-8, the ``--verify`` sample) and
+    written. This runs while the engine encodes the next block."""
+    import numpy as np
+
+    block, index, source, first_line = job.block, job.index, job.source, job.first_line
+    try:
+        _check_utf8(block, source, first_line)
         bounds = _line_bounds(block)
-        routed = engine.block_needs_routing(block, text)
     finally:
-        result = encoding.result()
+        data, offsets = job.encoding.result()
     starts, ends, lines = bounds
-    if routed:
-        packed = engine.encode_packed([line for line in text.split("\n") if line])
-        data = np.frombuffer(packed.data, dtype=np.uint32)
-        offsets = np.concatenate(([0], np.cumsum(np.asarray(packed.counts, dtype=np.int64))))
-    else:
-        data, offsets = result
-    del text, result
     if len(offsets) - 1 != len(starts):
         raise ToktoolsError(f"{source.path}: the engine split {len(offsets) - 1} lines where there are {len(starts)}")
     # the --verify sample is taken from a few hundred documents spread over the block (the
@@ -429,12 +477,12 @@ def _encode_block(
     verifier.check(
         _BlockDocs(block, (starts[shown], ends[shown], lines[shown]), index, first_line),
         _BlockIds(data, offsets, shown),
-        bytes_done,
+        job.bytes_done,
     )
 
     def end_of(document: int) -> Position:
         end = int(ends[document])
         after = end + 1 if end < len(block) else end
-        return Position(index, offset + after, first_line + int(lines[document]) + 1)
+        return Position(index, job.offset + after, first_line + int(lines[document]) + 1)
 
     out.documents(data, offsets, end_of)

@@ -53,7 +53,7 @@ def token_ids(doc: Mapping[str, Any]) -> dict[str, int]:
 def document_shape(doc: Mapping[str, Any]) -> dict[str, Any]:
     """The document without the model's vocabulary and merges: its parts and their options,
     the added tokens (what engines check to choose, and what start-up reads)."""
-    from toktools.sentencepiece.tokenizer import DOCUMENT_KEY, follows_sentencepiece
+    from toktools.sentencepiece.rule_marker import DOCUMENT_KEY, follows_sentencepiece
 
     model = doc.get("model")
     if not isinstance(model, dict):

@@ -197,7 +197,7 @@ def _engine(
 
     if name not in ENGINES:
         raise ToktoolsError(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
-    from toktools.sentencepiece.tokenizer import follows_sentencepiece
+    from toktools.sentencepiece.rule_marker import follows_sentencepiece
 
     if follows_sentencepiece(doc):  # a .model under the sentencepiece rule
         if name == "sentencepiece":

@@ -47,17 +47,40 @@ class Speed:
     #: MB of text per second (``toktools encode`` end to end unless said otherwise), this 2-core machine
     mb_per_second: float
     measured: str
+    #: seconds the engine costs before its first id (imports, loading the tokenizer), warm caches
+    startup_seconds: float = 0.0
+
+    def expected_seconds(self, input_bytes: int | None) -> float:
+        """Start-up plus encoding ``input_bytes`` at :attr:`mb_per_second` (unknown size: the
+        encoding alone counts, as for a large input)."""
+        if input_bytes is None:
+            return 1 / self.mb_per_second
+        return self.startup_seconds + input_bytes / 1e6 / self.mb_per_second
 
 
 #: ``auto``'s table, fastest first within each family. The figures are side by side in one run on
-#: a loaded 2-core machine (``benchmarks/bench_encode.py``); see docs/performance.md.
+#: a loaded 2-core machine (``benchmarks/bench_encode.py``); see docs/performance.md. Where a row
+#: has a start-up cost, ``auto`` orders the family's rows by the expected time for the input's
+#: size (:meth:`Speed.expected_seconds`): gigatoken's start-up (awkward's import and its
+#: ``load_hf_json``, ~0.6 s) is worth paying from ~2 MB of input, below which tiktoken is done first.
 SPEEDS: tuple[Speed, ...] = (
     Speed(
-        "byte-level BPE", "gigatoken", 23.0, "raw encode_batch, GPT-2, 10 MB English (bench_encode.py, loaded machine)"
+        "byte-level BPE",
+        "gigatoken",
+        23.0,
+        "raw encode_batch, GPT-2, 10 MB English (bench_encode.py, loaded machine); start-up: awkward's import "
+        "0.2-0.4 s and load_hf_json 0.2-0.8 s (cProfile, issue 23)",
+        0.6,
     ),
-    Speed("byte-level BPE", "tiktoken", 3.4, "raw encode_ordinary_batch, the same run"),
-    Speed("byte-level BPE", "reference", 1.5, "encode --engine reference end to end, the same run"),
-    Speed("byte-level BPE", "tokenizers", 0.9, "raw encode_batch, the same run"),
+    Speed(
+        "byte-level BPE",
+        "tiktoken",
+        3.4,
+        "raw encode_ordinary_batch, the same run; start-up: its ranks from the start-up cache and Encoding",
+        0.15,
+    ),
+    Speed("byte-level BPE", "reference", 1.5, "encode --engine reference end to end, the same run", 0.3),
+    Speed("byte-level BPE", "tokenizers", 0.9, "raw encode_batch, the same run", 0.15),
     Speed("BERT WordPiece", "reference", 1.9, "x tokenizers' encode_batch, 5-40 MB, pool of 2 (performance.md)"),
     Speed("BERT WordPiece", "tokenizers", 1.0, "the yardstick"),
     Speed("Unigram", "reference", 1.3, "x tokenizers, compiled Viterbi, 10 MB, inputs of 8 MB+ (bench_unigram)"),
@@ -111,7 +134,7 @@ def likely_engine(
     if name != "auto":
         return name
     from toktools.engines.sentencepiece_engine import sentencepiece_available
-    from toktools.sentencepiece.tokenizer import follows_sentencepiece
+    from toktools.sentencepiece.rule_marker import follows_sentencepiece
 
     if follows_sentencepiece(document):
         return "sentencepiece" if sentencepiece_available() else "reference"
@@ -245,16 +268,22 @@ def make_engine(
     builders["reference"] = lambda: _fastest_reference_or_fail(document, workers, input_bytes, shape, fingerprint)
     kind = family(shape)
     skipped: list[str] = []
-    rows = [row for row in SPEEDS if row.family == kind]
+    rows = sorted((row for row in SPEEDS if row.family == kind), key=lambda row: row.expected_seconds(input_bytes))
     for row in rows:
         try:
             engine = builders[row.engine]()
         except ToktoolsError as err:
             skipped.append(f"{row.engine}: {err}")
             continue
+        expected = (
+            f", expected {row.expected_seconds(input_bytes):.2f} s for {input_bytes / 1e6:.1f} MB with "
+            f"{row.startup_seconds:g} s start-up"
+            if input_bytes is not None
+            else ""
+        )
         engine.why = (
             f"auto: {row.engine} is the fastest exact engine for this {kind} tokenizer "
-            f"({row.mb_per_second:g} MB/s: {row.measured}); {EXACTNESS[row.engine]}"
+            f"({row.mb_per_second:g} MB/s{expected}: {row.measured}); {EXACTNESS[row.engine]}"
             + (f"; passed over: {'; '.join(skipped)}" if skipped else "")
         )
         return engine
@@ -278,7 +307,7 @@ def _sentencepiece_or_dropout(
     rule; the libraries run the ``tokenizer.json`` as ``tokenizers`` does), and BPE-dropout
     (only the reference draws reproducibly, per text)."""
     from toktools.engines.sentencepiece_engine import SentencePieceEngine, sentencepiece_available
-    from toktools.sentencepiece.tokenizer import follows_sentencepiece
+    from toktools.sentencepiece.rule_marker import follows_sentencepiece
 
     engine: Engine
     if follows_sentencepiece(shape):

@@ -31,7 +31,7 @@ class SentencePieceEngine(Engine):
 
     def __init__(self, document: Mapping[str, Any], workers: int | None = None) -> None:
         from toktools.sentencepiece.encode import version_rules
-        from toktools.sentencepiece.tokenizer import DOCUMENT_KEY, follows_sentencepiece
+        from toktools.sentencepiece.rule_marker import DOCUMENT_KEY, follows_sentencepiece
 
         if not follows_sentencepiece(document):
             raise ToktoolsError("engine sentencepiece encodes sentencepiece .model tokenizers only")

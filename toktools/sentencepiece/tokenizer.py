@@ -33,12 +33,12 @@ from toktools.sentencepiece.encode import (
     version_rules,
 )
 from toktools.sentencepiece.model_file import SentencePieceModel
+from toktools.sentencepiece.rule_marker import DOCUMENT_KEY
+from toktools.sentencepiece.rule_marker import follows_sentencepiece as follows_sentencepiece  # re-exported
 from toktools.tokenizer import Tokenizer, check_text
 
 #: the rules a ``.model`` can be encoded with
 MODEL_RULES = ("sentencepiece", "tokenizers")
-#: where a corpus document carries the sentencepiece rule (a key ``tokenizers`` would refuse)
-DOCUMENT_KEY = "toktools_sentencepiece"
 
 
 def check_model_rule(rule: str | None) -> str:
@@ -136,11 +136,6 @@ class SentencePieceTokenizer(Tokenizer):
         if self.sampling is not None:
             document[DOCUMENT_KEY]["sampling"] = list(self.sampling)
         return document
-
-
-def follows_sentencepiece(document: Mapping[str, Any]) -> bool:
-    """Whether a corpus document carries the sentencepiece rule."""
-    return isinstance(document.get(DOCUMENT_KEY), Mapping)
 
 
 def without_rule(document: Mapping[str, Any]) -> dict[str, Any]:
