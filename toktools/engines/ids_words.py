@@ -18,7 +18,8 @@ from typing import Any
 
 #: Cached words per process before the caches start again (a bound on memory: ~150 bytes each).
 CACHE_WORDS = 1 << 19
-_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+#: a character outside the BMP (the split then needs its slower, full pattern)
+ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 
 def _bmp_class(ranges: Iterable[tuple[int, int]]) -> str:
@@ -95,7 +96,7 @@ class ByteLevelWords:
             text = " " + text
         if not self.use_regex:
             return [text] if text else []
-        if text.isascii() or not _ASTRAL.search(text):
+        if text.isascii() or not ASTRAL.search(text):
             return self.bmp.findall(text)
         return self.full().findall(text)
 
@@ -120,7 +121,7 @@ class BertWords:
         return text if self.config is None else self._bert_text.normalize(text, self.config)
 
     def pre_tokenize(self, normalized: str) -> list[str]:
-        if normalized.isascii() or not _ASTRAL.search(normalized):
+        if normalized.isascii() or not ASTRAL.search(normalized):
             return self.bmp.findall(normalized)
         return self.full.findall(normalized)
 
