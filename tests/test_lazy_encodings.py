@@ -104,6 +104,8 @@ def test_held_out_and_fuzz_batches_match_tokenizers(name: str, settings: str) ->
     encodings = ours.encode_batch(texts, workers=1)
     assert isinstance(encodings[0], LazyEncoding)  # the lazy path was taken
     assert_same(encodings, theirs.encode_batch(texts), texts)
+    if settings == "plain":  # forked workers take it too, and send back the same encodings
+        assert ours.encode_batch(texts, workers=2) == encodings
     pairs = list(zip(texts[::2], texts[1::2]))
     assert_same(ours.encode_batch(pairs, workers=1), theirs.encode_batch(pairs), pairs)
     plain = texts[:200]

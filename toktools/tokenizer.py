@@ -294,8 +294,11 @@ class Tokenizer:
             size = sum(len(text) for item in inputs for text in ((item,) if isinstance(item, str) else item))
             workers = (os.cpu_count() or 1) if size >= _PARALLEL_CHARS else 1
         if workers > 1 and len(inputs) > 1:
-            # new words merged once, here, in bulk: the forked workers inherit the warm cache
-            _warm_word_cache(self, inputs)
+            from toktools.engines.lazy_encodings import prepare
+
+            if not prepare(self):  # the workers inherit the loaded compiled merge, or else:
+                # new words merged once, here, in bulk: the forked workers inherit the warm cache
+                _warm_word_cache(self, inputs)
             encodings = _encode_in_processes(self, inputs, add_special_tokens, workers)
         else:
             encodings = self._encode_unpadded_batch(inputs, add_special_tokens)

@@ -63,6 +63,13 @@ def lazy_sequences(tokenizer: Any, texts: Sequence[str], type_ids: Sequence[int]
     return builder.encode(texts, type_ids)
 
 
+def prepare(tokenizer: Any) -> bool:
+    """Before workers are forked for a large batch: True if it will take this path, its compiled
+    merge now loaded here for the workers to inherit."""
+    builder = _builder(tokenizer)
+    return builder is not None and builder.load()
+
+
 def _builder(tokenizer: Any) -> ByteLevelBatches | None:
     """The builder for ``tokenizer`` (kept on its model), or None where this path is not exact."""
     from toktools.engines.ids_only import _PIPELINE
