@@ -39,9 +39,10 @@ def _theirs(ours):
 
 @pytest.fixture(autouse=True)
 def every_batch_lazy(monkeypatch) -> None:
-    """Small test batches take the lazy path too."""
+    """Small test batches take the lazy path too, merged in several parts (threads)."""
     monkeypatch.setattr(lazy_encodings, "COLD_MIN_CHARS", 0)
     monkeypatch.setattr(lazy_encodings, "WARM_MIN_CHARS", 0)
+    monkeypatch.setattr(lazy_encodings, "OVERLAP_MIN_CHARS", 2_000)
 
 
 def held_out(size: int = 12_000) -> list[str]:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import gc
 import re
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
@@ -45,6 +46,10 @@ from toktools.engines.ids_words import ASTRAL
 COLD_MIN_CHARS = 250_000
 #: Once loaded, a batch of at least this many characters takes this path.
 WARM_MIN_CHARS = 2_000
+#: A batch is merged in up to this many parts of at least this many characters, each in a thread
+#: while this one prepares the next part or builds the previous part's encodings.
+OVERLAP_PARTS = 4
+OVERLAP_MIN_CHARS = 100_000
 #: Up to this many texts with characters outside the BMP take the reference path: compiling the
 #: split's full pattern for them (~0.05 s) would cost more.
 ASTRAL_REFERENCE_TEXTS = 32
@@ -147,23 +152,29 @@ class ByteLevelBatches:
         out: list[Encoding | None] = [None] * len(texts)
         if not plain:
             return out
-        batch = _Batch(self, [texts[i] for i in plain])
-        ids = batch.ids
-        bounds = batch.bounds
+        # in parts, each merged in a thread while this one splits the next part and builds the
+        # previous part's encodings (the compiled merge runs without the GIL: a second core)
+        parts = max(1, min(OVERLAP_PARTS, sum(len(texts[i]) for i in plain) // OVERLAP_MIN_CHARS))
+        per_part = -(-len(plain) // parts)
+        chunks = [plain[start : start + per_part] for start in range(0, len(plain), per_part)]
+        batches = [_Batch(self, [texts[i] for i in chunk]) for chunk in chunks]
         token_of = self.token_of.__getitem__
-        for n, i in enumerate(plain):
-            text_ids = ids[bounds[n] : bounds[n + 1]]
-            size = len(text_ids)
-            encoding = LazyEncoding(
-                text_ids,
-                partial(_tokens, token_of, text_ids),
-                partial(batch.offsets, n),
-                [type_ids[i]] * size,
-                [1] * size,
-                [0] * size,
-            )
-            encoding.__dict__["trimmed_offsets"] = partial(batch.trimmed_offsets, n)
-            out[i] = encoding
+        for chunk, batch in zip(chunks, batches):
+            batch.finish()
+            ids, bounds = batch.ids, batch.bounds
+            for n, i in enumerate(chunk):
+                text_ids = ids[bounds[n] : bounds[n + 1]]
+                size = len(text_ids)
+                encoding = LazyEncoding(
+                    text_ids,
+                    partial(_tokens, token_of, text_ids),
+                    partial(batch.offsets, n),
+                    [type_ids[i]] * size,
+                    [1] * size,
+                    [0] * size,
+                )
+                encoding.__dict__["trimmed_offsets"] = partial(batch.trimmed_offsets, n)
+                out[i] = encoding
         return out
 
 
@@ -189,14 +200,13 @@ class _Batch:
         char_ends = np.zeros(len(words) + 1, dtype=np.int64)
         np.cumsum(np.fromiter(map(len, words), dtype=np.int64, count=len(words)), out=char_ends[1:])
         data = np.frombuffer(joined.encode("utf-8"), dtype=np.uint8)
-        ids, id_starts = batches.merger.merge(data, byte_at[char_ends])
         word_ends = np.zeros(len(texts) + 1, dtype=np.int64)
         np.cumsum(np.fromiter(map(len, word_lists), dtype=np.int64, count=len(word_lists)), out=word_ends[1:])
-        token_bounds = id_starts[word_ends]
         self.batches = batches
-        self.ids_array = ids
-        self.ids: list[int] = ids.tolist()
-        self.bounds: list[int] = token_bounds.tolist()
+        self._word_ends = word_ends
+        self._merged: list[Any] = []
+        self._merging = threading.Thread(target=self._merge, args=(data, byte_at[char_ends]), daemon=True)
+        self._merging.start()
         # where each text starts in ``joined`` (characters), and whether the split put a prefix space before it
         self._text_starts = char_ends[word_ends[:-1]]
         prefixed = [batches.add_prefix_space and bool(text) and not text.startswith(" ") for text in texts]
@@ -205,6 +215,26 @@ class _Batch:
         self._data = data
         self._lists: dict[Any, dict[int, list[tuple[int, int]]]] = {}
         self._arrays: Any = None
+        self.ids_array: Any = None
+        self.ids: list[int] = []
+        self.bounds: list[int] = []
+
+    def _merge(self, data: Any, starts: Any) -> None:
+        try:
+            self._merged.append(self.batches.merger.merge(data, starts))
+        except BaseException as error:  # noqa: BLE001 - raised again by finish, in the caller's thread
+            self._merged.append(error)
+
+    def finish(self) -> None:
+        """Wait for the merge; the ids and each text's bounds."""
+        self._merging.join()
+        merged = self._merged[0]
+        if isinstance(merged, BaseException):
+            raise merged
+        ids, id_starts = merged
+        self.ids_array = ids
+        self.ids = ids.tolist()
+        self.bounds = id_starts[self._word_ends].tolist()
 
     def _offset_arrays(self) -> Any:
         """Starts and ends of every token in characters of its text (before trimming), its byte
