@@ -95,8 +95,15 @@ def _builder(tokenizer: Any) -> ByteLevelBatches | None:
     from toktools.models.bpe.bytelevel import SYMBOL_TO_BYTE
     from toktools.parts.post_processors import TRIMMED
 
+    token_of = model.id_to_token_map
+    dense = min(token_of, default=0) >= 0 and max(token_of, default=0) < 4 * len(token_of) + 65_536  # a table by id
     builder = None
-    if byte_level_ready(model) and not model.ignore_merges and set(SYMBOL_TO_BYTE) & set(TRIMMED) == {"\u0120"}:
+    if (
+        dense
+        and byte_level_ready(model)
+        and not model.ignore_merges
+        and set(SYMBOL_TO_BYTE) & set(TRIMMED) == {"\u0120"}
+    ):
         builder = ByteLevelBatches(model, pre.add_prefix_space, pre.use_regex, added)
     model.__dict__["_lazy_batches"] = (key, builder)
     return builder
