@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from functools import partial
+from typing import Any, Literal
 
 import regex
 
@@ -45,6 +46,8 @@ class Encoding:
         if len(parts) == 1:
             return parts[0]
         if not any(part.overflowing for part in parts):
+            if any(isinstance(part, LazyEncoding) for part in parts):
+                return LazyEncoding.joined(parts)
             fields = []
             for name in ENCODING_FIELDS:
                 values: list = []
@@ -100,9 +103,20 @@ class Encoding:
         return first
 
     def _window(self, start: int, stop: int) -> Encoding:
+        if isinstance(self, LazyEncoding):  # unread fields stay unread
+            return LazyEncoding(
+                **{
+                    name: partial(_sliced, self, name, start, stop)
+                    if callable(self.field(name))
+                    else _sliced(self, name, start, stop)
+                    for name in ENCODING_FIELDS
+                }
+            )
         return Encoding(*(list(getattr(self, name)[start:stop]) for name in ENCODING_FIELDS))
 
     def __add__(self, other: Encoding) -> Encoding:
+        if isinstance(self, LazyEncoding) or isinstance(other, LazyEncoding):
+            return LazyEncoding.joined([self, other])
         return Encoding(
             self.ids + other.ids,
             self.tokens + other.tokens,
@@ -116,9 +130,112 @@ class Encoding:
         """Every type id set to ``type_id`` (``set_type_ids``); the overflowing pieces' too only
         when asked, as ``tokenizers`` sets them only in some post-processors."""
         pieces = [piece.with_type_ids(type_id, overflowing=True) for piece in self.overflowing]
-        return replace(
-            self, type_ids=[type_id] * len(self.ids), overflowing=pieces if overflowing else self.overflowing
+        return self.replaced(
+            type_ids=[type_id] * len(self.ids), overflowing=pieces if overflowing else self.overflowing
         )
+
+    def replaced(self, **changes: Any) -> Encoding:
+        """``dataclasses.replace`` that leaves a lazy encoding's unread fields unread."""
+        return replace(self, **changes)
+
+    def field(self, name: str) -> list[Any] | Callable[[], list[Any]]:
+        """The field ``name``, or (lazy encodings) the function that computes it if unread."""
+        return getattr(self, name)  # type: ignore[no-any-return]
+
+
+class LazyEncoding(Encoding):
+    """An :class:`Encoding` whose fields may be given as functions, called when the field is first
+    read: ``encode_batch`` builds ids at once (``len()`` and truncation need them) and leaves
+    tokens and offsets to be computed only if read (a pipeline that wants ids never pays for
+    them). Joining, windows, type ids and the post-processors keep unread fields unread. It
+    compares, prints, copies and pickles as a plain ``Encoding`` with the computed values."""
+
+    def __init__(self, *fields: Any, **named: Any) -> None:
+        values = dict(zip(ENCODING_FIELDS, fields))
+        values.update(named)
+        state = self.__dict__
+        pending: dict[str, Callable[[], list[Any]]] = {}
+        for name in ENCODING_FIELDS:
+            value = values.get(name, [])
+            if callable(value):
+                pending[name] = value
+            else:
+                state[name] = value
+        state["overflowing"] = values.get("overflowing") or []
+        state["_pending"] = pending
+
+    def __getattr__(self, name: str) -> Any:
+        pending = self.__dict__.get("_pending")
+        if pending is None or name not in pending:
+            raise AttributeError(name)
+        value = pending.pop(name)()
+        self.__dict__[name] = value
+        return value
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self.__dict__.get("_pending", {}).pop(name, None)
+        self.__dict__[name] = value
+
+    def field(self, name: str) -> list[Any] | Callable[[], list[Any]]:
+        pending = self.__dict__["_pending"].get(name)
+        return pending if pending is not None else self.__dict__[name]
+
+    def replaced(self, **changes: Any) -> Encoding:
+        state = dict(self.__dict__)
+        pending = state["_pending"] = dict(state["_pending"])
+        for name, value in changes.items():
+            if callable(value):
+                pending[name] = value
+                state.pop(name, None)
+            else:
+                state[name] = value
+                pending.pop(name, None)
+        if "trimmed_offsets" in state and {"ids", "tokens", "offsets"} & changes.keys():
+            del state["trimmed_offsets"]  # kept otherwise: still this sequence's tokens and offsets
+        out = LazyEncoding.__new__(LazyEncoding)
+        out.__dict__.update(state)
+        return out
+
+    @classmethod
+    def joined(cls, parts: Sequence[Encoding]) -> LazyEncoding:
+        """The parts one after the other, without overflowing pieces (``merge`` keeps those)."""
+        pendings = [waiting for part in parts if (waiting := part.__dict__.get("_pending"))]
+        state: dict[str, Any] = {"overflowing": []}
+        pending: dict[str, Callable[[], list[Any]]] = {}
+        for name in ENCODING_FIELDS:
+            if any(name in waiting for waiting in pendings):
+                pending[name] = partial(_joined, parts, name)
+            else:
+                state[name] = _joined(parts, name)
+        state["_pending"] = pending
+        out = cls.__new__(cls)
+        out.__dict__.update(state)
+        return out
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Encoding):
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in (*ENCODING_FIELDS, "overflowing"))
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like Encoding
+
+    def __reduce__(self) -> Any:
+        return (_plain_encoding, tuple(getattr(self, name) for name in (*ENCODING_FIELDS, "overflowing")))
+
+
+def _joined(parts: Sequence[Encoding], name: str) -> list[Any]:
+    out: list[Any] = []
+    for part in parts:
+        out += getattr(part, name)
+    return out
+
+
+def _sliced(encoding: Encoding, name: str, start: int, stop: int) -> list[Any]:
+    return list(getattr(encoding, name)[start:stop])
+
+
+def _plain_encoding(*fields: Any) -> Encoding:
+    return Encoding(*fields)
 
 
 #: the fields of an :class:`Encoding`, in order
@@ -332,7 +449,7 @@ class Padding:
     def apply(self, encoding: Encoding, target: int) -> Encoding:
         """Pad to ``target``, the overflowing pieces too (``Encoding::pad``)."""
         if encoding.overflowing:
-            encoding = replace(encoding, overflowing=[self.apply(piece, target) for piece in encoding.overflowing])
+            encoding = encoding.replaced(overflowing=[self.apply(piece, target) for piece in encoding.overflowing])
         missing = target - len(encoding)
         if missing <= 0:
             return encoding

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from array import array
 from collections.abc import Sequence
-from itertools import chain
+from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
@@ -252,9 +252,13 @@ class Tokenizer:
     def _encode_unpadded(self, text: str, pair: str | None, add_special_tokens: bool) -> Encoding:
         first = self.encode_sequence(text)
         second = self.encode_sequence(pair, type_id=1) if pair is not None else None
+        return self._post_process(first, second, add_special_tokens)
+
+    def _post_process(self, first: Encoding, second: Encoding | None, add_special_tokens: bool) -> Encoding:
+        """Truncation, then the post-processor's template (or the two sequences joined)."""
         processor = self.post_processor
         if self.truncation is not None:
-            room = processor.added_tokens(pair is not None) if processor is not None and add_special_tokens else 0
+            room = processor.added_tokens(second is not None) if processor is not None and add_special_tokens else 0
             first, second = self.truncation.apply(first, second, room)
         if processor is not None:
             return processor.process(first, second, add_special_tokens)
@@ -273,16 +277,28 @@ class Tokenizer:
     ) -> list[Encoding]:
         """Encode many texts (or ``(a, b)`` pairs); with padding, to the longest of the batch.
 
-        Large batches are split over ``workers`` processes (default: every core, as
+        Batches of 5M characters or more are split over ``workers`` processes (default: every core, as
         ``tokenizers`` uses every thread); the result does not depend on the number of workers.
         """
+        from toktools.engines.lazy_encodings import gc_paused
+
+        with gc_paused():  # millions of small objects, no cycle among them
+            return self._encode_batch(inputs, add_special_tokens, workers)
+
+    def _encode_batch(
+        self, inputs: Sequence[str | tuple[str, str]], add_special_tokens: bool, workers: int | None
+    ) -> list[Encoding]:
         for item in inputs:
             check_text(*((item,) if isinstance(item, str) else item))
         if workers is None:
-            workers = (os.cpu_count() or 1) if len(inputs) >= _PARALLEL_BATCH else 1
+            size = sum(len(text) for item in inputs for text in ((item,) if isinstance(item, str) else item))
+            workers = (os.cpu_count() or 1) if size >= _PARALLEL_CHARS else 1
         if workers > 1 and len(inputs) > 1:
-            # new words merged once, here, in bulk: the forked workers inherit the warm cache
-            _warm_word_cache(self, inputs)
+            from toktools.engines.lazy_encodings import prepare
+
+            if not prepare(self):  # the workers inherit the loaded compiled merge, or else:
+                # new words merged once, here, in bulk: the forked workers inherit the warm cache
+                _warm_word_cache(self, inputs)
             encodings = _encode_in_processes(self, inputs, add_special_tokens, workers)
         else:
             encodings = self._encode_unpadded_batch(inputs, add_special_tokens)
@@ -294,11 +310,26 @@ class Tokenizer:
     def _encode_unpadded_batch(
         self, inputs: Sequence[str | tuple[str, str]], add_special_tokens: bool
     ) -> list[Encoding]:
-        _warm_word_cache(self, inputs)
+        from toktools.engines.lazy_encodings import lazy_sequences
+
+        texts = [text for item in inputs for text in ((item,) if isinstance(item, str) else item)]
+        type_ids = [type_id for item in inputs for type_id in ((0,) if isinstance(item, str) else (0, 1))]
+        lazy = lazy_sequences(self, texts, type_ids)
         encodings = []
+        if lazy is None:  # the reference pipeline, word by word
+            _warm_word_cache(self, inputs)
+            for item in inputs:
+                text, pair = (item, None) if isinstance(item, str) else item
+                encodings.append(self._encode_unpadded(text, pair, add_special_tokens))
+            return encodings
+        built = iter(zip(texts, type_ids, lazy))
         for item in inputs:
-            text, pair = (item, None) if isinstance(item, str) else item
-            encodings.append(self._encode_unpadded(text, pair, add_special_tokens))
+            sequences = [
+                encoding if encoding is not None else self.encode_sequence(text, type_id)
+                for text, type_id, encoding in islice(built, 1 if isinstance(item, str) else 2)
+            ]
+            first, second = sequences[0], sequences[1] if len(sequences) > 1 else None
+            encodings.append(self._post_process(first, second, add_special_tokens))
         return encodings
 
     # -- decoding ---------------------------------------------------------------------------
@@ -375,8 +406,10 @@ def check_text(*texts: str | None) -> None:
 # Parallel batches
 # ---------------------------------------------------------------------------------------------
 
-#: Batches at least this long are worth starting worker processes for.
-_PARALLEL_BATCH = 2000
+#: Batches of at least this many characters are worth starting worker processes for: below,
+#: forking and sending the encodings back cost more than a second core saves (1 MB of byte-level
+#: text takes ~0.3 s of CPU in this process, where forking a loaded machine took seconds).
+_PARALLEL_CHARS = 5_000_000
 #: Fewer inputs than this per worker are encoded in this process (forking costs more).
 _MIN_PER_WORKER = 64
 _worker_tokenizer: Tokenizer | None = None

@@ -75,7 +75,7 @@ class ByteLevelSpans:
         import numpy as np
 
         from toktools.analysis import token_view
-        from toktools.parts.post_processors import _TRIMMED
+        from toktools.parts.post_processors import TRIMMED
 
         self.engine, self.trim, self.add_prefix_space = engine, trim, add_prefix_space
         size = max(token_view.model_vocab(tokenizer).values(), default=0) + 1
@@ -90,9 +90,9 @@ class ByteLevelSpans:
         for content, token_id in added.items():  # matched in the text as it is
             self.byte_length[token_id] = len(content.encode("utf-8"))
         for token, token_id in [*tokens, *added.items()]:
-            if token and (token[0] in _TRIMMED or token[-1] in _TRIMMED):
-                self.leading[token_id] = len(token) - len(token.lstrip(_TRIMMED))
-                self.trailing[token_id] = len(token) - len(token.rstrip(_TRIMMED))
+            if token and (token[0] in TRIMMED or token[-1] in TRIMMED):
+                self.leading[token_id] = len(token) - len(token.lstrip(TRIMMED))
+                self.trailing[token_id] = len(token) - len(token.rstrip(TRIMMED))
 
     def arrays(self, texts: Sequence[str], chunk: Any) -> tuple[Any, Any, Any, Any]:
         """``(ids, tokens per text, starts, ends)`` with spans on the axis of the texts laid end

@@ -20,7 +20,7 @@ Byte-level BPE
       text without astral characters: exact by construction and ~2-3x faster than ``regex``.
       Text with astral characters takes the same pattern with every range (slower, and rare).
       Neither needs ``regex``'s tables, so no scan for where they disagree with Oniguruma.
-    * A word not seen before is cut where no merge can reach across (see :class:`_CutPoints`),
+    * A word not seen before is cut where no merge can reach across (see :class:`CutPoints`),
       and each part is merged alone (and cached): long runs of CJK text, which rarely repeat
       whole, cost a few lookups instead of a merge run over every byte.
     * The words (or parts) a batch meets for the first time are merged all at once
@@ -43,11 +43,11 @@ from itertools import chain
 from typing import Any, Protocol
 
 from toktools.engines.ids_words import (
-    _BertWords,
-    _byte_level_ready,
-    _ByteLevelBPE,
-    _ByteLevelWords,
-    _Cache,
+    BertWords,
+    ByteLevelBPE,
+    ByteLevelWords,
+    WordCache,
+    byte_level_ready,
 )
 
 #: Fewest new words in a batch worth a bulk merge (:mod:`toktools.models.bpe.bulk_merge`; below: one by one).
@@ -100,7 +100,7 @@ class IdsEncoder:
     ) -> None:
         self.tokenizer = tokenizer
         self.words = words
-        self.cache = _Cache(ids_of_word)
+        self.cache = WordCache(ids_of_word)
         self._defer = True  # the first batch meets a cold cache
         self._normalize = normalize
         self._pre_tokenize = pre_tokenize
@@ -182,7 +182,7 @@ class IdsEncoder:
         hold an added token goes the usual way."""
 
         bpe = self.cache.compute
-        compiled = bpe.bulk().compiled(load=False) if isinstance(bpe, _ByteLevelBPE) and not bpe.ignore_merges else None
+        compiled = bpe.bulk().compiled(load=False) if isinstance(bpe, ByteLevelBPE) and not bpe.ignore_merges else None
         if compiled is None:
             from toktools.engines.id_packing import pack_id_lists
 
@@ -220,7 +220,7 @@ class IdsEncoder:
         the bulk merges a corpus like the one just encoded will want, judged from its first
         ``head_share`` (e.g. 1/16 of a batch), the Python merge time it took and the ``workers``
         that will share the rest of the batch."""
-        if not isinstance(self.cache.compute, _ByteLevelBPE):
+        if not isinstance(self.cache.compute, ByteLevelBPE):
             return
         from toktools.models.bpe import bulk_merge as bpe_bulk
 
@@ -241,7 +241,7 @@ class IdsEncoder:
 
         bpe = self.cache.compute
         return (
-            isinstance(bpe, _ByteLevelBPE)
+            isinstance(bpe, ByteLevelBPE)
             and not bpe.ignore_merges
             and input_bytes >= bpe_bulk.COMPILED_PLANNED_BYTES
             and numba_installed()
@@ -249,7 +249,7 @@ class IdsEncoder:
 
     def load_compiled(self, own_process: bool = False) -> None:
         bpe = self.cache.compute
-        if isinstance(bpe, _ByteLevelBPE):
+        if isinstance(bpe, ByteLevelBPE):
             bpe.bulk().compiled(own_process=own_process)
 
     def _fragment(self, text: str) -> list[int]:
@@ -313,16 +313,16 @@ def ids_encoder(tokenizer: Any) -> Any:
     if getattr(model, "dropout", None):
         return None  # BPE-dropout samples per text: the whole pipeline draws
     if type(model) is models.BPE and type(pre) is pre_tokenizers.ByteLevel and normalizer is None:
-        if not _byte_level_ready(model):
+        if not byte_level_ready(model):
             return None
-        words = _ByteLevelWords(pre.add_prefix_space, pre.use_regex)
-        return IdsEncoder(tokenizer, words, _ByteLevelBPE(model), None, words)
+        words = ByteLevelWords(pre.add_prefix_space, pre.use_regex)
+        return IdsEncoder(tokenizer, words, ByteLevelBPE(model), None, words)
     if (
         type(model) is models.WordPiece
         and type(pre) is pre_tokenizers.BertPreTokenizer
         and (normalizer is None or type(normalizer) is normalizers.BertNormalizer)
     ):
-        bert = _BertWords(normalizer.config if normalizer is not None else None)
+        bert = BertWords(normalizer.config if normalizer is not None else None)
         wordpiece = model
 
         def ids_of_word(word: str) -> tuple[int, ...]:

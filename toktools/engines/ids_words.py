@@ -18,7 +18,8 @@ from typing import Any
 
 #: Cached words per process before the caches start again (a bound on memory: ~150 bytes each).
 CACHE_WORDS = 1 << 19
-_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+#: a character outside the BMP (the split then needs its slower, full pattern)
+ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 
 def _bmp_class(ranges: Iterable[tuple[int, int]]) -> str:
@@ -30,7 +31,7 @@ def _bmp_class(ranges: Iterable[tuple[int, int]]) -> str:
     )
 
 
-class _Cache(dict):  # type: ignore[type-arg]
+class WordCache(dict):  # type: ignore[type-arg]
     """word → tuple of ids; a miss computes it (``compute``) and keeps it, so that
     ``map(cache.__getitem__, words)`` runs in C for every word seen before."""
 
@@ -61,7 +62,7 @@ class _Cache(dict):  # type: ignore[type-arg]
 # ---------------------------------------------------------------------------------------------
 
 
-class _ByteLevelWords:
+class ByteLevelWords:
     """ByteLevel pre-tokeniser: prefix space, then the GPT-2 split (as text pieces)."""
 
     def __init__(self, add_prefix_space: bool, use_regex: bool) -> None:
@@ -95,12 +96,12 @@ class _ByteLevelWords:
             text = " " + text
         if not self.use_regex:
             return [text] if text else []
-        if text.isascii() or not _ASTRAL.search(text):
+        if text.isascii() or not ASTRAL.search(text):
             return self.bmp.findall(text)
         return self.full().findall(text)
 
 
-class _BertWords:
+class BertWords:
     """BertPreTokenizer (after BertNormalizer, if any): punctuation alone, other runs between
     whitespace."""
 
@@ -120,7 +121,7 @@ class _BertWords:
         return text if self.config is None else self._bert_text.normalize(text, self.config)
 
     def pre_tokenize(self, normalized: str) -> list[str]:
-        if normalized.isascii() or not _ASTRAL.search(normalized):
+        if normalized.isascii() or not ASTRAL.search(normalized):
             return self.bmp.findall(normalized)
         return self.full.findall(normalized)
 
@@ -137,7 +138,7 @@ class _BertWords:
 
 
 #: CPU seconds a process merges whole words before it builds the cut tables of
-#: :class:`_CutPoints` (~0.1 s per vocabulary; then runs of CJK text are merged in parts that
+#: :class:`CutPoints` (~0.1 s per vocabulary; then runs of CJK text are merged in parts that
 #: repeat): the same ids either way, so a short job, such as a ``--verify`` checker's few
 #: texts, never pays for them.
 CUTS_AFTER_SECONDS = 0.1
@@ -147,7 +148,7 @@ def _utf8_length(lead: int) -> int:
     return 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
 
 
-class _CutPoints:
+class CutPoints:
     """Which character boundaries of a word no merge can cross.
 
     BPE only ever joins two adjacent symbols into a merge result, so a symbol covering the
@@ -196,7 +197,7 @@ class _CutPoints:
         self._partial = partial
         self._partial_rights: dict[str, frozenset[bytes]] = {}
         self.classes = _CharClasses(self._class_of)
-        self.crossable = _Cache(self._crossable_pair)  # type: ignore[arg-type]
+        self.crossable = WordCache(self._crossable_pair)  # type: ignore[arg-type]
 
     def _rights_after(self, ch: str) -> frozenset[bytes]:
         """Right cores of partial cores whose left core ends ``ch``."""
@@ -249,7 +250,7 @@ class _CharClasses(dict):  # type: ignore[type-arg]
         return value
 
 
-class _ByteLevelBPE:
+class ByteLevelBPE:
     """A byte-level word → its ids, as ``models.BPE.tokenize`` on its byte symbols."""
 
     def __init__(self, model: Any) -> None:
@@ -262,8 +263,8 @@ class _ByteLevelBPE:
         self._merge_symbols = merge_symbols
         self._symbols = text_to_symbols
         self._results = lambda: _merge_results(model.merges)
-        self._cuts: _CutPoints | None = None
-        self.parts = _Cache(self.merge)
+        self._cuts: CutPoints | None = None
+        self.parts = WordCache(self.merge)
         #: CPU seconds this thread has spent merging new words (see :mod:`toktools.models.bpe.bulk_merge`)
         self.merge_seconds = 0.0
         self._bulk: Any = None
@@ -288,7 +289,7 @@ class _ByteLevelBPE:
         one by one when looked up).
 
         With the compiled merge, every word as it is. Without it, numpy takes the short words
-        with no cut point and the parts of the others not seen before (see :class:`_CutPoints`;
+        with no cut point and the parts of the others not seen before (see :class:`CutPoints`;
         a Chinese run is cut into parts that repeat far more often than it does)."""
         bulk = self.bulk()
         started, loading = thread_time(), bulk.load_seconds
@@ -326,9 +327,9 @@ class _ByteLevelBPE:
         merged = self._merge_symbols([vocab[s] for s in self._symbols(text)], self.merge_map)
         return tuple([token_id for token_id, _ in merged])
 
-    def cut_points(self) -> _CutPoints:
+    def cut_points(self) -> CutPoints:
         if self._cuts is None:
-            self._cuts = _CutPoints(self._results())
+            self._cuts = CutPoints(self._results())
         return self._cuts
 
     def __call__(self, word: str) -> tuple[int, ...]:
@@ -361,7 +362,7 @@ def _merge_results(merges: Sequence[tuple[str, str]]) -> list[bytes]:
     return list(map(data.__getitem__, map(slice, [0, *ends[:-1]], ends)))
 
 
-def _byte_level_ready(model: Any) -> bool:
+def byte_level_ready(model: Any) -> bool:
     """Plain byte-level BPE: every byte symbol a token, no unk/prefix/suffix/fallback, one token
     per id (so a merged symbol's bytes are its token's), merges between byte-symbol tokens."""
     from toktools.models.bpe.bytelevel import SYMBOL_TO_BYTE

@@ -4,10 +4,10 @@ sequences and returns the list of parts of the result, so a :class:`Sequence` ch
 
 from __future__ import annotations
 
-from dataclasses import replace
+from functools import partial
 from typing import Any
 
-from toktools.encoding import Encoding
+from toktools.encoding import Encoding, LazyEncoding
 from toktools.errors import ToktoolsError
 from toktools.models.wordpiece.model import RUST_WHITESPACE
 from toktools.parts._fields import ByteLevelOptions
@@ -15,12 +15,13 @@ from toktools.parts.base import PostProcessor, Span
 from toktools.parts.registry import part_from_json, register
 
 _SPACE_SYMBOL = "\u0120"  # the byte-level symbol of " "
-_TRIMMED = _SPACE_SYMBOL + RUST_WHITESPACE
+#: what byte-level offset trimming skips at either end of a token
+TRIMMED = _SPACE_SYMBOL + RUST_WHITESPACE
 
 
 def _trim_of(token: str) -> tuple[int, int]:
     """How many trimmed characters ``token`` starts and ends with (remembered: tokens repeat)."""
-    trim = (len(token) - len(token.lstrip(_TRIMMED)), len(token) - len(token.rstrip(_TRIMMED)))
+    trim = (len(token) - len(token.lstrip(TRIMMED)), len(token) - len(token.rstrip(TRIMMED)))
     if len(_TRIMS) >= _TRIMS_KEPT:
         _TRIMS.clear()
     _TRIMS[token] = trim
@@ -34,12 +35,32 @@ _TRIMS_KEPT = 1 << 17
 
 def trim_offsets(encoding: Encoding, add_prefix_space: bool) -> Encoding:
     """``process_offsets``: offsets skip a token's leading and trailing spaces, except the one
-    prefix space that ``add_prefix_space`` put before the first token."""
+    prefix space that ``add_prefix_space`` put before the first token. Unread offsets of a lazy
+    encoding stay unread (trimmed when read)."""
+    overflowing = [trim_offsets(piece, add_prefix_space) for piece in encoding.overflowing]
+    if isinstance(encoding, LazyEncoding) and (
+        callable(encoding.field("offsets")) or callable(encoding.field("tokens"))
+    ):
+        trim = encoding.__dict__.get("trimmed_offsets")  # the batch's own, vectorised
+        offsets: Any = (
+            partial(trim, add_prefix_space) if trim is not None else partial(_trim_fields, encoding, add_prefix_space)
+        )
+        return encoding.replaced(offsets=offsets, overflowing=overflowing)
+    return encoding.replaced(
+        offsets=trimmed_offsets(encoding.tokens, encoding.offsets, add_prefix_space), overflowing=overflowing
+    )
+
+
+def _trim_fields(encoding: Encoding, add_prefix_space: bool) -> list[Span]:
+    return trimmed_offsets(encoding.tokens, encoding.offsets, add_prefix_space)
+
+
+def trimmed_offsets(tokens: list[str], old: list[Span], add_prefix_space: bool) -> list[Span]:
+    """The offsets of ``tokens`` trimmed (see :func:`trim_offsets`)."""
     offsets: list[Span] = []
     append = offsets.append
     get = _TRIMS.get
-    old = encoding.offsets
-    for i, token in enumerate(encoding.tokens):
+    for i, token in enumerate(tokens):
         trim = get(token) or _trim_of(token)
         if trim == (0, 0):
             append(old[i])
@@ -53,8 +74,7 @@ def trim_offsets(encoding: Encoding, add_prefix_space: bool) -> Encoding:
         if trailing and end >= trailing:
             end = max(end - trailing, start)
         append((start, end))
-    overflowing = [trim_offsets(piece, add_prefix_space) for piece in encoding.overflowing]
-    return replace(encoding, offsets=offsets, overflowing=overflowing)
+    return offsets
 
 
 def _special(token: str, ids: list[int], type_id: int) -> Encoding:

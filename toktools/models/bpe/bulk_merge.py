@@ -8,7 +8,7 @@ the Python merge's ids (``tests/test_fast_ids.py`` checks them against it and ``
 * :mod:`toktools.models.bpe.vectorized_merge` (numpy): one array step per merge over all words; ~4 µs a
   short word, ~20-80 µs a Chinese run of 10-40 characters (2-5 times faster than Python), no
   start-up cost beyond numpy. Longer words need many steps over few symbols: they stay in
-  Python (where :class:`toktools.engines.ids_words._CutPoints` cuts Chinese runs into parts merged alone).
+  Python (where :class:`toktools.engines.ids_words.CutPoints` cuts Chinese runs into parts merged alone).
 * :mod:`toktools.models.bpe.kernels` (numba, optional extra ``fast``): any word, well under a
   microsecond a byte, 2-10 times faster than numpy. numba compiles it once per machine (1-3 s)
   and :mod:`toktools.runtime.machine_code` keeps its machine code, which later processes load in ~0.05 s

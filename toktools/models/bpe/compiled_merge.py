@@ -43,6 +43,13 @@ _KERNEL = (
 )
 
 
+def kept() -> bool:
+    """The compiled merge loads cheaply here (:func:`toktools.runtime.machine_code.is_kept`)."""
+    from toktools.runtime.machine_code import is_kept
+
+    return is_kept(*_KERNEL)
+
+
 class MergeTable:
     """``(left id, right id) -> (rank, new id)`` as arrays the kernel probes: the hash table of
     :class:`toktools.models.bpe.vectorized_merge.PairTable` (built with numpy), its slots holding ranks and

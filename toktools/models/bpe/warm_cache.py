@@ -6,7 +6,7 @@ in Python, one by one: on held-out text (a cold cache, Chinese runs) that was 40
 The ids-only path merges the new words of a batch all at once (numpy, or the compiled merge:
 :mod:`toktools.models.bpe.bulk_merge`); here its ids become the cache's entries (tokens and
 character offsets), before the batch is encoded. Only for plain byte-level BPE
-(:func:`toktools.engines.ids_words._byte_level_ready`: one token per id, every merge between
+(:func:`toktools.engines.ids_words.byte_level_ready`: one token per id, every merge between
 byte symbols), where a token's length in symbols is its length in bytes, so the entries are
 exactly those :meth:`~toktools.parts.models._CachedWords._cache_entry` computes.
 """
@@ -92,7 +92,7 @@ def _merger(tokenizer: Any) -> tuple[Any, Any] | None:
     from toktools.engines import ids_words
 
     merger = None
-    if ids_words._byte_level_ready(model):
-        merger = (ids_words._ByteLevelWords(pre.add_prefix_space, pre.use_regex), ids_words._ByteLevelBPE(model))
+    if ids_words.byte_level_ready(model):
+        merger = (ids_words.ByteLevelWords(pre.add_prefix_space, pre.use_regex), ids_words.ByteLevelBPE(model))
     model.__dict__["_warm_merger"] = (key, merger)
     return merger

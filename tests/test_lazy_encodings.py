@@ -1,0 +1,183 @@
+"""``Tokenizer.encode_batch`` built from the ids-only path with lazy fields
+(:mod:`toktools.engines.lazy_encodings`): every field equal to ``tokenizers``' on held-out English
+and Chinese and on the suite's fuzz corpus (:func:`toktools.engines.gigatoken_probe.adversarial_texts`),
+single texts and pairs, with templates, trimmed offsets, a prefix space, truncation with stride
+and padding; and the lazy fields equal to the eager pipeline's whichever is read first."""
+
+from __future__ import annotations
+
+import copy
+import json
+import pickle
+
+import pytest
+import tokenizers
+from conftest import read_corpus_sample, ref_vocab_dir
+
+from toktools.encoding import ENCODING_FIELDS, Encoding, LazyEncoding
+from toktools.engines import lazy_encodings
+from toktools.engines.gigatoken_probe import adversarial_texts
+from toktools.engines.ids_words import ByteLevelBPE
+from toktools.formats import load
+from toktools.io.shipped import shipped_path
+
+SPECIALS = ["<|endoftext|>", "<s>", "</s>"]
+
+
+def _load(name: str):
+    shipped = shipped_path(name)
+    tokenizer = load(shipped if shipped is not None else ref_vocab_dir(name))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    ByteLevelBPE(tokenizer.model).bulk().compiled()  # the compiled merge loaded (compiled once per machine)
+    return tokenizer
+
+
+def _theirs(ours):
+    return tokenizers.Tokenizer.from_str(json.dumps(ours.to_tokenizer_json()))
+
+
+@pytest.fixture(autouse=True)
+def every_batch_lazy(monkeypatch) -> None:
+    """Small test batches take the lazy path too, merged in several parts (threads)."""
+    monkeypatch.setattr(lazy_encodings, "COLD_MIN_CHARS", 0)
+    monkeypatch.setattr(lazy_encodings, "WARM_MIN_CHARS", 0)
+    monkeypatch.setattr(lazy_encodings, "OVERLAP_MIN_CHARS", 2_000)
+
+
+def held_out(size: int = 12_000) -> list[str]:
+    en = read_corpus_sample("en_wiki.txt.gz", size, skip_lines=90_000).splitlines()
+    zh = read_corpus_sample("zh_wiki_sample.txt", size, skip_lines=3000).splitlines()
+    return en + zh + ["", " ", "  leading spaces", "trailing  ", "\u00e9t\u00e9 \U0001f600 emoji", "a\r\nb"]
+
+
+def fuzz(count: int = 150) -> list[str]:
+    """The fuzz corpus of the gigatoken shard test: added tokens cut in half, spaces of every kind."""
+    return adversarial_texts(SPECIALS, seed=5, count=count)
+
+
+def short(texts: list[str]) -> list[str]:
+    """Texts cut to 150 characters: with truncation and stride, a pair's overflowing pieces are
+    every window of one with every window of the other."""
+    return [text[:150] for text in texts]
+
+
+def assert_same(ours_list, theirs_list, inputs, depth: int = 1) -> None:
+    """Every field, and the overflowing pieces' down to ``depth`` levels."""
+    assert len(ours_list) == len(theirs_list)
+    for item, a, b in zip(inputs, ours_list, theirs_list):
+        for name in ENCODING_FIELDS:
+            x, y = list(getattr(a, name)), list(getattr(b, name))
+            if name == "offsets":
+                x, y = [tuple(o) for o in x], [tuple(o) for o in y]
+            assert x == y, f"{name} differ on {item!r:.100}"
+        if depth:
+            pieces = b.overflowing
+            assert len(a.overflowing) == len(pieces), f"overflowing differ on {item!r:.100}"
+            assert_same(a.overflowing, pieces, [item] * len(pieces), depth - 1)
+
+
+def configure(tokenizer, theirs, settings: str) -> None:
+    """The same truncation and padding on both sides."""
+    if "truncate" in settings:
+        tokenizer.enable_truncation(40, stride=4)
+        theirs.enable_truncation(40, stride=4)
+    if "pad" in settings:
+        tokenizer.enable_padding(pad_id=1, pad_token="<pad>", pad_to_multiple_of=8)
+        theirs.enable_padding(pad_id=1, pad_token="<pad>", pad_to_multiple_of=8)
+
+
+@pytest.mark.parametrize(
+    ("name", "settings"),
+    [
+        ("bytebpe-50k", "plain"),
+        ("gpt2", "truncate+pad"),
+        pytest.param("gpt2", "plain", marks=pytest.mark.full),
+        pytest.param("bytebpe-50k", "truncate+pad", marks=pytest.mark.full),
+    ],
+)
+def test_held_out_and_fuzz_batches_match_tokenizers(name: str, settings: str) -> None:
+    ours = _load(name)
+    ours.add_special_tokens(SPECIALS)
+    theirs = _theirs(ours)
+    configure(ours, theirs, settings)
+    texts = held_out() + fuzz() if "truncate" not in settings else short(held_out(5_000) + fuzz(60))
+    encodings = ours.encode_batch(texts, workers=1)
+    assert isinstance(encodings[0], LazyEncoding)  # the lazy path was taken
+    assert_same(encodings, theirs.encode_batch(texts), texts)
+    if settings == "plain":  # forked workers take it too, and send back the same encodings
+        assert ours.encode_batch(texts, workers=2) == encodings
+    pairs = list(zip(texts[::2], texts[1::2]))
+    assert_same(ours.encode_batch(pairs, workers=1), theirs.encode_batch(pairs), pairs)
+    plain = texts[:200]
+    assert_same(
+        ours.encode_batch(plain, add_special_tokens=False, workers=1),
+        theirs.encode_batch(plain, add_special_tokens=False),
+        plain,
+    )
+
+
+@pytest.mark.parametrize("trim", [True, pytest.param(False, marks=pytest.mark.full)])
+def test_prefix_space_and_trimming_match_tokenizers(trim: bool) -> None:
+    """RoBERTa with ``add_prefix_space`` in its pre-tokeniser: the prefix space has the first
+    character's span, and trimming keeps it before each sequence's first token."""
+    ours = _load("bytebpe-50k")
+    ours.pre_tokenizer.add_prefix_space = True
+    ours.post_processor.add_prefix_space = True
+    ours.post_processor.trim_offsets = trim
+    theirs = _theirs(ours)
+    texts = held_out()[:100] + fuzz()
+    encodings = ours.encode_batch(texts, workers=1)
+    assert isinstance(encodings[0], LazyEncoding)
+    assert_same(encodings, theirs.encode_batch(texts), texts)
+    pairs = list(zip(short(texts[::2]), short(texts[1::2])))
+    configure(ours, theirs, "truncate")
+    assert_same(ours.encode_batch(pairs, workers=1), theirs.encode_batch(pairs), pairs)
+
+
+def _eager(tokenizer, inputs, **options):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(lazy_encodings, "lazy_sequences", lambda *args: None)
+        return tokenizer.encode_batch(inputs, workers=1, **options)
+
+
+@pytest.mark.parametrize(
+    "first", ["offsets", *(pytest.param(f, marks=pytest.mark.full) for f in ("ids", "tokens", "overflowing"))]
+)
+def test_lazy_fields_equal_eager_ones_whichever_is_read_first(first: str) -> None:
+    ours = _load("bytebpe-50k")
+    ours.enable_truncation(16, stride=3)
+    ours.enable_padding(pad_id=1, pad_token="<pad>")
+    texts = short(held_out())[:120]
+    items = texts[:40] + list(zip(texts[40::2], texts[41::2]))
+    lazy, eager = ours.encode_batch(items, workers=1), _eager(ours, items)
+    assert any(isinstance(e, LazyEncoding) for e in lazy)
+    for a, b in zip(lazy, eager):
+        assert type(b) is Encoding
+        getattr(a, first)
+        assert a == b and b == a
+        assert [list(getattr(p, "offsets")) for p in a.overflowing] == [p.offsets for p in b.overflowing]
+
+
+def test_unread_fields_are_never_computed() -> None:
+    """Reading ids (and lengths) leaves tokens and offsets uncomputed, through the template."""
+    ours = _load("bytebpe-50k")
+    encodings = ours.encode_batch(held_out()[:50], workers=1)
+    assert all(isinstance(e, LazyEncoding) for e in encodings)
+    assert sum(len(e.ids) for e in encodings) > 0
+    for e in encodings:
+        assert {"tokens", "offsets"} <= set(e.__dict__["_pending"])
+    encodings[0].offsets
+    assert "offsets" not in encodings[0].__dict__["_pending"]
+    assert "tokens" in encodings[1].__dict__["_pending"]
+
+
+def test_lazy_encodings_copy_and_pickle_as_plain_ones() -> None:
+    ours = _load("gpt2")
+    lazy = ours.encode_batch(held_out()[:10], workers=1)
+    assert all(isinstance(e, LazyEncoding) for e in lazy)
+    eager = _eager(ours, held_out()[:10])
+    for a, b in zip(lazy, eager):
+        assert pickle.loads(pickle.dumps(a)) == b
+        assert copy.deepcopy(a) == b
+        assert repr(a).endswith(repr(b)[len("Encoding") :])

@@ -1,0 +1,321 @@
+"""Full encodings of an ``encode_batch`` built from the ids-only path: ids at once, tokens and
+offsets when first read (:class:`~toktools.encoding.LazyEncoding`).
+
+The reference pipeline (:meth:`toktools.tokenizer.Tokenizer.encode_sequence`) appends three
+Python objects per token (id, token, offset) and looks every word up in the model's word cache;
+on 1 MB of held-out text that is most of the time, and a caller who wants ids alone pays for
+all of it. Here, for plain byte-level BPE (the ids-only path's conditions:
+:func:`toktools.engines.ids_words.byte_level_ready`, no normaliser, ByteLevel pre-tokeniser), the
+whole batch is done at once:
+
+* every text is split into words by the ids-only splitter (the GPT-2 split on stdlib ``re``,
+  proved equal to the pre-tokeniser's);
+* all the words, every occurrence, are merged by the compiled merge in one call over their UTF-8
+  bytes (:class:`toktools.models.bpe.compiled_merge.BulkMerger`), with no cache: no Python code
+  runs per word;
+* the offsets come from array arithmetic over the batch: a token covers the bytes after the
+  previous token's (they tile each word), and its span runs from the character of its first byte
+  to that of its last, as :meth:`toktools.parts.models._CachedWords._word_tokens` counts them;
+  the prefix space has the span of the first character;
+* offsets trimmed by a ``ByteLevel`` / ``RobertaProcessing`` post-processor are computed the
+  same way, for the whole batch, when first read (:func:`toktools.parts.post_processors.trim_offsets`
+  asks the encoding for them).
+
+A text that holds an added token takes the reference pipeline (``None`` below), as do the few
+texts of a batch with characters outside the BMP. Truncation,
+templates and padding then run on these encodings as on any other: they keep unread fields
+unread. ``tests/test_lazy_encodings.py`` checks every field against ``tokenizers``.
+"""
+
+from __future__ import annotations
+
+import gc
+import re
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from functools import partial
+from itertools import chain
+from typing import Any
+
+from toktools.encoding import Encoding, LazyEncoding
+from toktools.engines.ids_words import ASTRAL
+
+#: A batch of at least this many characters is worth the cold start (numpy, the compiled merge:
+#: ~0.15 s) in a process that has not loaded them yet: the reference path takes ~0.4 s per 1 MB.
+COLD_MIN_CHARS = 250_000
+#: Once loaded, a batch of at least this many characters takes this path.
+WARM_MIN_CHARS = 2_000
+#: A batch is merged in up to this many parts of at least this many characters, each in a thread
+#: while this one prepares the next part or builds the previous part's encodings.
+OVERLAP_PARTS = 4
+OVERLAP_MIN_CHARS = 100_000
+#: Up to this many texts with characters outside the BMP take the reference path: compiling the
+#: split's full pattern for them (~0.05 s) would cost more.
+ASTRAL_REFERENCE_TEXTS = 32
+
+
+def lazy_sequences(tokenizer: Any, texts: Sequence[str], type_ids: Sequence[int]) -> list[Encoding | None] | None:
+    """The encodings of ``texts`` (``encode_sequence(text, type_id)`` for each), lazily built,
+    ``None`` for a text the reference pipeline must encode (it holds an added token); or ``None``
+    when this path does not apply (another pipeline, a small batch, no compiled merge)."""
+    builder = _builder(tokenizer)
+    if builder is None:
+        return None
+    chars = sum(map(len, texts))
+    if chars < (WARM_MIN_CHARS if builder.loaded else COLD_MIN_CHARS) or not builder.load():
+        return None
+    return builder.encode(texts, type_ids)
+
+
+def prepare(tokenizer: Any) -> bool:
+    """Before workers are forked for a large batch: True if it will take this path, its compiled
+    merge now loaded here for the workers to inherit."""
+    builder = _builder(tokenizer)
+    return builder is not None and builder.load()
+
+
+def _builder(tokenizer: Any) -> ByteLevelBatches | None:
+    """The builder for ``tokenizer`` (kept on its model), or None where this path is not exact."""
+    from toktools.engines.ids_only import _PIPELINE
+    from toktools.parts import models, pre_tokenizers
+    from toktools.tokenizer import Tokenizer
+
+    model, pre = tokenizer.model, tokenizer.pre_tokenizer
+    if type(model) is not models.BPE or type(pre) is not pre_tokenizers.ByteLevel or tokenizer.normalizer is not None:
+        return None
+    if any(getattr(type(tokenizer), method) is not getattr(Tokenizer, method) for method in _PIPELINE):
+        return None  # a subclass that encodes its own way
+    added = tuple(sorted(t.content for t in tokenizer.added.tokens))
+    key = (pre.add_prefix_space, pre.use_regex, id(model.merge_map), added)
+    held = model.__dict__.get("_lazy_batches")
+    if held is not None and held[0] == key:
+        return held[1]  # type: ignore[no-any-return]
+    from toktools.engines.ids_words import byte_level_ready
+    from toktools.models.bpe.bytelevel import SYMBOL_TO_BYTE
+    from toktools.parts.post_processors import TRIMMED
+
+    token_of = model.id_to_token_map
+    dense = min(token_of, default=0) >= 0 and max(token_of, default=0) < 4 * len(token_of) + 65_536  # a table by id
+    builder = None
+    if (
+        dense
+        and byte_level_ready(model)
+        and not model.ignore_merges
+        and set(SYMBOL_TO_BYTE) & set(TRIMMED) == {"\u0120"}
+    ):
+        builder = ByteLevelBatches(model, pre.add_prefix_space, pre.use_regex, added)
+    model.__dict__["_lazy_batches"] = (key, builder)
+    return builder
+
+
+class ByteLevelBatches:
+    """Batches of texts → lazy encodings, for one byte-level BPE model and pre-tokeniser."""
+
+    def __init__(self, model: Any, add_prefix_space: bool, use_regex: bool, added: Sequence[str]) -> None:
+        from toktools.engines.ids_words import ByteLevelBPE, ByteLevelWords
+
+        self.words = ByteLevelWords(add_prefix_space, use_regex)
+        self.bpe = ByteLevelBPE(model)
+        self.add_prefix_space = add_prefix_space
+        self.token_of: dict[int, str] = model.id_to_token_map
+        # any added token (raw or normalised: there is no normaliser) sends its text the reference way
+        self.has_added = re.compile("|".join(map(re.escape, added))).search if added else None
+        self.merger: Any = None
+        self._lengths: Any = None  # token id -> length in symbols (= bytes)
+
+    @property
+    def loaded(self) -> bool:
+        return self.merger is not None
+
+    def load(self) -> bool:
+        """Load the compiled merge if that is cheap here (its machine code is kept); False if not."""
+        if self.merger is None:
+            from toktools.runtime.compiled_switch import numba_installed
+
+            if not numba_installed():
+                return False
+            from toktools.models.bpe import compiled_merge
+
+            if not compiled_merge.kept():
+                return False
+            merger = self.bpe.bulk().compiled()
+            if merger is None:
+                return False
+            import numpy as np
+
+            lengths = np.zeros(max(self.token_of, default=0) + 1, dtype=np.int64)
+            lengths[list(self.token_of)] = list(map(len, self.token_of.values()))
+            self._lengths = lengths
+            self.merger = merger
+        return True
+
+    def encode(self, texts: Sequence[str], type_ids: Sequence[int]) -> list[Encoding | None]:
+        search = self.has_added
+        plain = [i for i, text in enumerate(texts) if search is None or search(text) is None]
+        astral = [i for i in plain if not texts[i].isascii() and ASTRAL.search(texts[i])]
+        if astral and len(astral) <= ASTRAL_REFERENCE_TEXTS:  # not worth compiling the full split
+            plain = sorted(set(plain) - set(astral))
+        out: list[Encoding | None] = [None] * len(texts)
+        if not plain:
+            return out
+        # in parts, each merged in a thread while this one splits the next part and builds the
+        # previous part's encodings (the compiled merge runs without the GIL: a second core)
+        parts = max(1, min(OVERLAP_PARTS, sum(len(texts[i]) for i in plain) // OVERLAP_MIN_CHARS))
+        per_part = -(-len(plain) // parts)
+        chunks = [plain[start : start + per_part] for start in range(0, len(plain), per_part)]
+        batches = [_Batch(self, [texts[i] for i in chunk]) for chunk in chunks]
+        token_of = self.token_of.__getitem__
+        for chunk, batch in zip(chunks, batches):
+            batch.finish()
+            ids, bounds = batch.ids, batch.bounds
+            for n, i in enumerate(chunk):
+                text_ids = ids[bounds[n] : bounds[n + 1]]
+                size = len(text_ids)
+                encoding = LazyEncoding(
+                    text_ids,
+                    partial(_tokens, token_of, text_ids),
+                    partial(batch.offsets, n),
+                    [type_ids[i]] * size,
+                    [1] * size,
+                    [0] * size,
+                )
+                encoding.__dict__["trimmed_offsets"] = partial(batch.trimmed_offsets, n)
+                out[i] = encoding
+        return out
+
+
+def _tokens(token_of: Any, ids: list[int]) -> list[str]:
+    return list(map(token_of, ids))
+
+
+class _Batch:
+    """One batch's ids and, when first asked, its offsets (plain and trimmed), as arrays over all
+    its tokens; text ``n``'s are those from ``bounds[n]`` to ``bounds[n + 1]``."""
+
+    def __init__(self, batches: ByteLevelBatches, texts: list[str]) -> None:
+        import numpy as np
+
+        split = batches.words
+        word_lists = list(map(split, texts))
+        words = list(chain.from_iterable(word_lists))
+        joined = "".join(words)
+        points = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
+        char_bytes = 1 + (points >= 0x80).astype(np.int64) + (points >= 0x800) + (points >= 0x10000)
+        byte_at = np.zeros(len(points) + 1, dtype=np.int64)
+        np.cumsum(char_bytes, out=byte_at[1:])
+        char_ends = np.zeros(len(words) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, words), dtype=np.int64, count=len(words)), out=char_ends[1:])
+        data = np.frombuffer(joined.encode("utf-8"), dtype=np.uint8)
+        word_ends = np.zeros(len(texts) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, word_lists), dtype=np.int64, count=len(word_lists)), out=word_ends[1:])
+        self.batches = batches
+        self._word_ends = word_ends
+        self._merged: list[Any] = []
+        self._merging = threading.Thread(target=self._merge, args=(data, byte_at[char_ends]), daemon=True)
+        self._merging.start()
+        # where each text starts in ``joined`` (characters), and whether the split put a prefix space before it
+        self._text_starts = char_ends[word_ends[:-1]]
+        prefixed = [batches.add_prefix_space and bool(text) and not text.startswith(" ") for text in texts]
+        self._prefixed = np.array(prefixed, dtype=np.int64)
+        self._char_bytes = char_bytes
+        self._data = data
+        self._lists: dict[Any, dict[int, list[tuple[int, int]]]] = {}
+        self._arrays: Any = None
+        self.ids_array: Any = None
+        self.ids: list[int] = []
+        self.bounds: list[int] = []
+
+    def _merge(self, data: Any, starts: Any) -> None:
+        try:
+            self._merged.append(self.batches.merger.merge(data, starts))
+        except BaseException as error:  # noqa: BLE001 - raised again by finish, in the caller's thread
+            self._merged.append(error)
+
+    def finish(self) -> None:
+        """Wait for the merge; the ids and each text's bounds."""
+        self._merging.join()
+        merged = self._merged[0]
+        if isinstance(merged, BaseException):
+            raise merged
+        ids, id_starts = merged
+        self.ids_array = ids
+        self.ids = ids.tolist()
+        self.bounds = id_starts[self._word_ends].tolist()
+
+    def _offset_arrays(self) -> Any:
+        """Starts and ends of every token in characters of its text (before trimming), its byte
+        length and where it ends in the batch's UTF-8 bytes, and each text's number of tokens."""
+        if self._arrays is None:
+            import numpy as np
+
+            ids, batches = self.ids_array, self.batches
+            char_bytes = self._char_bytes
+            lengths = batches._lengths[ids]
+            byte_ends = np.cumsum(lengths)
+            char_of_byte = np.repeat(np.arange(len(char_bytes), dtype=np.int64), char_bytes)
+            starts = char_of_byte[byte_ends - lengths]
+            ends = char_of_byte[byte_ends - 1] + 1 if len(ids) else starts
+            counts: Any = np.diff(np.array(self.bounds, dtype=np.int64))
+            text_start = np.repeat(self._text_starts, counts)
+            shift = np.repeat(self._prefixed, counts)  # the prefix space has the first character's span
+            starts = np.maximum(starts - text_start - shift, 0)
+            ends = np.maximum(ends - text_start - shift, shift)
+            self._arrays = (starts, ends, lengths, byte_ends, counts)
+        return self._arrays
+
+    def offsets(self, n: int) -> list[tuple[int, int]]:
+        """Text ``n``'s offsets (every text's built on the first call, GC paused)."""
+        lists = self._lists.get("plain")
+        if lists is None:
+            starts, ends, *_ = self._offset_arrays()
+            lists = self._lists["plain"] = self._per_text(starts, ends)
+        return lists.pop(n)
+
+    def trimmed_offsets(self, n: int, add_prefix_space: bool) -> list[tuple[int, int]]:
+        """:func:`toktools.parts.post_processors.trim_offsets` of text ``n``'s offsets, every
+        text's computed on the first call. A byte-level token's only trimmed character is the
+        space's symbol ``Ġ`` (checked by :func:`_builder`), one byte ``0x20``: its leading and
+        trailing ones are counted in the batch's bytes."""
+        lists = self._lists.get(add_prefix_space)
+        if lists is None:
+            import numpy as np
+
+            starts, ends, lengths, byte_ends, counts = self._offset_arrays()
+            data = self._data
+            size = len(data)
+            at = np.arange(size, dtype=np.int64)
+            space = data == 0x20
+            next_other = np.minimum.accumulate(np.where(space, size, at)[::-1])[::-1]  # first non-space at or after
+            last_other = np.maximum.accumulate(np.where(space, -1, at))  # last non-space at or before
+            byte_starts = byte_ends - lengths
+            leading = np.minimum(next_other[byte_starts] - byte_starts, lengths) if size else lengths
+            trailing = np.minimum(byte_ends - 1 - last_other[byte_ends - 1], lengths) if size else lengths
+            if add_prefix_space:  # the one prefix space before a sequence's first token stays
+                first = np.zeros(len(starts), dtype=bool)
+                first[np.array(self.bounds[:-1], dtype=np.int64)[counts > 0]] = True
+                leading = np.where((leading == 1) & (first | (starts == 0)), 0, leading)
+            new_starts = np.where(leading > 0, np.minimum(starts + leading, ends), starts)
+            new_ends = np.where((trailing > 0) & (ends >= trailing), np.maximum(ends - trailing, new_starts), ends)
+            lists = self._lists[add_prefix_space] = self._per_text(new_starts, new_ends)
+        return lists.pop(n)
+
+    def _per_text(self, starts: Any, ends: Any) -> dict[int, list[tuple[int, int]]]:
+        bounds = self.bounds
+        with gc_paused():
+            pairs = list(zip(starts.tolist(), ends.tolist()))
+            return {n: pairs[lo:hi] for n, (lo, hi) in enumerate(zip(bounds, bounds[1:]))}
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while many small objects are made (nothing made here
+    forms a cycle): its full passes over a growing heap were a third of a batch's time."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
