@@ -1,0 +1,160 @@
+"""The BPE trainer's merge loop compiled (:mod:`toktools.models.bpe.training_kernels`), called
+without importing numba: the kernel's machine code comes from
+:func:`toktools.runtime.machine_code.kernel` (kept in the user cache; numba only compiles it the
+first time). Where there is no kernel (numba not installed, ``TOKTOOLS_PURE_PYTHON=1``), the
+Python engines of :mod:`toktools.models.bpe.trainer` run instead, with the same result.
+
+The kernel takes every array from here, sized from the words; when one proves too small it says
+which, and the run starts again with that one four times larger.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+#: The kernel: module, function, and the types of its parameters (its signature; see there).
+_KERNEL = (
+    "toktools.models.bpe.training_kernels",
+    "train_merges_at",
+    (
+        "int64",  # n_words
+        "int64",  # n_symbols
+        "int64*",  # symbols
+        "int64*",  # starts
+        "int64*",  # ends
+        "int64*",  # word_counts
+        "int64",  # n_lengths
+        "int64*",  # lengths
+        "int64",  # first_new
+        "int64",  # vocab_size
+        "int64",  # threshold
+        "int64",  # max_length
+        "int64",  # table_size
+        "uint64*",  # keys
+        "uint64",  # shift
+        "int64*",  # pair_counts
+        "int64*",  # head
+        "int64*",  # tail
+        "int64",  # node_cap
+        "int64*",  # node_word
+        "int64*",  # node_next
+        "int64",  # heap_cap
+        "int64*",  # heap_count
+        "uint64*",  # heap_pair
+        "int64*",  # visited
+        "int64",  # merge_cap
+        "uint64*",  # merge_pairs
+        "int64*",  # merge_counts
+        "int64*",  # state
+    ),
+)
+
+_TABLE_FULL, _NODES_FULL, _HEAP_FULL = -1, -2, -3  # the kernel's codes (training_kernels)
+_NO_LIMIT = (1 << 62) - 1
+_EMPTY_KEY = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+@dataclass
+class CompiledMerges:
+    """The merges the kernel learnt, in order: ``(left id, right id)`` and the count of each;
+    merge ``k`` made id ``first_new + k``."""
+
+    pairs: list[tuple[int, int]]
+    counts: list[int]
+
+
+def compiled_trainer_available() -> bool:
+    """Whether the compiled merge loop can run here (numba installed, not turned off)."""
+    from toktools.runtime.compiled_switch import numba_installed, pure_python_forced
+
+    return not pure_python_forced() and numba_installed()
+
+
+def train_merges(
+    words: list[str],
+    counts: list[int],
+    lengths: list[int],
+    vocab_size: int,
+    threshold: int,
+    max_length: float,
+) -> CompiledMerges | None:
+    """The merges of ``words`` (strings of symbol ids, one character each) seen ``counts``
+    times, until there are ``vocab_size`` ids (``len(lengths)`` before the first merge;
+    ``lengths`` holds each id's length in initial symbols), or None without a kernel."""
+    if not compiled_trainer_available():
+        return None
+    from toktools.runtime.machine_code import kernel
+
+    run = kernel(*_KERNEL)
+    if run is None:
+        return None
+    first_new = len(lengths)
+    merge_cap = max(vocab_size - first_new, 1)
+    text = "".join(words)
+    symbols = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
+    n_words, n_symbols = len(words), len(symbols)
+    starts = np.zeros(n_words + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, words), dtype=np.int64, count=n_words), out=starts[1:])
+    word_counts = np.array(counts, dtype=np.int64)
+    # every merge occurrence forms at most two pairs and removes one symbol: these bounds are
+    # generous for real text and enlarged on the rare run that needs more
+    pairs = max(n_symbols - n_words, 1)  # pair occurrences
+    slots = pairs // 2 + 4 * merge_cap  # distinct pairs ever counted: a third of that, or less
+    nodes = 3 * pairs + 4 * merge_cap  # words noted: 2.5 per pair occurrence, or less
+    while True:
+        bits = max(10, int(2 * slots - 1).bit_length())
+        table_size = 1 << bits
+        state = np.zeros(3, dtype=np.int64)
+        work = symbols.copy()
+        lengths_out = np.zeros(max(vocab_size, first_new) + 1, dtype=np.int64)
+        lengths_out[:first_new] = lengths
+        keys = np.full(table_size, _EMPTY_KEY, dtype=np.uint64)
+        pair_counts, head, tail = (np.empty(table_size, dtype=np.int64) for _ in range(3))
+        node_word, node_next = np.empty(nodes, dtype=np.int64), np.empty(nodes, dtype=np.int64)
+        heap_cap = table_size // 2
+        heap_count, heap_pair = np.empty(heap_cap, dtype=np.int64), np.empty(heap_cap, dtype=np.uint64)
+        ends, visited = np.empty(n_words, dtype=np.int64), np.empty(n_words, dtype=np.int64)
+        merge_pairs, merge_counts = np.empty(merge_cap, dtype=np.uint64), np.empty(merge_cap, dtype=np.int64)
+        done = run(
+            n_words,
+            n_symbols,
+            work.ctypes.data,
+            starts.ctypes.data,
+            ends.ctypes.data,
+            word_counts.ctypes.data,
+            len(lengths_out),
+            lengths_out.ctypes.data,
+            first_new,
+            vocab_size,
+            threshold,
+            _NO_LIMIT if max_length == float("inf") else int(max_length),
+            table_size,
+            keys.ctypes.data,
+            64 - bits,
+            pair_counts.ctypes.data,
+            head.ctypes.data,
+            tail.ctypes.data,
+            nodes,
+            node_word.ctypes.data,
+            node_next.ctypes.data,
+            heap_cap,
+            heap_count.ctypes.data,
+            heap_pair.ctypes.data,
+            visited.ctypes.data,
+            merge_cap,
+            merge_pairs.ctypes.data,
+            merge_counts.ctypes.data,
+            state.ctypes.data,
+        )
+        if done == _TABLE_FULL or done == _HEAP_FULL:
+            slots *= 4
+        elif done == _NODES_FULL:
+            nodes *= 4
+        else:
+            break
+    learnt = merge_pairs[:done]
+    lefts = (learnt >> np.uint64(32)).astype(np.int64).tolist()
+    rights = (learnt & np.uint64(0xFFFFFFFF)).astype(np.int64).tolist()
+    return CompiledMerges(list(zip(lefts, rights)), merge_counts[:done].tolist())
