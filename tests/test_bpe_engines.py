@@ -46,3 +46,23 @@ def test_lean_engine_matches_the_literal_one(seed):
     except bpe._DuplicateToken:  # a merge reused a token string: train_bpe falls back
         lean = bpe.train_bpe(word_counts, config)
     assert (lean.vocab, lean.merges, lean.merge_counts) == (exact.vocab, exact.merges, exact.merge_counts)
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_compiled_loop_matches_the_literal_one(seed):
+    """The compiled merge loop (numba kernel) gives what the literal port gives, duplicate token
+    strings included (it then hands over to the literal engine), and stops for the same reason as
+    the lean engine."""
+    from toktools.models.bpe.compiled_training import compiled_trainer_available
+
+    if not compiled_trainer_available():
+        pytest.skip("numba is not installed")
+    word_counts, config = _random_case(seed)
+    exact = bpe._train(word_counts, config, None, bpe._ExactEngine)
+    try:
+        compiled = bpe._train(word_counts, config, None, None)
+    except bpe._DuplicateToken:
+        compiled = bpe.train_bpe(word_counts, config)
+    else:
+        assert compiled.stop_reason == bpe._train(word_counts, config, None, bpe._LeanEngine).stop_reason
+    assert (compiled.vocab, compiled.merges, compiled.merge_counts) == (exact.vocab, exact.merges, exact.merge_counts)
