@@ -32,20 +32,15 @@ _KERNEL = (
         "int64",  # threshold
         "int64",  # max_length
         "int64",  # table_size
-        "uint64*",  # keys
+        "int64*",  # table
         "uint64",  # shift
-        "int64*",  # pair_counts
-        "int64*",  # head
-        "int64*",  # tail
         "int64",  # node_cap
-        "int64*",  # node_word
-        "int64*",  # node_next
+        "int64*",  # nodes
         "int64",  # heap_cap
-        "int64*",  # heap_count
-        "uint64*",  # heap_pair
+        "int64*",  # heap
         "int64*",  # visited
         "int64",  # merge_cap
-        "uint64*",  # merge_pairs
+        "int64*",  # merge_pairs
         "int64*",  # merge_counts
         "int64*",  # state
     ),
@@ -53,7 +48,6 @@ _KERNEL = (
 
 _TABLE_FULL, _NODES_FULL, _HEAP_FULL = -1, -2, -3  # the kernel's codes (training_kernels)
 _NO_LIMIT = (1 << 62) - 1
-_EMPTY_KEY = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
 @dataclass
@@ -101,22 +95,21 @@ def train_merges(
     # every merge occurrence forms at most two pairs and removes one symbol: these bounds are
     # generous for real text and enlarged on the rare run that needs more
     pairs = max(n_symbols - n_words, 1)  # pair occurrences
-    slots = pairs // 2 + 4 * merge_cap  # distinct pairs ever counted: a third of that, or less
+    slots = pairs // 4 + 2 * merge_cap  # distinct pairs ever counted: a third of the occurrences, or less
     nodes = 3 * pairs + 4 * merge_cap  # words noted: 2.5 per pair occurrence, or less
     while True:
         bits = max(10, int(2 * slots - 1).bit_length())
-        table_size = 1 << bits
+        table_size = 1 << bits  # at most half full
+        table = np.full(4 * table_size, -1, dtype=np.int64)
+        heap_cap = table_size // 2
+        heap = np.empty(2 * heap_cap, dtype=np.int64)
+        node_array = np.empty(2 * nodes, dtype=np.int64)
         state = np.zeros(3, dtype=np.int64)
         work = symbols.copy()
         lengths_out = np.zeros(max(vocab_size, first_new) + 1, dtype=np.int64)
         lengths_out[:first_new] = lengths
-        keys = np.full(table_size, _EMPTY_KEY, dtype=np.uint64)
-        pair_counts, head, tail = (np.empty(table_size, dtype=np.int64) for _ in range(3))
-        node_word, node_next = np.empty(nodes, dtype=np.int64), np.empty(nodes, dtype=np.int64)
-        heap_cap = table_size // 2
-        heap_count, heap_pair = np.empty(heap_cap, dtype=np.int64), np.empty(heap_cap, dtype=np.uint64)
         ends, visited = np.empty(n_words, dtype=np.int64), np.empty(n_words, dtype=np.int64)
-        merge_pairs, merge_counts = np.empty(merge_cap, dtype=np.uint64), np.empty(merge_cap, dtype=np.int64)
+        merge_pairs, merge_counts = np.empty(merge_cap, dtype=np.int64), np.empty(merge_cap, dtype=np.int64)
         done = run(
             n_words,
             n_symbols,
@@ -131,17 +124,12 @@ def train_merges(
             threshold,
             _NO_LIMIT if max_length == float("inf") else int(max_length),
             table_size,
-            keys.ctypes.data,
+            table.ctypes.data,
             64 - bits,
-            pair_counts.ctypes.data,
-            head.ctypes.data,
-            tail.ctypes.data,
             nodes,
-            node_word.ctypes.data,
-            node_next.ctypes.data,
+            node_array.ctypes.data,
             heap_cap,
-            heap_count.ctypes.data,
-            heap_pair.ctypes.data,
+            heap.ctypes.data,
             visited.ctypes.data,
             merge_cap,
             merge_pairs.ctypes.data,
@@ -155,6 +143,6 @@ def train_merges(
         else:
             break
     learnt = merge_pairs[:done]
-    lefts = (learnt >> np.uint64(32)).astype(np.int64).tolist()
-    rights = (learnt & np.uint64(0xFFFFFFFF)).astype(np.int64).tolist()
+    lefts = (learnt >> 32).tolist()
+    rights = (learnt & 0xFFFFFFFF).tolist()
     return CompiledMerges(list(zip(lefts, rights)), merge_counts[:done].tolist())

@@ -26,21 +26,26 @@ from __future__ import annotations
 import numpy as np
 from numba import carray, njit
 
-from toktools.models.bpe.vectorized_merge import EMPTY_KEY, HASH_MULTIPLIER  # the same hash table layout
+from toktools.models.bpe.vectorized_merge import HASH_MULTIPLIER  # the same hash as the merge tables
 
 TABLE_FULL = -1
 NODES_FULL = -2
 HEAP_FULL = -3
 
 
+#: a slot of the pair table: four int64 in a row (one cache line holds two slots)
+KEY, COUNT, HEAD, TAIL = 0, 1, 2, 3
+EMPTY = -1  # no key: keys are ``left << 32 | right`` with ids below 2**31
+
+
 @njit(inline="always")
-def _find(keys, shift, key):
+def _find(table, shift, key):
     """The slot of ``key``, or the empty slot where it would go."""
-    mask = len(keys) - 1
-    h = np.int64((key * HASH_MULTIPLIER) >> shift)
-    while keys[h] != key and keys[h] != EMPTY_KEY:
+    mask = (len(table) >> 2) - 1
+    h = np.int64((np.uint64(key) * HASH_MULTIPLIER) >> shift)
+    while table[4 * h] != key and table[4 * h] != EMPTY:
         h = (h + 1) & mask
-    return h
+    return 4 * h
 
 
 @njit(inline="always")
@@ -50,69 +55,82 @@ def _better(count_a, pair_a, count_b, pair_b):
 
 
 @njit(inline="always")
-def _sift_down(heap_count, heap_pair, size, i):
-    count, pair = heap_count[i], heap_pair[i]
+def _sift_down(heap, size, i):
+    """Heap entries are (count, pair) in two int64 in a row."""
+    count, pair = heap[2 * i], heap[2 * i + 1]
     while True:
         child = 2 * i + 1
         if child >= size:
             break
-        if child + 1 < size and _better(
-            heap_count[child + 1], heap_pair[child + 1], heap_count[child], heap_pair[child]
-        ):
+        if child + 1 < size and _better(heap[2 * child + 2], heap[2 * child + 3], heap[2 * child], heap[2 * child + 1]):
             child += 1
-        if not _better(heap_count[child], heap_pair[child], count, pair):
+        if not _better(heap[2 * child], heap[2 * child + 1], count, pair):
             break
-        heap_count[i], heap_pair[i] = heap_count[child], heap_pair[child]
+        heap[2 * i], heap[2 * i + 1] = heap[2 * child], heap[2 * child + 1]
         i = child
-    heap_count[i], heap_pair[i] = count, pair
+    heap[2 * i], heap[2 * i + 1] = count, pair
 
 
 @njit(inline="always")
-def _sift_up(heap_count, heap_pair, i):
-    count, pair = heap_count[i], heap_pair[i]
+def _sift_up(heap, i):
+    count, pair = heap[2 * i], heap[2 * i + 1]
     while i > 0:
         parent = (i - 1) >> 1
-        if not _better(count, pair, heap_count[parent], heap_pair[parent]):
+        if not _better(count, pair, heap[2 * parent], heap[2 * parent + 1]):
             break
-        heap_count[i], heap_pair[i] = heap_count[parent], heap_pair[parent]
+        heap[2 * i], heap[2 * i + 1] = heap[2 * parent], heap[2 * parent + 1]
         i = parent
-    heap_count[i], heap_pair[i] = count, pair
+    heap[2 * i], heap[2 * i + 1] = count, pair
 
 
 @njit(inline="always")
-def _note_word(slot, word, head, tail, node_word, node_next, state):
-    """Append ``word`` to the pair's list of words (unless it is already the last one).
-    ``state[1]`` counts the nodes used; returns False when they are all used."""
-    last = tail[slot]
-    if last >= 0 and node_word[last] == word:
+def _note_word(table, slot, word, nodes, state):
+    """Append ``word`` to the pair's list of words (unless it is already the last one); a node
+    is (word, next node) in two int64 in a row. ``state[1]`` counts the nodes used; returns
+    False when they are all used."""
+    last = table[slot + TAIL]
+    if last >= 0 and nodes[2 * last] == word:
         return True
     node = state[1]
-    if node >= len(node_word):
+    if 2 * node + 1 >= len(nodes):
         return False
     state[1] = node + 1
-    node_word[node] = word
-    node_next[node] = -1
+    nodes[2 * node] = word
+    nodes[2 * node + 1] = -1
     if last < 0:
-        head[slot] = node
+        table[slot + HEAD] = node
     else:
-        node_next[last] = node
-    tail[slot] = node
+        nodes[2 * last + 1] = node
+    table[slot + TAIL] = node
     return True
 
 
 @njit(inline="always")
-def _slot_of(keys, shift, key, counts, head, tail, state):
+def _slot_of(table, shift, key, state):
     """The slot of ``key``, inserted with count 0 if new; -1 when the table would pass half full.
     ``state[0]`` counts the slots used."""
-    h = _find(keys, shift, key)
-    if keys[h] == EMPTY_KEY:
-        if 2 * (state[0] + 1) > len(keys):
+    h = _find(table, shift, key)
+    if table[h] == EMPTY:
+        if 2 * 4 * (state[0] + 1) > len(table):
             return -1
         state[0] += 1
-        keys[h] = key
-        counts[h] = 0
-        head[h] = -1
-        tail[h] = -1
+        table[h + KEY] = key
+        table[h + COUNT] = 0
+        table[h + HEAD] = -1
+        table[h + TAIL] = -1
+    return h
+
+
+@njit(inline="always")
+def _change(table, shift, key, amount, word, nodes, state):
+    """Add ``amount`` to a pair's count; when it is counted up, note the word. Returns the slot,
+    or a negative code when an array is full."""
+    h = _slot_of(table, shift, key, state)
+    if h < 0:
+        return TABLE_FULL
+    table[h + COUNT] += amount
+    if amount > 0 and not _note_word(table, h, word, nodes, state):
+        return NODES_FULL
     return h
 
 
@@ -127,15 +145,10 @@ def train_into(
     vocab_size,
     threshold,
     max_length,
-    keys,
+    table,
     shift,
-    pair_counts,
-    head,
-    tail,
-    node_word,
-    node_next,
-    heap_count,
-    heap_pair,
+    nodes,
+    heap,
     visited,
     merge_pairs,
     merge_counts,
@@ -146,62 +159,57 @@ def train_into(
     ``k``'s ``left << 32 | right``, its new id ``first_new + k``), or a negative code when an
     array is too small. ``state``: slots used, nodes used, then the merges done."""
     n_words = len(word_counts)
-    low = np.uint64(0xFFFFFFFF)
-    shift32 = np.uint64(32)
+    heap_cap = len(heap) // 2
     # 1. initial pair counts, and the words of each pair
     for w in range(n_words):
         visited[w] = -1
         ends[w] = starts[w + 1]
         count = word_counts[w]
         for i in range(starts[w], starts[w + 1] - 1):
-            key = (np.uint64(symbols[i]) << shift32) | np.uint64(symbols[i + 1])
-            h = _slot_of(keys, shift, key, pair_counts, head, tail, state)
+            h = _change(table, shift, (symbols[i] << 32) | symbols[i + 1], count, w, nodes, state)
             if h < 0:
-                return TABLE_FULL
-            pair_counts[h] += count
-            if not _note_word(h, w, head, tail, node_word, node_next, state):
-                return NODES_FULL
+                return h
     # 2. the queue: every pair at or above the threshold
     size = 0
-    for h in range(len(keys)):
-        if keys[h] != EMPTY_KEY and pair_counts[h] >= threshold:
-            if size >= len(heap_count):
+    for h in range(0, len(table), 4):
+        if table[h] != EMPTY and table[h + COUNT] >= threshold:
+            if size >= heap_cap:
                 return HEAP_FULL
-            heap_count[size] = pair_counts[h]
-            heap_pair[size] = keys[h]
+            heap[2 * size] = table[h + COUNT]
+            heap[2 * size + 1] = table[h]
             size += 1
     for i in range(size // 2 - 1, -1, -1):
-        _sift_down(heap_count, heap_pair, size, i)
+        _sift_down(heap, size, i)
     # 3. the merge loop
     done = 0
     while first_new + done < vocab_size:
         found = False
-        pair = np.uint64(0)
+        pair = 0
         current = 0
         top_slot = 0
         while size > 0:
-            pair = heap_pair[0]
-            top_slot = _find(keys, shift, pair)
-            current = pair_counts[top_slot]
-            if heap_count[0] == current:
+            pair = heap[1]
+            top_slot = _find(table, shift, pair)
+            current = table[top_slot + COUNT]
+            if heap[0] == current:
                 found = True
                 size -= 1
                 if size > 0:
-                    heap_count[0], heap_pair[0] = heap_count[size], heap_pair[size]
-                    _sift_down(heap_count, heap_pair, size, 0)
+                    heap[0], heap[1] = heap[2 * size], heap[2 * size + 1]
+                    _sift_down(heap, size, 0)
                 break
             if current >= threshold:  # stale: back with its current count
-                heap_count[0] = current
-                _sift_down(heap_count, heap_pair, size, 0)
+                heap[0] = current
+                _sift_down(heap, size, 0)
             else:
                 size -= 1
                 if size > 0:
-                    heap_count[0], heap_pair[0] = heap_count[size], heap_pair[size]
-                    _sift_down(heap_count, heap_pair, size, 0)
+                    heap[0], heap[1] = heap[2 * size], heap[2 * size + 1]
+                    _sift_down(heap, size, 0)
         if not found:
             break
-        left = np.int64(pair >> shift32)
-        right = np.int64(pair & low)
+        left = pair >> 32
+        right = pair & 0xFFFFFFFF
         new = first_new + done
         new_length = lengths[left] + lengths[right]
         lengths[new] = new_length
@@ -210,10 +218,10 @@ def train_into(
         done += 1
         state[2] = done
         staged = 0  # pairs formed by this merge, kept past the heap's end until their counts are final
-        node = head[top_slot]
+        node = table[top_slot + HEAD]
         while node >= 0:
-            w = node_word[node]
-            node = node_next[node]
+            w = nodes[2 * node]
+            node = nodes[2 * node + 1]
             if visited[w] == new:
                 continue
             visited[w] = new
@@ -226,57 +234,37 @@ def train_into(
                 if r + 1 < end and symbols[r] == left and symbols[r + 1] == right:
                     if o > begin:  # the symbol before, already rewritten
                         before = symbols[o - 1]
-                        h = _slot_of(
-                            keys,
-                            shift,
-                            (np.uint64(before) << shift32) | np.uint64(left),
-                            pair_counts,
-                            head,
-                            tail,
-                            state,
-                        )
-                        if h < 0:
+                        if _change(table, shift, (before << 32) | left, -count, w, nodes, state) < 0:
                             return TABLE_FULL
-                        pair_counts[h] -= count
                         if lengths[before] + new_length < max_length:
-                            key = (np.uint64(before) << shift32) | np.uint64(new)
-                            h = _slot_of(keys, shift, key, pair_counts, head, tail, state)
+                            key = (before << 32) | new
+                            h = _slot_of(table, shift, key, state)
                             if h < 0:
                                 return TABLE_FULL
-                            if tail[h] < 0:  # formed now: staged
-                                if size + staged >= len(heap_pair):
+                            if table[h + TAIL] < 0:  # formed now: staged
+                                if size + staged >= heap_cap:
                                     return HEAP_FULL
-                                heap_pair[size + staged] = key
+                                heap[2 * (size + staged) + 1] = key
                                 staged += 1
-                            pair_counts[h] += count
-                            if not _note_word(h, w, head, tail, node_word, node_next, state):
+                            table[h + COUNT] += count
+                            if not _note_word(table, h, w, nodes, state):
                                 return NODES_FULL
                     if r + 2 < end:  # the symbol after, not yet rewritten
                         after = symbols[r + 2]
-                        h = _slot_of(
-                            keys,
-                            shift,
-                            (np.uint64(right) << shift32) | np.uint64(after),
-                            pair_counts,
-                            head,
-                            tail,
-                            state,
-                        )
-                        if h < 0:
+                        if _change(table, shift, (right << 32) | after, -count, w, nodes, state) < 0:
                             return TABLE_FULL
-                        pair_counts[h] -= count
                         if lengths[after] + new_length < max_length:
-                            key = (np.uint64(new) << shift32) | np.uint64(after)
-                            h = _slot_of(keys, shift, key, pair_counts, head, tail, state)
+                            key = (new << 32) | after
+                            h = _slot_of(table, shift, key, state)
                             if h < 0:
                                 return TABLE_FULL
-                            if tail[h] < 0:
-                                if size + staged >= len(heap_pair):
+                            if table[h + TAIL] < 0:
+                                if size + staged >= heap_cap:
                                     return HEAP_FULL
-                                heap_pair[size + staged] = key
+                                heap[2 * (size + staged) + 1] = key
                                 staged += 1
-                            pair_counts[h] += count
-                            if not _note_word(h, w, head, tail, node_word, node_next, state):
+                            table[h + COUNT] += count
+                            if not _note_word(table, h, w, nodes, state):
                                 return NODES_FULL
                     symbols[o] = new
                     o += 1
@@ -289,12 +277,12 @@ def train_into(
         # the formed pairs join the queue with their final counts (those below the threshold never will)
         base = size
         for j in range(staged):
-            key = heap_pair[base + j]
-            amount = pair_counts[_find(keys, shift, key)]
+            key = heap[2 * (base + j) + 1]
+            amount = table[_find(table, shift, key) + COUNT]
             if amount >= threshold:
-                heap_pair[size] = key
-                heap_count[size] = amount
-                _sift_up(heap_count, heap_pair, size)
+                heap[2 * size] = amount
+                heap[2 * size + 1] = key
+                _sift_up(heap, size)
                 size += 1
     return done
 
@@ -313,17 +301,12 @@ def train_merges_at(
     threshold,
     max_length,
     table_size,
-    keys,
+    table,
     shift,
-    pair_counts,
-    head,
-    tail,
     node_cap,
-    node_word,
-    node_next,
+    nodes,
     heap_cap,
-    heap_count,
-    heap_pair,
+    heap,
     visited,
     merge_cap,
     merge_pairs,
@@ -331,7 +314,8 @@ def train_merges_at(
     state,
 ):
     """:func:`train_into` over raw pointers (the compiled entry point; its parameter types are
-    listed in :data:`toktools.models.bpe.compiled_training._KERNEL`)."""
+    listed in :data:`toktools.models.bpe.compiled_training._KERNEL`): ``table_size`` slots of
+    four int64, ``node_cap`` nodes and ``heap_cap`` heap entries of two."""
     return train_into(
         carray(symbols, (n_symbols,)),
         carray(starts, (n_words + 1,)),
@@ -342,15 +326,10 @@ def train_merges_at(
         vocab_size,
         threshold,
         max_length,
-        carray(keys, (table_size,)),
+        carray(table, (4 * table_size,)),
         shift,
-        carray(pair_counts, (table_size,)),
-        carray(head, (table_size,)),
-        carray(tail, (table_size,)),
-        carray(node_word, (node_cap,)),
-        carray(node_next, (node_cap,)),
-        carray(heap_count, (heap_cap,)),
-        carray(heap_pair, (heap_cap,)),
+        carray(nodes, (2 * node_cap,)),
+        carray(heap, (2 * heap_cap,)),
         carray(visited, (n_words,)),
         carray(merge_pairs, (merge_cap,)),
         carray(merge_counts, (merge_cap,)),
