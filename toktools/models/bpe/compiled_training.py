@@ -52,10 +52,11 @@ _NO_LIMIT = (1 << 62) - 1
 
 @dataclass
 class CompiledMerges:
-    """The merges the kernel learnt, in order: ``(left id, right id)`` and the count of each;
-    merge ``k`` made id ``first_new + k``."""
+    """The merges the kernel learnt, in order: left ids, right ids and the count of each; merge
+    ``k`` made id ``first_new + k``."""
 
-    pairs: list[tuple[int, int]]
+    lefts: list[int]
+    rights: list[int]
     counts: list[int]
 
 
@@ -145,4 +146,4 @@ def train_merges(
     learnt = merge_pairs[:done]
     lefts = (learnt >> 32).tolist()
     rights = (learnt & 0xFFFFFFFF).tolist()
-    return CompiledMerges(list(zip(lefts, rights)), merge_counts[:done].tolist())
+    return CompiledMerges(lefts, rights, merge_counts[:done].tolist())

@@ -309,19 +309,23 @@ def _compiled_loop(
         raise _NoKernel
     prefix = config.continuing_subword_prefix
     tokens = vocab.tokens
-    planned = max(config.vocab_size - len(tokens), 0)
+    first_new = len(tokens)
+    planned = max(config.vocab_size - first_new, 0)
     strip = len(prefix) if prefix else 0
-    merges: list[str] = []
-    for left, right in learnt.pairs:
-        right_part = tokens[right]
-        if strip and right_part.startswith(prefix):  # type: ignore[arg-type]
-            right_part = right_part[strip:]
-        size_before = len(tokens)
-        if vocab.add(tokens[left] + right_part) != size_before:
-            raise _DuplicateToken
-        merges.append(chr(left) + chr(right))
-        if progress is not None:
-            progress(len(merges), planned)
+    lefts, rights = learnt.lefts, learnt.rights
+    append = tokens.append
+    if strip:
+        for left, right in zip(lefts, rights):
+            right_part = tokens[right]
+            append(tokens[left] + (right_part[strip:] if right_part.startswith(prefix) else right_part))  # type: ignore[arg-type]
+    else:
+        _consume(map(append, map(add, map(tokens.__getitem__, lefts), map(tokens.__getitem__, rights))))
+    vocab.ids.update(zip(islice(tokens, first_new, None), itertools.count(first_new)))
+    if len(vocab.ids) != len(tokens):  # a merge made a token string that was already there
+        raise _DuplicateToken
+    merges = list(map(add, map(chr, lefts), map(chr, rights)))
+    if progress is not None:
+        _consume(map(progress, range(1, len(merges) + 1), repeat(planned)))
     stop_reason = "size" if len(vocab.ids) >= config.vocab_size else "no_pairs"
     return merges, learnt.counts, stop_reason
 
