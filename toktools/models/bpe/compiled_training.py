@@ -10,9 +10,11 @@ which, and the run starts again with that one four times larger.
 
 from __future__ import annotations
 
+import ctypes
+import sys
+from array import array
 from dataclasses import dataclass
-
-import numpy as np
+from itertools import accumulate
 
 #: The kernel: module, function, and the types of its parameters (its signature; see there).
 _KERNEL = (
@@ -21,7 +23,7 @@ _KERNEL = (
     (
         "int64",  # n_words
         "int64",  # n_symbols
-        "int64*",  # symbols
+        "uint32*",  # symbols
         "int64*",  # starts
         "int64*",  # ends
         "int64*",  # word_counts
@@ -87,12 +89,12 @@ def train_merges(
         return None
     first_new = len(lengths)
     merge_cap = max(vocab_size - first_new, 1)
-    text = "".join(words)
-    symbols = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
-    n_words, n_symbols = len(words), len(symbols)
-    starts = np.zeros(n_words + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, words), dtype=np.int64, count=n_words), out=starts[1:])
-    word_counts = np.array(counts, dtype=np.int64)
+    # plain buffers, not numpy (its import alone costs a tenth of a 5 MB run); the kernel
+    # writes every element it reads, and bytearrays are zeroed lazily by the system
+    symbols = "".join(words).encode("utf-32-le" if sys.byteorder == "little" else "utf-32-be")
+    n_words, n_symbols = len(words), len(symbols) // 4
+    starts = array("q", accumulate(map(len, words), initial=0))
+    word_counts = array("q", counts)
     # every merge occurrence forms at most two pairs and removes one symbol: these bounds are
     # generous for real text and enlarged on the rare run that needs more
     pairs = max(n_symbols - n_words, 1)  # pair occurrences
@@ -101,41 +103,39 @@ def train_merges(
     while True:
         bits = max(10, int(2 * slots - 1).bit_length())
         table_size = 1 << bits  # at most half full
-        table = np.full(4 * table_size, -1, dtype=np.int64)
         heap_cap = table_size // 2
-        heap = np.empty(2 * heap_cap, dtype=np.int64)
-        node_array = np.empty(2 * nodes, dtype=np.int64)
-        state = np.zeros(3, dtype=np.int64)
-        work = symbols.copy()
-        lengths_out = np.zeros(max(vocab_size, first_new) + 1, dtype=np.int64)
-        lengths_out[:first_new] = lengths
-        ends, visited = np.empty(n_words, dtype=np.int64), np.empty(n_words, dtype=np.int64)
-        merge_pairs, merge_counts = np.empty(merge_cap, dtype=np.int64), np.empty(merge_cap, dtype=np.int64)
+        lengths_out = array("q", lengths)
+        lengths_out.frombytes(bytes(8 * (max(vocab_size, first_new) + 1 - first_new)))
+        state = array("q", [0, 0, 0])
+        work = bytearray(symbols)
+        table, node_array, heap = bytearray(32 * table_size), bytearray(16 * nodes), bytearray(16 * heap_cap)
+        ends, visited = bytearray(8 * n_words), bytearray(8 * n_words)
+        merge_pairs, merge_counts = bytearray(8 * merge_cap), bytearray(8 * merge_cap)
         done = run(
             n_words,
             n_symbols,
-            work.ctypes.data,
-            starts.ctypes.data,
-            ends.ctypes.data,
-            word_counts.ctypes.data,
+            _address(work),
+            starts.buffer_info()[0],
+            _address(ends),
+            word_counts.buffer_info()[0],
             len(lengths_out),
-            lengths_out.ctypes.data,
+            lengths_out.buffer_info()[0],
             first_new,
             vocab_size,
             threshold,
             _NO_LIMIT if max_length == float("inf") else int(max_length),
             table_size,
-            table.ctypes.data,
+            _address(table),
             64 - bits,
             nodes,
-            node_array.ctypes.data,
+            _address(node_array),
             heap_cap,
-            heap.ctypes.data,
-            visited.ctypes.data,
+            _address(heap),
+            _address(visited),
             merge_cap,
-            merge_pairs.ctypes.data,
-            merge_counts.ctypes.data,
-            state.ctypes.data,
+            _address(merge_pairs),
+            _address(merge_counts),
+            state.buffer_info()[0],
         )
         if done == _TABLE_FULL or done == _HEAP_FULL:
             slots *= 4
@@ -143,7 +143,12 @@ def train_merges(
             nodes *= 4
         else:
             break
-    learnt = merge_pairs[:done]
-    lefts = (learnt >> 32).tolist()
-    rights = (learnt & 0xFFFFFFFF).tolist()
-    return CompiledMerges(lefts, rights, merge_counts[:done].tolist())
+    learnt = memoryview(merge_pairs).cast("q")[:done].tolist()
+    lefts = [pair >> 32 for pair in learnt]
+    rights = [pair & 0xFFFFFFFF for pair in learnt]
+    return CompiledMerges(lefts, rights, memoryview(merge_counts).cast("q")[:done].tolist())
+
+
+def _address(buffer: bytearray) -> int:
+    """Where a bytearray's bytes are (for the kernel; the bytearray must outlive the call)."""
+    return ctypes.addressof((ctypes.c_char * len(buffer)).from_buffer(buffer))

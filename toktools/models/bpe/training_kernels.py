@@ -160,13 +160,15 @@ def train_into(
     array is too small. ``state``: slots used, nodes used, then the merges done."""
     n_words = len(word_counts)
     heap_cap = len(heap) // 2
+    for h in range(0, len(table), 4):
+        table[h] = EMPTY
     # 1. initial pair counts, and the words of each pair
     for w in range(n_words):
         visited[w] = -1
         ends[w] = starts[w + 1]
         count = word_counts[w]
         for i in range(starts[w], starts[w + 1] - 1):
-            h = _change(table, shift, (symbols[i] << 32) | symbols[i + 1], count, w, nodes, state)
+            h = _change(table, shift, (np.int64(symbols[i]) << 32) | np.int64(symbols[i + 1]), count, w, nodes, state)
             if h < 0:
                 return h
     # 2. the queue: every pair at or above the threshold
@@ -233,7 +235,7 @@ def train_into(
             while r < end:
                 if r + 1 < end and symbols[r] == left and symbols[r + 1] == right:
                     if o > begin:  # the symbol before, already rewritten
-                        before = symbols[o - 1]
+                        before = np.int64(symbols[o - 1])
                         if _change(table, shift, (before << 32) | left, -count, w, nodes, state) < 0:
                             return TABLE_FULL
                         if lengths[before] + new_length < max_length:
@@ -250,7 +252,7 @@ def train_into(
                             if not _note_word(table, h, w, nodes, state):
                                 return NODES_FULL
                     if r + 2 < end:  # the symbol after, not yet rewritten
-                        after = symbols[r + 2]
+                        after = np.int64(symbols[r + 2])
                         if _change(table, shift, (right << 32) | after, -count, w, nodes, state) < 0:
                             return TABLE_FULL
                         if lengths[after] + new_length < max_length:
