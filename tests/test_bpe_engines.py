@@ -49,14 +49,15 @@ def test_lean_engine_matches_the_literal_one(seed):
 
 
 @pytest.mark.parametrize("seed", range(300))
-def test_compiled_loop_matches_the_literal_one(seed):
+def test_compiled_loop_matches_the_literal_one(seed, monkeypatch):
     """The compiled merge loop (numba kernel) gives what the literal port gives, duplicate token
     strings included (it then hands over to the literal engine), and stops for the same reason as
     the lean engine."""
-    from toktools.models.bpe.compiled_training import compiled_trainer_available
+    from toktools.models.bpe import compiled_training
 
-    if not compiled_trainer_available():
+    if not compiled_training.compiled_trainer_available():
         pytest.skip("numba is not installed")
+    monkeypatch.setattr(compiled_training, "COMPILE_FROM_SYMBOLS", 0)  # small words: compiled all the same
     word_counts, config = _random_case(seed)
     exact = bpe._train(word_counts, config, None, bpe._ExactEngine)
     try:
@@ -66,3 +67,19 @@ def test_compiled_loop_matches_the_literal_one(seed):
     else:
         assert compiled.stop_reason == bpe._train(word_counts, config, None, bpe._LeanEngine).stop_reason
     assert (compiled.vocab, compiled.merges, compiled.merge_counts) == (exact.vocab, exact.merges, exact.merge_counts)
+
+
+def test_a_small_job_does_not_wait_for_the_kernel_to_compile(monkeypatch):
+    """Without compiled code at hand, a small corpus is trained by the Python engines (numba
+    would take longer to compile the kernel than they take), with the same result."""
+    from toktools.models.bpe import compiled_training
+    from toktools.runtime import machine_code
+
+    monkeypatch.setattr(machine_code, "ready", lambda *kernel: False)
+    monkeypatch.setattr(machine_code, "kernel", lambda *kernel: pytest.fail("the kernel was loaded"))
+    word_counts, config = _random_case(7)
+    words = list(word_counts)
+    assert compiled_training.train_merges(words, [1] * len(words), [1] * 300, 400, 1, float("inf")) is None
+    exact = bpe._train(word_counts, config, None, bpe._ExactEngine)
+    trained = bpe.train_bpe(word_counts, config)
+    assert (trained.vocab, trained.merges, trained.merge_counts) == (exact.vocab, exact.merges, exact.merge_counts)

@@ -63,6 +63,15 @@ def kernel(module: str, function: str, parameters: Sequence[str]) -> Callable[..
     return _loaded[key]
 
 
+def ready(module: str, function: str, parameters: Sequence[str]) -> bool:
+    """Whether the kernel is loaded in this process or its machine code is in the user cache:
+    :func:`kernel` then costs milliseconds, where compiling it costs seconds."""
+    if (module, function, tuple(parameters)) in _loaded:
+        return _loaded[(module, function, tuple(parameters))] is not None
+    path = _entry_path(module, function, tuple(parameters))
+    return path is not None and path.exists()
+
+
 def _cached_kernel(module: str, function: str, parameters: tuple[str, ...]) -> Callable[..., int] | None:
     """The kernel from its cached object code (compiled and stored first on a miss), or None
     when the cache is off or the object path fails here."""

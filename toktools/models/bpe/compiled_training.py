@@ -48,6 +48,10 @@ _KERNEL = (
     ),
 )
 
+#: Below this many symbols in all words, the kernel is only used when it is compiled already:
+#: the Python engines train that much in about the seconds numba takes to compile it once.
+COMPILE_FROM_SYMBOLS = 1_000_000
+
 _TABLE_FULL, _NODES_FULL, _HEAP_FULL = -1, -2, -3  # the kernel's codes (training_kernels)
 _NO_LIMIT = (1 << 62) - 1
 
@@ -82,8 +86,10 @@ def train_merges(
     ``lengths`` holds each id's length in initial symbols), or None without a kernel."""
     if not compiled_trainer_available():
         return None
-    from toktools.runtime.machine_code import kernel
+    from toktools.runtime.machine_code import kernel, ready
 
+    if sum(map(len, words)) < COMPILE_FROM_SYMBOLS and not ready(*_KERNEL):
+        return None  # compiling would take longer than the Python engines
     run = kernel(*_KERNEL)
     if run is None:
         return None
