@@ -201,7 +201,10 @@ def train_bpe(
 ) -> BpeTrainingResult:
     """Learn merges from ``word -> count`` exactly as ``tokenizers``' ``BpeTrainer`` does.
 
-    Two engines run the merge loop. :class:`_LeanEngine`, the fast one, relies on a fact that
+    Where numba is installed, the merge loop runs compiled
+    (:mod:`toktools.models.bpe.compiled_training`), on the lean engine's assumption below,
+    checked on its result (a duplicate token string sends training to :class:`_ExactEngine`).
+    Otherwise two Python engines run it. :class:`_LeanEngine`, the fast one, relies on a fact that
     holds unless a merge produces a token string already in the vocabulary (``ab`` + ``c``
     after ``a`` + ``bc``): a pair is only ever counted up in one merge, the one that creates
     its newer symbol (or at the start). That never happened on our corpora (spec §6); when it
