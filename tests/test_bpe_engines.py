@@ -83,3 +83,15 @@ def test_a_small_job_does_not_wait_for_the_kernel_to_compile(monkeypatch):
     exact = bpe._train(word_counts, config, None, bpe._ExactEngine)
     trained = bpe.train_bpe(word_counts, config)
     assert (trained.vocab, trained.merges, trained.merge_counts) == (exact.vocab, exact.merges, exact.merge_counts)
+
+
+def test_words_too_large_for_the_memory_budget_go_to_the_python_engines(monkeypatch):
+    """The kernel's buffers take ~60 bytes per symbol where the Python engines hold a word in
+    ~10: past the budget, they train instead."""
+    from toktools.models.bpe import compiled_training
+
+    monkeypatch.setattr(compiled_training, "MEMORY_BUDGET", 0)
+    monkeypatch.setattr(compiled_training, "COMPILE_FROM_SYMBOLS", 0)
+    word_counts, config = _random_case(11)
+    words = list(word_counts)
+    assert compiled_training.train_merges(words, [1] * len(words), [1] * 300, 400, 1, float("inf")) is None

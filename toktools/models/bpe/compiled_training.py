@@ -52,6 +52,10 @@ _KERNEL = (
 #: the Python engines train that much in about the seconds numba takes to compile it once.
 COMPILE_FROM_SYMBOLS = 1_000_000
 
+#: Above this many bytes of buffers (~6M symbols of words, most of 7 MB of Chinese clauses
+#: that never repeat), the Python engines train instead: slower, but in a sixth of the memory.
+MEMORY_BUDGET = 384 << 20
+
 _TABLE_FULL, _NODES_FULL, _HEAP_FULL = -1, -2, -3  # the kernel's codes (training_kernels)
 _NO_LIMIT = (1 << 62) - 1
 
@@ -106,6 +110,8 @@ def train_merges(
     pairs = max(n_symbols - n_words, 1)  # pair occurrences
     slots = pairs // 4 + 2 * merge_cap  # distinct pairs ever counted: a third of the occurrences, or less
     nodes = 3 * pairs + 4 * merge_cap  # words noted: 2.5 per pair occurrence, or less
+    if _buffer_bytes(n_symbols, n_words, slots, nodes) > MEMORY_BUDGET:
+        return None  # the Python engines hold the words in less memory
     while True:
         bits = max(10, int(2 * slots - 1).bit_length())
         table_size = 1 << bits  # at most half full
@@ -153,6 +159,12 @@ def train_merges(
     lefts = [pair >> 32 for pair in learnt]
     rights = [pair & 0xFFFFFFFF for pair in learnt]
     return CompiledMerges(lefts, rights, memoryview(merge_counts).cast("q")[:done].tolist())
+
+
+def _buffer_bytes(n_symbols: int, n_words: int, slots: int, nodes: int) -> int:
+    """The kernel's buffers in bytes, at most (the pages it never touches cost nothing)."""
+    table_size = 1 << max(10, int(2 * slots - 1).bit_length())
+    return 4 * n_symbols + 24 * n_words + 32 * table_size + 16 * nodes + 8 * table_size
 
 
 def _address(buffer: bytearray) -> int:

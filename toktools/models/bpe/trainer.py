@@ -173,11 +173,29 @@ def _encode_words(
             for ch in set("".join(word_counts)):
                 table.setdefault(ord(ch), None)
         return [word.translate(table) for word in word_counts], counts
+    if prefix and not suffix:
+        return _encode_prefixed(word_counts, vocab, prefix), counts
     words = [
         "".join(chr(vocab.add(symbol)) for ch, symbol in decorated(word, prefix, suffix) if ch in alphabet)
         for word in word_counts
     ]
     return words, counts
+
+
+def _encode_prefixed(word_counts: Mapping[str, int], vocab: _Vocab, prefix: str) -> list[str]:
+    """:func:`_encode_words` with a continuing-subword prefix only (WordPiece), by two
+    ``str.translate`` tables: first characters to their ids, the others to the ids of their
+    prefixed forms, which get ids in the order of their first occurrence after a word's first
+    position (as the per-character loop gives them)."""
+    single = {ch: i for ch, i in vocab.ids.items() if len(ch) == 1}
+    later = dict.fromkeys("".join([word[1:] for word in word_counts]))
+    first_table: dict[int, str | None] = {ord(ch): chr(i) for ch, i in single.items()}
+    later_table: dict[int, str | None] = {ord(ch): chr(vocab.add(prefix + ch)) for ch in later if ch in single}
+    for ch in set("".join([word[:1] for word in word_counts])):
+        first_table.setdefault(ord(ch), None)
+    for ch in later:
+        later_table.setdefault(ord(ch), None)
+    return [word[:1].translate(first_table) + word[1:].translate(later_table) for word in word_counts]
 
 
 def decorated(word: str, prefix: str | None, suffix: str | None) -> Iterator[tuple[str, str]]:
