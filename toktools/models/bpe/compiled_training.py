@@ -77,6 +77,16 @@ def compiled_trainer_available() -> bool:
     return not pure_python_forced() and numba_installed()
 
 
+def prepare_kernel() -> bool:
+    """Compile the kernel now (numba, seconds) and keep its machine code in the user cache, so
+    that later jobs of any size use it (e.g. while building an image); whether it is ready."""
+    if not compiled_trainer_available():
+        return False
+    from toktools.runtime.machine_code import kernel
+
+    return kernel(*_KERNEL) is not None
+
+
 def train_merges(
     words: list[str],
     counts: list[int],
