@@ -364,3 +364,15 @@ def test_an_unlisted_regex_version_is_measured_once_and_cached_on_disk(tmp_path,
     listed = REGEX_DISAGREEMENTS.get(regex.__version__)
     if listed is not None:  # the generated table holds the installed version: it must agree
         assert measured == frozenset(chr(c) for lo, hi in listed for c in range(lo, hi + 1))
+
+
+def test_split_lines_matches_tokenizers_on_every_unicode_scalar(unicode_scalars):
+    """``split_lines`` runs lines without astral characters through the standard ``re`` module
+    (classes cut to the Basic Multilingual Plane), the others through ``regex``: every scalar
+    value (a sample but under ``-m full``), each in two line contexts, 4096 lines per chunk so
+    that most chunks mix both kinds of lines: the pieces ``tokenizers`` makes line by line."""
+    for context in ("a{c}b \n", " {c}{c}1\r\n"):
+        for start in range(0, len(unicode_scalars), BATCH):
+            scalars = unicode_scalars[start : start + BATCH]
+            chunk = "".join(context.replace("{c}", chr(c)) for c in scalars) + "\U0001f600 tail"
+            assert our_pieces_of_lines(chunk, False) == hf_pieces_per_line(chunk, False), (context, hex(scalars[0]))

@@ -21,7 +21,7 @@ numba's ``cfunc`` of the same kernel is used instead: the same code, loaded the 
 
 A kernel is a plain Python function in a module that imports numba (e.g.
 :mod:`toktools.models.bpe.kernels`). Its parameters are ``int64`` and ``uint64`` scalars and pointers
-(``"int64*"``, ``"uint64*"``, ``"uint8*"``; the kernel wraps them with ``numba.carray``), and it
+(``"int64*"``, ``"uint64*"``, ``"uint32*"``, ``"uint8*"``; the kernel wraps them with ``numba.carray``), and it
 returns an ``int64``. The caller states these parameter types, so a cache hit never imports the
 kernel's module.
 """
@@ -39,6 +39,7 @@ _CTYPES = {
     "uint64": ctypes.c_uint64,
     "int64*": ctypes.c_void_p,
     "uint64*": ctypes.c_void_p,
+    "uint32*": ctypes.c_void_p,
     "uint8*": ctypes.c_void_p,
 }
 
@@ -62,13 +63,12 @@ def kernel(module: str, function: str, parameters: Sequence[str]) -> Callable[..
     return _loaded[key]
 
 
-def is_kept(module: str, function: str, parameters: Sequence[str]) -> bool:
-    """True when the kernel is loaded here or its machine code is in the user cache: loading it
-    then costs ~0.05 s, never a numba compilation (1-3 s). For callers that want it only cheap."""
-    key = (module, function, tuple(parameters))
-    if key in _loaded:
-        return _loaded[key] is not None
-    path = _entry_path(*key)
+def ready(module: str, function: str, parameters: Sequence[str]) -> bool:
+    """Whether the kernel is loaded in this process or its machine code is in the user cache:
+    :func:`kernel` then costs milliseconds, where compiling it costs seconds."""
+    if (module, function, tuple(parameters)) in _loaded:
+        return _loaded[(module, function, tuple(parameters))] is not None
+    path = _entry_path(module, function, tuple(parameters))
     return path is not None and path.exists()
 
 
@@ -188,7 +188,7 @@ def _numba_signature(parameters: Sequence[str]) -> Any:
     from numba import types
 
     scalar = {"int64": types.int64, "uint64": types.uint64}
-    pointer = {"int64*": types.int64, "uint64*": types.uint64, "uint8*": types.uint8}
+    pointer = {"int64*": types.int64, "uint64*": types.uint64, "uint32*": types.uint32, "uint8*": types.uint8}
     return types.int64(*[scalar[p] if p in scalar else types.CPointer(pointer[p]) for p in parameters])
 
 

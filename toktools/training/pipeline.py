@@ -100,6 +100,15 @@ def count_bytebpe_words(
         counts = _count_files(
             files, splitter, workers=workers, errors=errors, json_field=json_field, progress=progress, cluster=cluster
         )
+    return _as_byte_symbols(counts)
+
+
+def _as_byte_symbols(counts: dict[str, int]) -> dict[str, int]:
+    """The counts keyed by the byte symbols of each piece: all pieces mapped in one call when
+    none holds a NUL (joined by NUL, whose symbol then splits them again)."""
+    joined = "\x00".join(counts)
+    if joined.count("\x00") == len(counts) - 1:
+        return dict(zip(bytelevel.text_to_symbols(joined).split(bytelevel.BYTE_TO_SYMBOL[0]), counts.values()))
     to_symbols = bytelevel.text_to_symbols
     return {to_symbols(piece): count for piece, count in counts.items()}
 

@@ -44,10 +44,10 @@ _KERNEL = (
 
 
 def kept() -> bool:
-    """The compiled merge loads cheaply here (:func:`toktools.runtime.machine_code.is_kept`)."""
-    from toktools.runtime.machine_code import is_kept
+    """The compiled merge loads cheaply here (:func:`toktools.runtime.machine_code.ready`)."""
+    from toktools.runtime.machine_code import ready
 
-    return is_kept(*_KERNEL)
+    return ready(*_KERNEL)
 
 
 class MergeTable:

@@ -173,11 +173,29 @@ def _encode_words(
             for ch in set("".join(word_counts)):
                 table.setdefault(ord(ch), None)
         return [word.translate(table) for word in word_counts], counts
+    if prefix and not suffix:
+        return _encode_prefixed(word_counts, vocab, prefix), counts
     words = [
         "".join(chr(vocab.add(symbol)) for ch, symbol in decorated(word, prefix, suffix) if ch in alphabet)
         for word in word_counts
     ]
     return words, counts
+
+
+def _encode_prefixed(word_counts: Mapping[str, int], vocab: _Vocab, prefix: str) -> list[str]:
+    """:func:`_encode_words` with a continuing-subword prefix only (WordPiece), by two
+    ``str.translate`` tables: first characters to their ids, the others to the ids of their
+    prefixed forms, which get ids in the order of their first occurrence after a word's first
+    position (as the per-character loop gives them)."""
+    single = {ch: i for ch, i in vocab.ids.items() if len(ch) == 1}
+    later = dict.fromkeys("".join([word[1:] for word in word_counts]))
+    first_table: dict[int, str | None] = {ord(ch): chr(i) for ch, i in single.items()}
+    later_table: dict[int, str | None] = {ord(ch): chr(vocab.add(prefix + ch)) for ch in later if ch in single}
+    for ch in set("".join([word[:1] for word in word_counts])):
+        first_table.setdefault(ord(ch), None)
+    for ch in later:
+        later_table.setdefault(ord(ch), None)
+    return [word[:1].translate(first_table) + word[1:].translate(later_table) for word in word_counts]
 
 
 def decorated(word: str, prefix: str | None, suffix: str | None) -> Iterator[tuple[str, str]]:
@@ -201,7 +219,10 @@ def train_bpe(
 ) -> BpeTrainingResult:
     """Learn merges from ``word -> count`` exactly as ``tokenizers``' ``BpeTrainer`` does.
 
-    Two engines run the merge loop. :class:`_LeanEngine`, the fast one, relies on a fact that
+    Where numba is installed, the merge loop runs compiled
+    (:mod:`toktools.models.bpe.compiled_training`), on the lean engine's assumption below,
+    checked on its result (a duplicate token string sends training to :class:`_ExactEngine`).
+    Otherwise two Python engines run it. :class:`_LeanEngine`, the fast one, relies on a fact that
     holds unless a merge produces a token string already in the vocabulary (``ab`` + ``c``
     after ``a`` + ``bc``): a pair is only ever counted up in one merge, the one that creates
     its newer symbol (or at the start). That never happened on our corpora (spec §6); when it
@@ -209,19 +230,34 @@ def train_bpe(
     literal port of ``tokenizers``' loop with its per-entry position sets (``progress`` then
     counts from 0 again).
     """
+    from toktools.models.bpe.compiled_training import compiled_trainer_available
+
+    if compiled_trainer_available():
+        try:
+            return _train(word_counts, config, progress, None)
+        except _NoKernel:
+            pass
+        except _DuplicateToken:
+            return _train(word_counts, config, progress, _ExactEngine)
     try:
         return _train(word_counts, config, progress, _LeanEngine)
     except _DuplicateToken:
         return _train(word_counts, config, progress, _ExactEngine)
 
 
+class _NoKernel(Exception):
+    """The compiled merge loop cannot run here (no numba, or turned off)."""
+
+
 def _train(
     word_counts: Mapping[str, int],
     config: BpeTrainerConfig,
     progress: ProgressCallback | None,
-    engine_class: type[_LeanEngine] | type[_ExactEngine],
+    engine_class: type[_LeanEngine] | type[_ExactEngine] | None,
 ) -> BpeTrainingResult:
-    """The trainer around a merge engine: vocabulary, merge choice, result."""
+    """The trainer around a merge engine: vocabulary, merge choice, result. ``engine_class``
+    None: the compiled merge loop (:mod:`toktools.models.bpe.compiled_training`), which raises
+    :class:`_NoKernel` where it cannot run."""
     vocab = _Vocab()
     # 1. Special tokens first, in the given order (a repeated one is skipped).
     for token in config.special_tokens:
@@ -237,17 +273,98 @@ def _train(
     # 3. Words as strings of symbol ids; 4. pair counts and the queue.
     words, counts = _encode_words(word_counts, vocab, config)
     threshold = max(config.min_frequency, 1)  # the lowest count that can be merged
-    engine = engine_class(words, counts, threshold, max(len(vocab.tokens), config.vocab_size))
-    del words, counts
-
-    max_length = config.max_token_length or math.inf
     lengths = [1] * len(vocab.tokens)  # length of each token in initial symbols
-    prefix = config.continuing_subword_prefix
     merges: list[str] = []
     merge_counts: list[int] = []
-    planned = max(config.vocab_size - len(vocab.tokens), 0)
+    if engine_class is None:
+        merges, merge_counts, stop_reason = _compiled_loop(words, counts, vocab, lengths, config, threshold, progress)
+    else:
+        stop_reason = _python_loop(
+            engine_class(words, counts, threshold, max(len(vocab.tokens), config.vocab_size)),
+            vocab,
+            lengths,
+            config,
+            threshold,
+            merges,
+            merge_counts,
+            progress,
+        )
+    del words, counts
 
-    # 5. The merge loop.
+    # The model keeps the last rank of a pair merged twice; the file lists pairs by rank.
+    last_rank = {pair: rank for rank, pair in enumerate(merges)}
+    kept = [rank for rank, pair in enumerate(merges) if last_rank[pair] == rank]
+    tokens = vocab.tokens
+    dropped, dropped_share, single_share = 0, 0.0, 0.0
+    if stop_reason != "size" and config.limit_alphabet is not None:  # only explained when it matters
+        dropped, dropped_share, single_share = _alphabet_shortfall(word_counts, alphabet)
+    return BpeTrainingResult(
+        vocab=tokens,
+        merges=[(tokens[ord(merges[r][0])], tokens[ord(merges[r][1])]) for r in kept],
+        alphabet_size=alphabet_size,
+        merge_counts=[merge_counts[r] for r in kept],
+        stop_reason=stop_reason,
+        dropped_characters=dropped,
+        dropped_share=dropped_share,
+        single_character_share=single_share,
+    )
+
+
+def _compiled_loop(
+    words: list[str],
+    counts: list[int],
+    vocab: _Vocab,
+    lengths: list[int],
+    config: BpeTrainerConfig,
+    threshold: int,
+    progress: ProgressCallback | None,
+) -> tuple[list[str], list[int], str]:
+    """5. The merge loop, compiled: ``(merges as id pairs, their counts, stop reason)``. The
+    kernel assumes each merge makes a new token string; a merge that does not raises
+    :class:`_DuplicateToken` (the caller then runs the exact engine)."""
+    from toktools.models.bpe.compiled_training import train_merges
+
+    max_length = config.max_token_length or math.inf
+    learnt = train_merges(words, counts, lengths, config.vocab_size, threshold, max_length)
+    if learnt is None:
+        raise _NoKernel
+    prefix = config.continuing_subword_prefix
+    tokens = vocab.tokens
+    first_new = len(tokens)
+    planned = max(config.vocab_size - first_new, 0)
+    strip = len(prefix) if prefix else 0
+    lefts, rights = learnt.lefts, learnt.rights
+    append = tokens.append
+    if strip:
+        for left, right in zip(lefts, rights):
+            right_part = tokens[right]
+            append(tokens[left] + (right_part[strip:] if right_part.startswith(prefix) else right_part))  # type: ignore[arg-type]
+    else:
+        _consume(map(append, map(add, map(tokens.__getitem__, lefts), map(tokens.__getitem__, rights))))
+    vocab.ids.update(zip(islice(tokens, first_new, None), itertools.count(first_new)))
+    if len(vocab.ids) != len(tokens):  # a merge made a token string that was already there
+        raise _DuplicateToken
+    merges = list(map(add, map(chr, lefts), map(chr, rights)))
+    if progress is not None:
+        _consume(map(progress, range(1, len(merges) + 1), repeat(planned)))
+    stop_reason = "size" if len(vocab.ids) >= config.vocab_size else "no_pairs"
+    return merges, learnt.counts, stop_reason
+
+
+def _python_loop(
+    engine: _LeanEngine | _ExactEngine,
+    vocab: _Vocab,
+    lengths: list[int],
+    config: BpeTrainerConfig,
+    threshold: int,
+    merges: list[str],
+    merge_counts: list[int],
+    progress: ProgressCallback | None,
+) -> str:
+    """5. The merge loop in Python, filling ``merges`` and ``merge_counts``; returns the stop reason."""
+    max_length = config.max_token_length or math.inf
+    prefix = config.continuing_subword_prefix
+    planned = max(config.vocab_size - len(vocab.tokens), 0)
     stop_reason = "size"
     while len(vocab.ids) < config.vocab_size:
         top = engine.pop()
@@ -273,24 +390,7 @@ def _train(
         merge_counts.append(count)
         if progress is not None:
             progress(len(merges), planned)
-
-    # The model keeps the last rank of a pair merged twice; the file lists pairs by rank.
-    last_rank = {pair: rank for rank, pair in enumerate(merges)}
-    kept = [rank for rank, pair in enumerate(merges) if last_rank[pair] == rank]
-    tokens = vocab.tokens
-    dropped, dropped_share, single_share = 0, 0.0, 0.0
-    if stop_reason != "size" and config.limit_alphabet is not None:  # only explained when it matters
-        dropped, dropped_share, single_share = _alphabet_shortfall(word_counts, alphabet)
-    return BpeTrainingResult(
-        vocab=tokens,
-        merges=[(tokens[ord(merges[r][0])], tokens[ord(merges[r][1])]) for r in kept],
-        alphabet_size=alphabet_size,
-        merge_counts=[merge_counts[r] for r in kept],
-        stop_reason=stop_reason,
-        dropped_characters=dropped,
-        dropped_share=dropped_share,
-        single_character_share=single_share,
-    )
+    return stop_reason
 
 
 def _alphabet_shortfall(word_counts: Mapping[str, int], alphabet: Sequence[str]) -> tuple[int, float, float]:
