@@ -255,17 +255,17 @@ def _histogram_section(metrics: Mapping[str, Mapping[str, Any]], colours: Mappin
                 unknown = metrics[name].get("unk_count", 0)
                 bars[name] = _token_length_bars(found[kind], unknown if isinstance(unknown, int) else 0)
             else:
-                items = sorted((int(k), float(v)) for k, v in found[kind].items())
-                bars[name] = _binned(items, sum(v for _, v in items), scale=sorted(merged.items()))
-        top = max((v / (sum(x for _, x in items) or 1) for items in bars.values() for _, v in items), default=1.0)
+                values = sorted((int(k), float(v)) for k, v in found[kind].items())
+                bars[name] = _binned(values, sum(v for _, v in values), scale=sorted(merged.items()))
+        top = max((v / (sum(x for _, x in b) or 1) for b in bars.values() for _, v in b), default=1.0)
         title = kind.removeprefix("histograms.").replace("_", " ")
         boxes = []
         table = []
-        for name, items in bars.items():
+        for name, panel in bars.items():
             ticks = _TOKEN_LENGTH_TICKS if token_length else ()
             boxes.append(
                 f'<div class="multiple"><div>{_e(name).replace("/", "/<wbr>")}</div>'
-                f"{_bars_svg(items, colours[name], top, ticks)}</div>"
+                f"{_bars_svg(panel, colours[name], top, ticks)}</div>"
             )
             cells = "".join(f"<td>{_e(k)}: {_number(v)}</td>" for k, v in per_name[name][kind].items())
             if token_length:
