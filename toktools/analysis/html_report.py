@@ -31,7 +31,8 @@ th,td{border:1px solid #ddd;padding:3px 8px;text-align:right;vertical-align:top}
 th{background:#f4f4f4}td.name,th.name,td.l{text-align:left}td.name,th.name{font-weight:600}
 .key{display:inline-block;width:10px;height:10px;margin-right:5px;border-radius:2px}
 .wrap{overflow-x:auto}td>.wrap{max-width:70vw}.multiples{display:flex;flex-wrap:wrap;gap:10px}
-.multiple{border:1px solid #eee;padding:4px;width:220px}
+.multiple{border:1px solid #eee;padding:4px;width:220px;display:flex;flex-direction:column}
+.multiple svg{margin-top:auto}
 .multiple div{font-size:12px;font-weight:600;overflow-wrap:anywhere}
 .tokens{font:13px/2.1 ui-monospace,Menlo,Consolas,"Noto Sans Mono CJK SC","Noto Sans CJK SC",monospace;margin:2px 0 10px}
 .row{display:flex;gap:8px;align-items:baseline}.row .tokens{flex:1;min-width:0;overflow-wrap:anywhere}
