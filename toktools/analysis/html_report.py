@@ -28,12 +28,15 @@ body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans CJK SC"
 h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd}h3{font-size:15px}
 table{border-collapse:collapse;margin:8px 0;font-variant-numeric:tabular-nums}
 th,td{border:1px solid #ddd;padding:3px 8px;text-align:right;vertical-align:top}
-th{background:#f4f4f4}td.name,th.name{text-align:left;font-weight:600}
+th{background:#f4f4f4}td.name,th.name,td.l{text-align:left}td.name,th.name{font-weight:600}
 .key{display:inline-block;width:10px;height:10px;margin-right:5px;border-radius:2px}
 .wrap{overflow-x:auto}td>.wrap{max-width:70vw}.multiples{display:flex;flex-wrap:wrap;gap:10px}
-.multiple{border:1px solid #eee;padding:4px}.multiple div{font-size:12px;font-weight:600}
+.multiple{border:1px solid #eee;padding:4px;width:220px;display:flex;flex-direction:column}
+.multiple svg{margin-top:auto}
+.multiple div{font-size:12px;font-weight:600;overflow-wrap:anywhere}
 .tokens{font:13px/2.1 ui-monospace,Menlo,Consolas,"Noto Sans Mono CJK SC","Noto Sans CJK SC",monospace;margin:2px 0 10px}
-.row{display:flex;gap:8px;align-items:baseline}.row .tokens{flex:1;min-width:0;overflow-wrap:anywhere}.row .who{min-width:140px;font-weight:600;font-size:12px}
+.row{display:flex;gap:8px;align-items:baseline}.row .tokens{flex:1;min-width:0;overflow-wrap:anywhere}
+.row .who{flex:0 0 170px;font-weight:600;font-size:12px;overflow-wrap:anywhere}
 .t{border:1px solid #8aa;border-radius:3px;padding:1px 2px;margin:0 1px;white-space:pre}
 .t0{background:#dbeafe}.t1{background:#fde8c8}.t2{background:#d1f0e4}
 .t.partial{background:#f3d6ef;border-style:dashed;border-color:#a04a90}
@@ -130,52 +133,107 @@ def _metrics_table(metrics: Mapping[str, Mapping[str, Any]], colours: Mapping[st
     return f'<div class="wrap"><table><tr><th class="name">tokenizer</th>{head}</tr>{"".join(rows)}</table></div>'
 
 
-def _bars_svg(histogram: Mapping[str, Any], colour: str, top: float, width: int = 220, height: int = 90) -> str:
-    """One small bar chart (share of the total per value), on a shared vertical scale ``top``."""
-    total = sum(float(v) for v in histogram.values()) or 1.0
-    items = _binned(sorted((int(k), float(v)) for k, v in histogram.items()), total)
+def _bars_svg(
+    items: Sequence[tuple[str, float]],
+    colour: str,
+    top: float,
+    ticks: Sequence[int] = (),
+    width: int = 220,
+    height: int = 90,
+) -> str:
+    """One small bar chart (share of the total per bar), on a shared vertical scale ``top``.
+    Bars labelled ``UNK`` are red with their share written above, ``byte`` bars dashed grey
+    (as in ``--plot``); ``ticks`` are the bars labelled under the axis (first and last if none)."""
+    total = sum(v for _, v in items) or 1.0
     n = len(items)
     bar = (width - 10) / max(n, 1)
-    parts = [f'<svg width="{width}" height="{height + 14}" role="img">']
+    lines = 2 if any(label == "byte" for label, _ in items) and 1 in ticks else 1  # "UNK" over "byte" would collide
+    parts = [f'<svg width="{width}" height="{height + 4 + 12 * lines}" role="img">']
     parts.append(f'<line x1="0" y1="{height}" x2="{width}" y2="{height}" stroke="#999"/>')
     for i, (k, v) in enumerate(items):
-        h = (v / total) / (top or 1) * (height - 4)
+        h = (v / total) / (top or 1) * (height - 14)
+        x = 5 + i * bar
+        fill, extra = colour, ""
+        if k == "UNK":
+            fill, extra = _UNK_COLOUR, ' class="unk-bar"'
+        elif k == "byte":
+            fill, extra = "#eee", ' class="byte-bar" stroke="#555" stroke-width="0.8" stroke-dasharray="2,1"'
         parts.append(
-            f'<rect x="{5 + i * bar:.1f}" y="{height - h:.1f}" width="{max(bar - 1, 0.6):.1f}" height="{h:.1f}"'
-            f' fill="{colour}"><title>{_e(k)}: {_e(v if v != int(v) else int(v))} ({v / total:.1%})</title></rect>'
+            f'<rect x="{x:.1f}" y="{height - h:.1f}" width="{max(bar - 1, 0.6):.1f}" height="{h:.1f}"'
+            f' fill="{fill}"{extra}><title>{_e(_BAR_NAMES.get(k, k))}: {_e(v if v != int(v) else int(v))}'
+            f" ({v / total:.1%})</title></rect>"
         )
-    if items:
-        parts.append(f'<text x="4" y="{height + 12}" font-size="10">{_e(items[0][0].split("–")[0])}</text>')
-        last = items[-1][0]
-        parts.append(f'<text x="{width - 4}" y="{height + 12}" font-size="10" text-anchor="end">{_e(last)}</text>')
+        if k == "UNK" and v:
+            parts.append(
+                f'<text x="{x:.1f}" y="{height - h - 2:.1f}" font-size="9" fill="{_UNK_COLOUR}">{v / total:.1%}</text>'
+            )
+    labelled = list(ticks) or ([0, n - 1] if n > 1 else [0] if n else [])
+    for i in labelled:
+        label = items[i][0].split("–")[0] if i == 0 and not ticks else items[i][0]
+        x = 5 + (i + 0.5) * bar
+        anchor = "start" if i == 0 and not ticks else "end" if i == n - 1 and not ticks else "middle"
+        x = 4 if anchor == "start" else width - 4 if anchor == "end" else x
+        colour_attr = f' fill="{_UNK_COLOUR}"' if items[i][0] == "UNK" else ""
+        parts.append(
+            f'<text x="{x:.1f}" y="{height + (24 if lines == 2 and i == 1 else 12)}" font-size="10"'
+            f' text-anchor="{anchor}"{colour_attr}>{_e(label)}</text>'
+        )
     parts.append("</svg>")
     return "".join(parts)
 
 
-def _binned(items: list[tuple[int, float]], total: float, limit: int = 40) -> list[tuple[str, float]]:
+def _binned(
+    items: list[tuple[int, float]], total: float, limit: int = 40, scale: list[tuple[int, float]] | None = None
+) -> list[tuple[str, float]]:
     """At most ``limit`` bars, labelled by the values they hold: many distinct values (sequence
     lengths) go into equal-width bins up to the 99th percentile and one last bar for the rest,
-    so a long outlier does not squeeze the others into a line (exact numbers stay in the table)."""
-    if len(items) <= limit:
-        return [(str(k), v) for k, v in items]
-    running, high = 0.0, items[-1][0]
-    for key, value in items:
+    so a long outlier does not squeeze the others into a line (exact numbers stay in the table).
+    ``scale`` (all panels' values together) chooses the bins, so every panel has the same x axis."""
+    scale = sorted(scale) if scale is not None else items
+    if len(scale) <= limit:
+        present = dict(items)
+        return [(str(k), present.get(k, 0.0)) for k, _ in scale]
+    scale_total = sum(v for _, v in scale)
+    running, high = 0.0, scale[-1][0]
+    for key, value in scale:
         running += value
-        if running >= 0.99 * total:
+        if running >= 0.99 * scale_total:
             high = key
             break
-    low = items[0][0]
+    low = scale[0][0]
     width = max(1, -(-(high - low + 1) // (limit - 1)))
     bins: dict[int, float] = {}
     for key, value in items:
         index = min((key - low) // width, limit - 1) if key <= high else limit - 1
         bins[index] = bins.get(index, 0.0) + value
+    last = max(min((k - low) // width, limit - 1) if k <= high else limit - 1 for k, _ in scale)
     out = []
-    for index in range(max(bins) + 1):
+    for index in range(last + 1):
         start = low + index * width
         label = f"{start}+" if index == limit - 1 else f"{start}–{start + width - 1}" if width > 1 else str(start)
         out.append((label, bins.get(index, 0.0)))
     return out
+
+
+#: Token lengths from this one up share the last bar, as in ``--plot`` (plots._TOKEN_LENGTH_CAP).
+TOKEN_LENGTH_CAP = 16
+#: The red of unknown tokens, in the bars as in the token boxes.
+_UNK_COLOUR = "#B22222"
+_BAR_NAMES = {"UNK": "unknown tokens (UNK)", "byte": "byte pieces (part of a character)"}
+
+
+def _token_length_bars(histogram: Mapping[str, Any], unknown: int) -> list[tuple[str, float]]:
+    """UNK, byte pieces (length 0), 1, 2, …, 16+ characters: the token-length histogram leaves
+    unknown tokens out, so they get their own bar and count in the total (as in ``--plot``)."""
+    counts = [0.0] * (TOKEN_LENGTH_CAP + 1)
+    for key, value in histogram.items():
+        counts[min(int(key), TOKEN_LENGTH_CAP)] += float(value)
+    labels = ["byte"] + [str(k) for k in range(1, TOKEN_LENGTH_CAP)] + [f"{TOKEN_LENGTH_CAP}+"]
+    return [("UNK", float(unknown)), *zip(labels, counts)]
+
+
+#: The labelled bars of the token-length panels: UNK, byte, 1, 4, 8, 12, 16+.
+_TOKEN_LENGTH_TICKS = (0, 1, 2, 5, 9, 13, TOKEN_LENGTH_CAP + 1)
 
 
 def _histogram_section(metrics: Mapping[str, Mapping[str, Any]], colours: Mapping[str, str]) -> str:
@@ -185,26 +243,48 @@ def _histogram_section(metrics: Mapping[str, Mapping[str, Any]], colours: Mappin
         kinds += [k for k in found if k not in kinds]
     out = []
     for kind in kinds:
-        shares = [
-            float(v) / (sum(float(x) for x in found[kind].values()) or 1)
-            for found in per_name.values()
-            if kind in found
-            for v in found[kind].values()
-        ]
-        top = max(shares, default=1.0)
-        title = kind.removeprefix("histograms.").replace("_", " ")
-        boxes = []
-        table = []
+        token_length = kind.split(".")[-1] == "token_length"
+        merged: dict[int, float] = {}
+        for found in per_name.values():
+            for k, v in found.get(kind, {}).items():
+                merged[int(k)] = merged.get(int(k), 0.0) + float(v)
+        bars: dict[str, list[tuple[str, float]]] = {}
         for name, found in per_name.items():
             if kind not in found:
                 continue
+            if token_length:
+                unknown = metrics[name].get("unk_count", 0)
+                bars[name] = _token_length_bars(found[kind], unknown if isinstance(unknown, int) else 0)
+            else:
+                values = sorted((int(k), float(v)) for k, v in found[kind].items())
+                bars[name] = _binned(values, sum(v for _, v in values), scale=sorted(merged.items()))
+        top = max((v / (sum(x for _, x in b) or 1) for b in bars.values() for _, v in b), default=1.0)
+        title = kind.removeprefix("histograms.").replace("_", " ")
+        boxes = []
+        table = []
+        for name, panel in bars.items():
+            ticks = _TOKEN_LENGTH_TICKS if token_length else ()
             boxes.append(
-                f'<div class="multiple"><div>{_e(name)}</div>{_bars_svg(found[kind], colours[name], top)}</div>'
+                f'<div class="multiple"><div>{_e(name).replace("/", "/<wbr>")}</div>'
+                f"{_bars_svg(panel, colours[name], top, ticks)}</div>"
             )
-            cells = "".join(f"<td>{_e(k)}: {_number(v)}</td>" for k, v in found[kind].items())
+            cells = "".join(f"<td>{_e(k)}: {_number(v)}</td>" for k, v in per_name[name][kind].items())
+            if token_length:
+                unknown = metrics[name].get("unk_count", 0)
+                cells = f'<td class="unk-cell">UNK: {_number(unknown)}</td>' + cells
             table.append(f'<tr><td class="name">{_e(name)}</td>{cells}</tr>')
+        note = "share of the total per value, same scale in every panel"
+        if token_length:
+            note = (
+                "share of all tokens by length in characters (spaces around a token not counted), same scale in "
+                f'every panel; <span style="color:{_UNK_COLOUR};font-weight:600">UNK</span> = unknown tokens '
+                "(left out of the lengths, so they get their own bar), byte = byte pieces (part of a character, "
+                f"dashed grey); {TOKEN_LENGTH_CAP}+ holds the longer ones"
+            )
+        elif any(len(items) > 1 and "–" in items[1][0] for items in bars.values()):
+            note += "; the values are binned (the last bar holds everything from its value up)"
         out.append(
-            f"<h3>{_e(title)}</h3><p>share of the total per value, same scale in every panel</p>"
+            f"<h3>{_e(title)}</h3><p>{note}</p>"
             f'<div class="multiples">{"".join(boxes)}</div>'
             f'<details><summary>the numbers</summary><div class="wrap"><table>{"".join(table)}</table></div></details>'
         )
@@ -238,10 +318,10 @@ def _token_boxes(alignment: Mapping[str, Any]) -> str:
             end = max(end, int(span.get(last, start)))
         extra = " · ".join(f"{k}: {_cell(v)}" for k, v in row.items() if k not in ("name", "spans"))
         rows.append(
-            f'<div class="row"><span class="who">{_e(row.get("name", ""))}</span>'
+            f'<div class="row"><span class="who">{_e(row.get("name", "")).replace("/", "/<wbr>")}</span>'
             f'<span class="tokens">{"".join(boxes)}</span></div>'
             + (
-                f'<details style="font-size:11px;color:#666;margin-left:148px"><summary>{_e(row.get("name", ""))}: '
+                f'<details style="font-size:11px;color:#666;margin-left:178px"><summary>{_e(row.get("name", ""))}: '
                 f"boundaries and offsets</summary>{extra}</details>"
                 if extra
                 else ""
@@ -273,6 +353,13 @@ def _shown_section(shown: Sequence[Any]) -> str:
     return legend + "".join(out)
 
 
+def _is_figure(value: Any) -> bool:
+    """A number (or list of numbers): right-aligned like the tables' figures; text reads from the left."""
+    if isinstance(value, (list, tuple)):
+        return bool(value) and all(_is_figure(v) for v in value)
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _generic(value: Any) -> str:
     """Any other part of the report: dicts as two-column tables, lists of dicts as tables."""
     if _is_alignment(value):
@@ -280,7 +367,10 @@ def _generic(value: Any) -> str:
     if isinstance(value, Mapping):
         if value and all(isinstance(v, Mapping) for v in value.values()):
             return _metrics_table(value, _colours(list(value)))  # type: ignore[arg-type]
-        rows = "".join(f'<tr><th class="name">{_e(k)}</th><td>{_generic(v)}</td></tr>' for k, v in value.items())
+        rows = "".join(
+            f'<tr><th class="name">{_e(k)}</th><td{"" if _is_figure(v) else " class=l"}>{_generic(v)}</td></tr>'
+            for k, v in value.items()
+        )
         return f"<table>{rows}</table>"
     if isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
         flat = [_flatten(v) for v in value]
@@ -291,6 +381,14 @@ def _generic(value: Any) -> str:
         body = "".join("<tr>" + "".join(f"<td>{_cell(r.get(c, ''))}</td>" for c in columns) + "</tr>" for r in flat)
         return f'<div class="wrap"><table><tr>{head}</tr>{body}</table></div>'
     return _cell(value)
+
+
+#: Section titles that say more than the report key.
+_TITLES = {
+    "shown": "Where the tokenizers disagree most (--show)",
+    "parallel": "Cross-lingual parity (--parallel): tokens of each language per token of the first",
+    "unused": "Never-seen tokens (--unused)",
+}
 
 
 def render_html(report: Mapping[str, Any], title: str = "Tokenizer comparison") -> str:
@@ -316,7 +414,7 @@ def render_html(report: Mapping[str, Any], title: str = "Tokenizer comparison") 
     for key, value in report.items():
         if key in about or key == "metrics" or value in (None, [], {}):
             continue
-        parts.append(f"<h2>{_e(key.replace('_', ' ').capitalize())}</h2>")
+        parts.append(f"<h2>{_e(_TITLES.get(key, key.replace('_', ' ').capitalize()))}</h2>")
         if key == "shown" and isinstance(value, list):
             parts.append(_shown_section(value))
         else:
