@@ -469,7 +469,7 @@ _RANDOM_TEXT = st.lists(
 _bulk_encoders: dict[tuple[str, bool], object] = {}
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_RANDOM_TEXT, min_size=1, max_size=30), st.booleans())
 def test_random_batches_merged_in_bulk(texts: list[str], compiled: bool) -> None:
     if compiled:

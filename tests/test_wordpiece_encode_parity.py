@@ -147,20 +147,24 @@ def texts() -> dict[str, list[str]]:
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("corpus", ["en", "zh", "mixed"])
+#: English and Chinese by default; the mixed sample (both in one corpus, the heaviest) under -m full
+CORPORA = ["en", "zh", pytest.param("mixed", marks=pytest.mark.full)]
+
+
+@pytest.mark.parametrize("corpus", CORPORA)
 def test_real_text_single_sequences(pair, texts, corpus):
     """Every line of the corpus: same six fields as tokenizers, with [CLS]/[SEP] added."""
     assert_same_lines(pair.ours, pair.theirs, texts[corpus])
 
 
-@pytest.mark.parametrize("corpus", ["en", "zh", "mixed"])
+@pytest.mark.parametrize("corpus", CORPORA)
 def test_real_text_pairs(pair, texts, corpus):
     """Consecutive lines as (A, B) pairs: ``[CLS] A [SEP] B [SEP]`` with type ids 0 then 1
     (spec §7)."""
     assert_same_lines(pair.ours, pair.theirs, texts[corpus][:400], pairs=True)
 
 
-@pytest.mark.parametrize("corpus", ["en", "zh", "mixed"])
+@pytest.mark.parametrize("corpus", CORPORA)
 def test_real_text_without_special_tokens(pair, texts, corpus):
     """``add_special_tokens=False`` adds nothing, for singles and pairs."""
     lines = texts[corpus][:300]
@@ -489,7 +493,7 @@ def test_published_tokenizer_json_truncates_and_pads_to_128(texts):
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("corpus", ["en", "zh", "mixed"])
+@pytest.mark.parametrize("corpus", CORPORA)
 def test_decode_real_text(pair, texts, corpus):
     """``decode(ids)`` with ``skip_special_tokens`` True and False, on the ids tokenizers
     produced: same strings (spec §8)."""

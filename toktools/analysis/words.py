@@ -22,7 +22,17 @@ import re
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["HAN", "HAN_RANGES", "NO_SPACE", "SOURCES", "WordSpans", "word_spans", "needs_segmenter", "han_words"]
+__all__ = [
+    "HAN",
+    "HAN_RANGES",
+    "NO_SPACE",
+    "SOURCES",
+    "WordSpans",
+    "word_spans",
+    "needs_segmenter",
+    "han_words",
+    "load_segmenter",
+]
 
 #: The Chinese characters (``toktools.pretraining.masking._is_chinese``): code point ranges,
 #: and the same as a regex class.
@@ -63,6 +73,11 @@ def _chinese_words() -> Any:
         return ChineseWords()
     except Exception:  # ToktoolsError: jieba missing; then per character
         return None
+
+
+def load_segmenter() -> None:
+    """Load jieba's segmenter now (before forking workers that will need it)."""
+    _chinese_words()
 
 
 def han_words(run: str) -> list[tuple[int, int]] | None:
