@@ -134,8 +134,9 @@ def _deaf_to_sigterm(started: str) -> None:
     time.sleep(60)
 
 
-def test_a_worker_deaf_to_sigterm_is_killed(tmp_path: Path) -> None:
-    """A worker that does not stop on SIGTERM within the grace period is killed."""
+def test_a_worker_deaf_to_sigterm_is_killed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker that does not stop on SIGTERM within the grace period (shortened here) is killed."""
+    monkeypatch.setattr(workers, "TERMINATE_GRACE_SECONDS", 0.5)
     started = tmp_path / "started"
     with pytest.raises(KeyboardInterrupt):
         with workers.process_pool(1) as pool:

@@ -136,6 +136,10 @@ def process_pool(
         pool.shutdown(wait=True)
 
 
+#: Seconds a worker has to exit on SIGTERM before it is killed.
+TERMINATE_GRACE_SECONDS = 5.0
+
+
 def stop_pool(pool: ProcessPoolExecutor) -> None:
     """Drop queued work and kill the workers now (they hold no state worth saving); callers
     still waiting on a result get ``BrokenProcessPool``."""
@@ -146,7 +150,7 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
         if process.is_alive():
             process.terminate()
     for process in processes:
-        process.join(timeout=5)
+        process.join(timeout=TERMINATE_GRACE_SECONDS)
         if process.is_alive():
             process.kill()
             process.join(timeout=5)
