@@ -43,5 +43,9 @@ def count_common(tokenizer: Any, stats: SegmentStats) -> None:
     if not characters:
         stats.common_single = 0
         return
-    # one by one: 3,500 one-character texts cost less than starting encode_batch's workers
-    stats.common_single = sum(is_single_token(tokenizer, token_view.encode_plain(tokenizer, ch)) for ch in characters)
+    # one by one: 3,500 one-character texts cost less than starting encode_batch's workers;
+    # the plain copy (no truncation or padding) made once, not per character
+    plain = token_view.without_truncation(tokenizer)
+    stats.common_single = sum(
+        is_single_token(tokenizer, plain.encode(ch, add_special_tokens=False)) for ch in characters
+    )

@@ -498,6 +498,10 @@ def pad_batch(
 # ---------------------------------------------------------------------------------------------
 
 
+#: A route lookup's answer for a fragment that no dictionary word starts with.
+_NOT_A_PREFIX: Any = object()
+
+
 class ChineseWords:
     """Chinese word boundaries from jieba (``pip install toktools[pretrain]``), as Chinese
     BERT-wwm finds them with a word segmenter. ``dictionary`` is a jieba dictionary file
@@ -519,11 +523,26 @@ class ChineseWords:
         except (ValueError, UnicodeDecodeError) as err:  # jieba: "invalid dictionary entry in ... at Line N"
             detail = str(err).splitlines()[0] if str(err) else type(err).__name__
             raise ToktoolsError(f"jieba dictionary {dictionary}: not a jieba dictionary ({detail})") from None
+        self._route_scores: dict[str, float | None] | None = None
+        self._unknown_score = 0.0
 
     def words(self, text: str, hmm: bool = True) -> list[tuple[int, int]]:
         """``(start, end)`` character spans of the words of ``text``; ``hmm=False``: dictionary
         words only (jieba's HMM guesses no new words; faster, what ``compare`` counts)."""
         return [(start, end) for _, start, end in self._segmenter.tokenize(text, HMM=hmm)]
+
+    def _route(self) -> dict[str, float | None]:
+        """jieba's prefix dictionary as log probabilities (``log(freq) - log(total)``; None for
+        a prefix that is not a word), computed once: one lookup per step of the route."""
+        if self._route_scores is None:
+            from math import log
+
+            segmenter = self._segmenter
+            segmenter.check_initialized()
+            total = log(segmenter.total)
+            self._unknown_score = -total  # jieba: log(freq or 1) - log(total)
+            self._route_scores = {w: (log(c) - total if c else None) for w, c in segmenter.FREQ.items()}
+        return self._route_scores
 
     def dictionary_words(self, run: str) -> list[tuple[int, int]]:
         """:meth:`words` with ``hmm=False`` of a run of Chinese characters only: jieba's word
@@ -531,12 +550,8 @@ class ChineseWords:
         frequency, the longer word on a tie) in one loop, without its per-call splitting into
         blocks and generators (what ``compare`` counts for every Chinese run of a corpus, so
         the overhead matters). Tested equal to jieba's ``lcut(run, HMM=False)``."""
-        from math import log
-
-        segmenter = self._segmenter
-        segmenter.check_initialized()
-        freq = segmenter.FREQ
-        total = log(segmenter.total)
+        route = self._route()
+        unknown = self._unknown_score
         n = len(run)
         best = [0.0] * (n + 1)
         nxt = [0] * (n + 1)
@@ -544,16 +559,20 @@ class ChineseWords:
             top, to = None, start + 1
             end = start + 1
             frag = run[start]
-            while end <= n and frag in freq:
-                count = freq[frag]
-                if count:
-                    score = log(count) - total + best[end]
+            while True:
+                score = route.get(frag, _NOT_A_PREFIX)
+                if score is _NOT_A_PREFIX:
+                    break
+                if score is not None:
+                    score += best[end]
                     if top is None or score >= top:
                         top, to = score, end
                 end += 1
+                if end > n:
+                    break
                 frag = run[start:end]
-            if top is None:  # no word starts here: the character alone
-                top = log(freq.get(run[start]) or 1) - total + best[start + 1]
+            if top is None:  # no word starts here: the character alone, as jieba scores it
+                top = unknown + best[start + 1]  # log(freq or 1) - log(total): freq is 0 or none
                 to = start + 1
             best[start], nxt[start] = top, to
         spans = []
