@@ -174,6 +174,27 @@ except ImportError:
 _WARMING: list[Any] = []
 
 
+#: Above this many items (bytes, characters, list elements), a failed ``==`` is explained by
+#: its lengths and first difference, not by pytest's difflib diff, which is quadratic: on two
+#: 800 KB byte strings it ran for more than 20 minutes, so a failing test looked like a hang.
+_LARGE_OPERAND = 10_000
+
+
+def pytest_assertrepr_compare(config: pytest.Config, op: str, left: Any, right: Any) -> list[str] | None:
+    """A short explanation for ``==`` between large sequences (see :data:`_LARGE_OPERAND`)."""
+    if op != "==" or not isinstance(left, (bytes, str, list, tuple)) or type(left) is not type(right):
+        return None
+    if max(len(left), len(right)) <= _LARGE_OPERAND:
+        return None
+    first = next((k for k, (a, b) in enumerate(zip(left, right)) if a != b), min(len(left), len(right)))
+    return [
+        f"{type(left).__name__} of {len(left):,} == {type(right).__name__} of {len(right):,} items",
+        f"first difference at index {first:,}:",
+        f"  left:  {left[max(0, first - 20) : first + 40]!r}",
+        f"  right: {right[max(0, first - 20) : first + 40]!r}",
+    ]
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Warm the user cache once per session, in a process of its own while the tests are being
     collected (by the pytest-xdist controller, not by each worker): on a cold cache the workers
