@@ -256,14 +256,12 @@ def compare(
     corpus = list(corpus_paths) + list(file_paths)
     names = list(arguments)
     ctx = click.get_current_context()
+    if as_json and as_markdown:
+        raise click.UsageError("--json and --markdown are two output formats: choose one")
     if parallel:
-        if as_json and as_markdown:
-            raise click.UsageError("--json and --markdown are two output formats: choose one")
         _parallel(ctx, names, ctx.meta.get("parallel_files", []), corpus, as_json, as_markdown, html_path, model_rule)
         return
     given = {name for name in ctx.params if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE}
-    if as_json and as_markdown:
-        raise click.UsageError("--json and --markdown are two output formats: choose one")
     if as_json:
         for name, flag in (("byte_view", "--bytes/--no-bytes"), ("width", "--width")):
             if name in given:
