@@ -17,7 +17,7 @@ from typing import Any
 from toktools.analysis.segstats import SegmentStats, _TokenFacts
 from toktools.analysis.words import HAN_RANGES, SOURCES, needs_segmenter, word_spans
 
-__all__ = ["ChunkText", "Marks", "numpy_available", "spans_of", "tally_chunk"]
+__all__ = ["ChunkText", "Marks", "flat_spans", "numpy_available", "spans_of", "tally_chunk"]
 
 #: The code points ``str.isspace`` holds true for (what splits words).
 SPACES = [c for c in range(0x3001) if chr(c).isspace()]
@@ -129,9 +129,9 @@ def _covered(starts: Any, ends: Any) -> int:
     return int(np.maximum(e - np.maximum(s, before), 0).sum())
 
 
-def spans_of(chunk: ChunkText, encoded: Sequence[tuple[list[int], list[tuple[int, int]]]]) -> tuple[Any, Any, Any, Any]:
-    """``(ids, tokens per document, starts, ends)`` as arrays, spans on the chunk's axis, from
-    each document's ``(ids, offsets)``."""
+def flat_spans(encoded: Sequence[tuple[Sequence[int], Sequence[tuple[int, int]]]]) -> tuple[Any, Any, Any, Any]:
+    """``(ids, tokens per text, starts, ends)`` as arrays of texts' ``(ids, offsets)``, spans
+    relative to each text."""
     import numpy as np
 
     counts = np.fromiter((len(ids) for ids, _ in encoded), dtype=np.int64, count=len(encoded))
@@ -140,8 +140,17 @@ def spans_of(chunk: ChunkText, encoded: Sequence[tuple[list[int], list[tuple[int
     spans = np.fromiter(
         chain.from_iterable(chain.from_iterable(offsets for _, offsets in encoded)), dtype=np.int64, count=2 * total
     ).reshape(-1, 2)
+    return ids, counts, spans[:, 0], spans[:, 1]
+
+
+def spans_of(chunk: ChunkText, encoded: Sequence[tuple[list[int], list[tuple[int, int]]]]) -> tuple[Any, Any, Any, Any]:
+    """``(ids, tokens per document, starts, ends)`` as arrays, spans on the chunk's axis, from
+    each document's ``(ids, offsets)``."""
+    import numpy as np
+
+    ids, counts, starts, ends = flat_spans(encoded)
     shift = np.repeat(chunk.base[:-1], counts)
-    return ids, counts, spans[:, 0] + shift, spans[:, 1] + shift
+    return ids, counts, starts + shift, ends + shift
 
 
 def tally_chunk(

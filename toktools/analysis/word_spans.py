@@ -32,13 +32,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from itertools import chain, repeat
-from typing import TYPE_CHECKING, Any
+from itertools import repeat
+from typing import Any
 
+from toktools.analysis.chunk_tally import SPACES, ChunkText, flat_spans
 from toktools.analysis.fast_offsets import OffsetsEncoder, is_threaded, offsets_encoder
-
-if TYPE_CHECKING:
-    from toktools.analysis.chunk_tally import ChunkText
 
 __all__ = ["WordSpans", "word_spans", "MAX_WORDS", "MAX_CHARACTERS"]
 
@@ -85,8 +83,6 @@ def word_separable(document: dict[str, Any]) -> bool:
 def _separators(encode: OffsetsEncoder) -> tuple[set[str], set[str]]:
     """(whitespace characters the pipeline drops and splits at, those it does not), as probed:
     ``before + c + after`` must encode as ``before`` and ``after`` alone, offsets moved."""
-    from toktools.analysis.chunk_tally import SPACES
-
     spaces = [chr(c) for c in SPACES]
     texts = [b + c + a for c in spaces for b, a in _CONTEXTS]
     pieces = sorted({piece for pair in _CONTEXTS for piece in pair})
@@ -152,7 +148,7 @@ class WordSpans:
         if len(whole):  # documents encoded whole: their tokens appended to the tables, for this chunk
             keep = ~np.isin(unit_doc, whole)
             encoded = self.encode([texts[d] for d in whole.tolist()])
-            more_ids, more_counts, more_starts, more_ends = _flat(encoded)
+            more_ids, more_counts, more_starts, more_ends = flat_spans(encoded)
             more_first = len(ids) + np.cumsum(more_counts) - more_counts
             ids = np.concatenate([ids, more_ids])
             starts, ends = np.concatenate([starts, more_starts]), np.concatenate([ends, more_ends])
@@ -208,7 +204,7 @@ class WordSpans:
         encoded = self.encode([" ".join(batch) for batch in batches])
         parts: list[tuple[Any, Any, Any, Any]] = []
         for batch, (ids, offsets) in zip(batches, encoded):
-            parts.append(_split_words(batch, ids, offsets) or _per_word(self.encode(batch)))
+            parts.append(_split_words(batch, ids, offsets) or flat_spans(self.encode(batch)))
         base = len(self.ids)
         lengths = np.concatenate([p[1] for p in parts])
         self.first = np.concatenate([self.first, base + np.cumsum(lengths) - lengths])
@@ -220,22 +216,6 @@ class WordSpans:
         self.characters += int(ends[-1]) - len(words)
 
 
-def _flat(encoded: Sequence[tuple[Sequence[int], Sequence[tuple[int, int]]]]) -> tuple[Any, Any, Any, Any]:
-    """``(ids, tokens per text, starts, ends)`` of encoded texts, spans relative to each text."""
-    import numpy as np
-
-    counts = np.fromiter((len(ids) for ids, _ in encoded), dtype=np.int64, count=len(encoded))
-    total = int(counts.sum())
-    ids = np.fromiter(chain.from_iterable(ids for ids, _ in encoded), dtype=np.int64, count=total)
-    spans = np.fromiter(
-        chain.from_iterable(chain.from_iterable(offsets for _, offsets in encoded)), dtype=np.int64, count=2 * total
-    ).reshape(-1, 2)
-    return ids, counts, spans[:, 0], spans[:, 1]
-
-
-_per_word = _flat
-
-
 def _split_words(
     words: list[str], ids: Sequence[int], offsets: Sequence[tuple[int, int]]
 ) -> tuple[Any, Any, Any, Any] | None:
@@ -244,7 +224,7 @@ def _split_words(
     the words' tokens are not in order."""
     import numpy as np
 
-    ids_a, _, starts, ends = _flat([(ids, offsets)])
+    ids_a, _, starts, ends = flat_spans([(ids, offsets)])
     lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
     word_start = np.cumsum(lengths + 1) - lengths - 1
     owner = np.searchsorted(word_start, starts, side="right") - 1
