@@ -196,25 +196,19 @@ class _Batch:
     def __init__(self, batches: ByteLevelBatches, texts: list[str]) -> None:
         import numpy as np
 
+        from toktools.models.bpe.compiled_merge import utf8_words
+
         split = batches.words
         word_lists = list(map(split, texts))
-        words = list(chain.from_iterable(word_lists))
-        joined = "".join(words)
-        points = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
-        char_bytes = 1 + (points >= 0x80).astype(np.int64) + (points >= 0x800) + (points >= 0x10000)
-        byte_at = np.zeros(len(points) + 1, dtype=np.int64)
-        np.cumsum(char_bytes, out=byte_at[1:])
-        char_ends = np.zeros(len(words) + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, words), dtype=np.int64, count=len(words)), out=char_ends[1:])
-        data = np.frombuffer(joined.encode("utf-8"), dtype=np.uint8)
+        data, bounds, char_bytes, char_ends = utf8_words(list(chain.from_iterable(word_lists)))
         word_ends = np.zeros(len(texts) + 1, dtype=np.int64)
         np.cumsum(np.fromiter(map(len, word_lists), dtype=np.int64, count=len(word_lists)), out=word_ends[1:])
         self.batches = batches
         self._word_ends = word_ends
         self._merged: list[Any] = []
-        self._merging = threading.Thread(target=self._merge, args=(data, byte_at[char_ends]), daemon=True)
+        self._merging = threading.Thread(target=self._merge, args=(data, bounds), daemon=True)
         self._merging.start()
-        # where each text starts in ``joined`` (characters), and whether the split put a prefix space before it
+        # where each text starts in the words end to end (characters), and whether the split put a prefix space before it
         self._text_starts = char_ends[word_ends[:-1]]
         prefixed = [batches.add_prefix_space and bool(text) and not text.startswith(" ") for text in texts]
         self._prefixed = np.array(prefixed, dtype=np.int64)

@@ -129,15 +129,23 @@ class BulkMerger:
         (Chinese), a cache costs more than merging again; and nothing here is done per word in
         Python: the words' bounds come from their lengths in characters and the UTF-8 length
         of every character."""
-        words = list(chain.from_iterable(word_lists))
-        text = "".join(words)
-        points = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-        char_bytes = 1 + (points >= 0x80).astype(np.int64) + (points >= 0x800) + (points >= 0x10000)
-        byte_at = np.zeros(len(points) + 1, dtype=np.int64)
-        np.cumsum(char_bytes, out=byte_at[1:])
-        char_ends = np.zeros(len(words) + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, words), dtype=np.int64, count=len(words)), out=char_ends[1:])
-        ids, id_starts = self.merge(np.frombuffer(text.encode("utf-8"), dtype=np.uint8), byte_at[char_ends])
+        data, bounds, _, _ = utf8_words(list(chain.from_iterable(word_lists)))
+        ids, id_starts = self.merge(data, bounds)
         word_ends = np.cumsum(np.fromiter(map(len, word_lists), dtype=np.int64, count=len(word_lists)))
         id_ends = id_starts[word_ends]
         return ids, np.diff(id_ends, prepend=0)
+
+
+def utf8_words(words: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The words end to end as UTF-8, laid out for the bulk merge with nothing done per word in
+    Python: ``(data, bounds, char_bytes, char_ends)``, where ``bounds`` are the byte offsets where
+    each word starts and ends in ``data`` (``len(words) + 1`` of them), ``char_bytes`` the UTF-8
+    length of every character, ``char_ends`` the character offsets of the same bounds."""
+    text = "".join(words)
+    points = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    char_bytes = 1 + (points >= 0x80).astype(np.int64) + (points >= 0x800) + (points >= 0x10000)
+    byte_at = np.zeros(len(points) + 1, dtype=np.int64)
+    np.cumsum(char_bytes, out=byte_at[1:])
+    char_ends = np.zeros(len(words) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, words), dtype=np.int64, count=len(words)), out=char_ends[1:])
+    return np.frombuffer(text.encode("utf-8"), dtype=np.uint8), byte_at[char_ends], char_bytes, char_ends
