@@ -15,7 +15,7 @@ from itertools import chain
 from typing import Any
 
 from toktools.analysis.segstats import SegmentStats, _TokenFacts
-from toktools.analysis.words import HAN_RANGES, SOURCES, needs_segmenter, word_spans
+from toktools.analysis.words import HAN_RANGES, in_ranges, segmented_starts
 
 __all__ = ["ChunkText", "Marks", "flat_spans", "numpy_available", "spans_of", "tally_chunk"]
 
@@ -57,27 +57,16 @@ class ChunkText:
         # before the segmenters cut the runs without spaces into the words counted
         self.space_word_starts = np.flatnonzero(starts)
         self.space_doc_of_start = np.searchsorted(self.base, self.space_word_starts, side="right") - 1
-        self.segmentation = self._segmented(texts, starts)
-        self.han_counts = _han_counts(points)
+        han = in_ranges(points, HAN_RANGES)
+        extra, self.segmentation = segmented_starts(points, self.space, self.base[:-1], han)
+        starts |= extra
+        self.han_counts = _han_counts(points, han)
         self.word_of = np.cumsum(starts) - 1
         self.words = int(starts.sum())
         self.doc_of_start = np.searchsorted(self.base, np.flatnonzero(starts), side="right") - 1
         self.words_per_doc = np.bincount(self.doc_of_start, minlength=len(texts))
         self.segmentation["whitespace"] = self.words - sum(self.segmentation.values())
         self._interned: tuple[list[str], Any] | None = None
-
-    def _segmented(self, texts: Sequence[str], starts: Any) -> dict[str, int]:
-        """Adds to ``starts`` the word starts inside whitespace-separated runs of the documents
-        that hold Chinese or other text without spaces (:mod:`toktools.analysis.words`); the
-        words each rule made, but for ``whitespace`` (the rest, filled in by the caller)."""
-        counts = dict.fromkeys(SOURCES, 0)
-        for k, text in enumerate(texts):
-            if needs_segmenter(text):
-                found, _, made = word_spans(text)
-                starts[[int(self.base[k]) + s for s in found]] = True
-                counts["jieba"] += made["jieba"]
-                counts["per character"] += made["per character"]
-        return counts
 
     def interned_words(self) -> tuple[list[str], Any]:
         """The chunk's distinct whitespace words (first seen first) and, for each whitespace word
@@ -103,13 +92,11 @@ class Marks:
     cuts: Any
 
 
-def _han_counts(points: Any) -> dict[int, int]:
-    """Chinese character (code point) -> occurrences, from the chunk's code points."""
+def _han_counts(points: Any, han: Any) -> dict[int, int]:
+    """Chinese character (code point) -> occurrences, from the chunk's code points and which
+    of them are Chinese characters."""
     import numpy as np
 
-    han = np.zeros(len(points), dtype=bool)
-    for lo, hi in HAN_RANGES:
-        han |= (points >= lo) & (points <= hi)
     if not han.any():
         return {}
     values, counts = np.unique(points[han], return_counts=True)

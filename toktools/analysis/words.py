@@ -26,9 +26,12 @@ __all__ = [
     "HAN",
     "HAN_RANGES",
     "NO_SPACE",
+    "NO_SPACE_RANGES",
     "SOURCES",
     "WordSpans",
     "word_spans",
+    "segmented_starts",
+    "in_ranges",
     "needs_segmenter",
     "han_words",
     "load_segmenter",
@@ -47,8 +50,17 @@ HAN_RANGES = (
     (0x2F800, 0x2FA1F),
 )
 HAN = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in HAN_RANGES)
-#: Scripts written without spaces that have no segmenter here: one word per character.
-NO_SPACE = "\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f\u0e00-\u0eff\u1780-\u17ff\u1000-\u109f"
+#: Scripts written without spaces that have no segmenter here: one word per character (code
+#: point ranges, and the same as a regex class).
+NO_SPACE_RANGES = (
+    (0x3040, 0x30FF),
+    (0x31F0, 0x31FF),
+    (0xFF66, 0xFF9F),
+    (0x0E00, 0x0EFF),
+    (0x1780, 0x17FF),
+    (0x1000, 0x109F),
+)
+NO_SPACE = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in NO_SPACE_RANGES)
 _SPECIAL = re.compile(f"[{HAN}{NO_SPACE}]")
 _PARTS = re.compile(f"([{HAN}]+)|([{NO_SPACE}])")
 _WORD = re.compile(r"\S+")
@@ -76,8 +88,12 @@ def _chinese_words() -> Any:
 
 
 def load_segmenter() -> None:
-    """Load jieba's segmenter now (before forking workers that will need it)."""
-    _chinese_words()
+    """Load jieba's segmenter now (before forking workers that will need it): the compiled one
+    (:mod:`toktools.analysis.han_segmenter`), else jieba itself."""
+    from toktools.analysis.han_segmenter import segmenter
+
+    if segmenter() is None:
+        _chinese_words()
 
 
 def han_words(run: str) -> list[tuple[int, int]] | None:
@@ -126,3 +142,83 @@ def word_spans(text: str) -> WordSpans:
             ends.append(base + len(run))
             counts["whitespace"] += 1
     return starts, ends, counts
+
+
+def in_ranges(points: Any, ranges: tuple[tuple[int, int], ...]) -> Any:
+    """Which of ``points`` (a numpy array of code points) lie in one of ``ranges`` (inclusive)."""
+    import numpy as np
+
+    inside = np.zeros(len(points), dtype=bool)
+    for lo, hi in ranges:
+        inside |= (points >= lo) & (points <= hi)
+    return inside
+
+
+def segmented_starts(points: Any, space: Any, doc_starts: Any, han: Any | None = None) -> tuple[Any, dict[str, int]]:
+    """:func:`word_spans` for many documents laid end to end, with arrays: the word starts the
+    segmenters add to the whitespace words (a bool array over ``points``, the documents' code
+    points; ``space`` marks whitespace, ``doc_starts`` where each document starts, ``han`` the
+    Chinese characters if known), and how many words each segmenter made (``jieba``, ``per
+    character``; ``whitespace`` is left at 0 for the caller, who knows all the words).
+
+    The same words as :func:`word_spans` document by document: a character of a script without
+    spaces starts a word, and so does the character after it unless it is whitespace or the
+    next character of the same run of Chinese characters; a run of Chinese characters (never
+    across documents) is cut by jieba's dictionary, in one compiled call for all runs when the
+    kernel is there (:mod:`toktools.analysis.han_segmenter`), else run by run
+    (:func:`han_words`), else per character."""
+    import numpy as np
+
+    n = len(points)
+    counts = dict.fromkeys(SOURCES, 0)
+    if han is None:
+        han = in_ranges(points, HAN_RANGES)
+    other = in_ranges(points, NO_SPACE_RANGES)
+    starts = other.copy()
+    if not n or not (han.any() or other.any()):
+        return starts, counts
+    first_of_doc = np.zeros(n, dtype=bool)
+    first_of_doc[doc_starts[doc_starts < n]] = True
+    continues = np.zeros(n, dtype=bool)  # a Chinese character after one of the same document
+    continues[1:] = han[1:] & han[:-1]
+    continues &= ~first_of_doc
+    after = np.zeros(n, dtype=bool)
+    after[1:] = han[:-1] | other[:-1]
+    starts |= after & ~space & ~continues
+    counts["per character"] = int(other.sum())
+    run_starts = np.flatnonzero(han & ~continues)
+    if not len(run_starts):
+        return starts, counts
+    last = np.zeros(n, dtype=bool)
+    last[:-1] = continues[1:]
+    run_ends = np.flatnonzero(han & ~last) + 1
+    counts["jieba"], found = _jieba_starts(points, run_starts, run_ends)
+    if found is None:  # no jieba: per character
+        starts |= han
+        counts["per character"] += int(han.sum())
+    else:
+        starts |= found
+    return starts, counts
+
+
+def _jieba_starts(points: Any, run_starts: Any, run_ends: Any) -> tuple[int, Any]:
+    """(words, bool array of their starts) of jieba's dictionary words of the runs; (0, None)
+    without jieba."""
+    import numpy as np
+
+    from toktools.analysis.han_segmenter import segmenter
+
+    compiled = segmenter()
+    if compiled is not None:
+        marks = np.zeros(len(points), dtype=np.uint8)
+        words = compiled.mark_words(points, run_starts, run_ends, marks)
+        return words, marks.view(bool)
+    if _chinese_words() is None:
+        return 0, None
+    found = np.zeros(len(points), dtype=bool)
+    words = 0
+    for a, b in zip(run_starts.tolist(), run_ends.tolist()):
+        spans = han_words(points[a:b].tobytes().decode("utf-32-le", "surrogatepass")) or []
+        found[[a + s for s, _ in spans]] = True
+        words += len(spans)
+    return words, found

@@ -21,7 +21,8 @@ numba's ``cfunc`` of the same kernel is used instead: the same code, loaded the 
 
 A kernel is a plain Python function in a module that imports numba (e.g.
 :mod:`toktools.models.bpe.kernels`). Its parameters are ``int64`` and ``uint64`` scalars and pointers
-(``"int64*"``, ``"uint64*"``, ``"uint32*"``, ``"uint8*"``; the kernel wraps them with ``numba.carray``), and it
+(``"int64*"``, ``"uint64*"``, ``"uint32*"``, ``"uint8*"``, ``"float64*"``; the kernel wraps them with
+``numba.carray``), and it
 returns an ``int64``. The caller states these parameter types, so a cache hit never imports the
 kernel's module.
 """
@@ -41,6 +42,7 @@ _CTYPES = {
     "uint64*": ctypes.c_void_p,
     "uint32*": ctypes.c_void_p,
     "uint8*": ctypes.c_void_p,
+    "float64*": ctypes.c_void_p,
 }
 
 #: Kernels loaded in this process, by (module, function, parameters).
@@ -188,7 +190,13 @@ def _numba_signature(parameters: Sequence[str]) -> Any:
     from numba import types
 
     scalar = {"int64": types.int64, "uint64": types.uint64}
-    pointer = {"int64*": types.int64, "uint64*": types.uint64, "uint32*": types.uint32, "uint8*": types.uint8}
+    pointer = {
+        "int64*": types.int64,
+        "uint64*": types.uint64,
+        "uint32*": types.uint32,
+        "uint8*": types.uint8,
+        "float64*": types.float64,
+    }
     return types.int64(*[scalar[p] if p in scalar else types.CPointer(pointer[p]) for p in parameters])
 
 
