@@ -15,7 +15,7 @@ from itertools import chain
 from typing import Any
 
 from toktools.analysis.segstats import SegmentStats, _TokenFacts
-from toktools.analysis.words import HAN_RANGES, in_ranges, segmented_starts
+from toktools.analysis.words import BERT_CHINESE_RANGES, HAN_RANGES, in_ranges, segmented_starts
 
 __all__ = ["ChunkText", "Marks", "flat_spans", "numpy_available", "spans_of", "tally_chunk"]
 
@@ -57,7 +57,7 @@ class ChunkText:
         # before the segmenters cut the runs without spaces into the words counted
         self.space_word_starts = np.flatnonzero(starts)
         self.space_doc_of_start = np.searchsorted(self.base, self.space_word_starts, side="right") - 1
-        han = in_ranges(points, HAN_RANGES)
+        self.han = han = in_ranges(points, HAN_RANGES)
         extra, self.segmentation = segmented_starts(points, self.space, self.base[:-1], han)
         starts |= extra
         self.han_counts = _han_counts(points, han)
@@ -66,21 +66,45 @@ class ChunkText:
         self.doc_of_start = np.searchsorted(self.base, np.flatnonzero(starts), side="right") - 1
         self.words_per_doc = np.bincount(self.doc_of_start, minlength=len(texts))
         self.segmentation["whitespace"] = self.words - sum(self.segmentation.values())
-        self._interned: tuple[list[str], Any] | None = None
+        self._interned: dict[bool, tuple[list[str], Any]] = {}
+        self._units: dict[bool, tuple[Any, Any]] = {}
 
-    def interned_words(self) -> tuple[list[str], Any]:
-        """The chunk's distinct whitespace words (first seen first) and, for each whitespace word
-        in order, its index among them: computed once, shared by every tokenizer counted from a
-        word cache."""
-        if self._interned is None:
+    def units(self, han_alone: bool = False) -> tuple[Any, Any]:
+        """``(starts, documents)`` of the units a per-word cache encodes: the whitespace words,
+        and with ``han_alone`` those cut before and after every Chinese character too (for
+        pipelines that make each Chinese character a word of its own: BERT's, whose
+        ``BertNormalizer`` pads those of :data:`~toktools.analysis.words.BERT_CHINESE_RANGES`)."""
+        if not han_alone:
+            return self.space_word_starts, self.space_doc_of_start
+        if True not in self._units:
             import numpy as np
 
-            words = " ".join(self.texts).split()  # str.split's whitespace is SPACES: the same words
-            assert len(words) == len(self.space_word_starts)
+            alone = self.han & in_ranges(self.points, BERT_CHINESE_RANGES)
+            starts = np.zeros(len(self.points), dtype=bool)
+            starts[self.space_word_starts] = True
+            starts |= alone
+            starts[1:] |= alone[:-1] & ~self.space[1:]
+            where = np.flatnonzero(starts)
+            self._units[True] = (where, np.searchsorted(self.base, where, side="right") - 1)
+        return self._units[True]
+
+    def interned_words(self, han_alone: bool = False) -> tuple[list[str], Any]:
+        """The chunk's distinct units (:meth:`units`; first seen first) and, for each unit in
+        order, its index among them: computed once, shared by every tokenizer counted from a
+        word cache."""
+        if han_alone not in self._interned:
+            import numpy as np
+
+            joined = " ".join(self.texts)
+            if han_alone and self.han_counts:  # a space either side of each Chinese character
+                padded = [c for c in self.han_counts if any(lo <= c <= hi for lo, hi in BERT_CHINESE_RANGES)]
+                joined = joined.translate({c: f" {chr(c)} " for c in padded})
+            words = joined.split()  # str.split's whitespace is SPACES: the same words
+            assert len(words) == len(self.units(han_alone)[0])
             index = {word: k for k, word in enumerate(dict.fromkeys(words))}
             keys = np.fromiter(map(index.__getitem__, words), dtype=np.int64, count=len(words))
-            self._interned = (list(index), keys)
-        return self._interned
+            self._interned[han_alone] = (list(index), keys)
+        return self._interned[han_alone]
 
 
 @dataclass

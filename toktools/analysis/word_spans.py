@@ -37,6 +37,7 @@ from typing import Any
 
 from toktools.analysis.chunk_tally import SPACES, ChunkText, flat_spans
 from toktools.analysis.fast_offsets import OffsetsEncoder, is_threaded, offsets_encoder
+from toktools.analysis.words import BERT_CHINESE_RANGES, needs_segmenter
 
 __all__ = ["WordSpans", "word_spans", "MAX_WORDS", "MAX_CHARACTERS"]
 
@@ -80,6 +81,47 @@ def word_separable(document: dict[str, Any]) -> bool:
     return _parts(document.get("normalizer"), _NORMALIZERS) and _parts(document.get("pre_tokenizer"), _PRE_TOKENIZERS)
 
 
+def han_separable(document: dict[str, Any]) -> bool:
+    """Whether a word-separable pipeline (:func:`word_separable`) also cuts each Chinese
+    character on its own: its normaliser pads them with spaces (``BertNormalizer`` with
+    ``handle_chinese_chars``, BERT's), and no added token holds one (it would be matched across
+    the cut)."""
+    nodes = [document.get("normalizer") or {}]
+    if nodes[0].get("type") == "Sequence":
+        nodes = nodes[0].get("normalizers") or []
+    if not any(n.get("type") == "BertNormalizer" and n.get("handle_chinese_chars", True) for n in nodes):
+        return False
+    return not any(needs_segmenter(token.get("content", "")) for token in document.get("added_tokens") or [])
+
+
+def _han_alone(encode: OffsetsEncoder) -> bool:
+    """Whether, as probed, ``before + c + after`` encodes as ``before``, ``c`` and ``after``
+    alone, offsets moved, for Chinese characters ``c`` (the first and last of each block of
+    :data:`~toktools.analysis.words.BERT_CHINESE_RANGES`, compatibility ones) between letters, digits, punctuation, accents, combining marks, kana, other
+    Chinese characters and special tokens' text."""
+    contexts = ["", "ab", "Ab.", "é", "\u0301", "1", "##", "[UNK]", "中", "カ", "\uff76", "\x00", "\U0002b820"]
+    hans = ["中", "\uf900", "\ufa6d"] + [chr(c) for block in BERT_CHINESE_RANGES for c in block]
+    texts = [before + c + after for c in hans for before in contexts for after in contexts]
+    pieces = sorted(set(contexts) | set(hans))
+    alone = dict(zip(pieces, encode(pieces)))
+    found = iter(encode(texts))
+    for c in hans:
+        for before in contexts:
+            for after in contexts:
+                ids, offsets = next(found)
+                expected_ids: list[int] = []
+                expected_offsets: list[tuple[int, int]] = []
+                shift = 0
+                for piece in (before, c, after):
+                    piece_ids, piece_offsets = alone[piece]
+                    expected_ids += list(piece_ids)
+                    expected_offsets += [(s + shift, e + shift) for s, e in piece_offsets]
+                    shift += len(piece)
+                if (list(ids), [tuple(o) for o in offsets]) != (expected_ids, expected_offsets):
+                    return False
+    return True
+
+
 def _separators(encode: OffsetsEncoder) -> tuple[set[str], set[str]]:
     """(whitespace characters the pipeline drops and splits at, those it does not), as probed:
     ``before + c + after`` must encode as ``before`` and ``after`` alone, offsets moved."""
@@ -110,10 +152,12 @@ class WordSpans:
     and the chunk's ``(ids, tokens per document, starts, ends)`` gathered from it, the same
     arrays :func:`~toktools.analysis.chunk_tally.spans_of` makes from whole-text offsets."""
 
-    def __init__(self, encode: OffsetsEncoder, unsafe: Sequence[str]) -> None:
+    def __init__(self, encode: OffsetsEncoder, unsafe: Sequence[str], han_alone: bool = False) -> None:
         import numpy as np
 
         self.encode = encode
+        #: whether the units are cut at each Chinese character too (:meth:`ChunkText.units`)
+        self.han_alone = han_alone
         self.threaded = is_threaded(encode)
         #: whitespace characters that do not separate words for this tokenizer
         self.unsafe = np.array(sorted(map(ord, unsafe)), dtype=np.uint32)
@@ -135,8 +179,8 @@ class WordSpans:
         """``(ids, tokens per text, starts, ends)``, spans on the chunk's axis."""
         import numpy as np
 
-        unique, keys = chunk.interned_words()
-        unit_start, unit_doc = chunk.space_word_starts, chunk.space_doc_of_start
+        unique, keys = chunk.interned_words(self.han_alone)
+        unit_start, unit_doc = chunk.units(self.han_alone)
         whole = self._unsafe_documents(chunk)
         with self._lock:  # a cluster worker's threads share the cache; the tables are replaced, never changed
             if len(unique) > MAX_WORDS - len(self.index) or self.characters > MAX_CHARACTERS:
@@ -258,4 +302,4 @@ def word_spans(tokenizer: Any) -> WordSpans | None:
     good, bad = _separators(encode)
     if " " not in good:
         return None
-    return WordSpans(encode, sorted(bad))
+    return WordSpans(encode, sorted(bad), han_alone=han_separable(document) and _han_alone(encode))

@@ -25,6 +25,7 @@ from typing import Any
 __all__ = [
     "HAN",
     "HAN_RANGES",
+    "BERT_CHINESE_RANGES",
     "NO_SPACE",
     "NO_SPACE_RANGES",
     "SOURCES",
@@ -49,6 +50,9 @@ HAN_RANGES = (
     (0x2B820, 0x2CEAF),
     (0x2F800, 0x2FA1F),
 )
+#: The Chinese characters ``tokenizers``' ``BertNormalizer`` pads with spaces (``handle_chinese_chars``):
+#: the same blocks but one, Rust's table starting Extension E at 0x2B920 where BERT's Python has 0x2B820.
+BERT_CHINESE_RANGES = tuple((0x2B920, hi) if lo == 0x2B820 else (lo, hi) for lo, hi in HAN_RANGES)
 HAN = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in HAN_RANGES)
 #: Scripts written without spaces that have no segmenter here: one word per character (code
 #: point ranges, and the same as a regex class).
