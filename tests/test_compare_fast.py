@@ -156,6 +156,7 @@ ODD_LINES = [
     "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 ﬁ ligature ＡＢＣ full width Café naïve ¨ ´x",
     "\x00\ufffd\u200b control only: \x07\x08 \u200b",
     "x",
+    "ab中cd 中\u0301文 豈\U0002b820\U0002b920x a\U0002b820b 中[UNK]国 ｶ中カ1中,中##",  # Chinese characters cut alone
 ]
 
 
@@ -194,6 +195,7 @@ def test_word_cache_gives_the_reference_ids_and_spans(library: bool, monkeypatch
             source = word_spans.word_spans(tokenizer)
             assert isinstance(source, word_spans.WordSpans), name
             assert source.threaded == library
+            assert source.han_alone, name  # BERT pads Chinese characters: each is a unit
             for texts in chunks:
                 chunk = ChunkText(texts)
                 expected = spans_of(
@@ -204,7 +206,7 @@ def test_word_cache_gives_the_reference_ids_and_spans(library: bool, monkeypatch
                 for got, want in zip(found, expected):
                     assert np.array_equal(got, want), name
             if limit == 50:  # started again empty for the last chunk: only its words are kept
-                assert len(source.index) == len(chunk.interned_words()[0]) > 50
+                assert len(source.index) == len(chunk.interned_words(True)[0]) > 50
 
 
 def test_word_cache_separators_are_what_bert_splits_at():
@@ -220,7 +222,7 @@ def test_word_cache_separators_are_what_bert_splits_at():
 
 
 def test_word_cache_only_for_pipelines_that_cut_words_alone():
-    from toktools.analysis.word_spans import _split_words, word_separable, word_spans
+    from toktools.analysis.word_spans import _split_words, han_separable, word_separable, word_spans
 
     assert word_spans(token_view.without_truncation(_tokenizers()[1][1])) is None  # gpt2: byte-level
     document = _tokenizers()[0][1].to_tokenizer_json()
@@ -231,6 +233,11 @@ def test_word_cache_only_for_pipelines_that_cut_words_alone():
     replace = {**document, "normalizer": {"type": "Sequence", "normalizers": [{"type": "Replace"}]}}
     for other in (spaced, stripping, metaspace, replace):
         assert not word_separable(other)
+    # Chinese characters cut alone only where BertNormalizer pads them and no added token holds one
+    assert han_separable(document)
+    unpadded = {**document, "normalizer": {**document["normalizer"], "handle_chinese_chars": False}}
+    chinese_token = {**document, "added_tokens": [*document["added_tokens"], {"id": 9, "content": "<中>"}]}
+    assert not han_separable(unpadded) and not han_separable(chinese_token) and not han_separable(metaspace)
     # a token across the space between two joined words: not given back to words
     assert _split_words(["ab", "cd"], [1, 2], [(0, 2), (1, 5)]) is None
     ids, counts, starts, ends = _split_words(["ab", "cd"], [1, 2, 3], [(0, 1), (1, 2), (3, 5)])

@@ -86,6 +86,8 @@ def han_separable(document: dict[str, Any]) -> bool:
     character on its own: its normaliser pads them with spaces (``BertNormalizer`` with
     ``handle_chinese_chars``, BERT's), and no added token holds one (it would be matched across
     the cut)."""
+    if not word_separable(document):
+        return False
     nodes = [document.get("normalizer") or {}]
     if nodes[0].get("type") == "Sequence":
         nodes = nodes[0].get("normalizers") or []
