@@ -160,11 +160,17 @@ def shared_dir() -> Path:
 # ---------------------------------------------------------------------------------------------
 
 #: Fills what many tests read from the user cache: the byte-level merge kernel as machine code
-#: (a numba compile, ~2.5 s, when the cache is cold; a load otherwise).
+#: (a numba compile, ~2.5 s, when the cache is cold; a load otherwise), and compare's jieba
+#: segmenter (a compile and the dictionary's trie, ~4 s cold).
 _WARM_UP = """
 from toktools.engines.ids_only import ids_encoder
 from toktools.io.formats import load
 ids_encoder(load("bytebpe-50k")).load_compiled()
+try:  # compare's jieba segmentation: its kernel and jieba's dictionary as a trie
+    from toktools.analysis.han_segmenter import segmenter
+    segmenter()
+except ImportError:
+    pass
 try:  # gigatoken's classes of every code point against tokenizers' (once per gigatoken version)
     from toktools.engines.gigatoken_probe import unicode_disagreements
     unicode_disagreements()
