@@ -74,7 +74,7 @@ class ChunkText:
         and with ``han_alone`` those cut before and after every Chinese character too (for
         pipelines that make each Chinese character a word of its own: BERT's, whose
         ``BertNormalizer`` pads those of :data:`~toktools.analysis.words.BERT_CHINESE_RANGES`)."""
-        if not han_alone:
+        if not han_alone or not self.han_counts:  # no Chinese character: the same units
             return self.space_word_starts, self.space_doc_of_start
         if True not in self._units:
             import numpy as np
@@ -92,11 +92,12 @@ class ChunkText:
         """The chunk's distinct units (:meth:`units`; first seen first) and, for each unit in
         order, its index among them: computed once, shared by every tokenizer counted from a
         word cache."""
+        han_alone = han_alone and bool(self.han_counts)  # no Chinese character: the same units
         if han_alone not in self._interned:
             import numpy as np
 
             joined = " ".join(self.texts)
-            if han_alone and self.han_counts:  # a space either side of each Chinese character
+            if han_alone:  # a space either side of each Chinese character
                 padded = [c for c in self.han_counts if any(lo <= c <= hi for lo, hi in BERT_CHINESE_RANGES)]
                 joined = joined.translate({c: f" {chr(c)} " for c in padded})
             words = joined.split()  # str.split's whitespace is SPACES: the same words
