@@ -37,7 +37,7 @@ from typing import Any
 
 from toktools.analysis.chunk_tally import SPACES, ChunkText, flat_spans
 from toktools.analysis.fast_offsets import OffsetsEncoder, is_threaded, offsets_encoder
-from toktools.analysis.words import BERT_CHINESE_RANGES, needs_segmenter
+from toktools.analysis.words import BERT_CHINESE_RANGES, HAN_RANGES
 
 __all__ = ["WordSpans", "word_spans", "MAX_WORDS", "MAX_CHARACTERS"]
 
@@ -93,14 +93,17 @@ def han_separable(document: dict[str, Any]) -> bool:
         nodes = nodes[0].get("normalizers") or []
     if not any(n.get("type") == "BertNormalizer" and n.get("handle_chinese_chars", True) for n in nodes):
         return False
-    return not any(needs_segmenter(token.get("content", "")) for token in document.get("added_tokens") or [])
+    contents = "".join(token.get("content", "") for token in document.get("added_tokens") or [])
+    return not any(lo <= ord(c) <= hi for c in contents for lo, hi in HAN_RANGES)
 
 
 def _han_alone(encode: OffsetsEncoder) -> bool:
     """Whether, as probed, ``before + c + after`` encodes as ``before``, ``c`` and ``after``
     alone, offsets moved, for Chinese characters ``c`` (the first and last of each block of
-    :data:`~toktools.analysis.words.BERT_CHINESE_RANGES`, compatibility ones) between letters, digits, punctuation, accents, combining marks, kana, other
-    Chinese characters and special tokens' text."""
+    :data:`~toktools.analysis.words.BERT_CHINESE_RANGES`, compatibility ideographs) between
+    letters, digits, punctuation, accents, combining marks, kana, other Chinese characters, a
+    character BERT's Python calls Chinese and Rust does not (U+2B820), and special tokens'
+    text."""
     contexts = ["", "ab", "Ab.", "é", "\u0301", "1", "##", "[UNK]", "中", "カ", "\uff76", "\x00", "\U0002b820"]
     hans = ["中", "\uf900", "\ufa6d"] + [chr(c) for block in BERT_CHINESE_RANGES for c in block]
     texts = [before + c + after for c in hans for before in contexts for after in contexts]
