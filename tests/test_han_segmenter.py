@@ -41,11 +41,9 @@ def _runs(text: str) -> list[str]:
 
 
 def _check_shipped(text: str, minimum: int) -> None:
-    from toktools.pretraining.masking import ChineseWords
-
     compiled = _compiled()
-    loop = ChineseWords()
-    reference = jieba.Tokenizer()
+    loop = words._chinese_words()  # the loop path's own ChineseWords (jieba loaded once a process)
+    reference = loop._segmenter  # jieba.Tokenizer() of the shipped dictionary
     runs = _runs(text)
     assert len(runs) >= minimum
     for run in runs:
