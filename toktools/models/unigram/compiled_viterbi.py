@@ -296,7 +296,8 @@ class CompiledIndex:
         #: no piece holds a ``▁`` after its first character: words can be cached
         #: (:mod:`toktools.models.unigram.word_cache`)
         self.by_word = not any("\u2581" in piece[1:] for piece in pieces)
-        self._word_caches: dict[tuple[int, float, float], object] = {}
+        #: the word caches made so far, by ``(unk_id, unk_score, reset)``
+        self.word_caches: dict[tuple[int, float, float], object] = {}
         codes, offsets = _code_points(pieces)
         ids = np.array([value[0] for _, value in items], dtype=np.int64)
         scores = np.array([value[1] for _, value in items], dtype=np.float64)
@@ -329,9 +330,9 @@ class CompiledIndex:
         from toktools.models.unigram.word_cache import WordCache, viterbi_batch_words
 
         key = (unk, unk_score, reset)
-        cache = self._word_caches.get(key)
+        cache = self.word_caches.get(key)
         if cache is None:
-            cache = self._word_caches[key] = WordCache()
+            cache = self.word_caches[key] = WordCache()
         assert isinstance(cache, WordCache)
         status, _ = viterbi_batch_words(
             codes,

@@ -64,8 +64,8 @@ _FNV_PRIME = 0x100000001B3
 
 # columns of WordCache.entries
 _HASH, _CODE_LO, _LENGTH, _PIECE_LO, _PIECES = range(5)
-# WordCache.used
-_ENTRIES, _CODES, _PIECES_USED = range(3)
+# WordCache.used: entries, pool use, and how many words took a cached path / the kernel's loop
+_ENTRIES, _CODES, _PIECES_USED, _HITS, _REFUSED = range(5)
 
 
 class WordCache:
@@ -80,7 +80,17 @@ class WordCache:
         self.piece_ids = np.zeros(pieces, dtype=np.int64)
         self.piece_ends = np.zeros(pieces, dtype=np.int64)
         self.piece_scores = np.zeros(pieces, dtype=np.float64)
-        self.used = np.zeros(3, dtype=np.int64)
+        self.used = np.zeros(5, dtype=np.int64)
+
+    @property
+    def hits(self) -> int:
+        """Words whose cached path was written."""
+        return int(self.used[_HITS])
+
+    @property
+    def refused(self) -> int:
+        """Cached words whose margin was too small where they stood (the kernel's loop ran)."""
+        return int(self.used[_REFUSED])
 
     def arrays(self) -> tuple[np.ndarray, ...]:
         """What the kernel takes (one tuple argument)."""
@@ -296,7 +306,10 @@ def viterbi_batch_words(
                         if found >= 0:
                             entries[found, _HASH] = key
                             slots[s] = found + 1
+                    if found >= 0 and abs(base) >= cap[found]:
+                        used[_REFUSED] += 1
                     if found >= 0 and abs(base) < cap[found]:
+                        used[_HITS] += 1
                         previous = pos
                         running = base
                         piece_lo = entries[found, _PIECE_LO]
