@@ -215,6 +215,7 @@ class SentencePieceUnigram(_SentencePieceEncoder):
         self.index = PieceIndex(entries)
         self.unk_score = f32(self.min_score - UNK_PENALTY)
         self._lattice: PieceIndex | None = None
+        self._compiled_text: Any = None
 
     def _piece_ids(self, normalized: str) -> list[int]:
         return self._batch_piece_ids([normalized])[0]
@@ -242,22 +243,46 @@ class SentencePieceUnigram(_SentencePieceEncoder):
         rules = self.rules
         compiled = self.index.compiled()
         if compiled is not None:
-            ids, _, _, counts = compiled.paths(
-                texts, unk_id, self.unk_score, float32=rules.float32, fuse=True, reset=rules.reset
-            )
-            flat = ids.tolist()
-            bounds = [0, *accumulate(counts.tolist())]
-            out = [flat[lo:hi] for lo, hi in zip(bounds, bounds[1:])]
-            if self.model.byte_fallback:
-                import numpy as np
+            from toktools.models.unigram.compiled_viterbi import code_points
 
-                for i in sorted({bisect_right(bounds, k) - 1 for k in np.flatnonzero(ids == unk_id).tolist()}):
-                    out[i] = self._fallback_ids(texts[i])
-            return out
+            return self._ids_of_codes(*code_points(texts))
         found = best_paths(
             texts, self.index, unk_id, self.unk_score, float32=rules.float32, fuse=True, reset=rules.reset
         )
         return [self._ids_of_path(text, path) for text, path in zip(texts, found)]
+
+    def _ids_of_codes(self, codes: Any, offsets: Any) -> list[list[int]]:
+        """Ids of the normalised texts ``codes[offsets[t]:offsets[t + 1]]`` (code points; an
+        empty one has none), one compiled Viterbi call."""
+        import numpy as np
+
+        rules = self.rules
+        unk_id = self.unk_id
+        ids, _, _, counts = self.index.compiled().paths_of_codes(
+            codes, offsets, unk_id, self.unk_score, float32=rules.float32, fuse=True, reset=rules.reset
+        )
+        flat = ids.tolist()
+        bounds = [0, *accumulate(counts.tolist())]
+        out = [flat[lo:hi] for lo, hi in zip(bounds, bounds[1:])]
+        if self.model.byte_fallback:
+            for i in sorted({bisect_right(bounds, k) - 1 for k in np.flatnonzero(ids == unk_id).tolist()}):
+                text = codes[offsets[i] : offsets[i + 1]].tobytes().decode("utf-32-le", "surrogatepass")
+                out[i] = self._fallback_ids(text)
+        return out
+
+    def _compiled_normalizer(self) -> Any:
+        """:class:`~toktools.sentencepiece.compiled_normalize.CompiledSpmText` of this model's
+        normaliser, or None (no numba, or a normaliser with no fast path)."""
+        if self._compiled_text is None:
+            self.normalize("")  # builds the SpmText
+            compiled = self.index.compiled()
+            module = None
+            if compiled is not None and self._text.fast:
+                from toktools.runtime.compiled_switch import compiled_module
+
+                module = compiled_module("toktools.sentencepiece.compiled_normalize")
+            self._compiled_text = module.CompiledSpmText(self._text) if module is not None else False
+        return self._compiled_text or None
 
     def _fallback_ids(self, text: str) -> list[int]:
         """The ids of one text that holds an unknown run, with byte fallback."""
@@ -325,7 +350,16 @@ class SentencePieceUnigram(_SentencePieceEncoder):
         return self._lattice
 
     def encode_batch(self, texts: list[str], *, add_bos: bool = False, add_eos: bool = False) -> list[list[int]]:
-        """:meth:`encode` of each text, with one Viterbi call for the whole batch."""
+        """:meth:`encode` of each text, with one Viterbi call for the whole batch (normalised
+        by the compiled normaliser when there is one)."""
+        normalizer = self._compiled_normalizer()
+        if normalizer is not None:
+            found = self._ids_of_codes(*normalizer(texts))
+            if add_bos or add_eos:
+                bos = [_special(self.model, "bos")] if add_bos else []
+                eos = [_special(self.model, "eos")] if add_eos else []
+                return [bos + ids + eos for ids in found]
+            return found
         normalized = [self.normalize(text) for text in texts]
         found = self._batch_piece_ids([n for n in normalized if n])
         if len(found) == len(normalized) and not (add_bos or add_eos):

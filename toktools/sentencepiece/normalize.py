@@ -168,6 +168,7 @@ class SpmText:
         #: the text split on the symbols (longest first: re tries the alternatives in order)
         self.split = re.compile("(" + "|".join(map(re.escape, symbols)) + ")").split if symbols and splittable else None
         self.symbol_starts = frozenset(symbol[0] for symbol in symbols)
+        self.blocked_chars = frozenset(blocked)
         # any character that continues a rule of two or more (or starts a symbol not split on)
         self.blocked = re.compile("[" + "".join(map(re.escape, sorted(blocked))) + "]").search if blocked else None
         self.runs = re.compile(" {2,}").sub
@@ -196,6 +197,11 @@ class SpmText:
         if self.space != " ":
             joined = joined.replace(" ", self.space)
         return joined.rstrip(self.space) if self.remove_extra else joined
+
+    def slow_for(self, ch: str) -> bool:
+        """Whether a text holding ``ch`` takes the slow path (or, when it starts a user-defined
+        symbol, the split on the symbols)."""
+        return ch in self.blocked_chars or ch in self.symbol_starts
 
     def slow(self, text: str) -> str:
         return spm_normalize(text, self.charsmap, user_defined=self.user_defined, **self.flags)[0]

@@ -298,7 +298,7 @@ class CompiledIndex:
         self.by_word = not any("\u2581" in piece[1:] for piece in pieces)
         #: the word caches made so far, by ``(unk_id, unk_score, reset)``
         self.word_caches: dict[tuple[int, float, float], object] = {}
-        codes, offsets = _code_points(pieces)
+        codes, offsets = code_points(pieces)
         ids = np.array([value[0] for _, value in items], dtype=np.int64)
         scores = np.array([value[1] for _, value in items], dtype=np.float64)
         bits = max(4, (2 * codes.size + 1).bit_length())
@@ -383,14 +383,31 @@ class CompiledIndex:
         ``word_cache``, words' paths are reused where that is exact
         (:mod:`~toktools.models.unigram.word_cache`). Raises :class:`ToktoolsError` as
         :func:`~toktools.parts.unigram.viterbi` does."""
+        codes, offsets = code_points(texts)
+        return self.paths_of_codes(
+            codes, offsets, unk_id, unk_score, float32=float32, fuse=fuse, reset=reset, word_cache=word_cache
+        )
+
+    def paths_of_codes(
+        self,
+        codes: np.ndarray,
+        offsets: np.ndarray,
+        unk_id: int | None,
+        unk_score: float,
+        *,
+        float32: bool | int = False,
+        fuse: bool = False,
+        reset: float = 0.0,
+        word_cache: bool = True,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`paths` of the texts ``codes[offsets[t]:offsets[t + 1]]`` (code points)."""
         from toktools.errors import ToktoolsError
 
-        codes, offsets = _code_points(texts)
         size = codes.size
         out_id = np.empty(size, dtype=np.int64)
         out_start = np.empty(size, dtype=np.int64)
         out_end = np.empty(size, dtype=np.int64)
-        counts = np.zeros(len(texts), dtype=np.int64)
+        counts = np.zeros(offsets.size - 1, dtype=np.int64)
         unk = -1 if unk_id is None else unk_id
         if int(float32) == 1 and word_cache and self.by_word:
             status = self._paths_by_word(
@@ -432,7 +449,7 @@ class CompiledIndex:
         return out_id[:total], out_start[:total], out_end[:total], counts
 
 
-def _code_points(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+def code_points(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """All the texts' code points in one ``int32`` array, and where each text starts."""
     codes = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.int32)
     offsets = np.zeros(len(texts) + 1, dtype=np.int64)

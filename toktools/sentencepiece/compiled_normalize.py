@@ -1,0 +1,182 @@
+""":class:`~toktools.sentencepiece.normalize.SpmText`'s fast path compiled (needs numba): texts to
+normalised code points for the Viterbi, with no Python string per text.
+
+The fast path of ``SpmText`` is exact for a text none of whose characters continues a rule of
+two or more characters, starts a user-defined symbol or has an unsafe output (its proof is in
+``SpmText``): each character is replaced by its one-character unit's output, runs of spaces
+collapsed, leading ones dropped, the dummy prefix put first, spaces escaped and trailing ``▁``
+stripped. This kernel does the same over code points. A text holding any other character is
+flagged and goes through ``SpmText`` itself. Each character's output is looked up once, in
+``SpmText``'s own table (so both paths read the charsmap the same way), on first sight.
+``tests/test_sentencepiece_normalize.py`` checks the two give the same text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+#: ``mapped`` values other than a code point
+DELETED, SLOW, UNSEEN, ASKED = -1, -2, -3, -4
+#: ``mapped[c] <= MULTI`` -- the output of ``c`` is ``multi[MULTI - mapped[c]]``
+MULTI = -10
+
+
+@njit(cache=True)
+def _unseen(codes, mapped, found):
+    """The code points whose output is not looked up yet, each once, into ``found``; returns
+    how many."""
+    count = 0
+    for k in range(codes.size):
+        c = codes[k]
+        if mapped[c] == UNSEEN:
+            mapped[c] = ASKED
+            found[count] = c
+            count += 1
+    return count
+
+
+@njit(cache=True)
+def _normalize(
+    codes, offsets, mapped, multi_codes, multi_offsets, remove_extra, dummy_prefix, space, out, out_offsets, slow
+):
+    """Each text ``codes[offsets[t]:offsets[t + 1]]`` normalised into ``out`` from
+    ``out_offsets[t]``; ``slow[t]`` set (and nothing written) for a text with a character the
+    fast path cannot take. ``out`` holds at least ``2 * codes.size + texts`` slots... or
+    what the multi-character outputs need (the caller sizes it)."""
+    written = 0
+    for t in range(offsets.size - 1):
+        out_offsets[t] = written
+        begin = written
+        if dummy_prefix:
+            out[written] = space
+            written += 1
+        body = written
+        pending = False
+        bad = False
+        for k in range(offsets[t], offsets[t + 1]):
+            value = mapped[codes[k]]
+            if value == DELETED:
+                continue
+            if value == SLOW or value == ASKED or value == UNSEEN:
+                bad = True
+                break
+            if value >= 0:
+                lo = 0
+                hi = 1
+            else:
+                lo = multi_offsets[MULTI - value]
+                hi = multi_offsets[MULTI - value + 1]
+            for j in range(lo, hi):
+                c = value if value >= 0 else multi_codes[j]
+                if c == 32:
+                    if remove_extra:
+                        if written > body:
+                            pending = True
+                        continue
+                    c = space
+                elif pending:
+                    out[written] = space
+                    written += 1
+                    pending = False
+                out[written] = c
+                written += 1
+        if bad:
+            slow[t] = True
+            written = begin
+            continue
+        if remove_extra:
+            if written == body:
+                written = begin  # nothing left: no dummy prefix either
+            else:
+                while written > begin and out[written - 1] == space:
+                    written -= 1
+        elif offsets[t + 1] == offsets[t]:
+            written = begin
+    out_offsets[offsets.size - 1] = written
+    return written
+
+
+class CompiledSpmText:
+    """The fast path of one :class:`~toktools.sentencepiece.normalize.SpmText`, over code points."""
+
+    def __init__(self, text: Any) -> None:
+        self.text = text
+        self.mapped = np.full(0x110000, UNSEEN, dtype=np.int32)
+        self.mapped[0xD800:0xE000] = SLOW  # lone surrogates: the slow path says what they are
+        self.multi: list[np.ndarray] = []
+        self.multi_codes = np.zeros(1, dtype=np.int32)
+        self.multi_offsets = np.zeros(1, dtype=np.int64)
+        self.widest = 1
+        self.space = ord(text.space)
+
+    def _look_up(self, codes: np.ndarray) -> None:
+        """Fill :attr:`mapped` for the code points of ``codes`` met for the first time."""
+        found = np.empty(min(codes.size, 0x110000), dtype=np.int32)
+        count = _unseen(codes, self.mapped, found)
+        if not count:
+            return
+        text = self.text
+        table = text.table
+        for code in found[:count].tolist():
+            ch = chr(code)
+            value: Any = table[code] if text.charsmap is not None else code
+            if text.slow_for(ch) or (text.charsmap is not None and code in table.unsafe):
+                self.mapped[code] = SLOW
+            elif isinstance(value, int):
+                self.mapped[code] = value
+            elif len(value) == 0:
+                self.mapped[code] = DELETED
+            elif len(value) == 1:
+                self.mapped[code] = ord(value)
+            else:
+                self.mapped[code] = MULTI - len(self.multi)
+                self.multi.append(np.frombuffer(value.encode("utf-32-le"), dtype=np.int32))
+                self.widest = max(self.widest, len(value))
+                self.multi_codes = np.concatenate([*self.multi])
+                self.multi_offsets = np.zeros(len(self.multi) + 1, dtype=np.int64)
+                np.cumsum([m.size for m in self.multi], out=self.multi_offsets[1:])
+
+    def __call__(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The normalised code points of every text and where each starts (as
+        :func:`~toktools.models.unigram.compiled_viterbi.CompiledIndex.paths_of_codes` takes
+        them); the texts the fast path cannot take go through ``SpmText``."""
+        from toktools.models.unigram.compiled_viterbi import code_points
+
+        codes, offsets = code_points(texts)
+        self._look_up(codes)
+        text = self.text
+        out = np.empty(codes.size * self.widest + len(texts), dtype=np.int32)
+        out_offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+        slow = np.zeros(len(texts), dtype=np.bool_)
+        _normalize(
+            codes,
+            offsets,
+            self.mapped,
+            self.multi_codes,
+            self.multi_offsets,
+            text.remove_extra,
+            text.add_dummy_prefix,
+            self.space,
+            out,
+            out_offsets,
+            slow,
+        )
+        if not slow.any():
+            return out[: out_offsets[-1]], out_offsets
+        parts: list[np.ndarray] = []
+        sizes: list[int] = []
+        for t, is_slow in enumerate(slow.tolist()):
+            if is_slow:
+                part = np.frombuffer(text(texts[t]).encode("utf-32-le", "surrogatepass"), dtype=np.int32)
+            else:
+                part = out[out_offsets[t] : out_offsets[t + 1]]
+            parts.append(part)
+            sizes.append(part.size)
+        joined = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+        offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        return joined, offsets
