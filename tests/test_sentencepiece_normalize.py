@@ -58,12 +58,29 @@ def encoder(name):
     return SentencePieceUnigram.load(train(name, **MODELS[name]))
 
 
+def compiled_texts(fast: SpmText, texts: list[str]) -> list[str] | None:
+    """The texts through the compiled normaliser of ``fast`` (``CompiledSpmText``), in one
+    batch; None without numba or when ``fast`` has no fast path."""
+    from toktools.runtime.compiled_switch import compiled_module
+
+    module = compiled_module("toktools.sentencepiece.compiled_normalize")
+    if module is None or not fast.fast:
+        return None
+    codes, offsets = module.CompiledSpmText(fast)(texts)
+    return [codes[a:b].tobytes().decode("utf-32-le", "surrogatepass") for a, b in zip(offsets, offsets[1:])]
+
+
 @pytest.mark.parametrize("name", UNIGRAM_MODELS)
 def test_held_out_lines(name):
+    """Line by line (SpmText) and as one batch (the compiled normaliser, which sends the lines
+    it cannot take to SpmText)."""
     sp = encoder(name)
     fast = SpmText(sp.charsmap, user_defined=sp.user_defined, **sp.flags)
-    for line in held_out_lines(400):
-        assert fast(line) == spm_normalize(line, sp.charsmap, user_defined=sp.user_defined, **sp.flags)[0], line
+    lines = held_out_lines(400)
+    want = [spm_normalize(line, sp.charsmap, user_defined=sp.user_defined, **sp.flags)[0] for line in lines]
+    for line, text in zip(lines, want):
+        assert fast(line) == text, line
+    assert compiled_texts(fast, lines) in (None, want)
 
 
 @settings(max_examples=300, deadline=None)
@@ -72,7 +89,10 @@ def test_generated_text(text, flags, name):
     sp = _ENCODERS[name]
     options = {**sp.flags, **flags}
     fast = SpmText(sp.charsmap, user_defined=sp.user_defined, **options)
-    assert fast(text) == spm_normalize(text, sp.charsmap, user_defined=sp.user_defined, **options)[0]
+    want = spm_normalize(text, sp.charsmap, user_defined=sp.user_defined, **options)[0]
+    assert fast(text) == want
+    # the compiled normaliser, with the text among others it takes on its own
+    assert compiled_texts(fast, ["a b", text, "", " 中 "]) in (None, [fast("a b"), want, "", fast(" 中 ")])
 
 
 _ENCODERS: dict = {}

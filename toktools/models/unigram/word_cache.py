@@ -72,7 +72,7 @@ class WordCache:
     """Cached words of one index and one rule (unk id and score, reset), kept across calls; it
     stops growing when full (a word not in it then takes the kernel's loop)."""
 
-    def __init__(self, entries: int = 1 << 17, codes: int = 1 << 21, pieces: int = 1 << 20) -> None:
+    def __init__(self, entries: int = 1 << 17, codes: int = 1 << 21, pieces: int = 1 << 19) -> None:
         self.slots = np.zeros(4 * entries, dtype=np.int64)  # entry + 1; load <= 1/4
         self.entries = np.zeros((entries, 5), dtype=np.int64)
         self.cap = np.zeros(entries, dtype=np.float64)
