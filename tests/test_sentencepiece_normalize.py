@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toktools.parts.precompiled import spm_normalize
-from toktools.sentencepiece.normalize import SpmText, second_characters
+from toktools.sentencepiece.normalize import SpmText, rule_openings, second_characters
 
 pytest.importorskip("sentencepiece")
 
@@ -112,6 +112,20 @@ def test_the_characters_that_continue_a_rule_are_those_of_the_rules():
     assert "\u0301" in seconds and "ﾞ" in seconds
     assert not seconds & set("abc 中，。1")
     assert charsmap.longest("A\u0301".encode(), 0)[0] == 3  # one unit of two characters
+    openings = rule_openings(charsmap)
+    assert ("A", "\u0301") in openings and ("ｶ", "ﾞ") in openings
+    assert ("е", "\u0301") not in openings  # Cyrillic: no rule composes it
+    assert {second for _, second in openings} == seconds
+
+
+def test_compiled_normaliser_around_characters_that_continue_rules():
+    """Where the two neighbours open a rule the text takes SpmText's slow path, elsewhere the
+    compiled fast path: both give spm_normalize's text."""
+    sp = encoder("unigram")
+    fast = SpmText(sp.charsmap, user_defined=sp.user_defined, **sp.flags)
+    texts = ["Андре\u0301й A\u0301B", "Андре\u0301й  ab", "ｶﾞ ﾞ x", "\u0301 at the start", "e\u0308 ё  ", "x" * 5]
+    want = [spm_normalize(text, sp.charsmap, user_defined=sp.user_defined, **sp.flags)[0] for text in texts]
+    assert compiled_texts(fast, texts) in (None, want)
 
 
 #: user-defined symbols that share first characters with ordinary text (Chinese, Latin), one the

@@ -1,12 +1,16 @@
 """:class:`~toktools.sentencepiece.normalize.SpmText`'s fast path compiled (needs numba): texts to
 normalised code points for the Viterbi, with no Python string per text.
 
-The fast path of ``SpmText`` is exact for a text none of whose characters continues a rule of
-two or more characters, starts a user-defined symbol or has an unsafe output (its proof is in
-``SpmText``): each character is replaced by its one-character unit's output, runs of spaces
+The fast path of ``SpmText`` is exact for a text in which no rule of two or more characters
+matches, and no character starts a user-defined symbol or has an unsafe output (its proof is
+in ``SpmText``): each character is replaced by its one-character unit's output, runs of spaces
 collapsed, leading ones dropped, the dummy prefix put first, spaces escaped and trailing ``▁``
-stripped. This kernel does the same over code points. A text holding any other character is
-flagged and goes through ``SpmText`` itself. Each character's output is looked up once, in
+stripped. This kernel does the same over code points. ``SpmText`` sends every text holding a
+character that continues some rule to the slow path; here only a text where such a character
+follows one its rule can start with (two neighbours that open a rule, ``SpmText.openings``)
+does -- a rule of two or more characters matches at ``i`` only if ``text[i:i + 2]`` opens one,
+so e.g. a Cyrillic letter with a combining accent that no rule composes stays fast. Other
+texts are flagged and go through ``SpmText`` itself. Each character's output is looked up once, in
 ``SpmText``'s own table (so both paths read the charsmap the same way), on first sight.
 ``tests/test_sentencepiece_normalize.py`` checks the two give the same text.
 """
@@ -41,7 +45,19 @@ def _unseen(codes, mapped, found):
 
 @njit(cache=True)
 def _normalize(
-    codes, offsets, mapped, multi_codes, multi_offsets, remove_extra, dummy_prefix, space, out, out_offsets, slow
+    codes,
+    offsets,
+    mapped,
+    continues,
+    openings,
+    multi_codes,
+    multi_offsets,
+    remove_extra,
+    dummy_prefix,
+    space,
+    out,
+    out_offsets,
+    slow,
 ):
     """Each text ``codes[offsets[t]:offsets[t + 1]]`` normalised into ``out`` from
     ``out_offsets[t]``; ``slow[t]`` set (and nothing written) for a text with a character the
@@ -58,7 +74,14 @@ def _normalize(
         pending = False
         bad = False
         for k in range(offsets[t], offsets[t + 1]):
-            value = mapped[codes[k]]
+            code = codes[k]
+            if continues[code] and k > offsets[t]:
+                key = np.int64(codes[k - 1]) * 0x110000 + code
+                at = np.searchsorted(openings, key)
+                if at < openings.size and openings[at] == key:
+                    bad = True
+                    break
+            value = mapped[code]
             if value == DELETED:
                 continue
             if value == SLOW or value == ASKED or value == UNSEEN:
@@ -112,6 +135,11 @@ class CompiledSpmText:
         self.multi_offsets = np.zeros(1, dtype=np.int64)
         self.widest = 1
         self.space = ord(text.space)
+        self.continues = np.zeros(0x110000, dtype=np.uint8)
+        keys = sorted(ord(first) * 0x110000 + ord(second) for first, second in text.openings)
+        self.openings = np.array(keys, dtype=np.int64)
+        for _, second in text.openings:
+            self.continues[ord(second)] = 1
 
     def _look_up(self, codes: np.ndarray) -> None:
         """Fill :attr:`mapped` for the code points of ``codes`` met for the first time."""
@@ -156,6 +184,8 @@ class CompiledSpmText:
             codes,
             offsets,
             self.mapped,
+            self.continues,
+            self.openings,
             self.multi_codes,
             self.multi_offsets,
             text.remove_extra,
