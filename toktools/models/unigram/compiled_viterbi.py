@@ -25,6 +25,10 @@ from numba import njit
 _BASE = 0x110000
 _GOLDEN = 0x9E3779B97F4A7C15
 
+#: the word cache serves indexes whose scores (and unknown score) are all below this in
+#: magnitude (see :mod:`toktools.models.unigram.word_cache`)
+WORD_CACHE_MAX_SCORE = 1e4
+
 #: status codes of :func:`viterbi_batch`
 OK, UNK_WITHOUT_ID, UNREACHABLE = 0, 1, 2
 
@@ -293,14 +297,16 @@ class CompiledIndex:
     def __init__(self, lookup: Iterable[tuple[str, tuple[int, float]]]) -> None:
         items = list(lookup)
         pieces = [piece for piece, _ in items]
-        #: no piece holds a ``▁`` after its first character: words can be cached
-        #: (:mod:`toktools.models.unigram.word_cache`)
-        self.by_word = not any("\u2581" in piece[1:] for piece in pieces)
         #: the word caches made so far, by ``(unk_id, unk_score, reset)``
         self.word_caches: dict[tuple[int, float, float], object] = {}
         codes, offsets = code_points(pieces)
         ids = np.array([value[0] for _, value in items], dtype=np.int64)
         scores = np.array([value[1] for _, value in items], dtype=np.float64)
+        #: no piece holds a ``▁`` after its first character and no score is out of range:
+        #: words can be cached (:mod:`toktools.models.unigram.word_cache`)
+        self.by_word = not any("\u2581" in piece[1:] for piece in pieces) and bool(
+            np.all(np.abs(scores) < WORD_CACHE_MAX_SCORE)
+        )
         bits = max(4, (2 * codes.size + 1).bit_length())
         self.shift = 64 - bits
         self.table = np.full(2 << bits, -1, dtype=np.int64)
@@ -409,7 +415,7 @@ class CompiledIndex:
         out_end = np.empty(size, dtype=np.int64)
         counts = np.zeros(offsets.size - 1, dtype=np.int64)
         unk = -1 if unk_id is None else unk_id
-        if int(float32) == 1 and word_cache and self.by_word:
+        if int(float32) == 1 and word_cache and self.by_word and abs(unk_score) < WORD_CACHE_MAX_SCORE:
             status = self._paths_by_word(
                 codes,
                 offsets,

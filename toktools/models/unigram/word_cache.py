@@ -8,8 +8,8 @@ documents, a naive per-word cache changed ids on 2 of 12). The cache here stores
 word, its exactly best path and the margin to its second-best path, and reuses the path only
 where the margin proves the float32 Viterbi picks it.
 
-**The rule.** Let no piece hold ``▁`` after its first character (:attr:`CompiledIndex.by_word`,
-checked when the index is built). A *word* is a segment ``[b, e)`` of the normalised line that
+**The rule.** Let no piece hold ``▁`` after its first character and no score reach
+:data:`MAX_SCORE` in magnitude (:attr:`CompiledIndex.by_word`, checked when the index is built). A *word* is a segment ``[b, e)`` of the normalised line that
 starts at ``b = 0`` or at a ``▁`` and ends before the next ``▁`` (or at the end). No piece and
 no unknown node (one character) crosses ``b``, so at ``b`` the kernel's frontier is ``b`` and
 the state of the line is the single float32 ``S = V[b]`` (after the ±reset at ``b``, which the
@@ -20,8 +20,8 @@ second-best path (a 2-best Viterbi; equal scores give ``m = 0``), ``n`` the word
 characters and ``R = max_p |best(p)|`` over every position ``p`` of the word (the exact best
 score of a path from ``b`` to ``p``). The kernel's path is ``Q*`` whenever
 
-    ``|S| + R + 1 < min(C, reset)``, where ``C = 2^(t+24)`` and ``2^t`` is the largest power
-    of two below ``g = 2(m - 1e-9) / (n + k*)``.
+    ``|S| + R + 1 < min(C, 2^17, reset)``, where ``C = 2^(t+24)`` and ``2^t`` is the largest power
+    of two below ``g = 2(m - 1e-6) / (n + k*)``.
 
 **Proof.** Write ``fl`` for rounding to float32 (to nearest: monotone) and ``V[p]`` for the
 kernel's score at ``p``, ``V[e] = max`` over candidates ``fl(V[p] + s)``. (1) For any path
@@ -34,13 +34,14 @@ below ``M`` in magnitude, so ``|F_Q(p) - S - exact(Q)| <= k_Q ulp(M)/2``. Hence
 least one character). If ``P != Q*``, the left side is at least ``m``: so ``P = Q*`` once
 ``ulp(M) < 2m / (n + k*)``. (3) Every value met is below ``M = |S| + R + 1`` in magnitude:
 by (1) and (2), ``|V[p]| <= |S| + |best(p)| + n ulp/2``, and ``n ulp/2 < 1`` for words of at
-most :data:`MAX_WORD` characters (``ulp <= 2^-7`` below ``2^17``). ``M < 2^(t+24)`` gives
+most :data:`MAX_WORD` characters, as ``M < 2^17`` keeps ``ulp(M) <= 2^-7``. ``M < 2^(t+24)`` gives
 ``ulp(M) <= 2^t < g``. (4) ``M <= reset`` means no ``V[p]`` inside the word passes ±reset,
 so the kernel rescales nothing inside it and (1)-(3) describe what it does. Then the
 kernel's ``V`` along ``Q*`` is ``Q*``'s scores added one by one in float32 from ``S``,
 which is what the cache writes, so ``V[e]`` -- the next word's ``S`` -- is exact too.
-The f64 sums of the 2-best are within ~1e-12 of the exact ones (at most 64 float32 terms of
-magnitude below 1e3), which the ``1e-9`` in ``g`` covers. A word that fails the test (or
+The f64 sums of the 2-best are within 1e-8 of the exact ones (at most 64 terms, every score
+below :data:`MAX_SCORE` in magnitude, so every partial sum below 2^20 and each f64 rounding
+below 2^-33), which the ``1e-6`` in ``g`` covers. A word that fails the test (or
 holds a position no path reaches, or is longer than :data:`MAX_WORD`) runs the kernel's own
 loop, position by position.
 
@@ -53,10 +54,21 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from toktools.models.unigram.compiled_viterbi import OK, UNK_WITHOUT_ID, UNREACHABLE, _child, _emit, _extend, _rescale
+from toktools.models.unigram.compiled_viterbi import (
+    OK,
+    UNK_WITHOUT_ID,
+    UNREACHABLE,
+    WORD_CACHE_MAX_SCORE,
+    _child,
+    _emit,
+    _extend,
+    _rescale,
+)
 
 #: longest word whose path is cached (the bound of step (3) needs fewer than 256)
 MAX_WORD = 64
+#: the cache serves models whose scores (and unknown score) are all below this in magnitude
+MAX_SCORE = WORD_CACHE_MAX_SCORE
 #: ``▁``
 WORD_MARK = 0x2581
 _FNV_OFFSET = 0xCBF29CE484222325
@@ -178,7 +190,7 @@ def _word_entry(codes, lo, size, root, table, shift, term_id, term_score, unk_id
             spread = max(spread, abs(best[pos]))
         bound = np.inf
         if margin < np.inf:
-            g = 2.0 * (margin - 1e-9) / (size + count)
+            g = 2.0 * (margin - 1e-6) / (size + count)
             if g > 0.0:
                 t = int(np.floor(np.log2(g)))
                 while 2.0**t >= g:
@@ -188,6 +200,7 @@ def _word_entry(codes, lo, size, root, table, shift, term_id, term_score, unk_id
                 bound = 2.0 ** (t + 24)
             else:
                 bound = 0.0
+        bound = min(bound, 131072.0)  # 2^17: every ulp met is at most 2^-7
         if reset > 0.0:
             bound = min(bound, reset)
         limit = bound - spread - 1.0
