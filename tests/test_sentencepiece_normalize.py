@@ -58,15 +58,21 @@ def encoder(name):
     return SentencePieceUnigram.load(train(name, **MODELS[name]))
 
 
-def compiled_texts(fast: SpmText, texts: list[str]) -> list[str] | None:
-    """The texts through the compiled normaliser of ``fast`` (``CompiledSpmText``), in one
-    batch; None without numba or when ``fast`` has no fast path."""
+def compiled_normalizer(fast: SpmText):
+    """``CompiledSpmText`` of ``fast``, or None without numba or when ``fast`` has no fast path."""
     from toktools.runtime.compiled_switch import compiled_module
 
     module = compiled_module("toktools.sentencepiece.compiled_normalize")
-    if module is None or not fast.fast:
+    return module.CompiledSpmText(fast) if module is not None and fast.fast else None
+
+
+def compiled_texts(fast: SpmText, texts: list[str]) -> list[str] | None:
+    """The texts through the compiled normaliser of ``fast``, in one batch (None as
+    :func:`compiled_normalizer`)."""
+    compiled = compiled_normalizer(fast)
+    if compiled is None:
         return None
-    codes, offsets = module.CompiledSpmText(fast)(texts)
+    codes, offsets = compiled(texts)
     return [codes[a:b].tobytes().decode("utf-32-le", "surrogatepass") for a, b in zip(offsets, offsets[1:])]
 
 
@@ -81,6 +87,11 @@ def test_held_out_lines(name):
     for line, text in zip(lines, want):
         assert fast(line) == text, line
     assert compiled_texts(fast, lines) in (None, want)
+    compiled = compiled_normalizer(fast)
+    if compiled is not None:  # with the alignment, one text at a time
+        for line in lines:
+            found = compiled.aligned(line)
+            assert found is None or found == spm_normalize(line, sp.charsmap, user_defined=sp.user_defined, **sp.flags)
 
 
 @settings(max_examples=300, deadline=None)
@@ -93,6 +104,9 @@ def test_generated_text(text, flags, name):
     assert fast(text) == want
     # the compiled normaliser, with the text among others it takes on its own
     assert compiled_texts(fast, ["a b", text, "", " 中 "]) in (None, [fast("a b"), want, "", fast(" 中 ")])
+    compiled = compiled_normalizer(fast)
+    found = compiled.aligned(text) if compiled is not None else None
+    assert found is None or found == spm_normalize(text, sp.charsmap, user_defined=sp.user_defined, **options)
 
 
 _ENCODERS: dict = {}

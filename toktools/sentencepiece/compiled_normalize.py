@@ -58,30 +58,43 @@ def _normalize(
     out,
     out_offsets,
     slow,
+    align,
 ):
     """Each text ``codes[offsets[t]:offsets[t + 1]]`` normalised into ``out`` from
     ``out_offsets[t]``; ``slow[t]`` set (and nothing written) for a text with a character the
-    fast path cannot take. ``out`` holds at least ``2 * codes.size + texts`` slots... or
-    what the multi-character outputs need (the caller sizes it)."""
+    fast path cannot take. ``out`` has room for every character's longest output plus a prefix
+    per text. ``align`` (when not empty) gets, per output character, the index in its text of
+    the character it came from, as ``spm_normalize`` gives it: the dummy prefix that of the
+    first character whose output is not one space, the space of a run that of its first."""
+    aligned = align.size > 0
     written = 0
     for t in range(offsets.size - 1):
         out_offsets[t] = written
         begin = written
+        first = offsets[t]
+        prefix_set = not dummy_prefix
         if dummy_prefix:
             out[written] = space
+            if aligned:
+                align[written] = 0
             written += 1
         body = written
         pending = False
+        pending_at = 0
         bad = False
-        for k in range(offsets[t], offsets[t + 1]):
+        for k in range(first, offsets[t + 1]):
             code = codes[k]
-            if continues[code] and k > offsets[t]:
+            if continues[code] and k > first:
                 key = np.int64(codes[k - 1]) * 0x110000 + code
                 at = np.searchsorted(openings, key)
                 if at < openings.size and openings[at] == key:
                     bad = True
                     break
             value = mapped[code]
+            if not prefix_set and (value != 32 or not remove_extra):
+                if aligned:
+                    align[begin] = k - first
+                prefix_set = True
             if value == DELETED:
                 continue
             if value == SLOW or value == ASKED or value == UNSEEN:
@@ -97,15 +110,20 @@ def _normalize(
                 c = value if value >= 0 else multi_codes[j]
                 if c == 32:
                     if remove_extra:
-                        if written > body:
+                        if written > body and not pending:
                             pending = True
+                            pending_at = k - first
                         continue
                     c = space
                 elif pending:
                     out[written] = space
+                    if aligned:
+                        align[written] = pending_at
                     written += 1
                     pending = False
                 out[written] = c
+                if aligned:
+                    align[written] = k - first
                 written += 1
         if bad:
             slow[t] = True
@@ -168,18 +186,52 @@ class CompiledSpmText:
                 self.multi_offsets = np.zeros(len(self.multi) + 1, dtype=np.int64)
                 np.cumsum([m.size for m in self.multi], out=self.multi_offsets[1:])
 
+    def aligned(self, text: str) -> tuple[str, list[int]] | None:
+        """``spm_normalize(text, ...)``: the normalised text and the index in ``text`` each of
+        its characters came from, or None when ``text`` needs the slow path."""
+        from toktools.models.unigram.compiled_viterbi import code_points
+
+        out, out_offsets, slow, align = self._run(*code_points([text]), aligned=True)
+        if slow[0]:
+            return None
+        size = int(out_offsets[1])
+        return out[:size].tobytes().decode("utf-32-le", "surrogatepass"), align[:size].tolist()
+
     def __call__(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """The normalised code points of every text and where each starts (as
         :func:`~toktools.models.unigram.compiled_viterbi.CompiledIndex.paths_of_codes` takes
         them); the texts the fast path cannot take go through ``SpmText``."""
         from toktools.models.unigram.compiled_viterbi import code_points
 
-        codes, offsets = code_points(texts)
+        out, out_offsets, slow, _ = self._run(*code_points(texts), aligned=False)
+        if not slow.any():
+            return out[: out_offsets[-1]], out_offsets
+        parts: list[np.ndarray] = []
+        sizes: list[int] = []
+        for t, is_slow in enumerate(slow.tolist()):
+            if is_slow:
+                part = np.frombuffer(self.text(texts[t]).encode("utf-32-le", "surrogatepass"), dtype=np.int32)
+            else:
+                part = out[out_offsets[t] : out_offsets[t + 1]]
+            parts.append(part)
+            sizes.append(part.size)
+        joined = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+        offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        return joined, offsets
+
+    def _run(
+        self, codes: np.ndarray, offsets: np.ndarray, *, aligned: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The kernel over code points: the output, where each text's starts, the slow flags
+        and (``aligned``) the alignment."""
         self._look_up(codes)
         text = self.text
-        out = np.empty(codes.size * self.widest + len(texts), dtype=np.int32)
-        out_offsets = np.zeros(len(texts) + 1, dtype=np.int64)
-        slow = np.zeros(len(texts), dtype=np.bool_)
+        texts = offsets.size - 1
+        out = np.empty(codes.size * self.widest + texts, dtype=np.int32)
+        out_offsets = np.zeros(texts + 1, dtype=np.int64)
+        slow = np.zeros(texts, dtype=np.bool_)
+        align = np.empty(out.size if aligned else 0, dtype=np.int64)
         _normalize(
             codes,
             offsets,
@@ -194,19 +246,6 @@ class CompiledSpmText:
             out,
             out_offsets,
             slow,
+            align,
         )
-        if not slow.any():
-            return out[: out_offsets[-1]], out_offsets
-        parts: list[np.ndarray] = []
-        sizes: list[int] = []
-        for t, is_slow in enumerate(slow.tolist()):
-            if is_slow:
-                part = np.frombuffer(text(texts[t]).encode("utf-32-le", "surrogatepass"), dtype=np.int32)
-            else:
-                part = out[out_offsets[t] : out_offsets[t + 1]]
-            parts.append(part)
-            sizes.append(part.size)
-        joined = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
-        offsets = np.zeros(len(texts) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=offsets[1:])
-        return joined, offsets
+        return out, out_offsets, slow, align

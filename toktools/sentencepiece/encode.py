@@ -168,9 +168,7 @@ class _SentencePieceEncoder:
         """Ids, pieces and each piece's ``(start, end)`` in ``text`` (characters), as
         sentencepiece's ``SentencePieceText`` gives them: a piece spans the original characters
         its normalised characters came from; byte pieces of one character share its span."""
-        from toktools.parts.precompiled import spm_normalize
-
-        normalized, align = spm_normalize(text, self.charsmap, user_defined=self.user_defined, **self.flags)
+        normalized, align = self._aligned(text)
         ids: list[int] = []
         tokens: list[str] = []
         offsets: list[tuple[int, int]] = []
@@ -185,6 +183,12 @@ class _SentencePieceEncoder:
             tokens.append(normalized[start:end] if piece_id == self.unk_id else pieces[piece_id].piece)
             offsets.append((begin, max(begin, finish)))
         return ids, tokens, offsets
+
+    def _aligned(self, text: str) -> tuple[str, list[int]]:
+        """The normalised text and, per character, the index in ``text`` it came from."""
+        from toktools.parts.precompiled import spm_normalize
+
+        return spm_normalize(text, self.charsmap, user_defined=self.user_defined, **self.flags)
 
     def encode_batch(self, texts: list[str], *, add_bos: bool = False, add_eos: bool = False) -> list[list[int]]:
         """:meth:`encode` of each text."""
@@ -283,6 +287,11 @@ class SentencePieceUnigram(_SentencePieceEncoder):
                 module = compiled_module("toktools.sentencepiece.compiled_normalize")
             self._compiled_text = module.CompiledSpmText(self._text) if module is not None else False
         return self._compiled_text or None
+
+    def _aligned(self, text: str) -> tuple[str, list[int]]:
+        normalizer = self._compiled_normalizer()
+        found = normalizer.aligned(text) if normalizer is not None else None
+        return found if found is not None else super()._aligned(text)
 
     def _fallback_ids(self, text: str) -> list[int]:
         """The ids of one text that holds an unknown run, with byte fallback."""

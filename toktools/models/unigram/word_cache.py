@@ -84,15 +84,18 @@ class WordCache:
     """Cached words of one index and one rule (unk id and score, reset), kept across calls; it
     stops growing when full (a word not in it then takes the kernel's loop)."""
 
-    def __init__(self, entries: int = 1 << 17, codes: int = 1 << 21, pieces: int = 1 << 19) -> None:
-        self.slots = np.zeros(4 * entries, dtype=np.int64)  # entry + 1; load <= 1/4
+    def __init__(self, entries: int = 1 << 18, codes: int = 1 << 21, pieces: int = 1 << 20) -> None:
+        self.slots = np.zeros(4 * entries, dtype=np.int32)  # entry + 1; load <= 1/4
         self.entries = np.zeros((entries, 5), dtype=np.int64)
         self.cap = np.zeros(entries, dtype=np.float64)
         self.codes = np.zeros(codes, dtype=np.int32)
-        self.piece_ids = np.zeros(pieces, dtype=np.int64)
-        self.piece_ends = np.zeros(pieces, dtype=np.int64)
+        self.piece_ids = np.zeros(pieces, dtype=np.int32)
+        self.piece_ends = np.zeros(pieces, dtype=np.int32)
         self.piece_scores = np.zeros(pieces, dtype=np.float64)
         self.used = np.zeros(5, dtype=np.int64)
+        # the 2-best Viterbi's rows (best, second best, last piece's score; its start and id)
+        self.scratch_scores = np.zeros((3, MAX_WORD + 1), dtype=np.float64)
+        self.scratch_links = np.zeros((2, MAX_WORD + 1), dtype=np.int64)
 
     @property
     def hits(self) -> int:
@@ -115,6 +118,8 @@ class WordCache:
             self.piece_ends,
             self.piece_scores,
             self.used,
+            self.scratch_scores,
+            self.scratch_links,
         )
 
 
@@ -136,16 +141,17 @@ def _offer(end, first, second, origin, piece, score, best, runner, back_start, b
 def _word_entry(codes, lo, size, root, table, shift, term_id, term_score, unk_id, unk_score, reset, cache_arrays):
     """The 2-best Viterbi of the word ``codes[lo:lo + size]`` (f64, from 0) and its cache
     entry; returns its index, or -1 when the cache is full."""
-    slots, entries, cap, pool_codes, piece_ids, piece_ends, piece_scores, used = cache_arrays
+    slots, entries, cap, pool_codes, piece_ids, piece_ends, piece_scores, used, scores, links = cache_arrays
     if used[_ENTRIES] >= entries.shape[0] or used[_CODES] + size > pool_codes.size:
         return -1
     if used[_PIECES_USED] + size > piece_ids.size:
         return -1
-    best = np.full(size + 1, -np.inf)
-    runner = np.full(size + 1, -np.inf)
-    back_start = np.full(size + 1, -1, dtype=np.int64)
-    back_id = np.full(size + 1, -1, dtype=np.int64)
-    back_score = np.zeros(size + 1)
+    best, runner, back_score = scores[0], scores[1], scores[2]
+    back_start, back_id = links[0], links[1]
+    for pos in range(size + 1):
+        best[pos] = -np.inf
+        runner[pos] = -np.inf
+        back_start[pos] = -1
     best[0] = 0.0
     usable = True
     for pos in range(size):
@@ -250,7 +256,7 @@ def viterbi_batch_words(
     """:func:`~toktools.models.unigram.compiled_viterbi.viterbi_batch` with ``float32=1``
     (sentencepiece 0.2.3), the same outputs and statuses, each word's path taken from the
     cache where the module's rule proves it is the kernel's."""
-    slots, entries, cap, pool_codes, piece_ids, piece_ends, piece_scores, used = cache_arrays
+    slots, entries, cap, pool_codes, piece_ids, piece_ends, piece_scores, used, _, _ = cache_arrays
     mask = slots.size - 1
     longest = 0
     for t in range(offsets.size - 1):
