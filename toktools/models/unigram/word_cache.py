@@ -137,7 +137,7 @@ def _offer(end, first, second, origin, piece, score, best, runner, back_start, b
         runner[end] = first
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _word_entry(codes, lo, size, root, table, shift, term_id, term_score, unk_id, unk_score, reset, cache_arrays):
     """The 2-best Viterbi of the word ``codes[lo:lo + size]`` (f64, from 0) and its cache
     entry; returns its index, or -1 when the cache is full."""
