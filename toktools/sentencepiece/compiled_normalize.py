@@ -44,6 +44,20 @@ def _unseen(codes, mapped, found):
 
 
 @njit(cache=True)
+def _output_bound(codes, mapped, multi_offsets):
+    """How many characters the outputs of ``codes`` hold at most (one for a character the fast
+    path cannot take: its text is dropped)."""
+    total = 0
+    for k in range(codes.size):
+        value = mapped[codes[k]]
+        if value <= MULTI:
+            total += multi_offsets[MULTI - value + 1] - multi_offsets[MULTI - value]
+        else:
+            total += 1
+    return total
+
+
+@njit(cache=True)
 def _normalize(
     codes,
     offsets,
@@ -62,7 +76,7 @@ def _normalize(
 ):
     """Each text ``codes[offsets[t]:offsets[t + 1]]`` normalised into ``out`` from
     ``out_offsets[t]``; ``slow[t]`` set (and nothing written) for a text with a character the
-    fast path cannot take. ``out`` has room for every character's longest output plus a prefix
+    fast path cannot take. ``out`` has room for every character's output plus a prefix
     per text. ``align`` (when not empty) gets, per output character, the index in its text of
     the character it came from, as ``spm_normalize`` gives it: the dummy prefix that of the
     first character whose output is not one space, the space of a run that of its first."""
@@ -151,7 +165,6 @@ class CompiledSpmText:
         self.multi: list[np.ndarray] = []
         self.multi_codes = np.zeros(1, dtype=np.int32)
         self.multi_offsets = np.zeros(1, dtype=np.int64)
-        self.widest = 1
         self.space = ord(text.space)
         self.continues = np.zeros(0x110000, dtype=np.uint8)
         keys = sorted(ord(first) * 0x110000 + ord(second) for first, second in text.openings)
@@ -181,7 +194,6 @@ class CompiledSpmText:
             else:
                 self.mapped[code] = MULTI - len(self.multi)
                 self.multi.append(np.frombuffer(value.encode("utf-32-le"), dtype=np.int32))
-                self.widest = max(self.widest, len(value))
                 self.multi_codes = np.concatenate([*self.multi])
                 self.multi_offsets = np.zeros(len(self.multi) + 1, dtype=np.int64)
                 np.cumsum([m.size for m in self.multi], out=self.multi_offsets[1:])
@@ -228,7 +240,7 @@ class CompiledSpmText:
         self._look_up(codes)
         text = self.text
         texts = offsets.size - 1
-        out = np.empty(codes.size * self.widest + texts, dtype=np.int32)
+        out = np.empty(_output_bound(codes, self.mapped, self.multi_offsets) + texts, dtype=np.int32)
         out_offsets = np.zeros(texts + 1, dtype=np.int64)
         slow = np.zeros(texts, dtype=np.bool_)
         align = np.empty(out.size if aligned else 0, dtype=np.int64)
