@@ -6,6 +6,7 @@ documents of 20K-200K characters."""
 from __future__ import annotations
 
 import itertools
+import pickle
 import random
 
 import pytest
@@ -120,9 +121,14 @@ def test_sentences_and_documents(tmp_path, name):
     sp, tokenizer = processor(path), toktools.load(path)
     texts = english_lines()[:1_500] + long_documents(tmp_path / "long.txt", count=2).read_text("utf-8").splitlines()
     assert max(map(len, texts)) >= 20_000
-    assert tokenizer.ids_batch(texts) == [sp.encode(text) for text in texts]
+    want = [sp.encode(text) for text in texts]
+    assert tokenizer.ids_batch(texts) == want
     cache = the_cache(tokenizer)
     assert cache.hits > 10 * cache.refused
+    # a pickled copy (what a worker may get) leaves the cache behind and refills its own
+    copy = pickle.loads(pickle.dumps(tokenizer))
+    assert not copy.encoder.index.compiled().word_caches
+    assert copy.ids_batch(texts[:100]) == want[:100]
 
 
 @pytest.mark.full

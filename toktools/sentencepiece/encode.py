@@ -274,6 +274,12 @@ class SentencePieceUnigram(_SentencePieceEncoder):
                 out[i] = self._fallback_ids(text)
         return out
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the compiled normaliser's tables (~5 MB; a copy makes its own)."""
+        state = dict(self.__dict__)
+        state["_compiled_text"] = None
+        return state
+
     def _compiled_normalizer(self) -> Any:
         """:class:`~toktools.sentencepiece.compiled_normalize.CompiledSpmText` of this model's
         normaliser, or None (no numba, or a normaliser with no fast path)."""

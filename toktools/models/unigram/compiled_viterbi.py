@@ -318,6 +318,12 @@ class CompiledIndex:
         self.term_score = term_score[:nodes].copy()
         self._compact()
 
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled without the word caches (up to ~50 MB; a copy refills its own)."""
+        state = dict(self.__dict__)
+        state["word_caches"] = {}
+        return state
+
     def _paths_by_word(
         self,
         codes: np.ndarray,
