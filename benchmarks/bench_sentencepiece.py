@@ -38,7 +38,7 @@ def children_cpu() -> float:
 def prepare(work: Path) -> Path:
     work.mkdir(parents=True, exist_ok=True)
     model = work / "m30k.model"
-    if model.exists():
+    if all((work / name).exists() for name in ("m30k.model", "en10.txt", "en2.txt", "zh2.txt")):
         return model
     en = gzip.open(SHARED / "en_wiki.txt.gz", "rt", encoding="utf-8").read().splitlines()
     zh = (
@@ -54,6 +54,8 @@ def prepare(work: Path) -> Path:
     ):
         cut = data[:size]
         (work / name).write_bytes(cut[: cut.rfind(b"\n") + 1])
+    if model.exists():
+        return model
     spm.SentencePieceTrainer.train(
         input=str(work / "train.txt"),
         model_prefix=str(work / "m30k"),

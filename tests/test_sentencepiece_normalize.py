@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toktools.parts.precompiled import spm_normalize
-from toktools.sentencepiece.normalize import SpmText, second_characters
+from toktools.sentencepiece.normalize import SpmText, rule_openings, second_characters
 
 pytest.importorskip("sentencepiece")
 
@@ -58,12 +58,40 @@ def encoder(name):
     return SentencePieceUnigram.load(train(name, **MODELS[name]))
 
 
+def compiled_normalizer(fast: SpmText):
+    """``CompiledSpmText`` of ``fast``, or None without numba or when ``fast`` has no fast path."""
+    from toktools.runtime.compiled_switch import compiled_module
+
+    module = compiled_module("toktools.sentencepiece.compiled_normalize")
+    return module.CompiledSpmText(fast) if module is not None and fast.fast else None
+
+
+def compiled_texts(fast: SpmText, texts: list[str]) -> list[str] | None:
+    """The texts through the compiled normaliser of ``fast``, in one batch (None as
+    :func:`compiled_normalizer`)."""
+    compiled = compiled_normalizer(fast)
+    if compiled is None:
+        return None
+    codes, offsets = compiled(texts)
+    return [codes[a:b].tobytes().decode("utf-32-le", "surrogatepass") for a, b in zip(offsets, offsets[1:])]
+
+
 @pytest.mark.parametrize("name", UNIGRAM_MODELS)
 def test_held_out_lines(name):
+    """Line by line (SpmText) and as one batch (the compiled normaliser, which sends the lines
+    it cannot take to SpmText)."""
     sp = encoder(name)
     fast = SpmText(sp.charsmap, user_defined=sp.user_defined, **sp.flags)
-    for line in held_out_lines(400):
-        assert fast(line) == spm_normalize(line, sp.charsmap, user_defined=sp.user_defined, **sp.flags)[0], line
+    lines = held_out_lines(400)
+    want = [spm_normalize(line, sp.charsmap, user_defined=sp.user_defined, **sp.flags)[0] for line in lines]
+    for line, text in zip(lines, want):
+        assert fast(line) == text, line
+    assert compiled_texts(fast, lines) in (None, want)
+    compiled = compiled_normalizer(fast)
+    if compiled is not None:  # with the alignment, one text at a time
+        for line in lines:
+            found = compiled.aligned(line)
+            assert found is None or found == spm_normalize(line, sp.charsmap, user_defined=sp.user_defined, **sp.flags)
 
 
 @settings(max_examples=300, deadline=None)
@@ -72,10 +100,23 @@ def test_generated_text(text, flags, name):
     sp = _ENCODERS[name]
     options = {**sp.flags, **flags}
     fast = SpmText(sp.charsmap, user_defined=sp.user_defined, **options)
-    assert fast(text) == spm_normalize(text, sp.charsmap, user_defined=sp.user_defined, **options)[0]
+    want = spm_normalize(text, sp.charsmap, user_defined=sp.user_defined, **options)[0]
+    assert fast(text) == want
+    key = (name, tuple(sorted(flags.items())))
+    if key not in _COMPILED:
+        _COMPILED[key] = compiled_normalizer(fast)
+    compiled = _COMPILED[key]
+    found = compiled.aligned(text) if compiled is not None else None
+    assert found is None or found == spm_normalize(text, sp.charsmap, user_defined=sp.user_defined, **options)
+    if compiled is not None:  # the text among others the compiled path takes on its own
+        codes, offsets = compiled(["a b", text, "", " 中 "])
+        got = [codes[a:b].tobytes().decode("utf-32-le", "surrogatepass") for a, b in zip(offsets, offsets[1:])]
+        assert got == [fast("a b"), want, "", fast(" 中 ")]
 
 
 _ENCODERS: dict = {}
+#: the compiled normaliser of each (model, flags) the generated tests meet
+_COMPILED: dict = {}
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -92,6 +133,20 @@ def test_the_characters_that_continue_a_rule_are_those_of_the_rules():
     assert "\u0301" in seconds and "ﾞ" in seconds
     assert not seconds & set("abc 中，。1")
     assert charsmap.longest("A\u0301".encode(), 0)[0] == 3  # one unit of two characters
+    openings = rule_openings(charsmap)
+    assert ("A", "\u0301") in openings and ("ｶ", "ﾞ") in openings
+    assert ("е", "\u0301") not in openings  # Cyrillic: no rule composes it
+    assert {second for _, second in openings} == seconds
+
+
+def test_compiled_normaliser_around_characters_that_continue_rules():
+    """Where the two neighbours open a rule the text takes SpmText's slow path, elsewhere the
+    compiled fast path: both give spm_normalize's text."""
+    sp = encoder("unigram")
+    fast = SpmText(sp.charsmap, user_defined=sp.user_defined, **sp.flags)
+    texts = ["Андре\u0301й A\u0301B", "Андре\u0301й  ab", "ｶﾞ ﾞ x", "\u0301 at the start", "e\u0308 ё  ", "x" * 5]
+    want = [spm_normalize(text, sp.charsmap, user_defined=sp.user_defined, **sp.flags)[0] for text in texts]
+    assert compiled_texts(fast, texts) in (None, want)
 
 
 #: user-defined symbols that share first characters with ordinary text (Chinese, Latin), one the

@@ -168,9 +168,7 @@ class _SentencePieceEncoder:
         """Ids, pieces and each piece's ``(start, end)`` in ``text`` (characters), as
         sentencepiece's ``SentencePieceText`` gives them: a piece spans the original characters
         its normalised characters came from; byte pieces of one character share its span."""
-        from toktools.parts.precompiled import spm_normalize
-
-        normalized, align = spm_normalize(text, self.charsmap, user_defined=self.user_defined, **self.flags)
+        normalized, align = self._aligned(text)
         ids: list[int] = []
         tokens: list[str] = []
         offsets: list[tuple[int, int]] = []
@@ -185,6 +183,12 @@ class _SentencePieceEncoder:
             tokens.append(normalized[start:end] if piece_id == self.unk_id else pieces[piece_id].piece)
             offsets.append((begin, max(begin, finish)))
         return ids, tokens, offsets
+
+    def _aligned(self, text: str) -> tuple[str, list[int]]:
+        """The normalised text and, per character, the index in ``text`` it came from."""
+        from toktools.parts.precompiled import spm_normalize
+
+        return spm_normalize(text, self.charsmap, user_defined=self.user_defined, **self.flags)
 
     def encode_batch(self, texts: list[str], *, add_bos: bool = False, add_eos: bool = False) -> list[list[int]]:
         """:meth:`encode` of each text."""
@@ -215,6 +219,7 @@ class SentencePieceUnigram(_SentencePieceEncoder):
         self.index = PieceIndex(entries)
         self.unk_score = f32(self.min_score - UNK_PENALTY)
         self._lattice: PieceIndex | None = None
+        self._compiled_text: Any = None
 
     def _piece_ids(self, normalized: str) -> list[int]:
         return self._batch_piece_ids([normalized])[0]
@@ -242,22 +247,57 @@ class SentencePieceUnigram(_SentencePieceEncoder):
         rules = self.rules
         compiled = self.index.compiled()
         if compiled is not None:
-            ids, _, _, counts = compiled.paths(
-                texts, unk_id, self.unk_score, float32=rules.float32, fuse=True, reset=rules.reset
-            )
-            flat = ids.tolist()
-            bounds = [0, *accumulate(counts.tolist())]
-            out = [flat[lo:hi] for lo, hi in zip(bounds, bounds[1:])]
-            if self.model.byte_fallback:
-                import numpy as np
+            from toktools.models.unigram.compiled_viterbi import code_points
 
-                for i in sorted({bisect_right(bounds, k) - 1 for k in np.flatnonzero(ids == unk_id).tolist()}):
-                    out[i] = self._fallback_ids(texts[i])
-            return out
+            return self._ids_of_codes(*code_points(texts))
         found = best_paths(
             texts, self.index, unk_id, self.unk_score, float32=rules.float32, fuse=True, reset=rules.reset
         )
         return [self._ids_of_path(text, path) for text, path in zip(texts, found)]
+
+    def _ids_of_codes(self, codes: Any, offsets: Any) -> list[list[int]]:
+        """Ids of the normalised texts ``codes[offsets[t]:offsets[t + 1]]`` (code points; an
+        empty one has none), one compiled Viterbi call."""
+        import numpy as np
+
+        rules = self.rules
+        unk_id = self.unk_id
+        ids, _, _, counts = self.index.compiled().paths_of_codes(
+            codes, offsets, unk_id, self.unk_score, float32=rules.float32, fuse=True, reset=rules.reset
+        )
+        flat = ids.tolist()
+        bounds = [0, *accumulate(counts.tolist())]
+        out = [flat[lo:hi] for lo, hi in zip(bounds, bounds[1:])]
+        if self.model.byte_fallback:
+            for i in sorted({bisect_right(bounds, k) - 1 for k in np.flatnonzero(ids == unk_id).tolist()}):
+                text = codes[offsets[i] : offsets[i + 1]].tobytes().decode("utf-32-le", "surrogatepass")
+                out[i] = self._fallback_ids(text)
+        return out
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the compiled normaliser's tables (~5 MB; a copy makes its own)."""
+        state = dict(self.__dict__)
+        state["_compiled_text"] = None
+        return state
+
+    def _compiled_normalizer(self) -> Any:
+        """:class:`~toktools.sentencepiece.compiled_normalize.CompiledSpmText` of this model's
+        normaliser, or None (no numba, or a normaliser with no fast path)."""
+        if self._compiled_text is None:
+            self.normalize("")  # builds the SpmText
+            compiled = self.index.compiled()
+            module = None
+            if compiled is not None and self._text.fast:
+                from toktools.runtime.compiled_switch import compiled_module
+
+                module = compiled_module("toktools.sentencepiece.compiled_normalize")
+            self._compiled_text = module.CompiledSpmText(self._text) if module is not None else False
+        return self._compiled_text or None
+
+    def _aligned(self, text: str) -> tuple[str, list[int]]:
+        normalizer = self._compiled_normalizer()
+        found = normalizer.aligned(text) if normalizer is not None else None
+        return found if found is not None else super()._aligned(text)
 
     def _fallback_ids(self, text: str) -> list[int]:
         """The ids of one text that holds an unknown run, with byte fallback."""
@@ -325,7 +365,16 @@ class SentencePieceUnigram(_SentencePieceEncoder):
         return self._lattice
 
     def encode_batch(self, texts: list[str], *, add_bos: bool = False, add_eos: bool = False) -> list[list[int]]:
-        """:meth:`encode` of each text, with one Viterbi call for the whole batch."""
+        """:meth:`encode` of each text, with one Viterbi call for the whole batch (normalised
+        by the compiled normaliser when there is one)."""
+        normalizer = self._compiled_normalizer()
+        if normalizer is not None:
+            found = self._ids_of_codes(*normalizer(texts))
+            if add_bos or add_eos:
+                bos = [_special(self.model, "bos")] if add_bos else []
+                eos = [_special(self.model, "eos")] if add_eos else []
+                return [bos + ids + eos for ids in found]
+            return found
         normalized = [self.normalize(text) for text in texts]
         found = self._batch_piece_ids([n for n in normalized if n])
         if len(found) == len(normalized) and not (add_bos or add_eos):

@@ -21,10 +21,10 @@ from weakref import WeakKeyDictionary
 from toktools.parts.precompiled import SPACE, CharsMap, spm_normalize, unit_offset
 
 
-def second_characters(charsmap: CharsMap) -> frozenset[str] | None:
-    """The character at index 1 of every rule of two or more characters (a text holding none of
-    them has no match of such a rule), or None when a rule ends inside a UTF-8 character (then
-    only the slow path knows what to do).
+def rule_openings(charsmap: CharsMap) -> frozenset[tuple[str, str]] | None:
+    """The first two characters of every rule of two or more characters (a text with no two
+    neighbours among them has no match of such a rule), or None when a rule ends inside a
+    UTF-8 character (then only the slow path knows what to do).
 
     The trie (darts-clone shares the nodes of common suffixes, so paths are many more than
     nodes) is walked over one whole first character, keeping only the distinct nodes reached,
@@ -64,17 +64,43 @@ def second_characters(charsmap: CharsMap) -> frozenset[str] | None:
     firsts = whole_characters(unit_offset(units[0]))
     if firsts is None:
         return None
-    seconds: set[str] = set()
+    after: dict[int, list[str]] = {}
     for state in {node for _, node in firsts}:
         found = whole_characters(state)
         if found is None:
             return None
-        for path, _ in found:
+        try:
+            after[state] = [path.decode("utf-8") for path, _ in found]
+        except UnicodeDecodeError:
+            return None
+    pairs: set[tuple[str, str]] = set()
+    for path, node in firsts:
+        if after[node]:
             try:
-                seconds.add(path.decode("utf-8"))
+                first = path.decode("utf-8")
             except UnicodeDecodeError:
                 return None
-    return frozenset(seconds)
+            pairs.update((first, second) for second in after[node])
+    return frozenset(pairs)
+
+
+def second_characters(charsmap: CharsMap) -> frozenset[str] | None:
+    """The character at index 1 of every rule of two or more characters (a text holding none of
+    them has no match of such a rule), or None as :func:`rule_openings`."""
+    pairs = _openings(charsmap)
+    return None if pairs is None else frozenset(second for _, second in pairs)
+
+
+#: :func:`rule_openings` of each charsmap met (a walk of the whole trie: once per charsmap)
+_pairs: WeakKeyDictionary[CharsMap, frozenset[tuple[str, str]] | None] = WeakKeyDictionary()
+_NOT_YET = frozenset({("", "")})
+
+
+def _openings(charsmap: CharsMap) -> frozenset[tuple[str, str]] | None:
+    found = _pairs.get(charsmap, _NOT_YET)
+    if found is _NOT_YET:
+        found = _pairs[charsmap] = rule_openings(charsmap)
+    return found
 
 
 #: :func:`second_characters` of each charsmap met (a walk of the whole trie: once per charsmap)
@@ -146,6 +172,8 @@ class SpmText:
         self.space = SPACE if escape_whitespaces else " "
         self.fast = not treat_whitespace_as_suffix
         blocked: set[str] = set()
+        #: the first two characters of the charsmap's rules of two or more characters
+        self.openings: frozenset[tuple[str, str]] = frozenset()
         if charsmap is not None:
             self.table: Any = _Replacements(charsmap)
             seconds = _seconds.get(charsmap, _UNKNOWN)
@@ -155,6 +183,7 @@ class SpmText:
                 self.fast = False
             else:
                 blocked |= seconds
+                self.openings = _openings(charsmap) or frozenset()
         else:
             self.table = {}
         symbols = sorted({symbol for symbol in user_defined if symbol}, key=len, reverse=True)
@@ -196,6 +225,12 @@ class SpmText:
         if self.space != " ":
             joined = joined.replace(" ", self.space)
         return joined.rstrip(self.space) if self.remove_extra else joined
+
+    def slow_for(self, ch: str) -> bool:
+        """Whether a text holding ``ch`` takes the slow path (or, when it starts a user-defined
+        symbol, the split on the symbols), whatever its neighbours: a character that continues
+        a rule only does after the first characters of :attr:`openings`."""
+        return ch in self.symbol_starts
 
     def slow(self, text: str) -> str:
         return spm_normalize(text, self.charsmap, user_defined=self.user_defined, **self.flags)[0]

@@ -25,6 +25,10 @@ from numba import njit
 _BASE = 0x110000
 _GOLDEN = 0x9E3779B97F4A7C15
 
+#: the word cache serves indexes whose scores (and unknown score) are all below this in
+#: magnitude (see :mod:`toktools.models.unigram.word_cache`)
+WORD_CACHE_MAX_SCORE = 1e4
+
 #: status codes of :func:`viterbi_batch`
 OK, UNK_WITHOUT_ID, UNREACHABLE = 0, 1, 2
 
@@ -101,6 +105,112 @@ def _child(node, code, root, table, shift):
         s = (s + 1) & mask
 
 
+@njit(cache=True, inline="always")
+def _rescale(pos, frontier, score, start):
+    """sentencepiece 0.2.3's rescaling at ``pos``: its score subtracted from every score set
+    from ``pos`` to ``frontier`` (rounded to float32)."""
+    base = score[pos]
+    for i in range(pos, frontier + 1):
+        if i == pos or start[i] >= 0:
+            score[i] = np.float64(np.float32(score[i] - base))
+
+
+@njit(cache=True, inline="always")
+def _extend(
+    codes,
+    lo,
+    n,
+    pos,
+    base,
+    root,
+    table,
+    shift,
+    term_id,
+    term_score,
+    unk_id,
+    unk_score,
+    float32,
+    frontier,
+    score,
+    start,
+    ids,
+):
+    """Every piece that starts at ``pos`` (and the unknown node when no piece of one character
+    does) offered to the scores of the positions it ends at; returns the furthest end reached,
+    or -1 when an unknown character met a model without ``unk_id``."""
+    single = False
+    node = 0
+    end = pos
+    while end < n:
+        node = _child(node, codes[lo + end], root, table, shift)
+        if node < 0:
+            break
+        end += 1
+        piece = term_id[node]
+        if piece < 0:
+            continue
+        if end == pos + 1:
+            single = True
+        if end > frontier:
+            frontier = end
+        cand = term_score[node] + base
+        if float32 == 1:
+            cand = np.float64(np.float32(cand))
+        if start[end] < 0 or cand > score[end]:
+            if float32 == 2:
+                cand = np.float64(np.float32(cand))
+            score[end] = cand
+            start[end] = pos
+            ids[end] = piece
+    if not single:
+        end = pos + 1
+        if end > frontier:
+            frontier = end
+        cand = unk_score + base
+        if float32 == 1:
+            cand = np.float64(np.float32(cand))
+        if start[end] < 0 or cand > score[end]:
+            if unk_id < 0:
+                return -1
+            if float32 == 2:
+                cand = np.float64(np.float32(cand))
+            score[end] = cand
+            start[end] = pos
+            ids[end] = unk_id
+    return frontier
+
+
+@njit(cache=True, inline="always")
+def _emit(n, start, ids, path, fuse_id, out_id, out_start, out_end, written, counts, t):
+    """Backtrack the best path of text ``t`` (``n`` positions) into the outputs from
+    ``written`` on; returns the new ``written``, or -1 when no path reaches the end."""
+    steps = 0
+    end = n
+    while end > 0:
+        if start[end] < 0:
+            return -1
+        path[steps] = end
+        steps += 1
+        end = start[end]
+    count = 0
+    k = steps - 1
+    while k >= 0:
+        end = path[k]
+        begin = start[end]
+        piece = ids[end]
+        if piece == fuse_id and count > 0 and out_id[written - 1] == fuse_id and out_end[written - 1] == begin:
+            out_end[written - 1] = end
+        else:
+            out_id[written] = piece
+            out_start[written] = begin
+            out_end[written] = end
+            written += 1
+            count += 1
+        k -= 1
+    counts[t] = count
+    return written
+
+
 @njit(cache=True)
 def viterbi_batch(
     codes,
@@ -152,74 +262,32 @@ def viterbi_batch(
         for pos in range(n):
             base = score[pos]
             if reset > 0.0 and (base < -reset or base > reset):
-                for i in range(pos, frontier + 1):
-                    if i == pos or start[i] >= 0:
-                        score[i] = np.float64(np.float32(score[i] - base))
+                _rescale(pos, frontier, score, start)
                 base = 0.0
-            single = False
-            node = 0
-            end = pos
-            while end < n:
-                node = _child(node, codes[lo + end], root, table, shift)
-                if node < 0:
-                    break
-                end += 1
-                piece = term_id[node]
-                if piece < 0:
-                    continue
-                if end == pos + 1:
-                    single = True
-                if end > frontier:
-                    frontier = end
-                cand = term_score[node] + base
-                if float32 == 1:
-                    cand = np.float64(np.float32(cand))
-                if start[end] < 0 or cand > score[end]:
-                    if float32 == 2:
-                        cand = np.float64(np.float32(cand))
-                    score[end] = cand
-                    start[end] = pos
-                    ids[end] = piece
-            if not single:
-                end = pos + 1
-                if end > frontier:
-                    frontier = end
-                cand = unk_score + base
-                if float32 == 1:
-                    cand = np.float64(np.float32(cand))
-                if start[end] < 0 or cand > score[end]:
-                    if unk_id < 0:
-                        return UNK_WITHOUT_ID, t
-                    if float32 == 2:
-                        cand = np.float64(np.float32(cand))
-                    score[end] = cand
-                    start[end] = pos
-                    ids[end] = unk_id
-        # backtrack into ``path`` (end positions, last first)
-        steps = 0
-        end = n
-        while end > 0:
-            if start[end] < 0:
-                return UNREACHABLE, t
-            path[steps] = end
-            steps += 1
-            end = start[end]
-        count = 0
-        k = steps - 1
-        while k >= 0:
-            end = path[k]
-            begin = start[end]
-            piece = ids[end]
-            if piece == fuse_id and count > 0 and out_id[written - 1] == fuse_id and out_end[written - 1] == begin:
-                out_end[written - 1] = end
-            else:
-                out_id[written] = piece
-                out_start[written] = begin
-                out_end[written] = end
-                written += 1
-                count += 1
-            k -= 1
-        counts[t] = count
+            frontier = _extend(
+                codes,
+                lo,
+                n,
+                pos,
+                base,
+                root,
+                table,
+                shift,
+                term_id,
+                term_score,
+                unk_id,
+                unk_score,
+                float32,
+                frontier,
+                score,
+                start,
+                ids,
+            )
+            if frontier < 0:
+                return UNK_WITHOUT_ID, t
+        written = _emit(n, start, ids, path, fuse_id, out_id, out_start, out_end, written, counts, t)
+        if written < 0:
+            return UNREACHABLE, t
     return OK, -1
 
 
@@ -229,9 +297,16 @@ class CompiledIndex:
     def __init__(self, lookup: Iterable[tuple[str, tuple[int, float]]]) -> None:
         items = list(lookup)
         pieces = [piece for piece, _ in items]
-        codes, offsets = _code_points(pieces)
+        #: the word caches made so far, by ``(unk_id, unk_score, reset)``
+        self.word_caches: dict[tuple[int, float, float], object] = {}
+        codes, offsets = code_points(pieces)
         ids = np.array([value[0] for _, value in items], dtype=np.int64)
         scores = np.array([value[1] for _, value in items], dtype=np.float64)
+        #: no piece holds a ``▁`` after its first character and no score is out of range:
+        #: words can be cached (:mod:`toktools.models.unigram.word_cache`)
+        self.by_word = not any("\u2581" in piece[1:] for piece in pieces) and bool(
+            np.all(np.abs(scores) < WORD_CACHE_MAX_SCORE)
+        )
         bits = max(4, (2 * codes.size + 1).bit_length())
         self.shift = 64 - bits
         self.table = np.full(2 << bits, -1, dtype=np.int64)
@@ -242,6 +317,54 @@ class CompiledIndex:
         self.term_id = term_id[:nodes].copy()
         self.term_score = term_score[:nodes].copy()
         self._compact()
+
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled without the word caches (up to ~50 MB; a copy refills its own)."""
+        state = dict(self.__dict__)
+        state["word_caches"] = {}
+        return state
+
+    def _paths_by_word(
+        self,
+        codes: np.ndarray,
+        offsets: np.ndarray,
+        unk: int,
+        unk_score: float,
+        reset: float,
+        fuse_id: int,
+        out_id: np.ndarray,
+        out_start: np.ndarray,
+        out_end: np.ndarray,
+        counts: np.ndarray,
+    ) -> int:
+        """:func:`~toktools.models.unigram.word_cache.viterbi_batch_words` with this index's
+        cache for the rule (made on first use, kept across calls)."""
+        from toktools.models.unigram.word_cache import WordCache, viterbi_batch_words
+
+        key = (unk, unk_score, reset)
+        cache = self.word_caches.get(key)
+        if cache is None:
+            cache = self.word_caches[key] = WordCache()
+        assert isinstance(cache, WordCache)
+        status, _ = viterbi_batch_words(
+            codes,
+            offsets,
+            self.root,
+            self.table,
+            self.shift,
+            self.term_id,
+            self.term_score,
+            unk,
+            unk_score,
+            reset,
+            fuse_id,
+            cache.arrays(),
+            out_id,
+            out_start,
+            out_end,
+            counts,
+        )
+        return int(status)
 
     def _compact(self) -> None:
         """The edges again in a table sized for them (load <= 1/2) rather than for every
@@ -264,38 +387,72 @@ class CompiledIndex:
         float32: bool | int = False,
         fuse: bool = False,
         reset: float = 0.0,
+        word_cache: bool = True,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Token ids, starts, ends (flat arrays, text after text) and the count per text; runs
         of ``unk_id`` nodes fused into one token with ``fuse``; ``float32`` and ``reset`` as
-        :func:`viterbi_batch` takes them. Raises :class:`ToktoolsError` as
+        :func:`viterbi_batch` takes them. With ``float32=1`` (sentencepiece 0.2.3) and
+        ``word_cache``, words' paths are reused where that is exact
+        (:mod:`~toktools.models.unigram.word_cache`). Raises :class:`ToktoolsError` as
         :func:`~toktools.parts.unigram.viterbi` does."""
+        codes, offsets = code_points(texts)
+        return self.paths_of_codes(
+            codes, offsets, unk_id, unk_score, float32=float32, fuse=fuse, reset=reset, word_cache=word_cache
+        )
+
+    def paths_of_codes(
+        self,
+        codes: np.ndarray,
+        offsets: np.ndarray,
+        unk_id: int | None,
+        unk_score: float,
+        *,
+        float32: bool | int = False,
+        fuse: bool = False,
+        reset: float = 0.0,
+        word_cache: bool = True,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`paths` of the texts ``codes[offsets[t]:offsets[t + 1]]`` (code points)."""
         from toktools.errors import ToktoolsError
 
-        codes, offsets = _code_points(texts)
         size = codes.size
         out_id = np.empty(size, dtype=np.int64)
         out_start = np.empty(size, dtype=np.int64)
         out_end = np.empty(size, dtype=np.int64)
-        counts = np.zeros(len(texts), dtype=np.int64)
+        counts = np.zeros(offsets.size - 1, dtype=np.int64)
         unk = -1 if unk_id is None else unk_id
-        status, _ = viterbi_batch(
-            codes,
-            offsets,
-            self.root,
-            self.table,
-            self.shift,
-            self.term_id,
-            self.term_score,
-            unk,
-            float(unk_score),
-            int(float32),
-            float(reset),
-            unk if fuse else -1,
-            out_id,
-            out_start,
-            out_end,
-            counts,
-        )
+        if int(float32) == 1 and word_cache and self.by_word and abs(unk_score) < WORD_CACHE_MAX_SCORE:
+            status = self._paths_by_word(
+                codes,
+                offsets,
+                unk,
+                float(unk_score),
+                float(reset),
+                unk if fuse else -1,
+                out_id,
+                out_start,
+                out_end,
+                counts,
+            )
+        else:
+            status, _ = viterbi_batch(
+                codes,
+                offsets,
+                self.root,
+                self.table,
+                self.shift,
+                self.term_id,
+                self.term_score,
+                unk,
+                float(unk_score),
+                int(float32),
+                float(reset),
+                unk if fuse else -1,
+                out_id,
+                out_start,
+                out_end,
+                counts,
+            )
         if status == UNK_WITHOUT_ID:
             raise ToktoolsError("Unigram: an unknown character but the model has no unk_id")
         if status == UNREACHABLE:
@@ -304,7 +461,7 @@ class CompiledIndex:
         return out_id[:total], out_start[:total], out_end[:total], counts
 
 
-def _code_points(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+def code_points(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """All the texts' code points in one ``int32`` array, and where each text starts."""
     codes = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.int32)
     offsets = np.zeros(len(texts) + 1, dtype=np.int64)
