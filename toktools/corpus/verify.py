@@ -82,7 +82,7 @@ def _answer(reference: Any, problem: str, texts: list[str]) -> tuple[Any, float]
     seconds it took (the time budget's measure of the checker's speed)."""
     if reference is None:
         return problem, 0.0
-    started = time.perf_counter()
+    started = time.process_time()
     try:
         # a few texts: the ids-only path text by text, whose new words are merged as they are
         # met; its batch call would set up bulk merges (numpy's import and tables, ~0.1 s) for them
@@ -93,7 +93,7 @@ def _answer(reference: Any, problem: str, texts: list[str]) -> tuple[Any, float]
             ids = reference.encode_batch(texts)
     except Exception as err:
         return f"the reference engine failed during --verify ({type(err).__name__}: {err})", 0.0
-    return ids, time.perf_counter() - started
+    return ids, time.process_time() - started
 
 
 #: Builds what the checker answers with: ``(reference, "")``, or ``(None, why not)``.
@@ -124,9 +124,9 @@ def _checker(conn: Any, other_end: Any, document: Any, parent: int, build: Build
     gc.disable()
     # the document may be a DocumentSource: read by the build if it needs it (after a cached
     # start-up, which did not read it), never when the built reference is cached
-    started = time.perf_counter()
+    started = time.process_time()
     reference, problem = build(document)
-    build_seconds = time.perf_counter() - started  # part of what checking costs: told once
+    build_seconds = time.process_time() - started  # part of what checking costs: told once
     gc.freeze()
     gc.enable()
     while True:
@@ -156,9 +156,9 @@ class InlineChecker:
     def send(self, texts: list[str]) -> None:
         build_seconds = 0.0
         if self.reference is None and not self._problem:
-            started = time.perf_counter()
+            started = time.process_time()
             self.reference, self._problem = _build_reference(self.document)
-            build_seconds = time.perf_counter() - started
+            build_seconds = time.process_time() - started
         self._answers.append((*_answer(self.reference, self._problem, texts), build_seconds))
 
     def poll(self) -> bool:
@@ -295,7 +295,7 @@ class Verifier:
         cuttable: bool = False,
         min_bytes: int | None = None,
         share: float = TIME_SHARE,
-        clock: Callable[[], float] = time.perf_counter,
+        clock: Callable[[], float] = time.process_time,
     ) -> None:
         """``inline``: check in this process with that checker instead of a forked one;
         ``process``: a checker forked earlier (:func:`start_checker`), closed with the verifier;
