@@ -133,7 +133,7 @@ def encode_shards(
             fingerprint=fingerprint,
         )
         # gigatoken's imports (awkward's above all) on a thread, while this one hashes the inputs
-        preloaded = _preload(engine, tok.shape, options.workers, input_bytes)
+        preloaded = _preload(engine, tok, options.workers, input_bytes)
         written_as = shard_settings(tok, options)
 
         # outputs: never an input (nor a file of the tokenizer); existing ones need force (or are resumed)
@@ -293,19 +293,24 @@ def _nothing() -> None:
     pass
 
 
-def _preload(name: str, shape: Any, workers: int | None, input_bytes: int | None) -> Callable[[], None]:
-    """Start importing gigatoken's modules when it is the engine to be tried first (see
-    :func:`toktools.engines.gigatoken_engine.preload`); returns what waits for it."""
+def _preload(name: str, tok: Any, workers: int | None, input_bytes: int | None) -> Callable[[], None]:
+    """Start importing gigatoken's modules and loading the tokenizer with it when it is the
+    engine to be tried first (see :func:`toktools.engines.gigatoken_engine.preload`); returns what
+    waits for it."""
     from toktools.engines.choice import first_tried
     from toktools.engines.gigatoken_engine import configuration_reason, gigatoken_available, preload
 
     if (
-        first_tried(name, shape, workers, input_bytes) != "gigatoken"
-        or configuration_reason(shape) is not None
+        first_tried(name, tok.shape, workers, input_bytes) != "gigatoken"
+        or configuration_reason(tok.shape) is not None
         or not gigatoken_available()
     ):
         return _nothing
-    return preload()
+    from toktools.engines.gigatoken_probe import known_refused
+
+    if known_refused(tok.fingerprint):
+        return _nothing
+    return preload(tok.raw_json)
 
 
 def _rereadable(sources: list[Any], copies: ExitStack) -> list[Any]:
