@@ -78,7 +78,7 @@ def _whole_reference(document: Any, fingerprint: str | None) -> Any:
 
 
 def _answer(reference: Any, problem: str, texts: list[str]) -> tuple[Any, float]:
-    """The reference's ids for ``texts`` (or the line saying why there are none), and the
+    """The reference's ids for ``texts`` (or the line saying why there are none), and the CPU
     seconds it took (the time budget's measure of the checker's speed)."""
     if reference is None:
         return problem, 0.0
