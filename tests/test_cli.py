@@ -87,6 +87,18 @@ def test_help_starts_fast_because_heavy_modules_load_lazily() -> None:
     assert cpu < 5  # CPU seconds, which a busy machine does not stretch as it does wall time; typical ~0.1 s
 
 
+def test_a_command_imports_only_its_own_module() -> None:
+    """The group lists every command, but running one imports only its module (the others'
+    imports are start-up cost for nothing); listing them (``--help``) imports them all."""
+    code = (
+        "import sys, toktools.cli as cli\n"
+        "mine = lambda: sorted(m for m in sys.modules if m.startswith('toktools.commands.') and m != 'toktools.commands._shared')\n"
+        "print(mine()); cli.main.commands['encode']; print(mine()); print(sorted(cli.main.commands) == sorted(cli.COMMANDS))"
+    )
+    lines = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert lines[:3] == ["[]", "['toktools.commands.encode']", "True"]
+
+
 def test_count_then_train_from_counts_gives_the_same_vocabulary(tmp_path: Path, wp_dir: Path) -> None:
     counts = tmp_path / "sample.counts"
     assert run("count", str(FIXTURE), "--model", "wordpiece", "-o", str(counts)).exit_code == 0

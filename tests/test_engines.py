@@ -354,6 +354,31 @@ def test_the_slow_verdicts_are_remembered_per_tokenizer_and_versions(tmp_path, m
         analyse(doc)
 
 
+def test_gigatoken_is_loaded_ahead_when_it_will_be_tried_first() -> None:
+    """A run whose first engine is gigatoken imports it and loads the tokenizer on a thread while
+    the inputs are hashed; the engine made for the same bytes takes that tokenizer, other bytes
+    do not. A small input (auto tries tiktoken first) loads nothing ahead."""
+    pytest.importorskip("gigatoken")
+    from toktools.corpus.prepared_tokenizer import load_corpus_tokenizer
+    from toktools.corpus.shards import _nothing, _preload
+    from toktools.engines import gigatoken_engine
+    from toktools.engines.choice import first_tried
+
+    tok = load_corpus_tokenizer("bytebpe-50k")
+    assert first_tried("auto", tok.shape, None, 100_000) == "tiktoken"
+    assert first_tried("auto", tok.shape, None, 50_000_000) == "gigatoken"
+    assert _preload("auto", tok, None, 100_000) is _nothing
+    _preload("auto", tok, None, 50_000_000)()
+    [(raw, ahead)] = gigatoken_engine._ahead
+    assert raw is tok.raw_json
+    assert gigatoken_engine._loaded_ahead(bytes(bytearray(raw))) is None  # equal bytes, another object
+    assert not gigatoken_engine._ahead  # taken once, whoever asks
+    gigatoken_engine.preload(tok.raw_json)()
+    [(_, ahead)] = gigatoken_engine._ahead
+    engine = gigatoken_engine.GigatokenEngine(tok.raw_json)
+    assert engine.tokenizer is ahead and not gigatoken_engine._ahead
+
+
 def test_auto_weighs_start_up_against_the_input_size() -> None:
     """gigatoken encodes several times faster than tiktoken but starts later (awkward's import,
     its loader): ``auto`` takes tiktoken for a small input, gigatoken for a large one, and says why."""

@@ -281,6 +281,38 @@ def fuzz_corpus(path: Path, lines: int = 1500, seed: int = 5) -> Path:
     return path
 
 
+@pytest.mark.shared
+def test_the_pieces_of_a_single_long_line_are_verified(tmp_path, monkeypatch) -> None:
+    """One line longer than the long-line mark, read in several blocks: each piece gigatoken
+    encodes (from a safe cut) is offered to --verify, which checks at least 64 KB of prefixes
+    spread over the line, and names the line when a piece's ids are wrong (issue 23)."""
+    import real_shapes
+
+    from toktools.engines.base import PackedIds
+    from toktools.engines.gigatoken_engine import GigatokenEngine
+
+    monkeypatch.setattr("toktools.corpus.line_blocks.MIN_BLOCK_BYTES", 30_000)
+    monkeypatch.setattr("toktools.corpus.line_blocks.LONG_LINE_BYTES", 40_000)
+    line = real_shapes.single_line(tmp_path / "line.txt", size=300_000, chinese_share=0.1)
+    options = {"format": "megatron", "engine": "gigatoken", "force": True}
+    result = encode_corpus([line], "bytebpe-50k", tmp_path / "ok", **options)
+    assert result.documents == 1 and result.verified >= 4 and result.verified_bytes >= 64 << 10
+    packed = GigatokenEngine.encode_packed
+
+    def first_id_wrong(self, texts):
+        got = packed(self, texts)
+        data = bytearray(got.data)
+        data[0] ^= 1
+        return PackedIds(bytes(data), got.counts)
+
+    monkeypatch.setattr(GigatokenEngine, "encode_packed", first_id_wrong)
+    with pytest.raises(
+        ToktoolsError, match=r"engine gigatoken disagrees with the reference on .*line\.txt, document at line 1"
+    ):
+        encode_corpus([line], "bytebpe-50k", tmp_path / "bad", **options)
+    assert not list(tmp_path.glob("bad*")), "no output left behind"
+
+
 @pytest.mark.full
 @pytest.mark.shared
 def test_identical_shards_on_a_fuzz_corpus(tmp_path, monkeypatch) -> None:

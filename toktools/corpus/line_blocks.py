@@ -349,21 +349,21 @@ def _encode_source(
                 long_bytes += len(head)
                 long_open = True
                 if newline < 0 and not eof:
-                    long_text = _long_pieces(
+                    long_text, piece = _long_pieces(
                         long_text, engine, out, cuttable, long_bytes, max_document_bytes, source, line
                     )
+                    _verify_piece(verifier, piece, index, line, bytes_done)
                     offset += len(head)
                     pending = b""
                     continue
                 decoder.reset()
                 consumed = len(head) + (1 if newline >= 0 else 0)
                 offset += consumed
+                packed = engine.encode_packed([long_text]) if long_text else None
+                ids = np.frombuffer(packed.data, dtype=np.uint32) if packed else np.zeros(0, np.uint32)
+                _verify_piece(verifier, (long_text, ids), index, line, bytes_done)
                 line += 1
-                ids = engine.encode_packed([long_text]) if long_text else None
-                out.close_long(
-                    np.frombuffer(ids.data, dtype=np.uint32) if ids else np.zeros(0, np.uint32),
-                    Position(index, offset, line),
-                )
+                out.close_long(ids, Position(index, offset, line))
                 long_open, long_text, long_bytes = False, "", 0
                 data = data[consumed:]
                 cut = len(data) if eof else data.rfind(b"\n") + 1
@@ -397,8 +397,9 @@ def _long_pieces(
     max_document_bytes: int,
     source: CorpusSource,
     line: int,
-) -> str:
-    """Encode the safe head of a long line's text; return what is left."""
+) -> tuple[str, tuple[str, Any] | None]:
+    """Encode the safe head of a long line's text; return what is left, and the piece encoded
+    (its text and ids; None when there was no safe cut yet)."""
     import numpy as np
 
     cut = safe_cut(text, len(text) - 1) if cuttable else 0
@@ -413,10 +414,22 @@ def _long_pieces(
                 f"{source.path}, line {line}: document longer than {max_document_bytes >> 20} MB and {why} "
                 "(raise max_document_bytes / --max-document-mb, or split the input)"
             )
-        return text
-    ids = engine.encode_packed([text[:cut]])
-    out.piece(np.frombuffer(ids.data, dtype=np.uint32))
-    return text[cut:]
+        return text, None
+    piece = text[:cut]
+    ids = np.frombuffer(engine.encode_packed([piece]).data, dtype=np.uint32)
+    out.piece(ids)
+    return text[cut:], (piece, ids)
+
+
+def _verify_piece(verifier: Any, piece: tuple[str, Any] | None, index: int, line: int, bytes_done: int) -> None:
+    """Offer a piece of a long line to ``--verify`` as a document of its own: it starts at the
+    line's start or at a safe cut, so its ids are the engine's for that stretch of the line, and
+    the sample checks a prefix of it that ends at a safe cut (the rule for long documents), as
+    its marks and the time budget ask (:class:`toktools.corpus.verify_sample.Sample`)."""
+    if piece is None or not piece[0]:
+        return
+    text, ids = piece
+    verifier.check([_Doc(text, index, line)], [ids], bytes_done)
 
 
 @dataclass

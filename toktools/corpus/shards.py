@@ -112,6 +112,7 @@ def encode_shards(
     started = time.perf_counter()
     collector = CollectorPause()  # until the engine is built
     checker = None
+    preloaded: Callable[[], None] = _nothing
     copies = ExitStack()  # of the inputs that can be read only once: hashed first, then encoded
     fmt, engine, force = options.format, options.engine, options.force
     try:
@@ -131,6 +132,8 @@ def encode_shards(
             likely_engine(engine, tok.shape, options.workers, input_bytes),
             fingerprint=fingerprint,
         )
+        # gigatoken's imports (awkward's above all) on a thread, while this one hashes the inputs
+        preloaded = _preload(engine, tok, options.workers, input_bytes)
         written_as = shard_settings(tok, options)
 
         # outputs: never an input (nor a file of the tokenizer); existing ones need force (or are resumed)
@@ -165,6 +168,7 @@ def encode_shards(
             analysis = tok.analysis or analyse(tok.document(), fingerprint)
         else:  # the tiktoken checks are not needed
             analysis = Analysis("not analysed", cuttable=cuttable(tok.shape))
+        preloaded()  # done before anything forks (the reference's workers)
         chosen = make_engine(
             engine,
             tok.document,
@@ -278,10 +282,35 @@ def encode_shards(
             result.why += f"; {routed} document(s) with code points gigatoken's tables do not share went to tokenizers"
         return result
     finally:
+        preloaded()
         collector.resume()
         if checker is not None:
             checker.close()
         copies.close()
+
+
+def _nothing() -> None:
+    pass
+
+
+def _preload(name: str, tok: Any, workers: int | None, input_bytes: int | None) -> Callable[[], None]:
+    """Start importing gigatoken's modules and loading the tokenizer with it when it is the
+    engine to be tried first (see :func:`toktools.engines.gigatoken_engine.preload`); returns what
+    waits for it."""
+    from toktools.engines.choice import first_tried
+    from toktools.engines.gigatoken_engine import configuration_reason, gigatoken_available, preload
+
+    if (
+        first_tried(name, tok.shape, workers, input_bytes) != "gigatoken"
+        or configuration_reason(tok.shape) is not None
+        or not gigatoken_available()
+    ):
+        return _nothing
+    from toktools.engines.gigatoken_probe import known_refused
+
+    if known_refused(tok.fingerprint):
+        return _nothing
+    return preload(tok.raw_json)
 
 
 def _rereadable(sources: list[Any], copies: ExitStack) -> list[Any]:

@@ -48,23 +48,41 @@ REQUEST_BYTES = 64 << 10
 def _build_reference(document: Any, fingerprint: str | None = None) -> tuple[Any, str]:
     """The reference engine, or why it cannot be built (one line). ``document`` may be a
     :data:`toktools.engines.base.DocumentSource`: with a ``fingerprint`` whose built tokenizer is in
-    the user cache (:mod:`toktools.engines.reference_cache`), it is never read."""
+    the user cache (:mod:`toktools.engines.reference_cache`), it is never read. For byte-level
+    BPE, once a run has kept the ids-only path's state (:mod:`toktools.engines.reference_ids`),
+    that state alone is loaded: the whole reference is built only for the texts it does not
+    cover."""
     try:
-        from toktools.engines.reference import ReferenceEngine
+        if fingerprint:
+            from toktools.engines.reference_ids import cached_reference_ids
 
-        return ReferenceEngine(document, workers=1, fingerprint=fingerprint), ""
+            lean = cached_reference_ids(fingerprint, partial(_whole_reference, document, fingerprint))
+            if lean is not None:
+                return lean, ""
+        reference = _whole_reference(document, fingerprint)
+        if fingerprint and reference.fast is not None:
+            from toktools.engines.reference_ids import remember_reference_ids
+
+            remember_reference_ids(fingerprint, reference.fast)
+        return reference, ""
     except ToktoolsError as err:
         return None, str(err)
     except Exception as err:  # a bug must still reach the user as one line
         return None, f"the reference engine cannot be built for --verify ({type(err).__name__}: {err})"
 
 
+def _whole_reference(document: Any, fingerprint: str | None) -> Any:
+    from toktools.engines.reference import ReferenceEngine
+
+    return ReferenceEngine(document, workers=1, fingerprint=fingerprint)
+
+
 def _answer(reference: Any, problem: str, texts: list[str]) -> tuple[Any, float]:
-    """The reference's ids for ``texts`` (or the line saying why there are none), and the
+    """The reference's ids for ``texts`` (or the line saying why there are none), and the CPU
     seconds it took (the time budget's measure of the checker's speed)."""
     if reference is None:
         return problem, 0.0
-    started = time.perf_counter()
+    started = time.process_time()
     try:
         # a few texts: the ids-only path text by text, whose new words are merged as they are
         # met; its batch call would set up bulk merges (numpy's import and tables, ~0.1 s) for them
@@ -75,7 +93,7 @@ def _answer(reference: Any, problem: str, texts: list[str]) -> tuple[Any, float]
             ids = reference.encode_batch(texts)
     except Exception as err:
         return f"the reference engine failed during --verify ({type(err).__name__}: {err})", 0.0
-    return ids, time.perf_counter() - started
+    return ids, time.process_time() - started
 
 
 #: Builds what the checker answers with: ``(reference, "")``, or ``(None, why not)``.
@@ -106,9 +124,9 @@ def _checker(conn: Any, other_end: Any, document: Any, parent: int, build: Build
     gc.disable()
     # the document may be a DocumentSource: read by the build if it needs it (after a cached
     # start-up, which did not read it), never when the built reference is cached
-    started = time.perf_counter()
+    started = time.process_time()
     reference, problem = build(document)
-    build_seconds = time.perf_counter() - started  # part of what checking costs: told once
+    build_seconds = time.process_time() - started  # part of what checking costs: told once
     gc.freeze()
     gc.enable()
     while True:
@@ -138,9 +156,9 @@ class InlineChecker:
     def send(self, texts: list[str]) -> None:
         build_seconds = 0.0
         if self.reference is None and not self._problem:
-            started = time.perf_counter()
+            started = time.process_time()
             self.reference, self._problem = _build_reference(self.document)
-            build_seconds = time.perf_counter() - started
+            build_seconds = time.process_time() - started
         self._answers.append((*_answer(self.reference, self._problem, texts), build_seconds))
 
     def poll(self) -> bool:
@@ -277,7 +295,7 @@ class Verifier:
         cuttable: bool = False,
         min_bytes: int | None = None,
         share: float = TIME_SHARE,
-        clock: Callable[[], float] = time.perf_counter,
+        clock: Callable[[], float] = time.process_time,
     ) -> None:
         """``inline``: check in this process with that checker instead of a forked one;
         ``process``: a checker forked earlier (:func:`start_checker`), closed with the verifier;
@@ -377,17 +395,15 @@ class Verifier:
     def _compare(self, item: Any, got: Any, piece: Piece, want: Any) -> None:
         """Raise at a difference: the whole result, or for a prefix the first ids of the
         document's (the prefix ends where the ids cannot change, so they are the same)."""
-        if not isinstance(got, (list, str)):
-            got = list(got)
-        if not isinstance(want, (list, str)):
-            want = list(want)
+        want = _as_list(want)
         if piece.whole:
+            got = _as_list(got)
             if got == want:
                 return
-        elif len(got) >= len(want) and got[: len(want)] == want:
-            return
-        else:
-            got = got[: len(want)]
+        else:  # only the first ids (the engine's may be an array of a whole piece of a long line)
+            got = _as_list(got[: len(want)])
+            if got == want:
+                return
         at = next((k for k, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
         if isinstance(got, str):  # an output line
             where = f"line {item.line} (character {at}: {got[at : at + 16]!r} vs {want[at : at + 16]!r})"
@@ -405,6 +421,14 @@ class Verifier:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+
+def _as_list(ids: Any) -> Any:
+    """Ids (a list, an array, any sequence) or an output line, as a list or the ``str``."""
+    if isinstance(ids, (list, str)):
+        return ids
+    tolist = getattr(ids, "tolist", None)
+    return tolist() if tolist is not None else list(ids)
 
 
 def _requests(pieces: list[Piece]) -> Iterator[list[Piece]]:

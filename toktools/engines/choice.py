@@ -143,6 +143,18 @@ def likely_engine(
     return name
 
 
+def first_tried(name: str, shape: Mapping[str, Any], workers: int | None = None, input_bytes: int | None = None) -> str:
+    """The engine :func:`make_engine` tries first for ``name`` (``auto``: the first row of the
+    family's rows by expected time, unless :func:`likely_engine` says the reference), judged from
+    the document's shape and the input's size alone (used to prepare it early)."""
+    likely = likely_engine(name, shape, workers, input_bytes)
+    if likely != "auto":
+        return likely
+    kind = family(shape)
+    rows = sorted((row for row in SPEEDS if row.family == kind), key=lambda row: row.expected_seconds(input_bytes))
+    return rows[0].engine if rows else "tokenizers"
+
+
 def unigram_reference_likely(document: Mapping[str, Any], input_bytes: int | None = None) -> bool:
     """Whether :func:`compiled_unigram_reference` will take the reference, judged without loading
     numba or building the engine: a Unigram model, input of known size large enough, numba

@@ -17,7 +17,7 @@ to it. toktools forks its ``--verify`` checker before the engine is built.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from toktools.engines.base import Engine, IdBatch, PackedIds, corpus_document
@@ -29,6 +29,46 @@ def gigatoken_available() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("gigatoken") is not None
+
+
+#: gigatoken tokenizers loaded ahead by :func:`preload`: (the ``tokenizer.json`` bytes, the tokenizer)
+_ahead: list[tuple[bytes, Any]] = []
+
+
+def preload(raw: bytes | None = None) -> Callable[[], None]:
+    """Import gigatoken, NumPy and awkward, and load the tokenizer of ``raw`` (the
+    ``tokenizer.json`` bytes) with gigatoken, on a thread of their own; returns the function that
+    waits for it. gigatoken hands its ids back as awkward arrays: these imports and its
+    ``load_hf_json`` are ~0.4 s of a run's start-up. Started while the main thread hashes the
+    inputs (hashlib releases the GIL), they cost no wall time where a core is free; the engine
+    made for the same bytes then takes the tokenizer (:class:`GigatokenEngine`). Wait before
+    anything forks: a fork while another thread imports leaves the child's import lock held."""
+    import threading
+
+    def load() -> None:
+        try:
+            import awkward  # noqa: F401
+            import gigatoken
+            import numpy  # noqa: F401
+
+            if raw is not None:
+                _ahead.append((raw, gigatoken.Tokenizer.from_json(raw)))
+        except Exception:  # noqa: BLE001 - the engine loads it again and reports why not
+            pass
+
+    thread = threading.Thread(target=load, name="toktools-preload", daemon=True)
+    thread.start()
+    return thread.join
+
+
+def _loaded_ahead(source: Any) -> Any:
+    """The tokenizer :func:`preload` loaded from these very bytes, or None (taken once)."""
+    for raw, tokenizer in _ahead:
+        if raw is source:
+            _ahead.clear()
+            return tokenizer
+    _ahead.clear()
+    return None
 
 
 def gigatoken_version() -> str:
@@ -153,7 +193,7 @@ class GigatokenEngine(Engine):
         self._document = source if not isinstance(source, (bytes, bytearray)) else None
         data = source if isinstance(source, (bytes, bytearray)) else json.dumps(corpus_document(source))
         try:
-            self.tokenizer = gigatoken.Tokenizer.from_json(data)
+            self.tokenizer = _loaded_ahead(source) or gigatoken.Tokenizer.from_json(data)
         except Exception as err:  # gigatoken raises plain exceptions with the loader's message
             raise ToktoolsError(f"engine gigatoken cannot load this tokenizer: {str(err).splitlines()[0]}") from None
         self._raw = source if isinstance(source, (bytes, bytearray)) else None

@@ -278,6 +278,14 @@ def _verdict_file(fingerprint: str) -> Any:
     return entry_path("gigatoken-verdict", fingerprint, ".json", modules=PROBE_CODE, libraries=PROBE_LIBRARIES)
 
 
+def known_refused(fingerprint: str) -> bool:
+    """Whether a remembered verdict refuses gigatoken for this tokenizer (no probe run here)."""
+    from toktools.io.user_cache import read_json
+
+    cached = read_json(_verdict_file(fingerprint))
+    return isinstance(cached, dict) and isinstance(cached.get("reason"), str)
+
+
 def gigatoken_engine(
     document: Any, shape: Mapping[str, Any], fingerprint: str | None = None, raw: bytes | None = None
 ) -> Engine:

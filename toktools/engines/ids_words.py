@@ -65,29 +65,33 @@ class WordCache(dict):  # type: ignore[type-arg]
 class ByteLevelWords:
     """ByteLevel pre-tokeniser: prefix space, then the GPT-2 split (as text pieces)."""
 
-    def __init__(self, add_prefix_space: bool, use_regex: bool) -> None:
+    def __init__(self, add_prefix_space: bool, use_regex: bool, bmp_pattern: str | None = None) -> None:
+        """``bmp_pattern``: :meth:`bmp_pattern`'s value, when it is kept (the ``--verify``
+        checker's state, :mod:`toktools.engines.reference_ids`): the tables are then not read."""
+        self.add_prefix_space = add_prefix_space
+        self.use_regex = use_regex
+        self.bmp = re.compile(self.bmp_pattern() if bmp_pattern is None else bmp_pattern)
+        self._full: re.Pattern[str] | None = None
+
+    @staticmethod
+    def bmp_pattern() -> str:
+        """The reference's exact pattern (``bytelevel._gpt2_pattern``), classes cut to the BMP."""
         from toktools.models.bpe import bytelevel
         from toktools.tables.bytelevel import LETTER_RANGES, NUMBER_RANGES, SPACE_RANGES
 
-        self.add_prefix_space = add_prefix_space
-        self.use_regex = use_regex
-        self._bytelevel = bytelevel
         letter, number, space = (_bmp_class(r) for r in (LETTER_RANGES, NUMBER_RANGES, SPACE_RANGES))
-        # the reference's exact pattern (bytelevel._gpt2_pattern), classes cut to the BMP
-        self.bmp = re.compile(bytelevel._gpt2_pattern(letter, number, space))
-        self._full: re.Pattern[str] | None = None
+        return bytelevel._gpt2_pattern(letter, number, space)
 
     def full(self) -> re.Pattern[str]:
         """The same pattern with every range (astral ones too), built on first need: ``re``
         scans astral ranges one by one, so it is only for text that holds such characters."""
         if self._full is None:
+            from toktools.models.bpe import bytelevel
             from toktools.tables.bytelevel import LETTER_RANGES, NUMBER_RANGES, SPACE_RANGES
 
-            char_class = self._bytelevel._char_class
+            char_class = bytelevel._char_class
             self._full = re.compile(
-                self._bytelevel._gpt2_pattern(
-                    char_class(LETTER_RANGES), char_class(NUMBER_RANGES), char_class(SPACE_RANGES)
-                )
+                bytelevel._gpt2_pattern(char_class(LETTER_RANGES), char_class(NUMBER_RANGES), char_class(SPACE_RANGES))
             )
         return self._full
 

@@ -1,0 +1,163 @@
+"""The ``--verify`` checker's reference for byte-level BPE, loaded from the ids-only path's state
+alone (issue 23: verification priced in bytes).
+
+A corpus run's checker re-encodes a sample of at least 64 KB with the reference. Before, it
+unpickled the whole built :class:`~toktools.tokenizer.Tokenizer` (vocabulary, merge list, merge
+map and id→token map: 2.5 MB for GPT-2, with the modules of every part) and built the ids-only
+encoder over it: ~0.1 s of CPU, as much as checking the sample itself, and on a 5 MB run alone
+a fifth of what encoding it costs. The ids-only path of byte-level BPE
+(:mod:`toktools.engines.ids_only`) reads far less: the pre-tokeniser's pattern, the ids of the 256
+byte symbols and the merge map. That state is written once, from the reference the checker
+built on its first run, and kept in the user cache with :mod:`marshal` (built-in types only:
+loading it runs no code), keyed like the reference itself
+(:mod:`toktools.engines.reference_cache`) plus the modules that read it.
+
+:class:`ReferenceIds` encodes with the ids-only path's own parts: its split
+(:class:`~toktools.engines.ids_words.ByteLevelWords`, with the pattern kept), the reference's
+merge (:func:`toktools.models.bpe.merges.merge_symbols`) over the byte symbols' ids, and its
+word cache. A text that holds an added token's content (or is not valid Unicode) is encoded by
+the whole reference, built on first need, so every answer is the reference's. Tokenizers this
+state does not cover (other models, ``ignore_merges``, a normaliser) have no entry: the checker
+builds the whole reference for them, as before.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from itertools import chain
+from pathlib import Path
+from typing import Any
+
+from toktools.engines.reference_cache import BUILT_BY
+
+#: What writes and reads the state: the reference's modules, the ids-only path and this one.
+STATE_BY = (
+    *BUILT_BY,
+    "toktools.engines.ids_only",
+    "toktools.engines.ids_words",
+    "toktools.engines.reference_ids",
+)
+#: The layout of the state (a dict of built-in values).
+STATE_VERSION = 1
+
+
+def state_of(fast: Any) -> dict[str, Any] | None:
+    """The state of an ids-only encoder of plain byte-level BPE (no ``ignore_merges``, no
+    normaliser), or None for any other."""
+    from toktools.engines.ids_only import IdsEncoder
+    from toktools.engines.ids_words import ByteLevelBPE, ByteLevelWords
+    from toktools.models.bpe.byte_symbols import BYTE_TO_SYMBOL
+
+    if type(fast) is not IdsEncoder or fast._normalize is not None:
+        return None
+    words, bpe = fast.words, fast.cache.compute
+    if type(words) is not ByteLevelWords or type(bpe) is not ByteLevelBPE or bpe.ignore_merges:
+        return None
+    added = fast.tokenizer.added
+    return {
+        "version": STATE_VERSION,
+        "add_prefix_space": bool(words.add_prefix_space),
+        "use_regex": bool(words.use_regex),
+        "pattern": words.bmp.pattern,
+        "byte_ids": [int(bpe.vocab[BYTE_TO_SYMBOL[b]]) for b in range(256)],
+        "merge_map": {(int(a), int(b)): (int(r), int(n)) for (a, b), (r, n) in bpe.merge_map.items()},
+        # without a normaliser, raw and normalised added tokens are both found as they are written
+        "added": sorted({token.content for token in added.tokens}) if added else [],
+    }
+
+
+class ReferenceIds:
+    """The reference's ids of texts, from :func:`state_of`'s state; ``full`` builds the whole
+    reference (an object whose ``fast.encode`` gives a text's ids), for the texts the state does
+    not cover. It stands where the checker keeps a reference engine: ``fast.encode``."""
+
+    name = "reference"
+
+    def __init__(self, state: dict[str, Any], full: Callable[[], Any]) -> None:
+        from toktools.engines.ids_words import ByteLevelWords, WordCache
+        from toktools.models.bpe.merges import merge_symbols
+
+        self._full_build = full
+        self._full: Any = None
+        self.words = ByteLevelWords(state["add_prefix_space"], state["use_regex"], bmp_pattern=state["pattern"])
+        self._byte_id = state["byte_ids"].__getitem__
+        self._merge_map = state["merge_map"]
+        self._merge_symbols = merge_symbols
+        added = state["added"]
+        self._added = re.compile("|".join(map(re.escape, added))).search if added else None
+        self.cache = WordCache(self._merge)
+
+    @property
+    def fast(self) -> ReferenceIds:
+        return self
+
+    def _merge(self, word: str) -> tuple[int, ...]:
+        """As :meth:`toktools.engines.ids_words.ByteLevelBPE.merge`: the byte symbols' ids merged."""
+        merged = self._merge_symbols(list(map(self._byte_id, word.encode("utf-8"))), self._merge_map)
+        return tuple([token_id for token_id, _ in merged])
+
+    def encode(self, text: str) -> list[int]:
+        """The ids of one text, as :meth:`toktools.engines.ids_only.IdsEncoder.encode`."""
+        if (self._added is not None and self._added(text) is not None) or not _valid(text):
+            return self.full().fast.encode(text)  # type: ignore[no-any-return]
+        return list(chain.from_iterable(map(self.cache.__getitem__, self.words(text))))
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        return [self.encode(text) for text in texts]
+
+    def full(self) -> Any:
+        """The whole reference, built on first need."""
+        if self._full is None:
+            self._full = self._full_build()
+        return self._full
+
+
+def _valid(text: str) -> bool:
+    """Valid Unicode (no lone surrogate): what the reference's ``check_text`` accepts."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def cached_reference_ids(fingerprint: str, full: Callable[[], Any]) -> ReferenceIds | None:
+    """The checker's reference from the state kept for ``fingerprint``, or None when there is
+    none (or it does not load)."""
+    import marshal
+
+    from toktools.io.user_cache import read_blob
+
+    payload = read_blob(_entry_path(fingerprint))
+    if payload is None:
+        return None
+    try:
+        state = marshal.loads(payload)
+        if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
+            return None
+        return ReferenceIds(state, full)
+    except Exception:  # noqa: BLE001 - a damaged entry: the whole reference, as if there were none
+        return None
+
+
+def remember_reference_ids(fingerprint: str, fast: Any) -> None:
+    """Keep the state of ``fast`` (a reference engine's ids-only path) for ``fingerprint``, if
+    it has one (:func:`state_of`)."""
+    import marshal
+
+    from toktools.io.user_cache import write_blob
+
+    state = state_of(fast)
+    path = _entry_path(fingerprint)
+    if state is not None and path is not None:
+        write_blob(path, marshal.dumps(state))
+
+
+def _entry_path(fingerprint: str) -> Path | None:
+    from toktools.engines.reference_cache import BUILT_WITH
+    from toktools.io.user_cache import entry_path
+
+    return entry_path("reference-ids", fingerprint, ".marshal", modules=STATE_BY, libraries=BUILT_WITH)
