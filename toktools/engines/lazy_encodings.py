@@ -36,10 +36,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from itertools import chain
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toktools.encoding import Encoding, LazyEncoding
 from toktools.engines.ids_words import ASTRAL
+
+if TYPE_CHECKING:
+    from toktools.engines.lazy_wordpiece import WordPieceBatches
 
 #: A batch of at least this many characters is worth the cold start (numpy, the compiled merge:
 #: ~0.15 s) in a process that has not loaded them yet: the reference path takes ~0.4 s per 1 MB.
@@ -75,17 +78,21 @@ def prepare(tokenizer: Any) -> bool:
     return builder is not None and builder.load()
 
 
-def _builder(tokenizer: Any) -> ByteLevelBatches | None:
+def _builder(tokenizer: Any) -> ByteLevelBatches | WordPieceBatches | None:
     """The builder for ``tokenizer`` (kept on its model), or None where this path is not exact."""
     from toktools.engines.ids_only import _PIPELINE
     from toktools.parts import models, pre_tokenizers
     from toktools.tokenizer import Tokenizer
 
-    model, pre = tokenizer.model, tokenizer.pre_tokenizer
-    if type(model) is not models.BPE or type(pre) is not pre_tokenizers.ByteLevel or tokenizer.normalizer is not None:
-        return None
     if any(getattr(type(tokenizer), method) is not getattr(Tokenizer, method) for method in _PIPELINE):
         return None  # a subclass that encodes its own way
+    model, pre = tokenizer.model, tokenizer.pre_tokenizer
+    if type(model) is models.WordPiece:
+        from toktools.engines.lazy_wordpiece import builder
+
+        return builder(tokenizer)
+    if type(model) is not models.BPE or type(pre) is not pre_tokenizers.ByteLevel or tokenizer.normalizer is not None:
+        return None
     added = tuple(sorted(t.content for t in tokenizer.added.tokens))
     key = (pre.add_prefix_space, pre.use_regex, id(model.merge_map), added)
     held = model.__dict__.get("_lazy_batches")
