@@ -183,9 +183,9 @@ class ByteLevelBatches:
                     text_ids,
                     partial(_tokens, token_of, text_ids),
                     partial(batch.offsets, n),
-                    [type_ids[i]] * size,
-                    [1] * size,
-                    [0] * size,
+                    partial(repeated, type_ids[i], size),
+                    partial(repeated, 1, size),
+                    partial(repeated, 0, size),
                 )
                 encoding.__dict__["trimmed_offsets"] = partial(batch.trimmed_offsets, n)
                 out[i] = encoding
@@ -194,6 +194,12 @@ class ByteLevelBatches:
 
 def _tokens(token_of: Any, ids: list[int]) -> list[str]:
     return list(map(token_of, ids))
+
+
+def repeated(value: int, size: int) -> list[int]:
+    """A type id or mask, made when read: three lists fewer per encoding for the garbage
+    collector to walk when nobody reads them."""
+    return [value] * size
 
 
 class _Batch:

@@ -125,6 +125,8 @@ class WordPieceBatches:
         out: list[Encoding | None] = [None] * len(texts)
         if not plain:
             return out
+        from toktools.engines.lazy_encodings import repeated
+
         batch = _WordPieceBatch(self, [texts[i] for i in plain])
         token_of = self.token_of.__getitem__
         ids, bounds = batch.ids, batch.bounds
@@ -135,9 +137,9 @@ class WordPieceBatches:
                 text_ids,
                 partial(_tokens, token_of, text_ids),
                 partial(batch.offsets, n),
-                [type_ids[i]] * size,
-                [1] * size,
-                [0] * size,
+                partial(repeated, type_ids[i], size),
+                partial(repeated, 1, size),
+                partial(repeated, 0, size),
             )
         return out
 
