@@ -88,9 +88,9 @@ def _builder(tokenizer: Any) -> ByteLevelBatches | WordPieceBatches | None:
         return None  # a subclass that encodes its own way
     model, pre = tokenizer.model, tokenizer.pre_tokenizer
     if type(model) is models.WordPiece:
-        from toktools.engines.lazy_wordpiece import builder
+        from toktools.engines.lazy_wordpiece import wordpiece_builder
 
-        return builder(tokenizer)
+        return wordpiece_builder(tokenizer)
     if type(model) is not models.BPE or type(pre) is not pre_tokenizers.ByteLevel or tokenizer.normalizer is not None:
         return None
     added = tuple(sorted(t.content for t in tokenizer.added.tokens))

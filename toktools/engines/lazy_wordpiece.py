@@ -42,7 +42,7 @@ _CLASS_TABLE: Any = None  # code point -> 0 whitespace, 1 punctuation, 2 other (
 _LENGTH_TABLES: dict[Any, Any] = {}  # normaliser tables -> code point -> length of its translation (-1: not yet)
 
 
-def builder(tokenizer: Any) -> WordPieceBatches | None:
+def wordpiece_builder(tokenizer: Any) -> WordPieceBatches | None:
     """The batch builder for ``tokenizer`` if it is WordPiece after BertPreTokenizer (and a
     BertNormalizer or none), with no normalised added token and one token per id; else None."""
     from toktools.parts import models, normalizers, pre_tokenizers
@@ -208,7 +208,7 @@ class _WordPieceBatch:
         origin = self._origins(original)
         if origin is not None:  # each normalised character's original one
             starts, ends = origin[starts], origin[ends - 1] + 1
-        counts = np.diff(np.array(self.bounds, dtype=np.int64))
+        counts: Any = np.diff(np.array(self.bounds, dtype=np.int64))
         shift = np.repeat(text_starts[:-1], counts)
         bounds = self.bounds
         with gc_paused():
