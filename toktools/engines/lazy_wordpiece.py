@@ -29,13 +29,10 @@ import sys
 from collections.abc import Sequence
 from functools import partial
 from itertools import chain
-from operator import itemgetter
 from typing import Any
 
 from toktools.encoding import Encoding, LazyEncoding
 
-#: a word → its ids and the end of each piece in the word's characters
-_Entry = tuple[tuple[int, ...], tuple[int, ...]]
 #: distinct words kept per model before the cache starts again (a bound on memory)
 CACHE_WORDS = 1 << 19
 _CLASS_TABLE: Any = None  # code point -> 0 whitespace, 1 punctuation, 2 other (BertPreTokenizer)
@@ -72,6 +69,7 @@ class WordPieceBatches:
     """Batches of texts → lazy encodings, for one WordPiece model and BERT normaliser."""
 
     def __init__(self, model: Any, config: Any, added: Sequence[str]) -> None:
+        from toktools.engines.ids_words import BertWords
         from toktools.parts import bert_text
 
         self.model = model
@@ -80,7 +78,11 @@ class WordPieceBatches:
         self.has_added = re.compile("|".join(map(re.escape, added))).search if added else None
         reorder = self.tables.reorder_re if self.tables is not None else None
         self.reorders = reorder.search if reorder is not None else None
-        self.words: dict[str, _Entry] = {}
+        self.words: dict[str, tuple[int, ...]] = {}
+        self._token_lengths: Any = None
+        #: BertPreTokenizer's pattern with its classes cut to the BMP: a C ``findall``, exact
+        #: where no character outside the BMP is punctuation or whitespace
+        self.bmp_words = BertWords(None).bmp.findall
 
     @property
     def loaded(self) -> bool:
@@ -102,18 +104,36 @@ class WordPieceBatches:
             _CLASS_TABLE = table
         return True
 
-    def entries(self, words: list[str]) -> list[_Entry]:
-        """Each word's ids and piece ends, split by the model the first time a word is met."""
+    def ids_of_words(self, words: list[str]) -> list[tuple[int, ...]]:
+        """Each word's ids, split by the model the first time a word is met."""
         known = self.words
         new = set(words).difference(known)
         if new:
             if len(known) + len(new) > CACHE_WORDS:
                 known.clear()
-            tokenize = self.model.tokenize
+            from toktools.models.wordpiece.model import wordpiece_split
+
+            model = self.model  # what model.tokenize does, without its tuples of four
+            vocab, rules = model.vocab, (model.unk_token, model.prefix, model.max_input_chars_per_word, model.longest)
             for word in new:
-                pieces = tokenize(word)
-                known[word] = (tuple(map(itemgetter(0), pieces)), tuple(map(itemgetter(3), pieces)))
+                known[word] = tuple([vocab[piece] for piece, _, _ in wordpiece_split(word, vocab, *rules)])
         return list(map(known.__getitem__, words))
+
+    def token_lengths(self) -> tuple[Any, Any]:
+        """Token id → its length in characters, and without the continuing prefix (a piece
+        after a word's first covers that many characters of the word)."""
+        if self._token_lengths is None:
+            import numpy as np
+
+            prefix, token_of = self.model.prefix, self.token_of
+            size = max(token_of, default=0) + 1
+            whole, continuing = np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64)
+            whole[list(token_of)] = list(map(len, token_of.values()))
+            continuing[list(token_of)] = [
+                len(token) - len(prefix) if token.startswith(prefix) else len(token) for token in token_of.values()
+            ]
+            self._token_lengths = (whole, continuing)
+        return self._token_lengths  # type: ignore[no-any-return]
 
     def encode(self, texts: Sequence[str], type_ids: Sequence[int]) -> list[Encoding | None]:
         search, reorders = self.has_added, self.reorders
@@ -157,7 +177,8 @@ class _WordPieceBatch:
         tables = batches.tables
         normalized = [text.translate(tables.char_map) for text in texts] if tables is not None else texts
         joined = " ".join(normalized)  # a space: whitespace to the pre-tokeniser, ends every word
-        classes = _CLASS_TABLE[np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)]
+        points = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
+        classes = _CLASS_TABLE[points]
         other = classes == 2
         punctuation = classes == 1
         follows_other = np.zeros(len(other), dtype=bool)
@@ -166,9 +187,11 @@ class _WordPieceBatch:
         precedes_other[:-1] = other[1:]
         word_starts = np.flatnonzero(punctuation | (other & ~follows_other))
         word_ends = np.flatnonzero(punctuation | (other & ~precedes_other)) + 1
-        words = list(map(joined.__getitem__, map(slice, word_starts.tolist(), word_ends.tolist())))
-        entries = batches.entries(words)
-        id_lists = list(map(itemgetter(0), entries))
+        if (classes[points > 0xFFFF] == 2).all():  # the pattern cut to the BMP is exact here
+            words = batches.bmp_words(joined)
+        else:
+            words = list(map(joined.__getitem__, map(slice, word_starts.tolist(), word_ends.tolist())))
+        id_lists = batches.ids_of_words(words)
         self.ids: list[int] = list(chain.from_iterable(id_lists))
         token_counts = np.fromiter(map(len, id_lists), dtype=np.int64, count=len(id_lists))
         first_token = np.zeros(len(words) + 1, dtype=np.int64)
@@ -178,7 +201,7 @@ class _WordPieceBatch:
         text_words = np.searchsorted(word_starts, text_starts)
         self.bounds: list[int] = first_token[text_words].tolist()
         self._batches, self._texts, self._normalized_chars = batches, texts, len(joined)
-        self._entries, self._words = entries, (word_starts, token_counts, first_token)
+        self._words = (word_starts, word_ends, token_counts, first_token)
         self._lists: dict[int, list[tuple[int, int]]] | None = None
 
     def offsets(self, n: int) -> list[tuple[int, int]]:
@@ -192,16 +215,21 @@ class _WordPieceBatch:
 
         from toktools.engines.lazy_encodings import gc_paused
 
-        word_starts, token_counts, first_token = self._words
+        word_starts, word_ends, token_counts, first_token = self._words
         texts = self._texts
-        total = int(first_token[-1])
-        piece_ends = np.fromiter(chain.from_iterable(map(itemgetter(1), self._entries)), dtype=np.int64, count=total)
+        # a word of one token is that token (an [UNK] too); the pieces of a longer word tile it,
+        # each as long as its token without the continuing prefix, but for the first
+        ids = np.array(self.ids, dtype=np.int64)
         word_of_token = np.repeat(np.arange(len(word_starts), dtype=np.int64), token_counts)
-        piece_starts = np.zeros(total, dtype=np.int64)
-        piece_starts[1:] = piece_ends[:-1]
-        piece_starts[first_token[:-1][token_counts > 0]] = 0  # a word's first piece starts it
-        base = word_starts[word_of_token]
-        starts, ends = base + piece_starts, base + piece_ends  # in the joined normalised text
+        whole, continuing = self._batches.token_lengths()
+        lengths = continuing[ids]
+        firsts = first_token[:-1][token_counts > 0]
+        lengths[firsts] = whole[ids[firsts]]
+        single = token_counts[word_of_token] == 1
+        lengths[single] = (word_ends - word_starts)[word_of_token[single]]
+        before = np.cumsum(lengths) - lengths  # characters of the tokens before, batch-wide
+        starts = word_starts[word_of_token] + before - before[first_token[word_of_token]]
+        ends = starts + lengths  # in the joined normalised text
         original = " ".join(texts)
         text_starts = np.zeros(len(texts) + 1, dtype=np.int64)  # in the joined original text
         np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) + 1, out=text_starts[1:])
