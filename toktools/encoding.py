@@ -130,9 +130,10 @@ class Encoding:
         """Every type id set to ``type_id`` (``set_type_ids``); the overflowing pieces' too only
         when asked, as ``tokenizers`` sets them only in some post-processors."""
         pieces = [piece.with_type_ids(type_id, overflowing=True) for piece in self.overflowing]
-        return self.replaced(
-            type_ids=[type_id] * len(self.ids), overflowing=pieces if overflowing else self.overflowing
+        type_ids: Any = (  # a lazy encoding's made when read
+            partial(repeated, type_id, len(self.ids)) if isinstance(self, LazyEncoding) else [type_id] * len(self.ids)
         )
+        return self.replaced(type_ids=type_ids, overflowing=pieces if overflowing else self.overflowing)
 
     def replaced(self, **changes: Any) -> Encoding:
         """``dataclasses.replace`` that leaves a lazy encoding's unread fields unread."""
@@ -228,6 +229,12 @@ def _joined(parts: Sequence[Encoding], name: str) -> list[Any]:
     for part in parts:
         out += getattr(part, name)
     return out
+
+
+def repeated(value: int, size: int) -> list[int]:
+    """A type id or mask of a lazy encoding, made when read: one list fewer per field for the
+    garbage collector to walk when nobody reads it."""
+    return [value] * size
 
 
 def _sliced(encoding: Encoding, name: str, start: int, stop: int) -> list[Any]:

@@ -38,7 +38,7 @@ from functools import partial
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
-from toktools.encoding import Encoding, LazyEncoding
+from toktools.encoding import Encoding, LazyEncoding, repeated
 from toktools.engines.ids_words import ASTRAL
 
 if TYPE_CHECKING:
@@ -194,12 +194,6 @@ class ByteLevelBatches:
 
 def _tokens(token_of: Any, ids: list[int]) -> list[str]:
     return list(map(token_of, ids))
-
-
-def repeated(value: int, size: int) -> list[int]:
-    """A type id or mask, made when read: three lists fewer per encoding for the garbage
-    collector to walk when nobody reads them."""
-    return [value] * size
 
 
 class _Batch:

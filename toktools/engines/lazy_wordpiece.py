@@ -31,7 +31,7 @@ from functools import partial
 from itertools import chain
 from typing import Any
 
-from toktools.encoding import Encoding, LazyEncoding
+from toktools.encoding import Encoding, LazyEncoding, repeated
 
 #: distinct words kept per model before the cache starts again (a bound on memory)
 CACHE_WORDS = 1 << 19
@@ -145,8 +145,6 @@ class WordPieceBatches:
         out: list[Encoding | None] = [None] * len(texts)
         if not plain:
             return out
-        from toktools.engines.lazy_encodings import repeated
-
         batch = _WordPieceBatch(self, [texts[i] for i in plain])
         token_of = self.token_of.__getitem__
         ids, bounds = batch.ids, batch.bounds
