@@ -181,3 +181,36 @@ def test_lazy_encodings_copy_and_pickle_as_plain_ones() -> None:
         assert pickle.loads(pickle.dumps(a)) == b
         assert copy.deepcopy(a) == b
         assert repr(a).endswith(repr(b)[len("Encoding") :])
+
+
+def test_garbage_collector_state_is_the_callers_after_a_batch() -> None:
+    """``gc_paused`` turns the collector back on (or leaves it off if the caller had it off),
+    moves what the batch made to the oldest generation, and never thaws objects the caller
+    froze."""
+    import gc
+
+    ours = _load("gpt2")
+    texts = held_out()[:20]
+    assert gc.isenabled()
+    with lazy_encodings.gc_paused():
+        made = [[i] for i in range(1000)]
+        assert not gc.isenabled()
+    assert gc.isenabled() and gc.get_count()[0] < 1000
+    assert all(gc.is_tracked(x) for x in made) and not any(x is made for x in gc.get_objects(generation=0))
+    ours.encode_batch(texts, workers=1)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        ours.encode_batch(texts, workers=1)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    kept = [[1]]
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        ours.encode_batch(texts, workers=1)
+        assert gc.get_freeze_count() == frozen and gc.isenabled()
+    finally:
+        gc.unfreeze()
+    assert kept
