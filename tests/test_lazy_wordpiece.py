@@ -91,6 +91,8 @@ def test_held_out_and_fuzz_batches_match_tokenizers(name: str, settings: str) ->
     theirs.add_special_tokens(SPECIALS)
     texts = held_out(6_000) + fuzz(100) + ALIGNMENT
     _check(ours, theirs, texts if settings == "plain" else short(texts), settings)
+    if settings == "plain":  # forked workers take it too, and send back the same encodings
+        assert ours.encode_batch(texts, workers=2) == ours.encode_batch(texts, workers=1)
 
 
 @pytest.mark.parametrize(
