@@ -157,3 +157,28 @@ def test_unread_fields_are_never_computed() -> None:
     assert sum(len(e.ids) for e in encodings) > 0
     for e in encodings:
         assert {"tokens", "offsets", "attention_mask"} <= set(e.__dict__["_pending"])
+
+
+@pytest.mark.parametrize("name", ["wordpiece-30k", "bytebpe-50k"])
+def test_templates_in_one_step_equal_the_post_processor_and_tokenizers(name: str, monkeypatch) -> None:
+    """BertProcessing / RobertaProcessing (trimmed offsets) around a lazily built single text are
+    built in one step (:mod:`toktools.engines.lazy_templates`), for every such text of the batch:
+    the same encodings as the post-processor's own parts and as ``tokenizers``."""
+    from toktools.engines import lazy_templates
+
+    if name == "bytebpe-50k":
+        from test_lazy_encodings import _load
+
+        ours = _load(name)
+        theirs = tokenizers.Tokenizer.from_str(json.dumps(ours.to_tokenizer_json()))
+    else:
+        ours, theirs = _wordpiece(name)
+    texts = held_out(3_000) + fuzz(40) + ALIGNMENT
+    framed = []
+    original = lazy_templates._framed
+    monkeypatch.setattr(lazy_templates, "_framed", lambda *args: framed.append(original(*args)) or framed[-1])
+    encodings = ours.encode_batch(texts, workers=1)
+    assert len(framed) == len(texts) and sum(e is not None for e in framed) > len(texts) // 2  # not: added tokens
+    monkeypatch.setattr(lazy_templates, "template_frame", lambda *args: None)
+    assert encodings == ours.encode_batch(texts, workers=1)
+    assert_same(encodings, theirs.encode_batch(texts), texts)
