@@ -114,9 +114,17 @@ class WordPieceBatches:
             from toktools.models.wordpiece.model import wordpiece_split
 
             model = self.model  # what model.tokenize does, without its tuples of four
-            vocab, rules = model.vocab, (model.unk_token, model.prefix, model.max_input_chars_per_word, model.longest)
-            for word in new:
-                known[word] = tuple([vocab[piece] for piece, _, _ in wordpiece_split(word, vocab, *rules)])
+            vocab, limit = model.vocab, model.max_input_chars_per_word
+            rules = (model.unk_token, model.prefix, limit, model.longest)
+            fresh = list(new)
+            # a word in the vocabulary (most words) is its own first and only piece, if not too long
+            whole = [
+                (word, (token_id,)) for word, token_id in zip(fresh, map(vocab.get, fresh)) if token_id is not None
+            ]
+            known.update((word, ids) for word, ids in whole if len(word) <= limit)
+            for word in fresh:
+                if word not in known:
+                    known[word] = tuple([vocab[piece] for piece, _, _ in wordpiece_split(word, vocab, *rules)])
         return list(map(known.__getitem__, words))
 
     def token_lengths(self) -> tuple[Any, Any]:
