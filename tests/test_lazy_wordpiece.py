@@ -182,3 +182,16 @@ def test_templates_in_one_step_equal_the_post_processor_and_tokenizers(name: str
     monkeypatch.setattr(lazy_templates, "template_frame", lambda *args: None)
     assert encodings == ours.encode_batch(texts, workers=1)
     assert_same(encodings, theirs.encode_batch(texts), texts)
+
+
+def test_a_changed_model_is_not_served_from_the_old_batches_cache() -> None:
+    """The words cache is the model's as it is now: changing ``max_input_chars_per_word``
+    between two batches changes the result, as it does in ``tokenizers``."""
+    ours, _ = _wordpiece()
+    texts = held_out(2_000)[:30]
+    before = ours.encode_batch(texts, workers=1)
+    ours.model.max_input_chars_per_word = 4
+    _, theirs = _wordpiece(max_chars=4)
+    after = ours.encode_batch(texts, workers=1)
+    assert after != before
+    assert_same(after, theirs.encode_batch(texts), texts)

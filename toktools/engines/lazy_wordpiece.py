@@ -53,7 +53,8 @@ def wordpiece_builder(tokenizer: Any) -> WordPieceBatches | None:
     if any(t.normalized for t in added):
         return None  # matched in the normalised text: the reference pipeline's job
     config = normalizer.config if normalizer is not None else None
-    key = ("wordpiece", config, tuple(sorted(t.content for t in added)), id(model.vocab), model.unk_token)
+    rules = (model.unk_token, model.continuing_subword_prefix, model.max_input_chars_per_word, len(model.vocab))
+    key = ("wordpiece", config, tuple(sorted(t.content for t in added)), id(model.vocab), rules)
     held = model.__dict__.get("_lazy_batches")
     if held is not None and held[0] == key:
         return held[1]  # type: ignore[no-any-return]
