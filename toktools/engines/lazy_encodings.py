@@ -22,7 +22,10 @@ whole batch is done at once:
   asks the encoding for them).
 
 A text that holds an added token takes the reference pipeline (``None`` below), as do the few
-texts of a batch with characters outside the BMP. Truncation,
+texts of a batch with characters outside the BMP. BERT WordPiece has its own batch builder
+(:mod:`toktools.engines.lazy_wordpiece`), chosen here by :func:`_builder` under the same
+thresholds; the template around a single text is then built in one step
+(:mod:`toktools.engines.lazy_templates`). Truncation,
 templates and padding then run on these encodings as on any other: they keep unread fields
 unread. ``tests/test_lazy_encodings.py`` checks every field against ``tokenizers``.
 """
