@@ -179,9 +179,16 @@ def test_templates_in_one_step_equal_the_post_processor_and_tokenizers(name: str
     monkeypatch.setattr(lazy_templates, "_framed", lambda *args: framed.append(original(*args)) or framed[-1])
     encodings = ours.encode_batch(texts, workers=1)
     assert len(framed) == len(texts) and sum(e is not None for e in framed) > len(texts) // 2  # not: added tokens
+    frame = lazy_templates.template_frame
     monkeypatch.setattr(lazy_templates, "template_frame", lambda *args: None)
     assert encodings == ours.encode_batch(texts, workers=1)
     assert_same(encodings, theirs.encode_batch(texts), texts)
+    monkeypatch.setattr(lazy_templates, "template_frame", frame)
+    framed.clear()
+    configure(ours, theirs, "pad")  # padding after the one-step template (no truncation)
+    padded = ours.encode_batch(texts[:200], workers=1)
+    assert sum(e is not None for e in framed) > 100
+    assert_same(padded, theirs.encode_batch(texts[:200]), texts[:200])
 
 
 def test_a_changed_model_is_not_served_from_the_old_batches_cache() -> None:
