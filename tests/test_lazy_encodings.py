@@ -181,3 +181,59 @@ def test_lazy_encodings_copy_and_pickle_as_plain_ones() -> None:
         assert pickle.loads(pickle.dumps(a)) == b
         assert copy.deepcopy(a) == b
         assert repr(a).endswith(repr(b)[len("Encoding") :])
+
+
+def test_garbage_collector_state_is_the_callers_after_a_batch() -> None:
+    """``gc_paused`` turns the collector back on (or leaves it off if the caller had it off),
+    moves what the batch made to the oldest generation, and never thaws objects the caller
+    froze."""
+    import gc
+
+    ours = _load("gpt2")
+    texts = held_out()[:20]
+    assert gc.isenabled()
+    with lazy_encodings.gc_paused():
+        made = [[i] for i in range(2 * lazy_encodings.PROMOTE_MIN_OBJECTS)]
+        assert not gc.isenabled()
+    assert gc.isenabled() and gc.get_count()[0] < 1000
+    assert all(gc.is_tracked(x) for x in made) and not any(x is made for x in gc.get_objects(generation=0))
+    ours.encode_batch(texts, workers=1)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        ours.encode_batch(texts, workers=1)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    kept = [[1]]
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        ours.encode_batch(texts, workers=1)
+        assert gc.get_freeze_count() == frozen and gc.isenabled()
+    finally:
+        gc.unfreeze()
+    assert kept
+
+
+def test_a_loop_of_big_batches_still_collects_the_callers_cycles() -> None:
+    """Moving a batch's objects to the oldest generation moves the caller's young ones too: a
+    cycle the caller dropped must still be collected, without the caller calling ``gc``."""
+    import gc
+    import weakref
+
+    class Node:
+        pass
+
+    gc.collect()
+    dropped = []
+    for _ in range(lazy_encodings.PROMOTIONS_PER_FULL_COLLECTION + 1):
+        node = Node()
+        node.me = node  # a cycle, garbage once dropped
+        dropped.append(weakref.ref(node))
+        del node
+        with lazy_encodings.gc_paused():
+            made = [[i] for i in range(2 * lazy_encodings.PROMOTE_MIN_OBJECTS)]
+        del made
+    assert gc.isenabled()
+    assert all(ref() is None for ref in dropped[:-1])

@@ -130,9 +130,10 @@ class Encoding:
         """Every type id set to ``type_id`` (``set_type_ids``); the overflowing pieces' too only
         when asked, as ``tokenizers`` sets them only in some post-processors."""
         pieces = [piece.with_type_ids(type_id, overflowing=True) for piece in self.overflowing]
-        return self.replaced(
-            type_ids=[type_id] * len(self.ids), overflowing=pieces if overflowing else self.overflowing
+        type_ids: Any = (  # a lazy encoding's made when read
+            partial(repeated, type_id, len(self.ids)) if isinstance(self, LazyEncoding) else [type_id] * len(self.ids)
         )
+        return self.replaced(type_ids=type_ids, overflowing=pieces if overflowing else self.overflowing)
 
     def replaced(self, **changes: Any) -> Encoding:
         """``dataclasses.replace`` that leaves a lazy encoding's unread fields unread."""
@@ -181,8 +182,8 @@ class LazyEncoding(Encoding):
         return pending if pending is not None else self.__dict__[name]
 
     def replaced(self, **changes: Any) -> Encoding:
-        state = dict(self.__dict__)
-        pending = state["_pending"] = dict(state["_pending"])
+        state = self.__dict__.copy()
+        pending = state["_pending"] = state["_pending"].copy()
         for name, value in changes.items():
             if callable(value):
                 pending[name] = value
@@ -190,26 +191,26 @@ class LazyEncoding(Encoding):
             else:
                 state[name] = value
                 pending.pop(name, None)
-        if "trimmed_offsets" in state and {"ids", "tokens", "offsets"} & changes.keys():
+        if "trimmed_offsets" in state and ("ids" in changes or "tokens" in changes or "offsets" in changes):
             del state["trimmed_offsets"]  # kept otherwise: still this sequence's tokens and offsets
         out = LazyEncoding.__new__(LazyEncoding)
-        out.__dict__.update(state)
+        object.__setattr__(out, "__dict__", state)
         return out
 
     @classmethod
     def joined(cls, parts: Sequence[Encoding]) -> LazyEncoding:
         """The parts one after the other, without overflowing pieces (``merge`` keeps those)."""
-        pendings = [waiting for part in parts if (waiting := part.__dict__.get("_pending"))]
+        unread = set().union(*[part.__dict__.get("_pending", ()) for part in parts])
         state: dict[str, Any] = {"overflowing": []}
         pending: dict[str, Callable[[], list[Any]]] = {}
         for name in ENCODING_FIELDS:
-            if any(name in waiting for waiting in pendings):
+            if name in unread:
                 pending[name] = partial(_joined, parts, name)
             else:
                 state[name] = _joined(parts, name)
         state["_pending"] = pending
         out = cls.__new__(cls)
-        out.__dict__.update(state)
+        object.__setattr__(out, "__dict__", state)
         return out
 
     def __eq__(self, other: object) -> bool:
@@ -228,6 +229,12 @@ def _joined(parts: Sequence[Encoding], name: str) -> list[Any]:
     for part in parts:
         out += getattr(part, name)
     return out
+
+
+def repeated(value: int, size: int) -> list[int]:
+    """A type id or mask of a lazy encoding, made when read: one list fewer per field for the
+    garbage collector to walk when nobody reads it."""
+    return [value] * size
 
 
 def _sliced(encoding: Encoding, name: str, start: int, stop: int) -> list[Any]:

@@ -322,6 +322,9 @@ class Tokenizer:
                 text, pair = (item, None) if isinstance(item, str) else item
                 encodings.append(self._encode_unpadded(text, pair, add_special_tokens))
             return encodings
+        from toktools.engines.lazy_templates import template_frame
+
+        frame = template_frame(self, add_special_tokens)
         built = iter(zip(texts, type_ids, lazy))
         for item in inputs:
             sequences = [
@@ -329,7 +332,8 @@ class Tokenizer:
                 for text, type_id, encoding in islice(built, 1 if isinstance(item, str) else 2)
             ]
             first, second = sequences[0], sequences[1] if len(sequences) > 1 else None
-            encodings.append(self._post_process(first, second, add_special_tokens))
+            framed = frame(first) if frame is not None and second is None else None  # the template in one step
+            encodings.append(framed if framed is not None else self._post_process(first, second, add_special_tokens))
         return encodings
 
     # -- decoding ---------------------------------------------------------------------------

@@ -378,4 +378,5 @@ def byte_level_ready(model: Any) -> bool:
         return False
     if len(set(vocab.values())) != len(vocab):
         return False
-    return set("".join(chain.from_iterable(model.merges))) <= SYMBOL_TO_BYTE.keys()
+    foreign = re.compile(f"[^{re.escape(''.join(SYMBOL_TO_BYTE))}]")  # one C scan, not a set of 300K characters
+    return foreign.search("".join(chain.from_iterable(model.merges))) is None

@@ -22,7 +22,10 @@ whole batch is done at once:
   asks the encoding for them).
 
 A text that holds an added token takes the reference pipeline (``None`` below), as do the few
-texts of a batch with characters outside the BMP. Truncation,
+texts of a batch with characters outside the BMP. BERT WordPiece has its own batch builder
+(:mod:`toktools.engines.lazy_wordpiece`), chosen here by :func:`_builder` under the same
+thresholds; the template around a single text is then built in one step
+(:mod:`toktools.engines.lazy_templates`). Truncation,
 templates and padding then run on these encodings as on any other: they keep unread fields
 unread. ``tests/test_lazy_encodings.py`` checks every field against ``tokenizers``.
 """
@@ -36,10 +39,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from itertools import chain
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from toktools.encoding import Encoding, LazyEncoding
+from toktools.encoding import Encoding, LazyEncoding, repeated
 from toktools.engines.ids_words import ASTRAL
+
+if TYPE_CHECKING:
+    from toktools.engines.lazy_wordpiece import WordPieceBatches
 
 #: A batch of at least this many characters is worth the cold start (numpy, the compiled merge:
 #: ~0.15 s) in a process that has not loaded them yet: the reference path takes ~0.4 s per 1 MB.
@@ -75,17 +81,21 @@ def prepare(tokenizer: Any) -> bool:
     return builder is not None and builder.load()
 
 
-def _builder(tokenizer: Any) -> ByteLevelBatches | None:
+def _builder(tokenizer: Any) -> ByteLevelBatches | WordPieceBatches | None:
     """The builder for ``tokenizer`` (kept on its model), or None where this path is not exact."""
     from toktools.engines.ids_only import _PIPELINE
     from toktools.parts import models, pre_tokenizers
     from toktools.tokenizer import Tokenizer
 
-    model, pre = tokenizer.model, tokenizer.pre_tokenizer
-    if type(model) is not models.BPE or type(pre) is not pre_tokenizers.ByteLevel or tokenizer.normalizer is not None:
-        return None
     if any(getattr(type(tokenizer), method) is not getattr(Tokenizer, method) for method in _PIPELINE):
         return None  # a subclass that encodes its own way
+    model, pre = tokenizer.model, tokenizer.pre_tokenizer
+    if type(model) is models.WordPiece:
+        from toktools.engines.lazy_wordpiece import wordpiece_builder
+
+        return wordpiece_builder(tokenizer)
+    if type(model) is not models.BPE or type(pre) is not pre_tokenizers.ByteLevel or tokenizer.normalizer is not None:
+        return None
     added = tuple(sorted(t.content for t in tokenizer.added.tokens))
     key = (pre.add_prefix_space, pre.use_regex, id(model.merge_map), added)
     held = model.__dict__.get("_lazy_batches")
@@ -176,9 +186,9 @@ class ByteLevelBatches:
                     text_ids,
                     partial(_tokens, token_of, text_ids),
                     partial(batch.offsets, n),
-                    [type_ids[i]] * size,
-                    [1] * size,
-                    [0] * size,
+                    partial(repeated, type_ids[i], size),
+                    partial(repeated, 1, size),
+                    partial(repeated, 0, size),
                 )
                 encoding.__dict__["trimmed_offsets"] = partial(batch.trimmed_offsets, n)
                 out[i] = encoding
@@ -301,10 +311,27 @@ class _Batch:
             return {n: pairs[lo:hi] for n, (lo, hi) in enumerate(zip(bounds, bounds[1:]))}
 
 
+#: A paused stretch that made at least this many objects moves them to the oldest generation.
+PROMOTE_MIN_OBJECTS = 20_000
+#: After this many such moves with no full collection in between, one is run (see gc_paused).
+PROMOTIONS_PER_FULL_COLLECTION = 16
+_promotions = {"count": 0, "full_collections": -1}
+
+
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """The cyclic garbage collector off while many small objects are made (nothing made here
-    forms a cycle): its full passes over a growing heap were a third of a batch's time."""
+    forms a cycle): its passes over a growing heap were a third of a batch's time.
+
+    On the way out, when many objects were made, they go straight to the oldest generation
+    (``freeze`` then ``unfreeze``: two list splices, no pass, and the count of new objects
+    starts again): otherwise the first allocation after ``enable`` starts a pass over every new
+    object, and the generation it lands in is walked again later. The encodings live on, so
+    those passes find nothing; they are walked by the next full collection, like any old object.
+    The caller's young objects move too, and a full collection is what finds a cycle among
+    them: so after :data:`PROMOTIONS_PER_FULL_COLLECTION` moves without one (a loop of big
+    batches), this runs one. Skipped when the caller has frozen objects of its own
+    (``unfreeze`` would thaw them)."""
     if not gc.isenabled():
         yield
         return
@@ -312,4 +339,19 @@ def gc_paused() -> Iterator[None]:
     try:
         yield
     finally:
+        if gc.get_count()[0] >= PROMOTE_MIN_OBJECTS and gc.get_freeze_count() == 0:
+            gc.freeze()
+            gc.unfreeze()
+            _promoted()
         gc.enable()
+
+
+def _promoted() -> None:
+    """Count a move to the oldest generation; a full collection after enough of them."""
+    full = gc.get_stats()[2]["collections"]
+    if full != _promotions["full_collections"]:  # one ran since: count again from here
+        _promotions.update(count=0, full_collections=full)
+    _promotions["count"] += 1
+    if _promotions["count"] >= PROMOTIONS_PER_FULL_COLLECTION:
+        gc.collect()
+        _promotions.update(count=0, full_collections=gc.get_stats()[2]["collections"])

@@ -1,0 +1,274 @@
+"""Full encodings of an ``encode_batch`` for BERT WordPiece, built a whole batch at a time:
+ids at once, tokens and offsets when first read (:class:`~toktools.encoding.LazyEncoding`).
+
+The reference pipeline aligns every text's normalised characters to its original ones in Python
+(a ``CharSpans`` per text, a step per CJK character), then appends three objects per token. Here,
+for WordPiece after ``BertPreTokenizer`` (after a ``BertNormalizer`` or none):
+
+* each text is normalised by one ``str.translate`` (:mod:`toktools.parts.bert_text`'s table,
+  exact: every step of ``BertNormalizer`` is per character once the texts where NFD reorders
+  marks are set aside);
+* the normalised texts, joined by spaces, are cut into words by array arithmetic over one
+  character class per code point (``[P]|[^P W]+``: a punctuation character alone, a run of
+  characters that are neither punctuation nor whitespace), which gives every word's place too;
+* each distinct word is split by the model once (:meth:`toktools.parts.models.WordPiece.tokenize`,
+  ``[UNK]`` and ``max_input_chars_per_word`` included) and kept: ids and where its pieces end;
+* offsets, when first read: a piece spans normalised characters from its word's start, and
+  ``tokenizers`` aligns each normalised character to the one original character it came from
+  (:func:`toktools.parts.bert_text.normalize_with_offsets`). Each original character gives
+  ``len`` of its translation, so that alignment is a ``repeat`` over the batch.
+
+A text holding an added token, or a character around which NFD may reorder, takes the reference
+pipeline (``None`` below). ``tests/test_lazy_wordpiece.py`` checks every field against ``tokenizers``.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Sequence
+from functools import partial
+from itertools import chain
+from typing import Any
+
+from toktools.encoding import Encoding, LazyEncoding, repeated
+
+#: distinct words kept per model before the cache starts again (a bound on memory)
+CACHE_WORDS = 1 << 19
+_CLASS_TABLE: Any = None  # code point -> 0 whitespace, 1 punctuation, 2 other (BertPreTokenizer)
+_LENGTH_TABLES: dict[Any, Any] = {}  # normaliser tables -> code point -> length of its translation (-1: not yet)
+
+
+def wordpiece_builder(tokenizer: Any) -> WordPieceBatches | None:
+    """The batch builder for ``tokenizer`` if it is WordPiece after BertPreTokenizer (and a
+    BertNormalizer or none), with no normalised added token and one token per id; else None."""
+    from toktools.parts import models, normalizers, pre_tokenizers
+
+    model, normalizer = tokenizer.model, tokenizer.normalizer
+    if type(model) is not models.WordPiece or type(tokenizer.pre_tokenizer) is not pre_tokenizers.BertPreTokenizer:
+        return None
+    if normalizer is not None and type(normalizer) is not normalizers.BertNormalizer:
+        return None
+    added = tokenizer.added.tokens
+    if any(t.normalized for t in added):
+        return None  # matched in the normalised text: the reference pipeline's job
+    config = normalizer.config if normalizer is not None else None
+    rules = (model.unk_token, model.continuing_subword_prefix, model.max_input_chars_per_word, len(model.vocab))
+    key = ("wordpiece", config, tuple(sorted(t.content for t in added)), id(model.vocab), rules)
+    held = model.__dict__.get("_lazy_batches")
+    if held is not None and held[0] == key:
+        return held[1]  # type: ignore[no-any-return]
+    token_of = model.id_to_token_map
+    dense = min(token_of, default=0) >= 0 and max(token_of, default=0) < 4 * len(token_of) + 65_536
+    ready = dense and len(token_of) == len(model.vocab)
+    made = WordPieceBatches(model, config, [t.content for t in added]) if ready else None
+    model.__dict__["_lazy_batches"] = (key, made)
+    return made
+
+
+class WordPieceBatches:
+    """Batches of texts → lazy encodings, for one WordPiece model and BERT normaliser."""
+
+    def __init__(self, model: Any, config: Any, added: Sequence[str]) -> None:
+        from toktools.engines.ids_words import BertWords
+        from toktools.parts import bert_text
+
+        self.model = model
+        self.tables = bert_text.tables_for(config) if config is not None else None
+        self.token_of: dict[int, str] = model.id_to_token_map
+        self.has_added = re.compile("|".join(map(re.escape, added))).search if added else None
+        reorder = self.tables.reorder_re if self.tables is not None else None
+        self.reorders = reorder.search if reorder is not None else None
+        self.words: dict[str, tuple[int, ...]] = {}
+        self._token_lengths: Any = None
+        #: BertPreTokenizer's pattern with its classes cut to the BMP: a C ``findall``, exact
+        #: where no character outside the BMP is punctuation or whitespace
+        self.bmp_words = BertWords(None).bmp.findall
+
+    @property
+    def loaded(self) -> bool:
+        return "numpy" in sys.modules and _CLASS_TABLE is not None
+
+    def load(self) -> bool:
+        """numpy and the class table (no compiled code here)."""
+        global _CLASS_TABLE
+        if _CLASS_TABLE is None:
+            import numpy as np
+
+            from toktools.tables import bert as tables
+
+            table = np.full(0x110000, 2, dtype=np.int8)
+            for lo, hi in tables.PRETOKENIZER_WHITESPACE:
+                table[lo : hi + 1] = 0
+            for lo, hi in tables.PRETOKENIZER_PUNCTUATION:  # the pattern tries punctuation first
+                table[lo : hi + 1] = 1
+            _CLASS_TABLE = table
+        return True
+
+    def ids_of_words(self, words: list[str]) -> list[tuple[int, ...]]:
+        """Each word's ids, split by the model the first time a word is met."""
+        known = self.words
+        new = set(words).difference(known)
+        if new:
+            if len(known) + len(new) > CACHE_WORDS:
+                known.clear()
+            from toktools.models.wordpiece.model import wordpiece_split
+
+            model = self.model  # what model.tokenize does, without its tuples of four
+            vocab, limit = model.vocab, model.max_input_chars_per_word
+            rules = (model.unk_token, model.prefix, limit, model.longest)
+            fresh = list(new)
+            # a word in the vocabulary (most words) is its own first and only piece, if not too long
+            whole = [
+                (word, (token_id,)) for word, token_id in zip(fresh, map(vocab.get, fresh)) if token_id is not None
+            ]
+            known.update((word, ids) for word, ids in whole if len(word) <= limit)
+            for word in fresh:
+                if word not in known:
+                    known[word] = tuple([vocab[piece] for piece, _, _ in wordpiece_split(word, vocab, *rules)])
+        return list(map(known.__getitem__, words))
+
+    def token_lengths(self) -> tuple[Any, Any]:
+        """Token id → its length in characters, and without the continuing prefix (a piece
+        after a word's first covers that many characters of the word)."""
+        if self._token_lengths is None:
+            import numpy as np
+
+            prefix, token_of = self.model.prefix, self.token_of
+            size = max(token_of, default=0) + 1
+            whole, continuing = np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64)
+            whole[list(token_of)] = list(map(len, token_of.values()))
+            continuing[list(token_of)] = [
+                len(token) - len(prefix) if token.startswith(prefix) else len(token) for token in token_of.values()
+            ]
+            self._token_lengths = (whole, continuing)
+        return self._token_lengths  # type: ignore[no-any-return]
+
+    def encode(self, texts: Sequence[str], type_ids: Sequence[int]) -> list[Encoding | None]:
+        search, reorders = self.has_added, self.reorders
+        plain = [
+            i
+            for i, text in enumerate(texts)
+            if (search is None or search(text) is None) and (reorders is None or text.isascii() or not reorders(text))
+        ]
+        out: list[Encoding | None] = [None] * len(texts)
+        if not plain:
+            return out
+        batch = _WordPieceBatch(self, [texts[i] for i in plain])
+        token_of = self.token_of.__getitem__
+        ids, bounds = batch.ids, batch.bounds
+        for n, i in enumerate(plain):
+            text_ids = ids[bounds[n] : bounds[n + 1]]
+            size = len(text_ids)
+            out[i] = LazyEncoding(
+                text_ids,
+                partial(_tokens, token_of, text_ids),
+                partial(batch.offsets, n),
+                partial(repeated, type_ids[i], size),
+                partial(repeated, 1, size),
+                partial(repeated, 0, size),
+            )
+        return out
+
+
+def _tokens(token_of: Any, ids: list[int]) -> list[str]:
+    return list(map(token_of, ids))
+
+
+class _WordPieceBatch:
+    """One batch's ids and, when first asked, every text's offsets."""
+
+    def __init__(self, batches: WordPieceBatches, texts: list[str]) -> None:
+        import numpy as np
+
+        tables = batches.tables
+        normalized = [text.translate(tables.char_map) for text in texts] if tables is not None else texts
+        joined = " ".join(normalized)  # a space: whitespace to the pre-tokeniser, ends every word
+        points = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
+        classes = _CLASS_TABLE[points]
+        other = classes == 2
+        punctuation = classes == 1
+        follows_other = np.zeros(len(other), dtype=bool)
+        follows_other[1:] = other[:-1]
+        precedes_other = np.zeros(len(other), dtype=bool)
+        precedes_other[:-1] = other[1:]
+        word_starts = np.flatnonzero(punctuation | (other & ~follows_other))
+        word_ends = np.flatnonzero(punctuation | (other & ~precedes_other)) + 1
+        if (classes[points > 0xFFFF] == 2).all():  # the pattern cut to the BMP is exact here
+            words = batches.bmp_words(joined)
+        else:
+            words = list(map(joined.__getitem__, map(slice, word_starts.tolist(), word_ends.tolist())))
+        id_lists = batches.ids_of_words(words)
+        self.ids: list[int] = list(chain.from_iterable(id_lists))
+        token_counts = np.fromiter(map(len, id_lists), dtype=np.int64, count=len(id_lists))
+        first_token = np.zeros(len(words) + 1, dtype=np.int64)
+        np.cumsum(token_counts, out=first_token[1:])
+        text_starts = np.zeros(len(texts) + 1, dtype=np.int64)  # in the joined normalised text
+        np.cumsum(np.fromiter(map(len, normalized), dtype=np.int64, count=len(texts)) + 1, out=text_starts[1:])
+        text_words = np.searchsorted(word_starts, text_starts)
+        self.bounds: list[int] = first_token[text_words].tolist()
+        self._batches, self._texts, self._normalized_chars = batches, texts, len(joined)
+        self._words = (word_starts, word_ends, token_counts, first_token)
+        self._lists: dict[int, list[tuple[int, int]]] | None = None
+
+    def offsets(self, n: int) -> list[tuple[int, int]]:
+        """Text ``n``'s offsets (every text's computed on the first call)."""
+        if self._lists is None:
+            self._lists = self._offsets()
+        return self._lists.pop(n)
+
+    def _offsets(self) -> dict[int, list[tuple[int, int]]]:
+        import numpy as np
+
+        from toktools.engines.lazy_encodings import gc_paused
+
+        word_starts, word_ends, token_counts, first_token = self._words
+        texts = self._texts
+        # a word of one token is that token (an [UNK] too); the pieces of a longer word tile it,
+        # each as long as its token without the continuing prefix, but for the first
+        ids = np.array(self.ids, dtype=np.int64)
+        word_of_token = np.repeat(np.arange(len(word_starts), dtype=np.int64), token_counts)
+        whole, continuing = self._batches.token_lengths()
+        lengths = continuing[ids]
+        firsts = first_token[:-1][token_counts > 0]
+        lengths[firsts] = whole[ids[firsts]]
+        single = token_counts[word_of_token] == 1
+        lengths[single] = (word_ends - word_starts)[word_of_token[single]]
+        before = np.cumsum(lengths) - lengths  # characters of the tokens before, batch-wide
+        starts = word_starts[word_of_token] + before - before[first_token[word_of_token]]
+        ends = starts + lengths  # in the joined normalised text
+        original = " ".join(texts)
+        text_starts = np.zeros(len(texts) + 1, dtype=np.int64)  # in the joined original text
+        np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) + 1, out=text_starts[1:])
+        origin = self._origins(original)
+        if origin is not None:  # each normalised character's original one
+            starts, ends = origin[starts], origin[ends - 1] + 1
+        counts: Any = np.diff(np.array(self.bounds, dtype=np.int64))
+        shift = np.repeat(text_starts[:-1], counts)
+        bounds = self.bounds
+        with gc_paused():
+            pairs = list(zip((starts - shift).tolist(), (ends - shift).tolist()))
+            return {n: pairs[lo:hi] for n, (lo, hi) in enumerate(zip(bounds, bounds[1:]))}
+
+    def _origins(self, original: str) -> Any:
+        """For each character of the joined normalised text, the index of the original
+        character it came from (None without a normaliser: the same text)."""
+        import numpy as np
+
+        tables = self._batches.tables
+        if tables is None:
+            return None
+        points = np.frombuffer(original.encode("utf-32-le"), dtype=np.uint32)
+        lengths = _LENGTH_TABLES.get(tables)
+        if lengths is None:
+            lengths = _LENGTH_TABLES[tables] = np.full(0x110000, -1, dtype=np.int8)
+        seen = np.zeros(0x110000, dtype=bool)
+        seen[points] = True
+        char_map = tables.char_map
+        for point in np.flatnonzero(seen & (lengths < 0)).tolist():
+            value = char_map[point]
+            lengths[point] = 1 if isinstance(value, int) else 0 if value is None else len(value)
+        origin = np.repeat(np.arange(len(points), dtype=np.int64), lengths[points])
+        if len(origin) != self._normalized_chars:  # the translation is per character: cannot happen
+            raise AssertionError("normalised text and its alignment disagree")
+        return origin
