@@ -10,7 +10,9 @@ cost for kernels written over raw pointers and integers:
   runtime: the function is self-contained machine code. Its object code is stored in the user
   cache (:mod:`toktools.io.user_cache`). The key covers the sources of the kernel's module, of
   the modules it imports and of this one, the numba and llvmlite versions, and this CPU, so a
-  home shared by several machines keeps one entry each.
+  home shared by several machines keeps one entry each. One process compiles a kernel at a time
+  (:func:`compile_into_cache`; the others wait for its entry). A job that would rather not wait
+  can have it compiled in a detached process (:mod:`toktools.runtime.background_compile`).
 * **Load many times** (llvmlite alone, in :func:`_load`, ~0.03 s). The stored object is loaded
   into an MCJIT engine, as numba loads its own cache, and the function is called through
   ctypes, which releases the GIL during the call.
@@ -75,7 +77,7 @@ def ready(module: str, function: str, parameters: Sequence[str]) -> bool:
 def _cached_kernel(module: str, function: str, parameters: tuple[str, ...]) -> Callable[..., int] | None:
     """The kernel from its cached object code (compiled and stored first on a miss), or None
     when the cache is off or the object path fails here."""
-    from toktools.io.user_cache import read_blob, write_blob
+    from toktools.io.user_cache import read_blob
 
     path = _entry_path(module, function, parameters)
     if path is None:
@@ -83,10 +85,11 @@ def _cached_kernel(module: str, function: str, parameters: tuple[str, ...]) -> C
     entry = _read_entry(read_blob(path))
     if entry is None:
         try:
-            entry = _compile(module, function, parameters)
+            entry = compile_into_cache(module, function, parameters, wait=True)
         except Exception:  # noqa: BLE001 - no numba, or an LLVM that cannot do this: numba's own way
             return None
-        write_blob(path, marshal.dumps(entry))
+        if entry is None:
+            return None
     symbol, code = entry
     try:
         address = _load(code, symbol)
@@ -105,6 +108,35 @@ def _cached_kernel(module: str, function: str, parameters: tuple[str, ...]) -> C
 
     call.native = native  # type: ignore[attr-defined]  # kept alive with the callable
     return call
+
+
+def compile_into_cache(
+    module: str, function: str, parameters: Sequence[str], *, wait: bool
+) -> tuple[str, bytes] | None:
+    """The kernel's ``(symbol, object code)``, compiled and stored in the user cache unless it is
+    there, one process at a time (:func:`toktools.runtime.background_compile.compile_lock`:
+    a process that finds another compiling it waits, then reads its entry). None when the cache
+    is off or, with ``wait=False``, another process is compiling it. Raises where numba cannot
+    compile it."""
+    from toktools.io.user_cache import read_blob, write_blob
+    from toktools.runtime.background_compile import compile_lock
+
+    path = _entry_path(module, function, tuple(parameters))
+    if path is None:
+        return None
+    with compile_lock(path, wait=wait) as held:
+        if not held:
+            return None
+        entry = _read_entry(read_blob(path))
+        if entry is None:
+            entry = _compile(module, function, tuple(parameters))
+            write_blob(path, marshal.dumps(entry))  # (an unwritable cache: used once, here)
+    return entry
+
+
+def entry_path(module: str, function: str, parameters: Sequence[str]) -> Any:
+    """Where the kernel's machine code is kept in the user cache (a ``Path``), or None."""
+    return _entry_path(module, function, tuple(parameters))
 
 
 def _read_entry(payload: bytes | None) -> tuple[str, bytes] | None:
