@@ -1,8 +1,14 @@
-"""Kernels compiled in a detached process (toktools.runtime.background_compile): a small
-training job on a cold cache runs the Python engines and leaves the kernel compiling for the next
-job; the process stores the machine code the next job loads, one process at a time (a held lock
-starts nothing), remembers a kernel that cannot compile, and starts nothing when the suite turns
-it off (conftest sets ``TOKTOOLS_BACKGROUND_COMPILE=0``; these tests turn it on)."""
+"""The training kernel on a fresh machine.
+
+Where the LLVM IR shipped in toktools/tables/lowered_kernels.py applies (lowered from the current
+sources, same LLVM major version and triple), the kernel is machine code in a tenth of a second,
+so even a first small job runs it; the IR must be regenerated when the kernel's sources change.
+
+Elsewhere, kernels are compiled in a detached process (toktools.runtime.background_compile): a
+small training job on a cold cache runs the Python engines and leaves the kernel compiling for
+the next job; the process stores the machine code the next job loads, one process at a time (a
+held lock starts nothing), remembers a kernel that cannot compile, and starts nothing when the
+suite turns it off (conftest sets ``TOKTOOLS_BACKGROUND_COMPILE=0``; these tests turn it on)."""
 
 from __future__ import annotations
 
@@ -127,6 +133,7 @@ def test_the_training_kernel_compiled_in_the_background_trains_the_next_job(tmp_
     monkeypatch.setenv("TOKTOOLS_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv(background_compile.VARIABLE, "1")
     monkeypatch.setattr(machine_code, "_loaded", {})
+    monkeypatch.setattr(machine_code, "shipped_ir", lambda *kernel: None)  # (here: a machine it does not fit)
     processes = []
     start = background_compile.start
     monkeypatch.setattr(background_compile, "start", lambda *kernel: processes.append(start(*kernel)))
@@ -138,3 +145,66 @@ def test_the_training_kernel_compiled_in_the_background_trains_the_next_job(tmp_
     second = bpe._train(word_counts, config, None, None)  # the kernel or _NoKernel
     for trained in (first, second):
         assert (trained.vocab, trained.merges, trained.merge_counts) == (exact.vocab, exact.merges, exact.merge_counts)
+
+
+def test_the_shipped_ir_is_lowered_from_the_current_kernel_sources():
+    """Editing the training kernel (or a module it imports) needs the IR lowered again:
+    ``python scripts/gen_lowered_kernels.py`` (otherwise numba compiles it on each machine)."""
+    from toktools.tables.lowered_kernels import KERNELS
+
+    module, function, parameters = compiled_training._KERNEL
+    record = KERNELS[f"{module}.{function}"]
+    assert tuple(record["parameters"]) == tuple(parameters)
+    assert record["sources"] == machine_code.source_key(module), "run python scripts/gen_lowered_kernels.py"
+
+
+def _check_random_cases(seeds) -> None:
+    from tests.test_bpe_engines import _random_case
+
+    for seed in seeds:
+        word_counts, config = _random_case(seed)
+        exact = bpe._train(word_counts, config, None, bpe._ExactEngine)
+        try:
+            compiled = bpe._train(word_counts, config, None, None)
+        except bpe._DuplicateToken:
+            continue  # (the exact engine trains those: tested in test_bpe_engines)
+        assert (compiled.vocab, compiled.merges, compiled.merge_counts) == (
+            exact.vocab,
+            exact.merges,
+            exact.merge_counts,
+        ), seed
+
+
+def _shipped_ir_applies() -> None:
+    from toktools.tables.lowered_kernels import KERNELS
+
+    if machine_code.shipped_ir(*compiled_training._KERNEL) is None:
+        record = KERNELS[".".join(compiled_training._KERNEL[:2])]
+        pytest.skip(f"the shipped IR is for LLVM {record['llvm']} on {record['triple']}, not this machine")
+
+
+def test_a_fresh_cache_gets_the_kernel_from_the_shipped_ir_without_numba(tmp_path, monkeypatch):
+    """No numba compile (it is made to fail): the first small job runs the kernel, and learns
+    what the literal port learns; without a cache too."""
+    _shipped_ir_applies()
+    monkeypatch.setattr(machine_code, "lower", lambda *kernel: pytest.fail("numba compiled the kernel"))
+    monkeypatch.setattr(compiled_training, "COMPILE_FROM_SYMBOLS", 1 << 40)  # every job is small
+    monkeypatch.setattr(background_compile, "start", lambda *kernel: pytest.fail("a compile was started"))
+    for cache in (str(tmp_path / "cache"), ""):
+        monkeypatch.setenv("TOKTOOLS_CACHE_DIR", cache)
+        monkeypatch.setattr(machine_code, "_loaded", {})
+        assert machine_code.ready(*compiled_training._KERNEL)
+        _check_random_cases(range(0, 300, 10))
+        assert machine_code._loaded[compiled_training._KERNEL] is not None
+
+
+@pytest.mark.full
+def test_the_kernel_numba_compiles_learns_what_the_shipped_ir_does(tmp_path, monkeypatch):
+    """Where the shipped IR does not apply, numba compiles the kernel from its source: the same
+    merges (the default run checks the shipped IR, or numba's kernel where it does not apply)."""
+    monkeypatch.setenv("TOKTOOLS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(machine_code, "_loaded", {})
+    monkeypatch.setattr(machine_code, "shipped_ir", lambda *kernel: None)
+    monkeypatch.setattr(compiled_training, "COMPILE_FROM_SYMBOLS", 0)
+    _check_random_cases(range(300))
+    assert machine_code._loaded[compiled_training._KERNEL] is not None

@@ -71,17 +71,22 @@ def ready(module: str, function: str, parameters: Sequence[str]) -> bool:
     if (module, function, tuple(parameters)) in _loaded:
         return _loaded[(module, function, tuple(parameters))] is not None
     path = _entry_path(module, function, tuple(parameters))
-    return path is not None and path.exists()
+    return (path is not None and path.exists()) or shipped_ir(module, function, parameters) is not None
 
 
 def _cached_kernel(module: str, function: str, parameters: tuple[str, ...]) -> Callable[..., int] | None:
-    """The kernel from its cached object code (compiled and stored first on a miss), or None
-    when the cache is off or the object path fails here."""
+    """The kernel from its cached object code (compiled and stored first on a miss; made from the
+    shipped IR where the cache is off), or None when the object path fails here."""
     from toktools.io.user_cache import read_blob
 
     path = _entry_path(module, function, parameters)
-    if path is None:
-        return None
+    if path is None:  # no cache: only the shipped IR is quick enough to turn into code every time
+        if shipped_ir(module, function, parameters) is None:
+            return None
+        try:
+            return _callable(module, function, parameters, _compile(module, function, parameters))
+        except Exception:  # noqa: BLE001 - an LLVM that cannot read it after all: numba's own way
+            return None
     entry = _read_entry(read_blob(path))
     if entry is None:
         try:
@@ -90,6 +95,14 @@ def _cached_kernel(module: str, function: str, parameters: tuple[str, ...]) -> C
             return None
         if entry is None:
             return None
+    return _callable(module, function, parameters, entry)
+
+
+def _callable(
+    module: str, function: str, parameters: tuple[str, ...], entry: tuple[str, bytes]
+) -> Callable[..., int] | None:
+    """The kernel's object code loaded and wrapped for Python ints, or None where it cannot be
+    loaded here."""
     symbol, code = entry
     try:
         address = _load(code, symbol)
@@ -225,8 +238,19 @@ def _numba_signature(parameters: Sequence[str]) -> Any:
 
 
 def _compile(module: str, function: str, parameters: tuple[str, ...]) -> tuple[str, bytes]:
-    """``(symbol, object code)`` of the kernel compiled by numba for this CPU, stripped to the
-    one function and what it calls; raises where that function needs anything from outside."""
+    """``(symbol, object code)`` of the kernel for this CPU: from the LLVM IR shipped with
+    toktools when it applies here (:func:`shipped_ir`, a tenth of a second), or compiled by numba
+    (seconds); raises where numba cannot compile it or the kernel needs anything from outside."""
+    llvm = _llvm()
+    symbol, ir = shipped_ir(module, function, parameters) or lower(module, function, parameters)
+    ir_module = llvm.parse_assembly(ir)
+    ir_module.verify()
+    return symbol, _target_machine(llvm).emit_object(ir_module)
+
+
+def lower(module: str, function: str, parameters: Sequence[str]) -> tuple[str, str]:
+    """``(symbol, LLVM IR)`` of the kernel lowered and optimised by numba, stripped to the one
+    function and what it calls; raises where that function needs anything from outside."""
     import importlib
     import re
 
@@ -256,7 +280,38 @@ def _compile(module: str, function: str, parameters: tuple[str, ...]) -> tuple[s
     ]
     if outside:
         raise RuntimeError(f"kernel {module}.{function} calls {outside}: not self-contained")
-    return symbol, machine.emit_object(ir_module)
+    return symbol, str(ir_module)
+
+
+def source_key(module: str) -> str:
+    """The sha256 of the sources a kernel's IR is lowered from: ``module`` and the toktools
+    modules it imports (not this one, which only says how IR becomes machine code)."""
+    from toktools.io.user_cache import code_fingerprint
+
+    return code_fingerprint(*_kernel_modules(module)[:-1])
+
+
+def shipped_ir(module: str, function: str, parameters: Sequence[str]) -> tuple[str, str] | None:
+    """``(symbol, LLVM IR)`` of the kernel as shipped in :mod:`toktools.tables.lowered_kernels`
+    (``scripts/gen_lowered_kernels.py``), when it applies here: lowered from the current sources,
+    with these parameter types, by this LLVM major version (IR text changes between them), for
+    this kind of machine (the process triple). None otherwise: numba compiles it then."""
+    try:
+        from toktools.tables.lowered_kernels import KERNELS
+    except ImportError:
+        return None
+    record = KERNELS.get(f"{module}.{function}")
+    if record is None or tuple(record["parameters"]) != tuple(parameters):
+        return None
+    try:
+        llvm = _llvm()
+        if record["llvm"] != llvm.llvm_version_info[0] or record["triple"] != llvm.get_process_triple():
+            return None
+        if record["sources"] != source_key(module):
+            return None
+    except (ImportError, OSError, AttributeError, TypeError, ValueError):
+        return None
+    return str(record["symbol"]), "".join(record["ir"])
 
 
 def _load(code: bytes, symbol: str) -> int:
