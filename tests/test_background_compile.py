@@ -142,7 +142,7 @@ def test_the_training_kernel_compiled_in_the_background_trains_the_next_job(tmp_
     first = bpe.train_bpe(word_counts, config)
     assert len(processes) == 1 and _finished(processes[0]) == 0
     assert machine_code.ready(*compiled_training._KERNEL)
-    second = bpe._train(word_counts, config, None, None)  # the kernel or _NoKernel
+    second = bpe._train(word_counts, config, None, None)  # the kernel, now that it is ready
     for trained in (first, second):
         assert (trained.vocab, trained.merges, trained.merge_counts) == (exact.vocab, exact.merges, exact.merge_counts)
 
