@@ -99,6 +99,21 @@ def test_a_compile_under_way_is_not_started_twice(fresh_cache, monkeypatch):
     assert not entry.exists()
 
 
+def test_a_job_that_needs_the_kernel_waits_for_the_lock_then_compiles_all_the_same(fresh_cache, monkeypatch):
+    """A foreground compile waits for the process holding the lock, but not for ever: a compile
+    stuck at the lowest priority must not stall a job (it then compiles the kernel itself)."""
+    monkeypatch.setattr(background_compile, "WAIT_SECONDS", 0.2)
+    entry = machine_code.entry_path(fresh_cache, "total_at", _PARAMETERS)
+    with background_compile.compile_lock(entry, wait=False) as held:
+        assert held
+        with background_compile.compile_lock(entry, wait=False) as second:
+            assert not second
+        with background_compile.compile_lock(entry, wait=True) as second:
+            assert second
+    with background_compile.compile_lock(entry, wait=False) as held:
+        assert held, "released"
+
+
 def test_nothing_starts_when_turned_off_or_without_a_cache(fresh_cache, monkeypatch):
     monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: pytest.fail("a compile was started"))
     monkeypatch.setenv(background_compile.VARIABLE, "0")

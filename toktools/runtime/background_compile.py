@@ -25,11 +25,15 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 #: The process stops past this much CPU time (numba needs about 5 s for the training kernel).
 CPU_SECONDS = 300
 #: ... or this much wall time (at the lowest priority on a busy machine, it may wait long).
 WALL_SECONDS = 1800
+#: A job that needs the kernel waits this long at most for another process's compile, then
+#: compiles it itself (a compile stuck at the lowest priority on a busy machine must not stall it).
+WAIT_SECONDS = 60
 #: The switch, read from the environment by each job.
 VARIABLE = "TOKTOOLS_BACKGROUND_COMPILE"
 
@@ -46,10 +50,11 @@ def failed_marker(entry: Path) -> Path:
 
 @contextmanager
 def compile_lock(entry: Path, *, wait: bool) -> Iterator[bool]:
-    """Hold the lock of the cache entry ``entry`` while compiling it; yields whether it is held
-    (``wait=False``: False at once when another process holds it). Where there is no ``fcntl``
-    or the lock file cannot be made, it yields True without locking (compiles may then happen
-    twice, as before locks). The operating system releases it if the process dies."""
+    """Hold the lock of the cache entry ``entry`` while compiling it; yields whether to compile:
+    with ``wait=False``, False at once when another process holds it; with ``wait=True``, True
+    once the lock is free, or after :data:`WAIT_SECONDS` without it. Where there is no
+    ``fcntl`` or the lock file cannot be made, it yields True without locking (compiles may then
+    happen twice, as before locks). The operating system releases it if the process dies."""
     try:
         import fcntl
     except ImportError:
@@ -62,14 +67,25 @@ def compile_lock(entry: Path, *, wait: bool) -> Iterator[bool]:
         yield True
         return
     try:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
-            held = True
-        except OSError:  # held elsewhere (or a file system without locks)
-            held = False
-        yield held
+        held = _try_lock(fcntl, handle)
+        if wait and not held:  # polled, not blocked: a compile stuck elsewhere must not stall this one
+            import time
+
+            deadline = time.monotonic() + WAIT_SECONDS
+            while not held and time.monotonic() < deadline:
+                time.sleep(0.05)
+                held = _try_lock(fcntl, handle)
+        yield held or wait  # (waited long enough: compile here all the same)
     finally:
         os.close(handle)  # closing releases the lock
+
+
+def _try_lock(fcntl: Any, handle: int) -> bool:
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # held elsewhere (or a file system without locks)
+        return False
+    return True
 
 
 def start(module: str, function: str, parameters: Sequence[str]) -> subprocess.Popen[bytes] | None:
