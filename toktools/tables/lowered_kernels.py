@@ -8,7 +8,7 @@ from typing import Any
 KERNELS: dict[str, dict[str, Any]] = {
     'toktools.models.bpe.training_kernels.train_merges_at': {
         'parameters': ('int64', 'int64', 'uint32*', 'int64*', 'int64*', 'int64*', 'int64', 'int64*', 'int64', 'int64', 'int64', 'int64', 'int64', 'int64*', 'uint64', 'int64', 'int64*', 'int64', 'int64*', 'int64*', 'int64', 'int64*', 'int64*', 'int64*'),
-        'sources': 'd99dcfa5f9c5ed4e66bf9b8b1e87105a2a1a2f529b578e0c19319cce685dec22',
+        'sources': 'dceb2c6cb47217557177fa211dcc41a561281bc73a66b4387fb0dbea0cc7f2c8',
         'llvm': 22,
         'triple': 'x86_64-unknown-linux-gnu',
         'numba': '0.68.1',

@@ -26,7 +26,10 @@ from __future__ import annotations
 import numpy as np
 from numba import carray, njit
 
-from toktools.models.bpe.vectorized_merge import HASH_MULTIPLIER  # the same hash as the merge tables
+#: Fibonacci hashing, as the merge tables of :mod:`toktools.models.bpe.vectorized_merge` (not
+#: imported from there: the lowered IR shipped in ``toktools/tables/lowered_kernels.py`` is keyed
+#: by the sources of this module and those it imports, and only this one decides the kernel)
+HASH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
 
 TABLE_FULL = -1
 NODES_FULL = -2
