@@ -32,8 +32,8 @@ CPU_SECONDS = 300
 #: ... or this much wall time (at the lowest priority on a busy machine, it may wait long).
 WALL_SECONDS = 1800
 #: A job that needs the kernel waits this long at most for another process's compile (about what
-#: a compile takes on a loaded machine), then
-#: compiles it itself (a compile stuck at the lowest priority on a busy machine must not stall it).
+#: one takes on a loaded machine), then compiles it itself: a compile starved at the lowest
+#: priority on a busy machine must not stall it.
 WAIT_SECONDS = 20
 #: The switch, read from the environment by each job.
 VARIABLE = "TOKTOOLS_BACKGROUND_COMPILE"
