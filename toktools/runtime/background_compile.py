@@ -7,8 +7,9 @@ this process instead and runs them. The process:
 * runs at the lowest priority (``nice 19``), its output discarded: a failure is never shown,
   and is remembered (a marker next to the entry) so that later jobs do not try again;
 * holds the entry's lock while it compiles (:func:`compile_lock`, also taken by a job that
-  compiles in the foreground, which then waits and reads the entry): the kernel is never
-  compiled twice at once, and a second job sees the lock and starts nothing;
+  compiles in the foreground, which then waits, :data:`WAIT_SECONDS` at most, and reads the
+  entry): the kernel is not compiled twice at once, and a second job sees the lock and starts
+  nothing;
 * ends by itself: at most :data:`CPU_SECONDS` of CPU and :data:`WALL_SECONDS` of wall time.
 
 ``TOKTOOLS_BACKGROUND_COMPILE=0`` turns it off (the test suite does: its jobs must not spend
@@ -22,6 +23,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -108,17 +110,21 @@ def start(module: str, function: str, parameters: Sequence[str]) -> subprocess.P
         command = [sys.executable, "-m", __name__, json.dumps([module, function, list(parameters)])]
         path = os.environ.get("PYTHONPATH")
         env = {**os.environ, "PYTHONPATH": str(root) + (os.pathsep + path if path else "")}
-        return subprocess.Popen(
+        process = subprocess.Popen(
             command,
             cwd=root,
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            start_new_session=True,  # not stopped by the job's Ctrl-C, nor waited for
+            start_new_session=True,  # not stopped by the job's Ctrl-C
         )
     except Exception:  # noqa: BLE001 - a missed background compile only means a slower next job
         return None
+    # reaped when it ends (no zombie in a long-lived process), and referenced until then (no
+    # "subprocess is still running" ResourceWarning); the job never waits for it
+    threading.Thread(target=process.wait, name="toktools-background-compile", daemon=True).start()
+    return process
 
 
 def _lower_priority_and_limit_time() -> None:
@@ -150,7 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from toktools.runtime.machine_code import compile_into_cache, entry_path
 
         try:
-            compile_into_cache(module, function, parameters, wait=False)  # False: another one compiles it
+            compile_into_cache(module, function, parameters, wait=False)  # (None: another one compiles it)
         except Exception:  # noqa: BLE001 - numba cannot compile it here: later jobs need not try again
             entry = entry_path(module, function, parameters)
             if entry is not None:
