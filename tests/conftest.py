@@ -18,6 +18,11 @@ from typing import Any
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# A small training job on a cold cache starts compiling its kernel in a detached process for the
+# next job (toktools/runtime/background_compile.py): the suite's jobs, and the commands its tests
+# start, must not spend cores on compiles nobody waits for. test_background_compile.py turns it on.
+os.environ.setdefault("TOKTOOLS_BACKGROUND_COMPILE", "0")
 SHARED_DIR = Path(os.environ.get("TOKTOOLS_SHARED", REPO_ROOT.parent / "shared"))
 CORPORA_DIR = Path(os.environ.get("TOKTOOLS_CORPORA", SHARED_DIR / "corpora"))
 VOCABS_REF_DIR = SHARED_DIR / "vocabs-ref"

@@ -400,3 +400,19 @@ def test_translate_table_fills_changed_chars_on_first_sight() -> None:
     assert 0xC9 not in table and 0x4E2D not in table  # É and 中: not computed yet
     assert "\u00c9t\u00c9\u4e2d".translate(table) == "ete \u4e2d "
     assert table[0xC9] == "e" and table[0x4E2D] == " \u4e2d " and table[ord("t")] == ord("t")
+
+
+def test_split_is_exact_is_kept_in_the_user_cache(tmp_path, monkeypatch) -> None:
+    """The check (a pass over every code point, ~0.05 s a process) is stored once per option
+    set and read back by the next process (here: fresh tables whose check would fail)."""
+    from toktools.parts import bert_text
+
+    monkeypatch.setenv("TOKTOOLS_CACHE_DIR", str(tmp_path))
+    options = [
+        (True, chinese, strip, lower) for chinese in (True, False) for strip in (True, False) for lower in (True, False)
+    ]
+    computed = {flags: bert_text._Tables(*flags)._check_split() for flags in options}
+    assert [bert_text._Tables(*flags).split_is_exact for flags in options] == list(computed.values())
+    monkeypatch.setattr(bert_text._Tables, "_check_split", lambda self: pytest.fail("computed again"))
+    assert [bert_text._Tables(*flags).split_is_exact for flags in options] == list(computed.values())
+    assert bert_text._Tables(False, True, True, True).split_is_exact is False  # without clean_text: never

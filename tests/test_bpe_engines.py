@@ -67,6 +67,9 @@ def test_compiled_loop_matches_the_literal_one(seed, monkeypatch):
     else:
         assert compiled.stop_reason == bpe._train(word_counts, config, None, bpe._LeanEngine).stop_reason
     assert (compiled.vocab, compiled.merges, compiled.merge_counts) == (exact.vocab, exact.merges, exact.merge_counts)
+    from toktools.runtime import machine_code
+
+    assert machine_code.ready(*compiled_training._KERNEL), "the kernel ran (not the lean engine in its place)"
 
 
 def test_a_small_job_does_not_wait_for_the_kernel_to_compile(monkeypatch):

@@ -288,10 +288,24 @@ class _Tables:
         turned into U+0020, and no char decomposes or lowercases into whitespace (U+2000 has
         the decomposition U+2002, but clean_text makes it a space first): then the only
         whitespace left is U+0020, on which both agree. Checked, not assumed, because Python's
-        ``str.isspace`` depends on its Unicode version.
+        ``str.isspace`` depends on its Unicode version. The answer is kept in the user cache
+        (keyed by this code, the tables and Python's version): checking costs ~0.05 s a process.
         """
         if not self.clean:
             return False
+        from toktools.io.user_cache import entry_path, read_json, write_json
+
+        options = "".join("1" if flag else "0" for flag in (self.clean, self.chinese, self.strip, self.lower))
+        path = entry_path("bert-split-exact", options, ".json", modules=(__name__, _T.__name__))
+        known = read_json(path)
+        if isinstance(known, bool):
+            return known
+        exact = self._check_split()
+        write_json(path, exact)
+        return exact
+
+    def _check_split(self) -> bool:
+        """:attr:`split_is_exact`, computed (a pass over every code point)."""
         spaces = (_python_whitespace() | _HF_SPACE) - {0x20}
         if any(c not in _REMOVED and c not in _TO_SPACE for c in spaces):
             return False

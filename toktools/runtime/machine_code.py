@@ -10,7 +10,9 @@ cost for kernels written over raw pointers and integers:
   runtime: the function is self-contained machine code. Its object code is stored in the user
   cache (:mod:`toktools.io.user_cache`). The key covers the sources of the kernel's module, of
   the modules it imports and of this one, the numba and llvmlite versions, and this CPU, so a
-  home shared by several machines keeps one entry each.
+  home shared by several machines keeps one entry each. One process compiles a kernel at a time
+  (:func:`compile_into_cache`; the others wait for its entry). A job that would rather not wait
+  can have it compiled in a detached process (:mod:`toktools.runtime.background_compile`).
 * **Load many times** (llvmlite alone, in :func:`_load`, ~0.03 s). The stored object is loaded
   into an MCJIT engine, as numba loads its own cache, and the function is called through
   ctypes, which releases the GIL during the call.
@@ -71,24 +73,38 @@ def ready(module: str, function: str, parameters: Sequence[str]) -> bool:
     if (module, function, tuple(parameters)) in _loaded:
         return _loaded[(module, function, tuple(parameters))] is not None
     path = _entry_path(module, function, tuple(parameters))
-    return path is not None and path.exists()
+    return (path is not None and path.exists()) or shipped_ir(module, function, parameters) is not None
 
 
 def _cached_kernel(module: str, function: str, parameters: tuple[str, ...]) -> Callable[..., int] | None:
-    """The kernel from its cached object code (compiled and stored first on a miss), or None
-    when the cache is off or the object path fails here."""
-    from toktools.io.user_cache import read_blob, write_blob
+    """The kernel from its cached object code (compiled and stored first on a miss; made from the
+    shipped IR where the cache is off), or None when the object path fails here."""
+    from toktools.io.user_cache import read_blob
 
     path = _entry_path(module, function, parameters)
-    if path is None:
-        return None
+    if path is None:  # no cache: only the shipped IR is quick enough to turn into code every time
+        if shipped_ir(module, function, parameters) is None:
+            return None
+        try:
+            return _callable(module, function, parameters, _compile(module, function, parameters))
+        except Exception:  # noqa: BLE001 - an LLVM that cannot read it after all: numba's own way
+            return None
     entry = _read_entry(read_blob(path))
     if entry is None:
         try:
-            entry = _compile(module, function, parameters)
+            entry = compile_into_cache(module, function, parameters, wait=True)
         except Exception:  # noqa: BLE001 - no numba, or an LLVM that cannot do this: numba's own way
             return None
-        write_blob(path, marshal.dumps(entry))
+        if entry is None:
+            return None
+    return _callable(module, function, parameters, entry)
+
+
+def _callable(
+    module: str, function: str, parameters: tuple[str, ...], entry: tuple[str, bytes]
+) -> Callable[..., int] | None:
+    """The kernel's object code loaded and wrapped for Python ints, or None where it cannot be
+    loaded here."""
     symbol, code = entry
     try:
         address = _load(code, symbol)
@@ -107,6 +123,35 @@ def _cached_kernel(module: str, function: str, parameters: tuple[str, ...]) -> C
 
     call.native = native  # type: ignore[attr-defined]  # kept alive with the callable
     return call
+
+
+def compile_into_cache(
+    module: str, function: str, parameters: Sequence[str], *, wait: bool
+) -> tuple[str, bytes] | None:
+    """The kernel's ``(symbol, object code)``, compiled and stored in the user cache unless it is
+    there, one process at a time (:func:`toktools.runtime.background_compile.compile_lock`:
+    a process that finds another compiling it waits, then reads its entry). None when the cache
+    is off or, with ``wait=False``, another process is compiling it. Raises where numba cannot
+    compile it."""
+    from toktools.io.user_cache import read_blob, write_blob
+    from toktools.runtime.background_compile import compile_lock
+
+    path = _entry_path(module, function, tuple(parameters))
+    if path is None:
+        return None
+    with compile_lock(path, wait=wait) as held:
+        if not held:
+            return None
+        entry = _read_entry(read_blob(path))
+        if entry is None:
+            entry = _compile(module, function, tuple(parameters))
+            write_blob(path, marshal.dumps(entry))  # (an unwritable cache: used once, here)
+    return entry
+
+
+def entry_path(module: str, function: str, parameters: Sequence[str]) -> Any:
+    """Where the kernel's machine code is kept in the user cache (a ``Path``), or None."""
+    return _entry_path(module, function, tuple(parameters))
 
 
 def _read_entry(payload: bytes | None) -> tuple[str, bytes] | None:
@@ -201,8 +246,19 @@ def _numba_signature(parameters: Sequence[str]) -> Any:
 
 
 def _compile(module: str, function: str, parameters: tuple[str, ...]) -> tuple[str, bytes]:
-    """``(symbol, object code)`` of the kernel compiled by numba for this CPU, stripped to the
-    one function and what it calls; raises where that function needs anything from outside."""
+    """``(symbol, object code)`` of the kernel for this CPU: from the LLVM IR shipped with
+    toktools when it applies here (:func:`shipped_ir`, a tenth of a second), or compiled by numba
+    (seconds); raises where numba cannot compile it or the kernel needs anything from outside."""
+    llvm = _llvm()
+    symbol, ir = shipped_ir(module, function, parameters) or lower(module, function, parameters)
+    ir_module = llvm.parse_assembly(ir)
+    ir_module.verify()
+    return symbol, _target_machine(llvm).emit_object(ir_module)
+
+
+def lower(module: str, function: str, parameters: Sequence[str]) -> tuple[str, str]:
+    """``(symbol, LLVM IR)`` of the kernel lowered and optimised by numba, stripped to the one
+    function and what it calls; raises where that function needs anything from outside."""
     import importlib
     import re
 
@@ -232,7 +288,38 @@ def _compile(module: str, function: str, parameters: tuple[str, ...]) -> tuple[s
     ]
     if outside:
         raise RuntimeError(f"kernel {module}.{function} calls {outside}: not self-contained")
-    return symbol, machine.emit_object(ir_module)
+    return symbol, str(ir_module)
+
+
+def source_key(module: str) -> str:
+    """The sha256 of the sources a kernel's IR is lowered from: ``module`` and the toktools
+    modules it imports (not this one, which only says how IR becomes machine code)."""
+    from toktools.io.user_cache import code_fingerprint
+
+    return code_fingerprint(*_kernel_modules(module)[:-1])
+
+
+def shipped_ir(module: str, function: str, parameters: Sequence[str]) -> tuple[str, str] | None:
+    """``(symbol, LLVM IR)`` of the kernel as shipped in :mod:`toktools.tables.lowered_kernels`
+    (``scripts/gen_lowered_kernels.py``), when it applies here: lowered from the current sources,
+    with these parameter types, by this LLVM major version (IR text changes between them), for
+    this kind of machine (the process triple). None otherwise: numba compiles it then."""
+    try:
+        from toktools.tables.lowered_kernels import KERNELS
+    except ImportError:
+        return None
+    record = KERNELS.get(f"{module}.{function}")
+    if record is None or tuple(record["parameters"]) != tuple(parameters):
+        return None
+    try:
+        llvm = _llvm()
+        if record["llvm"] != llvm.llvm_version_info[0] or record["triple"] != llvm.get_process_triple():
+            return None
+        if record["sources"] != source_key(module):
+            return None
+    except (ImportError, OSError, AttributeError, TypeError, ValueError):
+        return None
+    return str(record["symbol"]), "".join(record["ir"])
 
 
 def _load(code: bytes, symbol: str) -> int:

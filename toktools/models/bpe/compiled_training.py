@@ -49,7 +49,8 @@ _KERNEL = (
 )
 
 #: Below this many symbols in all words, the kernel is only used when it is compiled already:
-#: the Python engines train that much in about the seconds numba takes to compile it once.
+#: the Python engines train that much in about the seconds numba takes to compile it once
+#: (it is then compiled in the background, :mod:`toktools.runtime.background_compile`).
 COMPILE_FROM_SYMBOLS = 1_000_000
 
 #: Above this many bytes of buffers (~6M symbols of words, most of 7 MB of Chinese clauses
@@ -103,7 +104,12 @@ def train_merges(
     from toktools.runtime.machine_code import kernel, ready
 
     if sum(map(len, words)) < COMPILE_FROM_SYMBOLS and not ready(*_KERNEL):
-        return None  # compiling would take longer than the Python engines
+        # compiling would take longer than the Python engines: they train this job, while a
+        # detached process compiles the kernel for the next one
+        from toktools.runtime.background_compile import start
+
+        start(*_KERNEL)
+        return None
     run = kernel(*_KERNEL)
     if run is None:
         return None

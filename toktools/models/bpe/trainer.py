@@ -232,15 +232,8 @@ def train_bpe(
     """
     from toktools.models.bpe.compiled_training import compiled_trainer_available
 
-    if compiled_trainer_available():
-        try:
-            return _train(word_counts, config, progress, None)
-        except _NoKernel:
-            pass
-        except _DuplicateToken:
-            return _train(word_counts, config, progress, _ExactEngine)
-    try:
-        return _train(word_counts, config, progress, _LeanEngine)
+    try:  # None: the compiled loop, or the lean engine where there is no kernel (_train decides)
+        return _train(word_counts, config, progress, None if compiled_trainer_available() else _LeanEngine)
     except _DuplicateToken:
         return _train(word_counts, config, progress, _ExactEngine)
 
@@ -256,8 +249,8 @@ def _train(
     engine_class: type[_LeanEngine] | type[_ExactEngine] | None,
 ) -> BpeTrainingResult:
     """The trainer around a merge engine: vocabulary, merge choice, result. ``engine_class``
-    None: the compiled merge loop (:mod:`toktools.models.bpe.compiled_training`), which raises
-    :class:`_NoKernel` where it cannot run."""
+    None: the compiled merge loop (:mod:`toktools.models.bpe.compiled_training`), or the lean
+    engine on the same words where it cannot run (:class:`_NoKernel`)."""
     vocab = _Vocab()
     # 1. Special tokens first, in the given order (a repeated one is skipped).
     for token in config.special_tokens:
@@ -277,8 +270,13 @@ def _train(
     merges: list[str] = []
     merge_counts: list[int] = []
     if engine_class is None:
-        merges, merge_counts, stop_reason = _compiled_loop(words, counts, vocab, lengths, config, threshold, progress)
-    else:
+        try:
+            merges, merge_counts, stop_reason = _compiled_loop(
+                words, counts, vocab, lengths, config, threshold, progress
+            )
+        except _NoKernel:  # the same words, the vocabulary untouched: the lean engine takes over
+            engine_class = _LeanEngine
+    if engine_class is not None:
         stop_reason = _python_loop(
             engine_class(words, counts, threshold, max(len(vocab.tokens), config.vocab_size)),
             vocab,

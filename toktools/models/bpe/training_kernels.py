@@ -26,7 +26,10 @@ from __future__ import annotations
 import numpy as np
 from numba import carray, njit
 
-from toktools.models.bpe.vectorized_merge import HASH_MULTIPLIER  # the same hash as the merge tables
+#: Fibonacci hashing, as the merge tables of :mod:`toktools.models.bpe.vectorized_merge` (not
+#: imported from there: the lowered IR shipped in ``toktools/tables/lowered_kernels.py`` is keyed
+#: by the sources of this module and those it imports, and only this one decides the kernel)
+HASH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
 
 TABLE_FULL = -1
 NODES_FULL = -2
@@ -135,21 +138,53 @@ def _change(table, shift, key, amount, word, nodes, state):
 
 
 @njit(inline="always")
-def train_into(
+def _replace_pair(old_key, new_key, allowed, count, word, table, shift, nodes, heap, staged_end, state):
+    """One occurrence of a merge in ``word`` (seen ``count`` times) turns its neighbouring pair
+    ``old_key`` into ``new_key`` (``Word::merge``'s two count changes): the old pair counted
+    down, the new one up unless it would pass ``max_length`` (``allowed`` False). A new pair
+    formed now is staged at heap entry ``staged_end``, past the queue. Returns how many entries
+    were staged (0 or 1), or a negative code when an array is full."""
+    if _change(table, shift, old_key, -count, word, nodes, state) < 0:
+        return TABLE_FULL
+    if not allowed:
+        return 0
+    h = _slot_of(table, shift, new_key, state)
+    if h < 0:
+        return TABLE_FULL
+    staged = 0
+    if table[h + TAIL] < 0:  # formed now (never counted up before): staged
+        if staged_end >= len(heap) // 2:
+            return HEAP_FULL
+        heap[2 * staged_end + 1] = new_key
+        staged = 1
+    table[h + COUNT] += count
+    if not _note_word(table, h, word, nodes, state):
+        return NODES_FULL
+    return staged
+
+
+def train_merges_at(
+    n_words,
+    n_symbols,
     symbols,
     starts,
     ends,
     word_counts,
+    n_lengths,
     lengths,
     first_new,
     vocab_size,
     threshold,
     max_length,
+    table_size,
     table,
     shift,
+    node_cap,
     nodes,
+    heap_cap,
     heap,
     visited,
+    merge_cap,
     merge_pairs,
     merge_counts,
     state,
@@ -157,9 +192,24 @@ def train_into(
     """Learn merges until the vocabulary has ``vocab_size`` ids (``first_new`` before the
     first merge) or no queued pair is left; returns how many (``merge_pairs[k]`` is merge
     ``k``'s ``left << 32 | right``, its new id ``first_new + k``), or a negative code when an
-    array is too small. ``state``: slots used, nodes used, then the merges done."""
-    n_words = len(word_counts)
-    heap_cap = len(heap) // 2
+    array is too small. ``state``: slots used, nodes used, then the merges done.
+
+    The arguments are raw pointers and their lengths (the parameter types are listed in
+    :data:`toktools.models.bpe.compiled_training._KERNEL`): ``table_size`` slots of four int64,
+    ``node_cap`` nodes and ``heap_cap`` heap entries of two. One function, not a wrapper around
+    one taking arrays: numba's inlining of a function this size took most of the compile time."""
+    symbols = carray(symbols, (n_symbols,))
+    starts = carray(starts, (n_words + 1,))
+    ends = carray(ends, (n_words,))
+    word_counts = carray(word_counts, (n_words,))
+    lengths = carray(lengths, (n_lengths,))
+    table = carray(table, (4 * table_size,))
+    nodes = carray(nodes, (2 * node_cap,))
+    heap = carray(heap, (2 * heap_cap,))
+    visited = carray(visited, (n_words,))
+    merge_pairs = carray(merge_pairs, (merge_cap,))
+    merge_counts = carray(merge_counts, (merge_cap,))
+    state = carray(state, (3,))
     for h in range(0, len(table), 4):
         table[h] = EMPTY
     # 1. initial pair counts, and the words of each pair
@@ -193,21 +243,16 @@ def train_into(
             pair = heap[1]
             top_slot = _find(table, shift, pair)
             current = table[top_slot + COUNT]
-            if heap[0] == current:
-                found = True
+            found = heap[0] == current
+            if found or current < threshold:  # taken, or stale and no longer mergeable: out
                 size -= 1
-                if size > 0:
-                    heap[0], heap[1] = heap[2 * size], heap[2 * size + 1]
-                    _sift_down(heap, size, 0)
-                break
-            if current >= threshold:  # stale: back with its current count
+                heap[0], heap[1] = heap[2 * size], heap[2 * size + 1]
+            else:  # stale: back with its current count
                 heap[0] = current
+            if size > 0:  # (one call: numba copies an inlined function at each)
                 _sift_down(heap, size, 0)
-            else:
-                size -= 1
-                if size > 0:
-                    heap[0], heap[1] = heap[2 * size], heap[2 * size + 1]
-                    _sift_down(heap, size, 0)
+            if found:
+                break
         if not found:
             break
         left = pair >> 32
@@ -236,38 +281,40 @@ def train_into(
                 if r + 1 < end and symbols[r] == left and symbols[r + 1] == right:
                     if o > begin:  # the symbol before, already rewritten
                         before = np.int64(symbols[o - 1])
-                        if _change(table, shift, (before << 32) | left, -count, w, nodes, state) < 0:
-                            return TABLE_FULL
-                        if lengths[before] + new_length < max_length:
-                            key = (before << 32) | new
-                            h = _slot_of(table, shift, key, state)
-                            if h < 0:
-                                return TABLE_FULL
-                            if table[h + TAIL] < 0:  # formed now: staged
-                                if size + staged >= heap_cap:
-                                    return HEAP_FULL
-                                heap[2 * (size + staged) + 1] = key
-                                staged += 1
-                            table[h + COUNT] += count
-                            if not _note_word(table, h, w, nodes, state):
-                                return NODES_FULL
+                        formed = _replace_pair(
+                            (before << 32) | left,
+                            (before << 32) | new,
+                            lengths[before] + new_length < max_length,
+                            count,
+                            w,
+                            table,
+                            shift,
+                            nodes,
+                            heap,
+                            size + staged,
+                            state,
+                        )
+                        if formed < 0:
+                            return formed
+                        staged += formed
                     if r + 2 < end:  # the symbol after, not yet rewritten
                         after = np.int64(symbols[r + 2])
-                        if _change(table, shift, (right << 32) | after, -count, w, nodes, state) < 0:
-                            return TABLE_FULL
-                        if lengths[after] + new_length < max_length:
-                            key = (new << 32) | after
-                            h = _slot_of(table, shift, key, state)
-                            if h < 0:
-                                return TABLE_FULL
-                            if table[h + TAIL] < 0:
-                                if size + staged >= heap_cap:
-                                    return HEAP_FULL
-                                heap[2 * (size + staged) + 1] = key
-                                staged += 1
-                            table[h + COUNT] += count
-                            if not _note_word(table, h, w, nodes, state):
-                                return NODES_FULL
+                        formed = _replace_pair(
+                            (right << 32) | after,
+                            (new << 32) | after,
+                            lengths[after] + new_length < max_length,
+                            count,
+                            w,
+                            table,
+                            shift,
+                            nodes,
+                            heap,
+                            size + staged,
+                            state,
+                        )
+                        if formed < 0:
+                            return formed
+                        staged += formed
                     symbols[o] = new
                     o += 1
                     r += 2
@@ -287,53 +334,3 @@ def train_into(
                 _sift_up(heap, size)
                 size += 1
     return done
-
-
-def train_merges_at(
-    n_words,
-    n_symbols,
-    symbols,
-    starts,
-    ends,
-    word_counts,
-    n_lengths,
-    lengths,
-    first_new,
-    vocab_size,
-    threshold,
-    max_length,
-    table_size,
-    table,
-    shift,
-    node_cap,
-    nodes,
-    heap_cap,
-    heap,
-    visited,
-    merge_cap,
-    merge_pairs,
-    merge_counts,
-    state,
-):
-    """:func:`train_into` over raw pointers (the compiled entry point; its parameter types are
-    listed in :data:`toktools.models.bpe.compiled_training._KERNEL`): ``table_size`` slots of
-    four int64, ``node_cap`` nodes and ``heap_cap`` heap entries of two."""
-    return train_into(
-        carray(symbols, (n_symbols,)),
-        carray(starts, (n_words + 1,)),
-        carray(ends, (n_words,)),
-        carray(word_counts, (n_words,)),
-        carray(lengths, (n_lengths,)),
-        first_new,
-        vocab_size,
-        threshold,
-        max_length,
-        carray(table, (4 * table_size,)),
-        shift,
-        carray(nodes, (2 * node_cap,)),
-        carray(heap, (2 * heap_cap,)),
-        carray(visited, (n_words,)),
-        carray(merge_pairs, (merge_cap,)),
-        carray(merge_counts, (merge_cap,)),
-        carray(state, (3,)),
-    )
