@@ -140,16 +140,15 @@ def _process_arrays(
     chunk: list[Item], texts: list[str], tokenizers: Sequence[Any], encoders: Sequence[Any], show: int
 ) -> tuple[list[SegmentStats], list[Candidate]]:
     from toktools.analysis import token_view
-    from toktools.analysis.chunk_tally import ChunkText, spans_of, tally_chunk
+    from toktools.analysis.chunk_tally import ChunkText, tally_chunk
     from toktools.analysis.segstats import vocabulary_size
 
     text = ChunkText(texts)
     stats: list[SegmentStats] = []
     marks: list[Any] = []
     every_spans = []
-    for tokenizer, (facts, encode, source) in zip(tokenizers, encoders):
+    for tokenizer, (facts, _, _), spans in zip(tokenizers, encoders, _spans_of_each(text, texts, encoders)):
         unk, specials = token_view.unk_id(tokenizer), token_view.specials_added(tokenizer)
-        spans = source.arrays(texts, text) if source is not None else spans_of(text, encode(texts))
         part, mark = tally_chunk(text, spans, facts, unk, specials, vocabulary_size(tokenizer), show > 0)
         stats.append(part)
         marks.append(mark)
@@ -161,6 +160,29 @@ def _process_arrays(
             index, where, _ = chunk[k]
             candidates.append((place.differing, 0, -index, where, place))
     return stats, candidates
+
+
+def _spans_of_each(text: Any, texts: list[str], encoders: Sequence[Any]) -> list[Any]:
+    """Each tokenizer's ``(ids, tokens per text, starts, ends)`` for the chunk, worked out on a
+    thread per tokenizer: the encoders (tiktoken, ``tokenizers``) spend most of it in Rust
+    without the GIL, so one tokenizer's encoding overlaps another's array work. The chunk's
+    shared words are made first, here, so that no two threads make them at once."""
+    from toktools.analysis.chunk_tally import spans_of
+
+    def spans(encoder: Any) -> Any:
+        _, encode, source = encoder
+        return source.arrays(texts, text) if source is not None else spans_of(text, encode(texts))
+
+    if len(encoders) < 2 or not texts:
+        return [spans(encoder) for encoder in encoders]
+    for _, _, source in encoders:
+        if hasattr(source, "han_alone"):
+            text.interned_words(source.han_alone)
+            text.units(source.han_alone)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(encoders), thread_name_prefix="toktools-compare") as pool:
+        return list(pool.map(spans, encoders))
 
 
 def _process_loop(
