@@ -9,6 +9,7 @@ condition of ``spec/tiktoken-equivalence.md``: for each, tiktoken really gives o
 from __future__ import annotations
 
 import json
+import os
 import random
 
 import pytest
@@ -25,10 +26,26 @@ from toktools.models.bpe.bytelevel import BYTE_TO_SYMBOL, text_to_symbols
 tiktoken = pytest.importorskip("tiktoken")
 
 
+#: the session's user cache (None: ~/.cache/toktools), before this module turns it off
+SESSION_CACHE = os.environ.get("TOKTOOLS_CACHE_DIR")
+
+
 @pytest.fixture(autouse=True)
 def no_analysis_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     """Run the exactness checks every time instead of reading ~/.cache/toktools."""
     monkeypatch.setenv("TOKTOOLS_CACHE_DIR", "")
+
+
+@pytest.fixture
+def remembered_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The session's user cache back on, for a test about what the engines give rather than
+    how their checks run: gigatoken's probe of a 50K vocabulary (3-6 s) is then run once per
+    tokenizer and gigatoken version, as for a user, and its verdict read after that (the
+    entries are keyed by the code that made them, so a changed probe runs again)."""
+    if SESSION_CACHE is None:
+        monkeypatch.delenv("TOKTOOLS_CACHE_DIR")
+    else:
+        monkeypatch.setenv("TOKTOOLS_CACHE_DIR", SESSION_CACHE)
 
 
 SPECIALS_TEXT = ["Hello<|endoftext|>world and <s>x</s> <mask>", "a<|endoftext|><|endoftext|>b", "<pad><unk>我们</s>"]
@@ -55,7 +72,9 @@ def _samples() -> list[str]:
         ("bert-base-uncased", "reference"),
     ],
 )
-def test_every_engine_gives_the_reference_ids_on_english_and_chinese(name: str, fastest: str) -> None:
+def test_every_engine_gives_the_reference_ids_on_english_and_chinese(
+    name: str, fastest: str, remembered_verdicts: None
+) -> None:
     doc = _doc(name)
     texts = _samples() + SPECIALS_TEXT
     reference = make_engine("reference", doc, workers=1).encode_batch(texts)
