@@ -23,7 +23,7 @@ pytest.importorskip("llvmlite")
 
 from toktools.models.bpe import compiled_training  # noqa: E402
 from toktools.models.bpe import trainer as bpe  # noqa: E402
-from toktools.runtime import background_compile, machine_code  # noqa: E402
+from toktools.runtime import background_compile, compile_lock, machine_code  # noqa: E402
 
 #: A kernel small enough to compile in well under a second (a sum over a pointer).
 _TINY = '''
@@ -92,7 +92,7 @@ def test_a_compile_under_way_is_not_started_twice(fresh_cache, monkeypatch):
     compile that would not wait returns at once (a foreground one waits: compile_into_cache)."""
     monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: pytest.fail("a second compile was started"))
     entry = machine_code.entry_path(fresh_cache, "total_at", _PARAMETERS)
-    with background_compile.compile_lock(entry, wait=False) as held:
+    with compile_lock.compile_lock(entry, wait=False) as held:
         assert held
         assert background_compile.start(fresh_cache, "total_at", _PARAMETERS) is None
         assert machine_code.compile_into_cache(fresh_cache, "total_at", _PARAMETERS, wait=False) is None
@@ -102,15 +102,15 @@ def test_a_compile_under_way_is_not_started_twice(fresh_cache, monkeypatch):
 def test_a_job_that_needs_the_kernel_waits_for_the_lock_then_compiles_all_the_same(fresh_cache, monkeypatch):
     """A foreground compile waits for the process holding the lock, but not for ever: a compile
     stuck at the lowest priority must not stall a job (it then compiles the kernel itself)."""
-    monkeypatch.setattr(background_compile, "WAIT_SECONDS", 0.2)
+    monkeypatch.setattr(compile_lock, "WAIT_SECONDS", 0.2)
     entry = machine_code.entry_path(fresh_cache, "total_at", _PARAMETERS)
-    with background_compile.compile_lock(entry, wait=False) as held:
+    with compile_lock.compile_lock(entry, wait=False) as held:
         assert held
-        with background_compile.compile_lock(entry, wait=False) as second:
+        with compile_lock.compile_lock(entry, wait=False) as second:
             assert not second
-        with background_compile.compile_lock(entry, wait=True) as second:
+        with compile_lock.compile_lock(entry, wait=True) as second:
             assert second
-    with background_compile.compile_lock(entry, wait=False) as held:
+    with compile_lock.compile_lock(entry, wait=False) as held:
         assert held, "released"
 
 

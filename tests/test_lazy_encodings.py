@@ -20,6 +20,7 @@ from toktools.engines.gigatoken_probe import adversarial_texts
 from toktools.engines.ids_words import ByteLevelBPE
 from toktools.formats import load
 from toktools.io.shipped import shipped_path
+from toktools.runtime import gc_pause
 
 SPECIALS = ["<|endoftext|>", "<s>", "</s>"]
 
@@ -192,8 +193,8 @@ def test_garbage_collector_state_is_the_callers_after_a_batch() -> None:
     ours = _load("gpt2")
     texts = held_out()[:20]
     assert gc.isenabled()
-    with lazy_encodings.gc_paused():
-        made = [[i] for i in range(2 * lazy_encodings.PROMOTE_MIN_OBJECTS)]
+    with gc_pause.gc_paused():
+        made = [[i] for i in range(2 * gc_pause.PROMOTE_MIN_OBJECTS)]
         assert not gc.isenabled()
     assert gc.isenabled() and gc.get_count()[0] < 1000
     assert all(gc.is_tracked(x) for x in made) and not any(x is made for x in gc.get_objects(generation=0))
@@ -227,13 +228,13 @@ def test_a_loop_of_big_batches_still_collects_the_callers_cycles() -> None:
 
     gc.collect()
     dropped = []
-    for _ in range(lazy_encodings.PROMOTIONS_PER_FULL_COLLECTION + 1):
+    for _ in range(gc_pause.PROMOTIONS_PER_FULL_COLLECTION + 1):
         node = Node()
         node.me = node  # a cycle, garbage once dropped
         dropped.append(weakref.ref(node))
         del node
-        with lazy_encodings.gc_paused():
-            made = [[i] for i in range(2 * lazy_encodings.PROMOTE_MIN_OBJECTS)]
+        with gc_pause.gc_paused():
+            made = [[i] for i in range(2 * gc_pause.PROMOTE_MIN_OBJECTS)]
         del made
     assert gc.isenabled()
     assert all(ref() is None for ref in dropped[:-1])

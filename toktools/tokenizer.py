@@ -19,6 +19,7 @@ from toktools.encoding import ENCODING_FIELDS, AddedToken, AddedTokens, Encoding
 from toktools.errors import ToktoolsError
 from toktools.io.outputs import dumps_tokenizer_json, write_files_atomically
 from toktools.parts.base import WHOLE_TEXT, Decoder, Model, Normalizer, Piece, PostProcessor, PreTokenizer, Span, Words
+from toktools.text_check import check_text
 
 #: Model settings that older code reads from the tokenizer itself (``tokenizer.merges`` …).
 _MODEL_ATTRIBUTES = frozenset(
@@ -37,6 +38,19 @@ _MODEL_ATTRIBUTES = frozenset(
         "ignore_merges",
         "id_to_token_map",
     }
+)
+
+
+#: The methods of :class:`Tokenizer` whose behaviour the ids-only and lazy paths repeat
+#: (:mod:`toktools.engines.ids_only`, :mod:`toktools.engines.lazy_encodings`).
+PIPELINE_METHODS = (
+    "encode",
+    "encode_batch",
+    "_encode_unpadded_batch",
+    "_encode_unpadded",
+    "encode_sequence",
+    "encode_into",
+    "_encode_piece",
 )
 
 
@@ -67,6 +81,11 @@ class Tokenizer:
         if name in _MODEL_ATTRIBUTES and "model" in self.__dict__:
             return getattr(self.__dict__["model"], name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def encodes_with_the_standard_pipeline(self) -> bool:
+        """Whether this object encodes with this class's own :data:`PIPELINE_METHODS` (a
+        subclass may encode its own way): the fast paths that repeat them ask this."""
+        return all(getattr(type(self), method) is getattr(Tokenizer, method) for method in PIPELINE_METHODS)
 
     @property
     def kind(self) -> str:
@@ -280,7 +299,7 @@ class Tokenizer:
         Batches of 5M characters or more are split over ``workers`` processes (default: every core, as
         ``tokenizers`` uses every thread); the result does not depend on the number of workers.
         """
-        from toktools.engines.lazy_encodings import gc_paused
+        from toktools.runtime.gc_pause import gc_paused
 
         with gc_paused():  # millions of small objects, no cycle among them
             return self._encode_batch(inputs, add_special_tokens, workers)
@@ -388,22 +407,6 @@ class Tokenizer:
             "pad_type_id": p.pad_type_id,
             "pad_token": p.pad_token,
         }
-
-
-def check_text(*texts: str | None) -> None:
-    """Refuse text that is not valid Unicode (a lone surrogate such as ``"\\ud800"``, which
-    has no UTF-8 form) with a ``TypeError``, as ``tokenizers`` does, before any work."""
-    for text in texts:
-        if text is None or (isinstance(text, str) and text.isascii()):
-            continue
-        if not isinstance(text, str):
-            raise TypeError(f"text must be str, not {type(text).__name__}")
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as err:
-            raise TypeError(
-                f"text is not valid Unicode: lone surrogate U+{ord(text[err.start]):04X} at position {err.start}"
-            ) from None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -121,7 +121,7 @@ class IdsEncoder:
 
     def encode(self, text: str) -> list[int]:
         """The ids of one text."""
-        from toktools.tokenizer import check_text
+        from toktools.text_check import check_text
 
         check_text(text)
         if self._raw_search is None or self._raw_search(text) is None:
@@ -203,7 +203,7 @@ class IdsEncoder:
 
     def _plain_words(self, text: str) -> list[str] | None:
         """The words of a text that holds no added token (``None`` if it may hold one)."""
-        from toktools.tokenizer import check_text
+        from toktools.text_check import check_text
 
         check_text(text)
         if self._raw_search is not None and self._raw_search(text) is not None:
@@ -282,18 +282,6 @@ def _template_free(processor: Any) -> bool:
     return False
 
 
-#: The methods of :class:`~toktools.tokenizer.Tokenizer` whose behaviour this module repeats.
-_PIPELINE = (
-    "encode",
-    "encode_batch",
-    "_encode_unpadded_batch",
-    "_encode_unpadded",
-    "encode_sequence",
-    "encode_into",
-    "_encode_piece",
-)
-
-
 def ids_encoder(tokenizer: Any) -> Any:
     """An :class:`IdsEncoder` for ``tokenizer`` if its parts are ones this module knows, else
     ``None``: byte-level BPE (ByteLevel pre-tokeniser, no normaliser) or WordPiece after
@@ -301,12 +289,9 @@ def ids_encoder(tokenizer: Any) -> Any:
     (:mod:`toktools.engines.ids_only_unigram`); no truncation or padding; a post-processor that adds
     nothing without special tokens."""
     from toktools.parts import models, normalizers, pre_tokenizers
-    from toktools.tokenizer import Tokenizer
 
-    if not isinstance(tokenizer, Tokenizer) or tokenizer.truncation is not None or tokenizer.padding is not None:
-        return None
-    if any(getattr(type(tokenizer), method) is not getattr(Tokenizer, method) for method in _PIPELINE):
-        return None  # a subclass that encodes its own way (the presets only build)
+    if not standard_pipeline(tokenizer) or tokenizer.truncation is not None or tokenizer.padding is not None:
+        return None  # not a Tokenizer, or a subclass that encodes its own way (the presets only build)
     if not _template_free(tokenizer.post_processor):
         return None
     model, pre, normalizer = tokenizer.model, tokenizer.pre_tokenizer, tokenizer.normalizer
@@ -332,3 +317,11 @@ def ids_encoder(tokenizer: Any) -> Any:
     from toktools.engines.ids_only_unigram import unigram_ids_encoder
 
     return unigram_ids_encoder(tokenizer)  # type: ignore[return-value]
+
+
+def standard_pipeline(tokenizer: Any) -> bool:
+    """Whether ``tokenizer`` is a :class:`~toktools.tokenizer.Tokenizer` that encodes with the
+    class's own pipeline, the one the ids-only and lazy paths repeat (a subclass may encode its
+    own way). Asked of the object, so that these paths need not import the class."""
+    check = getattr(tokenizer, "encodes_with_the_standard_pipeline", None)
+    return bool(check()) if callable(check) else False

@@ -229,7 +229,7 @@ class UnigramIdsEncoder:
         return out
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-        from toktools.tokenizer import check_text
+        from toktools.text_check import check_text
 
         try:  # every text is valid Unicode (no lone surrogate): one check in C for the batch
             "".join(texts).encode("utf-8")

@@ -32,17 +32,16 @@ unread. ``tests/test_lazy_encodings.py`` checks every field against ``tokenizers
 
 from __future__ import annotations
 
-import gc
 import re
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from functools import partial
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from toktools.encoding import Encoding, LazyEncoding, repeated
 from toktools.engines.ids_words import ASTRAL
+from toktools.runtime.gc_pause import gc_paused
 
 if TYPE_CHECKING:
     from toktools.engines.lazy_wordpiece import WordPieceBatches
@@ -83,11 +82,10 @@ def prepare(tokenizer: Any) -> bool:
 
 def _builder(tokenizer: Any) -> ByteLevelBatches | WordPieceBatches | None:
     """The builder for ``tokenizer`` (kept on its model), or None where this path is not exact."""
-    from toktools.engines.ids_only import _PIPELINE
+    from toktools.engines.ids_only import standard_pipeline
     from toktools.parts import models, pre_tokenizers
-    from toktools.tokenizer import Tokenizer
 
-    if any(getattr(type(tokenizer), method) is not getattr(Tokenizer, method) for method in _PIPELINE):
+    if not standard_pipeline(tokenizer):
         return None  # a subclass that encodes its own way
     model, pre = tokenizer.model, tokenizer.pre_tokenizer
     if type(model) is models.WordPiece:
@@ -309,49 +307,3 @@ class _Batch:
         with gc_paused():
             pairs = list(zip(starts.tolist(), ends.tolist()))
             return {n: pairs[lo:hi] for n, (lo, hi) in enumerate(zip(bounds, bounds[1:]))}
-
-
-#: A paused stretch that made at least this many objects moves them to the oldest generation.
-PROMOTE_MIN_OBJECTS = 20_000
-#: After this many such moves with no full collection in between, one is run (see gc_paused).
-PROMOTIONS_PER_FULL_COLLECTION = 16
-_promotions = {"count": 0, "full_collections": -1}
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """The cyclic garbage collector off while many small objects are made (nothing made here
-    forms a cycle): its passes over a growing heap were a third of a batch's time.
-
-    On the way out, when many objects were made, they go straight to the oldest generation
-    (``freeze`` then ``unfreeze``: two list splices, no pass, and the count of new objects
-    starts again): otherwise the first allocation after ``enable`` starts a pass over every new
-    object, and the generation it lands in is walked again later. The encodings live on, so
-    those passes find nothing; they are walked by the next full collection, like any old object.
-    The caller's young objects move too, and a full collection is what finds a cycle among
-    them: so after :data:`PROMOTIONS_PER_FULL_COLLECTION` moves without one (a loop of big
-    batches), this runs one. Skipped when the caller has frozen objects of its own
-    (``unfreeze`` would thaw them)."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        if gc.get_count()[0] >= PROMOTE_MIN_OBJECTS and gc.get_freeze_count() == 0:
-            gc.freeze()
-            gc.unfreeze()
-            _promoted()
-        gc.enable()
-
-
-def _promoted() -> None:
-    """Count a move to the oldest generation; a full collection after enough of them."""
-    full = gc.get_stats()[2]["collections"]
-    if full != _promotions["full_collections"]:  # one ran since: count again from here
-        _promotions.update(count=0, full_collections=full)
-    _promotions["count"] += 1
-    if _promotions["count"] >= PROMOTIONS_PER_FULL_COLLECTION:
-        gc.collect()
-        _promotions.update(count=0, full_collections=gc.get_stats()[2]["collections"])

@@ -220,7 +220,7 @@ class _WordPieceBatch:
     def _offsets(self) -> dict[int, list[tuple[int, int]]]:
         import numpy as np
 
-        from toktools.engines.lazy_encodings import gc_paused
+        from toktools.runtime.gc_pause import gc_paused
 
         word_starts, word_ends, token_counts, first_token = self._words
         texts = self._texts

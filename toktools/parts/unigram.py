@@ -195,11 +195,12 @@ def plain_viterbi(
 
 
 def compiled_viterbi() -> Any:
-    """:mod:`toktools.models.unigram.compiled_viterbi` when numba is installed (extra ``fast``), else None.
-    ``TOKTOOLS_PURE_PYTHON=1`` forces the pure-Python :func:`viterbi` (same paths, slower)."""
+    """:mod:`toktools.models.unigram.compiled_index` (the compiled Viterbi's entry) when numba is
+    installed (extra ``fast``), else None. ``TOKTOOLS_PURE_PYTHON=1`` forces the pure-Python
+    :func:`viterbi` (same paths, slower)."""
     from toktools.runtime.compiled_switch import compiled_module
 
-    return compiled_module("toktools.models.unigram.compiled_viterbi")
+    return compiled_module("toktools.models.unigram.compiled_index")
 
 
 def best_paths(

@@ -6,8 +6,8 @@ this process instead and runs them. The process:
 
 * runs at the lowest priority (``nice 19``), its output discarded: a failure is never shown,
   and is remembered (a marker next to the entry) so that later jobs do not try again;
-* holds the entry's lock while it compiles (:func:`compile_lock`, also taken by a job that
-  compiles in the foreground, which then waits, :data:`WAIT_SECONDS` at most, and reads the
+* holds the entry's lock while it compiles (:func:`~toktools.runtime.compile_lock.compile_lock`, also taken by a job that
+  compiles in the foreground, which then waits, :data:`~toktools.runtime.compile_lock.WAIT_SECONDS` at most, and reads the
   entry): the kernel is not compiled twice at once, and a second job sees the lock and starts
   nothing;
 * ends by itself: at most :data:`CPU_SECONDS` of CPU and :data:`WALL_SECONDS` of wall time.
@@ -24,19 +24,15 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+
+from toktools.runtime.compile_lock import compile_lock
 
 #: The process stops past this much CPU time (numba needs about 5 s for the training kernel).
 CPU_SECONDS = 300
 #: ... or this much wall time (at the lowest priority on a busy machine, it may wait long).
 WALL_SECONDS = 1800
-#: A job that needs the kernel waits this long at most for another process's compile (about what
-#: one takes on a loaded machine), then compiles it itself: a compile starved at the lowest
-#: priority on a busy machine must not stall it.
-WAIT_SECONDS = 20
 #: The switch, read from the environment by each job.
 VARIABLE = "TOKTOOLS_BACKGROUND_COMPILE"
 
@@ -49,46 +45,6 @@ def enabled() -> bool:
 def failed_marker(entry: Path) -> Path:
     """The file that says a background compile of ``entry`` failed (its key names the code)."""
     return entry.with_name(entry.name + ".failed")
-
-
-@contextmanager
-def compile_lock(entry: Path, *, wait: bool) -> Iterator[bool]:
-    """Hold the lock of the cache entry ``entry`` while compiling it; yields whether to compile:
-    with ``wait=False``, False at once when another process holds it; with ``wait=True``, True
-    once the lock is free, or after :data:`WAIT_SECONDS` without it. Where there is no
-    ``fcntl`` or the lock file cannot be made, it yields True without locking (compiles may then
-    happen twice, as before locks). The operating system releases it if the process dies."""
-    try:
-        import fcntl
-    except ImportError:
-        yield True
-        return
-    try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        handle = os.open(entry.with_name(entry.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError:
-        yield True
-        return
-    try:
-        held = _try_lock(fcntl, handle)
-        if wait and not held:  # polled, not blocked: a compile stuck elsewhere must not stall this one
-            import time
-
-            deadline = time.monotonic() + WAIT_SECONDS
-            while not held and time.monotonic() < deadline:
-                time.sleep(0.05)
-                held = _try_lock(fcntl, handle)
-        yield held or wait  # (waited long enough: compile here all the same)
-    finally:
-        os.close(handle)  # closing releases the lock
-
-
-def _try_lock(fcntl: Any, handle: int) -> bool:
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:  # held elsewhere (or a file system without locks)
-        return False
-    return True
 
 
 def start(module: str, function: str, parameters: Sequence[str]) -> subprocess.Popen[bytes] | None:

@@ -129,12 +129,12 @@ def compile_into_cache(
     module: str, function: str, parameters: Sequence[str], *, wait: bool
 ) -> tuple[str, bytes] | None:
     """The kernel's ``(symbol, object code)``, compiled and stored in the user cache unless it is
-    there, one process at a time (:func:`toktools.runtime.background_compile.compile_lock`:
+    there, one process at a time (:func:`toktools.runtime.compile_lock.compile_lock`:
     a process that finds another compiling it waits, then reads its entry). None when the cache
     is off or, with ``wait=False``, another process is compiling it. Raises where numba cannot
     compile it."""
     from toktools.io.user_cache import read_blob, write_blob
-    from toktools.runtime.background_compile import compile_lock
+    from toktools.runtime.compile_lock import compile_lock
 
     path = _entry_path(module, function, tuple(parameters))
     if path is None:

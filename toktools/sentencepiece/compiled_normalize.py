@@ -211,7 +211,7 @@ class CompiledSpmText:
 
     def __call__(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """The normalised code points of every text and where each starts (as
-        :func:`~toktools.models.unigram.compiled_viterbi.CompiledIndex.paths_of_codes` takes
+        :func:`~toktools.models.unigram.compiled_index.CompiledIndex.paths_of_codes` takes
         them); the texts the fast path cannot take go through ``SpmText``."""
         from toktools.models.unigram.compiled_viterbi import code_points
 
