@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import heapq
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from toktools.analysis.disagreement import PlaceCandidate, chunk_places, document_places
@@ -140,41 +140,38 @@ def _process_arrays(
     chunk: list[Item], texts: list[str], tokenizers: Sequence[Any], encoders: Sequence[Any], show: int
 ) -> tuple[list[SegmentStats], list[Candidate]]:
     from toktools.analysis import token_view
-    from toktools.analysis.chunk_tally import ChunkText, tally_chunk
+    from toktools.analysis.chunk_tally import ChunkText, spans_of, tally_chunk
     from toktools.analysis.segstats import vocabulary_size
 
     text = ChunkText(texts)
-    stats: list[SegmentStats] = []
-    marks: list[Any] = []
-    every_spans = []
-    for tokenizer, (facts, _, _), spans in zip(tokenizers, encoders, _spans_of_each(text, texts, encoders)):
+
+    def counted(k: int) -> tuple[Any, SegmentStats, Any]:
+        """One tokenizer's spans of the chunk and its tally of them."""
+        tokenizer, (facts, encode, source) = tokenizers[k], encoders[k]
+        spans = source.arrays(texts, text) if source is not None else spans_of(text, encode(texts))
         unk, specials = token_view.unk_id(tokenizer), token_view.specials_added(tokenizer)
         part, mark = tally_chunk(text, spans, facts, unk, specials, vocabulary_size(tokenizer), show > 0)
-        stats.append(part)
-        marks.append(mark)
-        if show > 0:
-            every_spans.append(spans)
+        return spans, part, mark
+
+    results = _on_threads(counted, text, encoders)
+    stats = [part for _, part, _ in results]
     candidates: list[Candidate] = []
     if show > 0 and texts:
+        every_spans, marks = [spans for spans, _, _ in results], [mark for _, _, mark in results]
         for k, place in chunk_places(text, texts, marks, every_spans, show):
             index, where, _ = chunk[k]
             candidates.append((place.differing, 0, -index, where, place))
     return stats, candidates
 
 
-def _spans_of_each(text: Any, texts: list[str], encoders: Sequence[Any]) -> list[Any]:
-    """Each tokenizer's ``(ids, tokens per text, starts, ends)`` for the chunk, worked out on a
-    thread per tokenizer: the encoders (tiktoken, ``tokenizers``) spend most of it in Rust
-    without the GIL, so one tokenizer's encoding overlaps another's array work. The chunk's
-    shared words are made first, here, so that no two threads make them at once."""
-    from toktools.analysis.chunk_tally import spans_of
-
-    def spans(encoder: Any) -> Any:
-        _, encode, source = encoder
-        return source.arrays(texts, text) if source is not None else spans_of(text, encode(texts))
-
-    if len(encoders) < 2 or not texts:
-        return [spans(encoder) for encoder in encoders]
+def _on_threads(counted: Callable[[int], Any], text: Any, encoders: Sequence[Any]) -> list[Any]:
+    """``counted(k)`` for each tokenizer ``k`` of the chunk, on a thread per tokenizer: the
+    encoders (tiktoken, ``tokenizers``) spend most of it in Rust and NumPy much of the tally,
+    without the GIL, so one tokenizer's encoding overlaps another's array work. Each thread has
+    a tokenizer's own word cache and token facts; the chunk's shared words are made first, here,
+    so that no two threads make them at once."""
+    if len(encoders) < 2 or not text.count:
+        return [counted(k) for k in range(len(encoders))]
     for _, _, source in encoders:
         if hasattr(source, "han_alone"):
             text.interned_words(source.han_alone)
@@ -182,7 +179,7 @@ def _spans_of_each(text: Any, texts: list[str], encoders: Sequence[Any]) -> list
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(len(encoders), thread_name_prefix="toktools-compare") as pool:
-        return list(pool.map(spans, encoders))
+        return list(pool.map(counted, range(len(encoders))))
 
 
 def _process_loop(
