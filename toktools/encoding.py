@@ -237,6 +237,26 @@ def repeated(value: int, size: int) -> list[int]:
     return [value] * size
 
 
+def lazy_encoding_of_ids(
+    ids: list[int], token_of: Callable[[int], str], offsets: Callable[[], list[Any]], type_id: int
+) -> LazyEncoding:
+    """One text's encoding of a batch built from its ids: the tokens (``token_of`` of each id),
+    ``offsets()``, the type ids and the masks are made only when read."""
+    size = len(ids)
+    return LazyEncoding(
+        ids,
+        partial(_tokens, token_of, ids),
+        offsets,
+        partial(repeated, type_id, size),
+        partial(repeated, 1, size),
+        partial(repeated, 0, size),
+    )
+
+
+def _tokens(token_of: Callable[[int], str], ids: list[int]) -> list[str]:
+    return list(map(token_of, ids))
+
+
 def _sliced(encoding: Encoding, name: str, start: int, stop: int) -> list[Any]:
     return list(getattr(encoding, name)[start:stop])
 

@@ -39,7 +39,7 @@ from functools import partial
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
-from toktools.encoding import Encoding, LazyEncoding, repeated
+from toktools.encoding import Encoding, lazy_encoding_of_ids
 from toktools.engines.ids_words import ASTRAL
 from toktools.runtime.gc_pause import gc_paused
 
@@ -178,23 +178,12 @@ class ByteLevelBatches:
             batch.finish()
             ids, bounds = batch.ids, batch.bounds
             for n, i in enumerate(chunk):
-                text_ids = ids[bounds[n] : bounds[n + 1]]
-                size = len(text_ids)
-                encoding = LazyEncoding(
-                    text_ids,
-                    partial(_tokens, token_of, text_ids),
-                    partial(batch.offsets, n),
-                    partial(repeated, type_ids[i], size),
-                    partial(repeated, 1, size),
-                    partial(repeated, 0, size),
+                encoding = lazy_encoding_of_ids(
+                    ids[bounds[n] : bounds[n + 1]], token_of, partial(batch.offsets, n), type_ids[i]
                 )
                 encoding.__dict__["trimmed_offsets"] = partial(batch.trimmed_offsets, n)
                 out[i] = encoding
         return out
-
-
-def _tokens(token_of: Any, ids: list[int]) -> list[str]:
-    return list(map(token_of, ids))
 
 
 class _Batch:

@@ -31,7 +31,7 @@ from functools import partial
 from itertools import chain
 from typing import Any
 
-from toktools.encoding import Encoding, LazyEncoding, repeated
+from toktools.encoding import Encoding, lazy_encoding_of_ids
 
 #: distinct words kept per model before the cache starts again (a bound on memory)
 CACHE_WORDS = 1 << 19
@@ -158,21 +158,10 @@ class WordPieceBatches:
         token_of = self.token_of.__getitem__
         ids, bounds = batch.ids, batch.bounds
         for n, i in enumerate(plain):
-            text_ids = ids[bounds[n] : bounds[n + 1]]
-            size = len(text_ids)
-            out[i] = LazyEncoding(
-                text_ids,
-                partial(_tokens, token_of, text_ids),
-                partial(batch.offsets, n),
-                partial(repeated, type_ids[i], size),
-                partial(repeated, 1, size),
-                partial(repeated, 0, size),
+            out[i] = lazy_encoding_of_ids(
+                ids[bounds[n] : bounds[n + 1]], token_of, partial(batch.offsets, n), type_ids[i]
             )
         return out
-
-
-def _tokens(token_of: Any, ids: list[int]) -> list[str]:
-    return list(map(token_of, ids))
 
 
 class _WordPieceBatch:
