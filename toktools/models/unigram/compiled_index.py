@@ -29,7 +29,7 @@ class CompiledIndex:
         items = list(lookup)
         pieces = [piece for piece, _ in items]
         #: the word caches made so far, by ``(unk_id, unk_score, reset)``
-        self.word_caches: dict[tuple[int, float, float], object] = {}
+        self.word_caches: dict[tuple[int, float, float], WordCache] = {}
         codes, offsets = code_points(pieces)
         ids = np.array([value[0] for _, value in items], dtype=np.int64)
         scores = np.array([value[1] for _, value in items], dtype=np.float64)
@@ -74,7 +74,6 @@ class CompiledIndex:
         cache = self.word_caches.get(key)
         if cache is None:
             cache = self.word_caches[key] = WordCache()
-        assert isinstance(cache, WordCache)
         status, _ = viterbi_batch_words(
             codes,
             offsets,
