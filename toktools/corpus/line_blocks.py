@@ -146,13 +146,37 @@ class _Writing:
         self.on_shard(info, end)
 
     def documents(self, data: Any, offsets: Any, end_of: Callable[[int], Position]) -> None:
-        """Write whole documents: ``data[offsets[i]:offsets[i + 1]]`` is document ``i`` (at least
-        one id each); ``end_of(i)`` is where the input resumes after it."""
+        """Write whole documents: ``data[offsets[i]:offsets[i + 1]]`` is document ``i``;
+        ``end_of(i)`` is where the input resumes after it. A document with no id (a line of
+        spaces, for sentencepiece) is dropped, as :func:`toktools.corpus.shards.encode_documents`
+        drops it; as there, one read after a shard has ended still opens the next output."""
         import numpy as np
 
         counts = np.diff(offsets)
         if not len(counts):
             return
+        kept = np.flatnonzero(counts)
+        if len(kept) < len(counts):
+            finished = self.finished
+            last_end: list[int] = []
+
+            def kept_end(i: int) -> Position:
+                last_end.append(int(kept[i]))
+                return end_of(int(kept[i]))
+
+            if len(kept):
+                self._documents(data, np.concatenate(([0], np.cumsum(counts[kept]))), kept_end)
+            after = last_end[-1] if self.finished > finished else -1  # the last document that ended a shard
+            if self.writer is None and after < len(counts) - 1:
+                self.writer = self.new_writer()
+            return
+        self._documents(data, offsets, end_of)
+
+    def _documents(self, data: Any, offsets: Any, end_of: Callable[[int], Position]) -> None:
+        """:meth:`documents` of at least one id each."""
+        import numpy as np
+
+        counts = np.diff(offsets)
         extra = (self.bos_id is not None) + (self.eos_id is not None)
         lengths = counts + extra
         first = 0
@@ -214,6 +238,8 @@ class _Writing:
 
         self.piece(ids)
         if not self.open_length:
+            if self.writer is None:  # a document read, as encode_documents opens the next output for it
+                self.writer = self.new_writer()
             return
         assert self.writer is not None
         if self.eos_id is not None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import base64
 import os
 from collections.abc import Mapping, Sequence
+from importlib.util import find_spec
+from itertools import chain
 from typing import Any
 
 from toktools.engines.base import Engine, IdBatch, PackedIds
@@ -20,8 +22,6 @@ from toktools.errors import ToktoolsError
 
 def sentencepiece_available() -> bool:
     """Whether the ``sentencepiece`` package is installed (checked without importing it)."""
-    from importlib.util import find_spec
-
     return find_spec("sentencepiece") is not None
 
 
@@ -59,6 +59,8 @@ class SentencePieceEngine(Engine):
         # the batch call that gives each text's ids as a C buffer of int32 (0.2.1 and later: what
         # ``encode(out_type="numpy")`` wraps), None on a version without it
         self._buffers = getattr(getattr(self.processor, "_processor", None), "_EncodeAsBufferBatch", None)
+        if find_spec("numpy") is None:  # blocks are split and written with NumPy: documents then
+            self.encode_block = None  # type: ignore[method-assign,assignment]
 
     def encode_batch(self, texts: Sequence[str]) -> IdBatch:
         ids: IdBatch = self.processor.encode(list(texts), num_threads=self.workers)
@@ -71,6 +73,34 @@ class SentencePieceEngine(Engine):
         are the same). None where the installed sentencepiece lacks the buffer call."""
         if self._buffers is None:
             return None
-        buffers = self._buffers(list(texts), self.workers, None, False, 0, 0.0, False, False, False)
+        return self._packed(list(texts))
+
+    def _packed(self, texts: list[str] | list[bytes]) -> PackedIds:
+        assert self._buffers is not None
+        buffers = self._buffers(texts, self.workers, None, False, 0, 0.0, False, False, False)
         counts = [memoryview(buffer).nbytes >> 2 for buffer in buffers]
         return PackedIds(b"".join(buffers), counts)
+
+    def encode_block(self, block: bytes) -> tuple[Any, Any]:
+        """The ids of the non-empty lines of ``block`` (lines split at ``\\n`` only, as
+        ``--document line`` reads them; :mod:`toktools.corpus.line_blocks`): every id as uint32,
+        and the offsets of each line's ids (lines + 1). The lines go to sentencepiece as bytes,
+        never decoded here (sentencepiece reads a ``str`` as its UTF-8 bytes; the block's UTF-8
+        is checked by the caller)."""
+        import numpy as np
+
+        lines = [line for line in block.split(b"\n") if line]
+        if self._buffers is not None:
+            packed = self._packed(lines)
+            data, counts = np.frombuffer(packed.data, dtype=np.uint32), packed.counts
+        else:
+            ids = self.processor.encode(lines, num_threads=self.workers)
+            data = np.fromiter(chain.from_iterable(ids), dtype=np.uint32)
+            counts = [len(row) for row in ids]
+        offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        return data, offsets
+
+    def block_needs_routing(self, block: bytes) -> bool:
+        """No line goes elsewhere: sentencepiece encodes every line."""
+        return False
