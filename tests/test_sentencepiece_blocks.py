@@ -6,6 +6,7 @@ itself, and the block loop's outputs with those of the document loop, byte for b
 from __future__ import annotations
 
 import pytest
+import real_shapes
 from _spm_models import MODELS, held_out_lines, processor, train
 from test_sentencepiece_rule import adversarial_strings
 
@@ -105,3 +106,26 @@ def test_blocks_are_verified(tmp_path):
     assert [d for b in bins for d in read_megatron_documents(str(b)[:-4])] == [
         ids for ids in processor(path).encode(lines) if ids
     ]
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("shape", [*real_shapes.SHAPES, "single_line"])
+def test_every_shape_gives_sentencepiece_ids(tmp_path, shape):
+    """Long documents, JSON Lines, Chinese paragraphs, CRLF, blank documents, mixed and a single
+    3 MB line: the documents written are sentencepiece's ids of each document read."""
+    import json
+
+    path = train("unigram_bytes", **MODELS["unigram_bytes"])
+    if shape == "single_line":
+        corpus = real_shapes.single_line(tmp_path / "line.txt", size=3_000_000)
+    else:
+        corpus = real_shapes.build_shape(shape, tmp_path)
+    raw = corpus.read_text(encoding="utf-8")
+    if corpus.suffix == ".jsonl":
+        texts = [json.loads(line)["text"] for line in raw.split("\n") if line.strip()]
+    else:
+        texts = [line for line in raw.split("\n") if line]
+    document = "jsonl" if corpus.suffix == ".jsonl" else "line"
+    result, bins = _encode(corpus, tmp_path / "out", model=path, verify=0, append_eos=False, document=document)
+    written = [d for b in bins for d in read_megatron_documents(str(b)[:-4])]
+    assert written == [ids for ids in processor(path).encode(texts) if ids]
