@@ -42,6 +42,22 @@ def test_packed_and_block_ids_are_sentencepiece_ids(name):
     lines = [line for line in block.decode("utf-8").split("\n") if line]
     assert [data[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == sp.encode(lines)
     assert not engine.block_needs_routing(block)
+    engine._buffers = None  # a sentencepiece without the buffer call: its lists
+    assert engine.encode_packed(texts) is None
+    data, offsets = engine.encode_block(block)
+    assert [data[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == sp.encode(lines)
+
+
+def test_without_numpy_documents_go_through_the_document_loop(monkeypatch):
+    from toktools.engines import sentencepiece_engine
+
+    path = train("unigram_bytes", **MODELS["unigram_bytes"])
+    assert line_blocks.takes_blocks(_engine(path), "line")
+    real = sentencepiece_engine.find_spec
+    monkeypatch.setattr(sentencepiece_engine, "find_spec", lambda name: None if name == "numpy" else real(name))
+    engine = _engine(path)
+    assert not line_blocks.takes_blocks(engine, "line")
+    assert engine.encode_packed(["a b"])[0] == processor(path).encode("a b")
 
 
 def _corpus(tmp_path):
