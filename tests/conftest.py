@@ -169,7 +169,7 @@ def shared_dir() -> Path:
 #: segmenter (a compile and the dictionary's trie, ~4 s cold).
 _WARM_UP = """
 from toktools.engines.ids_only import ids_encoder
-from toktools.io.formats import load
+from toktools.formats import load
 ids_encoder(load("bytebpe-50k")).load_compiled()
 try:  # compare's jieba segmentation: its kernel and jieba's dictionary as a trie
     from toktools.analysis.han_segmenter import segmenter
