@@ -12,6 +12,7 @@ import functools
 import gzip
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,22 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 # next job (toktools/runtime/background_compile.py): the suite's jobs, and the commands its tests
 # start, must not spend cores on compiles nobody waits for. test_background_compile.py turns it on.
 os.environ.setdefault("TOKTOOLS_BACKGROUND_COMPILE", "0")
+
+
+def _keep_bytecode_outside_the_tree() -> None:
+    """Under ``PYTHONDONTWRITEBYTECODE`` every process compiles every module it imports from
+    source: each ``toktools`` command a test starts (~0.3 s of CPU), and pytest's rewrite of each
+    test module in each worker. The suite keeps its bytecode in ``.pytest_cache/pycache``
+    instead, which pytest writes anyway and git ignores; the checkout itself stays clean."""
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get("PYTHONPYCACHEPREFIX"):
+        return
+    prefix = str(REPO_ROOT / ".pytest_cache" / "pycache")
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix  # for the processes the tests start
+    sys.dont_write_bytecode, sys.pycache_prefix = False, prefix  # for this one
+
+
+_keep_bytecode_outside_the_tree()
 SHARED_DIR = Path(os.environ.get("TOKTOOLS_SHARED", REPO_ROOT.parent / "shared"))
 CORPORA_DIR = Path(os.environ.get("TOKTOOLS_CORPORA", SHARED_DIR / "corpora"))
 VOCABS_REF_DIR = SHARED_DIR / "vocabs-ref"
@@ -169,7 +186,7 @@ def shared_dir() -> Path:
 #: segmenter (a compile and the dictionary's trie, ~4 s cold).
 _WARM_UP = """
 from toktools.engines.ids_only import ids_encoder
-from toktools.io.formats import load
+from toktools.formats import load
 ids_encoder(load("bytebpe-50k")).load_compiled()
 try:  # compare's jieba segmentation: its kernel and jieba's dictionary as a trie
     from toktools.analysis.han_segmenter import segmenter

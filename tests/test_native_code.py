@@ -172,3 +172,11 @@ def test_the_key_covers_the_modules_the_kernel_imports(tmp_path: Path, monkeypat
 def test_an_unknown_parameter_type_is_refused() -> None:
     with pytest.raises(ValueError, match="float32"):
         native_code.kernel("toktools.models.bpe.kernels", "merge_words_at", ["int64", "float32"])
+
+
+def test_the_suites_warm_up_runs() -> None:
+    """conftest's warm-up fills the cache in a process whose output nobody reads: an import it
+    names that moved would go unnoticed, and every worker of a cold run would compile again."""
+    from conftest import _WARM_UP
+
+    exec(compile(_WARM_UP, "<the suite's warm-up>", "exec"), {})

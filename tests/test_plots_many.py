@@ -20,9 +20,9 @@ def figure(tmp_path_factory: pytest.TempPathFactory):
     corpus = folder / "corpus.txt"
     corpus.write_text("The 🜁 planetarium projected stars.\n天文馆的穹顶上投影着星空。\n" * 3, encoding="utf-8")
     names = [f"/very/long/path/number-{i}/{'bytebpe' if i % 2 else 'wordpiece'}/tokenizer.json" for i in range(8)]
-    shipped = [load("wordpiece-30k"), load("bytebpe-50k")]
-    tokenizers = [(name, shipped[i % 2]) for i, name in enumerate(names)]
-    result = compare_corpus(tokenizers, [str(corpus)], workers=1)
+    counted = compare_corpus([(n, load(n)) for n in ("wordpiece-30k", "bytebpe-50k")], [str(corpus)], workers=1)
+    shipped = list(counted.metrics.values())  # counted once; eight tokenizers to draw
+    metrics = {name: shipped[i % 2] for i, name in enumerate(names)}
     drawn = {}
 
     def keep(fig, path: Path) -> None:  # drawn, not saved: test_compare_corpus saves a picture
@@ -32,10 +32,10 @@ def figure(tmp_path_factory: pytest.TempPathFactory):
     monkeypatch = pytest.MonkeyPatch()
     monkeypatch.setattr(plots, "_save", keep)
     try:
-        plots.plot_comparison(result.metrics, folder / "eight.png")
+        plots.plot_comparison(metrics, folder / "eight.png")
     finally:
         monkeypatch.undo()
-    return drawn["figure"], result
+    return drawn["figure"], metrics
 
 
 def _boxes(texts):
@@ -61,7 +61,7 @@ def test_tick_labels_never_collide(figure):
 
 
 def test_tokenizers_are_named_briefly_and_unknowns_have_a_bar(figure):
-    fig, result = figure
+    fig, metrics = figure
     titles = [axis.title.get_text() for axis in fig.get_axes()]
     assert not any("/very/long" in t for t in titles)
     labels = [label.get_text() for label in fig.get_axes()[0].get_yticklabels()]
@@ -69,8 +69,8 @@ def test_tokenizers_are_named_briefly_and_unknowns_have_a_bar(figure):
     assert not any("/very/long" in label for label in labels)
     small = fig.get_axes()[2:]
     assert all(axis.get_xticklabels()[0].get_text() == "UNK" for axis in small)
-    unk = [m.unk_count for m in result.metrics.values()]
+    unk = [m.unk_count for m in metrics.values()]
     assert any(unk)  # wordpiece-30k does not know 🜁
-    for axis, count, m in zip(small, unk, result.metrics.values()):
+    for axis, count, m in zip(small, unk, metrics.values()):
         heights = [bar.get_height() for bar in axis.patches]
         assert heights[0] == pytest.approx(count / (count + sum(m.token_lengths.values())) * 100)
