@@ -164,8 +164,12 @@ class ByteLevelBatches:
     def encode(self, texts: Sequence[str], type_ids: Sequence[int]) -> list[Encoding | None]:
         search = self.has_added
         plain = [i for i, text in enumerate(texts) if search is None or search(text) is None]
-        astral = [i for i in plain if not texts[i].isascii() and ASTRAL.search(texts[i])]
-        if astral and len(astral) <= ASTRAL_REFERENCE_TEXTS:  # not worth compiling the full split
+        astral = (
+            []
+            if self.splitter is not None
+            else [i for i in plain if not texts[i].isascii() and ASTRAL.search(texts[i])]
+        )
+        if astral and len(astral) <= ASTRAL_REFERENCE_TEXTS:  # not worth compiling the re split's full pattern
             plain = sorted(set(plain) - set(astral))
         out: list[Encoding | None] = [None] * len(texts)
         if not plain:
