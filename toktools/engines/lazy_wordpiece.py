@@ -84,6 +84,8 @@ class WordPieceBatches:
         #: BertPreTokenizer's pattern with its classes cut to the BMP: a C ``findall``, exact
         #: where no character outside the BMP is punctuation or whitespace
         self.bmp_words = BertWords(None).bmp.findall
+        self.compiled: Any = None  # the compiled WordPiece, where its machine code is kept
+        self._compiled_tried = False
 
     @property
     def loaded(self) -> bool:
@@ -103,6 +105,17 @@ class WordPieceBatches:
             for lo, hi in tables.PRETOKENIZER_PUNCTUATION:  # the pattern tries punctuation first
                 table[lo : hi + 1] = 1
             _CLASS_TABLE = table
+        if not self._compiled_tried:
+            self._compiled_tried = True
+            from toktools.runtime.compiled_switch import numba_installed
+
+            if numba_installed():
+                from toktools.models.wordpiece import compiled
+
+                model = self.model
+                self.compiled = compiled.load(
+                    model.vocab, model.unk_token, model.prefix, model.max_input_chars_per_word
+                )
         return True
 
     def ids_of_words(self, words: list[str]) -> list[tuple[int, ...]]:
@@ -174,6 +187,17 @@ class _WordPieceBatch:
         normalized = [text.translate(tables.char_map) for text in texts] if tables is not None else texts
         joined = " ".join(normalized)  # a space: whitespace to the pre-tokeniser, ends every word
         points = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
+        self._batches, self._texts, self._normalized_chars = batches, texts, len(joined)
+        self._lists: dict[int, list[tuple[int, int]]] | None = None
+        text_starts = np.zeros(len(texts) + 1, dtype=np.int64)  # in the joined normalised text
+        np.cumsum(np.fromiter(map(len, normalized), dtype=np.int64, count=len(texts)) + 1, out=text_starts[1:])
+        if batches.compiled is not None:  # words, lookups and splits in one compiled call
+            ids, token_starts, token_ends = batches.compiled.tokens(points, _CLASS_TABLE.view(np.uint8))
+            self.ids: list[int] = ids.tolist()
+            self.bounds: list[int] = np.searchsorted(token_starts, text_starts).tolist()
+            self._spans: Any = (token_starts, token_ends)
+            return
+        self._spans = None
         classes = _CLASS_TABLE[points]
         other = classes == 2
         punctuation = classes == 1
@@ -188,17 +212,13 @@ class _WordPieceBatch:
         else:
             words = list(map(joined.__getitem__, map(slice, word_starts.tolist(), word_ends.tolist())))
         id_lists = batches.ids_of_words(words)
-        self.ids: list[int] = list(chain.from_iterable(id_lists))
+        self.ids = list(chain.from_iterable(id_lists))
         token_counts = np.fromiter(map(len, id_lists), dtype=np.int64, count=len(id_lists))
         first_token = np.zeros(len(words) + 1, dtype=np.int64)
         np.cumsum(token_counts, out=first_token[1:])
-        text_starts = np.zeros(len(texts) + 1, dtype=np.int64)  # in the joined normalised text
-        np.cumsum(np.fromiter(map(len, normalized), dtype=np.int64, count=len(texts)) + 1, out=text_starts[1:])
         text_words = np.searchsorted(word_starts, text_starts)
-        self.bounds: list[int] = first_token[text_words].tolist()
-        self._batches, self._texts, self._normalized_chars = batches, texts, len(joined)
+        self.bounds = first_token[text_words].tolist()
         self._words = (word_starts, word_ends, token_counts, first_token)
-        self._lists: dict[int, list[tuple[int, int]]] | None = None
 
     def offsets(self, n: int) -> list[tuple[int, int]]:
         """Text ``n``'s offsets (every text's computed on the first call)."""
@@ -211,21 +231,11 @@ class _WordPieceBatch:
 
         from toktools.runtime.gc_pause import gc_paused
 
-        word_starts, word_ends, token_counts, first_token = self._words
         texts = self._texts
-        # a word of one token is that token (an [UNK] too); the pieces of a longer word tile it,
-        # each as long as its token without the continuing prefix, but for the first
-        ids = np.array(self.ids, dtype=np.int64)
-        word_of_token = np.repeat(np.arange(len(word_starts), dtype=np.int64), token_counts)
-        whole, continuing = self._batches.token_lengths()
-        lengths = continuing[ids]
-        firsts = first_token[:-1][token_counts > 0]
-        lengths[firsts] = whole[ids[firsts]]
-        single = token_counts[word_of_token] == 1
-        lengths[single] = (word_ends - word_starts)[word_of_token[single]]
-        before = np.cumsum(lengths) - lengths  # characters of the tokens before, batch-wide
-        starts = word_starts[word_of_token] + before - before[first_token[word_of_token]]
-        ends = starts + lengths  # in the joined normalised text
+        if self._spans is not None:  # the compiled split gave every token's span
+            starts, ends = self._spans
+        else:
+            starts, ends = self._token_spans()
         original = " ".join(texts)
         text_starts = np.zeros(len(texts) + 1, dtype=np.int64)  # in the joined original text
         np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) + 1, out=text_starts[1:])
@@ -238,6 +248,25 @@ class _WordPieceBatch:
         with gc_paused():
             pairs = list(zip((starts - shift).tolist(), (ends - shift).tolist()))
             return {n: pairs[lo:hi] for n, (lo, hi) in enumerate(zip(bounds, bounds[1:]))}
+
+    def _token_spans(self) -> tuple[Any, Any]:
+        """Every token's start and end in the joined normalised text."""
+        import numpy as np
+
+        word_starts, word_ends, token_counts, first_token = self._words
+        # a word of one token is that token (an [UNK] too); the pieces of a longer word tile it,
+        # each as long as its token without the continuing prefix, but for the first
+        ids = np.array(self.ids, dtype=np.int64)
+        word_of_token = np.repeat(np.arange(len(word_starts), dtype=np.int64), token_counts)
+        whole, continuing = self._batches.token_lengths()
+        lengths = continuing[ids]
+        firsts = first_token[:-1][token_counts > 0]
+        lengths[firsts] = whole[ids[firsts]]
+        single = token_counts[word_of_token] == 1
+        lengths[single] = (word_ends - word_starts)[word_of_token[single]]
+        before = np.cumsum(lengths) - lengths  # characters of the tokens before, batch-wide
+        starts = word_starts[word_of_token] + before - before[first_token[word_of_token]]
+        return starts, starts + lengths
 
     def _origins(self, original: str) -> Any:
         """For each character of the joined normalised text, the index of the original
