@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
 from collections.abc import Sequence
 from functools import partial
 from itertools import chain
@@ -167,13 +168,24 @@ class WordPieceBatches:
         out: list[Encoding | None] = [None] * len(texts)
         if not plain:
             return out
-        batch = _WordPieceBatch(self, [texts[i] for i in plain])
+        # compiled: in parts, each part's kernel in a thread while this one normalises the next
+        # part and builds the previous part's encodings (the kernel runs without the GIL)
+        from toktools.engines.lazy_encodings import OVERLAP_MIN_CHARS, OVERLAP_PARTS
+
+        parts = 1
+        if self.compiled is not None:
+            parts = max(1, min(OVERLAP_PARTS, sum(len(texts[i]) for i in plain) // OVERLAP_MIN_CHARS))
+        per_part = -(-len(plain) // parts)
+        chunks = [plain[start : start + per_part] for start in range(0, len(plain), per_part)]
+        batches = [_WordPieceBatch(self, [texts[i] for i in chunk]) for chunk in chunks]
         token_of = self.token_of.__getitem__
-        ids, bounds = batch.ids, batch.bounds
-        for n, i in enumerate(plain):
-            out[i] = lazy_encoding_of_ids(
-                ids[bounds[n] : bounds[n + 1]], token_of, partial(batch.offsets, n), type_ids[i]
-            )
+        for chunk, batch in zip(chunks, batches):
+            batch.finish()
+            ids, bounds = batch.ids, batch.bounds
+            for n, i in enumerate(chunk):
+                out[i] = lazy_encoding_of_ids(
+                    ids[bounds[n] : bounds[n + 1]], token_of, partial(batch.offsets, n), type_ids[i]
+                )
         return out
 
 
@@ -191,11 +203,13 @@ class _WordPieceBatch:
         self._lists: dict[int, list[tuple[int, int]]] | None = None
         text_starts = np.zeros(len(texts) + 1, dtype=np.int64)  # in the joined normalised text
         np.cumsum(np.fromiter(map(len, normalized), dtype=np.int64, count=len(texts)) + 1, out=text_starts[1:])
-        if batches.compiled is not None:  # words, lookups and splits in one compiled call
-            ids, token_starts, token_ends = batches.compiled.tokens(points, _CLASS_TABLE.view(np.uint8))
-            self.ids: list[int] = ids.tolist()
-            self.bounds: list[int] = np.searchsorted(token_starts, text_starts).tolist()
-            self._spans: Any = (token_starts, token_ends)
+        self._thread: threading.Thread | None = None
+        if batches.compiled is not None:  # words, lookups and splits in one compiled call, in a thread
+            self.ids: list[int] = []
+            self.bounds: list[int] = []
+            self._spans: Any = []
+            self._thread = threading.Thread(target=self._tokens, args=(points, text_starts), daemon=True)
+            self._thread.start()
             return
         self._spans = None
         classes = _CLASS_TABLE[points]
@@ -219,6 +233,26 @@ class _WordPieceBatch:
         text_words = np.searchsorted(word_starts, text_starts)
         self.bounds = first_token[text_words].tolist()
         self._words = (word_starts, word_ends, token_counts, first_token)
+
+    def _tokens(self, points: Any, text_starts: Any) -> None:
+        import numpy as np
+
+        try:
+            ids, starts, ends = self._batches.compiled.tokens(points, _CLASS_TABLE.view(np.uint8))  # type: ignore[union-attr]
+            self._spans[:] = [ids, starts, ends, np.searchsorted(starts, text_starts)]
+        except BaseException as error:  # noqa: BLE001 - raised again by finish, in the caller's thread
+            self._spans[:] = [error]
+
+    def finish(self) -> None:
+        """Wait for the compiled call, if any: the ids and each text's bounds."""
+        if self._thread is None:
+            return
+        self._thread.join()
+        self._thread = None
+        if isinstance(self._spans[0], BaseException):
+            raise self._spans[0]
+        ids, starts, ends, bounds = self._spans
+        self.ids, self.bounds, self._spans = ids.tolist(), bounds.tolist(), (starts, ends)
 
     def offsets(self, n: int) -> list[tuple[int, int]]:
         """Text ``n``'s offsets (every text's computed on the first call)."""

@@ -106,15 +106,14 @@ class CompiledWordPiece:
         self.longest = max(1, int(np.diff(self.entry_starts).max(initial=1)))
         self.unk_id = vocab[unk_token]
         self.max_chars = max_chars
-        self._scratch = (np.empty(max_chars + 1, dtype=np.uint64), np.empty(max_chars + 1, dtype=np.uint64))
 
     def tokens(self, points: np.ndarray, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(ids, starts, ends)`` of every token of the words in ``points`` (spans in ``points``).
-        Runs without the GIL; not to be called from two threads at once (shared scratch)."""
+        Runs without the GIL (several calls at once too: each has its own scratch)."""
         points = np.ascontiguousarray(points, dtype=np.uint32)
         room = max(1, len(points))
         ids, starts, ends = (np.empty(room, dtype=np.int64) for _ in range(3))
-        hashes, powers = self._scratch
+        hashes, powers = np.empty(self.max_chars + 1, dtype=np.uint64), np.empty(self.max_chars + 1, dtype=np.uint64)
         table = self.table
         count = self._kernel(
             len(points),
