@@ -111,3 +111,49 @@ def test_gpt2_without_a_prefix_space_and_roberta_with_one(split) -> None:
         encodings = ours.encode_batch(texts, workers=1)
         assert lazy_encodings._builder(ours).splitter is not None
         assert_same(encodings, theirs.encode_batch(texts), texts)
+
+
+@pytest.mark.parametrize(
+    "processor",
+    [
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+        {
+            "type": "RobertaProcessing",
+            "sep": ["<|endoftext|>", 50256],
+            "cls": ["<|endoftext|>", 50256],
+            "trim_offsets": True,
+            "add_prefix_space": True,
+        },
+    ],
+    ids=["bytelevel", "roberta"],
+)
+def test_trimmed_offsets_of_tokens_made_of_spaces(processor: dict, monkeypatch, split) -> None:
+    """Tokens of several spaces (``ĠĠĠĠ``): trimming takes every one of them off."""
+    import json
+
+    from toktools.formats import from_tokenizer_json
+
+    monkeypatch.setattr(lazy_encodings, "COLD_MIN_CHARS", 0)
+    document = _load("gpt2").to_tokenizer_json()
+    document["post_processor"] = processor
+    model = document["model"]  # tokens of 2 and 4 spaces (this GPT-2 vocabulary has none)
+    size = len(model["vocab"]) + len(document["added_tokens"])
+    model["vocab"].update({"\u0120\u0120": size, "\u0120" * 4: size + 1})
+    pair = isinstance(model["merges"][0], list)
+    model["merges"] += (
+        [["\u0120", "\u0120"], ["\u0120\u0120"] * 2] if pair else ["\u0120 \u0120", "\u0120\u0120 \u0120\u0120"]
+    )
+    ours = from_tokenizer_json(document)
+    theirs = tokenizers.Tokenizer.from_str(json.dumps(document))
+    texts = [
+        "a     b",
+        "trailing      ",
+        "        indented code\n            deeper\n",
+        "x  \t  y   \n\n   z",
+        *CORNERS,
+        *held_out(2_000),
+    ]
+    encodings = ours.encode_batch(texts, workers=1)
+    assert isinstance(encodings[0], LazyEncoding)
+    assert any(token.startswith("ĠĠ") for encoding in encodings for token in encoding.tokens)
+    assert_same(encodings, theirs.encode_batch(texts), texts)

@@ -324,14 +324,17 @@ class _Batch:
 
             starts, ends, lengths, byte_ends, counts = self._offset_arrays()
             data = self._data
-            size = len(data)
-            at = np.arange(size, dtype=np.int64)
-            space = data == 0x20
-            next_other = np.minimum.accumulate(np.where(space, size, at)[::-1])[::-1]  # first non-space at or after
-            last_other = np.maximum.accumulate(np.where(space, -1, at))  # last non-space at or before
-            byte_starts = byte_ends - lengths
-            leading = np.minimum(next_other[byte_starts] - byte_starts, lengths) if size else lengths
-            trailing = np.minimum(byte_ends - 1 - last_other[byte_ends - 1], lengths) if size else lengths
+            # the spaces a token starts (ends) with: counted from its first (last) byte, only over
+            # the tokens still in a run of spaces (few go past one)
+            leading, trailing = np.zeros(len(lengths), dtype=np.int64), np.zeros(len(lengths), dtype=np.int64)
+            for spaces, step, at in ((leading, 1, byte_ends - lengths), (trailing, -1, byte_ends - 1)):
+                index = np.flatnonzero(data[at] == 0x20)
+                k = 0
+                while len(index):
+                    spaces[index] += 1
+                    k += 1
+                    index = index[lengths[index] > k]
+                    index = index[data[at[index] + step * k] == 0x20]
             if add_prefix_space:  # the one prefix space before a sequence's first token stays
                 first = np.zeros(len(starts), dtype=bool)
                 first[np.array(self.bounds[:-1], dtype=np.int64)[counts > 0]] = True
