@@ -8,8 +8,10 @@ all of it. Here, for plain byte-level BPE (the ids-only path's conditions:
 :func:`toktools.engines.ids_words.byte_level_ready`, no normaliser, ByteLevel pre-tokeniser), the
 whole batch is done at once:
 
-* every text is split into words by the ids-only splitter (the GPT-2 split on stdlib ``re``,
-  proved equal to the pre-tokeniser's);
+* every text is split into words by the compiled GPT-2 split (:mod:`toktools.models.bpe.compiled_split`,
+  over the batch's code points, in the merge's thread without the GIL) where its machine code is
+  kept, else by the ids-only splitter (the same split on stdlib ``re``, proved equal to the
+  pre-tokeniser's);
 * all the words, every occurrence, are merged by the compiled merge in one call over their UTF-8
   bytes (:class:`toktools.models.bpe.compiled_merge.BulkMerger`), with no cache: no Python code
   runs per word;
@@ -21,8 +23,8 @@ whole batch is done at once:
   same way, for the whole batch, when first read (:func:`toktools.parts.post_processors.trim_offsets`
   asks the encoding for them).
 
-A text that holds an added token takes the reference pipeline (``None`` below), as do the few
-texts of a batch with characters outside the BMP. BERT WordPiece has its own batch builder
+A text that holds an added token takes the reference pipeline (``None`` below), as do, without
+the compiled split, the few texts of a batch with characters outside the BMP. BERT WordPiece has its own batch builder
 (:mod:`toktools.engines.lazy_wordpiece`), chosen here by :func:`_builder` under the same
 thresholds; the template around a single text is then built in one step
 (:mod:`toktools.engines.lazy_templates`). Truncation,

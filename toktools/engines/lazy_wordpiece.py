@@ -13,6 +13,9 @@ for WordPiece after ``BertPreTokenizer`` (after a ``BertNormalizer`` or none):
   characters that are neither punctuation nor whitespace), which gives every word's place too;
 * each distinct word is split by the model once (:meth:`toktools.parts.models.WordPiece.tokenize`,
   ``[UNK]`` and ``max_input_chars_per_word`` included) and kept: ids and where its pieces end;
+* with the compiled WordPiece (:mod:`toktools.models.wordpiece.compiled`, where its machine code
+  is kept) the two steps before are one kernel call per part of the batch, in a thread without
+  the GIL while this one normalises the next part: every token's id and span, no word strings;
 * offsets, when first read: a piece spans normalised characters from its word's start, and
   ``tokenizers`` aligns each normalised character to the one original character it came from
   (:func:`toktools.parts.bert_text.normalize_with_offsets`). Each original character gives
