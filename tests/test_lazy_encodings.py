@@ -20,6 +20,7 @@ from toktools.engines.gigatoken_probe import adversarial_texts
 from toktools.engines.ids_words import ByteLevelBPE
 from toktools.formats import load
 from toktools.io.shipped import shipped_path
+from toktools.models.bpe.compiled_split import CompiledSplit
 from toktools.runtime import gc_pause
 
 SPECIALS = ["<|endoftext|>", "<s>", "</s>"]
@@ -31,6 +32,7 @@ def _load(name: str):
     tokenizer.no_truncation()
     tokenizer.no_padding()
     ByteLevelBPE(tokenizer.model).bulk().compiled()  # the compiled merge loaded (compiled once per machine)
+    CompiledSplit()  # and the compiled split
     return tokenizer
 
 

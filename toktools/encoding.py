@@ -243,14 +243,16 @@ def lazy_encoding_of_ids(
     """One text's encoding of a batch built from its ids: the tokens (``token_of`` of each id),
     ``offsets()``, the type ids and the masks are made only when read."""
     size = len(ids)
-    return LazyEncoding(
-        ids,
-        partial(_tokens, token_of, ids),
-        offsets,
-        partial(repeated, type_id, size),
-        partial(repeated, 1, size),
-        partial(repeated, 0, size),
-    )
+    pending = {
+        "tokens": partial(_tokens, token_of, ids),
+        "offsets": offsets,
+        "type_ids": partial(repeated, type_id, size),
+        "attention_mask": partial(repeated, 1, size),
+        "special_tokens_mask": partial(repeated, 0, size),
+    }
+    out = LazyEncoding.__new__(LazyEncoding)  # the state LazyEncoding(...) makes, without sorting the fields
+    object.__setattr__(out, "__dict__", {"ids": ids, "overflowing": [], "_pending": pending})
+    return out
 
 
 def _tokens(token_of: Callable[[int], str], ids: list[int]) -> list[str]:

@@ -8,8 +8,10 @@ all of it. Here, for plain byte-level BPE (the ids-only path's conditions:
 :func:`toktools.engines.ids_words.byte_level_ready`, no normaliser, ByteLevel pre-tokeniser), the
 whole batch is done at once:
 
-* every text is split into words by the ids-only splitter (the GPT-2 split on stdlib ``re``,
-  proved equal to the pre-tokeniser's);
+* every text is split into words by the compiled GPT-2 split (:mod:`toktools.models.bpe.compiled_split`,
+  over the batch's code points, in the merge's thread without the GIL) where its machine code is
+  kept, else by the ids-only splitter (the same split on stdlib ``re``, proved equal to the
+  pre-tokeniser's);
 * all the words, every occurrence, are merged by the compiled merge in one call over their UTF-8
   bytes (:class:`toktools.models.bpe.compiled_merge.BulkMerger`), with no cache: no Python code
   runs per word;
@@ -21,8 +23,8 @@ whole batch is done at once:
   same way, for the whole batch, when first read (:func:`toktools.parts.post_processors.trim_offsets`
   asks the encoding for them).
 
-A text that holds an added token takes the reference pipeline (``None`` below), as do the few
-texts of a batch with characters outside the BMP. BERT WordPiece has its own batch builder
+A text that holds an added token takes the reference pipeline (``None`` below), as do, without
+the compiled split, the few texts of a batch with characters outside the BMP. BERT WordPiece has its own batch builder
 (:mod:`toktools.engines.lazy_wordpiece`), chosen here by :func:`_builder` under the same
 thresholds; the template around a single text is then built in one step
 (:mod:`toktools.engines.lazy_templates`). Truncation,
@@ -130,6 +132,7 @@ class ByteLevelBatches:
         # any added token (raw or normalised: there is no normaliser) sends its text the reference way
         self.has_added = re.compile("|".join(map(re.escape, added))).search if added else None
         self.merger: Any = None
+        self.splitter: Any = None  # the compiled split, where its machine code is kept
         self._lengths: Any = None  # token id -> length in symbols (= bytes)
 
     @property
@@ -156,13 +159,19 @@ class ByteLevelBatches:
             lengths[list(self.token_of)] = list(map(len, self.token_of.values()))
             self._lengths = lengths
             self.merger = merger
+            if self.words.use_regex:
+                self.splitter = _compiled_split()
         return True
 
     def encode(self, texts: Sequence[str], type_ids: Sequence[int]) -> list[Encoding | None]:
         search = self.has_added
         plain = [i for i, text in enumerate(texts) if search is None or search(text) is None]
-        astral = [i for i in plain if not texts[i].isascii() and ASTRAL.search(texts[i])]
-        if astral and len(astral) <= ASTRAL_REFERENCE_TEXTS:  # not worth compiling the full split
+        astral = (
+            []
+            if self.splitter is not None
+            else [i for i in plain if not texts[i].isascii() and ASTRAL.search(texts[i])]
+        )
+        if astral and len(astral) <= ASTRAL_REFERENCE_TEXTS:  # not worth compiling the re split's full pattern
             plain = sorted(set(plain) - set(astral))
         out: list[Encoding | None] = [None] * len(texts)
         if not plain:
@@ -186,6 +195,20 @@ class ByteLevelBatches:
         return out
 
 
+def _compiled_split() -> Any:
+    """The compiled split if its machine code is kept here, else None (the ``re`` split) and its
+    compilation started in a detached process for the next runs."""
+    from toktools.models.bpe import compiled_split
+
+    if not compiled_split.kept():
+        compiled_split.start_compiling()
+        return None
+    try:
+        return compiled_split.CompiledSplit()
+    except ImportError:
+        return None
+
+
 class _Batch:
     """One batch's ids and, when first asked, its offsets (plain and trimmed), as arrays over all
     its tokens; text ``n``'s are those from ``bounds[n]`` to ``bounds[n + 1]``."""
@@ -193,33 +216,62 @@ class _Batch:
     def __init__(self, batches: ByteLevelBatches, texts: list[str]) -> None:
         import numpy as np
 
-        from toktools.models.bpe.compiled_merge import utf8_words
-
-        split = batches.words
-        word_lists = list(map(split, texts))
-        data, bounds, char_bytes, char_ends = utf8_words(list(chain.from_iterable(word_lists)))
-        word_ends = np.zeros(len(texts) + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, word_lists), dtype=np.int64, count=len(word_lists)), out=word_ends[1:])
-        self.batches = batches
-        self._word_ends = word_ends
-        self._merged: list[Any] = []
-        self._merging = threading.Thread(target=self._merge, args=(data, bounds), daemon=True)
-        self._merging.start()
-        # where each text starts in the words end to end (characters), and whether the split put a prefix space before it
-        self._text_starts = char_ends[word_ends[:-1]]
         prefixed = [batches.add_prefix_space and bool(text) and not text.startswith(" ") for text in texts]
+        self.batches = batches
         self._prefixed = np.array(prefixed, dtype=np.int64)
-        self._char_bytes = char_bytes
-        self._data = data
+        self._merged: list[Any] = []
         self._lists: dict[Any, dict[int, list[tuple[int, int]]]] = {}
         self._arrays: Any = None
         self.ids_array: Any = None
         self.ids: list[int] = []
         self.bounds: list[int] = []
+        compiled = batches.splitter is not None and batches.words.use_regex
+        if compiled:  # the split runs in the thread too, compiled (no GIL, no string per word)
+            joined = "".join([" " + text if prefix else text for text, prefix in zip(texts, prefixed)])
+            try:
+                points = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
+            except UnicodeEncodeError:  # a lone surrogate: the re split's way (and its error)
+                compiled = False
+        if compiled:
+            self._data = np.frombuffer(joined.encode("utf-8"), dtype=np.uint8)
+            text_ends = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) + self._prefixed
+            np.cumsum(text_ends, out=text_ends)
+            self._text_starts = np.concatenate(([0], text_ends[:-1])).astype(np.int64)
+            work: Any = partial(self._split_and_merge, points, text_ends)
+        else:
+            from toktools.models.bpe.compiled_merge import utf8_words
 
-    def _merge(self, data: Any, starts: Any) -> None:
+            word_lists = list(map(batches.words, texts))
+            data, bounds, char_bytes, char_ends = utf8_words(list(chain.from_iterable(word_lists)))
+            word_ends = np.zeros(len(texts) + 1, dtype=np.int64)
+            np.cumsum(np.fromiter(map(len, word_lists), dtype=np.int64, count=len(word_lists)), out=word_ends[1:])
+            self._word_ends = word_ends
+            # where each text starts in the words end to end (characters)
+            self._text_starts = char_ends[word_ends[:-1]]
+            self._char_bytes = char_bytes
+            self._data = data
+            work = partial(batches.merger.merge, data, bounds)
+        self._merging = threading.Thread(target=self._run, args=(work,), daemon=True)
+        self._merging.start()
+
+    def _split_and_merge(self, points: Any, text_ends: Any) -> Any:
+        """In the thread: the compiled split, the words' UTF-8 bounds, the compiled merge."""
+        import numpy as np
+
+        word_char_ends = self.batches.splitter.word_ends(points, text_ends)  # type: ignore[union-attr]
+        char_bytes = 1 + (points >= 0x80).astype(np.int64) + (points >= 0x800) + (points >= 0x10000)
+        byte_at = np.zeros(len(points) + 1, dtype=np.int64)
+        np.cumsum(char_bytes, out=byte_at[1:])
+        char_ends = np.concatenate(([0], word_char_ends)).astype(np.int64)
+        word_ends = np.zeros(len(text_ends) + 1, dtype=np.int64)
+        word_ends[1:] = np.searchsorted(word_char_ends, text_ends, side="right")
+        self._word_ends = word_ends
+        self._char_bytes = char_bytes
+        return self.batches.merger.merge(self._data, byte_at[char_ends])
+
+    def _run(self, work: Any) -> None:
         try:
-            self._merged.append(self.batches.merger.merge(data, starts))
+            self._merged.append(work())
         except BaseException as error:  # noqa: BLE001 - raised again by finish, in the caller's thread
             self._merged.append(error)
 
@@ -274,14 +326,17 @@ class _Batch:
 
             starts, ends, lengths, byte_ends, counts = self._offset_arrays()
             data = self._data
-            size = len(data)
-            at = np.arange(size, dtype=np.int64)
-            space = data == 0x20
-            next_other = np.minimum.accumulate(np.where(space, size, at)[::-1])[::-1]  # first non-space at or after
-            last_other = np.maximum.accumulate(np.where(space, -1, at))  # last non-space at or before
-            byte_starts = byte_ends - lengths
-            leading = np.minimum(next_other[byte_starts] - byte_starts, lengths) if size else lengths
-            trailing = np.minimum(byte_ends - 1 - last_other[byte_ends - 1], lengths) if size else lengths
+            # the spaces a token starts (ends) with: counted from its first (last) byte, only over
+            # the tokens still in a run of spaces (few go past one)
+            leading, trailing = np.zeros(len(lengths), dtype=np.int64), np.zeros(len(lengths), dtype=np.int64)
+            for spaces, step, at in ((leading, 1, byte_ends - lengths), (trailing, -1, byte_ends - 1)):
+                index = np.flatnonzero(data[at] == 0x20)
+                k = 0
+                while len(index):
+                    spaces[index] += 1
+                    k += 1
+                    index = index[lengths[index] > k]
+                    index = index[data[at[index] + step * k] == 0x20]
             if add_prefix_space:  # the one prefix space before a sequence's first token stays
                 first = np.zeros(len(starts), dtype=bool)
                 first[np.array(self.bounds[:-1], dtype=np.int64)[counts > 0]] = True

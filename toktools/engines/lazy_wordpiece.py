@@ -13,6 +13,9 @@ for WordPiece after ``BertPreTokenizer`` (after a ``BertNormalizer`` or none):
   characters that are neither punctuation nor whitespace), which gives every word's place too;
 * each distinct word is split by the model once (:meth:`toktools.parts.models.WordPiece.tokenize`,
   ``[UNK]`` and ``max_input_chars_per_word`` included) and kept: ids and where its pieces end;
+* with the compiled WordPiece (:mod:`toktools.models.wordpiece.compiled`, where its machine code
+  is kept) the two steps before are one kernel call per part of the batch, in a thread without
+  the GIL while this one normalises the next part: every token's id and span, no word strings;
 * offsets, when first read: a piece spans normalised characters from its word's start, and
   ``tokenizers`` aligns each normalised character to the one original character it came from
   (:func:`toktools.parts.bert_text.normalize_with_offsets`). Each original character gives
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
 from collections.abc import Sequence
 from functools import partial
 from itertools import chain
@@ -84,6 +88,8 @@ class WordPieceBatches:
         #: BertPreTokenizer's pattern with its classes cut to the BMP: a C ``findall``, exact
         #: where no character outside the BMP is punctuation or whitespace
         self.bmp_words = BertWords(None).bmp.findall
+        self.compiled: Any = None  # the compiled WordPiece, where its machine code is kept
+        self._compiled_tried = False
 
     @property
     def loaded(self) -> bool:
@@ -103,6 +109,17 @@ class WordPieceBatches:
             for lo, hi in tables.PRETOKENIZER_PUNCTUATION:  # the pattern tries punctuation first
                 table[lo : hi + 1] = 1
             _CLASS_TABLE = table
+        if not self._compiled_tried:
+            self._compiled_tried = True
+            from toktools.runtime.compiled_switch import numba_installed
+
+            if numba_installed():
+                from toktools.models.wordpiece import compiled
+
+                model = self.model
+                self.compiled = compiled.load(
+                    model.vocab, model.unk_token, model.prefix, model.max_input_chars_per_word
+                )
         return True
 
     def ids_of_words(self, words: list[str]) -> list[tuple[int, ...]]:
@@ -154,13 +171,24 @@ class WordPieceBatches:
         out: list[Encoding | None] = [None] * len(texts)
         if not plain:
             return out
-        batch = _WordPieceBatch(self, [texts[i] for i in plain])
+        # compiled: in parts, each part's kernel in a thread while this one normalises the next
+        # part and builds the previous part's encodings (the kernel runs without the GIL)
+        from toktools.engines.lazy_encodings import OVERLAP_MIN_CHARS, OVERLAP_PARTS
+
+        parts = 1
+        if self.compiled is not None:
+            parts = max(1, min(OVERLAP_PARTS, sum(len(texts[i]) for i in plain) // OVERLAP_MIN_CHARS))
+        per_part = -(-len(plain) // parts)
+        chunks = [plain[start : start + per_part] for start in range(0, len(plain), per_part)]
+        batches = [_WordPieceBatch(self, [texts[i] for i in chunk]) for chunk in chunks]
         token_of = self.token_of.__getitem__
-        ids, bounds = batch.ids, batch.bounds
-        for n, i in enumerate(plain):
-            out[i] = lazy_encoding_of_ids(
-                ids[bounds[n] : bounds[n + 1]], token_of, partial(batch.offsets, n), type_ids[i]
-            )
+        for chunk, batch in zip(chunks, batches):
+            batch.finish()
+            ids, bounds = batch.ids, batch.bounds
+            for n, i in enumerate(chunk):
+                out[i] = lazy_encoding_of_ids(
+                    ids[bounds[n] : bounds[n + 1]], token_of, partial(batch.offsets, n), type_ids[i]
+                )
         return out
 
 
@@ -174,6 +202,19 @@ class _WordPieceBatch:
         normalized = [text.translate(tables.char_map) for text in texts] if tables is not None else texts
         joined = " ".join(normalized)  # a space: whitespace to the pre-tokeniser, ends every word
         points = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
+        self._batches, self._texts, self._normalized_chars = batches, texts, len(joined)
+        self._lists: dict[int, list[tuple[int, int]]] | None = None
+        text_starts = np.zeros(len(texts) + 1, dtype=np.int64)  # in the joined normalised text
+        np.cumsum(np.fromiter(map(len, normalized), dtype=np.int64, count=len(texts)) + 1, out=text_starts[1:])
+        self._thread: threading.Thread | None = None
+        if batches.compiled is not None:  # words, lookups and splits in one compiled call, in a thread
+            self.ids: list[int] = []
+            self.bounds: list[int] = []
+            self._spans: Any = []
+            self._thread = threading.Thread(target=self._tokens, args=(points, text_starts), daemon=True)
+            self._thread.start()
+            return
+        self._spans = None
         classes = _CLASS_TABLE[points]
         other = classes == 2
         punctuation = classes == 1
@@ -188,17 +229,33 @@ class _WordPieceBatch:
         else:
             words = list(map(joined.__getitem__, map(slice, word_starts.tolist(), word_ends.tolist())))
         id_lists = batches.ids_of_words(words)
-        self.ids: list[int] = list(chain.from_iterable(id_lists))
+        self.ids = list(chain.from_iterable(id_lists))
         token_counts = np.fromiter(map(len, id_lists), dtype=np.int64, count=len(id_lists))
         first_token = np.zeros(len(words) + 1, dtype=np.int64)
         np.cumsum(token_counts, out=first_token[1:])
-        text_starts = np.zeros(len(texts) + 1, dtype=np.int64)  # in the joined normalised text
-        np.cumsum(np.fromiter(map(len, normalized), dtype=np.int64, count=len(texts)) + 1, out=text_starts[1:])
         text_words = np.searchsorted(word_starts, text_starts)
-        self.bounds: list[int] = first_token[text_words].tolist()
-        self._batches, self._texts, self._normalized_chars = batches, texts, len(joined)
+        self.bounds = first_token[text_words].tolist()
         self._words = (word_starts, word_ends, token_counts, first_token)
-        self._lists: dict[int, list[tuple[int, int]]] | None = None
+
+    def _tokens(self, points: Any, text_starts: Any) -> None:
+        import numpy as np
+
+        try:
+            ids, starts, ends = self._batches.compiled.tokens(points, _CLASS_TABLE.view(np.uint8))  # type: ignore[union-attr]
+            self._spans[:] = [ids, starts, ends, np.searchsorted(starts, text_starts)]
+        except BaseException as error:  # noqa: BLE001 - raised again by finish, in the caller's thread
+            self._spans[:] = [error]
+
+    def finish(self) -> None:
+        """Wait for the compiled call, if any: the ids and each text's bounds."""
+        if self._thread is None:
+            return
+        self._thread.join()
+        self._thread = None
+        if isinstance(self._spans[0], BaseException):
+            raise self._spans[0]
+        ids, starts, ends, bounds = self._spans
+        self.ids, self.bounds, self._spans = ids.tolist(), bounds.tolist(), (starts, ends)
 
     def offsets(self, n: int) -> list[tuple[int, int]]:
         """Text ``n``'s offsets (every text's computed on the first call)."""
@@ -211,21 +268,11 @@ class _WordPieceBatch:
 
         from toktools.runtime.gc_pause import gc_paused
 
-        word_starts, word_ends, token_counts, first_token = self._words
         texts = self._texts
-        # a word of one token is that token (an [UNK] too); the pieces of a longer word tile it,
-        # each as long as its token without the continuing prefix, but for the first
-        ids = np.array(self.ids, dtype=np.int64)
-        word_of_token = np.repeat(np.arange(len(word_starts), dtype=np.int64), token_counts)
-        whole, continuing = self._batches.token_lengths()
-        lengths = continuing[ids]
-        firsts = first_token[:-1][token_counts > 0]
-        lengths[firsts] = whole[ids[firsts]]
-        single = token_counts[word_of_token] == 1
-        lengths[single] = (word_ends - word_starts)[word_of_token[single]]
-        before = np.cumsum(lengths) - lengths  # characters of the tokens before, batch-wide
-        starts = word_starts[word_of_token] + before - before[first_token[word_of_token]]
-        ends = starts + lengths  # in the joined normalised text
+        if self._spans is not None:  # the compiled split gave every token's span
+            starts, ends = self._spans
+        else:
+            starts, ends = self._token_spans()
         original = " ".join(texts)
         text_starts = np.zeros(len(texts) + 1, dtype=np.int64)  # in the joined original text
         np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) + 1, out=text_starts[1:])
@@ -238,6 +285,25 @@ class _WordPieceBatch:
         with gc_paused():
             pairs = list(zip((starts - shift).tolist(), (ends - shift).tolist()))
             return {n: pairs[lo:hi] for n, (lo, hi) in enumerate(zip(bounds, bounds[1:]))}
+
+    def _token_spans(self) -> tuple[Any, Any]:
+        """Every token's start and end in the joined normalised text."""
+        import numpy as np
+
+        word_starts, word_ends, token_counts, first_token = self._words
+        # a word of one token is that token (an [UNK] too); the pieces of a longer word tile it,
+        # each as long as its token without the continuing prefix, but for the first
+        ids = np.array(self.ids, dtype=np.int64)
+        word_of_token = np.repeat(np.arange(len(word_starts), dtype=np.int64), token_counts)
+        whole, continuing = self._batches.token_lengths()
+        lengths = continuing[ids]
+        firsts = first_token[:-1][token_counts > 0]
+        lengths[firsts] = whole[ids[firsts]]
+        single = token_counts[word_of_token] == 1
+        lengths[single] = (word_ends - word_starts)[word_of_token[single]]
+        before = np.cumsum(lengths) - lengths  # characters of the tokens before, batch-wide
+        starts = word_starts[word_of_token] + before - before[first_token[word_of_token]]
+        return starts, starts + lengths
 
     def _origins(self, original: str) -> Any:
         """For each character of the joined normalised text, the index of the original

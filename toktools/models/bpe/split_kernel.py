@@ -1,0 +1,97 @@
+"""GPT-2's pre-tokeniser split (ByteLevel with ``use_regex``), compiled: the words of many texts
+in one call over their code points, without the GIL (optional: needs ``numba``, extra ``fast``).
+:mod:`toktools.runtime.machine_code` compiles :func:`split_words_at` once and keeps its machine
+code; :mod:`toktools.models.bpe.compiled_split` calls it. Only that compilation imports this module.
+
+The pattern ``'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+``
+(:func:`toktools.models.bpe.bytelevel._gpt2_pattern`) matched left to right, as the regex
+engine does: at each word start the alternatives are tried in order, each run is greedy, and
+``\\s+(?!\\S)`` gives back the last whitespace character of a run that a non-space follows.
+The classes come as one bit mask per code point (``classes[c]``: 1 letter, 2 number, 4
+whitespace; none is "other"), so a code point in two classes runs as the regex's classes would.
+Every word ends inside its text. ``tests/test_compiled_split.py`` checks the words against the
+``re`` split and against ``tokenizers``.
+
+Kept in a module of its own: the kernel cache key covers its module's source, and the merge's
+machine code (:mod:`toktools.models.bpe.kernels`) need not be compiled again for it.
+"""
+
+from __future__ import annotations
+
+from numba import carray, njit
+
+LETTER, NUMBER, SPACE = 1, 2, 4
+APOSTROPHE, BLANK = 39, 32
+
+
+@njit(inline="always")
+def _run(points, classes, i, end, bit):
+    """Where the run from ``i`` of code points in class ``bit`` (0: in none, "other") ends."""
+    if bit:
+        while i < end and classes[points[i]] & bit:
+            i += 1
+    else:
+        while i < end and classes[points[i]] == 0:
+            i += 1
+    return i
+
+
+@njit(inline="always")
+def split_into(points, classes, text_ends, word_ends):
+    """Every text's words: ``word_ends`` gets the end (index in ``points``) of each word, text
+    after text (text ``t`` is ``points[text_ends[t - 1]:text_ends[t]]``); returns their number."""
+    count = 0
+    start = 0
+    for t in range(len(text_ends)):
+        end = text_ends[t]
+        i = start
+        while i < end:
+            c = points[i]
+            j = i
+            if c == APOSTROPHE and i + 1 < end:
+                d = points[i + 1]
+                if d == 115 or d == 116 or d == 109 or d == 100:  # 's 't 'm 'd
+                    j = i + 2
+                elif i + 2 < end and (
+                    (d == 114 and points[i + 2] == 101)  # 're
+                    or (d == 118 and points[i + 2] == 101)  # 've
+                    or (d == 108 and points[i + 2] == 108)  # 'll
+                ):
+                    j = i + 3
+            if j == i and c == BLANK and i + 1 < end:  # ' ?' then a run: letters, numbers, other
+                after = classes[points[i + 1]]
+                if after & LETTER:
+                    j = _run(points, classes, i + 2, end, LETTER)
+                elif after & NUMBER:
+                    j = _run(points, classes, i + 2, end, NUMBER)
+                elif after == 0:
+                    j = _run(points, classes, i + 2, end, 0)
+            if j == i:
+                mask = classes[c]
+                if mask & LETTER:
+                    j = _run(points, classes, i + 1, end, LETTER)
+                elif mask & NUMBER:
+                    j = _run(points, classes, i + 1, end, NUMBER)
+                elif mask == 0:
+                    j = _run(points, classes, i + 1, end, 0)
+                else:  # whitespace: \s+(?!\S) gives back the last one before a non-space, else \s+
+                    j = _run(points, classes, i + 1, end, SPACE)
+                    if j < end and j - 1 > i:
+                        j -= 1
+            word_ends[count] = j
+            count += 1
+            i = j
+        start = end
+    return count
+
+
+def split_words_at(n_points, points, classes, n_texts, text_ends, word_ends):
+    """:func:`split_into` over raw pointers (the compiled entry point; its parameter types are
+    listed in :data:`toktools.models.bpe.compiled_split._KERNEL`); ``classes`` covers every code
+    point (0x110000), ``word_ends`` has room for ``n_points`` words."""
+    return split_into(
+        carray(points, (n_points,)),
+        carray(classes, (0x110000,)),
+        carray(text_ends, (n_texts,)),
+        carray(word_ends, (max(n_points, 1),)),
+    )
