@@ -188,16 +188,22 @@ def _entry_path(module: str, function: str, parameters: tuple[str, ...]) -> Any:
 
 
 def _kernel_modules(module: str) -> tuple[str, ...]:
-    """The modules whose code the kernel's machine code depends on: ``module``, the toktools
-    modules it imports (numba compiles their constants into the code, e.g. a hash table's
-    layout) and this one (how it is compiled)."""
+    """The modules whose code the kernel's machine code depends on: :func:`kernel_modules` and
+    this one (how it is compiled)."""
+    return (*kernel_modules(module), __name__)
+
+
+def kernel_modules(module: str) -> tuple[str, ...]:
+    """The modules whose sources a compiled kernel of ``module`` is made from: ``module`` and the
+    toktools modules it imports (numba compiles their constants and the kernels it calls from
+    them into the code, e.g. a hash table's layout)."""
     import re
 
     from toktools.io.user_cache import module_source
 
     text = module_source(module).decode("utf-8")
     imported = sorted(set(re.findall(r"^(?:from|import) (toktools[\w.]*)", text, re.M)) - {module, __name__})
-    return (module, *imported, __name__)
+    return (module, *imported)
 
 
 def _llvm() -> Any:
@@ -296,7 +302,7 @@ def source_key(module: str) -> str:
     modules it imports (not this one, which only says how IR becomes machine code)."""
     from toktools.io.user_cache import code_fingerprint
 
-    return code_fingerprint(*_kernel_modules(module)[:-1])
+    return code_fingerprint(*kernel_modules(module))
 
 
 def shipped_ir(module: str, function: str, parameters: Sequence[str]) -> tuple[str, str] | None:

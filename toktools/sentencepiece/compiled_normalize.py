@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from numba import njit
+
+from toktools.runtime.numba_cache import cached_njit
 
 #: ``mapped`` values other than a code point
 DELETED, SLOW, UNSEEN, ASKED = -1, -2, -3, -4
@@ -29,7 +30,7 @@ DELETED, SLOW, UNSEEN, ASKED = -1, -2, -3, -4
 MULTI = -10
 
 
-@njit(cache=True)
+@cached_njit()
 def _unseen(codes, mapped, found):
     """The code points whose output is not looked up yet, each once, into ``found``; returns
     how many."""
@@ -43,7 +44,7 @@ def _unseen(codes, mapped, found):
     return count
 
 
-@njit(cache=True)
+@cached_njit()
 def _output_bound(codes, mapped, multi_offsets):
     """How many characters the outputs of ``codes`` hold at most (one for a character the fast
     path cannot take: its text is dropped)."""
@@ -57,7 +58,7 @@ def _output_bound(codes, mapped, multi_offsets):
     return total
 
 
-@njit(cache=True)
+@cached_njit()
 def _normalize(
     codes,
     offsets,

@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from numba import njit
+
+from toktools.runtime.numba_cache import cached_njit
 
 _BASE = 0x110000
 _GOLDEN = 0x9E3779B97F4A7C15
@@ -33,12 +34,12 @@ WORD_CACHE_MAX_SCORE = 1e4
 OK, UNK_WITHOUT_ID, UNREACHABLE = 0, 1, 2
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def _slot(key, shift):
     return np.int64((np.uint64(key) * np.uint64(_GOLDEN)) >> np.uint64(shift))
 
 
-@njit(cache=True)
+@cached_njit()
 def _build(codes, offsets, piece_ids, piece_scores, root, table, shift, term_id, term_score):
     """Insert every piece ``codes[offsets[i]:offsets[i + 1]]`` into the trie; returns the node
     count. Hash slot ``s`` is ``table[2s]`` = key (-1: free), ``table[2s + 1]`` = child: one
@@ -77,7 +78,7 @@ def _build(codes, offsets, piece_ids, piece_scores, root, table, shift, term_id,
     return nodes
 
 
-@njit(cache=True)
+@cached_njit()
 def _fill(keys, children, table, shift):
     """Insert the edges ``keys[k] -> children[k]`` into an empty table (as :func:`_build` does)."""
     mask = table.size // 2 - 1
@@ -89,7 +90,7 @@ def _fill(keys, children, table, shift):
         table[2 * s + 1] = children[k]
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def _child(node, code, root, table, shift):
     if node == 0:
         return root[code] if code < root.size else -1
@@ -105,7 +106,7 @@ def _child(node, code, root, table, shift):
         s = (s + 1) & mask
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def _rescale(pos, frontier, score, start):
     """sentencepiece 0.2.3's rescaling at ``pos``: its score subtracted from every score set
     from ``pos`` to ``frontier`` (rounded to float32)."""
@@ -115,7 +116,7 @@ def _rescale(pos, frontier, score, start):
             score[i] = np.float64(np.float32(score[i] - base))
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def _extend(
     codes,
     lo,
@@ -180,7 +181,7 @@ def _extend(
     return frontier
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def _emit(n, start, ids, path, fuse_id, out_id, out_start, out_end, written, counts, t):
     """Backtrack the best path of text ``t`` (``n`` positions) into the outputs from
     ``written`` on; returns the new ``written``, or -1 when no path reaches the end."""
@@ -211,7 +212,7 @@ def _emit(n, start, ids, path, fuse_id, out_id, out_start, out_end, written, cou
     return written
 
 
-@njit(cache=True)
+@cached_njit()
 def viterbi_batch(
     codes,
     offsets,

@@ -18,10 +18,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, types
+from numba import types
 from numba.typed import Dict
 
 from toktools.models.unigram import digamma as unigram_digamma
+from toktools.runtime.numba_cache import cached_njit
 
 _BASE = 0x110000
 
@@ -55,7 +56,7 @@ def prefix_sorted_suffixes(text: np.ndarray, depth: int) -> np.ndarray:
     return order
 
 
-@njit(cache=True)
+@cached_njit()
 def suffix_tree_seeds(text, sa, max_len):
     """``(start, depth, occurrences)`` of the internal suffix-tree nodes with
     ``1 < depth <= max_len`` and no ``\\0`` (the stack walk of esaxx over the LCP array, the
@@ -113,14 +114,14 @@ def suffix_tree_seeds(text, sa, max_len):
 # -- the trie of seed pieces and the lattice candidates --------------------------------------
 
 
-@njit(cache=True)
+@cached_njit()
 def _child(children, key):
     if key in children:
         return children[key]
     return -1
 
 
-@njit(cache=True)
+@cached_njit()
 def build_trie(codes, offsets):
     """Trie of the pieces ``codes[offsets[i]:offsets[i + 1]]``; a repeated piece keeps its last id."""
     children = Dict.empty(key_type=types.int64, value_type=types.int64)
@@ -144,7 +145,7 @@ def build_trie(codes, offsets):
     return children, terminal
 
 
-@njit(cache=True)
+@cached_njit()
 def lattice_candidates(codes, word_off, children, terminal):
     """Every seed piece matching at every position of every word: ``(global start, length, seed)``,
     by start then length."""
@@ -183,7 +184,7 @@ def lattice_candidates(codes, word_off, children, terminal):
     return starts, lengths, seeds
 
 
-@njit(cache=True)
+@cached_njit()
 def _word_nodes(lo, n, k, starts, lengths, ids, scores, unk_score, n_start, n_end, n_id, n_score, begin):
     """The lattice of one word (``_Model.nodes``): its candidates from ``k`` on, plus an unk node
     (id 0) at every position without a one-character piece. Returns the next candidate index."""
@@ -211,7 +212,7 @@ def _word_nodes(lo, n, k, starts, lengths, ids, scores, unk_score, n_start, n_en
     return k
 
 
-@njit(cache=True)
+@cached_njit()
 def _scratch_size(word_off, starts):
     """The longest word, and the most lattice nodes one word can have (candidates + unk nodes)."""
     longest = 0
@@ -227,7 +228,7 @@ def _scratch_size(word_off, starts):
     return longest, width
 
 
-@njit(cache=True)
+@cached_njit()
 def _lse(acc, y):
     if acc > y:
         lo = y
@@ -240,7 +241,7 @@ def _lse(acc, y):
     return hi + math.log(math.exp(lo - hi) + 1.0)
 
 
-@njit(cache=True)
+@cached_njit()
 def e_step(word_off, counts, starts, lengths, ids, scores, unk_score, n_pieces):
     """``expected[id]`` summed over every word's lattice (``_marginal``), and whether a
     likelihood was NaN."""
@@ -300,7 +301,7 @@ def e_step(word_off, counts, starts, lengths, ids, scores, unk_score, n_pieces):
     return expected, nan
 
 
-@njit(cache=True)
+@cached_njit()
 def viterbi_counts(word_off, counts, starts, lengths, ids, scores, unk_score, n_pieces):
     """``freq[id]`` (count-weighted occurrences on every word's best path, ``_viterbi``: per node,
     the best incoming path, strict ``>`` in insertion order) and the sum of the counts."""
@@ -369,10 +370,10 @@ def viterbi_counts(word_off, counts, starts, lengths, ids, scores, unk_score, n_
 
 
 #: the pure-Python digamma, compiled: the same operations in the same order
-digamma = njit(cache=True)(unigram_digamma.digamma)
+digamma = cached_njit()(unigram_digamma.digamma)
 
 
-@njit(cache=True)
+@cached_njit()
 def m_step(expected):
     """``_m_step``: which pieces stay (id 0 always; expected count at least 0.5) and their scores."""
     n = len(expected)
@@ -397,7 +398,7 @@ def m_step(expected):
 # -- pruning: each piece's two best segmentations --------------------------------------------
 
 
-@njit(cache=True)
+@cached_njit()
 def _less(negfx, seq, a, b):
     """Python's tuple ``<`` on agenda entries ``(-fx, seq, ...)``."""
     if negfx[a] != negfx[b]:
@@ -405,7 +406,7 @@ def _less(negfx, seq, a, b):
     return seq[a] < seq[b]
 
 
-@njit(cache=True)
+@cached_njit()
 def _siftdown(heap, negfx, seq, startpos, pos):
     newitem = heap[pos]
     while pos > startpos:
@@ -419,7 +420,7 @@ def _siftdown(heap, negfx, seq, startpos, pos):
     heap[pos] = newitem
 
 
-@njit(cache=True)
+@cached_njit()
 def _siftup(heap, size, negfx, seq, pos):
     startpos = pos
     newitem = heap[pos]
@@ -435,7 +436,7 @@ def _siftup(heap, size, negfx, seq, pos):
     _siftdown(heap, negfx, seq, startpos, pos)
 
 
-@njit(cache=True)
+@cached_njit()
 def two_best(piece_codes, piece_off, children, terminal, seed_cur, cur_scores, unk_score):
     """For each piece (``piece_codes[piece_off[i]:piece_off[i + 1]]``, current id ``i``), the
     2-best of its own lattice as ``Lattice.nbest(2)`` finds them (A* from EOS over Viterbi
@@ -637,28 +638,28 @@ def two_best(piece_codes, piece_off, children, terminal, seed_cur, cur_scores, u
     return status, first_len, alt_off, alt[:alt_used]
 
 
-@njit(cache=True)
+@cached_njit()
 def _grow_f(a, cap):
     out = np.empty(cap, dtype=np.float64)
     out[: len(a)] = a
     return out
 
 
-@njit(cache=True)
+@cached_njit()
 def _grow_i(a, cap):
     out = np.empty(cap, dtype=np.int64)
     out[: len(a)] = a
     return out
 
 
-@njit(cache=True)
+@cached_njit()
 def _log(x):
     if x > 0:
         return math.log(x)
     return -math.inf if x == 0 else math.nan
 
 
-@njit(cache=True)
+@cached_njit()
 def prune_select(freq, always_keep, alt_off, alt, vsum, pruned_size):
     """``_prune_by_loss``: the ids kept, in the new order (id 0, the pieces kept outright, then
     the candidates by loss, highest first, ties in id order)."""
@@ -701,7 +702,7 @@ def prune_select(freq, always_keep, alt_off, alt, vsum, pruned_size):
     return new[:count]
 
 
-@njit(cache=True)
+@cached_njit()
 def gather_pieces(seed_codes, seed_off, piece_seed):
     """The code points of the pieces ``piece_seed`` (seed ids), one array, and their offsets."""
     n = len(piece_seed)

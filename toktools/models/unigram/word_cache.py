@@ -52,7 +52,6 @@ against sentencepiece, on near-ties built to sit within an ulp at large running 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from toktools.models.unigram.compiled_viterbi import (
     OK,
@@ -64,6 +63,7 @@ from toktools.models.unigram.compiled_viterbi import (
     _extend,
     _rescale,
 )
+from toktools.runtime.numba_cache import cached_njit
 
 #: longest word whose path is cached (the bound of step (3) needs fewer than 256)
 MAX_WORD = 64
@@ -123,7 +123,7 @@ class WordCache:
         )
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def _offer(end, first, second, origin, piece, score, best, runner, back_start, back_id, back_score):
     """Two candidates (``first >= second``, by a piece of ``score``) for the best two path
     scores ending at ``end``."""
@@ -137,7 +137,7 @@ def _offer(end, first, second, origin, piece, score, best, runner, back_start, b
         runner[end] = first
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def _word_entry(codes, lo, size, root, table, shift, term_id, term_score, unk_id, unk_score, reset, cache_arrays):
     """The 2-best Viterbi of the word ``codes[lo:lo + size]`` (f64, from 0) and its cache
     entry; returns its index, or -1 when the cache is full."""
@@ -234,7 +234,7 @@ def _word_entry(codes, lo, size, root, table, shift, term_id, term_score, unk_id
     return index
 
 
-@njit(cache=True)
+@cached_njit()
 def viterbi_batch_words(
     codes,
     offsets,
