@@ -77,6 +77,7 @@ def state_of(fast: Any) -> dict[str, Any] | None:
         "add_prefix_space": bool(words.add_prefix_space),
         "use_regex": bool(words.use_regex),
         "pattern": words.bmp.pattern,
+        "pattern_code": _pattern_code(words.bmp.pattern),
         "byte_ids": [int(bpe.vocab[BYTE_TO_SYMBOL[b]]) for b in range(256)],
         # a blob of its own: loaded only when a word is not kept (ReferenceIds._merge)
         "merges": marshal.dumps({(int(a), int(b)): (int(r), int(n)) for (a, b), (r, n) in bpe.merge_map.items()}),
@@ -106,7 +107,8 @@ class ReferenceIds:
 
         self._full_build = full
         self._full: Any = None
-        self.words = ByteLevelWords(state["add_prefix_space"], state["use_regex"], bmp_pattern=state["pattern"])
+        pattern = _compiled(state["pattern"], state.get("pattern_code"))
+        self.words = ByteLevelWords(state["add_prefix_space"], state["use_regex"], bmp_pattern=pattern)
         self._byte_id = state["byte_ids"].__getitem__
         self._merges: bytes = state["merges"]
         self._merge_map: dict[tuple[int, int], tuple[int, int]] | None = None
@@ -149,6 +151,59 @@ class ReferenceIds:
         if self._full is None:
             self._full = self._full_build()
         return self._full
+
+
+def _pattern_code(pattern: str) -> list[Any] | None:
+    """What :func:`re.compile` hands to ``_sre.compile`` for ``pattern`` (flags, code, groups,
+    group names), kept in the state: compiling the split pattern (its classes list every letter
+    and digit of the BMP) costs ~8 ms of the checker's start-up, building the same object from
+    its code well under one. These are ``re``'s internals (``re._parser``, ``re._compiler``,
+    ``_sre``), so the state's key holds Python's version, the code holds ``_sre.MAGIC``, and
+    anything unexpected keeps nothing: the pattern is then compiled as usual."""
+    try:
+        import _sre
+        from re import _compiler, _parser  # type: ignore[attr-defined]
+
+        parsed = _parser.parse(pattern, 0)
+        code = _compiler._code(parsed, 0)
+        groupindex = dict(parsed.state.groupdict)
+        indexgroup = [None] * parsed.state.groups
+        for name, index in groupindex.items():
+            indexgroup[index] = name
+        # the opcodes are int subclasses (re's named constants), which marshal refuses
+        kept = [
+            _sre.MAGIC,
+            int(parsed.state.flags),
+            [int(c) for c in code],
+            parsed.state.groups - 1,
+            groupindex,
+            indexgroup,
+        ]
+        if _from_code(pattern, kept) != re.compile(pattern):  # patterns compare their code too
+            return None
+        return kept
+    except Exception:  # noqa: BLE001 - another Python's internals: compiled as usual
+        return None
+
+
+def _from_code(pattern: str, kept: list[Any]) -> re.Pattern[str]:
+    import _sre
+
+    magic, flags, code, groups, groupindex, indexgroup = kept
+    if magic != _sre.MAGIC:
+        raise ValueError("another version of re's engine")
+    return _sre.compile(pattern, flags, code, groups, groupindex, tuple(indexgroup))  # type: ignore[no-any-return]
+
+
+def _compiled(pattern: str, kept: list[Any] | None) -> re.Pattern[str] | str:
+    """The split pattern, built from its kept code (:func:`_pattern_code`) where that works
+    (``_sre`` checks the code), else its source, for :class:`ByteLevelWords` to compile."""
+    if kept is not None:
+        try:
+            return _from_code(pattern, kept)
+        except Exception:  # noqa: BLE001 - compiled as usual
+            pass
+    return pattern
 
 
 def _valid(text: str) -> bool:
@@ -216,10 +271,13 @@ def remember_reference_ids(fingerprint: str, fast: Any) -> None:
     it has one (:func:`state_of`)."""
     from toktools.io.user_cache import write_blob
 
-    state = state_of(fast)
-    path = _entry_path(fingerprint)
-    if state is not None and path is not None:
-        write_blob(path, marshal.dumps(state))
+    try:
+        state = state_of(fast)
+        path = _entry_path(fingerprint)
+        if state is not None and path is not None:
+            write_blob(path, marshal.dumps(state))
+    except Exception:  # noqa: BLE001 - nothing kept: the next checker builds the whole reference again
+        return
 
 
 def _entry_path(fingerprint: str) -> Path | None:
