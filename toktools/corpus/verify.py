@@ -241,6 +241,8 @@ class CheckerThread:
                     answer = _answer(reference, problem, texts, time.thread_time)
                 self._answers.put((*answer, build_seconds))
                 build_seconds = 0.0
+        except Exception:  # noqa: BLE001 - a bug: the run hears that the checker has gone, no traceback here
+            pass
         finally:
             self._answers.put(_GONE)  # after the last answer: only a recv past it sees it
 
