@@ -172,3 +172,25 @@ def test_the_split_pattern_is_built_from_its_kept_code() -> None:
     damaged = [*kept[:2], kept[2][:-7], *kept[3:]]
     assert _compiled(pattern, damaged) == pattern  # _sre refuses it: compiled from the source instead
     assert _compiled(pattern, [kept[0] + 1, *kept[1:]]) == pattern  # another re engine
+
+
+@pytest.mark.shared
+def test_the_packed_merge_gives_the_merges_of_merge_symbols() -> None:
+    """merge_packed (the checker's merge) against the reference's merge_symbols, on every word
+    of English and Chinese lines, split as the reference splits them (GPT-2)."""
+    from toktools.engines.ids_only import ids_encoder
+    from toktools.models.bpe.byte_symbols import BYTE_TO_SYMBOL
+    from toktools.models.bpe.merges import merge_packed, merge_symbols, pack_merges
+
+    fast = ids_encoder(ReferenceEngine(load_corpus_tokenizer(str(GPT2)).document, workers=1).tokenizer)
+    bpe = fast.cache.compute
+    packed = pack_merges(bpe.merge_map)
+    assert packed is not None
+    shift, pairs = packed
+    byte_id = [bpe.vocab[BYTE_TO_SYMBOL[b]] for b in range(256)]
+    words = {w for text in _texts() for w in fast.words(text)}
+    assert len(words) > 2000
+    for word in words:
+        ids = [byte_id[b] for b in word.encode("utf-8")]
+        assert merge_packed(ids, pairs, shift) == [t for t, _ in merge_symbols(ids, bpe.merge_map)], word
+    assert pack_merges({(1, 2): (0, 5), (3, 4): (0, 6)}) is None  # two pairs of one rank
