@@ -119,7 +119,7 @@ def _checked_run(tok: object, documents: list[str], ids: list[list[int]]) -> Ver
     started as the corpus run starts it, every document a place."""
     items = [SimpleNamespace(text=t, source=0, line=n + 1) for n, t in enumerate(documents)]
     total = sum(len(t.encode()) + 1 for t in documents)
-    checker = start_checker(tok.document, len(documents), "fast", fingerprint=tok.fingerprint)  # type: ignore[attr-defined]
+    checker = start_checker(tok.document, len(documents), "fast", fingerprint=tok.fingerprint, input_bytes=total)  # type: ignore[attr-defined]
     verifier = Verifier("fast", tok.document, len(documents), total, [SimpleNamespace(path="d.txt")], process=checker)  # type: ignore[attr-defined]
     verifier.check(items, ids, total)
     return verifier

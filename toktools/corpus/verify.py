@@ -43,6 +43,12 @@ if TYPE_CHECKING:
 
 #: Text per request to the checker, at most (one longer text goes alone).
 REQUEST_BYTES = 64 << 10
+#: Inputs up to this size (bytes) get a :class:`CheckerThread` when they can: measured, 5 MB of
+#: long documents (GPT-2, tiktoken: the checker's fixed costs against a ~0.45 s run) gains from
+#: the thread, and 100 MB loses (tiktoken 1.19x the CPU of ``--verify 0``, 1.37x the wall time,
+#: against 1.14x / 0.94x forked): there the checker's share is ~0.5 s of pure Python holding the
+#: GIL, which the engine's threads then wait for. Standard input (size unknown) is forked too.
+THREAD_MAX_BYTES = 16 << 20
 #: Seconds a run's end waits for the checker thread to keep its words (a few ms; a stuck disk
 #: must not hold the run).
 KEEP_WORDS_WAIT = 5.0
@@ -355,15 +361,21 @@ class CheckerProcess:
 
 
 def start_checker(
-    document: Any, count: int, engine_name: str, build: Build | None = None, fingerprint: str | None = None
+    document: Any,
+    count: int,
+    engine_name: str,
+    build: Build | None = None,
+    fingerprint: str | None = None,
+    input_bytes: int | None = None,
 ) -> CheckerProcess | CheckerThread | None:
     """The checker for a run of ``engine_name`` that verifies with ``count`` places (``--verify
     N``), forked now; None when there is nothing to check (``count`` 0, or the reference
     checking itself). ``fingerprint`` names the document, for the default build (see
-    :func:`_build_reference`)."""
+    :func:`_build_reference`); with its ids-only state kept and ``input_bytes`` at most
+    :data:`THREAD_MAX_BYTES`, the checker is a :class:`CheckerThread` instead (started later)."""
     if count <= 0 or engine_name == "reference":
         return None
-    if build is None and fingerprint:
+    if build is None and fingerprint and input_bytes is not None and input_bytes <= THREAD_MAX_BYTES:
         from toktools.engines.reference_ids import has_state
 
         if has_state(fingerprint):  # it loads in milliseconds: no process of its own (CheckerThread)
