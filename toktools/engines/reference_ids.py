@@ -56,7 +56,7 @@ STATE_BY = (
 STATE_VERSION = 3
 #: The layout of the kept words.
 WORDS_VERSION = 1
-#: Words kept for a tokenizer, at most (loading 2^15 of them costs ~5 ms; a 64 KB sample of
+#: Words kept for a tokenizer, at most (loading 2^15 of them costs ~9 ms; a 64 KB sample of
 #: English has ~4,000 distinct ones).
 KEPT_WORDS = 1 << 15
 
