@@ -161,3 +161,28 @@ def test_no_request_holds_more_than_64_kb_of_text_unless_it_is_one_text() -> Non
     assert [p.index for request in requests for p in request] == list(range(len(sizes)))  # all, in order
     assert all(len(r) == 1 or sum(p.size for p in r) <= REQUEST_BYTES for r in requests)
     assert [[p.index for p in r] for r in requests] == [[0, 1], [2], [3], [4], [5], [6, 7], [8]]
+
+
+def _failing_build() -> tuple[object, str]:
+    raise RuntimeError("a bug in the build")
+
+
+def test_a_checker_thread_that_dies_stops_the_run_instead_of_waiting_forever() -> None:
+    """The checker thread (a kept ids-only state) hands on its end whatever ends it: the run's
+    wait for the answers raises at once."""
+    from types import SimpleNamespace
+
+    from toktools.corpus.verify import CheckerThread, Verifier
+    from toktools.errors import ToktoolsError
+
+    documents = ["one document", "and another"]
+    items = [SimpleNamespace(text=text, source=0, line=k + 1) for k, text in enumerate(documents)]
+    total = sum(len(text) + 1 for text in documents)
+    checker = CheckerThread(_failing_build)
+    verifier = Verifier("fast", {}, 2, total, [SimpleNamespace(path="docs.txt")], process=checker)
+    try:
+        with pytest.raises(ToktoolsError, match="the --verify process stopped unexpectedly"):
+            verifier.check(items, [[1], [2]], total)  # raised here if the end has arrived already
+            verifier.sync()
+    finally:
+        verifier.close()

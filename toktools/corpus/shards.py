@@ -131,6 +131,7 @@ def encode_shards(
             options.verify,
             likely_engine(engine, tok.shape, options.workers, input_bytes),
             fingerprint=fingerprint,
+            input_bytes=input_bytes,
         )
         # gigatoken's imports (awkward's above all) on a thread, while this one hashes the inputs
         preloaded = _preload(engine, tok, options.workers, input_bytes)

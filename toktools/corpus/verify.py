@@ -43,6 +43,15 @@ if TYPE_CHECKING:
 
 #: Text per request to the checker, at most (one longer text goes alone).
 REQUEST_BYTES = 64 << 10
+#: Inputs up to this size (bytes) get a :class:`CheckerThread` when they can: measured, 5 MB of
+#: long documents (GPT-2, tiktoken: the checker's fixed costs against a ~0.45 s run) gains from
+#: the thread, and 100 MB loses (tiktoken 1.19x the CPU of ``--verify 0``, 1.37x the wall time,
+#: against 1.14x / 0.94x forked): there the checker's share is ~0.5 s of pure Python holding the
+#: GIL, which the engine's threads then wait for. Standard input (size unknown) is forked too.
+THREAD_MAX_BYTES = 16 << 20
+#: Seconds a run's end waits for the checker thread to keep its words (a few ms; a stuck disk
+#: must not hold the run).
+KEEP_WORDS_WAIT = 5.0
 
 
 def _build_reference(document: Any, fingerprint: str | None = None) -> tuple[Any, str]:
@@ -77,12 +86,14 @@ def _whole_reference(document: Any, fingerprint: str | None) -> Any:
     return ReferenceEngine(document, workers=1, fingerprint=fingerprint)
 
 
-def _answer(reference: Any, problem: str, texts: list[str]) -> tuple[Any, float]:
+def _answer(
+    reference: Any, problem: str, texts: list[str], clock: Callable[[], float] = time.process_time
+) -> tuple[Any, float]:
     """The reference's ids for ``texts`` (or the line saying why there are none), and the CPU
-    seconds it took (the time budget's measure of the checker's speed)."""
+    seconds it took on ``clock`` (the time budget's measure of the checker's speed)."""
     if reference is None:
         return problem, 0.0
-    started = time.process_time()
+    started = clock()
     try:
         # a few texts: the ids-only path text by text, whose new words are merged as they are
         # met; its batch call would set up bulk merges (numpy's import and tables, ~0.1 s) for them
@@ -93,7 +104,7 @@ def _answer(reference: Any, problem: str, texts: list[str]) -> tuple[Any, float]
             ids = reference.encode_batch(texts)
     except Exception as err:
         return f"the reference engine failed during --verify ({type(err).__name__}: {err})", 0.0
-    return ids, time.process_time() - started
+    return ids, clock() - started
 
 
 #: Builds what the checker answers with: ``(reference, "")``, or ``(None, why not)``.
@@ -147,6 +158,8 @@ class InlineChecker:
     """The checker's answers computed in this process, where forking one is not possible or
     not worth it (a Dask worker encoding one block: it keeps :attr:`reference` for the next)."""
 
+    in_process = True
+
     def __init__(self, document: dict[str, Any], reference: Any = None) -> None:
         self.document = document
         self.reference = reference
@@ -173,6 +186,95 @@ class InlineChecker:
 
 #: What the courier hands on when the checker has gone (its pipe closed or broken).
 _GONE = object()
+
+
+class CheckerThread:
+    """The checker as a thread of this process, where its reference loads in milliseconds
+    (the ids-only state of byte-level BPE, :mod:`toktools.engines.reference_ids`): a forked
+    checker costs more than that state's load and the 64 KB it checks on a short run (the
+    fork, the copies on write it makes in this process as both touch their heaps, the texts and
+    ids through a pipe: ~0.03 s of ~0.1 s at 5 MB), and the engines beside it (tiktoken,
+    gigatoken, ``tokenizers``) encode without the GIL. The thread starts on the first request
+    (after the engine is built, so nothing forks while it runs), builds, then answers each
+    request in turn. Its seconds are the thread's own CPU time (``in_process``: the verifier
+    takes them out of the run's). It never leaves a request unanswered: anything that ends
+    it early hands on :data:`_GONE`, so :meth:`recv` raises instead of waiting forever. Closed
+    with every answer read, it keeps the words it merged for the next run
+    (:meth:`toktools.engines.reference_ids.ReferenceIds.keep_words`) before it ends."""
+
+    in_process = True
+
+    def __init__(self, build: Callable[[], tuple[Any, str]]) -> None:
+        import queue
+
+        self._build = build
+        self._requests: queue.SimpleQueue[list[str] | None] = queue.SimpleQueue()
+        self._answers: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread: Any = None
+        self._closed = False
+        self._unanswered = 0  # requests sent whose answer has not been read
+
+    def send(self, texts: list[str]) -> None:
+        if self._thread is None:
+            import threading
+
+            self._thread = threading.Thread(target=self._serve, name="toktools-verify", daemon=True)
+            self._thread.start()
+        self._unanswered += 1
+        self._requests.put(texts)
+
+    def _serve(self) -> None:
+        # the collector paused while the state loads and words merge (~10^5 tuples, no cycle):
+        # with it on, its passes over them, and the full one they set off over this process's
+        # heap, cost as much as the checking itself
+        from toktools.runtime.gc_pause import gc_paused
+
+        try:
+            started = time.thread_time()
+            with gc_paused():
+                reference, problem = self._build()
+            build_seconds = time.thread_time() - started
+            while not self._closed:
+                texts = self._requests.get()
+                if self._closed:
+                    return
+                if texts is None:  # closed with every answer read: a run that went through
+                    keep_words = getattr(reference, "keep_words", None)
+                    if keep_words is not None:
+                        keep_words()
+                    return
+                with gc_paused():
+                    answer = _answer(reference, problem, texts, time.thread_time)
+                self._answers.put((*answer, build_seconds))
+                build_seconds = 0.0
+        except Exception:  # noqa: BLE001 - a bug: the run hears that the checker has gone, no traceback here
+            pass
+        finally:
+            self._answers.put(_GONE)  # after the last answer: only a recv past it sees it
+
+    def poll(self) -> bool:
+        return not self._answers.empty()
+
+    def recv(self) -> Any:
+        answer = self._answers.get()
+        if answer is _GONE:
+            self._answers.put(_GONE)  # for any later call too
+            raise EOFError("the --verify checker has gone")
+        self._unanswered -= 1
+        return answer
+
+    def close(self) -> None:
+        """With every answer read: the thread keeps its words and ends (waited for, at most
+        :data:`KEEP_WORDS_WAIT` seconds). Otherwise (the run failed) it stops answering and
+        ends after the request it is on, unwaited (a daemon: it never keeps the process alive)."""
+        if self._thread is None:
+            return
+        if self._unanswered:
+            self._closed = True
+        self._requests.put(None)
+        if not self._closed:
+            self._thread.join(timeout=KEEP_WORDS_WAIT)
+        self._closed = True
 
 
 def _carry(conn: Any, requests: Any, answers: Any) -> None:
@@ -259,14 +361,25 @@ class CheckerProcess:
 
 
 def start_checker(
-    document: Any, count: int, engine_name: str, build: Build | None = None, fingerprint: str | None = None
-) -> CheckerProcess | None:
+    document: Any,
+    count: int,
+    engine_name: str,
+    build: Build | None = None,
+    fingerprint: str | None = None,
+    input_bytes: int | None = None,
+) -> CheckerProcess | CheckerThread | None:
     """The checker for a run of ``engine_name`` that verifies with ``count`` places (``--verify
     N``), forked now; None when there is nothing to check (``count`` 0, or the reference
     checking itself). ``fingerprint`` names the document, for the default build (see
-    :func:`_build_reference`)."""
+    :func:`_build_reference`); with its ids-only state kept and ``input_bytes`` at most
+    :data:`THREAD_MAX_BYTES`, the checker is a :class:`CheckerThread` instead (started later)."""
     if count <= 0 or engine_name == "reference":
         return None
+    if build is None and fingerprint and input_bytes is not None and input_bytes <= THREAD_MAX_BYTES:
+        from toktools.engines.reference_ids import has_state
+
+        if has_state(fingerprint):  # it loads in milliseconds: no process of its own (CheckerThread)
+            return CheckerThread(partial(_build_reference, document, fingerprint))
     return CheckerProcess(document, build or partial(_build_reference, fingerprint=fingerprint))
 
 
@@ -289,7 +402,7 @@ class Verifier:
         total: int,
         sources: Sequence[Any],
         inline: InlineChecker | None = None,
-        process: CheckerProcess | None = None,
+        process: CheckerProcess | CheckerThread | None = None,
         build: Build | None = None,
         *,
         cuttable: bool = False,
@@ -363,7 +476,10 @@ class Verifier:
         if self._checker_seconds <= 0 or self._outstanding > REQUEST_BYTES:
             return 0.0
         speed = self._answered / self._checker_seconds
-        return max(0.0, self.share * (self._clock() - self._started) - self._build_seconds) * speed
+        run = self._clock() - self._started
+        if getattr(self._conn, "in_process", False):  # the clock counts the checker's own time too
+            run -= self._checker_seconds + self._build_seconds
+        return max(0.0, self.share * run - self._build_seconds) * speed
 
     def sync(self) -> None:
         """Wait for every answer (before an output is committed); raise at a difference."""

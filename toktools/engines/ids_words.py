@@ -66,9 +66,12 @@ class WordCache(dict):  # type: ignore[type-arg]
 class ByteLevelWords:
     """ByteLevel pre-tokeniser: prefix space, then the GPT-2 split (as text pieces)."""
 
-    def __init__(self, add_prefix_space: bool, use_regex: bool, bmp_pattern: str | None = None) -> None:
-        """``bmp_pattern``: :meth:`bmp_pattern`'s value, when it is kept (the ``--verify``
-        checker's state, :mod:`toktools.engines.reference_ids`): the tables are then not read."""
+    def __init__(
+        self, add_prefix_space: bool, use_regex: bool, bmp_pattern: str | re.Pattern[str] | None = None
+    ) -> None:
+        """``bmp_pattern``: :meth:`bmp_pattern`'s value (or it compiled), when it is kept (the
+        ``--verify`` checker's state, :mod:`toktools.engines.reference_ids`): the tables are then
+        not read."""
         self.add_prefix_space = add_prefix_space
         self.use_regex = use_regex
         self._bmp_pattern = bmp_pattern

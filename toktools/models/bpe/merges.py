@@ -94,6 +94,73 @@ def merge_symbols(ids: list[int], merge_map: MergeMap) -> list[tuple[int, int]]:
     return [(symbols[i], i) for i in range(n) if alive[i]]
 
 
+def pack_merges(merge_map: MergeMap) -> tuple[int, dict[int, int]] | None:
+    """The merge map with ints for keys and values, for :func:`merge_packed`: ``left << shift |
+    right`` → ``rank << shift | new id``, ``shift`` the bits of the largest id. It holds a third
+    of the memory and loads (:mod:`marshal`) in half the time: 100,000 tuples fewer for a 50K
+    vocabulary, which is what the ``--verify`` checker pays to merge its first new word. None
+    when two pairs share a rank (the packed values would then order the heap otherwise)."""
+    if not merge_map:
+        return None
+    ranks = [rank for rank, _ in merge_map.values()]
+    if len(set(ranks)) != len(ranks) or min(ranks) < 0:
+        return None
+    top = max(max(a, b, new) for (a, b), (_, new) in merge_map.items())
+    if top < 0:
+        return None
+    shift = max(1, top.bit_length())
+    return shift, {(a << shift) | b: (rank << shift) | new for (a, b), (rank, new) in merge_map.items()}
+
+
+def merge_packed(ids: list[int], packed: dict[int, int], shift: int) -> list[int]:
+    """The ids of :func:`merge_symbols` (without the offsets), over :func:`pack_merges`' map:
+    the same heap and the same steps. A heap entry is ``(rank << shift | new id, position)``:
+    ranks are distinct, so it pops in the order of ``(rank, position)``, as there."""
+    n = len(ids)
+    get = packed.get
+    mask = (1 << shift) - 1
+    heap = []
+    for pos in range(n - 1):
+        found = get((ids[pos] << shift) | ids[pos + 1])
+        if found is not None:
+            heap.append((found, pos))
+    if not heap:
+        return list(ids)
+    symbols = list(ids)
+    alive = [True] * n
+    previous = list(range(-1, n - 1))
+    following = list(range(1, n + 1))
+    heapq.heapify(heap)
+    pop, push = heapq.heappop, heapq.heappush
+    while heap:
+        value, pos = pop(heap)
+        if not alive[pos]:
+            continue
+        nxt = following[pos]
+        if nxt >= n:
+            continue
+        new_id = value & mask
+        found = get((symbols[pos] << shift) | symbols[nxt])
+        if found is None or found & mask != new_id:
+            continue
+        symbols[pos] = new_id
+        alive[nxt] = False
+        after = following[nxt]
+        following[pos] = after
+        if after < n:
+            previous[after] = pos
+        before = previous[pos]
+        if before >= 0:
+            found = get((symbols[before] << shift) | new_id)
+            if found is not None:
+                push(heap, (found, before))
+        if after < n:
+            found = get((new_id << shift) | symbols[after])
+            if found is not None:
+                push(heap, (found, pos))
+    return [symbols[i] for i in range(n) if alive[i]]
+
+
 def merge_symbols_dropout(ids: list[int], merge_map: MergeMap, dropout: float, rng: Any) -> list[tuple[int, int]]:
     """:func:`merge_symbols` with BPE-dropout as ``tokenizers``' ``Word::merge_all`` applies it:
     each merge popped is skipped with probability ``dropout`` and kept aside; the merges kept
