@@ -7,7 +7,7 @@ another kind of machine), numba compiles the kernel as before: same code, slower
 The IR is lowered for a generic CPU of this architecture (``NUMBA_CPU_NAME=generic``): no
 instruction this machine has and another lacks; the machine code is still made for each CPU.
 
-Run after editing a listed kernel (``tests/test_background_compile.py`` checks the sources):
+Run after editing a listed kernel (``tests/test_background_compile.py`` checks the sources of each):
     python scripts/gen_lowered_kernels.py   (needs numba)
 """
 
@@ -22,12 +22,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numba  # noqa: E402
 
+from toktools.analysis.han_segmenter import _KERNEL as HAN_KERNEL  # noqa: E402
+from toktools.models.bpe.compiled_merge import _KERNEL as MERGE_KERNEL  # noqa: E402
+from toktools.models.bpe.compiled_split import _KERNEL as SPLIT_KERNEL  # noqa: E402
 from toktools.models.bpe.compiled_training import _KERNEL as TRAINING_KERNEL  # noqa: E402
+from toktools.models.wordpiece.compiled import _KERNEL as WORDPIECE_KERNEL  # noqa: E402
 from toktools.runtime import machine_code  # noqa: E402
 
 OUT = Path(__file__).resolve().parent.parent / "toktools" / "tables" / "lowered_kernels.py"
 #: The kernels shipped lowered: (module, function, parameter types) as their callers state them.
-KERNELS = [TRAINING_KERNEL]
+#: Every kernel that :mod:`toktools.runtime.machine_code` keeps: training, the byte-level merge and
+#: split, WordPiece, and compare's jieba segmentation.
+KERNELS = [TRAINING_KERNEL, MERGE_KERNEL, SPLIT_KERNEL, WORDPIECE_KERNEL, HAN_KERNEL]
 
 
 def main() -> None:

@@ -163,14 +163,22 @@ def test_the_training_kernel_compiled_in_the_background_trains_the_next_job(tmp_
 
 
 def test_the_shipped_ir_is_lowered_from_the_current_kernel_sources():
-    """Editing the training kernel (or a module it imports) needs the IR lowered again:
+    """Editing a shipped kernel (or a module it imports) needs the IR lowered again:
     ``python scripts/gen_lowered_kernels.py`` (otherwise numba compiles it on each machine)."""
+    from toktools.analysis.han_segmenter import _KERNEL as han
+    from toktools.models.bpe.compiled_merge import _KERNEL as merge
+    from toktools.models.bpe.compiled_split import _KERNEL as split
+    from toktools.models.wordpiece.compiled import _KERNEL as wordpiece
     from toktools.tables.lowered_kernels import KERNELS
 
-    module, function, parameters = compiled_training._KERNEL
-    record = KERNELS[f"{module}.{function}"]
-    assert tuple(record["parameters"]) == tuple(parameters)
-    assert record["sources"] == machine_code.source_key(module), "run python scripts/gen_lowered_kernels.py"
+    kernels = [compiled_training._KERNEL, merge, split, wordpiece, han]
+    assert sorted(KERNELS) == sorted(f"{module}.{function}" for module, function, _ in kernels)
+    for module, function, parameters in kernels:
+        record = KERNELS[f"{module}.{function}"]
+        assert tuple(record["parameters"]) == tuple(parameters), function
+        assert record["sources"] == machine_code.source_key(module), (
+            f"{function}: run python scripts/gen_lowered_kernels.py"
+        )
 
 
 def _check_random_cases(seeds) -> None:

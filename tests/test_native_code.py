@@ -41,6 +41,8 @@ from toktools.runtime import machine_code as native_code
 from toktools.formats import load
 from toktools.engines.ids_only import ids_encoder
 texts = json.loads(sys.argv[1])
+if sys.argv[3] == "numba":  # as where the shipped IR does not apply: numba compiles the kernel
+    native_code.shipped_ir = lambda *kernel: None
 encoder = ids_encoder(load(sys.argv[2]))
 encoder.load_compiled()
 merge = encoder.cache.compute.bulk().compiled(load=False)
@@ -68,10 +70,12 @@ def _expected() -> list[list[int]]:
     return [e.ids for e in theirs.encode_batch(TEXTS, add_special_tokens=False)]
 
 
-def _probe(cache: str) -> dict:
+def _probe(cache: str, ir: str = "numba") -> dict:
+    """``ir``: ``"numba"`` compiles the kernel where it is not kept, ``"shipped"`` may take the IR
+    shipped in toktools.tables.lowered_kernels."""
     env = dict(os.environ, TOKTOOLS_CACHE_DIR=cache, PYTHONPATH=str(REPO))
     done = subprocess.run(
-        [sys.executable, "-c", _PROBE, json.dumps(TEXTS), str(_vocab())],
+        [sys.executable, "-c", _PROBE, json.dumps(TEXTS), str(_vocab()), ir],
         env=env,
         capture_output=True,
         text=True,
@@ -104,6 +108,17 @@ def test_first_run_compiles_and_stores_later_runs_load_without_numba_and_damage_
 def test_without_a_cache_numba_cfunc_gives_the_same_ids() -> None:
     result = _probe("")
     assert result["kind"] == "cfunc" and result["ids"] == _expected()
+
+
+def test_a_fresh_install_loads_the_shipped_ir_without_numba(tmp_path: Path) -> None:
+    """The merge's IR ships lowered (scripts/gen_lowered_kernels.py): a first run on an empty
+    cache, or with none, turns it into machine code with llvmlite alone."""
+    from toktools.runtime.machine_code import shipped_ir
+
+    if shipped_ir(*_KERNEL) is None:
+        pytest.skip("the shipped IR is for another LLVM or kind of machine")
+    for cache in (str(tmp_path), ""):
+        assert _probe(cache, ir="shipped") == {"ids": _expected(), "numba": False, "kind": "object"}
 
 
 def test_where_the_object_cannot_be_loaded_numba_cfunc_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
