@@ -240,3 +240,26 @@ def test_a_loop_of_big_batches_still_collects_the_callers_cycles() -> None:
         del made
     assert gc.isenabled()
     assert all(ref() is None for ref in dropped[:-1])
+
+
+@pytest.mark.parametrize("name", ["bytebpe-50k", "wordpiece-30k"])
+def test_many_small_batches_load_the_lazy_path_too(monkeypatch, name) -> None:
+    """A data loader's batches are each too small to pay the cold start alone; the characters
+    they hold are counted over calls, and once they are worth it, the batches take the lazy path
+    (with the same encodings as tokenizers' before and after)."""
+    tokenizer = load(shipped_path(name))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    texts = held_out(4_000)
+    monkeypatch.setattr(lazy_encodings, "COLD_MIN_CHARS", sum(map(len, texts)) * 2 + 1)
+    monkeypatch.setattr(lazy_encodings, "WARM_MIN_CHARS", 0)
+    from toktools.engines import lazy_wordpiece
+
+    monkeypatch.setattr(lazy_wordpiece, "_CLASS_TABLE", None)  # a process that has not loaded it
+    tokenizer.model.__dict__.pop("_lazy_batches", None)
+    builder = lazy_encodings._builder(tokenizer)
+    assert builder is not None and not builder.loaded
+    expected = _theirs(tokenizer).encode_batch(texts)
+    for call in range(3):
+        assert_same(tokenizer.encode_batch(texts), expected, texts, depth=0)
+        assert builder.loaded == (call == 2), call  # the third call has seen enough characters

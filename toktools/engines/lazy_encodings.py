@@ -48,8 +48,9 @@ from toktools.runtime.gc_pause import gc_paused
 if TYPE_CHECKING:
     from toktools.engines.lazy_wordpiece import WordPieceBatches
 
-#: A batch of at least this many characters is worth the cold start (numpy, the compiled merge:
-#: ~0.15 s) in a process that has not loaded them yet: the reference path takes ~0.4 s per 1 MB.
+#: Once the reference path has encoded this many characters in a process (one batch or many
+#: small ones, as a data loader's), the cold start (numpy, the compiled merge: ~0.15 s) pays for
+#: itself: the reference path takes ~0.4 s per 1 MB, and a loaded path is ahead from 32 texts.
 COLD_MIN_CHARS = 250_000
 #: Once loaded, a batch of at least this many characters takes this path.
 WARM_MIN_CHARS = 2_000
@@ -70,7 +71,13 @@ def lazy_sequences(tokenizer: Any, texts: Sequence[str], type_ids: Sequence[int]
     if builder is None:
         return None
     chars = sum(map(len, texts))
-    if chars < (WARM_MIN_CHARS if builder.loaded else COLD_MIN_CHARS) or not builder.load():
+    if not builder.loaded:
+        builder.cold_chars += chars  # counted over calls: many small batches load it too
+        if builder.cold_chars < COLD_MIN_CHARS:
+            return None
+    elif chars < WARM_MIN_CHARS:
+        return None
+    if not builder.load():
         return None
     return builder.encode(texts, type_ids)
 
@@ -133,6 +140,7 @@ class ByteLevelBatches:
         self.has_added = re.compile("|".join(map(re.escape, added))).search if added else None
         self.merger: Any = None
         self.splitter: Any = None  # the compiled split, where its machine code is kept
+        self.cold_chars = 0  # characters the reference path has encoded before this one loaded
         self._lengths: Any = None  # token id -> length in symbols (= bytes)
 
     @property

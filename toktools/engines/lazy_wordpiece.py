@@ -90,6 +90,7 @@ class WordPieceBatches:
         self.bmp_words = BertWords(None).bmp.findall
         self.compiled: Any = None  # the compiled WordPiece, where its machine code is kept
         self._compiled_tried = False
+        self.cold_chars = 0  # characters the reference path has encoded before this one loaded
 
     @property
     def loaded(self) -> bool:
