@@ -23,7 +23,7 @@ pass keeps the ``show`` best of all chunks: memory is ``show`` windows, never wh
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -273,6 +273,16 @@ class LongMarks:
         if covered:
             self.pieces[np.array(sorted({s for s, _ in covered}), dtype=np.int64) + start] += 1
 
+    def add_marks(self, start: int, marks: Any, width: int) -> None:
+        """One tokenizer's :class:`~toktools.analysis.chunk_tally.Marks` of a chunk of pieces that
+        starts at character ``start`` (``width``: the chunk's characters + 1, its key base)."""
+        import numpy as np
+
+        if len(marks.ends):
+            self.ends[marks.ends + start] += 1
+        if len(marks.cuts):
+            self.pieces[np.unique(marks.cuts // width) + start] += 1
+
     def weights(self) -> Any:
         import numpy as np
 
@@ -282,11 +292,19 @@ class LongMarks:
         return weights
 
 
-def long_document_places(text: str, tokenizers: Sequence[Any], marks: LongMarks, n: int) -> list[Place]:
+def long_document_places(
+    text: str,
+    tokenizers: Sequence[Any],
+    marks: LongMarks,
+    n: int,
+    encoders: Sequence[Callable[[str], tuple[list[int], list[int], list[int]]]] | None = None,
+) -> list[Place]:
     """The ``n`` best places of a document counted in pieces. Each tokenizer encodes only the
     stretch around a place between two places where it may be cut (the rule its pieces were cut
     by, :func:`toktools.corpus.documents.safe_cut`), so the tokens are the document's own; a
-    tokenizer that cannot be cut encodes the document once more, as its one piece."""
+    tokenizer that cannot be cut encodes the document once more, as its one piece (once for all
+    places). ``encoders``: per tokenizer, a stretch -> ``(ids, starts, ends)`` giving the same
+    tokens as its ``encode`` (:func:`toktools.analysis.long_tally.stretch_encoder`)."""
     import numpy as np
 
     from toktools.corpus.documents import _first_cut, safe_cut
@@ -295,21 +313,39 @@ def long_document_places(text: str, tokenizers: Sequence[Any], marks: LongMarks,
     picks = _pick_arrays(marks.weights(), np.array([0, len(text)], dtype=np.int64), n)
     if not picks:
         return []
-    cuttable = [tokenizer_cuttable(tokenizer) for tokenizer in tokenizers]
-    places = []
-    for pick in picks:
-        per_tokenizer = []
-        for tokenizer, cut in zip(tokenizers, cuttable):
+    per_pick: list[list[tuple[list[int], list[int], list[int]]]] = [[] for _ in picks]
+    for k, tokenizer in enumerate(tokenizers):
+        cut = tokenizer_cuttable(tokenizer)
+        encode = encoders[k] if encoders is not None else _reference_stretch(tokenizer)
+        stretches: dict[tuple[int, int], list[int]] = {}  # a stretch encoded once for its places
+        for index, pick in enumerate(picks):
             low, high = 0, len(text)
             if cut:
                 low = safe_cut(text, max(0, pick.start - WIDTH))
                 high = _first_cut(text, min(len(text), pick.end + WIDTH), None) or len(text)
-            encoding = tokenizer.encode(text[low:high], add_special_tokens=False)
-            starts = [s + low for s, _ in encoding.offsets]
-            ends = [e + low for _, e in encoding.offsets]
-            per_tokenizer.append((list(encoding.ids), starts, ends))
-        places.append(_place(text, pick, per_tokenizer))
-    return places
+            stretches.setdefault((low, high), []).append(index)
+        for (low, high), indices in stretches.items():
+            ids, starts, ends = encode(text if (low, high) == (0, len(text)) else text[low:high])
+            for index in indices:
+                pick = picks[index]
+                near = [
+                    j
+                    for j, (s, e) in enumerate(zip(starts, ends))
+                    if s + low < pick.end + WIDTH and e + low > pick.start - WIDTH
+                ]
+                per_pick[index].append(
+                    ([ids[j] for j in near], [starts[j] + low for j in near], [ends[j] + low for j in near])
+                )
+            del ids, starts, ends
+    return [_place(text, pick, found) for pick, found in zip(picks, per_pick)]
+
+
+def _reference_stretch(tokenizer: Any) -> Callable[[str], tuple[list[int], list[int], list[int]]]:
+    def encode(stretch: str) -> tuple[list[int], list[int], list[int]]:
+        encoding = tokenizer.encode(stretch, add_special_tokens=False)
+        return list(encoding.ids), [s for s, _ in encoding.offsets], [e for _, e in encoding.offsets]
+
+    return encode
 
 
 def document_places(
