@@ -125,7 +125,7 @@ def _process_long_arrays(
     """The documents longer than a segment counted on the fast paths, piece by piece
     (:mod:`toktools.analysis.long_tally`): added to ``stats`` after the chunk's other documents,
     as the piece-by-piece tally added them; their places (``show``) to ``candidates``."""
-    from toktools.analysis.disagreement import LongMarks, long_document_places
+    from toktools.analysis.disagreement import long_document_places
     from toktools.analysis.long_tally import count_long, stretch_encoder
     from toktools.analysis.token_view import specials_added
     from toktools.corpus.long_documents import tokenizer_cuttable
@@ -136,8 +136,7 @@ def _process_long_arrays(
     cuttable = [facts_cache[("cut", index)] for index in range(len(tokenizers))]
     parts: list[list[SegmentStats]] = [[each] for each in stats]
     for index, where, text in long_items:
-        marks = LongMarks(len(text), len(tokenizers)) if show > 0 else None
-        counted = count_long(text, where, tokenizers, encoders, cuttable, CHUNK_CHARS, marks)
+        counted, marks = count_long(text, where, tokenizers, encoders, cuttable, CHUNK_CHARS, show)
         for k, part in enumerate(counted):
             parts[k].append(part)
         if marks is not None:

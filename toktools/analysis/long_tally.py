@@ -11,8 +11,10 @@ the first starts with the space of a safe cut). What a document adds once, its c
 sequence length, is added when its pieces are done. Token counts keep the order in which the
 ids first occur, as a tally fed piece by piece keeps them (the efficiencies sum in that order).
 
-Memory is one chunk of pieces at a time, the document's text, and, for ``--show``, two bytes
-per character (:class:`~toktools.analysis.disagreement.LongMarks`).
+Memory is the document's text and one chunk of pieces at a time: for ``--show``, each chunk's
+boundaries are scored as soon as it is counted (:class:`~toktools.analysis.disagreement.StreamedMarks`),
+unless the tokenizers are cut differently (one that may not be cut at all, then the document is
+at most :data:`~toktools.corpus.documents.MAX_UNCUT_CHARS` long).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from toktools.analysis.chunk_tally import ChunkText, tally_texts
-from toktools.analysis.disagreement import LongMarks
+from toktools.analysis.disagreement import LongMarks, StreamedMarks
 from toktools.analysis.segstats import SegmentStats
 
 __all__ = ["count_long", "stretch_encoder"]
@@ -36,14 +38,17 @@ def count_long(
     encoders: Sequence[Any],
     cuttable: Sequence[bool],
     chunk_chars: int,
-    marks: LongMarks | None = None,
-) -> list[SegmentStats]:
+    show: int = 0,
+) -> tuple[list[SegmentStats], StreamedMarks | LongMarks | None]:
     """Every tokenizer's statistics of the long document ``text`` (at ``where``), as one
-    document. ``encoders``: per tokenizer, what :func:`~toktools.analysis.chunk_tally.tally_texts`
-    takes; ``cuttable``: whether each may be cut (:func:`~toktools.corpus.long_documents.tokenizer_cuttable`;
-    one that may not is counted as one piece, or refused as before); pieces go
-    ``chunk_chars`` at a time (at least one). ``marks`` collects every tokenizer's boundaries
-    for ``--show``."""
+    document, and with ``show`` its boundaries for
+    :func:`~toktools.analysis.disagreement.long_document_places`. ``encoders``: per tokenizer,
+    what :func:`~toktools.analysis.chunk_tally.tally_texts` takes; ``cuttable``: whether each
+    may be cut (:func:`~toktools.corpus.long_documents.tokenizer_cuttable`; one that may not is
+    counted as one piece, or refused as before); pieces go ``chunk_chars`` at a time (at least
+    one). When every tokenizer has the same cut, each chunk's boundaries are scored at once
+    (:class:`~toktools.analysis.disagreement.StreamedMarks`); else they are kept per character
+    until all are in (:class:`~toktools.analysis.disagreement.LongMarks`, two bytes each)."""
     from toktools.corpus.long_documents import piece_spans
 
     label = f"{where[0]}, line {where[1]}"
@@ -51,6 +56,10 @@ def count_long(
     for cut in cuttable:  # refused before any counting, in the order the tokenizers were counted
         if cut not in cuts:
             cuts[cut] = list(piece_spans(text, cut, label))
+    marks: StreamedMarks | LongMarks | None = None
+    if show > 0:
+        one_cut = len(cuts) == 1
+        marks = StreamedMarks(len(text), len(tokenizers), show) if one_cut else LongMarks(len(text), len(tokenizers))
     stats: list[SegmentStats] = [SegmentStats.combined([], 0)] * len(tokenizers)
     for cut, spans in cuts.items():
         group = [k for k, c in enumerate(cuttable) if c == cut]
@@ -59,7 +68,7 @@ def count_long(
         )
         for k, part in zip(group, counted):
             stats[k] = part
-    return stats
+    return stats, marks
 
 
 def _batches(spans: Sequence[tuple[int, int]], chunk_chars: int) -> Iterator[tuple[int, list[tuple[int, int]]]]:
@@ -82,7 +91,7 @@ def _count_pieces(
     tokenizers: Sequence[Any],
     encoders: Sequence[Any],
     chunk_chars: int,
-    marks: LongMarks | None,
+    marks: StreamedMarks | LongMarks | None,
 ) -> list[SegmentStats]:
     """The statistics of ``text`` cut at ``spans`` for tokenizers that share that cut."""
     from toktools.analysis import token_view
@@ -95,13 +104,13 @@ def _count_pieces(
         release_freed_memory()  # the last chunk's arrays, as the piece-by-piece path does
         texts = [text if (s, e) == (0, len(text)) else text[s:e] for s, e in batch]
         chunk, results = tally_texts(texts, tokenizers, encoders, marks is not None)
-        for k, ((ids, _, _, _), part, mark) in enumerate(results):
+        for k, ((ids, _, _, _), part, _) in enumerate(results):
             tokens[k] += part.tokens
             part.documents, part.sequence_lengths = 0, {}  # the pieces are one document
             part.token_counts = _first_seen_first(ids, part.token_counts)
             totals[k] = SegmentStats.combined([totals[k], part], specials[k])
-            if marks is not None and mark is not None:
-                marks.add_marks(start, mark, chunk.characters + 1)
+        if marks is not None:
+            marks.add_group(start, [mark for _, _, mark in results], chunk.characters)
         del chunk, results, texts
     for k, n in enumerate(specials):
         closing = SegmentStats.combined([], n)
