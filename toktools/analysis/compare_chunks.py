@@ -141,7 +141,7 @@ def _process_long_arrays(
             parts[k].append(part)
         if marks is not None:
             stretches = [stretch_encoder(each) for each in encoders]
-            for place in long_document_places(text, tokenizers, marks, show, stretches):
+            for place in long_document_places(text, tokenizers, marks, show, stretches, cuttable):
                 candidates.append((place.differing, 0, -index, where, place))
             del marks
     for k, tokenizer in enumerate(tokenizers):

@@ -419,13 +419,15 @@ def long_document_places(
     marks: LongMarks | StreamedMarks,
     n: int,
     encoders: Sequence[Callable[[str], tuple[list[int], list[int], list[int]]]] | None = None,
+    cuttable: Sequence[bool] | None = None,
 ) -> list[Place]:
     """The ``n`` best places of a document counted in pieces. Each tokenizer encodes only the
     stretch around a place between two places where it may be cut (the rule its pieces were cut
     by, :func:`toktools.corpus.documents.safe_cut`), so the tokens are the document's own; a
     tokenizer that cannot be cut encodes the document once more, as its one piece (once for all
     places). ``encoders``: per tokenizer, a stretch -> ``(ids, starts, ends)`` giving the same
-    tokens as its ``encode`` (:func:`toktools.analysis.long_tally.stretch_encoder`)."""
+    tokens as its ``encode`` (:func:`toktools.analysis.long_tally.stretch_encoder`);
+    ``cuttable``: :func:`~toktools.corpus.long_documents.tokenizer_cuttable` of each, if known."""
 
     from toktools.corpus.documents import _first_cut, safe_cut
     from toktools.corpus.long_documents import tokenizer_cuttable
@@ -435,7 +437,7 @@ def long_document_places(
         return []
     per_pick: list[list[tuple[list[int], list[int], list[int]]]] = [[] for _ in picks]
     for k, tokenizer in enumerate(tokenizers):
-        cut = tokenizer_cuttable(tokenizer)
+        cut = cuttable[k] if cuttable is not None else tokenizer_cuttable(tokenizer)
         encode = encoders[k] if encoders is not None else _reference_stretch(tokenizer)
         stretches: dict[tuple[int, int], list[int]] = {}  # a stretch encoded once for its places
         for index, pick in enumerate(picks):

@@ -40,7 +40,9 @@ def piece_spans(text: str, cut: bool, where: str) -> Iterator[tuple[int, int]]:
     """``(start, end)`` of the pieces :func:`encoded_pieces` encodes (the one rule of where a long
     document is cut, for every path that counts one piece by piece); a piece that would be too
     long stops the run with one line naming ``where``, when it is reached."""
-    return bounded_segments(text, cut, where, segment_chars=SEGMENT_CHARS)
+    from toktools.corpus import documents  # its limit as it is now (tests lower it)
+
+    return bounded_segments(text, cut, where, segment_chars=SEGMENT_CHARS, max_chars=documents.MAX_UNCUT_CHARS)
 
 
 def encoded_pieces(tokenizer: Any, text: str, cut: bool, where: str) -> Iterator[tuple[int, str, Any]]:
