@@ -1,9 +1,9 @@
 """`compare --corpus` on a line longer than a segment: counted on the fast paths (tiktoken,
 word caches, ``tokenizers``) in the pieces the aligned pipeline counted it in, with the report
-that pipeline gave: the expected report is computed with the fast paths switched off (every
-document, and each piece of the long one, encoded by the reference and tallied token by token,
-as before), never copied from the new code; token counts are checked against ``tokenizers``
-encoding the whole line. The default run lowers the segment (1 Mi characters) so that lines of
+that pipeline gave: the expected report is computed with the long path switched off (each piece
+of a long document encoded by the reference and tallied token by token, as before), never
+copied from the new code; token counts are checked against ``tokenizers`` encoding the whole
+line. The default run lowers the segment (1 Mi characters) so that lines of
 a few hundred kilobytes take the long path; the ``full`` tests run the real sizes, and the peak
 memory of a 50 MB line."""
 
@@ -19,7 +19,7 @@ import real_shapes
 from conftest import ref_vocab_dir
 
 import toktools
-from toktools.analysis import compare_chunks, disagreement, fast_offsets, han_segmenter, long_tally, words
+from toktools.analysis import compare_chunks, disagreement, han_segmenter, long_tally, words
 from toktools.analysis.corpus_compare import compare_corpus
 from toktools.corpus import long_documents
 from toktools.errors import ToktoolsError
@@ -51,8 +51,10 @@ def _library(tokenizer):
 
 
 def _fast_and_reference(tokenizers, paths, monkeypatch, long: int = 1, **options) -> tuple[dict, dict]:
-    """The report as counted now, and as the aligned pipeline counts it (fast paths off); each
-    run checked to have taken its own way for its ``long`` long documents."""
+    """The report as counted now, and as it was counted before: each piece of a long document
+    encoded by the reference's aligned pipeline and tallied token by token (the other documents
+    on the fast paths in both, as before); each run checked to have taken its own way for its
+    ``long`` long documents."""
     calls = {"fast": 0, "pieces": 0}
     count_long, count_pieces = long_tally.count_long, compare_chunks._count_long
 
@@ -76,8 +78,7 @@ def _fast_and_reference(tokenizers, paths, monkeypatch, long: int = 1, **options
         return known[id(tokenizer)]
 
     with monkeypatch.context() as patched:
-        patched.setattr(fast_offsets, "_library_encoder", lambda tokenizer: None)
-        patched.setattr(compare_chunks, "USE_ARRAYS", False)
+        patched.setattr(compare_chunks, "USE_LONG_ARRAYS", False)
         patched.setattr(long_documents, "tokenizer_cuttable", remembered)
         old = compare_corpus(tokenizers, paths, workers=1, show=SHOW, **options)
     assert calls["pieces"] == long * len(tokenizers)
@@ -153,7 +154,7 @@ def test_a_piece_too_long_is_refused_as_the_piece_by_piece_count_refused_it(tmp_
     with pytest.raises(ToktoolsError) as new:
         compare_corpus(tokenizers, [str(corpus)], workers=1, show=SHOW)
     with monkeypatch.context() as patched:
-        patched.setattr(compare_chunks, "USE_ARRAYS", False)
+        patched.setattr(compare_chunks, "USE_LONG_ARRAYS", False)
         with pytest.raises(ToktoolsError) as old:
             compare_corpus(tokenizers, [str(corpus)], workers=1, show=SHOW)
     assert str(new.value) == str(old.value)

@@ -94,7 +94,7 @@ def process_chunk(
         stats, candidates = _process_arrays(chunk, texts, tokenizers, encoders, show if scoring else 0)
     else:
         stats, candidates = _process_loop(chunk, texts, tokenizers, encoders, show if scoring else 0)
-    if long_items and arrays:
+    if long_items and arrays and USE_LONG_ARRAYS:
         _process_long_arrays(long_items, tokenizers, encoders, show if scoring else 0, facts_cache, stats, candidates)
     elif long_items:
         from toktools.analysis.disagreement import LongMarks, long_document_places
@@ -151,6 +151,10 @@ def _process_long_arrays(
 #: Count with array operations when numpy is installed (the loop below is the definition they
 #: are tested against; tests switch this off to compare).
 USE_ARRAYS = True
+#: Count a document longer than a segment with the same array operations, its pieces laid end to
+#: end (:mod:`toktools.analysis.long_tally`), rather than token by token from the reference's
+#: encodings of each piece (:func:`_count_long`, which tests compare it with).
+USE_LONG_ARRAYS = True
 #: Take the ids of a byte-level BPE from tiktoken where it is exact, spans worked out from them
 #: (:class:`~toktools.analysis.fast_offsets.ByteLevelSpans`).
 USE_TIKTOKEN = True
