@@ -75,7 +75,7 @@ def process_chunk(
     from toktools.corpus.long_documents import is_long
 
     long_items = [item for item in chunk if is_long(item[2])]
-    if long_items:  # counted piece by piece (flat memory), and never shown
+    if long_items:  # counted piece by piece after the others (flat memory): _process_long_arrays
         chunk = [item for item in chunk if not is_long(item[2])]
     texts = [text for _, _, text in chunk]
     scoring = show > 0 and len(tokenizers) > 1
