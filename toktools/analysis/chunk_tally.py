@@ -9,7 +9,7 @@ and the disagreement score of each document are counted with ``bincount`` and ``
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any
@@ -17,7 +17,11 @@ from typing import Any
 from toktools.analysis.segstats import SegmentStats, _TokenFacts
 from toktools.analysis.words import BERT_CHINESE_RANGES, HAN_RANGES, in_ranges, segmented_starts
 
-__all__ = ["ChunkText", "Marks", "flat_spans", "numpy_available", "spans_of", "tally_chunk"]
+__all__ = ["ChunkText", "Marks", "flat_spans", "numpy_available", "spans_of", "tally_chunk", "tally_texts"]
+
+#: One tokenizer's ``(ids, tokens per text, starts, ends)`` on a chunk's axis, its statistics of
+#: the chunk, and its marks for the disagreement score (None unless asked for).
+Counted = tuple[tuple[Any, Any, Any, Any], SegmentStats, "Marks | None"]
 
 #: The code points ``str.isspace`` holds true for (what splits words).
 SPACES = [c for c in range(0x3001) if chr(c).isspace()]
@@ -243,3 +247,44 @@ def _histogram(counts: Any) -> dict[int, int]:
 
     values = np.flatnonzero(counts)
     return dict(zip(values.tolist(), counts[values].astype(np.int64).tolist()))
+
+
+def tally_texts(
+    texts: Sequence[str], tokenizers: Sequence[Any], encoders: Sequence[Any], marks: bool
+) -> tuple[ChunkText, list[Counted]]:
+    """Every tokenizer's spans and statistics of ``texts`` laid end to end (one
+    :class:`ChunkText`), and its :class:`Marks` when ``marks``. ``encoders`` holds, per
+    tokenizer, ``(token facts, ids-and-offsets encoder or None, span source or None)``: the
+    spans come from the span source where there is one, else from the encoder's offsets."""
+    from toktools.analysis import token_view
+    from toktools.analysis.segstats import vocabulary_size
+
+    text = ChunkText(texts)
+
+    def counted(k: int) -> Counted:
+        """One tokenizer's spans of the chunk and its tally of them."""
+        tokenizer, (facts, encode, source) = tokenizers[k], encoders[k]
+        spans = source.arrays(texts, text) if source is not None else spans_of(text, encode(texts))
+        unk, specials = token_view.unk_id(tokenizer), token_view.specials_added(tokenizer)
+        part, mark = tally_chunk(text, spans, facts, unk, specials, vocabulary_size(tokenizer), marks)
+        return spans, part, mark
+
+    return text, _on_threads(counted, text, encoders)
+
+
+def _on_threads(counted: Callable[[int], Counted], text: ChunkText, encoders: Sequence[Any]) -> list[Counted]:
+    """``counted(k)`` for each tokenizer ``k`` of the chunk, on a thread per tokenizer: the
+    encoders (tiktoken, ``tokenizers``) spend most of it in Rust and NumPy much of the tally,
+    without the GIL, so one tokenizer's encoding overlaps another's array work. Each thread has
+    a tokenizer's own word cache and token facts; the chunk's shared words are made first, here,
+    so that no two threads make them at once."""
+    if len(encoders) < 2 or not text.count:
+        return [counted(k) for k in range(len(encoders))]
+    for _, _, source in encoders:
+        if hasattr(source, "han_alone"):
+            text.interned_words(source.han_alone)
+            text.units(source.han_alone)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(encoders), thread_name_prefix="toktools-compare") as pool:
+        return list(pool.map(counted, range(len(encoders))))

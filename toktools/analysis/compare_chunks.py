@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import heapq
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from toktools.analysis.disagreement import PlaceCandidate, chunk_places, document_places
@@ -75,7 +75,7 @@ def process_chunk(
     from toktools.corpus.long_documents import is_long
 
     long_items = [item for item in chunk if is_long(item[2])]
-    if long_items:  # counted piece by piece (flat memory), and never shown
+    if long_items:  # counted piece by piece after the others (flat memory): _process_long_arrays
         chunk = [item for item in chunk if not is_long(item[2])]
     texts = [text for _, _, text in chunk]
     scoring = show > 0 and len(tokenizers) > 1
@@ -94,7 +94,9 @@ def process_chunk(
         stats, candidates = _process_arrays(chunk, texts, tokenizers, encoders, show if scoring else 0)
     else:
         stats, candidates = _process_loop(chunk, texts, tokenizers, encoders, show if scoring else 0)
-    if long_items:
+    if long_items and arrays and USE_LONG_ARRAYS:
+        _process_long_arrays(long_items, tokenizers, encoders, show if scoring else 0, facts_cache, stats, candidates)
+    elif long_items:
         from toktools.analysis.disagreement import LongMarks, long_document_places
 
         shown_long = scoring and numpy_available()  # places of long documents need numpy
@@ -111,9 +113,48 @@ def process_chunk(
     return stats, heapq.nlargest(show, candidates) if scoring else []
 
 
+def _process_long_arrays(
+    long_items: list[Item],
+    tokenizers: Sequence[Any],
+    encoders: Sequence[Any],
+    show: int,
+    facts_cache: dict[Any, Any],
+    stats: list[SegmentStats],
+    candidates: list[Candidate],
+) -> None:
+    """The documents longer than a segment counted on the fast paths, piece by piece
+    (:mod:`toktools.analysis.long_tally`): added to ``stats`` after the chunk's other documents,
+    as the piece-by-piece tally added them; their places (``show``) to ``candidates``."""
+    from toktools.analysis.disagreement import long_document_places
+    from toktools.analysis.long_tally import count_long, stretch_encoder
+    from toktools.analysis.token_view import specials_added
+    from toktools.corpus.long_documents import tokenizer_cuttable
+
+    for index, tokenizer in enumerate(tokenizers):
+        if ("cut", index) not in facts_cache:
+            facts_cache[("cut", index)] = tokenizer_cuttable(tokenizer)
+    cuttable = [facts_cache[("cut", index)] for index in range(len(tokenizers))]
+    parts: list[list[SegmentStats]] = [[each] for each in stats]
+    for index, where, text in long_items:
+        counted, marks = count_long(text, where, tokenizers, encoders, cuttable, CHUNK_CHARS, show)
+        for k, part in enumerate(counted):
+            parts[k].append(part)
+        if marks is not None:
+            stretches = [stretch_encoder(each) for each in encoders]
+            for place in long_document_places(text, tokenizers, marks, show, stretches, cuttable):
+                candidates.append((place.differing, 0, -index, where, place))
+            del marks
+    for k, tokenizer in enumerate(tokenizers):
+        stats[k] = SegmentStats.combined(parts[k], specials_added(tokenizer))
+
+
 #: Count with array operations when numpy is installed (the loop below is the definition they
 #: are tested against; tests switch this off to compare).
 USE_ARRAYS = True
+#: Count a document longer than a segment with the same array operations, its pieces laid end to
+#: end (:mod:`toktools.analysis.long_tally`), rather than token by token from the reference's
+#: encodings of each piece (:func:`_count_long`, which tests compare it with).
+USE_LONG_ARRAYS = True
 #: Take the ids of a byte-level BPE from tiktoken where it is exact, spans worked out from them
 #: (:class:`~toktools.analysis.fast_offsets.ByteLevelSpans`).
 USE_TIKTOKEN = True
@@ -139,21 +180,9 @@ def span_source(tokenizer: Any) -> Any:
 def _process_arrays(
     chunk: list[Item], texts: list[str], tokenizers: Sequence[Any], encoders: Sequence[Any], show: int
 ) -> tuple[list[SegmentStats], list[Candidate]]:
-    from toktools.analysis import token_view
-    from toktools.analysis.chunk_tally import ChunkText, spans_of, tally_chunk
-    from toktools.analysis.segstats import vocabulary_size
+    from toktools.analysis.chunk_tally import tally_texts
 
-    text = ChunkText(texts)
-
-    def counted(k: int) -> tuple[Any, SegmentStats, Any]:
-        """One tokenizer's spans of the chunk and its tally of them."""
-        tokenizer, (facts, encode, source) = tokenizers[k], encoders[k]
-        spans = source.arrays(texts, text) if source is not None else spans_of(text, encode(texts))
-        unk, specials = token_view.unk_id(tokenizer), token_view.specials_added(tokenizer)
-        part, mark = tally_chunk(text, spans, facts, unk, specials, vocabulary_size(tokenizer), show > 0)
-        return spans, part, mark
-
-    results = _on_threads(counted, text, encoders)
+    text, results = tally_texts(texts, tokenizers, encoders, show > 0)
     stats = [part for _, part, _ in results]
     candidates: list[Candidate] = []
     if show > 0 and texts:
@@ -162,24 +191,6 @@ def _process_arrays(
             index, where, _ = chunk[k]
             candidates.append((place.differing, 0, -index, where, place))
     return stats, candidates
-
-
-def _on_threads(counted: Callable[[int], Any], text: Any, encoders: Sequence[Any]) -> list[Any]:
-    """``counted(k)`` for each tokenizer ``k`` of the chunk, on a thread per tokenizer: the
-    encoders (tiktoken, ``tokenizers``) spend most of it in Rust and NumPy much of the tally,
-    without the GIL, so one tokenizer's encoding overlaps another's array work. Each thread has
-    a tokenizer's own word cache and token facts; the chunk's shared words are made first, here,
-    so that no two threads make them at once."""
-    if len(encoders) < 2 or not text.count:
-        return [counted(k) for k in range(len(encoders))]
-    for _, _, source in encoders:
-        if hasattr(source, "han_alone"):
-            text.interned_words(source.han_alone)
-            text.units(source.han_alone)
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(len(encoders), thread_name_prefix="toktools-compare") as pool:
-        return list(pool.map(counted, range(len(encoders))))
 
 
 def _process_loop(

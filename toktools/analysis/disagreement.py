@@ -23,7 +23,7 @@ pass keeps the ``show`` best of all chunks: memory is ``show`` windows, never wh
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,8 @@ __all__ = [
     "RADIUS",
     "WIDTH",
     "LongMarks",
+    "StreamedMarks",
+    "WindowPicker",
     "Place",
     "PlaceCandidate",
     "chunk_places",
@@ -91,9 +93,10 @@ def _window(first: int, last: int, length: int) -> tuple[int, int]:
 
 
 def _greedy(
-    order: Any, positions: Any, ends: Any, scores: Any, doc_of: Any, base: Sequence[int], lengths: Sequence[int], n: int
+    order: Any, firsts: Any, lasts: Any, scores: Any, doc_of: Any, base: Sequence[int], lengths: Sequence[int], n: int
 ) -> list[_Pick]:
-    """Walk window starts best first; keep a window unless it overlaps one kept in its document."""
+    """Walk window starts best first; keep a window unless it overlaps one kept in its document.
+    ``firsts``: each window's start (its first differing boundary), ``lasts`` its last one."""
     picks: list[_Pick] = []
     kept: dict[int, list[tuple[int, int]]] = {}
     for i in order:
@@ -101,7 +104,7 @@ def _greedy(
         if not scores[i]:
             break
         doc = int(doc_of[i])
-        first, last = int(positions[i]) - base[doc], int(positions[int(ends[i]) - 1]) - base[doc]
+        first, last = int(firsts[i]) - base[doc], int(lasts[i]) - base[doc]
         start, end = _window(first, last, lengths[doc])
         if any(start < e and s < end for s, e in kept.get(doc, ())):
             continue
@@ -133,11 +136,87 @@ def _pick_arrays(weights: Any, base: Any, n: int) -> list[_Pick]:
     order = top[np.argsort(-key[top], kind="stable")]
     lengths = np.diff(base).tolist()
     starts = base.tolist()
-    picks = _greedy(order, positions, ends, scores, doc_of, starts, lengths, n)
+    lasts = positions[ends - 1]
+    picks = _greedy(order, positions, lasts, scores, doc_of, starts, lengths, n)
     if len(picks) < n and wanted < count:  # pragma: no cover - the bound above makes this unreachable
         order = np.argsort(-key, kind="stable")
-        picks = _greedy(order, positions, ends, scores, doc_of, starts, lengths, n)
+        picks = _greedy(order, positions, lasts, scores, doc_of, starts, lengths, n)
     return picks
+
+
+#: Characters of a long document whose window starts are scored at once (:class:`WindowPicker`).
+_PICK_BLOCK = 1 << 20
+
+
+class WindowPicker:
+    """:func:`_pick_arrays` for one long document whose weights come a block at a time, in
+    order: each block's windows are scored as soon as the next ``WIDTH`` weights are there, and
+    only the ``n * (3 * WIDTH + 1)`` best windows so far are kept (the ones :func:`_pick_arrays`
+    walks). Memory is a block and those windows, never an array over the document."""
+
+    def __init__(self, length: int, n: int) -> None:
+        import numpy as np
+
+        self.length, self.n = length, n
+        self.wanted = n * (3 * WIDTH + 1)
+        self.count = 0  # windows in all (positions with a weight)
+        self.firsts = self.lasts = self.scores = np.zeros(0, dtype=np.int64)
+        self.done = 0  # window starts before this are scored
+        self.carry = np.zeros(0, dtype=np.int64)  # weights from ``done`` on, not yet scored
+
+    def add(self, weights: Any) -> None:
+        """The weights of the next characters (after those already added)."""
+        import numpy as np
+
+        window = np.concatenate([self.carry, weights.astype(np.int64)])
+        reached = self.done + len(window)
+        final = reached >= self.length
+        scored = len(window) if final else max(0, len(window) - WIDTH)  # starts with all their weights
+        if scored:
+            self._score(window, scored)
+        self.carry = window[scored:]
+        self.done += scored
+
+    def _score(self, window: Any, scored: int) -> None:
+        import numpy as np
+
+        local = np.flatnonzero(window)
+        inside = int(np.searchsorted(local, scored))
+        if not inside:
+            return
+        a = self.done
+        self.count += inside
+        limit = np.minimum(local[:inside] + WIDTH, self.length - a)
+        ends = np.searchsorted(local, limit, side="left")
+        cumulative = np.zeros(len(local) + 1, dtype=np.int64)
+        np.cumsum(window[local], out=cumulative[1:])
+        firsts = np.concatenate([self.firsts, local[:inside] + a])
+        lasts = np.concatenate([self.lasts, local[ends - 1] + a])
+        scores = np.concatenate([self.scores, cumulative[ends] - cumulative[:inside]])
+        if len(firsts) > self.wanted:  # the best: highest score, then the earliest start
+            key = scores * (self.length + 1) - firsts
+            keep = np.sort(np.argpartition(key, len(firsts) - self.wanted)[-self.wanted :])
+            firsts, lasts, scores = firsts[keep], lasts[keep], scores[keep]
+        self.firsts, self.lasts, self.scores = firsts, lasts, scores
+
+    def picks(self) -> list[_Pick]:
+        """The best non-overlapping windows, once every weight is added."""
+        import numpy as np
+
+        if self.n <= 0 or not self.count:
+            return []
+        order = np.lexsort((self.firsts, -self.scores))
+        doc_of = np.zeros(len(order), dtype=np.int64)
+        # n places whenever there are: each kept window rules out fewer than 3 * WIDTH + 1 others
+        return _greedy(order, self.firsts, self.lasts, self.scores, doc_of, [0], [self.length], self.n)
+
+
+def _pick_long(weights: Any, n: int) -> list[_Pick]:
+    """:func:`_pick_arrays` for one document's weights, scored :data:`_PICK_BLOCK` at a time."""
+    picker = WindowPicker(len(weights), n)
+    for a in range(0, len(weights), _PICK_BLOCK):
+        picker.add(weights[a : a + _PICK_BLOCK])
+    return picker.picks()
 
 
 def _pick_lists(weights: dict[int, int], length: int, n: int) -> list[_Pick]:
@@ -156,7 +235,8 @@ def _pick_lists(weights: dict[int, int], length: int, n: int) -> list[_Pick]:
         ends.append(j)
     scores = [cumulative[ends[i]] - cumulative[i] for i in range(len(positions))]
     order = sorted(range(len(positions)), key=lambda i: (-scores[i], i))
-    return _greedy(order, positions, ends, scores, [0] * len(positions), [0], [length], n)
+    lasts = [positions[e - 1] for e in ends]
+    return _greedy(order, positions, lasts, scores, [0] * len(positions), [0], [length], n)
 
 
 def _snap(start: int, end: int, first: int, last: int, spans: Sequence[tuple[Any, Any]]) -> tuple[int, int]:
@@ -213,6 +293,22 @@ def _distinct_sorted(values: Any) -> Any:
     return np.concatenate([values[:1], values[1:][values[1:] != values[:-1]]])
 
 
+def marks_weights(marks: Sequence[Any], characters: int, tokenizers: int) -> Any:
+    """Per character of a chunk, its differing boundaries (0, 1 or 2), from the
+    :class:`~toktools.analysis.chunk_tally.Marks` of each of ``tokenizers`` tokenizers."""
+    import numpy as np
+
+    k = tokenizers
+    width = characters + 1
+    seen = np.bincount(np.concatenate([m.ends for m in marks]).astype(np.int64), minlength=characters)
+    weights = ((seen > 0) & (seen < k)).astype(np.int64)
+    piece_starts = [_distinct_sorted(m.cuts // width) for m in marks]  # keys are sorted: so are starts
+    if any(len(p) for p in piece_starts):
+        started = np.bincount(np.concatenate(piece_starts).astype(np.int64), minlength=characters)
+        weights += (started > 0) & (started < k)
+    return weights[:characters]
+
+
 def chunk_places(
     chunk: Any, texts: Sequence[str], marks: Sequence[Any], spans: Sequence[tuple[Any, Any, Any, Any]], n: int
 ) -> list[tuple[int, Place]]:
@@ -224,15 +320,7 @@ def chunk_places(
 
     if n <= 0 or len(marks) < 2 or not chunk.characters:
         return []
-    k = len(marks)
-    width = chunk.characters + 1
-    seen = np.bincount(np.concatenate([m.ends for m in marks]).astype(np.int64), minlength=chunk.characters)
-    weights = ((seen > 0) & (seen < k)).astype(np.int64)
-    piece_starts = [_distinct_sorted(m.cuts // width) for m in marks]  # keys are sorted: so are starts
-    if any(len(p) for p in piece_starts):
-        started = np.bincount(np.concatenate(piece_starts).astype(np.int64), minlength=chunk.characters)
-        weights += (started > 0) & (started < k)
-    picks = _pick_arrays(weights[: chunk.characters], chunk.base, n)
+    picks = _pick_arrays(marks_weights(marks, chunk.characters, len(marks)), chunk.base, n)
     out = []
     texts_base = chunk.base
     token_base = [np.concatenate([[0], np.cumsum(counts)]) for _, counts, _, _ in spans]
@@ -273,43 +361,113 @@ class LongMarks:
         if covered:
             self.pieces[np.array(sorted({s for s, _ in covered}), dtype=np.int64) + start] += 1
 
-    def weights(self) -> Any:
+    def add_group(self, start: int, marks: Sequence[Any], characters: int) -> None:
+        """Some tokenizers' :class:`~toktools.analysis.chunk_tally.Marks` of a chunk of pieces
+        (``characters`` long) that starts at character ``start``."""
+        import numpy as np
+
+        for each in marks:
+            if len(each.ends):
+                self.ends[each.ends + start] += 1
+            if len(each.cuts):
+                self.pieces[np.unique(each.cuts // (characters + 1)) + start] += 1
+
+    def weights(self, start: int = 0, end: int | None = None) -> Any:
+        """Per character from ``start`` to ``end``, the differing boundaries there (0, 1 or 2)."""
         import numpy as np
 
         k = self.tokenizers
-        weights = ((self.ends > 0) & (self.ends < k)).astype(np.int64)
-        weights += (self.pieces > 0) & (self.pieces < k)
+        ends, pieces = self.ends[start:end], self.pieces[start:end]
+        weights = ((ends > 0) & (ends < k)).astype(np.uint8)
+        weights += (pieces > 0) & (pieces < k)
         return weights
 
+    def picks(self, n: int) -> list[_Pick]:
+        """The document's ``n`` best places (:func:`_pick_arrays`), its weights made a block at a
+        time."""
+        picker = WindowPicker(len(self.ends), n)
+        for a in range(0, len(self.ends), _PICK_BLOCK):
+            picker.add(self.weights(a, a + _PICK_BLOCK))
+        return picker.picks()
 
-def long_document_places(text: str, tokenizers: Sequence[Any], marks: LongMarks, n: int) -> list[Place]:
+
+class StreamedMarks:
+    """The boundaries of a document counted in pieces by tokenizers that all count the same
+    chunks of pieces together (one cut for all): each chunk's weights, complete once every
+    tokenizer's marks of it are in, go to a :class:`WindowPicker` at once, so nothing is kept
+    per character of the document."""
+
+    def __init__(self, length: int, tokenizers: int, n: int) -> None:
+        self.tokenizers = tokenizers
+        self.picker = WindowPicker(length, n)
+        self.n = n
+
+    def add_group(self, start: int, marks: Sequence[Any], characters: int) -> None:
+        """Every tokenizer's :class:`~toktools.analysis.chunk_tally.Marks` of the next chunk of
+        pieces (``characters`` long, starting at character ``start``)."""
+        assert start == self.picker.done + len(self.picker.carry) and len(marks) == self.tokenizers
+        self.picker.add(marks_weights(marks, characters, self.tokenizers))
+
+    def picks(self, n: int) -> list[_Pick]:
+        assert n == self.n
+        return self.picker.picks()
+
+
+def long_document_places(
+    text: str,
+    tokenizers: Sequence[Any],
+    marks: LongMarks | StreamedMarks,
+    n: int,
+    encoders: Sequence[Callable[[str], tuple[list[int], list[int], list[int]]]] | None = None,
+    cuttable: Sequence[bool] | None = None,
+) -> list[Place]:
     """The ``n`` best places of a document counted in pieces. Each tokenizer encodes only the
     stretch around a place between two places where it may be cut (the rule its pieces were cut
     by, :func:`toktools.corpus.documents.safe_cut`), so the tokens are the document's own; a
-    tokenizer that cannot be cut encodes the document once more, as its one piece."""
-    import numpy as np
+    tokenizer that cannot be cut encodes the document once more, as its one piece (once for all
+    places). ``encoders``: per tokenizer, a stretch -> ``(ids, starts, ends)`` giving the same
+    tokens as its ``encode`` (:func:`toktools.analysis.long_tally.stretch_encoder`);
+    ``cuttable``: :func:`~toktools.corpus.long_documents.tokenizer_cuttable` of each, if known."""
 
     from toktools.corpus.documents import _first_cut, safe_cut
     from toktools.corpus.long_documents import tokenizer_cuttable
 
-    picks = _pick_arrays(marks.weights(), np.array([0, len(text)], dtype=np.int64), n)
+    picks = marks.picks(n)
     if not picks:
         return []
-    cuttable = [tokenizer_cuttable(tokenizer) for tokenizer in tokenizers]
-    places = []
-    for pick in picks:
-        per_tokenizer = []
-        for tokenizer, cut in zip(tokenizers, cuttable):
+    per_pick: list[list[tuple[list[int], list[int], list[int]]]] = [[] for _ in picks]
+    for k, tokenizer in enumerate(tokenizers):
+        cut = cuttable[k] if cuttable is not None else tokenizer_cuttable(tokenizer)
+        encode = encoders[k] if encoders is not None else _reference_stretch(tokenizer)
+        stretches: dict[tuple[int, int], list[int]] = {}  # a stretch encoded once for its places
+        for index, pick in enumerate(picks):
             low, high = 0, len(text)
             if cut:
                 low = safe_cut(text, max(0, pick.start - WIDTH))
                 high = _first_cut(text, min(len(text), pick.end + WIDTH), None) or len(text)
-            encoding = tokenizer.encode(text[low:high], add_special_tokens=False)
-            starts = [s + low for s, _ in encoding.offsets]
-            ends = [e + low for _, e in encoding.offsets]
-            per_tokenizer.append((list(encoding.ids), starts, ends))
-        places.append(_place(text, pick, per_tokenizer))
-    return places
+            stretches.setdefault((low, high), []).append(index)
+        for (low, high), indices in stretches.items():
+            ids, starts, ends = encode(text if (low, high) == (0, len(text)) else text[low:high])
+            for index in indices:
+                pick = picks[index]
+                near = [
+                    j
+                    for j, (s, e) in enumerate(zip(starts, ends))
+                    if s + low < pick.end + WIDTH and e + low > pick.start - WIDTH
+                ]
+                per_pick[index].append(
+                    ([ids[j] for j in near], [starts[j] + low for j in near], [ends[j] + low for j in near])
+                )
+            del ids, starts, ends
+    return [_place(text, pick, found) for pick, found in zip(picks, per_pick)]
+
+
+def _reference_stretch(tokenizer: Any) -> Callable[[str], tuple[list[int], list[int], list[int]]]:
+    def encode(stretch: str) -> tuple[list[int], list[int], list[int]]:
+        encoding = tokenizer.encode(stretch, add_special_tokens=False)
+        return list(encoding.ids), [s for s, _ in encoding.offsets], [e for _, e in encoding.offsets]
+
+    return encode
 
 
 def document_places(

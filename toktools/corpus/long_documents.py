@@ -36,6 +36,15 @@ def is_long(text: str) -> bool:
     return len(text) > SEGMENT_CHARS
 
 
+def piece_spans(text: str, cut: bool, where: str) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` of the pieces :func:`encoded_pieces` encodes (the one rule of where a long
+    document is cut, for every path that counts one piece by piece); a piece that would be too
+    long stops the run with one line naming ``where``, when it is reached."""
+    from toktools.corpus import documents  # its limit as it is now (tests lower it)
+
+    return bounded_segments(text, cut, where, segment_chars=SEGMENT_CHARS, max_chars=documents.MAX_UNCUT_CHARS)
+
+
 def encoded_pieces(tokenizer: Any, text: str, cut: bool, where: str) -> Iterator[tuple[int, str, Any]]:
     """``(start, piece, encoding)`` of each piece of ``text`` (no special tokens, one piece at a time):
     the encoding's offsets are relative to the piece, which starts at character ``start``.
@@ -43,7 +52,7 @@ def encoded_pieces(tokenizer: Any, text: str, cut: bool, where: str) -> Iterator
     refusal of one that cannot be cut."""
     from toktools.runtime.memory import release_freed_memory
 
-    for start, end in bounded_segments(text, cut, where, segment_chars=SEGMENT_CHARS):
+    for start, end in piece_spans(text, cut, where):
         release_freed_memory()
         piece = text if (start, end) == (0, len(text)) else text[start:end]
         yield start, piece, tokenizer.encode(piece, add_special_tokens=False)
