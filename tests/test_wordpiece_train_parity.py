@@ -196,6 +196,24 @@ def train_both(corpora, workdir, word_counts, side_process):
     return run
 
 
+@pytest.fixture(scope="module")
+def ours_only(corpora):
+    """``ours_only(name)``: our ``vocab.txt`` for a configuration, without training tokenizers
+    (the determinism tests compare us with ourselves)."""
+    cache: dict[str, str] = {}
+
+    def run(name: str) -> str:
+        if name not in cache:
+            corpus, options, _ = MAIN_CONFIGS[name]
+            trained = toktools.train_wordpiece(
+                [str(corpora[corpus])], options["vocab_size"], workers=1, **our_options(options)
+            )
+            cache[name] = dumps_vocab_txt(trained.vocab)
+        return cache[name]
+
+    return run
+
+
 ZH_CASED = dict(lowercase=False, limit_alphabet=8000)
 
 # name: (corpus, options, HF stable run to run?)
@@ -212,8 +230,9 @@ MAIN_CONFIGS = {
 }
 
 
-#: The 30K runs (the largest trainings, ~40 % of this module's time) run under ``-m full``.
-FULL_ONLY_CONFIGS = ("en-30k", "zh-30k", "zh-cased-30k")
+#: The 8K and 30K runs (the largest trainings, most of this module's time) run under ``-m full``;
+#: the default run trains 1K on each corpus.
+FULL_ONLY_CONFIGS = ("en-8k", "en-30k", "zh-8k", "zh-30k", "zh-cased-8k", "zh-cased-30k")
 
 
 @pytest.fixture(
@@ -410,22 +429,22 @@ def test_fast_twin_is_tokenizers(train_both, corpora, workdir):
 # ---------------------------------------------------------------------------------------------
 
 
-def test_deterministic_across_runs(train_both, corpora):
+def test_deterministic_across_runs(ours_only, corpora):
     """Two trainings in one process: byte-identical ``vocab.txt``."""
     corpus, options, _ = MAIN_CONFIGS["en-8k"]
-    first = train_both("en-8k", corpus, **options).ours
+    first = ours_only("en-8k")
     again = toktools.train_wordpiece([str(corpora[corpus])], 8000, workers=1)
     assert dumps_vocab_txt(again.vocab) == first
 
 
 @pytest.mark.parametrize("name", ["en-8k", "zh-cased-8k"])
-def test_deterministic_across_workers(train_both, corpora, name):
+def test_deterministic_across_workers(ours_only, corpora, name):
     """``workers=2`` (two 1 MB chunks counted in two processes) writes the same bytes as
     ``workers=1``, and counts the words in the same first-occurrence order."""
     corpus, options, _ = MAIN_CONFIGS[name]
     assert corpora[corpus].stat().st_size > 1 << 20
     two = toktools.train_wordpiece([str(corpora[corpus])], options["vocab_size"], workers=2, **our_options(options))
-    assert dumps_vocab_txt(two.vocab) == train_both(name, corpus, **options).ours
+    assert dumps_vocab_txt(two.vocab) == ours_only(name)
 
 
 def test_word_count_order_is_independent_of_workers(corpora):
@@ -448,7 +467,7 @@ _SEED_SCRIPT = textwrap.dedent("""
 @pytest.mark.parametrize(
     "seeds", [pytest.param(("4242",), id="one"), pytest.param(("1", "4242"), id="two", marks=pytest.mark.full)]
 )
-def test_deterministic_across_hash_seeds(train_both, corpora, seeds):
+def test_deterministic_across_hash_seeds(ours_only, corpora, seeds):
     """Interpreters with another ``PYTHONHASHSEED`` than this process (string hashes, set and
     dict-of-set orders change; two of them under ``-m full``) write the same ``vocab.txt`` as this
     process, for the BPE trainer (English, 8K) and the likelihood trainer (small corpus, 2K)."""
@@ -465,8 +484,7 @@ def test_deterministic_across_hash_seeds(train_both, corpora, seeds):
         assert done.returncode == 0, done.stderr
         outputs.append(json.loads(done.stdout))
     assert all(output == outputs[0] for output in outputs)
-    corpus, options, _ = MAIN_CONFIGS["en-8k"]
-    assert outputs[0][0] == train_both("en-8k", corpus, **options).ours
+    assert outputs[0][0] == ours_only("en-8k")
     here = toktools.train_wordpiece([str(corpora["small"])], 2000, workers=1, algorithm="likelihood")
     assert outputs[0][1] == dumps_vocab_txt(here.vocab)
 
