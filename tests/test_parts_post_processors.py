@@ -36,7 +36,7 @@ def _gpt2(add_prefix_space: bool = True) -> Tokenizer:
 #: Bytes of each shared corpus the checks read: a sample by default (post-processing is about the
 #: special tokens, type ids and offsets around the model's tokens, which every line exercises),
 #: the parts suite's full 30 KB per corpus under -m full.
-SIZES = [10_000, pytest.param(30_000, marks=pytest.mark.full)]
+SIZES = [5_000, pytest.param(30_000, marks=pytest.mark.full)]
 
 
 def _check_without_specials_and_truncated(hf: Tokenizer, ours: OurTokenizer) -> None:
@@ -68,7 +68,7 @@ def test_bert_processing(size):
     # ~9 s each at full size since truncation compares every overflowing window of a pair (their
     # number multiplies): one combination on a sample by default, all four whole under -m full
     [
-        (True, True, 10_000),
+        (True, True, 5_000),
         *(
             pytest.param(*c, 30_000, marks=pytest.mark.full)
             for c in [(True, True), (True, False), (False, True), (False, False)]
