@@ -160,7 +160,7 @@ def test_the_time_budget_adds_more_in_the_share_of_the_run_the_checker_may_take(
     verifier.check(items[:half], ids[:half], total // 2)
     first = verifier.sample.sent_bytes
     assert first < MIN_SAMPLE_BYTES  # half the places, and no speed known yet
-    now[0] = (0.2 + 0.1) / TIME_SHARE  # 3.75 s
+    now[0] = (0.2 + 0.1) / TIME_SHARE  # the run's CPU at which the budget allows 0.3 s of checking
     verifier.check(items[half:], ids[half:], total)
     verifier.sync()
     # one piece per document of the batch (six): the budget binds, not the minimum
