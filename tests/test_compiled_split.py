@@ -12,7 +12,7 @@ from real_shapes import _documents, chinese_lines, english_lines
 from test_lazy_encodings import SPECIALS, _load, _theirs, assert_same, fuzz, held_out
 
 from toktools.encoding import LazyEncoding
-from toktools.engines import lazy_encodings
+from toktools.engines import batch_parts, lazy_encodings
 from toktools.engines.ids_words import ByteLevelWords
 from toktools.models.bpe import compiled_split
 
@@ -82,7 +82,7 @@ def test_batches_with_and_without_it_match_tokenizers(compiled: bool, monkeypatc
     corpus (astral characters included: the compiled split takes them, the re split sends a few
     texts the reference way)."""
     monkeypatch.setattr(lazy_encodings, "COLD_MIN_CHARS", 0)
-    monkeypatch.setattr(lazy_encodings, "OVERLAP_MIN_CHARS", 50_000)
+    monkeypatch.setattr(batch_parts, "OVERLAP_MIN_CHARS", 50_000)
     if not compiled:  # as where its machine code is not kept: the re split, a compile started
         started = []
         monkeypatch.setattr(compiled_split, "kept", lambda: False)

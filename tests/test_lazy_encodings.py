@@ -15,7 +15,7 @@ import tokenizers
 from conftest import read_corpus_sample, ref_vocab_dir
 
 from toktools.encoding import ENCODING_FIELDS, Encoding, LazyEncoding
-from toktools.engines import lazy_encodings
+from toktools.engines import batch_parts, lazy_encodings
 from toktools.engines.gigatoken_probe import adversarial_texts
 from toktools.engines.ids_words import ByteLevelBPE
 from toktools.formats import load
@@ -45,7 +45,7 @@ def every_batch_lazy(monkeypatch) -> None:
     """Small test batches take the lazy path too, merged in several parts (threads)."""
     monkeypatch.setattr(lazy_encodings, "COLD_MIN_CHARS", 0)
     monkeypatch.setattr(lazy_encodings, "WARM_MIN_CHARS", 0)
-    monkeypatch.setattr(lazy_encodings, "OVERLAP_MIN_CHARS", 2_000)
+    monkeypatch.setattr(batch_parts, "OVERLAP_MIN_CHARS", 2_000)
 
 
 def held_out(size: int = 12_000) -> list[str]:

@@ -42,6 +42,7 @@ from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from toktools.encoding import Encoding, lazy_encoding_of_ids
+from toktools.engines.batch_parts import part_chunks
 from toktools.engines.ids_words import ASTRAL
 from toktools.runtime.gc_pause import gc_paused
 
@@ -54,10 +55,6 @@ if TYPE_CHECKING:
 COLD_MIN_CHARS = 250_000
 #: Once loaded, a batch of at least this many characters takes this path.
 WARM_MIN_CHARS = 2_000
-#: A batch is merged in up to this many parts of at least this many characters, each in a thread
-#: while this one prepares the next part or builds the previous part's encodings.
-OVERLAP_PARTS = 4
-OVERLAP_MIN_CHARS = 100_000
 #: Up to this many texts with characters outside the BMP take the reference path: compiling the
 #: split's full pattern for them (~0.05 s) would cost more.
 ASTRAL_REFERENCE_TEXTS = 32
@@ -186,9 +183,7 @@ class ByteLevelBatches:
             return out
         # in parts, each merged in a thread while this one splits the next part and builds the
         # previous part's encodings (the compiled merge runs without the GIL: a second core)
-        parts = max(1, min(OVERLAP_PARTS, sum(len(texts[i]) for i in plain) // OVERLAP_MIN_CHARS))
-        per_part = -(-len(plain) // parts)
-        chunks = [plain[start : start + per_part] for start in range(0, len(plain), per_part)]
+        chunks = part_chunks(texts, plain)
         batches = [_Batch(self, [texts[i] for i in chunk]) for chunk in chunks]
         token_of = self.token_of.__getitem__
         for chunk, batch in zip(chunks, batches):

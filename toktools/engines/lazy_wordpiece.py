@@ -36,6 +36,7 @@ from itertools import chain
 from typing import Any
 
 from toktools.encoding import Encoding, lazy_encoding_of_ids
+from toktools.engines.batch_parts import part_chunks
 
 #: distinct words kept per model before the cache starts again (a bound on memory)
 CACHE_WORDS = 1 << 19
@@ -174,13 +175,7 @@ class WordPieceBatches:
             return out
         # compiled: in parts, each part's kernel in a thread while this one normalises the next
         # part and builds the previous part's encodings (the kernel runs without the GIL)
-        from toktools.engines.lazy_encodings import OVERLAP_MIN_CHARS, OVERLAP_PARTS
-
-        parts = 1
-        if self.compiled is not None:
-            parts = max(1, min(OVERLAP_PARTS, sum(len(texts[i]) for i in plain) // OVERLAP_MIN_CHARS))
-        per_part = -(-len(plain) // parts)
-        chunks = [plain[start : start + per_part] for start in range(0, len(plain), per_part)]
+        chunks = part_chunks(texts, plain) if self.compiled is not None else [plain]
         batches = [_WordPieceBatch(self, [texts[i] for i in chunk]) for chunk in chunks]
         token_of = self.token_of.__getitem__
         for chunk, batch in zip(chunks, batches):
