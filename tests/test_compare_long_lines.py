@@ -104,7 +104,7 @@ def _uncuttable(tmp_path: Path):
 def test_long_lines_among_ordinary_ones_are_counted_as_the_aligned_pipeline_counted_them(
     tmp_path: Path, monkeypatch
 ) -> None:
-    """A 30 KB line (English with Chinese runs, a CRLF line end) and 3,500 Chinese characters
+    """A 14 KB line (English with Chinese runs, a CRLF line end) and 3,500 Chinese characters
     without a space (one piece for everyone) between ordinary lines, a blank one among them;
     lines over 3,000 characters are long here (the real segment is 1 Mi characters) and go
     6,000 characters of pieces at a time; a tokenizer that may not be cut counts each long
@@ -116,7 +116,7 @@ def test_long_lines_among_ordinary_ones_are_counted_as_the_aligned_pipeline_coun
     # dictionary for the token-by-token tally would cost more than the rest; the full tests use it
     monkeypatch.setattr(words, "_chinese_words", lambda: None)
     monkeypatch.setattr(han_segmenter, "segmenter", lambda: None)
-    line = real_shapes.single_line(tmp_path / "line.txt", 30_000).read_text(encoding="utf-8")
+    line = real_shapes.single_line(tmp_path / "line.txt", 14_000).read_text(encoding="utf-8")
     chinese = "".join(real_shapes.chinese_lines()[:100]).replace(" ", "").replace("\u3000", "")[:3_500]
     ordinary = real_shapes.english_lines()[:6] + real_shapes.chinese_lines()[:3]
     rows = [*ordinary[:4], line, "  ", *ordinary[4:], chinese, "short line"]
