@@ -256,10 +256,7 @@ class CheckerThread:
         return not self._answers.empty()
 
     def recv(self) -> Any:
-        answer = self._answers.get()
-        if answer is _GONE:
-            self._answers.put(_GONE)  # for any later call too
-            raise EOFError("the --verify checker has gone")
+        answer = _next_answer(self._answers, "the --verify checker has gone")
         self._unanswered -= 1
         return answer
 
@@ -275,6 +272,16 @@ class CheckerThread:
         if not self._closed:
             self._thread.join(timeout=KEEP_WORDS_WAIT)
         self._closed = True
+
+
+def _next_answer(answers: Any, gone: str) -> Any:
+    """The next answer of a checker (thread or process); :class:`EOFError` (``gone``) once it
+    has gone, for this call and every later one."""
+    answer = answers.get()
+    if answer is _GONE:
+        answers.put(_GONE)
+        raise EOFError(gone)
+    return answer
 
 
 def _carry(conn: Any, requests: Any, answers: Any) -> None:
@@ -339,11 +346,7 @@ class CheckerProcess:
         return not self._answers.empty()
 
     def recv(self) -> Any:
-        answer = self._answers.get()
-        if answer is _GONE:
-            self._answers.put(_GONE)  # for any later call too
-            raise EOFError("the --verify process has gone")
-        return answer
+        return _next_answer(self._answers, "the --verify process has gone")
 
     def close(self) -> None:
         """Stop the checker at once: every answer that matters has been read (or the run
