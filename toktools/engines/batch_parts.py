@@ -4,7 +4,11 @@ thread prepares the next part or builds the previous part's encodings."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
+from typing import Any
+
+from toktools.encoding import Encoding, lazy_encoding_of_ids
 
 #: At most this many parts, each of at least this many characters.
 OVERLAP_PARTS = 4
@@ -16,3 +20,18 @@ def part_chunks(texts: Sequence[str], plain: list[int]) -> list[list[int]]:
     parts = max(1, min(OVERLAP_PARTS, sum(len(texts[i]) for i in plain) // OVERLAP_MIN_CHARS))
     per_part = -(-len(plain) // parts)
     return [plain[start : start + per_part] for start in range(0, len(plain), per_part)]
+
+
+def part_encodings(
+    chunks: list[list[int]], batches: list[Any], token_of: Callable[[int], str], type_ids: Sequence[int]
+) -> Iterator[tuple[int, int, Any, Encoding]]:
+    """Each text's lazy encoding, part after part as each part's thread finishes:
+    ``(text index, index in its part, the part, the encoding)``. A part has ``finish()``, then
+    ``ids`` and ``bounds`` (text ``n``'s ids are ``ids[bounds[n]:bounds[n + 1]]``) and
+    ``offsets(n)``."""
+    for chunk, batch in zip(chunks, batches):
+        batch.finish()
+        ids, bounds = batch.ids, batch.bounds
+        for n, i in enumerate(chunk):
+            offsets = partial(batch.offsets, n)
+            yield i, n, batch, lazy_encoding_of_ids(ids[bounds[n] : bounds[n + 1]], token_of, offsets, type_ids[i])

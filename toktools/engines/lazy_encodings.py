@@ -41,8 +41,8 @@ from functools import partial
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
-from toktools.encoding import Encoding, lazy_encoding_of_ids
-from toktools.engines.batch_parts import part_chunks
+from toktools.encoding import Encoding
+from toktools.engines.batch_parts import part_chunks, part_encodings
 from toktools.engines.ids_words import ASTRAL
 from toktools.runtime.gc_pause import gc_paused
 
@@ -185,16 +185,9 @@ class ByteLevelBatches:
         # previous part's encodings (the compiled merge runs without the GIL: a second core)
         chunks = part_chunks(texts, plain)
         batches = [_Batch(self, [texts[i] for i in chunk]) for chunk in chunks]
-        token_of = self.token_of.__getitem__
-        for chunk, batch in zip(chunks, batches):
-            batch.finish()
-            ids, bounds = batch.ids, batch.bounds
-            for n, i in enumerate(chunk):
-                encoding = lazy_encoding_of_ids(
-                    ids[bounds[n] : bounds[n + 1]], token_of, partial(batch.offsets, n), type_ids[i]
-                )
-                encoding.__dict__["trimmed_offsets"] = partial(batch.trimmed_offsets, n)
-                out[i] = encoding
+        for i, n, batch, encoding in part_encodings(chunks, batches, self.token_of.__getitem__, type_ids):
+            encoding.__dict__["trimmed_offsets"] = partial(batch.trimmed_offsets, n)
+            out[i] = encoding
         return out
 
 

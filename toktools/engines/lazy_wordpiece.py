@@ -31,12 +31,11 @@ import re
 import sys
 import threading
 from collections.abc import Sequence
-from functools import partial
 from itertools import chain
 from typing import Any
 
-from toktools.encoding import Encoding, lazy_encoding_of_ids
-from toktools.engines.batch_parts import part_chunks
+from toktools.encoding import Encoding
+from toktools.engines.batch_parts import part_chunks, part_encodings
 
 #: distinct words kept per model before the cache starts again (a bound on memory)
 CACHE_WORDS = 1 << 19
@@ -177,14 +176,8 @@ class WordPieceBatches:
         # part and builds the previous part's encodings (the kernel runs without the GIL)
         chunks = part_chunks(texts, plain) if self.compiled is not None else [plain]
         batches = [_WordPieceBatch(self, [texts[i] for i in chunk]) for chunk in chunks]
-        token_of = self.token_of.__getitem__
-        for chunk, batch in zip(chunks, batches):
-            batch.finish()
-            ids, bounds = batch.ids, batch.bounds
-            for n, i in enumerate(chunk):
-                out[i] = lazy_encoding_of_ids(
-                    ids[bounds[n] : bounds[n + 1]], token_of, partial(batch.offsets, n), type_ids[i]
-                )
+        for i, _n, _batch, encoding in part_encodings(chunks, batches, self.token_of.__getitem__, type_ids):
+            out[i] = encoding
         return out
 
 
