@@ -37,6 +37,19 @@ def _run(points, classes, i, end, bit):
 
 
 @njit(inline="always")
+def _word_run(points, classes, i, end, mask):
+    """Where the run from ``i`` ends of the class ``mask`` names (letters, then numbers, then
+    "other", as the pattern tries them); ``-1`` for whitespace, which none of them takes."""
+    if mask & LETTER:
+        return _run(points, classes, i, end, LETTER)
+    if mask & NUMBER:
+        return _run(points, classes, i, end, NUMBER)
+    if mask == 0:
+        return _run(points, classes, i, end, 0)
+    return -1
+
+
+@njit(inline="always")
 def split_into(points, classes, text_ends, word_ends):
     """Every text's words: ``word_ends`` gets the end (index in ``points``) of each word, text
     after text (text ``t`` is ``points[text_ends[t - 1]:text_ends[t]]``); returns their number."""
@@ -59,22 +72,12 @@ def split_into(points, classes, text_ends, word_ends):
                 ):
                     j = i + 3
             if j == i and c == BLANK and i + 1 < end:  # ' ?' then a run: letters, numbers, other
-                after = classes[points[i + 1]]
-                if after & LETTER:
-                    j = _run(points, classes, i + 2, end, LETTER)
-                elif after & NUMBER:
-                    j = _run(points, classes, i + 2, end, NUMBER)
-                elif after == 0:
-                    j = _run(points, classes, i + 2, end, 0)
+                run = _word_run(points, classes, i + 2, end, classes[points[i + 1]])
+                if run >= 0:
+                    j = run
             if j == i:
-                mask = classes[c]
-                if mask & LETTER:
-                    j = _run(points, classes, i + 1, end, LETTER)
-                elif mask & NUMBER:
-                    j = _run(points, classes, i + 1, end, NUMBER)
-                elif mask == 0:
-                    j = _run(points, classes, i + 1, end, 0)
-                else:  # whitespace: \s+(?!\S) gives back the last one before a non-space, else \s+
+                j = _word_run(points, classes, i + 1, end, classes[c])
+                if j < 0:  # whitespace: \s+(?!\S) gives back the last one before a non-space, else \s+
                     j = _run(points, classes, i + 1, end, SPACE)
                     if j < end and j - 1 > i:
                         j -= 1
