@@ -22,6 +22,7 @@ empty ones dropped; same shard boundaries and resume positions; same ``--verify`
 from __future__ import annotations
 
 import codecs
+import io
 import lzma
 import zlib
 from collections.abc import Callable, Sequence
@@ -43,6 +44,8 @@ MIN_BLOCK_BYTES = 1 << 20
 VERIFY_CANDIDATES = 256
 #: a line longer than this is encoded in safe pieces (the rest of it is not held in memory)
 LONG_LINE_BYTES = 8 << 20
+#: a block of a plain file is read so that it ends after the last newline in its last this many bytes
+LINE_END_PROBE = 1 << 16
 
 
 def takes_blocks(engine: Any, document_mode: str) -> bool:
@@ -100,16 +103,16 @@ def _pool() -> Any:
     return _POOL[0]
 
 
-def _line_bounds(block: bytes) -> tuple[Any, Any, Any]:
+def _line_bounds(block: bytes) -> tuple[tuple[Any, Any, Any], int]:
     """Start and end (exclusive, before the ``\\n``) of every non-empty line of ``block``, and
-    its line number counted from the block's first line (0)."""
+    its line number counted from the block's first line (0); and the number of newlines."""
     import numpy as np
 
     newlines = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
     starts = np.concatenate(([0], newlines + 1))
     ends = np.concatenate((newlines, [len(block)]))
     keep = np.flatnonzero(ends > starts)
-    return starts[keep], ends[keep], keep
+    return (starts[keep], ends[keep], keep), len(newlines)
 
 
 class _Writing:
@@ -300,19 +303,40 @@ def block_bytes(total: int) -> int:
     return min(BLOCK_BYTES, max(MIN_BLOCK_BYTES, total // BLOCKS_WANTED))
 
 
-def _read(handle: Any, source: CorpusSource, size: int) -> bytes:
+def _read(handle: Any, source: CorpusSource, size: int, to_line_end: bool = False) -> bytes:
+    """The next ``size`` bytes; with ``to_line_end`` (a plain file on disk), fewer: up to the
+    last newline among them (see :func:`_read_to_line_end`)."""
     try:
+        if to_line_end:
+            return _read_to_line_end(handle, size)
         return handle.read(size)  # type: ignore[no-any-return]
     except (OSError, EOFError, lzma.LZMAError, zlib.error) as err:  # as the document reader says it
         reason = "the file ends too early" if isinstance(err, EOFError) else str(err)
         raise ToktoolsError(f"{source.path}: cannot decompress ({reason})") from None
 
 
-def _check_utf8(block: bytes, source: CorpusSource, first_line: int) -> None:
-    """Refuse a block that is not UTF-8 (one line: where, which byte)."""
-    from toktools.corpus.utf8_check import is_utf8
+def _read_to_line_end(handle: Any, size: int) -> bytes:
+    """At most ``size`` bytes from a seekable file, ending right after a newline where one lies
+    in their last :data:`LINE_END_PROBE` bytes (else ``size`` bytes, or up to the end of the
+    file). The loop cuts each block after its last newline and carries the rest over to the
+    next: a block read so that it already ends there is handed on as it is, where cutting it
+    would copy the block twice (``pending + block``, then ``data[:cut]``: ~0.1 s of a 100 MB run)."""
+    start = handle.tell()
+    if size > LINE_END_PROBE:
+        handle.seek(start + size - LINE_END_PROBE)
+        tail = handle.read(LINE_END_PROBE)
+        newline = tail.rfind(b"\n")
+        if len(tail) == LINE_END_PROBE and newline >= 0:
+            size -= LINE_END_PROBE - newline - 1
+        handle.seek(start)
+    return handle.read(size)  # type: ignore[no-any-return]
 
-    if is_utf8(block):  # no str built on mostly-ASCII text
+
+def _check_utf8(block: bytes, source: CorpusSource, first_line: int, scan: Any) -> None:
+    """Refuse a block that is not UTF-8 (one line: where, which byte); ``scan``: its non-ASCII bytes."""
+    from toktools.corpus.utf8_check import is_utf8_scanned
+
+    if is_utf8_scanned(block, scan):  # no str built on mostly-ASCII text
         return
     try:
         block.decode("utf-8")
@@ -339,6 +363,7 @@ def _encode_source(
     handle = source.open()
     raw = getattr(handle, "fileobj", None) or getattr(handle, "_fp", None)
     size = block_bytes(total)
+    plain = isinstance(handle, io.BufferedReader) and not source.is_stdin and handle.seekable()
     offset, line = start.offset, start.line  # where ``pending`` starts in the stream
     pending = b""
     long_open = False  # a long line's head is already encoded (its pieces written)
@@ -353,7 +378,7 @@ def _encode_source(
             DocumentReader._skip(None, handle, source, offset)  # type: ignore[arg-type]
         eof = False
         while not eof:
-            block = _read(handle, source, size)
+            block = _read(handle, source, size, to_line_end=plain and not pending)
             eof = not block
             position = stream_position(handle, raw)
             bytes_done = done_before + min(position, source.size() or position) if position is not None else 0
@@ -402,7 +427,7 @@ def _encode_source(
                 if in_flight is not None:  # written while the engine encodes ``job``
                     _finish_block(in_flight, verifier, out)
                 in_flight = job
-                line += body.count(b"\n")
+                line += job.newlines
                 offset += len(body)
             if progress is not None:
                 progress(bytes_done, total, out.tokens_total + (out.writer.tokens if out.writer else 0))
@@ -468,6 +493,9 @@ class _Block:
     first_line: int
     bytes_done: int
     source: CorpusSource
+    scan: Any  # its non-ASCII bytes (toktools.corpus.utf8_check.non_ascii), read once for both checks
+    bounds: tuple[Any, Any, Any]  # its non-empty lines (_line_bounds)
+    newlines: int
     encoding: Any  # the engine's future: (every id as uint32, offsets of each line's ids)
 
 
@@ -476,12 +504,17 @@ def _start_block(
 ) -> _Block:
     """Hand ``block`` to the engine on its own thread (gigatoken encodes on its pool, without the
     GIL); a block holding a code point the engine routes elsewhere goes line by line through its
-    ``encode_packed`` (on the same thread: the engine is never called from two at once)."""
-    if engine.block_needs_routing(block):
+    ``encode_packed`` (on the same thread: the engine is never called from two at once). Its
+    lines and its non-ASCII bytes are read here, once, for the routing and the checks."""
+    from toktools.corpus.utf8_check import non_ascii
+
+    scan = non_ascii(block)
+    if engine.block_needs_routing(block, scan):
         encoding = _pool().submit(_routed_lines, engine, block)
     else:
         encoding = _pool().submit(engine.encode_block, block)
-    return _Block(block, index, offset, first_line, bytes_done, source, encoding)
+    bounds, newlines = _line_bounds(block)
+    return _Block(block, index, offset, first_line, bytes_done, source, scan, bounds, newlines, encoding)
 
 
 def _routed_lines(engine: Any, block: bytes) -> tuple[Any, Any]:
@@ -503,11 +536,10 @@ def _finish_block(job: _Block, verifier: Any, out: _Writing) -> None:
 
     block, index, source, first_line = job.block, job.index, job.source, job.first_line
     try:
-        _check_utf8(block, source, first_line)
-        bounds = _line_bounds(block)
+        _check_utf8(block, source, first_line, job.scan)
     finally:
         data, offsets = job.encoding.result()
-    starts, ends, lines = bounds
+    starts, ends, lines = job.bounds
     if len(offsets) - 1 != len(starts):
         raise ToktoolsError(f"{source.path}: the engine split {len(offsets) - 1} lines where there are {len(starts)}")
     # the --verify sample is taken from a few hundred documents spread over the block (the

@@ -10,25 +10,57 @@ A block that fails is decoded by the caller anyway, for the position of the erro
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 #: above this share of non-ASCII bytes, ``bytes.decode`` checks faster than the passes here
 DENSE_SHARE = 0.25
 
 
-def is_utf8(block: bytes) -> bool:
-    """True when ``block`` is well-formed UTF-8 (exactly when ``block.decode("utf-8")`` succeeds)."""
+@dataclass
+class NonAscii:
+    """Where a block's bytes from 0x80 up are (``where``) and which they are (``high``), read
+    once for the checks that look only at them (UTF-8 here; which lines an engine must route
+    elsewhere, :meth:`toktools.engines.gigatoken_engine.GigatokenEngine.block_needs_routing`).
+    Both are None where they are many (:data:`DENSE_SHARE`): then they would be as large as the
+    block, and ``bytes.decode`` checks it as fast."""
+
+    where: Any
+    high: Any
+
+
+def non_ascii(block: bytes) -> NonAscii | None:
+    """The non-ASCII bytes of ``block`` (None: it has none)."""
     if block.isascii():
-        return True
+        return None
     import numpy as np
 
     raw = np.frombuffer(block, dtype=np.uint8)
-    where = np.flatnonzero(raw >= 0x80)  # the non-ASCII bytes, in order
-    if where.size > DENSE_SHARE * len(block):
+    mask = raw >= 0x80
+    if np.count_nonzero(mask) > DENSE_SHARE * len(block):
+        return NonAscii(None, None)
+    where = np.flatnonzero(mask)  # the non-ASCII bytes, in order
+    return NonAscii(where, raw[where])
+
+
+def is_utf8(block: bytes) -> bool:
+    """True when ``block`` is well-formed UTF-8 (exactly when ``block.decode("utf-8")`` succeeds)."""
+    return is_utf8_scanned(block, non_ascii(block))
+
+
+def is_utf8_scanned(block: bytes, scan: NonAscii | None) -> bool:
+    """:func:`is_utf8`, given the block's :func:`non_ascii` (read once for other checks too)."""
+    if scan is None:
+        return True
+    if scan.where is None:
         try:
             block.decode("utf-8")
         except UnicodeDecodeError:
             return False
         return True
-    high = raw[where]
+    import numpy as np
+
+    where, high = scan.where, scan.high
     # each lead byte's length (0: a byte that cannot start a character); continuation bytes: 1
     length = np.zeros(256, dtype=np.int64)
     length[0x80:0xC0] = 1

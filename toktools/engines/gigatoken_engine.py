@@ -280,17 +280,29 @@ class GigatokenEngine(Engine):
             data, offsets = data[offsets[0] : offsets[-1]], offsets - offsets[0]
         return data, offsets
 
-    def block_needs_routing(self, block: bytes) -> bool:
+    def block_needs_routing(self, block: bytes, scan: Any = None) -> bool:
         """Whether some line of ``block`` (valid UTF-8) holds a code point gigatoken's tables do
         not share with ``tokenizers``'. Read on the bytes, without decoding: in valid UTF-8 a lead
         byte starts a character wherever it stands, and the excluded code points have only a few
-        lead bytes (0xE0, 0xEA, 0xF0 for gigatoken 0.10). ``bytes.find`` of one byte runs at
-        memory speed, so a block without those bytes (most text) costs a few milliseconds; where
-        they occur, each character they start is decoded with NumPy and looked up in the table."""
+        lead bytes (0xE0, 0xEA, 0xF0 for gigatoken 0.10). ``scan``: the block's non-ASCII bytes
+        and where they are (:func:`toktools.corpus.utf8_check.non_ascii`, read once per block
+        for the UTF-8 check too), in which the lead bytes are found at once; without it,
+        ``bytes.find`` of each lead byte runs at memory speed, so a block without those bytes
+        (most text) costs a few milliseconds. Each character they start is decoded with NumPy
+        and looked up in the table."""
         if self._excluded_table is None or block.isascii():
             return False
+        where = getattr(scan, "where", None)
         for lead, width in self._leads():
-            if block.find(lead) >= 0 and self._holds_excluded(block, lead[0], width):
+            if where is not None:
+                at = where[scan.high == lead[0]]
+            elif block.find(lead) >= 0:
+                import numpy as np
+
+                at = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == lead[0])
+            else:
+                continue
+            if self._holds_excluded(block, at, lead[0], width):
                 return True
         return False
 
@@ -304,16 +316,15 @@ class GigatokenEngine(Engine):
             self._lead_bytes = [(bytes([b]), 2 if b < 0xE0 else 3 if b < 0xF0 else 4) for b in sorted(firsts)]
         return self._lead_bytes  # type: ignore[no-any-return]
 
-    def _holds_excluded(self, block: bytes, lead: int, width: int) -> bool:
-        """Whether a character of ``width`` bytes starting with byte ``lead`` is excluded (all
-        of them decoded at once; bytes past the end read as 0x80, which decodes to no table hit
-        that a complete character would not give)."""
+    def _holds_excluded(self, block: bytes, at: Any, lead: int, width: int) -> bool:
+        """Whether a character of ``width`` bytes starting with byte ``lead`` (at the positions
+        ``at``) is excluded (all of them decoded at once; bytes past the end read as 0x80, which
+        decodes to no table hit that a complete character would not give)."""
         import numpy as np
 
-        raw = np.frombuffer(block, dtype=np.uint8)
-        at = np.flatnonzero(raw == lead)
         if not at.size:
             return False
+        raw = np.frombuffer(block, dtype=np.uint8)
         point: Any = np.full(at.size, lead & (0xFF >> (width + 1)), dtype=np.uint32)
         for k in range(1, width):
             following = np.where(at + k < len(raw), raw[np.minimum(at + k, len(raw) - 1)], 0x80)

@@ -101,6 +101,6 @@ class SentencePieceEngine(Engine):
         np.cumsum(counts, out=offsets[1:])
         return data, offsets
 
-    def block_needs_routing(self, block: bytes) -> bool:
+    def block_needs_routing(self, block: bytes, scan: Any = None) -> bool:
         """No line goes elsewhere: sentencepiece encodes every line."""
         return False
