@@ -207,7 +207,7 @@ class _Writing:
             out = data
         else:
             ends = np.cumsum(lengths)
-            out = np.empty(int(ends[-1]), dtype=np.uint32)
+            out = np.empty(int(ends[-1]), dtype=self.writer.dtype)  # every id fits (the dtype is chosen so)
             is_id = np.ones(len(out), dtype=bool)
             if self.bos_id is not None:
                 starts = ends - lengths
@@ -217,7 +217,7 @@ class _Writing:
                 is_id[ends - 1] = False
                 out[ends - 1] = self.eos_id
             out[is_id] = data
-        self.writer.write_uint32(np.ascontiguousarray(out, dtype=np.uint32).tobytes())
+        self.writer.write_ids(out)
         self.writer.add_documents(np.ascontiguousarray(lengths, dtype=np.int64).tobytes())
 
     def piece(self, ids: Any) -> None:

@@ -112,12 +112,12 @@ class _AtomicFile:
         self.bytes = 0
         self.digest: Any = hashlib.sha256()  # None once the file was patched: hashed on close
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes | memoryview) -> None:
         try:
             self.out.write(data)
         except OSError as err:
             raise ToktoolsError(_write_error(self.target, err)) from None
-        self.bytes += len(data)
+        self.bytes += memoryview(data).nbytes
         if self.digest is not None:
             self.digest.update(data)
 
@@ -231,6 +231,18 @@ class DocumentWriter:
             if self._queued >= 1 << 20:
                 self.flush()
 
+    def write_ids(self, ids: Any) -> None:
+        """:meth:`write_uint32` for a NumPy array of ids (the block path's arrays): converted to
+        the dtype in one pass and written from the array itself, with no ``bytes`` copy of it
+        (each copy of a 100 MB run's ids costs ~10 ms). No document is counted."""
+        if not len(ids):
+            return
+        if sys.byteorder != "little":
+            self.write_uint32(ids.astype("=u4").tobytes())
+            return
+        self.flush()  # what is queued goes first
+        self.data.write(memoryview(ids.astype(_NPY_DESCR[self.dtype], copy=False)).cast("B"))
+
     def add_document(self, length: int) -> None:
         """Count a document of ``length`` ids written with :meth:`write_uint32` (none: dropped)."""
         if length:
@@ -304,6 +316,10 @@ class DocumentWriter:
         count = len(self.lengths)
         out.write(MEGATRON_HEADER + struct.pack("<Q", 1) + struct.pack("<B", MEGATRON_DTYPE_CODES[self.dtype]))
         out.write(struct.pack("<Q", count) + struct.pack("<Q", count + 1))
+        numpy = sys.modules.get("numpy")  # loaded by the block paths: the same bytes, ~20x faster
+        if numpy is not None and sys.byteorder == "little":
+            self._write_megatron_arrays(out, numpy)
+            return
         step = 1 << 20  # write in slices: flat memory for any number of documents
         for start in range(0, count, step):
             if max(self.lengths[start : start + step], default=0) > 0x7FFFFFFF:
@@ -318,6 +334,25 @@ class DocumentWriter:
             out.write(_little(pointers))
         for start in range(0, count + 1, step):
             out.write(_little(array("q", range(start, min(start + step, count + 1)))))
+
+    def _write_megatron_arrays(self, out: _AtomicFile, np: Any) -> None:
+        """The index's three arrays as :meth:`_write_megatron_index` writes them, with NumPy."""
+        count = len(self.lengths)
+        lengths = np.frombuffer(self.lengths, dtype=np.int64) if count else np.zeros(0, dtype=np.int64)
+        step = 1 << 20  # in slices: flat memory for any number of documents
+        if count and int(lengths.max()) > 0x7FFFFFFF:
+            raise ToktoolsError("a document longer than 2**31 tokens does not fit Megatron's int32 lengths")
+        for start in range(0, count, step):
+            out.write(memoryview(lengths[start : start + step].astype("<i4")).cast("B"))
+        pointer = 0
+        for start in range(0, count, step):
+            sizes = lengths[start : start + step] * self.itemsize
+            pointers = np.cumsum(sizes) - sizes + pointer  # running sums from ``pointer``
+            pointer = int(pointers[-1] + sizes[-1])
+            out.write(memoryview(pointers.astype("<i8", copy=False)).cast("B"))
+        for start in range(0, count + 1, step):
+            out.write(memoryview(np.arange(start, min(start + step, count + 1), dtype="<i8")).cast("B"))
+        del lengths  # the view is released before the array may grow again
 
     def _write_offsets(self, out: _AtomicFile) -> None:
         count = len(self.lengths)
