@@ -311,9 +311,17 @@ class GigatokenEngine(Engine):
         if not hasattr(self, "_lead_bytes"):
             import numpy as np
 
-            points = np.flatnonzero(self._excluded_table).tolist()
-            firsts = {chr(c).encode("utf-8", "surrogatepass")[0] for c in points if not 0xD800 <= c < 0xE000}
-            self._lead_bytes = [(bytes([b]), 2 if b < 0xE0 else 3 if b < 0xF0 else 4) for b in sorted(firsts)]
+            points = np.flatnonzero(self._excluded_table)
+            points = points[(points < 0xD800) | (points >= 0xE000)]
+            # UTF-8's first byte of each (as chr(c).encode()[0], for thousands of points at once)
+            firsts = np.select(
+                [points < 0x80, points < 0x800, points < 0x10000],
+                [points, 0xC0 | (points >> 6), 0xE0 | (points >> 12)],
+                0xF0 | (points >> 18),
+            )
+            self._lead_bytes = [
+                (bytes([b]), 2 if b < 0xE0 else 3 if b < 0xF0 else 4) for b in np.unique(firsts).tolist()
+            ]
         return self._lead_bytes  # type: ignore[no-any-return]
 
     def _holds_excluded(self, block: bytes, at: Any, lead: int, width: int) -> bool:

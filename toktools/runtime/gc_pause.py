@@ -35,11 +35,17 @@ def gc_paused() -> Iterator[None]:
     try:
         yield
     finally:
-        if gc.get_count()[0] >= PROMOTE_MIN_OBJECTS and gc.get_freeze_count() == 0:
-            gc.freeze()
-            gc.unfreeze()
-            _promoted()
+        promote_young()
         gc.enable()
+
+
+def promote_young() -> None:
+    """With the collector off: when many objects were made since its last pass, move them to
+    the oldest generation without a pass (see :func:`gc_paused`)."""
+    if gc.get_count()[0] >= PROMOTE_MIN_OBJECTS and gc.get_freeze_count() == 0:
+        gc.freeze()
+        gc.unfreeze()
+        _promoted()
 
 
 def _promoted() -> None:
