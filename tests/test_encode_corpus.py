@@ -624,3 +624,44 @@ def test_the_options_object_holds_every_keyword_of_encode_corpus_with_its_defaul
     assert list(keywords) == list(fields) and keywords == fields
     with pytest.raises(dataclasses.FrozenInstanceError):
         EncodeOptions().workers = 2  # type: ignore[misc]
+
+
+def test_shards_are_recorded_only_once_on_disk_and_a_failed_sync_stops_the_run(
+    tmp_path: Path, corpus: Path, bpe, monkeypatch
+) -> None:
+    """Finished shards are synced and renamed on the committer's thread while the next is
+    encoded: each manifest written lists only shards already in place, and a shard whose sync
+    fails stops the run with its error, leaving no temporary and no later shard recorded."""
+    from toktools.corpus import shards as corpus_shards
+
+    real_write = corpus_shards.write_manifest
+    seen: list[int] = []
+
+    def checked_write(path: Path, manifest: dict) -> None:
+        for shard in manifest["shards"]:
+            for entry in shard["files"].values():
+                assert (path.parent / entry["name"]).stat().st_size == entry["bytes"]
+        seen.append(len(manifest["shards"]))
+        real_write(path, manifest)
+
+    monkeypatch.setattr(corpus_shards, "write_manifest", checked_write)
+    result = encode_corpus([corpus], bpe, tmp_path / "ok", engine="tokenizers", shard_tokens=6000)
+    assert result.shards_written >= 3 and seen == [*range(1, result.shards_written + 1), result.shards_written]
+
+    real_sync = corpus_writers._AtomicFile.sync_and_close
+    synced: list[str] = []
+
+    def failing_sync(self) -> None:
+        synced.append(self.target.name)
+        if self.target.name.startswith("bad-00002"):
+            raise ToktoolsError(f"cannot write {self.target}: Input/output error")
+        real_sync(self)
+
+    monkeypatch.setattr(corpus_writers._AtomicFile, "sync_and_close", failing_sync)
+    with pytest.raises(ToktoolsError, match="bad-00002.*Input/output error"):
+        encode_corpus([corpus], bpe, tmp_path / "bad", engine="tokenizers", shard_tokens=6000)
+    manifest = json.loads((tmp_path / "bad-manifest.json").read_text())
+    assert not manifest["complete"] and len(manifest["shards"]) == 2
+    on_disk = {p.name for p in tmp_path.iterdir() if p.name.startswith("bad")}
+    assert on_disk == {"bad-manifest.json", "bad-00000.bin", "bad-00000.idx", "bad-00001.bin", "bad-00001.idx"}
+    assert not any(name.startswith("bad-00003") for name in synced)  # nothing after the failure

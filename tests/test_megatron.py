@@ -157,3 +157,33 @@ def test_megatron_core_reads_the_output(tmp_path: Path, tokenizer) -> None:
         assert len(dataset.document_indices) == len(dataset) + 1
         read.extend(dataset[i].tolist() for i in range(len(dataset)))
     assert read == docs
+
+
+@pytest.mark.parametrize("dtype", ["uint16", "int32"])
+def test_the_index_is_the_same_with_and_without_numpy(tmp_path: Path, monkeypatch, dtype: str) -> None:
+    """The index's arrays are written with NumPy where it is loaded (the block paths), else
+    with ``array``: the same bytes, those of the published layout."""
+    from toktools.corpus.writers import DocumentWriter
+
+    rng = __import__("random").Random(5)
+    lengths = [rng.randint(1, 300) for _ in range(2_000)]
+    written = {}
+    for hidden in (False, True):
+        if hidden:
+            monkeypatch.setitem(sys.modules, "numpy", None)  # as where nothing loaded it
+        writer = DocumentWriter("megatron", tmp_path / f"{dtype}-{hidden}", dtype)
+        for n in lengths:
+            writer.write([n % 1000] * n)
+            writer.end_document()
+        writer.finish()
+        written[hidden] = (tmp_path / f"{dtype}-{hidden}.idx").read_bytes()
+    size = 2 if dtype == "uint16" else 4
+    count = len(lengths)
+    expected = (
+        b"MMIDIDX\x00\x00"
+        + struct.pack("<QBQQ", 1, 8 if dtype == "uint16" else 4, count, count + 1)
+        + struct.pack(f"<{count}i", *lengths)
+        + struct.pack(f"<{count}q", *[size * sum(lengths[:i]) for i in range(count)])
+        + struct.pack(f"<{count + 1}q", *range(count + 1))
+    )
+    assert written[False] == written[True] == expected

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,7 @@ from toktools.corpus.options import (
 )
 from toktools.corpus.prepared_tokenizer import load_corpus_tokenizer
 from toktools.corpus.verify import Verifier, start_checker
-from toktools.corpus.writers import DocumentWriter, ShardInfo, output_files
+from toktools.corpus.writers import Committer, DocumentWriter, ShardInfo, output_files
 from toktools.engines.base import PackedIds
 
 
@@ -112,6 +113,7 @@ def encode_shards(
     started = time.perf_counter()
     collector = CollectorPause()  # until the engine is built
     checker = None
+    committer: Committer | None = None
     preloaded: Callable[[], None] = _nothing
     copies = ExitStack()  # of the inputs that can be read only once: hashed first, then encoded
     fmt, engine, force = options.format, options.engine, options.force
@@ -161,6 +163,8 @@ def encode_shards(
             shards, start = resume_local(manifest_file, fingerprint, settings, inputs_json, base, fmt, suffix)
 
         manifest = new_manifest(fingerprint, written_as.vocab_size, settings, inputs_json, shards)
+        if manifest_file is not None:  # shards synced and put in place while the next is encoded
+            committer = Committer()
         kept = len(shards)
         if shards and start.source >= len(sources) and is_complete(manifest_file):
             return _result(manifest, base, suffix, fmt, manifest_file, 0, kept, sources, started, 0, "none")
@@ -208,13 +212,16 @@ def encode_shards(
 
         def new_writer() -> DocumentWriter:
             target = shard_base(base, len(shards)) if manifest_file is not None else base
-            return DocumentWriter(fmt, target, written_as.dtype, suffix)
+            return DocumentWriter(fmt, target, written_as.dtype, suffix, committer=committer)
 
         def finish_shard(info: ShardInfo, end: Position | None) -> None:
             nonlocal written
             written += 1
             shards.append(shard_entry(len(shards), info, chosen.name, next=end.as_json() if end is not None else None))
-            if manifest_file is not None:
+            if manifest_file is not None and committer is not None:
+                # recorded once the shard is on disk: queued after it, with the shards up to it
+                committer.submit(partial(write_manifest, manifest_file, {**manifest, "shards": list(shards)}))
+            elif manifest_file is not None:
                 write_manifest(manifest_file, manifest)
 
         from toktools.corpus.line_blocks import encode_line_blocks, takes_blocks
@@ -258,6 +265,8 @@ def encode_shards(
         finally:
             chosen.close()
             verifier.close()
+        if committer is not None:
+            committer.close()  # every shard on disk and recorded before the run is complete
         tally.warn()
         complete(manifest)
         if manifest_file is not None:
@@ -285,6 +294,8 @@ def encode_shards(
     finally:
         preloaded()
         collector.resume()
+        if committer is not None:  # the shards finished before a failure stay written and recorded
+            committer.close(check=False)
         if checker is not None:
             checker.close()
         copies.close()

@@ -30,7 +30,7 @@ import os
 import struct
 import sys
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, repeat
 from operator import mul
@@ -130,15 +130,29 @@ class _AtomicFile:
 
     def close_and_hash(self) -> str:
         """Flush to disk and return the sha256 of the whole file."""
+        self.sync_and_close()
+        if self.digest is not None:
+            return self.digest.hexdigest()  # type: ignore[no-any-return]
+        return file_sha256(Path(self.temporary))
+
+    def flush_and_hash(self) -> str:
+        """Hand what is buffered to the system and return the sha256 of what was written (hashed
+        as it was written: only for a file never patched); :meth:`sync_and_close` later."""
+        assert self.digest is not None
+        try:
+            self.out.flush()
+        except OSError as err:
+            raise ToktoolsError(_write_error(self.target, err)) from None
+        return self.digest.hexdigest()  # type: ignore[no-any-return]
+
+    def sync_and_close(self) -> None:
+        """Flush to disk (fsync) and close."""
         try:
             self.out.flush()
             os.fsync(self.out.fileno())
             self.out.close()
         except OSError as err:
             raise ToktoolsError(_write_error(self.target, err)) from None
-        if self.digest is not None:
-            return self.digest.hexdigest()  # type: ignore[no-any-return]
-        return file_sha256(Path(self.temporary))
 
     def commit(self) -> None:
         from toktools.io.outputs import publish, unregister_temporary  # not formats: it would load the whole reference
@@ -172,6 +186,63 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+class Committer:
+    """Finished outputs synced to disk (fsync) and renamed into place on a thread of its own,
+    while the run encodes and writes the next ones: jobs run one at a time, in the order
+    queued, so a job queued after an output's (the manifest that records it) runs only once
+    that output is durable. The first job that fails stops the rest (each one's ``on_failure``
+    runs instead: its temporaries are removed); :meth:`check` and :meth:`close` raise its error
+    in the caller's thread."""
+
+    def __init__(self) -> None:
+        import queue
+
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], None], Callable[[], None] | None] | None] = queue.SimpleQueue()
+        self._thread: Any = None
+        self._error: BaseException | None = None
+
+    def submit(self, job: Callable[[], None], on_failure: Callable[[], None] | None = None) -> None:
+        self.check()
+        if self._thread is None:
+            import threading
+
+            self._thread = threading.Thread(target=self._run, name="toktools-commit", daemon=True)
+            self._thread.start()
+        self._jobs.put((job, on_failure))
+
+    def _run(self) -> None:
+        while True:
+            item = self._jobs.get()
+            if item is None:
+                return
+            job, on_failure = item
+            if self._error is None:
+                try:
+                    job()
+                    continue
+                except BaseException as err:  # noqa: BLE001 - raised again in the caller's thread
+                    self._error = err
+            if on_failure is not None:
+                try:
+                    on_failure()
+                except BaseException:  # noqa: BLE001, S110 - the first error is the one reported
+                    pass
+
+    def check(self) -> None:
+        """Raise the error of a job that failed."""
+        if self._error is not None:
+            raise self._error
+
+    def close(self, *, check: bool = True) -> None:
+        """Wait for every job queued (then raise the first error, with ``check``)."""
+        if self._thread is not None:
+            self._jobs.put(None)
+            self._thread.join()
+            self._thread = None
+        if check:
+            self.check()
+
+
 @dataclass
 class ShardInfo:
     """What the manifest says about one finished output: counts and each file's checksum."""
@@ -188,7 +259,9 @@ class DocumentWriter:
     no token is dropped); ``finish()`` writes the index, renames everything into place and
     returns the counts and checksums. ``discard()`` leaves nothing behind."""
 
-    def __init__(self, fmt: str, base: Path, dtype: str, suffix: str | None = None) -> None:
+    def __init__(
+        self, fmt: str, base: Path, dtype: str, suffix: str | None = None, committer: Committer | None = None
+    ) -> None:
         if fmt not in FORMATS:
             raise ToktoolsError(f"unknown corpus format {fmt!r}; choose one of {', '.join(FORMATS)}")
         self.fmt = fmt
@@ -202,6 +275,8 @@ class DocumentWriter:
         self._queue: list[Sequence[int] | bytes] = []  # id lists, or data already converted (bytes)
         self._queued = 0
         self._files: list[_AtomicFile] = []
+        #: where a finished output's files are synced and put in place (None: in ``finish``)
+        self.committer = committer
         self.data = self._open(self.paths["bin" if fmt == "megatron" else "data"])
         if fmt == "npy":
             self.data.write(npy_header(_NPY_DESCR[dtype], 0))
@@ -281,22 +356,25 @@ class DocumentWriter:
         return len(self.lengths)
 
     def finish(self) -> ShardInfo:
+        """Write the index and return the counts and checksums. The files are synced to disk
+        and renamed into place here, or, with a :class:`Committer`, on its thread (in order:
+        the caller records the output as written only in a job queued after this one)."""
         try:
             self.end_document()
             self.flush()
-            hashes = {}
             if self.fmt == "megatron":
                 index = self._open(self.paths["idx"])
                 self._write_megatron_index(index)
-                hashes["idx"] = index.close_and_hash()
-                hashes["bin"] = self.data.close_and_hash()
+                order = [("idx", index), ("bin", self.data)]
             else:
                 if self.fmt == "npy":
                     self.data.patch_start(npy_header(_NPY_DESCR[self.dtype], self.tokens))
                 offsets = self._open(self.paths["offsets"])
                 self._write_offsets(offsets)
-                hashes["offsets"] = offsets.close_and_hash()
-                hashes["data"] = self.data.close_and_hash()
+                order = [("offsets", offsets), ("data", self.data)]
+            # later: only when every file was hashed as written (a patched one is read again once closed)
+            later = self.committer is not None and all(handle.digest is not None for _, handle in order)
+            hashes = {role: handle.flush_and_hash() if later else handle.close_and_hash() for role, handle in order}
             files = {}
             for role in self.paths:
                 handle = next(f for f in self._files if f.target == self.paths[role])
@@ -305,12 +383,24 @@ class DocumentWriter:
                     "bytes": os.path.getsize(handle.temporary),
                     "sha256": hashes[role],
                 }
-            for handle in self._files:  # data first, index last: an index never points at nothing
-                handle.commit()
+            if later:
+                assert self.committer is not None
+                self.committer.submit(self._sync_and_publish, self.discard)
+            else:
+                self._publish()
         except BaseException:
             self.discard()
             raise
         return ShardInfo(self.documents, self.tokens, files)
+
+    def _sync_and_publish(self) -> None:
+        for handle in self._files:
+            handle.sync_and_close()
+        self._publish()
+
+    def _publish(self) -> None:
+        for handle in self._files:  # data first, index last: an index never points at nothing
+            handle.commit()
 
     def _write_megatron_index(self, out: _AtomicFile) -> None:
         count = len(self.lengths)
