@@ -185,9 +185,11 @@ shutil.rmtree(out)
 parts = {{'waiting on the engine thread (gigatoken encodes there)': ('acquire',),
           'engine encode in this thread': ('encode_batch', 'encode_to_tiktoken_buffer', 'encode_ordinary'),
           'tokenizer load (engine build)': ('load_hf_json', 'from_json', 'Encoding', 'marshal'),
-          'UTF-8 check and line bounds': ('decode', 'flatnonzero', '_line_bounds', 'isascii'),
+          'UTF-8 check and line bounds': ('decode', 'flatnonzero', '_line_bounds', 'isascii', 'non_ascii',
+                                          'count_nonzero', 'is_utf8'),
           'routing check': ('_routed', 'search', 'block_needs_routing'),
-          'write (ids, index, sha256, fsync)': ('write', 'tobytes', 'uint32_to_dtype', '_write_megatron_index', 'fsync', 'update', 'astype'),
+          'write (ids, index, sha256, fsync)': ('write', 'tobytes', 'uint32_to_dtype', '_write_megatron_index', 'fsync', 'update', 'astype',
+                                                '_write_megatron_arrays', 'flush_and_hash', 'cumsum'),
           'read input': ("method 'read' of",)}}
 totals = dict.fromkeys(parts, 0.0)
 stats = pstats.Stats(profile).stats
