@@ -386,6 +386,25 @@ def start_checker(
     return CheckerProcess(document, build or partial(_build_reference, fingerprint=fingerprint))
 
 
+class _Texts(Sequence[str]):
+    """The texts of a batch's items, each read when the sample first looks at it: the sample
+    looks at a few places, and the block path's items decode their document on access (all of
+    a block's candidates decoded each time were ~5 MB per 5 MB of long documents)."""
+
+    def __init__(self, batch: Sequence[Any]) -> None:
+        self.batch = batch
+        self._read: dict[int, str] = {}
+
+    def __len__(self) -> int:
+        return len(self.batch)
+
+    def __getitem__(self, index: int) -> str:  # type: ignore[override]
+        text = self._read.get(index)
+        if text is None:
+            text = self._read[index] = self.batch[index].text
+        return text
+
+
 class Verifier:
     """Has the checker re-encode a sample of what the engine encoded (no checker for the
     reference engine itself or ``count=0``) and compares, stopping at the first difference.
@@ -461,7 +480,7 @@ class Verifier:
         if not self.active:
             return
         self._collect(block=False)
-        pieces = self.sample.pieces([item.text for item in batch], bytes_done, self._budget_bytes())
+        pieces = self.sample.pieces(_Texts(batch), bytes_done, self._budget_bytes())
         if not pieces:
             return
         self.start()
