@@ -811,6 +811,31 @@ def test_ids_tokenizers_refuses_are_refused(trained: Path, tmp_path: Path, bad_i
         toktools.load(path)
 
 
+@pytest.mark.parametrize("kind", ["lists", "strings"])
+@pytest.mark.parametrize("bad_merge", [["a", "b", "c"], ["a"], "ab", "a b c", 7, ["a", 1], None])
+def test_merges_tokenizers_refuses_are_refused_naming_the_merge(
+    trained: Path, tmp_path: Path, kind: str, bad_merge: object
+) -> None:
+    """One bad entry among the good merges (each kind of list): ``tokenizers`` refuses the file,
+    and so does toktools, naming the entry, though the list is checked in bulk first."""
+    from tokenizers import Tokenizer
+
+    from toktools.errors import ToktoolsError
+
+    document = json.loads((trained / "bpe" / "tokenizer.json").read_text(encoding="utf-8"))
+    merges = [list(m) if isinstance(m, list) else m.split(" ") for m in document["model"]["merges"]]
+    merges = merges if kind == "lists" else [" ".join(m) for m in merges]
+    assert len(merges) > 40
+    merges.insert(2, bad_merge)
+    document["model"]["merges"] = merges
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    with pytest.raises(Exception):
+        Tokenizer.from_file(str(path))
+    with pytest.raises(ToktoolsError, match="merge 3 is not a pair of tokens"):
+        toktools.load(path)
+
+
 def test_sparse_huge_ids_cost_nothing_and_do_not_depend_on_workers(trained: Path, tmp_path: Path) -> None:
     """The largest id ``tokenizers`` accepts (2**32 - 1): loads, and encoding 4,000 lines in one
     or two processes gives the same tokens, without a list as long as the largest id."""
