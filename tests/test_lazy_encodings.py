@@ -263,3 +263,31 @@ def test_many_small_batches_load_the_lazy_path_too(monkeypatch, name) -> None:
     for call in range(3):
         assert_same(tokenizer.encode_batch(texts), expected, texts, depth=0)
         assert builder.loaded == (call == 2), call  # the third call has seen enough characters
+
+
+def _pieces_are_byte_symbols(model) -> bool:
+    """The definition, scanned the long way: every piece of every merge is byte symbols."""
+    from toktools.models.bpe.bytelevel import SYMBOL_TO_BYTE
+
+    return all(set(left + right) <= set(SYMBOL_TO_BYTE) for left, right in model.merges)
+
+
+def test_byte_level_ready_finds_a_merge_of_other_characters_from_the_vocabulary() -> None:
+    """The check reads the vocabulary's tokens, not the merges: a vocabulary whose only other
+    characters are in tokens no merge makes passes; one merge that uses such a token fails."""
+    from toktools.engines.ids_words import byte_level_ready
+    from toktools.parts.models import BPE
+
+    shipped = load(shipped_path("bytebpe-50k")).model
+    gpt2 = load(ref_vocab_dir("gpt2")).model
+    for model in (shipped, gpt2):
+        assert byte_level_ready(model) and _pieces_are_byte_symbols(model)
+    vocab = dict(shipped.vocab)
+    merges = list(shipped.merges)
+    base = len(vocab)
+    vocab.update({"<mask>": base, "中": base + 1, "文": base + 2, "中文": base + 3, "Ġ中": base + 4})
+    plain = BPE(vocab, merges)
+    assert byte_level_ready(plain) and _pieces_are_byte_symbols(plain)
+    for extra in ([("中", "文")], [("Ġ", "中")]):
+        planted = BPE(vocab, merges + extra)
+        assert not byte_level_ready(planted) and not _pieces_are_byte_symbols(planted)

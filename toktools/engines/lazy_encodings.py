@@ -160,8 +160,9 @@ class ByteLevelBatches:
                 return False
             import numpy as np
 
-            lengths = np.zeros(max(self.token_of, default=0) + 1, dtype=np.int64)
-            lengths[list(self.token_of)] = list(map(len, self.token_of.values()))
+            token_of, n = self.token_of, len(self.token_of)
+            lengths = np.zeros(max(token_of, default=0) + 1, dtype=np.int64)
+            lengths[np.fromiter(token_of, np.int64, n)] = np.fromiter(map(len, token_of.values()), np.int64, n)
             self._lengths = lengths
             self.merger = merger
             if self.words.use_regex:

@@ -8,7 +8,7 @@ from typing import Any
 KERNELS: dict[str, dict[str, Any]] = {
     'toktools.models.bpe.training_kernels.train_merges_at': {
         'parameters': ('int64', 'int64', 'uint32*', 'int64*', 'int64*', 'int64*', 'int64', 'int64*', 'int64', 'int64', 'int64', 'int64', 'int64', 'int64*', 'uint64', 'int64', 'int64*', 'int64', 'int64*', 'int64*', 'int64', 'int64*', 'int64*', 'int64*'),
-        'sources': 'dceb2c6cb47217557177fa211dcc41a561281bc73a66b4387fb0dbea0cc7f2c8',
+        'sources': '353ee6b0a8c2ccbe535c12650d6fa646014d94827bd24aab6f123bf245bad27a',
         'llvm': 22,
         'triple': 'x86_64-unknown-linux-gnu',
         'numba': '0.68.1',
@@ -1560,7 +1560,7 @@ KERNELS: dict[str, dict[str, Any]] = {
     },
     'toktools.models.bpe.kernels.merge_words_at': {
         'parameters': ('int64', 'int64', 'uint8*', 'int64*', 'int64*', 'int64', 'uint64*', 'int64*', 'int64*', 'uint64', 'int64', 'int64*', 'int64*', 'int64*', 'uint8*', 'int64*', 'int64*', 'int64*', 'int64*'),
-        'sources': '5f8084ed7cedde58131015e9849ff88ddef5c3d91646f801752da772ab27a35c',
+        'sources': '11d0129f95a522a66ab17363f0cd9cdb5b37da2119f6c024e66882e09163ae97',
         'llvm': 22,
         'triple': 'x86_64-unknown-linux-gnu',
         'numba': '0.68.1',
@@ -2763,7 +2763,7 @@ KERNELS: dict[str, dict[str, Any]] = {
     },
     'toktools.models.wordpiece.kernel.wordpiece_at': {
         'parameters': ('int64', 'uint32*', 'uint8*', 'int64', 'uint64*', 'int64*', 'uint64', 'int64', 'int64', 'int64*', 'uint32*', 'int64*', 'int64*', 'uint64', 'int64', 'int64', 'int64', 'uint64*', 'uint64*', 'int64*', 'int64*', 'int64*'),
-        'sources': '99a9fb57e156bf9fdb249885a537f26806e82ebb9709f6d925b64865f49efaa5',
+        'sources': '4c8d91c98e9153db0ab8ec793eae10660aa757decd2bf1ffe988669858ca21ed',
         'llvm': 22,
         'triple': 'x86_64-unknown-linux-gnu',
         'numba': '0.68.1',

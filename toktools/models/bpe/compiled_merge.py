@@ -13,7 +13,7 @@ from itertools import chain
 
 import numpy as np
 
-from toktools.models.bpe.vectorized_merge import PairTable
+from toktools.models.bpe.pair_table import PairTable
 
 #: The kernel: module, function, and the types of its parameters (its signature; see there).
 _KERNEL = (
@@ -52,7 +52,7 @@ def kept() -> bool:
 
 class MergeTable:
     """``(left id, right id) -> (rank, new id)`` as arrays the kernel probes: the hash table of
-    :class:`toktools.models.bpe.vectorized_merge.PairTable` (built with numpy), its slots holding ranks and
+    :class:`toktools.models.bpe.pair_table.PairTable` (built with numpy), its slots holding ranks and
     new ids."""
 
     def __init__(self, merge_map: Mapping[tuple[int, int], tuple[int, int]]) -> None:

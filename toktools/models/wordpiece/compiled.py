@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from toktools.models.bpe.vectorized_merge import EMPTY_KEY, PairTable
+from toktools.models.bpe.pair_table import EMPTY_KEY, PairTable
 
 #: The kernel: module, function, and the types of its parameters.
 _KERNEL = (

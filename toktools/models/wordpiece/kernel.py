@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import carray, njit
 
-from toktools.models.bpe.vectorized_merge import EMPTY_KEY, HASH_MULTIPLIER  # the same hash table layout
+from toktools.models.bpe.pair_table import EMPTY_KEY, HASH_MULTIPLIER  # the same hash table layout
 
 
 @njit(inline="always")
