@@ -190,6 +190,8 @@ def sandbox(tmp_path: Path, trained: Path, monkeypatch: pytest.MonkeyPatch):
     (inputs / "bad-utf8.txt").write_bytes(BAD_UTF8)
     (inputs / "bad-utf8.txt.gz").write_bytes(gzip.compress(BAD_UTF8))
     (inputs / "bad-utf8.jsonl").write_bytes(b'{"text": "fine words here"}\n{"text": "more \xff words"}\n')
+    # half of an emoji's surrogate pair escaped alone (a crawler cut the pair): decodes, not valid Unicode
+    (inputs / "lone-surrogate.jsonl").write_bytes(b'{"text": "fine words here"}\n{"text": "cut \\ud83d here"}\n')
     (inputs / "garbage.dict").write_bytes(b"\xff\xfe not a jieba dictionary\nword notanumber\n")
     (inputs / "bad-utf8.counts").write_bytes(
         b'#toktools-counts v1\n#{"kind": "bytebpe", "settings": {}}\nab\t2\nc\xffd\t3\n'
@@ -527,6 +529,28 @@ ONE_LINE_CASES = [
             "bad-utf8.jsonl, line 2",
         )
         for engine in ("auto", "reference", "tokenizers", "tiktoken")
+    ],
+    *[
+        (
+            f"encode-lone-surrogate-{engine}-jsonl",
+            ["encode", "-t", TOK, "{in}/lone-surrogate.jsonl", "--format", "megatron", "-o", "{out}/new"]
+            + ["--engine", engine, "--document", "jsonl", "--no-append-eos"],
+            "lone-surrogate.jsonl, line 2: field 'text' holds a lone surrogate (U+D83D",
+        )
+        for engine in ("auto", "reference", "tokenizers", "tiktoken")
+    ],
+    *[
+        (
+            f"{command[0]}-lone-surrogate-jsonl",
+            [*command, "--field", "text"],
+            "lone-surrogate.jsonl, line 2: field 'text' holds a lone surrogate",
+        )
+        for command in (
+            ["compare", TOK, "wordpiece-30k", "--corpus", "{in}/lone-surrogate.jsonl"],
+            ["pretrain-data", "-t", "wordpiece-30k", "{in}/lone-surrogate.jsonl", "-o", "{out}/new.parquet"],
+            ["train", "bytebpe", "{in}/lone-surrogate.jsonl", "-o", "{out}/new", "--vocab-size", "300"],
+            ["count", "{in}/lone-surrogate.jsonl", "--model", "wordpiece", "-o", "{out}/new.tsv"],
+        )
     ],
     ("inspect-corpus-utf8", ["inspect", TOK, "--corpus", "{in}/bad-utf8.txt"], "bad-utf8.txt, line 5"),
     ("inspect-corpus-utf8-gzip", ["inspect", TOK, "--corpus", "{in}/bad-utf8.txt.gz"], "bad-utf8.txt.gz, line 5"),
