@@ -821,17 +821,23 @@ def test_lone_surrogates_raise_type_error_like_tokenizers(
 @pytest.mark.parametrize("bad_id", ["x", -1, 2**32, 1.0, True])
 def test_ids_tokenizers_refuses_are_refused(trained: Path, tmp_path: Path, bad_id: object) -> None:
     """Same verdict as ``tokenizers`` on a tokenizer.json (ids are u32 there)."""
+    document = json.loads((trained / "wp" / "tokenizer.json").read_text(encoding="utf-8"))
+    document["model"]["vocab"]["[UNK]"] = bad_id
+    _both_refuse(document, tmp_path, "ids must be integers")
+
+
+def _both_refuse(document: dict, tmp_path: Path, message: str) -> None:
+    """``tokenizers`` refuses the document written as a tokenizer.json, and toktools refuses it
+    in one error matching ``message``."""
     from tokenizers import Tokenizer
 
     from toktools.errors import ToktoolsError
 
-    document = json.loads((trained / "wp" / "tokenizer.json").read_text(encoding="utf-8"))
-    document["model"]["vocab"]["[UNK]"] = bad_id
     path = tmp_path / "tokenizer.json"
     path.write_text(json.dumps(document), encoding="utf-8")
     with pytest.raises(Exception):
         Tokenizer.from_file(str(path))
-    with pytest.raises(ToktoolsError, match="ids must be integers"):
+    with pytest.raises(ToktoolsError, match=message):
         toktools.load(path)
 
 
@@ -842,22 +848,13 @@ def test_merges_tokenizers_refuses_are_refused_naming_the_merge(
 ) -> None:
     """One bad entry among the good merges (each kind of list): ``tokenizers`` refuses the file,
     and so does toktools, naming the entry, though the list is checked in bulk first."""
-    from tokenizers import Tokenizer
-
-    from toktools.errors import ToktoolsError
-
     document = json.loads((trained / "bpe" / "tokenizer.json").read_text(encoding="utf-8"))
     merges = [list(m) if isinstance(m, list) else m.split(" ") for m in document["model"]["merges"]]
     merges = merges if kind == "lists" else [" ".join(m) for m in merges]
     assert len(merges) > 40
     merges.insert(2, bad_merge)
     document["model"]["merges"] = merges
-    path = tmp_path / "tokenizer.json"
-    path.write_text(json.dumps(document), encoding="utf-8")
-    with pytest.raises(Exception):
-        Tokenizer.from_file(str(path))
-    with pytest.raises(ToktoolsError, match="merge 3 is not a pair of tokens"):
-        toktools.load(path)
+    _both_refuse(document, tmp_path, "merge 3 is not a pair of tokens")
 
 
 def test_sparse_huge_ids_cost_nothing_and_do_not_depend_on_workers(trained: Path, tmp_path: Path) -> None:
