@@ -31,8 +31,6 @@ Pair = tuple[int, int]
 _NONE = np.iinfo(np.int64).max
 
 
-
-
 @dataclass
 class VectorPlan:
     """The merges as a :class:`PairTable` of ``left << 32 | right`` keys, with their ranks and
