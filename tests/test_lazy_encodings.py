@@ -291,3 +291,40 @@ def test_byte_level_ready_finds_a_merge_of_other_characters_from_the_vocabulary(
     for extra in ([("中", "文")], [("Ġ", "中")]):
         planted = BPE(vocab, merges + extra)
         assert not byte_level_ready(planted) and not _pieces_are_byte_symbols(planted)
+
+
+_WITHOUT_NUMPY = """
+import json, sys
+sys.modules["numpy"] = None  # any import of NumPy raises ImportError
+import toktools
+from toktools.engines import lazy_encodings
+from toktools.io.shipped import shipped_path
+
+texts = json.loads(sys.argv[1])
+tokenizer = toktools.load(shipped_path("bytebpe-50k"))
+builder = lazy_encodings._builder(tokenizer)
+assert builder.load() and builder.splitter is not None, "the compiled merge and split are kept here"
+part = lazy_encodings._Batch(builder, texts)
+part.finish()
+print(json.dumps([part.ids[lo:hi] for lo, hi in zip(part.bounds, part.bounds[1:])]))
+"""
+
+
+def test_a_part_splits_and_merges_without_numpy() -> None:
+    """What a part's thread runs needs no NumPy: on a first call the parts merge on the other
+    core while NumPy is imported. Here NumPy cannot be imported at all, and the ids are still
+    ``tokenizers``' (without the template: the sequences' own ids)."""
+    import subprocess
+    import sys
+
+    texts = [*held_out(3_000), "emoji \U0001f600 and \U00020000", "中文" * 3_000]
+    theirs = _theirs(load(shipped_path("bytebpe-50k")))
+    theirs.no_padding()
+    theirs.no_truncation()
+    expected = [e.ids for e in theirs.encode_batch(texts, add_special_tokens=False)]
+    lazy_encodings._builder(load(shipped_path("bytebpe-50k"))).load()  # the kernels kept in the user cache
+    run = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_NUMPY, json.dumps(texts)], capture_output=True, text=True, check=False
+    )
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == expected
