@@ -297,34 +297,42 @@ _WITHOUT_NUMPY = """
 import json, sys
 sys.modules["numpy"] = None  # any import of NumPy raises ImportError
 import toktools
-from toktools.engines import lazy_encodings
+from toktools.engines import lazy_encodings, lazy_wordpiece
 from toktools.io.shipped import shipped_path
 
-texts = json.loads(sys.argv[1])
-tokenizer = toktools.load(shipped_path("bytebpe-50k"))
+name, texts = sys.argv[1], json.loads(sys.argv[2])
+tokenizer = toktools.load(shipped_path(name))
 builder = lazy_encodings._builder(tokenizer)
-assert builder.load() and builder.splitter is not None, "the compiled merge and split are kept here"
-part = lazy_encodings._Batch(builder, texts)
+assert builder.load(), "the compiled kernels are kept here"
+if name == "bytebpe-50k":
+    assert builder.splitter is not None
+    part = lazy_encodings._Batch(builder, texts)
+else:
+    assert builder.compiled is not None
+    part = lazy_wordpiece._WordPieceBatch(builder, texts)
 part.finish()
 print(json.dumps([part.ids[lo:hi] for lo, hi in zip(part.bounds, part.bounds[1:])]))
 """
 
 
-def test_a_part_splits_and_merges_without_numpy() -> None:
-    """What a part's thread runs needs no NumPy: on a first call the parts merge on the other
-    core while NumPy is imported. Here NumPy cannot be imported at all, and the ids are still
-    ``tokenizers``' (without the template: the sequences' own ids)."""
+@pytest.mark.parametrize("name", ["bytebpe-50k", "wordpiece-30k"])
+def test_a_part_runs_without_numpy(name: str) -> None:
+    """What a part's thread runs needs no NumPy: on a first call the parts split and merge (or
+    look up their pieces) on the other core while NumPy is imported. Here NumPy cannot be
+    imported at all, and the ids are still ``tokenizers``' (without the template: each
+    sequence's own ids)."""
     import subprocess
     import sys
 
     texts = [*held_out(3_000), "emoji \U0001f600 and \U00020000", "中文" * 3_000]
-    theirs = _theirs(load(shipped_path("bytebpe-50k")))
+    ours = load(shipped_path(name))
+    theirs = _theirs(ours)
     theirs.no_padding()
     theirs.no_truncation()
     expected = [e.ids for e in theirs.encode_batch(texts, add_special_tokens=False)]
-    lazy_encodings._builder(load(shipped_path("bytebpe-50k"))).load()  # the kernels kept in the user cache
+    lazy_encodings._builder(ours).load()  # the kernels kept in the user cache
     run = subprocess.run(
-        [sys.executable, "-c", _WITHOUT_NUMPY, json.dumps(texts)], capture_output=True, text=True, check=False
+        [sys.executable, "-c", _WITHOUT_NUMPY, name, json.dumps(texts)], capture_output=True, text=True, check=False
     )
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout) == expected
