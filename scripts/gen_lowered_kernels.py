@@ -24,16 +24,28 @@ import numba  # noqa: E402
 
 from toktools.analysis.han_segmenter import _KERNEL as HAN_KERNEL  # noqa: E402
 from toktools.models.bpe.compiled_merge import _KERNEL as MERGE_KERNEL  # noqa: E402
+from toktools.models.bpe.compiled_merge import _TABLE_KERNEL as TABLE_KERNEL  # noqa: E402
+from toktools.models.bpe.compiled_split import _BOUNDS_KERNEL as BOUNDS_KERNEL  # noqa: E402
 from toktools.models.bpe.compiled_split import _KERNEL as SPLIT_KERNEL  # noqa: E402
 from toktools.models.bpe.compiled_training import _KERNEL as TRAINING_KERNEL  # noqa: E402
 from toktools.models.wordpiece.compiled import _KERNEL as WORDPIECE_KERNEL  # noqa: E402
+from toktools.models.wordpiece.compiled import _TABLE_KERNEL as WORDPIECE_TABLE_KERNEL  # noqa: E402
 from toktools.runtime import machine_code  # noqa: E402
 
 OUT = Path(__file__).resolve().parent.parent / "toktools" / "tables" / "lowered_kernels.py"
 #: The kernels shipped lowered: (module, function, parameter types) as their callers state them.
-#: Every kernel that :mod:`toktools.runtime.machine_code` keeps: training, the byte-level merge and
-#: split, WordPiece, and compare's jieba segmentation.
-KERNELS = [TRAINING_KERNEL, MERGE_KERNEL, SPLIT_KERNEL, WORDPIECE_KERNEL, HAN_KERNEL]
+#: Every kernel that :mod:`toktools.runtime.machine_code` keeps: training, the byte-level merge (and
+#: its table) and split (and the bounds the merge reads), WordPiece, and compare's jieba segmentation.
+KERNELS = [
+    TRAINING_KERNEL,
+    MERGE_KERNEL,
+    TABLE_KERNEL,
+    SPLIT_KERNEL,
+    BOUNDS_KERNEL,
+    WORDPIECE_KERNEL,
+    WORDPIECE_TABLE_KERNEL,
+    HAN_KERNEL,
+]
 
 
 def main() -> None:

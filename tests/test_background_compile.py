@@ -167,11 +167,14 @@ def test_the_shipped_ir_is_lowered_from_the_current_kernel_sources():
     ``python scripts/gen_lowered_kernels.py`` (otherwise numba compiles it on each machine)."""
     from toktools.analysis.han_segmenter import _KERNEL as han
     from toktools.models.bpe.compiled_merge import _KERNEL as merge
+    from toktools.models.bpe.compiled_merge import _TABLE_KERNEL as table
+    from toktools.models.bpe.compiled_split import _BOUNDS_KERNEL as bounds
     from toktools.models.bpe.compiled_split import _KERNEL as split
     from toktools.models.wordpiece.compiled import _KERNEL as wordpiece
+    from toktools.models.wordpiece.compiled import _TABLE_KERNEL as wordpiece_table
     from toktools.tables.lowered_kernels import KERNELS
 
-    kernels = [compiled_training._KERNEL, merge, split, wordpiece, han]
+    kernels = [compiled_training._KERNEL, merge, table, split, bounds, wordpiece, wordpiece_table, han]
     assert sorted(KERNELS) == sorted(f"{module}.{function}" for module, function, _ in kernels)
     for module, function, parameters in kernels:
         record = KERNELS[f"{module}.{function}"]

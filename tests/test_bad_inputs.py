@@ -190,6 +190,8 @@ def sandbox(tmp_path: Path, trained: Path, monkeypatch: pytest.MonkeyPatch):
     (inputs / "bad-utf8.txt").write_bytes(BAD_UTF8)
     (inputs / "bad-utf8.txt.gz").write_bytes(gzip.compress(BAD_UTF8))
     (inputs / "bad-utf8.jsonl").write_bytes(b'{"text": "fine words here"}\n{"text": "more \xff words"}\n')
+    # half of an emoji's surrogate pair escaped alone (a crawler cut the pair): decodes, not valid Unicode
+    (inputs / "lone-surrogate.jsonl").write_bytes(b'{"text": "fine words here"}\n{"text": "cut \\ud83d here"}\n')
     (inputs / "garbage.dict").write_bytes(b"\xff\xfe not a jieba dictionary\nword notanumber\n")
     (inputs / "bad-utf8.counts").write_bytes(
         b'#toktools-counts v1\n#{"kind": "bytebpe", "settings": {}}\nab\t2\nc\xffd\t3\n'
@@ -528,6 +530,28 @@ ONE_LINE_CASES = [
         )
         for engine in ("auto", "reference", "tokenizers", "tiktoken")
     ],
+    *[
+        (
+            f"encode-lone-surrogate-{engine}-jsonl",
+            ["encode", "-t", TOK, "{in}/lone-surrogate.jsonl", "--format", "megatron", "-o", "{out}/new"]
+            + ["--engine", engine, "--document", "jsonl", "--no-append-eos"],
+            "lone-surrogate.jsonl, line 2: field 'text' holds a lone surrogate (U+D83D",
+        )
+        for engine in ("auto", "reference", "tokenizers", "tiktoken")
+    ],
+    *[
+        (
+            f"{command[0]}-lone-surrogate-jsonl",
+            [*command, "--field", "text"],
+            "lone-surrogate.jsonl, line 2: field 'text' holds a lone surrogate",
+        )
+        for command in (
+            ["compare", TOK, "wordpiece-30k", "--corpus", "{in}/lone-surrogate.jsonl"],
+            ["pretrain-data", "-t", "wordpiece-30k", "{in}/lone-surrogate.jsonl", "-o", "{out}/new.parquet"],
+            ["train", "bytebpe", "{in}/lone-surrogate.jsonl", "-o", "{out}/new", "--vocab-size", "300"],
+            ["count", "{in}/lone-surrogate.jsonl", "--model", "wordpiece", "-o", "{out}/new.tsv"],
+        )
+    ],
     ("inspect-corpus-utf8", ["inspect", TOK, "--corpus", "{in}/bad-utf8.txt"], "bad-utf8.txt, line 5"),
     ("inspect-corpus-utf8-gzip", ["inspect", TOK, "--corpus", "{in}/bad-utf8.txt.gz"], "bad-utf8.txt.gz, line 5"),
     ("count-utf8", ["count", "{in}/bad-utf8.txt", "--model", "bytebpe", "-o", "{out}/new.tsv"], "bad-utf8.txt, line 5"),
@@ -797,18 +821,40 @@ def test_lone_surrogates_raise_type_error_like_tokenizers(
 @pytest.mark.parametrize("bad_id", ["x", -1, 2**32, 1.0, True])
 def test_ids_tokenizers_refuses_are_refused(trained: Path, tmp_path: Path, bad_id: object) -> None:
     """Same verdict as ``tokenizers`` on a tokenizer.json (ids are u32 there)."""
+    document = json.loads((trained / "wp" / "tokenizer.json").read_text(encoding="utf-8"))
+    document["model"]["vocab"]["[UNK]"] = bad_id
+    _both_refuse(document, tmp_path, "ids must be integers")
+
+
+def _both_refuse(document: dict, tmp_path: Path, message: str) -> None:
+    """``tokenizers`` refuses the document written as a tokenizer.json, and toktools refuses it
+    in one error matching ``message``."""
     from tokenizers import Tokenizer
 
     from toktools.errors import ToktoolsError
 
-    document = json.loads((trained / "wp" / "tokenizer.json").read_text(encoding="utf-8"))
-    document["model"]["vocab"]["[UNK]"] = bad_id
     path = tmp_path / "tokenizer.json"
     path.write_text(json.dumps(document), encoding="utf-8")
     with pytest.raises(Exception):
         Tokenizer.from_file(str(path))
-    with pytest.raises(ToktoolsError, match="ids must be integers"):
+    with pytest.raises(ToktoolsError, match=message):
         toktools.load(path)
+
+
+@pytest.mark.parametrize("kind", ["lists", "strings"])
+@pytest.mark.parametrize("bad_merge", [["a", "b", "c"], ["a"], "ab", "a b c", 7, ["a", 1], None])
+def test_merges_tokenizers_refuses_are_refused_naming_the_merge(
+    trained: Path, tmp_path: Path, kind: str, bad_merge: object
+) -> None:
+    """One bad entry among the good merges (each kind of list): ``tokenizers`` refuses the file,
+    and so does toktools, naming the entry, though the list is checked in bulk first."""
+    document = json.loads((trained / "bpe" / "tokenizer.json").read_text(encoding="utf-8"))
+    merges = [list(m) if isinstance(m, list) else m.split(" ") for m in document["model"]["merges"]]
+    merges = merges if kind == "lists" else [" ".join(m) for m in merges]
+    assert len(merges) > 40
+    merges.insert(2, bad_merge)
+    document["model"]["merges"] = merges
+    _both_refuse(document, tmp_path, "merge 3 is not a pair of tokens")
 
 
 def test_sparse_huge_ids_cost_nothing_and_do_not_depend_on_workers(trained: Path, tmp_path: Path) -> None:

@@ -263,3 +263,76 @@ def test_many_small_batches_load_the_lazy_path_too(monkeypatch, name) -> None:
     for call in range(3):
         assert_same(tokenizer.encode_batch(texts), expected, texts, depth=0)
         assert builder.loaded == (call == 2), call  # the third call has seen enough characters
+
+
+def _pieces_are_byte_symbols(model) -> bool:
+    """The definition, scanned the long way: every piece of every merge is byte symbols."""
+    from toktools.models.bpe.bytelevel import SYMBOL_TO_BYTE
+
+    return all(set(left + right) <= set(SYMBOL_TO_BYTE) for left, right in model.merges)
+
+
+def test_byte_level_ready_finds_a_merge_of_other_characters_from_the_vocabulary() -> None:
+    """The check reads the vocabulary's tokens, not the merges: a vocabulary whose only other
+    characters are in tokens no merge makes passes; one merge that uses such a token fails."""
+    from toktools.engines.ids_words import byte_level_ready
+    from toktools.parts.models import BPE
+
+    shipped = load(shipped_path("bytebpe-50k")).model
+    gpt2 = load(ref_vocab_dir("gpt2")).model
+    for model in (shipped, gpt2):
+        assert byte_level_ready(model) and _pieces_are_byte_symbols(model)
+    vocab = dict(shipped.vocab)
+    merges = list(shipped.merges)
+    base = len(vocab)
+    vocab.update({"<mask>": base, "中": base + 1, "文": base + 2, "中文": base + 3, "Ġ中": base + 4})
+    plain = BPE(vocab, merges)
+    assert byte_level_ready(plain) and _pieces_are_byte_symbols(plain)
+    for extra in ([("中", "文")], [("Ġ", "中")]):
+        planted = BPE(vocab, merges + extra)
+        assert not byte_level_ready(planted) and not _pieces_are_byte_symbols(planted)
+
+
+_WITHOUT_NUMPY = """
+import json, sys
+sys.modules["numpy"] = None  # any import of NumPy raises ImportError
+import toktools
+from toktools.engines import lazy_encodings, lazy_wordpiece
+from toktools.io.shipped import shipped_path
+
+name, texts = sys.argv[1], json.loads(sys.argv[2])
+tokenizer = toktools.load(shipped_path(name))
+builder = lazy_encodings._builder(tokenizer)
+assert builder.load(), "the compiled kernels are kept here"
+if name == "bytebpe-50k":
+    assert builder.splitter is not None
+    part = lazy_encodings._Batch(builder, texts)
+else:
+    assert builder.compiled is not None
+    part = lazy_wordpiece._WordPieceBatch(builder, texts)
+part.finish()
+print(json.dumps([part.ids[lo:hi] for lo, hi in zip(part.bounds, part.bounds[1:])]))
+"""
+
+
+@pytest.mark.parametrize("name", ["bytebpe-50k", "wordpiece-30k"])
+def test_a_part_runs_without_numpy(name: str) -> None:
+    """What a part's thread runs needs no NumPy: on a first call the parts split and merge (or
+    look up their pieces) on the other core while NumPy is imported. Here NumPy cannot be
+    imported at all, and the ids are still ``tokenizers``' (without the template: each
+    sequence's own ids)."""
+    import subprocess
+    import sys
+
+    texts = [*held_out(3_000), "emoji \U0001f600 and \U00020000", "中文" * 3_000]
+    ours = load(shipped_path(name))
+    theirs = _theirs(ours)
+    theirs.no_padding()
+    theirs.no_truncation()
+    expected = [e.ids for e in theirs.encode_batch(texts, add_special_tokens=False)]
+    lazy_encodings._builder(ours).load()  # the kernels kept in the user cache
+    run = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_NUMPY, name, json.dumps(texts)], capture_output=True, text=True, check=False
+    )
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == expected

@@ -157,7 +157,7 @@ def test_the_entry_is_keyed_by_what_the_code_depends_on(tmp_path: Path, monkeypa
 
 
 def test_the_key_covers_the_modules_the_kernel_imports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The kernel reads the hash table's constants from toktools.models.bpe.vectorized_merge: code compiled
+    """The kernel reads the hash table's constants from toktools.models.bpe.pair_table: code compiled
     against another version of that module must not be loaded."""
     import importlib.util
 
@@ -165,16 +165,16 @@ def test_the_key_covers_the_modules_the_kernel_imports(tmp_path: Path, monkeypat
 
     monkeypatch.setenv("TOKTOOLS_CACHE_DIR", str(tmp_path))
     modules = native_code._kernel_modules("toktools.models.bpe.kernels")
-    assert "toktools.models.bpe.vectorized_merge" in modules and "toktools.runtime.machine_code" in modules
+    assert "toktools.models.bpe.pair_table" in modules and "toktools.runtime.machine_code" in modules
     before = native_code._entry_path(*_KERNEL[:2], _KERNEL[2])
     real = importlib.util.find_spec
     changed = tmp_path / "bpe_vectorized.py"
     changed.write_bytes(
-        Path(real("toktools.models.bpe.vectorized_merge").origin).read_bytes() + b"\n# another layout\n"
+        Path(real("toktools.models.bpe.pair_table").origin).read_bytes() + b"\n# another layout\n"
     )
 
     def find_spec(name: str, *args: object) -> object:
-        if name == "toktools.models.bpe.vectorized_merge":
+        if name == "toktools.models.bpe.pair_table":
             return importlib.util.spec_from_file_location(name, changed)
         return real(name, *args)
 

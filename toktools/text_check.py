@@ -18,3 +18,22 @@ def check_text(*texts: str | None) -> None:
             raise TypeError(
                 f"text is not valid Unicode: lone surrogate U+{ord(text[err.start]):04X} at position {err.start}"
             ) from None
+
+
+def lone_surrogate(text: str) -> str | None:
+    """How a decoded JSON string's lone surrogate reads (``"U+D800 at character 2"``), or None.
+    JSON can spell one (an unpaired ``\\ud83d`` escape, common where a crawler cut an emoji's
+    pair in two); no UTF-8 file holds one, so a reader checks only the records that escape."""
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        return f"U+{ord(text[err.start]):04X} at character {err.start}"
+    return None
+
+
+def escapes_a_surrogate(line: str) -> bool:
+    """Whether a raw JSON line may hold a lone surrogate: only a ``\\uD800``-``\\uDFFF``
+    escape makes one (a cheap test before decoding every record again)."""
+    return "\\ud" in line or "\\uD" in line

@@ -5,13 +5,12 @@ statistics on them (the unit of work of a local worker process or of a Dask task
 from __future__ import annotations
 
 import heapq
-import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from toktools.analysis.disagreement import PlaceCandidate, chunk_places, document_places
 from toktools.analysis.segstats import Document, SegmentStats, Tally
-from toktools.errors import ToktoolsError
+from toktools.corpus.reading import json_field_text
 
 #: Text per chunk of work (one task of a worker process).
 CHUNK_CHARS = 256 * 1024
@@ -43,20 +42,10 @@ def documents_of(
             if not line.strip():
                 continue
             if json_field is not None:
-                line = _json_field(line, json_field, path, number)
+                line = json_field_text(line, json_field, path, number)
                 if not line.strip():
                     continue
             yield number, line
-
-
-def _json_field(line: str, field_name: str, path: str, number: int) -> str:
-    try:
-        value = json.loads(line)[field_name]
-    except (json.JSONDecodeError, KeyError, TypeError):
-        raise ToktoolsError(f"{path}, line {number}: not a JSON object with a {field_name!r} field") from None
-    if not isinstance(value, str):
-        raise ToktoolsError(f"{path}, line {number}: field {field_name!r} is not a string")
-    return value
 
 
 def process_chunk(

@@ -17,8 +17,9 @@ import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from toktools.corpus.reading import CorpusSource, stream_position
+from toktools.corpus.reading import CorpusSource, refuse_lone_surrogate, stream_position
 from toktools.errors import ToktoolsError
+from toktools.text_check import escapes_a_surrogate
 
 DOCUMENT_MODES = ("line", "blank-line", "file", "jsonl")
 READ_BYTES = 1 << 20
@@ -406,6 +407,8 @@ class DocumentReader:
             value = record[self.field]
             if not isinstance(value, str):
                 raise ToktoolsError(f"{source.path}, line {number}: field {self.field!r} is not a string")
+            if escapes_a_surrogate(text):
+                refuse_lone_surrogate(source.path, number, self.field, value)
             self._doc_line = number
             yield from self._add(value)
             yield from self._close(end, keep_empty=False)

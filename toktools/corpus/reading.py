@@ -26,6 +26,7 @@ from typing import Any, BinaryIO, Literal, TypeVar
 
 from toktools.errors import ToktoolsError
 from toktools.runtime.workers import available_cores, process_pool
+from toktools.text_check import escapes_a_surrogate, lone_surrogate
 
 T = TypeVar("T")
 
@@ -122,24 +123,40 @@ def decode_lines(block: bytes, source: CorpusSource, first_line: int, errors: Er
         ) from None
 
 
+def refuse_lone_surrogate(path: str, line: int, field: str | None, value: str) -> None:
+    """One line for a JSON Lines record whose text escapes half of a surrogate pair: it is not
+    valid Unicode, so no engine can encode it (``tokenizers`` raises on it)."""
+    where = lone_surrogate(value)
+    if where is not None:
+        raise ToktoolsError(
+            f"{path}, line {line}: field {field!r} holds a lone surrogate ({where}, an unpaired \\u escape): "
+            "not valid Unicode"
+        )
+
+
+def json_field_text(line: str, field: str, path: str, number: int) -> str:
+    """The string ``field`` of the JSON Lines record ``line`` (line ``number`` of ``path``), or
+    one line saying why there is none: not an object with that field, not a string, or not valid
+    Unicode (a lone surrogate)."""
+    try:
+        value = json.loads(line)[field]
+    except (json.JSONDecodeError, KeyError, TypeError, IndexError, RecursionError):
+        raise ToktoolsError(f"{path}, line {number}: not a JSON object with a {field!r} field") from None
+    if not isinstance(value, str):
+        raise ToktoolsError(f"{path}, line {number}: field {field!r} is not a string")
+    if escapes_a_surrogate(line):
+        refuse_lone_surrogate(path, number, field, value)
+    return value
+
+
 def json_lines_text(text: str, source: CorpusSource, first_line: int) -> str:
     """The text field of each JSON Lines record in ``text`` (first line numbered ``first_line``), one per line."""
-    out = []
-    for offset, line in enumerate(text.split("\n")):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)[source.json_field]
-        except (json.JSONDecodeError, KeyError, TypeError, IndexError, RecursionError):
-            raise ToktoolsError(
-                f"{source.path}, line {first_line + offset}: not a JSON object with a {source.json_field!r} field"
-            ) from None
-        if not isinstance(value, str):
-            raise ToktoolsError(
-                f"{source.path}, line {first_line + offset}: field {source.json_field!r} is not a string"
-            )
-        out.append(value + "\n")
-    return "".join(out)
+    field = source.json_field or "text"  # (called for sources with a field)
+    return "".join(
+        json_field_text(line, field, source.path, first_line + offset) + "\n"
+        for offset, line in enumerate(text.split("\n"))
+        if line.strip()
+    )
 
 
 def read_blocks(

@@ -10,9 +10,10 @@ Kept apart from the encoder so that the model-level batch warm-up
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property
-from itertools import chain, compress, filterfalse
+from itertools import accumulate, chain, compress, filterfalse
 from operator import add
 from time import thread_time
 from typing import Any
@@ -389,4 +390,39 @@ def byte_level_ready(model: Any) -> bool:
     if len(set(vocab.values())) != len(vocab):
         return False
     foreign = re.compile(f"[^{re.escape(''.join(SYMBOL_TO_BYTE))}]")  # one C scan, not a set of 300K characters
-    return foreign.search("".join(chain.from_iterable(model.merges))) is None
+    holding = _tokens_matching(vocab, foreign)
+    if len(holding) > _FEW_FOREIGN_TOKENS:
+        return foreign.search("".join(chain.from_iterable(model.merges))) is None
+    return not any(map(_made_by_a_merge(model), holding))
+
+
+#: Above this many vocabulary tokens holding other characters, the merges are scanned instead.
+_FEW_FOREIGN_TOKENS = 1_000
+
+
+def _tokens_matching(vocab: Any, pattern: re.Pattern[str]) -> list[str]:
+    """The tokens of ``vocab`` in which ``pattern`` matches (one scan of them joined)."""
+    joined = "".join(vocab)
+    starts = [match.start() for match in pattern.finditer(joined)]
+    if not starts:
+        return []
+    ends = list(accumulate(map(len, vocab)))
+    tokens = list(vocab)
+    return list(dict.fromkeys(tokens[bisect_right(ends, start)] for start in starts))
+
+
+def _made_by_a_merge(model: Any) -> Callable[[str], bool]:
+    """Whether a merge makes ``token``. Every merge's pieces are byte symbols exactly when no
+    token holding another character is made by a merge: a piece holding one makes a result
+    holding it, and every result is a token (and the only token of its id, checked first)."""
+    vocab, merge_map = model.vocab, model.merge_map
+
+    def made(token: str) -> bool:
+        wanted = vocab[token]
+        for cut in range(1, len(token)):
+            left, right = vocab.get(token[:cut]), vocab.get(token[cut:])
+            if left is not None and right is not None and merge_map.get((left, right), (0, -1))[1] == wanted:
+                return True
+        return False
+
+    return made

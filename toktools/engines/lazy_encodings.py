@@ -35,10 +35,13 @@ unread. ``tests/test_lazy_encodings.py`` checks every field against ``tokenizers
 from __future__ import annotations
 
 import re
+import sys
 import threading
+from array import array
 from collections.abc import Sequence
 from functools import partial
-from itertools import chain
+from itertools import accumulate, chain
+from operator import add
 from typing import TYPE_CHECKING, Any
 
 from toktools.encoding import Encoding
@@ -155,18 +158,24 @@ class ByteLevelBatches:
 
             if not compiled_merge.kept():
                 return False
-            merger = self.bpe.bulk().compiled()
+            merger = self.bpe.bulk().compiled()  # no NumPy: the first parts merge while it is imported
             if merger is None:
                 return False
-            import numpy as np
-
-            lengths = np.zeros(max(self.token_of, default=0) + 1, dtype=np.int64)
-            lengths[list(self.token_of)] = list(map(len, self.token_of.values()))
-            self._lengths = lengths
             self.merger = merger
             if self.words.use_regex:
                 self.splitter = _compiled_split()
         return True
+
+    def lengths(self) -> Any:
+        """Token id → its length in symbols (= bytes), as a NumPy array (made on first use)."""
+        if self._lengths is None:
+            import numpy as np
+
+            token_of, n = self.token_of, len(self.token_of)
+            lengths = np.zeros(max(token_of, default=0) + 1, dtype=np.int64)
+            lengths[np.fromiter(token_of, np.int64, n)] = np.fromiter(map(len, token_of.values()), np.int64, n)
+            self._lengths = lengths
+        return self._lengths
 
     def encode(self, texts: Sequence[str], type_ids: Sequence[int]) -> list[Encoding | None]:
         search = self.has_added
@@ -185,6 +194,8 @@ class ByteLevelBatches:
         # previous part's encodings (the compiled merge runs without the GIL: a second core)
         chunks = part_chunks(texts, plain)
         batches = [_Batch(self, [texts[i] for i in chunk]) for chunk in chunks]
+        if "numpy" not in sys.modules:  # the offsets read it: imported while the parts merge
+            import numpy  # noqa: F401
         for i, n, batch, encoding in part_encodings(chunks, batches, self.token_of.__getitem__, type_ids):
             encoding.__dict__["trimmed_offsets"] = partial(batch.trimmed_offsets, n)
             out[i] = encoding
@@ -207,63 +218,63 @@ def _compiled_split() -> Any:
 
 class _Batch:
     """One batch's ids and, when first asked, its offsets (plain and trimmed), as arrays over all
-    its tokens; text ``n``'s are those from ``bounds[n]`` to ``bounds[n + 1]``."""
+    its tokens; text ``n``'s are those from ``bounds[n]`` to ``bounds[n + 1]``.
+
+    With the compiled split, the thread's work needs no NumPy (buffers of ``array.array`` and
+    ``bytes``): on a first call, the parts split and merge on the other core while this thread
+    imports NumPy, which only the offsets read."""
 
     def __init__(self, batches: ByteLevelBatches, texts: list[str]) -> None:
-        import numpy as np
-
         prefixed = [batches.add_prefix_space and bool(text) and not text.startswith(" ") for text in texts]
         self.batches = batches
-        self._prefixed = np.array(prefixed, dtype=np.int64)
+        self._prefixed_flags = prefixed
+        self._text_lengths = list(map(len, texts))
         self._merged: list[Any] = []
         self._lists: dict[Any, dict[int, list[tuple[int, int]]]] = {}
         self._arrays: Any = None
-        self.ids_array: Any = None
+        self._views: Any = None  # NumPy views of the part, made when the offsets are first read
         self.ids: list[int] = []
         self.bounds: list[int] = []
-        compiled = batches.splitter is not None and batches.words.use_regex
-        if compiled:  # the split runs in the thread too, compiled (no GIL, no string per word)
-            joined = "".join([" " + text if prefix else text for text, prefix in zip(texts, prefixed)])
+        joined = "".join([" " + text if prefix else text for text, prefix in zip(texts, prefixed)])
+        points: bytes | None = None
+        if batches.splitter is not None and batches.words.use_regex:
             try:
-                points = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
+                points = joined.encode("utf-32-le")
             except UnicodeEncodeError:  # a lone surrogate: the re split's way (and its error)
-                compiled = False
-        if compiled:
-            self._data = np.frombuffer(joined.encode("utf-8"), dtype=np.uint8)
-            text_ends = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) + self._prefixed
-            np.cumsum(text_ends, out=text_ends)
-            self._text_starts = np.concatenate(([0], text_ends[:-1])).astype(np.int64)
+                points = None
+        self._points = points
+        if points is not None:  # the split runs in the thread too, compiled (no GIL, no string per word)
+            self._data = joined.encode("utf-8")
+            text_ends = array("q", accumulate(map(add, self._text_lengths, prefixed)))
             work: Any = partial(self._split_and_merge, points, text_ends)
         else:
+            import numpy as np
+
             from toktools.models.bpe.compiled_merge import utf8_words
 
             word_lists = list(map(batches.words, texts))
             data, bounds, char_bytes, char_ends = utf8_words(list(chain.from_iterable(word_lists)))
             word_ends = np.zeros(len(texts) + 1, dtype=np.int64)
             np.cumsum(np.fromiter(map(len, word_lists), dtype=np.int64, count=len(word_lists)), out=word_ends[1:])
-            self._word_ends = word_ends
+            self._word_ends = word_ends.tolist()
             # where each text starts in the words end to end (characters)
-            self._text_starts = char_ends[word_ends[:-1]]
-            self._char_bytes = char_bytes
+            self._views = {"text_starts": char_ends[word_ends[:-1]], "char_bytes": char_bytes, "data": data}
             self._data = data
-            work = partial(batches.merger.merge, data, bounds)
+            work = partial(self._merge_words, data, bounds)
         self._merging = threading.Thread(target=self._run, args=(work,), daemon=True)
         self._merging.start()
 
-    def _split_and_merge(self, points: Any, text_ends: Any) -> Any:
-        """In the thread: the compiled split, the words' UTF-8 bounds, the compiled merge."""
-        import numpy as np
+    def _split_and_merge(self, points: bytes, text_ends: Any) -> tuple[Any, Any, int]:
+        """In the thread: the compiled split (with each word's UTF-8 bounds), then the compiled
+        merge; ``array.array`` buffers throughout."""
+        words = self.batches.splitter.bounds(points, text_ends)  # type: ignore[union-attr]
+        self._word_ends = words.text_words.tolist()
+        data = self._data
+        return self.batches.merger.merge_at(data, len(data), words.byte_bounds, words.count, words.longest)
 
-        word_char_ends = self.batches.splitter.word_ends(points, text_ends)  # type: ignore[union-attr]
-        char_bytes = 1 + (points >= 0x80).astype(np.int64) + (points >= 0x800) + (points >= 0x10000)
-        byte_at = np.zeros(len(points) + 1, dtype=np.int64)
-        np.cumsum(char_bytes, out=byte_at[1:])
-        char_ends = np.concatenate(([0], word_char_ends)).astype(np.int64)
-        word_ends = np.zeros(len(text_ends) + 1, dtype=np.int64)
-        word_ends[1:] = np.searchsorted(word_char_ends, text_ends, side="right")
-        self._word_ends = word_ends
-        self._char_bytes = char_bytes
-        return self.batches.merger.merge(self._data, byte_at[char_ends])
+    def _merge_words(self, data: Any, bounds: Any) -> tuple[Any, Any, int]:
+        ids, id_starts = self.batches.merger.merge(data, bounds)
+        return ids, id_starts, len(ids)
 
     def _run(self, work: Any) -> None:
         try:
@@ -277,10 +288,29 @@ class _Batch:
         merged = self._merged[0]
         if isinstance(merged, BaseException):
             raise merged
-        ids, id_starts = merged
-        self.ids_array = ids
-        self.ids = ids.tolist()
-        self.bounds = id_starts[self._word_ends].tolist()
+        ids, id_starts, written = merged
+        self._ids_buffer = ids
+        self.ids = ids[:written].tolist()
+        self.bounds = [id_starts[w] for w in self._word_ends]
+
+    def _numpy(self) -> dict[str, Any]:
+        """The part as NumPy arrays, for the offsets: ids, each character's UTF-8 length, where
+        each text starts (characters, its prefix space included), the prefix flags, the bytes."""
+        views = self._views
+        if views is None:
+            views = self._views = {}
+        if "ids" not in views:
+            import numpy as np
+
+            views["ids"] = np.frombuffer(self._ids_buffer, dtype=np.int64)[: len(self.ids)]
+            views["prefixed"] = np.array(self._prefixed_flags, dtype=np.int64)
+            if self._points is not None:
+                points = np.frombuffer(self._points, dtype=np.uint32)
+                views["char_bytes"] = 1 + (points >= 0x80).astype(np.int64) + (points >= 0x800) + (points >= 0x10000)
+                text_ends = np.cumsum(np.array(self._text_lengths, dtype=np.int64) + views["prefixed"])
+                views["text_starts"] = np.concatenate(([0], text_ends[:-1])).astype(np.int64)
+                views["data"] = np.frombuffer(self._data, dtype=np.uint8)
+        return views
 
     def _offset_arrays(self) -> Any:
         """Starts and ends of every token in characters of its text (before trimming), its byte
@@ -288,16 +318,16 @@ class _Batch:
         if self._arrays is None:
             import numpy as np
 
-            ids, batches = self.ids_array, self.batches
-            char_bytes = self._char_bytes
-            lengths = batches._lengths[ids]
+            views = self._numpy()
+            ids, char_bytes = views["ids"], views["char_bytes"]
+            lengths = self.batches.lengths()[ids]
             byte_ends = np.cumsum(lengths)
             char_of_byte = np.repeat(np.arange(len(char_bytes), dtype=np.int64), char_bytes)
             starts = char_of_byte[byte_ends - lengths]
             ends = char_of_byte[byte_ends - 1] + 1 if len(ids) else starts
             counts: Any = np.diff(np.array(self.bounds, dtype=np.int64))
-            text_start = np.repeat(self._text_starts, counts)
-            shift = np.repeat(self._prefixed, counts)  # the prefix space has the first character's span
+            text_start = np.repeat(views["text_starts"], counts)
+            shift = np.repeat(views["prefixed"], counts)  # the prefix space has the first character's span
             starts = np.maximum(starts - text_start - shift, 0)
             ends = np.maximum(ends - text_start - shift, shift)
             self._arrays = (starts, ends, lengths, byte_ends, counts)
@@ -321,7 +351,7 @@ class _Batch:
             import numpy as np
 
             starts, ends, lengths, byte_ends, counts = self._offset_arrays()
-            data = self._data
+            data = self._numpy()["data"]
             # the spaces a token starts (ends) with: counted from its first (last) byte, only over
             # the tokens still in a run of spaces (few go past one)
             leading, trailing = np.zeros(len(lengths), dtype=np.int64), np.zeros(len(lengths), dtype=np.int64)

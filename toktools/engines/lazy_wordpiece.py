@@ -40,7 +40,43 @@ from toktools.engines.batch_parts import part_chunks, part_encodings
 #: distinct words kept per model before the cache starts again (a bound on memory)
 CACHE_WORDS = 1 << 19
 _CLASS_TABLE: Any = None  # code point -> 0 whitespace, 1 punctuation, 2 other (BertPreTokenizer)
+_CLASS_BYTES: Any = None  # the same as an array.array of bytes, for the compiled WordPiece (no NumPy)
 _LENGTH_TABLES: dict[Any, Any] = {}  # normaliser tables -> code point -> length of its translation (-1: not yet)
+
+
+def _class_ranges() -> list[tuple[int, int, int]]:
+    """``(first, last, class)``: whitespace 0, then punctuation 1 (the pattern tries it first)."""
+    from toktools.tables import bert as tables
+
+    return [(lo, hi, 0) for lo, hi in tables.PRETOKENIZER_WHITESPACE] + [
+        (lo, hi, 1) for lo, hi in tables.PRETOKENIZER_PUNCTUATION
+    ]
+
+
+def _class_table() -> Any:
+    """Every code point's class as a NumPy array (the Python path's)."""
+    global _CLASS_TABLE
+    if _CLASS_TABLE is None:
+        import numpy as np
+
+        table = np.full(0x110000, 2, dtype=np.int8)
+        for lo, hi, value in _class_ranges():
+            table[lo : hi + 1] = value
+        _CLASS_TABLE = table
+    return _CLASS_TABLE
+
+
+def _class_bytes() -> Any:
+    """Every code point's class as an ``array.array`` of bytes (the compiled path's: no NumPy)."""
+    global _CLASS_BYTES
+    if _CLASS_BYTES is None:
+        from array import array
+
+        table = array("B", [2]) * 0x110000
+        for lo, hi, value in _class_ranges():
+            table[lo : hi + 1] = array("B", [value]) * (hi + 1 - lo)
+        _CLASS_BYTES = table
+    return _CLASS_BYTES
 
 
 def wordpiece_builder(tokenizer: Any) -> WordPieceBatches | None:
@@ -94,22 +130,13 @@ class WordPieceBatches:
 
     @property
     def loaded(self) -> bool:
-        return "numpy" in sys.modules and _CLASS_TABLE is not None
+        return (self._compiled_tried and (self.compiled is not None or _CLASS_TABLE is not None)) or (
+            "numpy" in sys.modules and _CLASS_TABLE is not None
+        )
 
     def load(self) -> bool:
-        """numpy and the class table (no compiled code here)."""
-        global _CLASS_TABLE
-        if _CLASS_TABLE is None:
-            import numpy as np
-
-            from toktools.tables import bert as tables
-
-            table = np.full(0x110000, 2, dtype=np.int8)
-            for lo, hi in tables.PRETOKENIZER_WHITESPACE:
-                table[lo : hi + 1] = 0
-            for lo, hi in tables.PRETOKENIZER_PUNCTUATION:  # the pattern tries punctuation first
-                table[lo : hi + 1] = 1
-            _CLASS_TABLE = table
+        """The compiled WordPiece (no NumPy: the first parts run while it is imported), or else
+        numpy and the class table of the Python path."""
         if not self._compiled_tried:
             self._compiled_tried = True
             from toktools.runtime.compiled_switch import numba_installed
@@ -121,6 +148,8 @@ class WordPieceBatches:
                 self.compiled = compiled.load(
                     model.vocab, model.unk_token, model.prefix, model.max_input_chars_per_word
                 )
+        if self.compiled is None:
+            _class_table()
         return True
 
     def ids_of_words(self, words: list[str]) -> list[tuple[int, ...]]:
@@ -176,6 +205,8 @@ class WordPieceBatches:
         # part and builds the previous part's encodings (the kernel runs without the GIL)
         chunks = part_chunks(texts, plain) if self.compiled is not None else [plain]
         batches = [_WordPieceBatch(self, [texts[i] for i in chunk]) for chunk in chunks]
+        if "numpy" not in sys.modules:  # the offsets read it: imported while the parts run
+            import numpy  # noqa: F401
         for i, _n, _batch, encoding in part_encodings(chunks, batches, self.token_of.__getitem__, type_ids):
             out[i] = encoding
         return out
@@ -185,26 +216,30 @@ class _WordPieceBatch:
     """One batch's ids and, when first asked, every text's offsets."""
 
     def __init__(self, batches: WordPieceBatches, texts: list[str]) -> None:
-        import numpy as np
-
         tables = batches.tables
         normalized = [text.translate(tables.char_map) for text in texts] if tables is not None else texts
         joined = " ".join(normalized)  # a space: whitespace to the pre-tokeniser, ends every word
-        points = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
         self._batches, self._texts, self._normalized_chars = batches, texts, len(joined)
         self._lists: dict[int, list[tuple[int, int]]] | None = None
-        text_starts = np.zeros(len(texts) + 1, dtype=np.int64)  # in the joined normalised text
-        np.cumsum(np.fromiter(map(len, normalized), dtype=np.int64, count=len(texts)) + 1, out=text_starts[1:])
         self._thread: threading.Thread | None = None
+        self._tokens: Any = None  # the compiled call's tokens (or the error it raised)
         if batches.compiled is not None:  # words, lookups and splits in one compiled call, in a thread
+            from array import array
+            from itertools import accumulate
+
             self.ids: list[int] = []
             self.bounds: list[int] = []
-            self._spans: Any = []
-            self._thread = threading.Thread(target=self._tokens, args=(points, text_starts), daemon=True)
+            raw = joined.encode("utf-32-le")
+            starts = array("q", chain((0,), accumulate(len(text) + 1 for text in normalized)))  # in joined
+            self._thread = threading.Thread(target=self._run, args=(raw, starts), daemon=True)
             self._thread.start()
             return
-        self._spans = None
-        classes = _CLASS_TABLE[points]
+        import numpy as np
+
+        points = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
+        text_starts = np.zeros(len(texts) + 1, dtype=np.int64)  # in the joined normalised text
+        np.cumsum(np.fromiter(map(len, normalized), dtype=np.int64, count=len(texts)) + 1, out=text_starts[1:])
+        classes = _class_table()[points]
         other = classes == 2
         punctuation = classes == 1
         follows_other = np.zeros(len(other), dtype=bool)
@@ -226,14 +261,11 @@ class _WordPieceBatch:
         self.bounds = first_token[text_words].tolist()
         self._words = (word_starts, word_ends, token_counts, first_token)
 
-    def _tokens(self, points: Any, text_starts: Any) -> None:
-        import numpy as np
-
+    def _run(self, points: bytes, text_starts: Any) -> None:
         try:
-            ids, starts, ends = self._batches.compiled.tokens(points, _CLASS_TABLE.view(np.uint8))  # type: ignore[union-attr]
-            self._spans[:] = [ids, starts, ends, np.searchsorted(starts, text_starts)]
+            self._tokens = self._batches.compiled.tokens(points, _class_bytes(), text_starts)  # type: ignore[union-attr]
         except BaseException as error:  # noqa: BLE001 - raised again by finish, in the caller's thread
-            self._spans[:] = [error]
+            self._tokens = error
 
     def finish(self) -> None:
         """Wait for the compiled call, if any: the ids and each text's bounds."""
@@ -241,10 +273,10 @@ class _WordPieceBatch:
             return
         self._thread.join()
         self._thread = None
-        if isinstance(self._spans[0], BaseException):
-            raise self._spans[0]
-        ids, starts, ends, bounds = self._spans
-        self.ids, self.bounds, self._spans = ids.tolist(), bounds.tolist(), (starts, ends)
+        if isinstance(self._tokens, BaseException):
+            raise self._tokens
+        tokens = self._tokens
+        self.ids, self.bounds = tokens.ids[: tokens.count].tolist(), tokens.text_firsts
 
     def offsets(self, n: int) -> list[tuple[int, int]]:
         """Text ``n``'s offsets (every text's computed on the first call)."""
@@ -258,8 +290,10 @@ class _WordPieceBatch:
         from toktools.runtime.gc_pause import gc_paused
 
         texts = self._texts
-        if self._spans is not None:  # the compiled split gave every token's span
-            starts, ends = self._spans
+        if self._tokens is not None:  # the compiled split gave every token's span
+            tokens = self._tokens
+            starts = np.frombuffer(tokens.starts, dtype=np.int64)[: tokens.count]
+            ends = np.frombuffer(tokens.ends, dtype=np.int64)[: tokens.count]
         else:
             starts, ends = self._token_spans()
         original = " ".join(texts)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
+from itertools import chain
 from typing import Any
 
 from toktools.errors import ToktoolsError
@@ -75,6 +76,13 @@ def validate_vocab(vocab: object, source: str, field: str = "vocabulary") -> dic
         raise ToktoolsError(
             f"{source}: the {field} must be a JSON object mapping tokens to ids, not {type(vocab).__name__}"
         )
+    ids = vocab.values()
+    if (
+        set(map(type, vocab)) <= {str}
+        and set(map(type, ids)) <= {int}
+        and (not ids or 0 <= min(ids) <= max(ids) <= MAX_ID)
+    ):
+        return vocab  # checked in C calls; the loop below only names the first bad entry
     for token, token_id in vocab.items():
         if not isinstance(token, str):
             raise ToktoolsError(f"{source}: {field} token {token!r} is not a string")
@@ -90,6 +98,10 @@ def validate_merges(merges: object, source: str) -> list[tuple[str, str]]:
     """``tokenizer.json`` merges: ``"a b"`` strings or ``["a", "b"]`` pairs, as pairs."""
     if not isinstance(merges, list):
         raise ToktoolsError(f"{source}: model.merges must be a list, not {type(merges).__name__}")
+    kinds = set(map(type, merges))  # a list of one kind is checked in C calls first
+    split = [m.split(" ") for m in merges] if kinds == {str} else merges if kinds == {list} else None
+    if split is not None and set(map(len, split)) <= {2} and set(map(type, chain.from_iterable(split))) <= {str}:
+        return list(map(tuple, split))  # type: ignore[arg-type]
     pairs = []
     for number, merge in enumerate(merges, start=1):
         parts = merge.split(" ") if isinstance(merge, str) else merge

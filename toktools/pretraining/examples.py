@@ -164,7 +164,10 @@ def iter_documents(sources: Sequence[CorpusSource], progress: Progress | None = 
     """Documents as lists of sentences (stripped, non-empty lines). Text files: a blank line
     ends a document, and so does the end of a file. JSON Lines (a source with ``json_field``):
     each record is a document and the lines of its field are its sentences."""
-    from toktools.corpus.reading import raw_lines  # a corrupt or truncated .gz/.xz is one line naming it
+    from toktools.corpus.reading import (
+        json_field_text,
+        raw_lines,
+    )  # a corrupt or truncated .gz/.xz is one line naming it
 
     total = sum(s.size() for s in sources)
     done = 0
@@ -182,7 +185,8 @@ def iter_documents(sources: Sequence[CorpusSource], progress: Progress | None = 
                 ) from None
             if source.json_field:
                 if line.strip():
-                    sentences = [s.strip() for s in _json_field(line, source, number).split("\n")]
+                    text = json_field_text(line, source.json_field, source.path, number)
+                    sentences = [s.strip() for s in text.split("\n")]
                     if any(sentences):
                         yield [s for s in sentences if s]
                 continue
@@ -196,18 +200,6 @@ def iter_documents(sources: Sequence[CorpusSource], progress: Progress | None = 
             yield document
     if progress is not None:
         progress("read", total, total)
-
-
-def _json_field(line: str, source: CorpusSource, number: int) -> str:
-    try:
-        value = json.loads(line)[source.json_field]
-    except (json.JSONDecodeError, KeyError, TypeError, IndexError, RecursionError):
-        raise ToktoolsError(
-            f"{source.path}, line {number}: not a JSON object with a {source.json_field!r} field"
-        ) from None
-    if not isinstance(value, str):
-        raise ToktoolsError(f"{source.path}, line {number}: field {source.json_field!r} is not a string")
-    return value
 
 
 @dataclass

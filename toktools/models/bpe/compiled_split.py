@@ -10,7 +10,10 @@ string per word.
 
 from __future__ import annotations
 
-import numpy as np
+from array import array
+from typing import Any
+
+from toktools.models.bpe.compiled_merge import address, zeros
 
 #: The kernel: module, function, and the types of its parameters.
 _KERNEL = (
@@ -18,37 +21,59 @@ _KERNEL = (
     "split_words_at",
     ("int64", "uint32*", "uint8*", "int64", "int64*", "int64*"),
 )
+#: The split with the bounds the merge reads (:func:`toktools.models.bpe.split_kernel.split_bounds_at`).
+_BOUNDS_KERNEL = (
+    "toktools.models.bpe.split_kernel",
+    "split_bounds_at",
+    ("int64", "uint32*", "uint8*", "int64", "int64*", "int64*", "int64*", "int64*", "int64*"),
+)
 
-_classes: np.ndarray | None = None
+_classes: array | None = None  # type: ignore[type-arg]
 
 
 def kept() -> bool:
     """The compiled split loads cheaply here (:func:`toktools.runtime.machine_code.ready`)."""
     from toktools.runtime.machine_code import ready
 
-    return ready(*_KERNEL)
+    return ready(*_KERNEL) and ready(*_BOUNDS_KERNEL)
 
 
 def start_compiling() -> None:
-    """Have the kernel compiled into the user cache in a detached process, for later runs."""
+    """Have the kernels compiled into the user cache in a detached process, for later runs."""
     from toktools.runtime.background_compile import start
 
     start(*_KERNEL)
+    start(*_BOUNDS_KERNEL)
 
 
-def class_table() -> np.ndarray:
+def class_table() -> array:  # type: ignore[type-arg]
     """Every code point's classes as the pattern's tables give them (bit 1 letter, 2 number,
-    4 whitespace), the same tables the ``re`` pattern is built from."""
+    4 whitespace), the same tables the ``re`` pattern is built from: built without NumPy, so a
+    first batch can start splitting before NumPy is imported."""
     global _classes
     if _classes is None:
         from toktools.tables.bytelevel import LETTER_RANGES, NUMBER_RANGES, SPACE_RANGES
 
-        table = np.zeros(0x110000, dtype=np.uint8)
+        table = array("B", bytes(0x110000))
         for bit, ranges in ((1, LETTER_RANGES), (2, NUMBER_RANGES), (4, SPACE_RANGES)):
             for lo, hi in ranges:
-                table[lo : hi + 1] |= bit
+                span = table[lo : hi + 1]
+                table[lo : hi + 1] = (
+                    array("B", [bit]) * len(span) if not any(span) else array("B", (b | bit for b in span))
+                )
         _classes = table
     return _classes
+
+
+class Words:
+    """The words of a part's texts, as :meth:`CompiledSplit.bounds` gives them (``array.array``
+    buffers): each word's end in code points (``ends``) and UTF-8 bounds (``byte_bounds``, one
+    more), each text's words (``text_words[t]:text_words[t + 1]``), their number and the longest
+    word's bytes."""
+
+    def __init__(self, ends: array, byte_bounds: array, text_words: array, count: int, longest: int) -> None:  # type: ignore[type-arg]
+        self.ends, self.byte_bounds, self.text_words = ends, byte_bounds, text_words
+        self.count, self.longest = count, longest
 
 
 class CompiledSplit:
@@ -58,24 +83,44 @@ class CompiledSplit:
     def __init__(self) -> None:
         from toktools.runtime.machine_code import kernel
 
-        split = kernel(*_KERNEL)
-        if split is None:
+        split, bounds = kernel(*_KERNEL), kernel(*_BOUNDS_KERNEL)
+        if split is None or bounds is None:
             raise ImportError("the compiled split needs numba (extra 'fast')")
-        self._kernel = split
+        self._kernel, self._bounds = split, bounds
         self.classes = class_table()
+        self._classes_at = address(self.classes)
 
-    def word_ends(self, points: np.ndarray, text_ends: np.ndarray) -> np.ndarray:
+    def word_ends(self, points: Any, text_ends: Any) -> Any:
         """The end of every word (indices into ``points``), text after text; text ``t`` is
-        ``points[text_ends[t - 1]:text_ends[t]]``. Runs without the GIL."""
+        ``points[text_ends[t - 1]:text_ends[t]]`` (NumPy arrays). Runs without the GIL."""
+        import numpy as np
+
         points = np.ascontiguousarray(points, dtype=np.uint32)
         text_ends = np.ascontiguousarray(text_ends, dtype=np.int64)
         out = np.empty(max(1, len(points)), dtype=np.int64)
         count = self._kernel(
             len(points),
             points.ctypes.data,
-            self.classes.ctypes.data,
+            self._classes_at,
             len(text_ends),
             text_ends.ctypes.data,
             out.ctypes.data,
         )
         return out[:count]
+
+    def bounds(self, points: bytes, text_ends: array) -> Words:  # type: ignore[type-arg]
+        """The words of texts given as UTF-32-LE code points end to end (``points``) with their
+        ends (``text_ends``), laid out for :meth:`toktools.models.bpe.compiled_merge.BulkMerger.merge_at`:
+        no NumPy, no string per word; runs without the GIL."""
+        n_points, n_texts = len(points) // 4, len(text_ends)
+        ends, byte_bounds = zeros("q", n_points), zeros("q", max(n_points, 1) + 1)
+        text_words, longest = zeros("q", n_texts + 1), zeros("q", 1)
+        count = self._bounds(
+            n_points,
+            address(points),
+            self._classes_at,
+            n_texts,
+            address(text_ends),
+            *map(address, (ends, byte_bounds, text_words, longest)),
+        )
+        return Words(ends, byte_bounds, text_words, count, longest[0])

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from numba import carray, njit
 
-from toktools.models.bpe.vectorized_merge import EMPTY_KEY, HASH_MULTIPLIER  # the same hash table layout
+from toktools.models.bpe.pair_table import EMPTY_KEY, HASH_MULTIPLIER  # the same hash table layout
 
 
 @njit(inline="always")
@@ -198,4 +198,35 @@ def merge_words_at(
         carray(heap_new, (3 * longest,)),
         carray(ids, (n_data,)),
         carray(id_starts, (n_words + 1,)),
+    )
+
+
+@njit(inline="always")
+def build_into(n, pairs, values, table_keys, table_ranks, table_new, shift):
+    """The merge table filled: merge ``i`` (pair ``pairs[2i], pairs[2i + 1]``, rank and new id
+    ``values[2i], values[2i + 1]``) at the first free slot from its home; the pairs are distinct."""
+    for h in range(len(table_keys)):
+        table_keys[h] = EMPTY_KEY
+    for i in range(n):
+        key = (np.uint64(pairs[2 * i]) << np.uint64(32)) | np.uint64(pairs[2 * i + 1])
+        h = _slot(table_keys, key, shift)
+        table_keys[h] = key
+        table_ranks[h] = values[2 * i]
+        table_new[h] = values[2 * i + 1]
+    return n
+
+
+def build_table_at(n, pairs, values, table_size, table_keys, table_ranks, table_new, shift):
+    """:func:`build_into` over raw pointers (parameter types in
+    :data:`toktools.models.bpe.compiled_merge._TABLE_KERNEL`): the merge table without NumPy, so
+    a first batch can start merging before NumPy is imported."""
+    room = max(2 * n, 1)
+    return build_into(
+        n,
+        carray(pairs, (room,)),
+        carray(values, (room,)),
+        carray(table_keys, (table_size,)),
+        carray(table_ranks, (table_size,)),
+        carray(table_new, (table_size,)),
+        shift,
     )

@@ -98,3 +98,48 @@ def split_words_at(n_points, points, classes, n_texts, text_ends, word_ends):
         carray(text_ends, (n_texts,)),
         carray(word_ends, (max(n_points, 1),)),
     )
+
+
+@njit(inline="always")
+def bounds_into(points, text_ends, word_ends, count, byte_bounds, text_words):
+    """What the merge reads, from :func:`split_into`'s word ends: each word's UTF-8 bounds
+    (``byte_bounds[w]:byte_bounds[w + 1]``) and each text's words (``text_words[t]:text_words[t
+    + 1]``); returns the longest word's length in bytes."""
+    position = 0
+    at = 0
+    longest = 0
+    byte_bounds[0] = 0
+    for w in range(count):
+        end = word_ends[w]
+        start = position
+        while at < end:
+            c = points[at]
+            position += 1 if c < 0x80 else 2 if c < 0x800 else 3 if c < 0x10000 else 4
+            at += 1
+        byte_bounds[w + 1] = position
+        if position - start > longest:
+            longest = position - start
+    text_words[0] = 0
+    w = 0
+    for t in range(len(text_ends)):
+        while w < count and word_ends[w] <= text_ends[t]:
+            w += 1
+        text_words[t + 1] = w
+    return longest
+
+
+def split_bounds_at(n_points, points, classes, n_texts, text_ends, word_ends, byte_bounds, text_words, longest):
+    """:func:`split_into`, then :func:`bounds_into`: the words of every text laid out for the
+    compiled merge in one call (parameter types in
+    :data:`toktools.models.bpe.compiled_split._BOUNDS_KERNEL`). ``word_ends`` and ``byte_bounds``
+    have room for ``n_points`` words (plus one), ``text_words`` for ``n_texts + 1``; the longest
+    word's bytes go to ``longest[0]``; returns the number of words."""
+    room = max(n_points, 1)
+    ends = carray(word_ends, (room,))
+    texts = carray(text_ends, (n_texts,))
+    code = carray(points, (n_points,))
+    count = split_into(code, carray(classes, (0x110000,)), texts, ends)
+    carray(longest, (1,))[0] = bounds_into(
+        code, texts, ends, count, carray(byte_bounds, (room + 1,)), carray(text_words, (n_texts + 1,))
+    )
+    return count

@@ -10,7 +10,7 @@ explains why it is exact then, and the caller checks it afterwards):
 * words are runs of symbol ids in one array, rewritten in place, left to right and
   non-overlapping, with ``tokenizers``' count changes per occurrence (``Word::merge``);
 * pair counts live in an open-addressing hash table keyed by ``left << 32 | right`` (the same
-  layout as :mod:`toktools.models.bpe.vectorized_merge`); each pair keeps a linked list of the
+  layout as :mod:`toktools.models.bpe.pair_table`); each pair keeps a linked list of the
   words where it was counted up (``tokenizers``' positions, possibly naming a word twice);
 * the queue is a binary heap ordered by count (highest first), then pair (smallest first),
   with lazy invalidation: a stale top is pushed back with its current count, or dropped when
@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numba import carray, njit
 
-#: Fibonacci hashing, as the merge tables of :mod:`toktools.models.bpe.vectorized_merge` (not
+#: Fibonacci hashing, as the hash tables of :mod:`toktools.models.bpe.pair_table` (not
 #: imported from there: the lowered IR shipped in ``toktools/tables/lowered_kernels.py`` is keyed
 #: by the sources of this module and those it imports, and only this one decides the kernel)
 HASH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)

@@ -25,57 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from toktools.models.bpe.pair_table import PairTable
+
 Pair = tuple[int, int]
 _NONE = np.iinfo(np.int64).max
-
-
-EMPTY_KEY = np.uint64(0xFFFFFFFFFFFFFFFF)  # never a key: ids are below 2**31
-HASH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
-
-
-class PairTable:
-    """``left << 32 | right`` → index of the merge, as an open-addressing hash table probed for
-    many keys at once (a binary search costs ~16 dependent reads a key, this ~1.3)."""
-
-    def __init__(self, keys: np.ndarray) -> None:
-        bits = max(4, (4 * len(keys)).bit_length())  # load factor at most 1/4
-        self.mask = (1 << bits) - 1
-        self.shift = np.uint64(64 - bits)
-        self.keys = np.full(1 << bits, EMPTY_KEY, dtype=np.uint64)
-        self.index = np.zeros(1 << bits, dtype=np.int64)
-        wanted = keys.astype(np.uint64)
-        pending = np.arange(len(keys))
-        slot = self._hash(wanted)
-        while len(pending):  # each round: the first claimant of each free slot takes it
-            free = self.keys[slot[pending]] == EMPTY_KEY
-            candidates = pending[free]
-            _, first = np.unique(slot[candidates], return_index=True)
-            placed = candidates[first]
-            self.keys[slot[placed]] = wanted[placed]
-            self.index[slot[placed]] = placed
-            taken = np.ones(len(keys), dtype=bool)
-            taken[placed] = False
-            pending = pending[taken[pending]]
-            moved = pending[self.keys[slot[pending]] != EMPTY_KEY]
-            slot[moved] = (slot[moved] + 1) & self.mask
-
-    def _hash(self, keys: np.ndarray) -> np.ndarray:
-        return ((keys * HASH_MULTIPLIER) >> self.shift).astype(np.int64)
-
-    def find(self, keys: np.ndarray) -> np.ndarray:
-        """The index of each key's merge, or -1."""
-        wanted = keys.astype(np.uint64)
-        slot = self._hash(wanted)
-        found = np.full(len(keys), -1, dtype=np.int64)
-        pending = np.arange(len(keys))
-        while len(pending):
-            at = slot[pending]
-            seen = self.keys[at]
-            hit = seen == wanted[pending]
-            found[pending[hit]] = self.index[at[hit]]
-            pending = pending[~hit & (seen != EMPTY_KEY)]
-            slot[pending] = (slot[pending] + 1) & self.mask
-        return found
 
 
 @dataclass

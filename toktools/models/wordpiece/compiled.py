@@ -9,9 +9,11 @@ word, where the Python path makes a string per word, looks each up and splits ea
 
 from __future__ import annotations
 
-import numpy as np
+from array import array
+from bisect import bisect_left
+from itertools import accumulate, chain
 
-from toktools.models.bpe.vectorized_merge import EMPTY_KEY, PairTable
+from toktools.models.bpe.compiled_merge import address, zeros
 
 #: The kernel: module, function, and the types of its parameters.
 _KERNEL = (
@@ -42,8 +44,14 @@ _KERNEL = (
         "int64*",
     ),
 )
+#: The kernel that fills the vocabulary's hash table.
+_TABLE_KERNEL = (
+    "toktools.models.wordpiece.kernel",
+    "wordpiece_table_at",
+    ("int64", "int64", "int64*", "uint32*", "int64*", "uint64", "int64", "uint64*", "int64*", "uint64"),
+)
 #: The polynomial hash's base (odd, so no code point's weight vanishes modulo 2**64).
-BASE = np.uint64(0x100000001B3)
+BASE = 0x100000001B3
 #: A word longer than this goes the Python way (the kernel's scratch is sized by it).
 MAX_CHARS = 10_000
 
@@ -52,94 +60,102 @@ def kept() -> bool:
     """The compiled WordPiece loads cheaply here (:func:`toktools.runtime.machine_code.ready`)."""
     from toktools.runtime.machine_code import ready
 
-    return ready(*_KERNEL)
+    return ready(*_KERNEL) and ready(*_TABLE_KERNEL)
 
 
 def start_compiling() -> None:
-    """Have the kernel compiled into the user cache in a detached process, for later runs."""
+    """Have the kernels compiled into the user cache in a detached process, for later runs."""
     from toktools.runtime.background_compile import start
 
     start(*_KERNEL)
+    start(*_TABLE_KERNEL)
 
 
-def _keys(points: np.ndarray, starts: np.ndarray, flags: np.ndarray) -> np.ndarray:
-    """Each entry's key as the kernel computes it: the polynomial hash of its code points (the
-    longest entries set the number of steps), times 2, plus its flag; modulo 2**64."""
-    lengths = np.diff(starts)
-    keys = np.zeros(len(lengths), dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for k in range(int(lengths.max(initial=0))):
-            longer = lengths > k
-            keys[longer] = keys[longer] * BASE + points[starts[:-1][longer] + k].astype(np.uint64)
-        return keys * np.uint64(2) + flags.astype(np.uint64)
+class Tokens:
+    """A batch's tokens as :meth:`CompiledWordPiece.tokens` gives them (``array.array``
+    buffers): ids, spans in the joined text, their number, and each text's first token."""
+
+    def __init__(self, ids: array, starts: array, ends: array, count: int, text_firsts: list[int]) -> None:  # type: ignore[type-arg]
+        self.ids, self.starts, self.ends, self.count, self.text_firsts = ids, starts, ends, count, text_firsts
 
 
 class CompiledWordPiece:
-    """One WordPiece model's vocabulary as the kernel's hash table. Raises ``ImportError`` when
-    there is no compiled kernel, ``ValueError`` when the model does not fit it (no unknown
-    token in the vocabulary, two entries with one key, a huge ``max_input_chars_per_word``)."""
+    """One WordPiece model's vocabulary as the kernel's hash table, built without NumPy. Raises
+    ``ImportError`` when there is no compiled kernel, ``ValueError`` when the model does not fit
+    it (no unknown token in the vocabulary, two entries with one key, a huge
+    ``max_input_chars_per_word``)."""
 
     def __init__(self, vocab: dict[str, int], unk_token: str, prefix: str, max_chars: int) -> None:
         if unk_token not in vocab or max_chars > MAX_CHARS or not prefix:
             raise ValueError("this WordPiece model goes the Python way")
         from toktools.runtime.machine_code import kernel
 
-        run = kernel(*_KERNEL)
-        if run is None:
+        run, build = kernel(*_KERNEL), kernel(*_TABLE_KERNEL)
+        if run is None or build is None:
             raise ImportError("the compiled WordPiece needs numba (extra 'fast')")
         self._kernel = run
         tokens = list(vocab)
         continuing = [token[len(prefix) :] for token in tokens if token.startswith(prefix)]
         bodies = tokens + continuing
-        flags = np.zeros(len(bodies), dtype=np.int64)
-        flags[len(tokens) :] = 1
-        self.entry_ids = np.array(list(vocab.values()) + [vocab[prefix + body] for body in continuing], dtype=np.int64)
-        joined = "".join(bodies)
-        self.entry_points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        self.entry_starts = np.zeros(len(bodies) + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, bodies), dtype=np.int64, count=len(bodies)), out=self.entry_starts[1:])
-        self.entry_flags = flags
-        keys = _keys(self.entry_points, self.entry_starts, flags)
-        if len(np.unique(keys)) != len(keys) or (keys == EMPTY_KEY).any():
+        self.entry_ids = array("q", chain(vocab.values(), [vocab[prefix + body] for body in continuing]))
+        self.entry_points = "".join(bodies).encode("utf-32-le", "surrogatepass")
+        self.entry_starts = array("q", chain((0,), accumulate(map(len, bodies))))
+        self.entry_flags = array("q", [0]) * len(tokens) + array("q", [1]) * len(continuing)
+        self.n_entries = len(bodies)
+        bits = max(4, (4 * len(bodies)).bit_length())  # load factor at most 1/4
+        self.table_size, self.shift = 1 << bits, 64 - bits
+        self.table_keys, self.table_index = zeros("Q", self.table_size), zeros("q", self.table_size)
+        made = build(
+            self.n_entries,
+            len(self.entry_points) // 4,
+            address(self.entry_starts),
+            address(self.entry_points),
+            address(self.entry_flags),
+            BASE,
+            self.table_size,
+            address(self.table_keys),
+            address(self.table_index),
+            self.shift,
+        )
+        if made != 0:
             raise ValueError("two vocabulary entries share a key: the Python way")
-        self.table = PairTable(keys)
-        self.longest = max(1, int(np.diff(self.entry_starts).max(initial=1)))
+        self.longest = max(1, max(map(len, bodies), default=1))
         self.unk_id = vocab[unk_token]
         self.max_chars = max_chars
 
-    def tokens(self, points: np.ndarray, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(ids, starts, ends)`` of every token of the words in ``points`` (spans in ``points``).
-        Runs without the GIL (several calls at once too: each has its own scratch)."""
-        points = np.ascontiguousarray(points, dtype=np.uint32)
-        room = max(1, len(points))
-        ids, starts, ends = (np.empty(room, dtype=np.int64) for _ in range(3))
-        hashes, powers = np.empty(self.max_chars + 1, dtype=np.uint64), np.empty(self.max_chars + 1, dtype=np.uint64)
-        table = self.table
+    def tokens(self, points: bytes, classes: array, text_starts: array) -> Tokens:  # type: ignore[type-arg]
+        """Every token of the words in ``points`` (UTF-32-LE code points of the joined texts; text
+        ``t`` starts at ``text_starts[t]``), with its span in them, and each text's first token.
+        Needs no NumPy; runs without the GIL (several calls at once too: each has its own scratch)."""
+        n_points = len(points) // 4
+        ids, starts, ends = zeros("q", n_points), zeros("q", n_points), zeros("q", n_points)
+        hashes, powers = zeros("Q", self.max_chars + 1), zeros("Q", self.max_chars + 1)
         count = self._kernel(
-            len(points),
-            points.ctypes.data,
-            classes.ctypes.data,
-            len(table.keys),
-            table.keys.ctypes.data,
-            table.index.ctypes.data,
-            int(table.shift),
-            len(self.entry_ids),
-            len(self.entry_points),
-            self.entry_starts.ctypes.data,
-            self.entry_points.ctypes.data,
-            self.entry_flags.ctypes.data,
-            self.entry_ids.ctypes.data,
-            int(BASE),
+            n_points,
+            address(points),
+            address(classes),
+            self.table_size,
+            address(self.table_keys),
+            address(self.table_index),
+            self.shift,
+            self.n_entries,
+            len(self.entry_points) // 4,
+            address(self.entry_starts),
+            address(self.entry_points),
+            address(self.entry_flags),
+            address(self.entry_ids),
+            BASE,
             self.unk_id,
             self.max_chars,
             self.longest,
-            hashes.ctypes.data,
-            powers.ctypes.data,
-            ids.ctypes.data,
-            starts.ctypes.data,
-            ends.ctypes.data,
+            address(hashes),
+            address(powers),
+            address(ids),
+            address(starts),
+            address(ends),
         )
-        return ids[:count], starts[:count], ends[:count]
+        firsts = [bisect_left(starts, start, 0, count) for start in text_starts]
+        return Tokens(ids, starts, ends, count, firsts)
 
 
 def load(vocab: dict[str, int], unk_token: str, prefix: str, max_chars: int) -> CompiledWordPiece | None:

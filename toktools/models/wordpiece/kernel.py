@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import carray, njit
 
-from toktools.models.bpe.vectorized_merge import EMPTY_KEY, HASH_MULTIPLIER  # the same hash table layout
+from toktools.models.bpe.pair_table import EMPTY_KEY, HASH_MULTIPLIER  # the same hash table layout
 
 
 @njit(inline="always")
@@ -176,4 +176,47 @@ def wordpiece_at(
         carray(ids, (room,)),
         carray(token_starts, (room,)),
         carray(token_ends, (room,)),
+    )
+
+
+@njit(inline="always")
+def table_into(entry_starts, entry_points, entry_flags, base, table_keys, table_index, shift):
+    """The vocabulary's hash table filled: entry ``e`` under its key (the polynomial hash of its
+    code points, as :func:`wordpiece_into` computes a piece's, times 2, plus its flag) at the
+    first free slot from its home. Returns 0, or -1 where two entries share a key (or a key is
+    the empty slot's): the model then goes the Python way."""
+    mask = len(table_keys) - 1
+    for h in range(len(table_keys)):
+        table_keys[h] = EMPTY_KEY
+    for e in range(len(entry_starts) - 1):
+        key = np.uint64(0)
+        for k in range(entry_starts[e], entry_starts[e + 1]):
+            key = key * base + np.uint64(entry_points[k])
+        key = key * np.uint64(2) + np.uint64(entry_flags[e])
+        if key == EMPTY_KEY:
+            return -1
+        h = np.int64((key * HASH_MULTIPLIER) >> shift)
+        while table_keys[h] != EMPTY_KEY:
+            if table_keys[h] == key:
+                return -1
+            h = (h + 1) & mask
+        table_keys[h] = key
+        table_index[h] = e
+    return 0
+
+
+def wordpiece_table_at(
+    n_entries, n_entry_points, entry_starts, entry_points, entry_flags, base, table_size, table_keys, table_index, shift
+):
+    """:func:`table_into` over raw pointers (parameter types in
+    :data:`toktools.models.wordpiece.compiled._TABLE_KERNEL`): the table without NumPy, so a
+    first batch can start while NumPy is imported."""
+    return table_into(
+        carray(entry_starts, (n_entries + 1,)),
+        carray(entry_points, (max(n_entry_points, 1),)),
+        carray(entry_flags, (max(n_entries, 1),)),
+        base,
+        carray(table_keys, (table_size,)),
+        carray(table_index, (table_size,)),
+        shift,
     )
