@@ -168,10 +168,8 @@ def test_the_key_covers_the_modules_the_kernel_imports(tmp_path: Path, monkeypat
     assert "toktools.models.bpe.pair_table" in modules and "toktools.runtime.machine_code" in modules
     before = native_code._entry_path(*_KERNEL[:2], _KERNEL[2])
     real = importlib.util.find_spec
-    changed = tmp_path / "bpe_vectorized.py"
-    changed.write_bytes(
-        Path(real("toktools.models.bpe.pair_table").origin).read_bytes() + b"\n# another layout\n"
-    )
+    changed = tmp_path / "pair_table.py"
+    changed.write_bytes(Path(real("toktools.models.bpe.pair_table").origin).read_bytes() + b"\n# another layout\n")
 
     def find_spec(name: str, *args: object) -> object:
         if name == "toktools.models.bpe.pair_table":
