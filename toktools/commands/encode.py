@@ -417,11 +417,14 @@ def _encode_corpus(
         )
     else:
         kept = f" ({result.shards_kept} kept from an earlier run)" if result.shards_kept else ""
-        speed = result.input_bytes / result.seconds / 1e6 if result.seconds else 0.0
+        # (standard input has no size on disk: no speed rather than "0.0 MB/s")
+        speed = (
+            f", {result.input_bytes / result.seconds / 1e6:.1f} MB/s" if result.seconds and result.input_bytes else ""
+        )
         exact = f" ({EXACTNESS[result.engine]})" if result.engine in EXACTNESS else ""
         sys.stderr.write(
             f"{result.documents:,} documents, {result.tokens:,} tokens in {len(result.outputs) // 2} "
-            f"file pair(s){kept}; engine {result.engine}{exact}, {result.verified} verified, {speed:.1f} MB/s\n"
+            f"file pair(s){kept}; engine {result.engine}{exact}, {result.verified} verified{speed}\n"
         )
     if verbose and result.why:
         sys.stderr.write(f"engine {result.engine}: {result.why}\n")
