@@ -135,7 +135,7 @@ class WordPieceBatches:
         )
 
     def load(self) -> bool:
-        """The compiled WordPiece (no NumPy: the first parts run while it is imported), or else
+        """The compiled WordPiece (no NumPy: only the offsets read it), or else
         numpy and the class table of the Python path."""
         if not self._compiled_tried:
             self._compiled_tried = True
@@ -205,8 +205,6 @@ class WordPieceBatches:
         # part and builds the previous part's encodings (the kernel runs without the GIL)
         chunks = part_chunks(texts, plain) if self.compiled is not None else [plain]
         batches = [_WordPieceBatch(self, [texts[i] for i in chunk]) for chunk in chunks]
-        if "numpy" not in sys.modules:  # the offsets read it: imported while the parts run
-            import numpy  # noqa: F401
         for i, _n, _batch, encoding in part_encodings(chunks, batches, self.token_of.__getitem__, type_ids):
             out[i] = encoding
         return out

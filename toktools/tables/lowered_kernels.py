@@ -1560,7 +1560,7 @@ KERNELS: dict[str, dict[str, Any]] = {
     },
     'toktools.models.bpe.kernels.merge_words_at': {
         'parameters': ('int64', 'int64', 'uint8*', 'int64*', 'int64*', 'int64', 'uint64*', 'int64*', 'int64*', 'uint64', 'int64', 'int64*', 'int64*', 'int64*', 'uint8*', 'int64*', 'int64*', 'int64*', 'int64*'),
-        'sources': '6f6cc4ee4a2d7ded44062c964cdd9b129eff1046c53df5f62888a94cd2300785',
+        'sources': '6ced6ef1204da499298d6a4e6a302ceb1f374e1ab05fcc7f26c6189231b2fbd8',
         'llvm': 22,
         'triple': 'x86_64-unknown-linux-gnu',
         'numba': '0.68.1',
@@ -2241,7 +2241,7 @@ KERNELS: dict[str, dict[str, Any]] = {
     },
     'toktools.models.bpe.kernels.build_table_at': {
         'parameters': ('int64', 'int64*', 'int64*', 'int64', 'uint64*', 'int64*', 'int64*', 'uint64'),
-        'sources': '6f6cc4ee4a2d7ded44062c964cdd9b129eff1046c53df5f62888a94cd2300785',
+        'sources': '6ced6ef1204da499298d6a4e6a302ceb1f374e1ab05fcc7f26c6189231b2fbd8',
         'llvm': 22,
         'triple': 'x86_64-unknown-linux-gnu',
         'numba': '0.68.1',
@@ -3576,7 +3576,7 @@ KERNELS: dict[str, dict[str, Any]] = {
     },
     'toktools.models.wordpiece.kernel.wordpiece_at': {
         'parameters': ('int64', 'uint32*', 'uint8*', 'int64', 'uint64*', 'int64*', 'uint64', 'int64', 'int64', 'int64*', 'uint32*', 'int64*', 'int64*', 'uint64', 'int64', 'int64', 'int64', 'uint64*', 'uint64*', 'int64*', 'int64*', 'int64*'),
-        'sources': '1df82d636f1a30a48ae5dbf23057a184ce56e878c4d377dd4cf6f0748db4c462',
+        'sources': '2759b727d7f398476fe42cc90f2f1dbe45795d3c88ade6e5a98af1246ceea0ac',
         'llvm': 22,
         'triple': 'x86_64-unknown-linux-gnu',
         'numba': '0.68.1',
@@ -4054,7 +4054,7 @@ KERNELS: dict[str, dict[str, Any]] = {
     },
     'toktools.models.wordpiece.kernel.wordpiece_table_at': {
         'parameters': ('int64', 'int64', 'int64*', 'uint32*', 'int64*', 'uint64', 'int64', 'uint64*', 'int64*', 'uint64'),
-        'sources': '1df82d636f1a30a48ae5dbf23057a184ce56e878c4d377dd4cf6f0748db4c462',
+        'sources': '2759b727d7f398476fe42cc90f2f1dbe45795d3c88ade6e5a98af1246ceea0ac',
         'llvm': 22,
         'triple': 'x86_64-unknown-linux-gnu',
         'numba': '0.68.1',

@@ -49,7 +49,7 @@ def start_compiling() -> None:
 def class_table() -> array:  # type: ignore[type-arg]
     """Every code point's classes as the pattern's tables give them (bit 1 letter, 2 number,
     4 whitespace), the same tables the ``re`` pattern is built from: built without NumPy, so a
-    first batch can start splitting before NumPy is imported."""
+    batch that reads only ids never imports NumPy."""
     global _classes
     if _classes is None:
         from toktools.tables.bytelevel import LETTER_RANGES, NUMBER_RANGES, SPACE_RANGES

@@ -219,7 +219,7 @@ def build_into(n, pairs, values, table_keys, table_ranks, table_new, shift):
 def build_table_at(n, pairs, values, table_size, table_keys, table_ranks, table_new, shift):
     """:func:`build_into` over raw pointers (parameter types in
     :data:`toktools.models.bpe.compiled_merge._TABLE_KERNEL`): the merge table without NumPy, so
-    a first batch can start merging before NumPy is imported."""
+    a batch that reads only ids never imports NumPy."""
     room = max(2 * n, 1)
     return build_into(
         n,

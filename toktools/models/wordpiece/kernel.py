@@ -209,8 +209,8 @@ def wordpiece_table_at(
     n_entries, n_entry_points, entry_starts, entry_points, entry_flags, base, table_size, table_keys, table_index, shift
 ):
     """:func:`table_into` over raw pointers (parameter types in
-    :data:`toktools.models.wordpiece.compiled._TABLE_KERNEL`): the table without NumPy, so a
-    first batch can start while NumPy is imported."""
+    :data:`toktools.models.wordpiece.compiled._TABLE_KERNEL`): the table without NumPy, which
+    a batch that reads only ids never imports."""
     return table_into(
         carray(entry_starts, (n_entries + 1,)),
         carray(entry_points, (max(n_entry_points, 1),)),
