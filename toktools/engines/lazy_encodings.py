@@ -139,6 +139,7 @@ class ByteLevelBatches:
         self.has_added = re.compile("|".join(map(re.escape, added))).search if added else None
         self.merger: Any = None
         self.splitter: Any = None  # the compiled split, where its machine code is kept
+        self.offsetter: Any = None  # the compiled offsets (with the compiled split), where kept
         self.cold_chars = 0  # characters the reference path has encoded before this one loaded
         self._lengths: Any = None  # token id -> length in symbols (= bytes)
 
@@ -163,6 +164,8 @@ class ByteLevelBatches:
             self.merger = merger
             if self.words.use_regex:
                 self.splitter = _compiled_split()
+            if self.splitter is not None:
+                self.offsetter = _compiled_offsets(self.token_of)
         return True
 
     def lengths(self) -> Any:
@@ -209,6 +212,20 @@ def _compiled_split() -> Any:
         return None
     try:
         return compiled_split.CompiledSplit()
+    except ImportError:
+        return None
+
+
+def _compiled_offsets(token_of: Any) -> Any:
+    """The compiled offsets if their machine code is kept here, else None (NumPy computes them)
+    and their compilation started in a detached process for the next runs."""
+    from toktools.models.bpe import compiled_offsets
+
+    if not compiled_offsets.kept():
+        compiled_offsets.start_compiling()
+        return None
+    try:
+        return compiled_offsets.CompiledOffsets(token_of)
     except ImportError:
         return None
 
@@ -329,12 +346,30 @@ class _Batch:
             self._arrays = (starts, ends, lengths, byte_ends, counts)
         return self._arrays
 
+    def _compiled_spans(self, trim: int) -> dict[int, list[tuple[int, int]]] | None:
+        """Every text's offsets from the compiled kernel (no NumPy), or None without it."""
+        offsetter = self.batches.offsetter
+        if offsetter is None or self._points is None:
+            return None
+        lengths, prefixed = self._text_lengths, self._prefixed_flags
+        text_starts = array("q", accumulate(map(add, lengths, prefixed), initial=0))[: len(lengths)]
+        ids = self._ids_buffer[: len(self.ids)]
+        starts, ends = offsetter.spans(
+            ids, self._data, array("q", self.bounds), text_starts, array("q", prefixed), trim
+        )
+        return self._per_text(starts, ends)
+
     def offsets(self, n: int) -> list[tuple[int, int]]:
         """Text ``n``'s offsets (every text's built on the first call, GC paused)."""
         lists = self._lists.get("plain")
         if lists is None:
-            starts, ends, *_ = self._offset_arrays()
-            lists = self._lists["plain"] = self._per_text(starts, ends)
+            from toktools.models.bpe.compiled_offsets import PLAIN
+
+            lists = self._compiled_spans(PLAIN)
+            if lists is None:
+                starts, ends, *_ = self._offset_arrays()
+                lists = self._per_text(starts, ends)
+            self._lists["plain"] = lists
         return lists.pop(n)
 
     def trimmed_offsets(self, n: int, add_prefix_space: bool) -> list[tuple[int, int]]:
@@ -343,6 +378,10 @@ class _Batch:
         space's symbol ``Ġ`` (checked by :func:`_builder`), one byte ``0x20``: its leading and
         trailing ones are counted in the batch's bytes."""
         lists = self._lists.get(add_prefix_space)
+        if lists is None:
+            from toktools.models.bpe.compiled_offsets import TRIMMED, TRIMMED_AFTER_PREFIX_SPACE
+
+            lists = self._compiled_spans(TRIMMED_AFTER_PREFIX_SPACE if add_prefix_space else TRIMMED)
         if lists is None:
             import numpy as np
 
@@ -365,7 +404,8 @@ class _Batch:
                 leading = np.where((leading == 1) & (first | (starts == 0)), 0, leading)
             new_starts = np.where(leading > 0, np.minimum(starts + leading, ends), starts)
             new_ends = np.where((trailing > 0) & (ends >= trailing), np.maximum(ends - trailing, new_starts), ends)
-            lists = self._lists[add_prefix_space] = self._per_text(new_starts, new_ends)
+            lists = self._per_text(new_starts, new_ends)
+        self._lists[add_prefix_space] = lists
         return lists.pop(n)
 
     def _per_text(self, starts: Any, ends: Any) -> dict[int, list[tuple[int, int]]]:
