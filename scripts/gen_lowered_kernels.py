@@ -30,6 +30,7 @@ from toktools.models.bpe.compiled_split import _BOUNDS_KERNEL as BOUNDS_KERNEL  
 from toktools.models.bpe.compiled_split import _KERNEL as SPLIT_KERNEL  # noqa: E402
 from toktools.models.bpe.compiled_training import _KERNEL as TRAINING_KERNEL  # noqa: E402
 from toktools.models.wordpiece.compiled import _KERNEL as WORDPIECE_KERNEL  # noqa: E402
+from toktools.models.wordpiece.compiled import _OFFSETS_KERNEL as WORDPIECE_OFFSETS_KERNEL  # noqa: E402
 from toktools.models.wordpiece.compiled import _TABLE_KERNEL as WORDPIECE_TABLE_KERNEL  # noqa: E402
 from toktools.runtime import machine_code  # noqa: E402
 
@@ -46,6 +47,7 @@ KERNELS = [
     OFFSETS_KERNEL,
     WORDPIECE_KERNEL,
     WORDPIECE_TABLE_KERNEL,
+    WORDPIECE_OFFSETS_KERNEL,
     HAN_KERNEL,
 ]
 

@@ -172,10 +172,22 @@ def test_the_shipped_ir_is_lowered_from_the_current_kernel_sources():
     from toktools.models.bpe.compiled_split import _BOUNDS_KERNEL as bounds
     from toktools.models.bpe.compiled_split import _KERNEL as split
     from toktools.models.wordpiece.compiled import _KERNEL as wordpiece
+    from toktools.models.wordpiece.compiled import _OFFSETS_KERNEL as wordpiece_offsets
     from toktools.models.wordpiece.compiled import _TABLE_KERNEL as wordpiece_table
     from toktools.tables.lowered_kernels import KERNELS
 
-    kernels = [compiled_training._KERNEL, merge, table, split, bounds, offsets, wordpiece, wordpiece_table, han]
+    kernels = [
+        compiled_training._KERNEL,
+        merge,
+        table,
+        split,
+        bounds,
+        offsets,
+        wordpiece,
+        wordpiece_table,
+        wordpiece_offsets,
+        han,
+    ]
     assert sorted(KERNELS) == sorted(f"{module}.{function}" for module, function, _ in kernels)
     for module, function, parameters in kernels:
         record = KERNELS[f"{module}.{function}"]

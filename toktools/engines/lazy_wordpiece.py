@@ -31,6 +31,7 @@ import re
 import sys
 import threading
 from collections.abc import Sequence
+from functools import partial
 from itertools import chain
 from typing import Any
 
@@ -41,7 +42,14 @@ from toktools.engines.batch_parts import part_chunks, part_encodings
 CACHE_WORDS = 1 << 19
 _CLASS_TABLE: Any = None  # code point -> 0 whitespace, 1 punctuation, 2 other (BertPreTokenizer)
 _CLASS_BYTES: Any = None  # the same as an array.array of bytes, for the compiled WordPiece (no NumPy)
+_LENGTH_BYTES: dict[Any, Any] = {}  # the same as array.array tables, for the compiled offsets (255: not yet)
 _LENGTH_TABLES: dict[Any, Any] = {}  # normaliser tables -> code point -> length of its translation (-1: not yet)
+
+
+def _translation_length(char_map: Any, code: int) -> int:
+    """How many characters the normaliser's table makes of code point ``code`` (0: removed)."""
+    value = char_map[code]
+    return 1 if isinstance(value, int) else 0 if value is None else len(value)
 
 
 def _class_ranges() -> list[tuple[int, int, int]]:
@@ -125,6 +133,7 @@ class WordPieceBatches:
         #: where no character outside the BMP is punctuation or whitespace
         self.bmp_words = BertWords(None).bmp.findall
         self.compiled: Any = None  # the compiled WordPiece, where its machine code is kept
+        self.offsetter: Any = None  # its compiled offsets, where kept
         self._compiled_tried = False
         self.cold_chars = 0  # characters the reference path has encoded before this one loaded
 
@@ -148,6 +157,8 @@ class WordPieceBatches:
                 self.compiled = compiled.load(
                     model.vocab, model.unk_token, model.prefix, model.max_input_chars_per_word
                 )
+                if self.compiled is not None:
+                    self.offsetter = compiled.load_offsets()
         if self.compiled is None:
             _class_table()
         return True
@@ -282,7 +293,36 @@ class _WordPieceBatch:
             self._lists = self._offsets()
         return self._lists.pop(n)
 
+    def _compiled_offsets(self) -> dict[int, list[tuple[int, int]]] | None:
+        """Every text's offsets from the compiled kernel (no NumPy), or None without it."""
+        batches = self._batches
+        if self._tokens is None or batches.offsetter is None:
+            return None
+        tables = batches.tables
+        lengths, length_of = None, None
+        if tables is not None:
+            lengths = _LENGTH_BYTES.get(tables)
+            if lengths is None:
+                from toktools.models.wordpiece.compiled import length_table
+
+                lengths = _LENGTH_BYTES[tables] = length_table()
+            length_of = partial(_translation_length, tables.char_map)
+        spans = batches.offsetter.offsets(
+            self._texts, self._tokens, self.bounds, self._normalized_chars, lengths, length_of
+        )
+        if spans is None:
+            return None
+        from toktools.runtime.gc_pause import gc_paused
+
+        bounds = self.bounds
+        with gc_paused():
+            pairs = list(zip(spans[0].tolist(), spans[1].tolist()))
+            return {n: pairs[lo:hi] for n, (lo, hi) in enumerate(zip(bounds, bounds[1:]))}
+
     def _offsets(self) -> dict[int, list[tuple[int, int]]]:
+        compiled = self._compiled_offsets()
+        if compiled is not None:
+            return compiled
         import numpy as np
 
         from toktools.runtime.gc_pause import gc_paused
@@ -342,8 +382,7 @@ class _WordPieceBatch:
         seen[points] = True
         char_map = tables.char_map
         for point in np.flatnonzero(seen & (lengths < 0)).tolist():
-            value = char_map[point]
-            lengths[point] = 1 if isinstance(value, int) else 0 if value is None else len(value)
+            lengths[point] = _translation_length(char_map, point)
         origin = np.repeat(np.arange(len(points), dtype=np.int64), lengths[points])
         if len(origin) != self._normalized_chars:  # the translation is per character: cannot happen
             raise AssertionError("normalised text and its alignment disagree")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from itertools import accumulate, chain
+from typing import Any
 
 from toktools.models.bpe.compiled_merge import address, zeros
 
@@ -50,6 +51,31 @@ _TABLE_KERNEL = (
     "wordpiece_table_at",
     ("int64", "int64", "int64*", "uint32*", "int64*", "uint64", "int64", "uint64*", "int64*", "uint64"),
 )
+#: The kernel that maps tokens' spans back to the original texts.
+_OFFSETS_KERNEL = (
+    "toktools.models.wordpiece.offsets_kernel",
+    "offsets_at",
+    (
+        "int64",
+        "int64",
+        "uint32*",
+        "uint8*",
+        "int64",
+        "int64*",
+        "int64*",
+        "int64",
+        "int64*",
+        "int64*",
+        "int64",
+        "int64*",
+        "int64*",
+        "int64*",
+        "int64*",
+    ),
+)
+LIST_UNKNOWN, SPANS, SPANS_UNCHANGED = 0, 1, 2
+#: A code point whose translation's length is not known yet, in :func:`length_table`'s tables.
+UNKNOWN = 255
 #: The polynomial hash's base (odd, so no code point's weight vanishes modulo 2**64).
 BASE = 0x100000001B3
 #: A word longer than this goes the Python way (the kernel's scratch is sized by it).
@@ -69,6 +95,7 @@ def start_compiling() -> None:
 
     start(*_KERNEL)
     start(*_TABLE_KERNEL)
+    start(*_OFFSETS_KERNEL)
 
 
 class Tokens:
@@ -156,6 +183,109 @@ class CompiledWordPiece:
         )
         firsts = [bisect_left(starts, start, 0, count) for start in text_starts]
         return Tokens(ids, starts, ends, count, firsts)
+
+
+def length_table() -> array:  # type: ignore[type-arg]
+    """A table of every code point's translation length, all :data:`UNKNOWN` (one per normaliser)."""
+    return array("B", [UNKNOWN]) * 0x110000
+
+
+class CompiledOffsets:
+    """Tokens' spans in a batch's normalised texts → their offsets in the original texts,
+    without NumPy. Raises ``ImportError`` when there is no compiled kernel."""
+
+    def __init__(self) -> None:
+        from toktools.runtime.machine_code import kernel
+
+        run = kernel(*_OFFSETS_KERNEL)
+        if run is None:
+            raise ImportError("the compiled offsets need numba (extra 'fast')")
+        self._kernel = run
+
+    def offsets(
+        self,
+        texts: list[str],
+        tokens: Tokens,
+        bounds: list[int],
+        n_normalized: int,
+        lengths: array | None,  # type: ignore[type-arg]
+        length_of: Any,
+    ) -> tuple[array, array] | None:  # type: ignore[type-arg]
+        """``(starts, ends)`` of ``tokens`` (spans in the texts normalised and joined by spaces,
+        ``n_normalized`` characters) in the original ``texts``, text ``t``'s being
+        ``bounds[t]:bounds[t + 1]``. ``lengths`` is the normaliser's :func:`length_table`
+        (filled here through ``length_of(code point)`` as characters are met), or None without a
+        normaliser. None where a translation is too long for the table."""
+        points = " ".join(texts).encode("utf-32-le")
+        n_points, n_tokens, n_texts = len(points) // 4, tokens.count, len(texts)
+        text_starts = array("q", accumulate((len(text) + 1 for text in texts), initial=0))[:n_texts]
+        table = lengths if lengths is not None else zeros("B", 0x110000)
+        if lengths is not None:
+            unknown = zeros("q", n_points)
+            found = self._call(LIST_UNKNOWN, points, table, tokens, bounds, text_starts, 0, unknown, unknown, unknown)
+            for code in unknown[:found].tolist():
+                length = length_of(code)
+                if length >= UNKNOWN - 1:
+                    table[code] = UNKNOWN  # (looked at again next time)
+                    return None
+                table[code] = length
+        origin = zeros("q", n_normalized if lengths is not None else 1)
+        starts, ends = zeros("q", n_tokens), zeros("q", n_tokens)
+        mode = SPANS if lengths is not None else SPANS_UNCHANGED
+        done = self._call(mode, points, table, tokens, bounds, text_starts, n_normalized, origin, starts, ends)
+        if done < 0:  # the translation is per character: cannot happen
+            raise AssertionError("normalised text and its alignment disagree")
+        return starts[:n_tokens], ends[:n_tokens]
+
+    def _call(
+        self,
+        mode: int,
+        points: bytes,
+        table: Any,
+        tokens: Tokens,
+        bounds: list[int],
+        text_starts: Any,
+        n_normalized: int,
+        scratch: Any,
+        starts: Any,
+        ends: Any,
+    ) -> int:
+        """One kernel call; ``scratch`` is the origin of each normalised character (spans) or
+        the list of unknown code points (``LIST_UNKNOWN``)."""
+        bound_array = array("q", bounds)
+        return int(
+            self._kernel(
+                mode,
+                len(points) // 4,
+                address(points),
+                address(table),
+                tokens.count,
+                address(tokens.starts),
+                address(tokens.ends),
+                len(text_starts),
+                address(bound_array),
+                address(text_starts),
+                n_normalized,
+                address(scratch),
+                address(starts),
+                address(ends),
+                address(scratch),
+            )
+        )
+
+
+def load_offsets() -> CompiledOffsets | None:
+    """The compiled offsets if their machine code is kept here; else None (NumPy computes them)
+    and their compilation started in the background."""
+    from toktools.runtime.machine_code import ready
+
+    if not ready(*_OFFSETS_KERNEL):
+        start_compiling()
+        return None
+    try:
+        return CompiledOffsets()
+    except ImportError:
+        return None
 
 
 def load(vocab: dict[str, int], unk_token: str, prefix: str, max_chars: int) -> CompiledWordPiece | None:
