@@ -110,6 +110,26 @@ def test_every_normalizer_option_and_none_match_tokenizers(normalizer: dict | No
     _check(ours, theirs, held_out(2_000) + fuzz(40) + ALIGNMENT)
 
 
+def test_compiled_offsets_learn_new_characters_a_few_at_a_time(monkeypatch) -> None:
+    """The compiled offsets map spans back through the normaliser with a table of each code
+    point's translation length, filled as characters are first met: here from empty, three at a
+    time (many rounds), on text with accents, wide forms, removed controls and Chinese."""
+    from toktools.engines import lazy_wordpiece
+    from toktools.models.wordpiece import compiled
+
+    monkeypatch.setattr(compiled, "UNKNOWN_ROOM", 3)
+    monkeypatch.setattr(lazy_wordpiece, "_LENGTH_BYTES", {})
+    ours, theirs = _wordpiece(normalizer={"strip_accents": True})
+    texts = (
+        held_out(2_000)
+        + ALIGNMENT
+        + ["Héllo Wörld ＡＢＣ ﬁ", "\u00ad soft\u00adhyphen \x00ctrl\x07", "中文字符 İstanbul"]
+    )
+    encodings = ours.encode_batch(texts, workers=1)
+    assert lazy_encodings._builder(ours).offsetter is not None  # the compiled offsets were used
+    assert_same(encodings, theirs.encode_batch(texts), texts)
+
+
 def test_unknown_and_overlong_words_match_tokenizers() -> None:
     """``max_input_chars_per_word`` 6: many words become one ``[UNK]`` over the whole word."""
     ours, theirs = _wordpiece(max_chars=6)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
+from functools import partial
 from itertools import accumulate, chain
 from typing import Any
 
@@ -69,10 +70,12 @@ _OFFSETS_KERNEL = (
         "int64",
         "int64*",
         "int64*",
-        "int64*",
+        "int64",
         "int64*",
     ),
 )
+#: Unknown code points listed per kernel call (it is called again while the list fills up).
+UNKNOWN_ROOM = 4096
 LIST_UNKNOWN, SPANS, SPANS_UNCHANGED = 0, 1, 2
 #: A code point whose translation's length is not known yet, in :func:`length_table`'s tables.
 UNKNOWN = 255
@@ -217,42 +220,42 @@ class CompiledOffsets:
         (filled here through ``length_of(code point)`` as characters are met), or None without a
         normaliser. None where a translation is too long for the table."""
         points = " ".join(texts).encode("utf-32-le")
-        n_points, n_tokens, n_texts = len(points) // 4, tokens.count, len(texts)
+        n_tokens, n_texts = tokens.count, len(texts)
         text_starts = array("q", accumulate((len(text) + 1 for text in texts), initial=0))[:n_texts]
-        table = lengths if lengths is not None else zeros("B", 0x110000)
-        if lengths is not None:
-            unknown = zeros("q", n_points)
-            found = self._call(LIST_UNKNOWN, points, table, tokens, bounds, text_starts, 0, unknown, unknown, unknown)
-            for code in unknown[:found].tolist():
-                length = length_of(code)
-                if length >= UNKNOWN - 1:
-                    table[code] = UNKNOWN  # (looked at again next time)
-                    return None
-                table[code] = length
-        origin = zeros("q", n_normalized if lengths is not None else 1)
+        bound_array = array("q", bounds)
+        table = lengths if lengths is not None else zeros("B", 1)
         starts, ends = zeros("q", n_tokens), zeros("q", n_tokens)
-        mode = SPANS if lengths is not None else SPANS_UNCHANGED
-        done = self._call(mode, points, table, tokens, bounds, text_starts, n_normalized, origin, starts, ends)
-        if done < 0:  # the translation is per character: cannot happen
-            raise AssertionError("normalised text and its alignment disagree")
+        call = partial(self._call, points, table, tokens, bound_array, text_starts, n_normalized, starts, ends)
+        if lengths is not None:
+            unknown = zeros("q", UNKNOWN_ROOM)
+            while True:
+                found = call(LIST_UNKNOWN, unknown)
+                too_long = False
+                for code in unknown[:found].tolist():
+                    length = length_of(code)
+                    too_long = too_long or length >= UNKNOWN - 1
+                    lengths[code] = length if length < UNKNOWN - 1 else UNKNOWN  # (asked again next time)
+                if too_long:
+                    return None
+                if found < UNKNOWN_ROOM:
+                    break
+        if call(SPANS if lengths is not None else SPANS_UNCHANGED, unknown if lengths is not None else starts) < 0:
+            raise AssertionError("normalised text and its alignment disagree")  # per character: cannot happen
         return starts[:n_tokens], ends[:n_tokens]
 
     def _call(
         self,
-        mode: int,
         points: bytes,
         table: Any,
         tokens: Tokens,
-        bounds: list[int],
+        bounds: Any,
         text_starts: Any,
         n_normalized: int,
-        scratch: Any,
         starts: Any,
         ends: Any,
+        mode: int,
+        unknown: Any,
     ) -> int:
-        """One kernel call; ``scratch`` is the origin of each normalised character (spans) or
-        the list of unknown code points (``LIST_UNKNOWN``)."""
-        bound_array = array("q", bounds)
         return int(
             self._kernel(
                 mode,
@@ -263,13 +266,13 @@ class CompiledOffsets:
                 address(tokens.starts),
                 address(tokens.ends),
                 len(text_starts),
-                address(bound_array),
+                address(bounds),
                 address(text_starts),
                 n_normalized,
-                address(scratch),
                 address(starts),
                 address(ends),
-                address(scratch),
+                len(unknown),
+                address(unknown),
             )
         )
 
