@@ -195,7 +195,8 @@ class ByteLevelBatches:
         # in parts, each merged in a thread while this one splits the next part and builds the
         # previous part's encodings (the compiled merge runs without the GIL: a second core)
         chunks = part_chunks(texts, plain)
-        batches = [_Batch(self, [texts[i] for i in chunk]) for chunk in chunks]
+        threaded = len(chunks) > 1  # one part: nothing to overlap, no thread to start and join
+        batches = [_Batch(self, [texts[i] for i in chunk], threaded) for chunk in chunks]
         for i, n, batch, encoding in part_encodings(chunks, batches, self.token_of.__getitem__, type_ids):
             encoding.__dict__["trimmed_offsets"] = partial(batch.trimmed_offsets, n)
             out[i] = encoding
@@ -237,7 +238,7 @@ class _Batch:
     With the compiled split, the ids need no NumPy (buffers of ``array.array`` and ``bytes``):
     a first call that reads only ids never imports it (~45 ms); the offsets do."""
 
-    def __init__(self, batches: ByteLevelBatches, texts: list[str]) -> None:
+    def __init__(self, batches: ByteLevelBatches, texts: list[str], threaded: bool = True) -> None:
         prefixed = [batches.add_prefix_space and bool(text) and not text.startswith(" ") for text in texts]
         self.batches = batches
         self._prefixed_flags = prefixed
@@ -274,8 +275,12 @@ class _Batch:
             self._views = {"text_starts": char_ends[word_ends[:-1]], "char_bytes": char_bytes, "data": data}
             self._data = data
             work = partial(self._merge_words, data, bounds)
-        self._merging = threading.Thread(target=self._run, args=(work,), daemon=True)
-        self._merging.start()
+        self._merging: threading.Thread | None = None
+        if threaded:
+            self._merging = threading.Thread(target=self._run, args=(work,), daemon=True)
+            self._merging.start()
+        else:
+            self._run(work)
 
     def _split_and_merge(self, points: bytes, text_ends: Any) -> tuple[Any, Any, int]:
         """In the thread: the compiled split (with each word's UTF-8 bounds), then the compiled
@@ -297,7 +302,8 @@ class _Batch:
 
     def finish(self) -> None:
         """Wait for the merge; the ids and each text's bounds."""
-        self._merging.join()
+        if self._merging is not None:
+            self._merging.join()
         merged = self._merged[0]
         if isinstance(merged, BaseException):
             raise merged

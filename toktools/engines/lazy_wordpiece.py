@@ -215,7 +215,8 @@ class WordPieceBatches:
         # compiled: in parts, each part's kernel in a thread while this one normalises the next
         # part and builds the previous part's encodings (the kernel runs without the GIL)
         chunks = part_chunks(texts, plain) if self.compiled is not None else [plain]
-        batches = [_WordPieceBatch(self, [texts[i] for i in chunk]) for chunk in chunks]
+        threaded = len(chunks) > 1  # one part: nothing to overlap, no thread to start and join
+        batches = [_WordPieceBatch(self, [texts[i] for i in chunk], threaded) for chunk in chunks]
         for i, _n, _batch, encoding in part_encodings(chunks, batches, self.token_of.__getitem__, type_ids):
             out[i] = encoding
         return out
@@ -224,7 +225,7 @@ class WordPieceBatches:
 class _WordPieceBatch:
     """One batch's ids and, when first asked, every text's offsets."""
 
-    def __init__(self, batches: WordPieceBatches, texts: list[str]) -> None:
+    def __init__(self, batches: WordPieceBatches, texts: list[str], threaded: bool = True) -> None:
         tables = batches.tables
         normalized = [text.translate(tables.char_map) for text in texts] if tables is not None else texts
         joined = " ".join(normalized)  # a space: whitespace to the pre-tokeniser, ends every word
@@ -240,8 +241,12 @@ class _WordPieceBatch:
             self.bounds: list[int] = []
             raw = joined.encode("utf-32-le")
             starts = array("q", chain((0,), accumulate(len(text) + 1 for text in normalized)))  # in joined
-            self._thread = threading.Thread(target=self._run, args=(raw, starts), daemon=True)
-            self._thread.start()
+            if threaded:
+                self._thread = threading.Thread(target=self._run, args=(raw, starts), daemon=True)
+                self._thread.start()
+            else:
+                self._run(raw, starts)
+                self._collect()
             return
         import numpy as np
 
@@ -282,6 +287,10 @@ class _WordPieceBatch:
             return
         self._thread.join()
         self._thread = None
+        self._collect()
+
+    def _collect(self) -> None:
+        """The compiled call's ids and each text's bounds (or the error it raised)."""
         if isinstance(self._tokens, BaseException):
             raise self._tokens
         tokens = self._tokens
