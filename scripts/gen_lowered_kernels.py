@@ -26,7 +26,6 @@ from toktools.analysis.han_segmenter import _KERNEL as HAN_KERNEL  # noqa: E402
 from toktools.models.bpe.compiled_merge import _KERNEL as MERGE_KERNEL  # noqa: E402
 from toktools.models.bpe.compiled_merge import _TABLE_KERNEL as TABLE_KERNEL  # noqa: E402
 from toktools.models.bpe.compiled_offsets import _KERNEL as OFFSETS_KERNEL  # noqa: E402
-from toktools.models.bpe.compiled_split import _BOUNDS_KERNEL as BOUNDS_KERNEL  # noqa: E402
 from toktools.models.bpe.compiled_split import _KERNEL as SPLIT_KERNEL  # noqa: E402
 from toktools.models.bpe.compiled_training import _KERNEL as TRAINING_KERNEL  # noqa: E402
 from toktools.models.wordpiece.compiled import _KERNEL as WORDPIECE_KERNEL  # noqa: E402
@@ -43,7 +42,6 @@ KERNELS = [
     MERGE_KERNEL,
     TABLE_KERNEL,
     SPLIT_KERNEL,
-    BOUNDS_KERNEL,
     OFFSETS_KERNEL,
     WORDPIECE_KERNEL,
     WORDPIECE_TABLE_KERNEL,

@@ -169,7 +169,6 @@ def test_the_shipped_ir_is_lowered_from_the_current_kernel_sources():
     from toktools.models.bpe.compiled_merge import _KERNEL as merge
     from toktools.models.bpe.compiled_merge import _TABLE_KERNEL as table
     from toktools.models.bpe.compiled_offsets import _KERNEL as offsets
-    from toktools.models.bpe.compiled_split import _BOUNDS_KERNEL as bounds
     from toktools.models.bpe.compiled_split import _KERNEL as split
     from toktools.models.wordpiece.compiled import _KERNEL as wordpiece
     from toktools.models.wordpiece.compiled import _OFFSETS_KERNEL as wordpiece_offsets
@@ -181,7 +180,6 @@ def test_the_shipped_ir_is_lowered_from_the_current_kernel_sources():
         merge,
         table,
         split,
-        bounds,
         offsets,
         wordpiece,
         wordpiece_table,

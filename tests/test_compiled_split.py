@@ -5,6 +5,8 @@ fuzz corpus, long documents, Chinese without spaces and the pattern's corner cas
 
 from __future__ import annotations
 
+from array import array
+
 import numpy as np
 import pytest
 import tokenizers
@@ -45,9 +47,9 @@ def long_documents() -> list[str]:
 
 def kernel_words(split: compiled_split.CompiledSplit, texts: list[str]) -> list[list[str]]:
     joined = "".join(texts)
-    points = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
     text_ends = np.cumsum([len(text) for text in texts], dtype=np.int64)
-    ends = split.word_ends(points, text_ends).tolist()
+    words = split.bounds(joined.encode("utf-32-le"), array("q", text_ends.tolist()))
+    ends = words.ends[: words.count].tolist()
     out: list[list[str]] = []
     start, position = 0, 0
     for text_end in text_ends.tolist():

@@ -11,18 +11,12 @@ string per word.
 from __future__ import annotations
 
 from array import array
-from typing import Any
 
 from toktools.models.bpe.compiled_merge import address, zeros
 
-#: The kernel: module, function, and the types of its parameters.
+#: The kernel (the split, with the bounds the merge reads): module, function, and the types of
+#: its parameters.
 _KERNEL = (
-    "toktools.models.bpe.split_kernel",
-    "split_words_at",
-    ("int64", "uint32*", "uint8*", "int64", "int64*", "int64*"),
-)
-#: The split with the bounds the merge reads (:func:`toktools.models.bpe.split_kernel.split_bounds_at`).
-_BOUNDS_KERNEL = (
     "toktools.models.bpe.split_kernel",
     "split_bounds_at",
     ("int64", "uint32*", "uint8*", "int64", "int64*", "int64*", "int64*", "int64*", "int64*"),
@@ -35,15 +29,14 @@ def kept() -> bool:
     """The compiled split loads cheaply here (:func:`toktools.runtime.machine_code.ready`)."""
     from toktools.runtime.machine_code import ready
 
-    return ready(*_KERNEL) and ready(*_BOUNDS_KERNEL)
+    return ready(*_KERNEL)
 
 
 def start_compiling() -> None:
-    """Have the kernels compiled into the user cache in a detached process, for later runs."""
+    """Have the kernel compiled into the user cache in a detached process, for later runs."""
     from toktools.runtime.background_compile import start
 
     start(*_KERNEL)
-    start(*_BOUNDS_KERNEL)
 
 
 def class_table() -> array:  # type: ignore[type-arg]
@@ -77,36 +70,18 @@ class Words:
 
 
 class CompiledSplit:
-    """Texts (as code points end to end) → their words' ends. Raises ``ImportError`` when there
+    """Texts (as code points end to end) → their words, laid out for the merge. Raises ``ImportError`` when there
     is no compiled kernel."""
 
     def __init__(self) -> None:
         from toktools.runtime.machine_code import kernel
 
-        split, bounds = kernel(*_KERNEL), kernel(*_BOUNDS_KERNEL)
-        if split is None or bounds is None:
+        run = kernel(*_KERNEL)
+        if run is None:
             raise ImportError("the compiled split needs numba (extra 'fast')")
-        self._kernel, self._bounds = split, bounds
+        self._kernel = run
         self.classes = class_table()
         self._classes_at = address(self.classes)
-
-    def word_ends(self, points: Any, text_ends: Any) -> Any:
-        """The end of every word (indices into ``points``), text after text; text ``t`` is
-        ``points[text_ends[t - 1]:text_ends[t]]`` (NumPy arrays). Runs without the GIL."""
-        import numpy as np
-
-        points = np.ascontiguousarray(points, dtype=np.uint32)
-        text_ends = np.ascontiguousarray(text_ends, dtype=np.int64)
-        out = np.empty(max(1, len(points)), dtype=np.int64)
-        count = self._kernel(
-            len(points),
-            points.ctypes.data,
-            self._classes_at,
-            len(text_ends),
-            text_ends.ctypes.data,
-            out.ctypes.data,
-        )
-        return out[:count]
 
     def bounds(self, points: bytes, text_ends: array) -> Words:  # type: ignore[type-arg]
         """The words of texts given as UTF-32-LE code points end to end (``points``) with their
@@ -115,7 +90,7 @@ class CompiledSplit:
         n_points, n_texts = len(points) // 4, len(text_ends)
         ends, byte_bounds = zeros("q", n_points), zeros("q", max(n_points, 1) + 1)
         text_words, longest = zeros("q", n_texts + 1), zeros("q", 1)
-        count = self._bounds(
+        count = self._kernel(
             n_points,
             address(points),
             self._classes_at,

@@ -1,6 +1,6 @@
 """GPT-2's pre-tokeniser split (ByteLevel with ``use_regex``), compiled: the words of many texts
 in one call over their code points, without the GIL (optional: needs ``numba``, extra ``fast``).
-:mod:`toktools.runtime.machine_code` compiles :func:`split_words_at` once and keeps its machine
+:mod:`toktools.runtime.machine_code` compiles :func:`split_bounds_at` once and keeps its machine
 code; :mod:`toktools.models.bpe.compiled_split` calls it. Only that compilation imports this module.
 
 The pattern ``'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+``
@@ -88,18 +88,6 @@ def split_into(points, classes, text_ends, word_ends):
     return count
 
 
-def split_words_at(n_points, points, classes, n_texts, text_ends, word_ends):
-    """:func:`split_into` over raw pointers (the compiled entry point; its parameter types are
-    listed in :data:`toktools.models.bpe.compiled_split._KERNEL`); ``classes`` covers every code
-    point (0x110000), ``word_ends`` has room for ``n_points`` words."""
-    return split_into(
-        carray(points, (n_points,)),
-        carray(classes, (0x110000,)),
-        carray(text_ends, (n_texts,)),
-        carray(word_ends, (max(n_points, 1),)),
-    )
-
-
 @njit(inline="always")
 def bounds_into(points, text_ends, word_ends, count, byte_bounds, text_words):
     """What the merge reads, from :func:`split_into`'s word ends: each word's UTF-8 bounds
@@ -131,7 +119,7 @@ def bounds_into(points, text_ends, word_ends, count, byte_bounds, text_words):
 def split_bounds_at(n_points, points, classes, n_texts, text_ends, word_ends, byte_bounds, text_words, longest):
     """:func:`split_into`, then :func:`bounds_into`: the words of every text laid out for the
     compiled merge in one call (parameter types in
-    :data:`toktools.models.bpe.compiled_split._BOUNDS_KERNEL`). ``word_ends`` and ``byte_bounds``
+    :data:`toktools.models.bpe.compiled_split._KERNEL`). ``word_ends`` and ``byte_bounds``
     have room for ``n_points`` words (plus one), ``text_words`` for ``n_texts + 1``; the longest
     word's bytes go to ``longest[0]``; returns the number of words."""
     room = max(n_points, 1)
