@@ -35,3 +35,14 @@ def part_encodings(
         for n, i in enumerate(chunk):
             offsets = partial(batch.offsets, n)
             yield i, n, batch, lazy_encoding_of_ids(ids[bounds[n] : bounds[n + 1]], token_of, offsets, type_ids[i])
+
+
+def offsets_per_text(starts: Any, ends: Any, bounds: list[int]) -> dict[int, list[tuple[int, int]]]:
+    """Every text's offsets of a part as lists of pairs (text ``n``'s are tokens ``bounds[n]`` to
+    ``bounds[n + 1]`` of ``starts`` and ``ends``, any arrays with ``tolist``), the collector
+    paused while they are made."""
+    from toktools.runtime.gc_pause import gc_paused
+
+    with gc_paused():
+        pairs = list(zip(starts.tolist(), ends.tolist()))
+        return {n: pairs[lo:hi] for n, (lo, hi) in enumerate(zip(bounds, bounds[1:]))}

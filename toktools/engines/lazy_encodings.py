@@ -44,9 +44,8 @@ from operator import add
 from typing import TYPE_CHECKING, Any
 
 from toktools.encoding import Encoding
-from toktools.engines.batch_parts import part_chunks, part_encodings
+from toktools.engines.batch_parts import offsets_per_text, part_chunks, part_encodings
 from toktools.engines.ids_words import ASTRAL
-from toktools.runtime.gc_pause import gc_paused
 
 if TYPE_CHECKING:
     from toktools.engines.lazy_wordpiece import WordPieceBatches
@@ -415,7 +414,4 @@ class _Batch:
         return lists.pop(n)
 
     def _per_text(self, starts: Any, ends: Any) -> dict[int, list[tuple[int, int]]]:
-        bounds = self.bounds
-        with gc_paused():
-            pairs = list(zip(starts.tolist(), ends.tolist()))
-            return {n: pairs[lo:hi] for n, (lo, hi) in enumerate(zip(bounds, bounds[1:]))}
+        return offsets_per_text(starts, ends, self.bounds)

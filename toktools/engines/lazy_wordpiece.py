@@ -36,7 +36,7 @@ from itertools import chain
 from typing import Any
 
 from toktools.encoding import Encoding
-from toktools.engines.batch_parts import part_chunks, part_encodings
+from toktools.engines.batch_parts import offsets_per_text, part_chunks, part_encodings
 
 #: distinct words kept per model before the cache starts again (a bound on memory)
 CACHE_WORDS = 1 << 19
@@ -319,22 +319,13 @@ class _WordPieceBatch:
         spans = batches.offsetter.offsets(
             self._texts, self._tokens, self.bounds, self._normalized_chars, lengths, length_of
         )
-        if spans is None:
-            return None
-        from toktools.runtime.gc_pause import gc_paused
-
-        bounds = self.bounds
-        with gc_paused():
-            pairs = list(zip(spans[0].tolist(), spans[1].tolist()))
-            return {n: pairs[lo:hi] for n, (lo, hi) in enumerate(zip(bounds, bounds[1:]))}
+        return None if spans is None else offsets_per_text(spans[0], spans[1], self.bounds)
 
     def _offsets(self) -> dict[int, list[tuple[int, int]]]:
         compiled = self._compiled_offsets()
         if compiled is not None:
             return compiled
         import numpy as np
-
-        from toktools.runtime.gc_pause import gc_paused
 
         texts = self._texts
         if self._tokens is not None:  # the compiled split gave every token's span
@@ -351,10 +342,7 @@ class _WordPieceBatch:
             starts, ends = origin[starts], origin[ends - 1] + 1
         counts: Any = np.diff(np.array(self.bounds, dtype=np.int64))
         shift = np.repeat(text_starts[:-1], counts)
-        bounds = self.bounds
-        with gc_paused():
-            pairs = list(zip((starts - shift).tolist(), (ends - shift).tolist()))
-            return {n: pairs[lo:hi] for n, (lo, hi) in enumerate(zip(bounds, bounds[1:]))}
+        return offsets_per_text(starts - shift, ends - shift, self.bounds)
 
     def _token_spans(self) -> tuple[Any, Any]:
         """Every token's start and end in the joined normalised text."""
