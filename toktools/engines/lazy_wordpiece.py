@@ -41,9 +41,19 @@ from toktools.engines.batch_parts import offsets_per_text, part_chunks, part_enc
 #: distinct words kept per model before the cache starts again (a bound on memory)
 CACHE_WORDS = 1 << 19
 _CLASS_TABLE: Any = None  # code point -> 0 whitespace, 1 punctuation, 2 other (BertPreTokenizer)
-_CLASS_BYTES: Any = None  # the same as an array.array of bytes, for the compiled WordPiece (no NumPy)
-_LENGTH_BYTES: dict[Any, Any] = {}  # the same as array.array tables, for the compiled offsets (255: not yet)
-_LENGTH_TABLES: dict[Any, Any] = {}  # normaliser tables -> code point -> length of its translation (-1: not yet)
+_CLASS_BYTES: Any = None  # the same as an array.array of bytes (the table itself; the NumPy one views it)
+_LENGTH_BYTES: dict[Any, Any] = {}  # normaliser tables -> code point -> length of its translation (255: not yet)
+
+
+def _length_table(tables: Any) -> Any:
+    """The normaliser's table of each code point's translation length (``compiled.UNKNOWN``: not
+    met yet), shared by the compiled and the NumPy offsets."""
+    lengths = _LENGTH_BYTES.get(tables)
+    if lengths is None:
+        from toktools.models.wordpiece.compiled import length_table
+
+        lengths = _LENGTH_BYTES[tables] = length_table()
+    return lengths
 
 
 def _translation_length(char_map: Any, code: int) -> int:
@@ -62,15 +72,12 @@ def _class_ranges() -> list[tuple[int, int, int]]:
 
 
 def _class_table() -> Any:
-    """Every code point's class as a NumPy array (the Python path's)."""
+    """Every code point's class as a NumPy array (the Python path's): a view of :func:`_class_bytes`."""
     global _CLASS_TABLE
     if _CLASS_TABLE is None:
         import numpy as np
 
-        table = np.full(0x110000, 2, dtype=np.int8)
-        for lo, hi, value in _class_ranges():
-            table[lo : hi + 1] = value
-        _CLASS_TABLE = table
+        _CLASS_TABLE = np.frombuffer(_class_bytes(), dtype=np.uint8)
     return _CLASS_TABLE
 
 
@@ -310,12 +317,7 @@ class _WordPieceBatch:
         tables = batches.tables
         lengths, length_of = None, None
         if tables is not None:
-            lengths = _LENGTH_BYTES.get(tables)
-            if lengths is None:
-                from toktools.models.wordpiece.compiled import length_table
-
-                lengths = _LENGTH_BYTES[tables] = length_table()
-            length_of = partial(_translation_length, tables.char_map)
+            lengths, length_of = _length_table(tables), partial(_translation_length, tables.char_map)
         spans = batches.offsetter.offsets(
             self._texts, self._tokens, self.bounds, self._normalized_chars, lengths, length_of
         )
@@ -372,13 +374,13 @@ class _WordPieceBatch:
         if tables is None:
             return None
         points = np.frombuffer(original.encode("utf-32-le"), dtype=np.uint32)
-        lengths = _LENGTH_TABLES.get(tables)
-        if lengths is None:
-            lengths = _LENGTH_TABLES[tables] = np.full(0x110000, -1, dtype=np.int8)
+        from toktools.models.wordpiece.compiled import UNKNOWN
+
+        lengths = np.frombuffer(_length_table(tables), dtype=np.uint8)  # the compiled offsets' table
         seen = np.zeros(0x110000, dtype=bool)
         seen[points] = True
         char_map = tables.char_map
-        for point in np.flatnonzero(seen & (lengths < 0)).tolist():
+        for point in np.flatnonzero(seen & (lengths == UNKNOWN)).tolist():
             lengths[point] = _translation_length(char_map, point)
         origin = np.repeat(np.arange(len(points), dtype=np.int64), lengths[points])
         if len(origin) != self._normalized_chars:  # the translation is per character: cannot happen
