@@ -12,16 +12,13 @@ def check_text(*texts: str | None) -> None:
             continue
         if not isinstance(text, str):
             raise TypeError(f"text must be str, not {type(text).__name__}")
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as err:
-            raise TypeError(
-                f"text is not valid Unicode: lone surrogate U+{ord(text[err.start]):04X} at position {err.start}"
-            ) from None
+        where = lone_surrogate(text)
+        if where is not None:
+            raise TypeError(f"text is not valid Unicode: lone surrogate {where}")
 
 
 def lone_surrogate(text: str) -> str | None:
-    """How a decoded JSON string's lone surrogate reads (``"U+D800 at character 2"``), or None.
+    """Where ``text``'s first lone surrogate is (``"U+D800 at position 2"``), or None.
     JSON can spell one (an unpaired ``\\ud83d`` escape, common where a crawler cut an emoji's
     pair in two); no UTF-8 file holds one, so a reader checks only the records that escape."""
     if text.isascii():
@@ -29,7 +26,7 @@ def lone_surrogate(text: str) -> str | None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as err:
-        return f"U+{ord(text[err.start]):04X} at character {err.start}"
+        return f"U+{ord(text[err.start]):04X} at position {err.start}"
     return None
 
 
