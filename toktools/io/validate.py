@@ -94,14 +94,24 @@ def validate_vocab(vocab: object, source: str, field: str = "vocabulary") -> dic
     return vocab
 
 
+def merge_pairs(merges: list[Any]) -> list[tuple[str, str]] | None:
+    """``"a b"`` strings or ``["a", "b"]`` lists as pairs when the list is of one kind and every
+    entry a pair of strings, checked in C calls (``map``, type sets); else None, and the caller
+    goes entry by entry to name the first bad one."""
+    kinds = set(map(type, merges))
+    split = [m.split(" ") for m in merges] if kinds == {str} else merges if kinds == {list} else None
+    if split is not None and set(map(len, split)) <= {2} and set(map(type, chain.from_iterable(split))) <= {str}:
+        return list(map(tuple, split))  # type: ignore[arg-type]
+    return None
+
+
 def validate_merges(merges: object, source: str) -> list[tuple[str, str]]:
     """``tokenizer.json`` merges: ``"a b"`` strings or ``["a", "b"]`` pairs, as pairs."""
     if not isinstance(merges, list):
         raise ToktoolsError(f"{source}: model.merges must be a list, not {type(merges).__name__}")
-    kinds = set(map(type, merges))  # a list of one kind is checked in C calls first
-    split = [m.split(" ") for m in merges] if kinds == {str} else merges if kinds == {list} else None
-    if split is not None and set(map(len, split)) <= {2} and set(map(type, chain.from_iterable(split))) <= {str}:
-        return list(map(tuple, split))  # type: ignore[arg-type]
+    checked = merge_pairs(merges)
+    if checked is not None:
+        return checked
     pairs = []
     for number, merge in enumerate(merges, start=1):
         parts = merge.split(" ") if isinstance(merge, str) else merge

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Mapping, Sequence
-from itertools import chain
 from typing import Any
 
 from toktools.errors import ToktoolsError
@@ -43,21 +42,13 @@ def _vocab_of(node: Mapping[str, Any], model: str) -> dict[str, int]:
 
 def _merge_pairs(merges_json: list[Any]) -> list[tuple[str, str]]:
     """The ``[a, b]`` or ``"a b"`` merges of a BPE node as pairs; the first one that is not a
-    pair of strings is refused in one line. Lists of one kind are converted and checked by C
-    calls (``map``, type sets); a mixed list goes entry by entry."""
-    kinds = set(map(type, merges_json))
-    if kinds == {list}:
-        merges = list(map(tuple, merges_json))
-    elif kinds == {str}:
-        merges = [tuple(m.split(" ")) for m in merges_json]
-    else:
-        merges = []
-    if (
-        (merges or not merges_json)
-        and set(map(len, merges)) <= {2}
-        and set(map(type, chain.from_iterable(merges))) <= {str}
-    ):
-        return merges
+    pair of strings is refused in one line. A list of one kind is converted and checked by
+    :func:`toktools.io.validate.merge_pairs`; a mixed list goes entry by entry."""
+    from toktools.io.validate import merge_pairs
+
+    checked = merge_pairs(merges_json)
+    if checked is not None:
+        return checked
     merges = []
     for number, merge in enumerate(merges_json, start=1):
         pair = tuple(merge) if isinstance(merge, list) else tuple(merge.split(" ")) if isinstance(merge, str) else ()
