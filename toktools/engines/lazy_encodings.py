@@ -37,7 +37,7 @@ from __future__ import annotations
 import re
 import threading
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from itertools import accumulate, chain
 from operator import add
@@ -140,7 +140,7 @@ class ByteLevelBatches:
         self.splitter: Any = None  # the compiled split, where its machine code is kept
         self.offsetter: Any = None  # the compiled offsets (with the compiled split), where kept
         self.cold_chars = 0  # characters the reference path has encoded before this one loaded
-        self._lengths: Any = None  # token id -> length in symbols (= bytes)
+        self._lengths: Any = None  # token id -> length in symbols (= bytes), an array.array
 
     @property
     def loaded(self) -> bool:
@@ -164,19 +164,22 @@ class ByteLevelBatches:
             if self.words.use_regex:
                 self.splitter = _compiled_split()
             if self.splitter is not None:
-                self.offsetter = _compiled_offsets(self.token_of)
+                self.offsetter = _compiled_offsets(self.token_lengths)
         return True
 
-    def lengths(self) -> Any:
-        """Token id → its length in symbols (= bytes), as a NumPy array (made on first use)."""
+    def token_lengths(self) -> Any:
+        """Token id → its length in symbols (= bytes), an ``array.array`` (made on first use)."""
         if self._lengths is None:
-            import numpy as np
+            from toktools.models.bpe.compiled_offsets import token_lengths
 
-            token_of, n = self.token_of, len(self.token_of)
-            lengths = np.zeros(max(token_of, default=0) + 1, dtype=np.int64)
-            lengths[np.fromiter(token_of, np.int64, n)] = np.fromiter(map(len, token_of.values()), np.int64, n)
-            self._lengths = lengths
+            self._lengths = token_lengths(self.token_of)
         return self._lengths
+
+    def lengths(self) -> Any:
+        """:meth:`token_lengths` as a NumPy array (a view), for the NumPy offsets."""
+        import numpy as np
+
+        return np.frombuffer(self.token_lengths(), dtype=np.int64)
 
     def encode(self, texts: Sequence[str], type_ids: Sequence[int]) -> list[Encoding | None]:
         search = self.has_added
@@ -216,7 +219,7 @@ def _compiled_split() -> Any:
         return None
 
 
-def _compiled_offsets(token_of: Any) -> Any:
+def _compiled_offsets(token_lengths: Callable[[], Any]) -> Any:
     """The compiled offsets if their machine code is kept here, else None (NumPy computes them)
     and their compilation started in a detached process for the next runs."""
     from toktools.models.bpe import compiled_offsets
@@ -225,7 +228,7 @@ def _compiled_offsets(token_of: Any) -> Any:
         compiled_offsets.start_compiling()
         return None
     try:
-        return compiled_offsets.CompiledOffsets(token_of)
+        return compiled_offsets.CompiledOffsets(token_lengths())
     except ImportError:
         return None
 

@@ -48,19 +48,23 @@ def start_compiling() -> None:
     start(*_KERNEL)
 
 
+def token_lengths(token_of: Mapping[int, str]) -> array:  # type: ignore[type-arg]
+    """Token id → its length in symbols (= bytes for byte-level BPE), 0 where no token has the id."""
+    return array("q", (len(token_of.get(i, "")) for i in range(max(token_of, default=0) + 1)))
+
+
 class CompiledOffsets:
-    """One vocabulary's token lengths and the kernel. Raises ``ImportError`` when there is no
+    """The kernel, with one vocabulary's :func:`token_lengths`. Raises ``ImportError`` when there is no
     compiled kernel."""
 
-    def __init__(self, token_of: Mapping[int, str]) -> None:
+    def __init__(self, token_lengths: array) -> None:  # type: ignore[type-arg]
         from toktools.runtime.machine_code import kernel
 
         run = kernel(*_KERNEL)
         if run is None:
             raise ImportError("the compiled offsets need numba (extra 'fast')")
         self._kernel = run
-        size = max(token_of, default=0) + 1
-        self.token_lengths = array("q", (len(token_of.get(i, "")) for i in range(size)))
+        self.token_lengths = token_lengths
 
     def spans(
         self, ids: Any, data: bytes, bounds: Any, text_starts: Any, prefixed: Any, trim: int
